@@ -1,0 +1,135 @@
+#include "ir/data_type.h"
+
+#include "ir/error.h"
+
+#include <algorithm>
+
+namespace widefuse {
+
+llvm::StringRef shortName(DataType type) {
+  switch (type) {
+  case DataType::Bool: return "b8";
+  case DataType::Int8: return "i8";
+  case DataType::Int16: return "i16";
+  case DataType::Int32: return "i32";
+  case DataType::Int64: return "i64";
+  case DataType::UInt8: return "u8";
+  case DataType::UInt16: return "u16";
+  case DataType::UInt32: return "u32";
+  case DataType::Half: return "f16";
+  case DataType::BFloat16: return "bf16";
+  case DataType::Float: return "f32";
+  case DataType::Double: return "f64";
+  }
+  WF_ASSERT(false, "unknown data type {}", static_cast<int>(type));
+}
+
+std::optional<DataType> parseDataType(llvm::StringRef name) {
+  for (DataType type : kAllDataTypes)
+    if (shortName(type) == name)
+      return type;
+  return std::nullopt;
+}
+
+unsigned byteSize(DataType type) {
+  switch (type) {
+  case DataType::Bool:
+  case DataType::Int8:
+  case DataType::UInt8: return 1;
+  case DataType::Int16:
+  case DataType::UInt16:
+  case DataType::Half:
+  case DataType::BFloat16: return 2;
+  case DataType::Int32:
+  case DataType::UInt32:
+  case DataType::Float: return 4;
+  case DataType::Int64:
+  case DataType::Double: return 8;
+  }
+  WF_ASSERT(false, "unknown data type {}", static_cast<int>(type));
+}
+
+bool isFloatingPoint(DataType type) {
+  return type == DataType::Half || type == DataType::BFloat16 || type == DataType::Float ||
+         type == DataType::Double;
+}
+
+bool isSignedInteger(DataType type) {
+  return type == DataType::Int8 || type == DataType::Int16 || type == DataType::Int32 ||
+         type == DataType::Int64;
+}
+
+bool isUnsignedInteger(DataType type) {
+  return type == DataType::UInt8 || type == DataType::UInt16 || type == DataType::UInt32;
+}
+
+bool isInteger(DataType type) { return isSignedInteger(type) || isUnsignedInteger(type); }
+
+bool isReducedPrecision(DataType type) {
+  return type == DataType::Half || type == DataType::BFloat16;
+}
+
+DataType computeType(DataType type) {
+  return isReducedPrecision(type) ? DataType::Float : type;
+}
+
+TypeCategory categoryOf(DataType type) {
+  if (type == DataType::Bool)
+    return TypeCategory::Bool;
+  return isFloatingPoint(type) ? TypeCategory::Floating : TypeCategory::Integer;
+}
+
+namespace {
+
+DataType signedOfWidth(unsigned width) {
+  switch (width) {
+  case 1: return DataType::Int8;
+  case 2: return DataType::Int16;
+  case 4: return DataType::Int32;
+  default: return DataType::Int64;
+  }
+}
+
+DataType unsignedOfWidth(unsigned width) {
+  switch (width) {
+  case 1: return DataType::UInt8;
+  case 2: return DataType::UInt16;
+  default: return DataType::UInt32;
+  }
+}
+
+/// Smallest integer type holding every value of both integer types.
+DataType promoteIntegers(DataType a, DataType b) {
+  unsigned width = std::max(byteSize(a), byteSize(b));
+  if (isSignedInteger(a) == isSignedInteger(b))
+    return isSignedInteger(a) ? signedOfWidth(width) : unsignedOfWidth(width);
+  DataType signedType = isSignedInteger(a) ? a : b;
+  DataType unsignedType = isSignedInteger(a) ? b : a;
+  if (byteSize(signedType) > byteSize(unsignedType))
+    return signedType;
+  return signedOfWidth(std::min(8u, 2 * byteSize(unsignedType)));
+}
+
+} // namespace
+
+DataType promoteTypes(DataType a, DataType b) {
+  if (a == b)
+    return a;
+  if (a == DataType::Bool)
+    return b;
+  if (b == DataType::Bool)
+    return a;
+  bool aFloat = isFloatingPoint(a), bFloat = isFloatingPoint(b);
+  if (aFloat && bFloat) {
+    if (isReducedPrecision(a) && isReducedPrecision(b))
+      return DataType::Float; // half + bfloat16
+    return byteSize(a) >= byteSize(b) ? a : b;
+  }
+  if (aFloat)
+    return a;
+  if (bFloat)
+    return b;
+  return promoteIntegers(a, b);
+}
+
+} // namespace widefuse

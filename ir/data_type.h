@@ -1,0 +1,61 @@
+#pragma once
+/// The element types of widefuse tensors and scalars, and facts about them.
+
+#include <llvm/ADT/StringRef.h>
+
+#include <cstdint>
+#include <optional>
+
+namespace widefuse {
+
+/// Element type of a tensor or scalar. The order is the order of `allDataTypes()`.
+enum class DataType : uint8_t {
+  Bool,
+  Int8,
+  Int16,
+  Int32,
+  Int64,
+  UInt8,
+  UInt16,
+  UInt32,
+  Half,
+  BFloat16,
+  Float,
+  Double,
+};
+
+/// Every data type, for iteration in tests and tables.
+inline constexpr DataType kAllDataTypes[] = {
+    DataType::Bool,   DataType::Int8,  DataType::Int16,    DataType::Int32,
+    DataType::Int64,  DataType::UInt8, DataType::UInt16,   DataType::UInt32,
+    DataType::Half,   DataType::BFloat16, DataType::Float, DataType::Double};
+
+/// The short name used by the text form: b8 i8 i16 i32 i64 u8 u16 u32 f16 bf16 f32 f64.
+llvm::StringRef shortName(DataType type);
+/// Parses a short name; nullopt when it names no data type.
+std::optional<DataType> parseDataType(llvm::StringRef name);
+/// Size of one element in bytes.
+unsigned byteSize(DataType type);
+/// True for half, bfloat16, float and double.
+bool isFloatingPoint(DataType type);
+/// True for the signed and unsigned integer types (not bool).
+bool isInteger(DataType type);
+/// True for int8..int64.
+bool isSignedInteger(DataType type);
+/// True for uint8..uint32.
+bool isUnsignedInteger(DataType type);
+/// True for half and bfloat16, which are computed in float and rounded.
+bool isReducedPrecision(DataType type);
+/// The type arithmetic on `type` is carried out in: float for half/bfloat16, else `type`.
+DataType computeType(DataType type);
+
+/// Category used by type promotion: bool < integer < floating point.
+enum class TypeCategory : uint8_t { Bool, Integer, Floating };
+/// The promotion category of a data type.
+TypeCategory categoryOf(DataType type);
+
+/// PyTorch's promote_types for two data types (e.g. int32 + half -> half, half + bfloat16 ->
+/// float, uint8 + int8 -> int16, uint32 + int32 -> int64).
+DataType promoteTypes(DataType a, DataType b);
+
+} // namespace widefuse

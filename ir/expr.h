@@ -1,0 +1,52 @@
+#pragma once
+/// Expressions of the IR: one op applied to value operands, defining one result value.
+
+#include "ir/data_type.h"
+#include "ir/op_kind.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/SmallVector.h>
+
+#include <cstdint>
+
+namespace widefuse {
+
+class Value;
+
+/// Attributes that some ops carry besides their value operands.
+struct OpAttributes {
+  /// Target type of cast and bitcast.
+  DataType targetType = DataType::Float;
+  /// Output shape of broadcast_in_dim.
+  llvm::SmallVector<int64_t, 4> broadcastShape;
+  /// broadcast_in_dim: output dimension each operand dimension maps to.
+  llvm::SmallVector<int64_t, 4> broadcastDims;
+
+  bool operator==(const OpAttributes&) const = default;
+};
+
+/// One pointwise expression `result = op(operands...)`. Owned by its Fusion.
+class Expr {
+public:
+  Expr(unsigned id, OpKind op, llvm::ArrayRef<Value*> operands, Value* result,
+       OpAttributes attributes)
+      : id_(id), op_(op), operands_(operands.begin(), operands.end()), result_(result),
+        attributes_(std::move(attributes)) {}
+
+  /// Position in the fusion's expression list (a topological order).
+  unsigned id() const { return id_; }
+  OpKind op() const { return op_; }
+  llvm::ArrayRef<Value*> operands() const { return operands_; }
+  Value* operand(unsigned index) const { return operands_[index]; }
+  Value* result() const { return result_; }
+  const OpAttributes& attributes() const { return attributes_; }
+
+private:
+  unsigned id_;
+  OpKind op_;
+  llvm::SmallVector<Value*, 3> operands_;
+  Value* result_;
+  OpAttributes attributes_;
+};
+
+} // namespace widefuse

@@ -1,0 +1,201 @@
+#include "ir/fusion_definition.h"
+
+#include "ir/error.h"
+#include "ir/op_builder.h"
+#include "ir/verifier.h"
+
+namespace widefuse {
+
+DataType Val::dtype() const { return value_->dtype(); }
+unsigned Val::rank() const { return value_->rank(); }
+const std::string& Val::name() const { return value_->name(); }
+
+FusionDefinition::FusionDefinition(std::string name)
+    : fusion_(std::make_unique<Fusion>(std::move(name))) {}
+
+Fusion& FusionDefinition::live() {
+  if (!fusion_)
+    fail("this FusionDefinition was already finalized; start a new one");
+  return *fusion_;
+}
+
+const Fusion& FusionDefinition::fusion() const {
+  if (!fusion_)
+    fail("this FusionDefinition was already finalized; start a new one");
+  return *fusion_;
+}
+
+Value* FusionDefinition::unwrap(const Val& val, llvm::StringRef context) {
+  if (!val)
+    fail("{}: an empty Val handle was passed", context.str());
+  if (val.owner() != this || !live().owns(val.value()))
+    fail("{}: value '{}' comes from another FusionDefinition", context.str(), val.name());
+  return val.value();
+}
+
+Val FusionDefinition::defineTensor(llvm::ArrayRef<int64_t> shape, DataType dtype,
+                                   llvm::StringRef name, TensorLayout layout) {
+  Fusion& fusion = live();
+  std::string chosen = name.empty() ? fusion.uniqueName("t") : name.str();
+  return Val(this, fusion.addTensorInput(chosen, dtype, shape, std::move(layout)));
+}
+
+Val FusionDefinition::defineScalar(DataType dtype, llvm::StringRef name) {
+  Fusion& fusion = live();
+  std::string chosen = name.empty() ? fusion.uniqueName("s") : name.str();
+  return Val(this, fusion.addScalarInput(chosen, dtype));
+}
+
+Val FusionDefinition::constant(ConstantValue value, DataType dtype) {
+  return Val(this, live().addConstant(value, dtype, /*weak=*/false));
+}
+
+Val FusionDefinition::literal(ConstantValue value) {
+  DataType dtype = std::holds_alternative<bool>(value)      ? DataType::Bool
+                   : std::holds_alternative<int64_t>(value) ? DataType::Int64
+                                                            : DataType::Double;
+  return Val(this, live().addConstant(value, dtype, /*weak=*/true));
+}
+
+Val FusionDefinition::materialize(const Operand& operand) {
+  if (operand.literal())
+    return literal(*operand.literal());
+  unwrap(operand.val(), "operand");
+  return operand.val();
+}
+
+Val FusionDefinition::apply(OpKind op, llvm::ArrayRef<Operand> operands,
+                            OpAttributes attributes) {
+  llvm::SmallVector<Value*, 3> values;
+  for (const Operand& operand : operands) {
+    if (operand.literal()) {
+      values.push_back(literal(*operand.literal()).value());
+      continue;
+    }
+    values.push_back(unwrap(operand.val(), opName(op)));
+  }
+  return Val(this, buildOp(live(), op, values, std::move(attributes)));
+}
+
+void FusionDefinition::copy_(const Operand& source, Val destination) {
+  Value* dst = unwrap(destination, "copy_");
+  Value* src = materialize(source).value();
+  live().addAlias(src, dst);
+}
+
+void FusionDefinition::addOutput(Val value) { live().addOutput(unwrap(value, "add_output")); }
+
+std::unique_ptr<Fusion> FusionDefinition::finalize() {
+  verify(live());
+  return std::move(fusion_);
+}
+
+namespace {
+
+/// Finds the definition an op call belongs to: that of its first Val operand.
+FusionDefinition& ownerOf(llvm::ArrayRef<Operand> operands, OpKind op) {
+  for (const Operand& operand : operands)
+    if (!operand.literal() && operand.val())
+      return *operand.val().owner();
+  fail("{}: at least one argument must be a value of a FusionDefinition, not only numbers",
+       opName(op).str());
+}
+
+Val applyOp(OpKind op, std::initializer_list<Operand> operands, OpAttributes attributes = {}) {
+  llvm::ArrayRef<Operand> list(operands.begin(), operands.end());
+  return ownerOf(list, op).apply(op, list, std::move(attributes));
+}
+
+} // namespace
+
+#define WF_DEFINE_UNARY(function, kind)                                                       \
+  Val function(const Operand& x) { return applyOp(OpKind::kind, {x}); }
+#define WF_DEFINE_BINARY(function, kind)                                                      \
+  Val function(const Operand& a, const Operand& b) { return applyOp(OpKind::kind, {a, b}); }
+#define WF_DEFINE_TERNARY(function, kind)                                                     \
+  Val function(const Operand& a, const Operand& b, const Operand& c) {                        \
+    return applyOp(OpKind::kind, {a, b, c});                                                  \
+  }
+WF_DEFINE_UNARY(neg, Neg)
+WF_DEFINE_UNARY(abs, Abs)
+WF_DEFINE_UNARY(sqrt, Sqrt)
+WF_DEFINE_UNARY(rsqrt, Rsqrt)
+WF_DEFINE_UNARY(reciprocal, Reciprocal)
+WF_DEFINE_UNARY(exp, Exp)
+WF_DEFINE_UNARY(exp2, Exp2)
+WF_DEFINE_UNARY(log, Log)
+WF_DEFINE_UNARY(log2, Log2)
+WF_DEFINE_UNARY(log1p, Log1p)
+WF_DEFINE_UNARY(expm1, Expm1)
+WF_DEFINE_UNARY(sin, Sin)
+WF_DEFINE_UNARY(cos, Cos)
+WF_DEFINE_UNARY(tanh, Tanh)
+WF_DEFINE_UNARY(sigmoid, Sigmoid)
+WF_DEFINE_UNARY(floor, Floor)
+WF_DEFINE_UNARY(ceil, Ceil)
+WF_DEFINE_UNARY(round, Round)
+WF_DEFINE_UNARY(trunc, Trunc)
+WF_DEFINE_UNARY(sign, Sign)
+WF_DEFINE_UNARY(isnan, IsNan)
+WF_DEFINE_UNARY(isinf, IsInf)
+WF_DEFINE_UNARY(isfinite, IsFinite)
+WF_DEFINE_UNARY(logical_not, LogicalNot)
+WF_DEFINE_UNARY(bitwise_not, BitwiseNot)
+WF_DEFINE_UNARY(set, Set)
+WF_DEFINE_BINARY(add, Add)
+WF_DEFINE_BINARY(sub, Sub)
+WF_DEFINE_BINARY(mul, Mul)
+WF_DEFINE_BINARY(div, Div)
+WF_DEFINE_BINARY(pow, Pow)
+WF_DEFINE_BINARY(fmod, Fmod)
+WF_DEFINE_BINARY(maximum, Maximum)
+WF_DEFINE_BINARY(minimum, Minimum)
+WF_DEFINE_BINARY(atan2, Atan2)
+WF_DEFINE_BINARY(eq, Eq)
+WF_DEFINE_BINARY(ne, Ne)
+WF_DEFINE_BINARY(lt, Lt)
+WF_DEFINE_BINARY(le, Le)
+WF_DEFINE_BINARY(gt, Gt)
+WF_DEFINE_BINARY(ge, Ge)
+WF_DEFINE_BINARY(logical_and, LogicalAnd)
+WF_DEFINE_BINARY(logical_or, LogicalOr)
+WF_DEFINE_BINARY(bitwise_and, BitwiseAnd)
+WF_DEFINE_BINARY(bitwise_or, BitwiseOr)
+WF_DEFINE_BINARY(bitwise_xor, BitwiseXor)
+WF_DEFINE_BINARY(shift_left, ShiftLeft)
+WF_DEFINE_BINARY(shift_right, ShiftRight)
+WF_DEFINE_TERNARY(where, Where)
+WF_DEFINE_TERNARY(lerp, Lerp)
+WF_DEFINE_TERNARY(fma, Fma)
+WF_DEFINE_TERNARY(clamp, Clamp)
+#undef WF_DEFINE_UNARY
+#undef WF_DEFINE_BINARY
+#undef WF_DEFINE_TERNARY
+
+Val cast(const Operand& x, DataType dtype) {
+  OpAttributes attributes;
+  attributes.targetType = dtype;
+  return applyOp(OpKind::Cast, {x}, attributes);
+}
+
+Val bitcast(const Operand& x, DataType dtype) {
+  OpAttributes attributes;
+  attributes.targetType = dtype;
+  return applyOp(OpKind::Bitcast, {x}, attributes);
+}
+
+Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<int64_t> shape,
+                     llvm::ArrayRef<int64_t> dims) {
+  OpAttributes attributes;
+  attributes.broadcastShape.assign(shape.begin(), shape.end());
+  attributes.broadcastDims.assign(dims.begin(), dims.end());
+  return applyOp(OpKind::BroadcastInDim, {x}, attributes);
+}
+
+Val operator+(const Operand& a, const Operand& b) { return add(a, b); }
+Val operator-(const Operand& a, const Operand& b) { return sub(a, b); }
+Val operator*(const Operand& a, const Operand& b) { return mul(a, b); }
+Val operator/(const Operand& a, const Operand& b) { return div(a, b); }
+Val operator-(const Val& x) { return neg(x); }
+
+} // namespace widefuse

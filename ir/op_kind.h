@@ -1,0 +1,50 @@
+#pragma once
+/// The kinds of operation in the IR and their static facts, generated from op_kinds.def.
+
+#include <llvm/ADT/StringRef.h>
+
+#include <cstdint>
+#include <optional>
+
+namespace widefuse {
+
+/// One enumerator per op in op_kinds.def.
+enum class OpKind : uint8_t {
+#define WF_OP(Enum, name, arity, rule) Enum,
+#include "ir/op_kinds.def"
+};
+
+/// How an op's operand types are checked and its result type derived.
+enum class TypeRule : uint8_t {
+  Arithmetic,   ///< numeric operands (no bool result); result is the promoted type
+  FloatMath,    ///< result is the promoted type, or float when that is bool/integer
+  TrueDivision, ///< like FloatMath: integer division gives float (PyTorch's true divide)
+  Predicate,    ///< any operand; result bool
+  Comparison,   ///< operands compared in the promoted type; result bool
+  Logical,      ///< operands read as truth values; result bool
+  Bitwise,      ///< bool or integer operands; result is the promoted type
+  Shift,        ///< integer operands; result is the promoted type
+  Select,       ///< where(bool condition, a, b); result is the promotion of a and b
+  FloatOnly,    ///< floating-point operands only; result is the promoted type
+  Identity,     ///< result has the operand's type (set)
+  Cast,         ///< result has the attribute type; value conversion
+  Bitcast,      ///< result has the attribute type of the same width; bits reinterpreted
+  Broadcast,    ///< result has the operand's type and the attribute shape
+};
+
+/// Number of ops in the table.
+inline constexpr unsigned kNumOpKinds = 0
+#define WF_OP(Enum, name, arity, rule) +1
+#include "ir/op_kinds.def"
+    ;
+
+/// The op's name in the text form and the APIs ("add", "broadcast_in_dim").
+llvm::StringRef opName(OpKind op);
+/// Number of value operands (attributes not counted).
+unsigned opArity(OpKind op);
+/// The typing rule of the op.
+TypeRule opTypeRule(OpKind op);
+/// Looks an op up by its text name; nullopt for an unknown name.
+std::optional<OpKind> parseOpKind(llvm::StringRef name);
+
+} // namespace widefuse

@@ -1,0 +1,59 @@
+#include "ir/type_promotion.h"
+
+#include "ir/value.h"
+
+#include <optional>
+
+namespace widefuse {
+namespace {
+
+/// PyTorch's combine_categories: `higher` is the result of a higher-priority group.
+std::optional<DataType> combine(std::optional<DataType> higher, std::optional<DataType> lower) {
+  if (!higher)
+    return lower;
+  if (!lower || isFloatingPoint(*higher))
+    return higher;
+  if (*higher == DataType::Bool || isFloatingPoint(*lower))
+    return promoteTypes(*higher, *lower);
+  return higher;
+}
+
+void accumulate(std::optional<DataType>& group, DataType type) {
+  group = group ? promoteTypes(*group, type) : type;
+}
+
+/// The type a scalar stands for beside tensors: a Python number of its category.
+DataType asPythonNumber(DataType type) {
+  switch (categoryOf(type)) {
+  case TypeCategory::Bool: return DataType::Bool;
+  case TypeCategory::Integer: return DataType::Int64;
+  case TypeCategory::Floating: return DataType::Float;
+  }
+  return type;
+}
+
+} // namespace
+
+DataType promoteOperandTypes(llvm::ArrayRef<const Value*> operands) {
+  std::optional<DataType> ranked, zeroDim, scalars, weakScalars;
+  bool anyTensor = false;
+  for (const Value* operand : operands) {
+    if (operand->isTensor()) {
+      anyTensor = true;
+      accumulate(operand->rank() > 0 ? ranked : zeroDim, operand->dtype());
+    } else if (operand->isWeak()) {
+      accumulate(weakScalars, operand->dtype());
+    } else {
+      accumulate(scalars, operand->dtype());
+    }
+  }
+  if (!anyTensor)
+    return *combine(scalars, weakScalars);
+  std::optional<DataType> wrapped;
+  for (std::optional<DataType> group : {scalars, weakScalars})
+    if (group)
+      accumulate(wrapped, asPythonNumber(*group));
+  return *combine(ranked, combine(zeroDim, wrapped));
+}
+
+} // namespace widefuse

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Sets everything up, then runs every test: the release build's suite, and the C++ tests again
+# under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/setup.sh
+
+echo "== tests (release build)"
+ctest --test-dir build --output-on-failure
+
+echo "== tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
+if [ ! -f build-asan/build.ninja ]; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIDEFUSE_SANITIZE=ON \
+    -DWIDEFUSE_BUILD_BENCHMARKS=OFF >/dev/null
+fi
+cmake --build build-asan
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -LE no_sanitizer

@@ -1,0 +1,148 @@
+#include "ir/error.h"
+#include "ir/fusion_definition.h"
+
+#include <gtest/gtest.h>
+
+using namespace widefuse;
+
+namespace {
+
+/// Runs `body` and returns the message of the widefuse::Error it must throw.
+template <typename Body> std::string errorOf(Body body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected a widefuse::Error";
+  return {};
+}
+
+} // namespace
+
+TEST(FusionDefinition, BuildsSeedAdamForOneParameter) {
+  FusionDefinition fd("adam_step");
+  Val p = fd.defineTensor({1024, 1024}, DataType::Float, "p");
+  Val g = fd.defineTensor({1024, 1024}, DataType::Float, "g");
+  Val m = fd.defineTensor({1024, 1024}, DataType::Float, "m");
+  Val v = fd.defineTensor({1024, 1024}, DataType::Float, "v");
+  Val step = fd.defineTensor({}, DataType::Float, "step");
+  Val lr = fd.defineScalar(DataType::Double, "lr");
+  Val beta1 = fd.defineScalar(DataType::Double, "beta1");
+  Val beta2 = fd.defineScalar(DataType::Double, "beta2");
+  Val eps = fd.defineScalar(DataType::Double, "eps");
+
+  Val step1 = step + 1.0;
+  Val m1 = m * beta1 + g * (1.0 - beta1);
+  Val v1 = v * beta2 + (1.0 - beta2) * g * g;
+  Val bias1 = 1.0 - pow(beta1, step1);
+  Val bias2 = 1.0 - pow(beta2, step1);
+  Val stepSize = lr / bias1;
+  Val denom = sqrt(v1) / sqrt(bias2) + eps;
+  Val p1 = p + (-stepSize) * m1 / denom;
+  fd.copy_(p1, p);
+  fd.copy_(m1, m);
+  fd.copy_(v1, v);
+  fd.copy_(step1, step);
+  auto fusion = fd.finalize();
+
+  EXPECT_EQ(fusion->inputs().size(), 9u);
+  EXPECT_EQ(fusion->aliases().size(), 4u);
+  EXPECT_EQ(p1.dtype(), DataType::Float);
+  EXPECT_EQ(p1.rank(), 2u);
+  EXPECT_EQ(stepSize.rank(), 0u); // 0-d tensor: lr / (1 - beta1 ** step)
+  EXPECT_EQ(bias1.dtype(), DataType::Float);
+}
+
+TEST(FusionDefinition, ShapeMismatchWithoutBroadcastIsAnError) {
+  FusionDefinition fd;
+  Val a = fd.defineTensor({4, 8}, DataType::Float, "a");
+  Val b = fd.defineTensor({4, 4}, DataType::Float, "b");
+  std::string message = errorOf([&] { add(a, b); });
+  EXPECT_NE(message.find("[4, 8]"), std::string::npos) << message;
+  EXPECT_NE(message.find("broadcast_in_dim"), std::string::npos) << message;
+  Val c = fd.defineTensor({8}, DataType::Float, "c");
+  EXPECT_NE(errorOf([&] { add(a, c); }).find("'c'"), std::string::npos);
+  Val wide = broadcast_in_dim(c, {4, 8}, {1});
+  EXPECT_EQ((a + wide).rank(), 2u);
+}
+
+TEST(FusionDefinition, SymbolicExtentsJoinWithStatic) {
+  FusionDefinition fd;
+  Val a = fd.defineTensor({-1, 8}, DataType::Float, "a");
+  Val b = fd.defineTensor({4, -1}, DataType::Float, "b");
+  Val sum = a + b;
+  EXPECT_EQ(sum.value()->extents()[0], 4);
+  EXPECT_EQ(sum.value()->extents()[1], 8);
+}
+
+TEST(FusionDefinition, OpDtypeRulesAreChecked) {
+  FusionDefinition fd;
+  Val f = fd.defineTensor({4}, DataType::Float, "f");
+  Val i = fd.defineTensor({4}, DataType::Int32, "i");
+  Val b = fd.defineTensor({4}, DataType::Bool, "b");
+  EXPECT_NE(errorOf([&] { bitwise_and(f, i); }).find("bitwise"), std::string::npos);
+  EXPECT_NE(errorOf([&] { shift_left(i, f); }).find("shift"), std::string::npos);
+  EXPECT_NE(errorOf([&] { bitcast(f, DataType::Int16); }).find("width"), std::string::npos);
+  EXPECT_NE(errorOf([&] { bitcast(b, DataType::UInt8); }).find("bool"), std::string::npos);
+  EXPECT_NE(errorOf([&] { where(f, f, i); }).find("condition"), std::string::npos);
+  EXPECT_NE(errorOf([&] { lerp(i, i, i); }).find("floating"), std::string::npos);
+  EXPECT_NE(errorOf([&] { neg(b); }).find("bool"), std::string::npos);
+  EXPECT_EQ(bitcast(f, DataType::Int32).dtype(), DataType::Int32);
+  EXPECT_EQ(where(b, f, i).dtype(), DataType::Float);
+}
+
+TEST(FusionDefinition, CopyErrorsNameTheValues) {
+  FusionDefinition fd;
+  Val p = fd.defineTensor({4, 8}, DataType::Float, "p");
+  Val q = fd.defineTensor({8}, DataType::Float, "q");
+  Val step = fd.defineTensor({}, DataType::Float, "step");
+  Val p1 = p * 2.0;
+  std::string nonInput = errorOf([&] { fd.copy_(p, p1); });
+  EXPECT_NE(nonInput.find("not an input"), std::string::npos) << nonInput;
+  std::string shape = errorOf([&] { fd.copy_(p1, q); });
+  EXPECT_NE(shape.find("f32[4, 8]"), std::string::npos) << shape;
+  std::string broadcastInto = errorOf([&] { fd.copy_(p1, step); });
+  EXPECT_NE(broadcastInto.find("one shape"), std::string::npos) << broadcastInto;
+  fd.copy_(p1, p);
+  std::string twice = errorOf([&] { fd.copy_(p1 + 1.0, p); });
+  EXPECT_NE(twice.find("two copies"), std::string::npos) << twice;
+}
+
+TEST(FusionDefinition, ValuesFromAnotherDefinitionAreRejected) {
+  FusionDefinition first, second;
+  Val a = first.defineTensor({4}, DataType::Float, "a");
+  Val b = second.defineTensor({4}, DataType::Float, "b");
+  std::string message = errorOf([&] { add(a, b); });
+  EXPECT_NE(message.find("another"), std::string::npos) << message;
+  EXPECT_NE(errorOf([&] { second.copy_(a, b); }).find("another"), std::string::npos);
+}
+
+TEST(FusionDefinition, NamesAreChecked) {
+  FusionDefinition fd;
+  fd.defineTensor({4}, DataType::Float, "x");
+  EXPECT_NE(errorOf([&] { fd.defineTensor({4}, DataType::Float, "x"); }).find("duplicate"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { fd.defineScalar(DataType::Float, "f32"); }).find("invalid"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { fd.defineScalar(DataType::Float, "2x"); }).find("invalid"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { FusionDefinition bad("no-dash"); }).find("invalid"),
+            std::string::npos);
+}
+
+TEST(FusionDefinition, FinalizeHandsOverOnce) {
+  FusionDefinition fd;
+  Val x = fd.defineTensor({4}, DataType::Float, "x");
+  fd.addOutput(x * 2.0);
+  auto fusion = fd.finalize();
+  EXPECT_EQ(fusion->outputs().size(), 1u);
+  EXPECT_NE(errorOf([&] { fd.finalize(); }).find("finalized"), std::string::npos);
+}
+
+TEST(FusionDefinition, ScalarOutputsAndLiteralOnlyCallsAreRejected) {
+  FusionDefinition fd;
+  Val s = fd.defineScalar(DataType::Double, "s");
+  EXPECT_NE(errorOf([&] { fd.addOutput(s); }).find("scalar"), std::string::npos);
+  EXPECT_NE(errorOf([] { add(1.0, 2.0); }).find("at least one"), std::string::npos);
+}
