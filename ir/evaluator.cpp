@@ -1,0 +1,486 @@
+#include "ir/evaluator.h"
+
+#include "ir/element_ops.h"
+#include "ir/error.h"
+#include "ir/fusion.h"
+#include "ir/half_float.h"
+#include "ir/op_builder.h"
+
+#include <llvm/ADT/DenseMap.h>
+
+#include <cstring>
+
+namespace widefuse {
+namespace {
+
+/// A value during evaluation: dense row-major elements of `dtype`.
+struct Buffer {
+  DataType dtype = DataType::Float;
+  llvm::SmallVector<int64_t, 4> shape;
+  std::vector<std::byte> bytes;
+
+  int64_t numel() const { return numElements(shape); }
+  template <typename T> T* as() { return reinterpret_cast<T*>(bytes.data()); }
+  template <typename T> const T* as() const { return reinterpret_cast<const T*>(bytes.data()); }
+};
+
+Buffer makeBuffer(DataType dtype, llvm::ArrayRef<int64_t> shape) {
+  Buffer buffer;
+  buffer.dtype = dtype;
+  buffer.shape.assign(shape.begin(), shape.end());
+  buffer.bytes.resize(size_t(numElements(shape)) * byteSize(dtype));
+  return buffer;
+}
+
+/// Calls fn.template operator()<T>() with the C++ type of a non-reduced-precision dtype.
+template <typename Fn> decltype(auto) visitNativeType(DataType type, Fn&& fn) {
+  switch (type) {
+  case DataType::Bool: return fn.template operator()<bool>();
+  case DataType::Int8: return fn.template operator()<int8_t>();
+  case DataType::Int16: return fn.template operator()<int16_t>();
+  case DataType::Int32: return fn.template operator()<int32_t>();
+  case DataType::Int64: return fn.template operator()<int64_t>();
+  case DataType::UInt8: return fn.template operator()<uint8_t>();
+  case DataType::UInt16: return fn.template operator()<uint16_t>();
+  case DataType::UInt32: return fn.template operator()<uint32_t>();
+  case DataType::Float: return fn.template operator()<float>();
+  case DataType::Double: return fn.template operator()<double>();
+  case DataType::Half:
+  case DataType::BFloat16: break;
+  }
+  WF_ASSERT(false, "{} has no native C++ type", shortName(type).str());
+}
+
+/// Every element of `buffer` converted to C (half/bfloat16 decoded exactly to float first).
+template <typename C> std::vector<C> loadAll(const Buffer& buffer) {
+  std::vector<C> values(size_t(buffer.numel()));
+  if (isReducedPrecision(buffer.dtype)) {
+    auto decode = buffer.dtype == DataType::Half ? halfBitsToFloat : bfloat16BitsToFloat;
+    const uint16_t* bits = buffer.as<uint16_t>();
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = element::convertNumber<C>(decode(bits[i]));
+    return values;
+  }
+  visitNativeType(buffer.dtype, [&]<typename S>() {
+    const S* source = buffer.as<S>();
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = element::convertNumber<C>(source[i]);
+  });
+  return values;
+}
+
+/// Stores values into a new buffer of `dtype`, rounding once (to nearest even).
+template <typename C>
+Buffer storeAll(const std::vector<C>& values, DataType dtype, llvm::ArrayRef<int64_t> shape) {
+  Buffer buffer = makeBuffer(dtype, shape);
+  WF_ASSERT(values.size() == size_t(buffer.numel()));
+  if (isReducedPrecision(dtype)) {
+    auto encode = dtype == DataType::Half ? toHalfBits : toBFloat16Bits;
+    uint16_t* bits = buffer.as<uint16_t>();
+    for (size_t i = 0; i < values.size(); ++i)
+      bits[i] = encode(element::convertNumber<double>(values[i]));
+    return buffer;
+  }
+  visitNativeType(dtype, [&]<typename D>() {
+    D* target = buffer.as<D>();
+    for (size_t i = 0; i < values.size(); ++i)
+      target[i] = element::convertNumber<D>(values[i]);
+  });
+  return buffer;
+}
+
+/// Value conversion with one rounding from the source value to `dtype`.
+Buffer convertBuffer(const Buffer& source, DataType dtype) {
+  if (source.dtype == dtype)
+    return source;
+  return visitNativeType(computeType(source.dtype), [&]<typename S>() {
+    return storeAll(loadAll<S>(source), dtype, source.shape);
+  });
+}
+
+/// Result type of an element op with `Arity` operands of type C.
+template <typename C, unsigned Arity, typename Fn> struct ElementResult;
+template <typename C, typename Fn> struct ElementResult<C, 1, Fn> {
+  using type = std::invoke_result_t<Fn, C>;
+};
+template <typename C, typename Fn> struct ElementResult<C, 2, Fn> {
+  using type = std::invoke_result_t<Fn, C, C>;
+};
+template <typename C, typename Fn> struct ElementResult<C, 3, Fn> {
+  using type = std::invoke_result_t<Fn, C, C, C>;
+};
+
+/// Applies fn element by element; operands of one element (0-d tensors, scalars) broadcast.
+template <unsigned Arity, typename C, typename Fn>
+auto mapElements(int64_t count, llvm::ArrayRef<std::vector<C>> operands, Fn fn) {
+  using Out = typename ElementResult<C, Arity, Fn>::type;
+  std::vector<Out> out(static_cast<size_t>(count));
+  auto at = [](const std::vector<C>& v, int64_t i) -> C { return v.size() == 1 ? v[0] : v[i]; };
+  for (int64_t i = 0; i < count; ++i) {
+    if constexpr (Arity == 1)
+      out[i] = fn(at(operands[0], i));
+    else if constexpr (Arity == 2)
+      out[i] = fn(at(operands[0], i), at(operands[1], i));
+    else
+      out[i] = fn(at(operands[0], i), at(operands[1], i), at(operands[2], i));
+  }
+  return out;
+}
+
+/// The per-element ops of op_kinds.def, computed in C and stored as `resultType`.
+template <typename C>
+Buffer evaluatePointwise(const Expr& expr, llvm::ArrayRef<const Buffer*> operands,
+                         DataType resultType, llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<std::vector<C>, 3> loaded;
+  for (const Buffer* operand : operands)
+    loaded.push_back(loadAll<C>(*operand));
+  int64_t count = numElements(shape);
+  switch (expr.op()) {
+#define WF_OP(Enum, name, arity, rule)                                                        \
+  case OpKind::Enum: {                                                                        \
+    auto fn = [](auto... x) { return element::Enum(x...); };                                 \
+    return storeAll(mapElements<arity, C>(count, loaded, fn), resultType, shape);             \
+  }
+#include "ir/op_kinds.def"
+  }
+  WF_ASSERT(false, "unknown op");
+}
+
+/// Everything the evaluation of one fusion needs.
+class Evaluation {
+public:
+  Evaluation(const Fusion& fusion, const EvaluatorOptions& options)
+      : fusion_(fusion), options_(options) {}
+
+  EvaluationResult run(llvm::ArrayRef<Argument> arguments);
+
+private:
+  DataType storageType(DataType declared) const {
+    return options_.oracle && isFloatingPoint(declared) ? DataType::Double : declared;
+  }
+  Buffer& bufferOf(const Value* value) { return buffers_[value]; }
+  void bindInputs(llvm::ArrayRef<Argument> arguments);
+  Buffer constantBuffer(const Value& value) const;
+  llvm::SmallVector<int64_t, 4> pointwiseShape(const Expr& expr);
+  Buffer evaluateExpr(const Expr& expr);
+  Buffer broadcast(const Expr& expr, const Buffer& operand);
+  Buffer bitcast(const Expr& expr, const Buffer& operand) const;
+  void writeBack(const Alias& alias, const Buffer& value, const TensorRef& target) const;
+
+  const Fusion& fusion_;
+  const EvaluatorOptions& options_;
+  llvm::DenseMap<const Value*, Buffer> buffers_;
+};
+
+/// Copies a strided tensor into a dense buffer.
+Buffer gather(const TensorRef& ref) {
+  Buffer buffer = makeBuffer(ref.dtype, ref.shape);
+  size_t elementSize = byteSize(ref.dtype);
+  int64_t count = ref.numel();
+  llvm::SmallVector<int64_t, 4> index(ref.shape.size(), 0);
+  const auto* source = static_cast<const std::byte*>(ref.data);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      offset += index[d] * ref.strides[d];
+    std::memcpy(buffer.bytes.data() + size_t(i) * elementSize,
+                source + size_t(offset) * elementSize, elementSize);
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < ref.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return buffer;
+}
+
+/// Copies a dense buffer into a strided tensor of the same dtype and shape.
+void scatter(const Buffer& buffer, const TensorRef& ref) {
+  size_t elementSize = byteSize(ref.dtype);
+  int64_t count = ref.numel();
+  llvm::SmallVector<int64_t, 4> index(ref.shape.size(), 0);
+  auto* target = static_cast<std::byte*>(ref.data);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      offset += index[d] * ref.strides[d];
+    std::memcpy(target + size_t(offset) * elementSize,
+                buffer.bytes.data() + size_t(i) * elementSize, elementSize);
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < ref.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+HostTensor toHostTensor(const Buffer& buffer) {
+  HostTensor tensor(buffer.dtype, buffer.shape);
+  if (!buffer.bytes.empty())
+    std::memcpy(tensor.data(), buffer.bytes.data(), buffer.bytes.size());
+  return tensor;
+}
+
+} // namespace
+
+namespace {
+
+std::string describeArgument(const Argument& argument) {
+  if (const TensorRef* tensor = std::get_if<TensorRef>(&argument))
+    return fmt::format("a {} tensor of shape {}", shortName(tensor->dtype).str(),
+                       formatExtents(tensor->shape));
+  return fmt::format("the number {}", formatConstant(std::get<ScalarArgument>(argument)));
+}
+
+void checkScalarArgument(const Value& input, const ScalarArgument& scalar) {
+  DataType type = input.dtype();
+  bool isBool = std::holds_alternative<bool>(scalar);
+  bool isInt = std::holds_alternative<int64_t>(scalar);
+  if (type == DataType::Bool && !isBool)
+    fail("scalar '{}' is b8 and needs true or false, got {}", input.name(),
+         formatConstant(scalar));
+  if (isInteger(type)) {
+    if (!isInt)
+      fail("scalar '{}' is {} and needs an integer, got {}", input.name(),
+           shortName(type).str(), formatConstant(scalar));
+    int64_t value = std::get<int64_t>(scalar);
+    bool fits = visitNativeType(type, [&]<typename T>() {
+      return value >= int64_t(std::numeric_limits<T>::min()) &&
+             (std::is_same_v<T, int64_t> || value <= int64_t(std::numeric_limits<T>::max()));
+    });
+    if (!fits)
+      fail("scalar '{}': {} does not fit in {}", input.name(), value, shortName(type).str());
+  }
+  if (isFloatingPoint(type) && isBool)
+    fail("scalar '{}' is {} and needs a number, got {}", input.name(), shortName(type).str(),
+         formatConstant(scalar));
+}
+
+/// Written tensors must not overlap themselves, or the deferred copy would be ambiguous.
+void checkWritable(const Value& input, const TensorRef& tensor) {
+  llvm::SmallVector<std::pair<int64_t, int64_t>, 4> dims; // (stride, extent)
+  for (size_t d = 0; d < tensor.shape.size(); ++d)
+    if (tensor.shape[d] > 1)
+      dims.push_back({tensor.strides[d], tensor.shape[d]});
+  std::sort(dims.begin(), dims.end());
+  int64_t needed = 1;
+  for (auto [stride, extent] : dims) {
+    if (stride < needed)
+      fail("input '{}' is written by copy_ but its strides {} make elements overlap",
+           input.name(), formatExtents(tensor.strides));
+    needed = stride * extent;
+  }
+}
+
+void checkTensorArgument(const Fusion& fusion, const Value& input, const TensorRef& tensor) {
+  if (tensor.dtype != input.dtype())
+    fail("input '{}' is declared {} but got a {} tensor", input.name(), formatType(input),
+         shortName(tensor.dtype).str());
+  if (tensor.shape.size() != input.rank())
+    fail("input '{}' is declared {} but got shape {}", input.name(), formatType(input),
+         formatExtents(tensor.shape));
+  for (unsigned d = 0; d < input.rank(); ++d) {
+    if (tensor.shape[d] < 0)
+      fail("input '{}': extent {} is negative", input.name(), tensor.shape[d]);
+    if (input.extents()[d] != kSymbolicExtent && input.extents()[d] != tensor.shape[d])
+      fail("input '{}' is declared {} but got shape {}", input.name(), formatType(input),
+           formatExtents(tensor.shape));
+  }
+  if (tensor.strides.size() != tensor.shape.size())
+    fail("input '{}': {} strides for a rank-{} tensor", input.name(), tensor.strides.size(),
+         tensor.shape.size());
+  for (int64_t stride : tensor.strides)
+    if (stride < 0)
+      fail("input '{}': negative strides {} are not supported", input.name(),
+           formatExtents(tensor.strides));
+  if (!tensor.data && tensor.numel() > 0)
+    fail("input '{}': null data pointer", input.name());
+  if (fusion.aliasOf(&input))
+    checkWritable(input, tensor);
+}
+
+} // namespace
+
+void checkArguments(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {
+  auto inputs = fusion.inputs();
+  if (arguments.size() != inputs.size()) {
+    std::string names;
+    for (const Value* input : inputs)
+      names += (names.empty() ? "" : ", ") + input->name();
+    fail("fusion '{}' takes {} argument(s) ({}), got {}", fusion.name(), inputs.size(), names,
+         arguments.size());
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& input = *inputs[i];
+    const TensorRef* tensor = std::get_if<TensorRef>(&arguments[i]);
+    if (input.isTensor() != (tensor != nullptr))
+      fail("input '{}' is {} {} but got {}", input.name(),
+           input.isTensor() ? "the tensor" : "the scalar", formatType(input),
+           describeArgument(arguments[i]));
+    if (tensor)
+      checkTensorArgument(fusion, input, *tensor);
+    else
+      checkScalarArgument(input, std::get<ScalarArgument>(arguments[i]));
+  }
+  // Two written inputs in one buffer would receive two values.
+  for (const Alias& a : fusion.aliases())
+    for (const Alias& b : fusion.aliases()) {
+      if (&a == &b)
+        continue;
+      const auto& ta = std::get<TensorRef>(arguments[&*llvm::find(inputs, a.destination) -
+                                                     inputs.begin()]);
+      const auto& tb = std::get<TensorRef>(arguments[&*llvm::find(inputs, b.destination) -
+                                                     inputs.begin()]);
+      if (ta.data && ta.data == tb.data && ta.numel() > 0)
+        fail("inputs '{}' and '{}' are both written by copy_ but share memory",
+             a.destination->name(), b.destination->name());
+    }
+}
+
+namespace {
+
+Buffer scalarBuffer(const ConstantValue& constant, DataType dtype) {
+  return std::visit(
+      [&](auto value) { return storeAll(std::vector<decltype(value)>{value}, dtype, {}); },
+      constant);
+}
+
+} // namespace
+
+Buffer Evaluation::constantBuffer(const Value& value) const {
+  return scalarBuffer(*value.constant(), storageType(value.dtype()));
+}
+
+void Evaluation::bindInputs(llvm::ArrayRef<Argument> arguments) {
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Value* input = fusion_.inputs()[i];
+    if (const TensorRef* tensor = std::get_if<TensorRef>(&arguments[i]))
+      buffers_[input] = convertBuffer(gather(*tensor), storageType(input->dtype()));
+    else
+      buffers_[input] =
+          scalarBuffer(std::get<ScalarArgument>(arguments[i]), storageType(input->dtype()));
+  }
+  for (size_t id = 0; id < fusion_.numValues(); ++id) {
+    const Value* value = fusion_.value(unsigned(id));
+    if (value->isConstant())
+      buffers_[value] = constantBuffer(*value);
+  }
+}
+
+llvm::SmallVector<int64_t, 4> Evaluation::pointwiseShape(const Expr& expr) {
+  const Value* first = nullptr;
+  for (const Value* operand : expr.operands()) {
+    if (!operand->isTensor() || operand->rank() == 0)
+      continue;
+    if (!first) {
+      first = operand;
+      continue;
+    }
+    if (bufferOf(operand).shape != bufferOf(first).shape)
+      fail("{}: at run time '{}' has shape {} but '{}' has shape {}", expr.result()->name(),
+           first->name(), formatExtents(bufferOf(first).shape), operand->name(),
+           formatExtents(bufferOf(operand).shape));
+  }
+  return first ? bufferOf(first).shape : llvm::SmallVector<int64_t, 4>{};
+}
+
+Buffer Evaluation::broadcast(const Expr& expr, const Buffer& operand) {
+  const auto& attributes = expr.attributes();
+  llvm::SmallVector<int64_t, 4> shape = attributes.broadcastShape;
+  llvm::SmallVector<int64_t, 4> operandStride(shape.size(), 0);
+  auto dense = contiguousStrides(operand.shape);
+  for (size_t i = 0; i < attributes.broadcastDims.size(); ++i) {
+    int64_t d = attributes.broadcastDims[i], extent = operand.shape[i];
+    if (shape[d] == kSymbolicExtent)
+      shape[d] = extent;
+    if (extent != 1 && extent != shape[d])
+      fail("{}: at run time operand '{}' has extent {} in dimension {}, which cannot "
+           "broadcast to {}",
+           expr.result()->name(), expr.operand(0)->name(), extent, i, shape[d]);
+    operandStride[d] = extent == 1 ? 0 : dense[i];
+  }
+  Buffer result = makeBuffer(operand.dtype, shape);
+  size_t elementSize = byteSize(operand.dtype);
+  llvm::SmallVector<int64_t, 4> index(shape.size(), 0);
+  for (int64_t i = 0, count = result.numel(); i < count; ++i) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      offset += index[d] * operandStride[d];
+    std::memcpy(result.bytes.data() + size_t(i) * elementSize,
+                operand.bytes.data() + size_t(offset) * elementSize, elementSize);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return result;
+}
+
+Buffer Evaluation::bitcast(const Expr& expr, const Buffer& operand) const {
+  // Bits exist only in the declared types, also in oracle mode.
+  Buffer bits = convertBuffer(operand, expr.operand(0)->dtype());
+  bits.dtype = expr.attributes().targetType;
+  return convertBuffer(bits, storageType(bits.dtype));
+}
+
+Buffer Evaluation::evaluateExpr(const Expr& expr) {
+  llvm::SmallVector<const Buffer*, 3> operands;
+  for (const Value* operand : expr.operands())
+    operands.push_back(&bufferOf(operand));
+  DataType resultType = storageType(expr.result()->dtype());
+  switch (expr.op()) {
+  case OpKind::Cast: return convertBuffer(*operands[0], resultType);
+  case OpKind::Bitcast: return bitcast(expr, *operands[0]);
+  case OpKind::BroadcastInDim: return broadcast(expr, *operands[0]);
+  case OpKind::Set: return *operands[0];
+  default: break;
+  }
+  auto shape = pointwiseShape(expr);
+  DataType compute = exprComputeType(expr);
+  if (options_.oracle && isFloatingPoint(compute))
+    compute = DataType::Double;
+  return visitNativeType(compute, [&]<typename C>() {
+    return evaluatePointwise<C>(expr, operands, resultType, shape);
+  });
+}
+
+EvaluationResult Evaluation::run(llvm::ArrayRef<Argument> arguments) {
+  checkArguments(fusion_, arguments);
+  bindInputs(arguments);
+  for (size_t id = 0; id < fusion_.numExprs(); ++id) {
+    const Expr& expr = *fusion_.expr(unsigned(id));
+    buffers_[expr.result()] = evaluateExpr(expr);
+  }
+  EvaluationResult result;
+  for (const Value* output : fusion_.outputs())
+    result.outputs.push_back(toHostTensor(bufferOf(output)));
+  // Every check comes before the first write: a failure leaves the caller's buffers intact.
+  llvm::SmallVector<Buffer, 8> finalValues;
+  for (const Alias& alias : fusion_.aliases()) {
+    Buffer value = convertBuffer(bufferOf(alias.source),
+                                 storageType(alias.destination->dtype()));
+    value.shape = bufferOf(alias.destination).shape;
+    if (bufferOf(alias.source).numel() != value.numel())
+      fail("copy_({}, {}): at run time the source has shape {} but the destination {}",
+           alias.source->name(), alias.destination->name(),
+           formatExtents(bufferOf(alias.source).shape), formatExtents(value.shape));
+    finalValues.push_back(std::move(value));
+  }
+  for (size_t i = 0; i < finalValues.size(); ++i) {
+    const Value* destination = fusion_.aliases()[i].destination;
+    if (!options_.oracle) {
+      size_t position = llvm::find(fusion_.inputs(), destination) - fusion_.inputs().begin();
+      scatter(finalValues[i], std::get<TensorRef>(arguments[position]));
+    }
+    result.aliasFinalValues.push_back(toHostTensor(finalValues[i]));
+  }
+  return result;
+}
+
+EvaluationResult evaluate(const Fusion& fusion, llvm::ArrayRef<Argument> arguments,
+                          const EvaluatorOptions& options) {
+  return Evaluation(fusion, options).run(arguments);
+}
+
+} // namespace widefuse
