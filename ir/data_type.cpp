@@ -21,7 +21,7 @@ llvm::StringRef shortName(DataType type) {
   case DataType::Float: return "f32";
   case DataType::Double: return "f64";
   }
-  WF_ASSERT(false, "unknown data type {}", static_cast<int>(type));
+  WF_UNREACHABLE("unknown data type {}", static_cast<int>(type));
 }
 
 std::optional<DataType> parseDataType(llvm::StringRef name) {
@@ -46,7 +46,7 @@ unsigned byteSize(DataType type) {
   case DataType::Int64:
   case DataType::Double: return 8;
   }
-  WF_ASSERT(false, "unknown data type {}", static_cast<int>(type));
+  WF_UNREACHABLE("unknown data type {}", static_cast<int>(type));
 }
 
 bool isFloatingPoint(DataType type) {

@@ -39,3 +39,8 @@ template <typename... Args>
           fmt::format("{}:{}: {} ({})", __FILE__, __LINE__, #condition,                       \
                       fmt::format("" __VA_ARGS__)));                                          \
   } while (false)
+
+/// Marks code that is reached only through a bug in widefuse.
+#define WF_UNREACHABLE(...)                                                                   \
+  throw ::widefuse::InternalError(                                                            \
+      fmt::format("{}:{}: unreachable: {}", __FILE__, __LINE__, fmt::format(__VA_ARGS__)))

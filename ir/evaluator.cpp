@@ -48,7 +48,7 @@ template <typename Fn> decltype(auto) visitNativeType(DataType type, Fn&& fn) {
   case DataType::Half:
   case DataType::BFloat16: break;
   }
-  WF_ASSERT(false, "{} has no native C++ type", shortName(type).str());
+  WF_UNREACHABLE("{} has no native C++ type", shortName(type).str());
 }
 
 /// Every element of `buffer` converted to C (half/bfloat16 decoded exactly to float first).
@@ -143,7 +143,7 @@ Buffer evaluatePointwise(const Expr& expr, llvm::ArrayRef<const Buffer*> operand
   }
 #include "ir/op_kinds.def"
   }
-  WF_ASSERT(false, "unknown op");
+  WF_UNREACHABLE("unknown op");
 }
 
 /// Everything the evaluation of one fusion needs.
@@ -323,18 +323,16 @@ void checkArguments(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {
       checkScalarArgument(input, std::get<ScalarArgument>(arguments[i]));
   }
   // Two written inputs in one buffer would receive two values.
-  for (const Alias& a : fusion.aliases())
-    for (const Alias& b : fusion.aliases()) {
-      if (&a == &b)
-        continue;
-      const auto& ta = std::get<TensorRef>(arguments[&*llvm::find(inputs, a.destination) -
-                                                     inputs.begin()]);
-      const auto& tb = std::get<TensorRef>(arguments[&*llvm::find(inputs, b.destination) -
-                                                     inputs.begin()]);
-      if (ta.data && ta.data == tb.data && ta.numel() > 0)
-        fail("inputs '{}' and '{}' are both written by copy_ but share memory",
-             a.destination->name(), b.destination->name());
-    }
+  llvm::DenseMap<const void*, const Value*> writtenData;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorRef* tensor = std::get_if<TensorRef>(&arguments[i]);
+    if (!tensor || !fusion.aliasOf(inputs[i]) || !tensor->data || tensor->numel() == 0)
+      continue;
+    auto [it, inserted] = writtenData.try_emplace(tensor->data, inputs[i]);
+    if (!inserted)
+      fail("inputs '{}' and '{}' are both written by copy_ but share memory",
+           it->second->name(), inputs[i]->name());
+  }
 }
 
 namespace {
@@ -461,18 +459,21 @@ EvaluationResult Evaluation::run(llvm::ArrayRef<Argument> arguments) {
     Buffer value = convertBuffer(bufferOf(alias.source),
                                  storageType(alias.destination->dtype()));
     value.shape = bufferOf(alias.destination).shape;
-    if (bufferOf(alias.source).numel() != value.numel())
+    const Buffer& source = bufferOf(alias.source);
+    bool sameShape = alias.source->isScalar() ? value.numel() == 1 : source.shape == value.shape;
+    if (!sameShape)
       fail("copy_({}, {}): at run time the source has shape {} but the destination {}",
            alias.source->name(), alias.destination->name(),
            formatExtents(bufferOf(alias.source).shape), formatExtents(value.shape));
     finalValues.push_back(std::move(value));
   }
+  llvm::DenseMap<const Value*, size_t> argumentOf;
+  for (size_t i = 0; i < fusion_.inputs().size(); ++i)
+    argumentOf[fusion_.inputs()[i]] = i;
   for (size_t i = 0; i < finalValues.size(); ++i) {
     const Value* destination = fusion_.aliases()[i].destination;
-    if (!options_.oracle) {
-      size_t position = llvm::find(fusion_.inputs(), destination) - fusion_.inputs().begin();
-      scatter(finalValues[i], std::get<TensorRef>(arguments[position]));
-    }
+    if (!options_.oracle)
+      scatter(finalValues[i], std::get<TensorRef>(arguments[argumentOf[destination]]));
     result.aliasFinalValues.push_back(toHostTensor(finalValues[i]));
   }
   return result;

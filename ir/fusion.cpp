@@ -120,11 +120,15 @@ Value* Fusion::addValue(Value value) {
 }
 
 std::string Fusion::uniqueName(llvm::StringRef base) {
+  auto taken = [&](const std::string& name) {
+    return byName_.count(name) || reserved_.count(name) || !isValidName(name);
+  };
   std::string candidate = base.str();
-  for (unsigned suffix = 1; byName_.count(candidate) || reserved_.count(candidate) ||
-                            !isValidName(candidate);
-       ++suffix)
-    candidate = fmt::format("{}{}", base.str(), suffix);
+  // Continue from the last suffix handed out for this base: names are generated per value,
+  // and restarting at 1 would make building a fusion quadratic.
+  unsigned& suffix = nextSuffix_[base];
+  while (taken(candidate))
+    candidate = fmt::format("{}{}", base.str(), ++suffix);
   return candidate;
 }
 
@@ -220,6 +224,7 @@ void Fusion::addAlias(Value* source, Value* destination) {
     fail("copy_({}, {}): the source has type {} but the destination has type {}; copy_ needs "
          "one shape (no broadcast into the destination)",
          source->name(), destination->name(), formatType(*source), formatType(*destination));
+  aliasOfDestination_[destination] = unsigned(aliases_.size());
   aliases_.push_back({source, destination});
 }
 
@@ -246,10 +251,8 @@ Value* Fusion::lookup(llvm::StringRef name) const {
 }
 
 const Alias* Fusion::aliasOf(const Value* destination) const {
-  for (const Alias& alias : aliases_)
-    if (alias.destination == destination)
-      return &alias;
-  return nullptr;
+  auto it = aliasOfDestination_.find(destination);
+  return it == aliasOfDestination_.end() ? nullptr : &aliases_[it->second];
 }
 
 bool Fusion::owns(const Value* value) const {

@@ -6,6 +6,7 @@
 #include "ir/value.h"
 
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringRef.h>
@@ -100,6 +101,8 @@ private:
   llvm::SmallVector<Alias, 8> aliases_;
   llvm::StringMap<Value*> byName_;
   llvm::StringSet<> reserved_;
+  llvm::StringMap<unsigned> nextSuffix_;
+  llvm::DenseMap<const Value*, unsigned> aliasOfDestination_;
 };
 
 /// True for a C-style identifier: a letter or '_', then letters, digits or '_'.

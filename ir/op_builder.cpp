@@ -60,9 +60,9 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
   case TypeRule::Select:
     if (operands[0]->dtype() != DataType::Bool)
       return reject("the condition of where must be bool (compare or cast it first)");
-    return promoteOperandTypes(operands.drop_front());
+    return promoteOperandTypes(operands.drop_front(), operands[0]->isTensor());
   case TypeRule::FloatOnly:
-    if (!isFloatingPoint(promoted))
+    if (!allOperands(operands, isFloatingPoint))
       return reject(fmt::format("{} needs floating-point operands", opName(op).str()));
     return promoted;
   case TypeRule::Identity:
@@ -78,7 +78,7 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
     return to;
   }
   }
-  WF_ASSERT(false, "unhandled type rule for {}", opName(op).str());
+  WF_UNREACHABLE("unhandled type rule for {}", opName(op).str());
 }
 
 /// Joins the shapes of pointwise operands: 0-d tensors and scalars broadcast, tensors of rank
@@ -166,7 +166,7 @@ ValueType inferResultType(OpKind op, llvm::ArrayRef<const Value*> operands,
   type.kind = anyTensor ? ValueKind::Tensor : ValueKind::Scalar;
   type.weak = !anyTensor && std::all_of(operands.begin(), operands.end(),
                                         [](const Value* v) { return v->isWeak(); });
-  // A cast, bitcast or set of a literal gives it a definite type.
+  // A cast or bitcast of a literal gives it a definite type (set keeps it weak).
   if (opTypeRule(op) == TypeRule::Cast || opTypeRule(op) == TypeRule::Bitcast)
     type.weak = false;
   type.extents = joinShapes(op, operands);

@@ -9,13 +9,18 @@
 #include <llvm/ADT/StringMap.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 
 namespace widefuse {
 namespace {
+
+/// Deeper nesting of calls is rejected rather than risking the stack on hostile input.
+constexpr unsigned kMaxCallNesting = 256;
 
 /// What one argument of an op call is in the text: a value operand or an attribute.
 enum class ArgumentForm : uint8_t { Value, DataType, Shape, Dims };
@@ -52,10 +57,10 @@ std::string describeForms(OpKind op) {
 }
 
 std::string dataTypeList() {
-  std::string list;
+  std::vector<std::string> names;
   for (DataType type : kAllDataTypes)
-    list += (list.empty() ? "" : " ") + shortName(type).str();
-  return list;
+    names.push_back(shortName(type).str());
+  return fmt::format("{}", fmt::join(names, " "));
 }
 
 /// Checks the Python-number syntax: digits [. digits] [e [+-] digits], or . digits [...].
@@ -163,8 +168,8 @@ private:
   void parseAssignment();
   void parseCopy();
   void parseReturn();
-  unsigned parseArguments(const Token& callee, unsigned expected, llvm::StringRef signature,
-                          llvm::function_ref<void(unsigned)> parseOne);
+  void parseArguments(const Token& callee, unsigned expected, llvm::StringRef signature,
+                      llvm::function_ref<void(unsigned)> parseOne);
   void skipArgument();
   Value* parseCall(const Token& opToken, llvm::StringRef resultName);
   Value* parseOperand();
@@ -181,6 +186,8 @@ private:
   llvm::StringMap<const Token*> declaredAt_;
   /// The statement being parsed: op, copy_ and return errors point at it.
   const Token* statement_ = nullptr;
+  /// How many calls enclose the one being parsed.
+  unsigned nesting_ = 0;
 };
 
 std::unique_ptr<Fusion> Parser::run() {
@@ -326,9 +333,7 @@ void Parser::parseBody(const Token& open) {
       failAt(source_, token, "missing '}}' at the end of fusion '{}' (opened at {}:{})",
              fusion_->name(), open.line, open.column);
     if (!first && !token.startsLine)
-      failAt(source_, token,
-             "unexpected {} after the end of a statement (one statement per "
-             "line)",
+      failAt(source_, token, "unexpected {} after the end of a statement (one per line)",
              describeToken(token));
     if (returnAt)
       failAt(source_, token, "'return' must be the last statement (return at {}:{}); found {}",
@@ -350,10 +355,8 @@ void Parser::parseBody(const Token& open) {
 void Parser::parseAssignment() {
   const Token& name = next();
   if (peek().is(TokenKind::LParen))
-    failAt(source_, name,
-           "the result of '{}(...)' must be assigned to a name: write "
-           "'x = {}(...)'",
-           name.text.str(), name.text.str());
+    failAt(source_, name, "the result of '{0}(...)' must be assigned to a name: x = {0}(...)",
+           name.text.str());
   expect(TokenKind::Equals, fmt::format("'=' after '{}'", name.text.str()));
   declare(name);
   const Token& rhs = peek();
@@ -366,7 +369,8 @@ void Parser::parseAssignment() {
     unexpected(fmt::format("an op call after '{} ='", name.text.str()));
   // Show the whole right-hand side, e.g. `1.0:f32`, in the suggestion.
   std::string operand;
-  for (size_t i = pos_; !tokens_[i].is(TokenKind::End) && (i == pos_ || !tokens_[i].startsLine);
+  for (size_t i = pos_; !tokens_[i].is(TokenKind::End) && !tokens_[i].is(TokenKind::RBrace) &&
+                        (i == pos_ || !tokens_[i].startsLine);
        ++i)
     operand += tokens_[i].text.str();
   failAt(source_, rhs, "'{} = {}' is a plain assignment, not an op; write '{} = set({})'",
@@ -397,8 +401,8 @@ void Parser::parseReturn() {
 
 /// Parses `( arg, ... )`, calling `parseOne(i)` for the first `expected` arguments. Extra ones
 /// are skipped unparsed so the count in the message is right.
-unsigned Parser::parseArguments(const Token& callee, unsigned expected, llvm::StringRef signature,
-                                llvm::function_ref<void(unsigned)> parseOne) {
+void Parser::parseArguments(const Token& callee, unsigned expected, llvm::StringRef signature,
+                            llvm::function_ref<void(unsigned)> parseOne) {
   expect(TokenKind::LParen, fmt::format("'(' after '{}'", callee.text.str()));
   unsigned count = 0;
   if (!peek().is(TokenKind::RParen)) {
@@ -414,7 +418,6 @@ unsigned Parser::parseArguments(const Token& callee, unsigned expected, llvm::St
   if (count != expected)
     failAt(source_, callee, "'{}' expects {} argument{}{}, got {}", callee.text.str(), expected,
            expected == 1 ? "" : "s", signature.str(), count);
-  return count;
 }
 
 void Parser::skipArgument() {
@@ -438,6 +441,10 @@ Value* Parser::parseCall(const Token& opToken, llvm::StringRef resultName) {
   std::optional<OpKind> op = parseOpKind(opToken.text);
   if (!op)
     failAt(source_, opToken, "unknown op '{}'", opToken.text.str());
+  if (nesting_ >= kMaxCallNesting)
+    failAt(source_, opToken, "calls nested more than {} deep; split the expression",
+           kMaxCallNesting);
+  ++nesting_;
   llvm::SmallVector<ArgumentForm, 3> forms = argumentForms(*op);
   llvm::SmallVector<Value*, 3> operands;
   OpAttributes attributes;
@@ -458,6 +465,7 @@ Value* Parser::parseCall(const Token& opToken, llvm::StringRef resultName) {
                      break;
                    }
                  });
+  --nesting_;
   return located(*statement_, [&] {
     return buildOp(*fusion_, *op, operands, std::move(attributes), resultName);
   });
@@ -521,7 +529,7 @@ ConstantValue Parser::parseNumber(const Token& token, bool negative) {
   bool isInteger = false;
   if (!isWellFormedNumber(token.text, isInteger))
     failAt(source_, token, "malformed number '{}'", token.text.str());
-  std::string text = (negative ? "-" : "") + token.text.str();
+  std::string text = fmt::format("{}{}", negative ? "-" : "", token.text.str());
   const char* end = text.data() + text.size();
   if (isInteger) {
     int64_t value = 0;

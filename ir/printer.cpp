@@ -68,33 +68,27 @@ std::string formatOperand(const Value& value) {
     return value.name();
   std::string text = formatConstant(canonicalConstant(*value.constant(), value.dtype()));
   if (!value.isWeak())
-    text += ":" + shortName(value.dtype()).str();
+    text += fmt::format(":{}", shortName(value.dtype()).str());
   return text;
 }
 
-template <typename T, typename Format>
-std::string formatList(llvm::ArrayRef<T> items, Format format) {
-  std::string text = "[";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i)
-      text += ", ";
-    text += format(items[i]);
-  }
-  return text + "]";
+/// `[1, 2, 0]`: unlike formatExtents, -1 stays a number (stride orders and dims are never
+/// symbolic).
+std::string formatIntegers(llvm::ArrayRef<int64_t> values) {
+  return fmt::format("[{}]", fmt::join(values, ", "));
 }
 
 std::string formatLayout(const TensorLayout& layout) {
-  std::string text;
+  std::vector<std::string> keys;
   if (!layout.strideOrder.empty())
-    text += "stride_order=" + formatList(llvm::ArrayRef<int64_t>(layout.strideOrder),
-                                         [](int64_t v) { return std::to_string(v); });
+    keys.push_back(fmt::format("stride_order={}", formatIntegers(layout.strideOrder)));
   if (!layout.contiguity.empty()) {
-    if (!text.empty())
-      text += ", ";
-    text += "contiguity=" + formatList(llvm::ArrayRef<bool>(layout.contiguity),
-                                       [](bool c) { return std::string(c ? "true" : "false"); });
+    std::vector<const char*> flags;
+    for (bool contiguous : layout.contiguity)
+      flags.push_back(contiguous ? "true" : "false");
+    keys.push_back(fmt::format("contiguity=[{}]", fmt::join(flags, ", ")));
   }
-  return "{" + text + "}";
+  return fmt::format("{{{}}}", fmt::join(keys, ", "));
 }
 
 std::string formatParameter(const Value& input) {
@@ -128,8 +122,7 @@ std::string formatArguments(const Expr& expr) {
     break;
   case TypeRule::Broadcast:
     args.push_back(formatExtents(attributes.broadcastShape));
-    args.push_back(formatList(llvm::ArrayRef<int64_t>(attributes.broadcastDims),
-                              [](int64_t v) { return std::to_string(v); }));
+    args.push_back(formatIntegers(attributes.broadcastDims));
     break;
   default:
     break;

@@ -53,7 +53,8 @@ private:
   void addInput(const Value& input) {
     positions_[&input] = next_++;
     key_.append(kInputTag | uint64_t(input.kind()) << 8 | uint64_t(input.dtype()));
-    key_.append(input.rank());
+    if (options_.includeRanks)
+      key_.append(input.rank());
     if (options_.includeExtents)
       for (int64_t extent : input.extents())
         key_.append(uint64_t(extent));

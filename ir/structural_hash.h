@@ -15,6 +15,9 @@ namespace widefuse {
 struct StructuralKeyOptions {
   /// Include tensor extents; leave them out for a signature that any shapes share.
   bool includeExtents = true;
+  /// Include tensor ranks; leave them out when every tensor is dense and will be flattened
+  /// to 1-D (then a matrix and a vector run the same body).
+  bool includeRanks = true;
   /// Include the values of constants; leave them out when differing constants will become
   /// per-member values (constant lifting).
   bool includeConstantValues = true;

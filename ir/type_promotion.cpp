@@ -34,9 +34,9 @@ DataType asPythonNumber(DataType type) {
 
 } // namespace
 
-DataType promoteOperandTypes(llvm::ArrayRef<const Value*> operands) {
+DataType promoteOperandTypes(llvm::ArrayRef<const Value*> operands, bool besideTensor) {
   std::optional<DataType> ranked, zeroDim, scalars, weakScalars;
-  bool anyTensor = false;
+  bool anyTensor = besideTensor;
   for (const Value* operand : operands) {
     if (operand->isTensor()) {
       anyTensor = true;

@@ -15,6 +15,8 @@ class Value;
 /// as Python numbers (floating -> float, integer -> int64). When every operand is a scalar,
 /// typed scalars promote among themselves and untyped literals count as double / int64 of
 /// lower priority, so `sub(1.0, beta1: f64)` is f64.
-DataType promoteOperandTypes(llvm::ArrayRef<const Value*> operands);
+/// `besideTensor` promotes as if a tensor took part (where's condition is a tensor but does
+/// not join the promotion).
+DataType promoteOperandTypes(llvm::ArrayRef<const Value*> operands, bool besideTensor = false);
 
 } // namespace widefuse

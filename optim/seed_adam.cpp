@@ -24,7 +24,9 @@ std::unique_ptr<Fusion> buildSeedAdam(llvm::ArrayRef<Shape> shapes, DataType dty
   Val eps = fd.defineScalar(DataType::Double, "eps");
 
   for (const Parameter& p : parameters) {
-    // Python evaluates left to right; each line keeps torch's order of operations.
+    // Each line keeps torch's association of operations, e.g. ((1 - beta2) * grad) * grad.
+    // (C++ may create a line's expressions in another order; the computed values are the
+    // same.)
     Val step = p.step + 1;
     Val expAvg = p.expAvg * beta1 + p.grad * (1.0 - beta1);
     Val expAvgSq = p.expAvgSq * beta2 + (1.0 - beta2) * p.grad * p.grad;

@@ -187,3 +187,22 @@ TEST(Evaluator, ZeroElementTensors) {
   auto result = evaluate(*fusion, {xs.ref()});
   EXPECT_EQ(result.outputs[0].numel(), 0);
 }
+
+TEST(Evaluator, CopyNeedsTheSameShapeAtRunTime) {
+  FusionDefinition fd;
+  Val source = fd.defineTensor({-1, -1}, DataType::Float, "source");
+  Val destination = fd.defineTensor({-1, -1}, DataType::Float, "destination");
+  fd.copy_(source * 2.0, destination);
+  auto fusion = fd.finalize();
+  HostTensor a(DataType::Float, {2, 8}), b(DataType::Float, {8, 2});
+  std::string message = errorOf([&] { evaluate(*fusion, {a.ref(), b.ref()}); });
+  EXPECT_NE(message.find("[2, 8]"), std::string::npos) << message;
+}
+
+TEST(Evaluator, WhereOfLiteralsPromotesLikePyTorch) {
+  FusionDefinition fd;
+  Val condition = fd.defineTensor({2}, DataType::Bool, "condition");
+  EXPECT_EQ(where(condition, 1.0, 0.0).dtype(), DataType::Float); // torch.where -> float32
+  Val i = fd.defineTensor({2}, DataType::Int32, "i");
+  EXPECT_NE(errorOf([&] { lerp(i, i, 0.5); }).find("floating"), std::string::npos);
+}

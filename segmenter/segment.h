@@ -1,0 +1,18 @@
+#pragma once
+/// The segmenter's entry point: fusion -> kernel groups with a hazard plan.
+
+#include "segmenter/segmented_fusion.h"
+
+namespace widefuse {
+
+/// Options of segment().
+struct SegmentOptions {
+  SegmentationMode mode = SegmentationMode::Auto;
+};
+
+/// Plans the kernels of a verified fusion: components, signature classes (with lifted
+/// constants), kernel groups under the mode's policy, and the plan of every copy_.
+/// Throws Error naming the values when a subgraph cannot run as one SPMD kernel.
+SegmentedFusion segment(const Fusion& fusion, const SegmentOptions& options = {});
+
+} // namespace widefuse

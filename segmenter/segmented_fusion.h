@@ -1,0 +1,115 @@
+#pragma once
+/// The segmenter's result: which subgraphs of a fusion become which kernels, and how each
+/// in-place update stays correct inside its kernel.
+
+#include "ir/fusion.h"
+#include "ir/structural_hash.h"
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace widefuse {
+
+/// How components are grouped into kernels.
+enum class SegmentationMode {
+  PerComponent, ///< exactly one kernel per component ("one kernel per parameter")
+  Batched,      ///< one kernel per signature class, any number of members of any shapes
+  Packed,       ///< members of up to kMaxSignaturesPerPack signatures share one kernel
+  Auto,         ///< the default: batched, explained in the report
+};
+
+/// Most signature classes one packed kernel holds.
+inline constexpr unsigned kMaxSignaturesPerPack = 8;
+
+/// The mode's command-line name: per-component, batched, packed, auto.
+llvm::StringRef modeName(SegmentationMode mode);
+/// Parses a mode name; throws Error listing the valid names.
+SegmentationMode parseMode(llvm::StringRef name);
+
+/// A connected subgraph of the fusion: one SPMD program over one iteration domain (one
+/// optimizer parameter, typically).
+struct Component {
+  unsigned id = 0;
+  /// Its expressions in topological order, including the shared scalar expressions it reads.
+  llvm::SmallVector<const Expr*, 32> exprs;
+  /// Fusion inputs it reads or writes, in canonical order (first use, then written-only).
+  llvm::SmallVector<const Value*, 8> inputs;
+  /// Its in-place updates.
+  llvm::SmallVector<Alias, 4> aliases;
+  /// Its plain outputs.
+  llvm::SmallVector<const Value*, 2> outputs;
+  /// The value whose shape is the iteration domain (a written tensor of the highest rank).
+  const Value* domainValue = nullptr;
+  /// Static extents of the domain (kSymbolicExtent where known only at run time).
+  llvm::SmallVector<int64_t, 4> domain;
+};
+
+/// A constant whose value differs between members of one signature class; it becomes a
+/// per-member value in the kernel's member table.
+struct LiftedConstant {
+  /// Position among the constants the class's body reads (in structural-key order).
+  unsigned position = 0;
+  DataType dtype = DataType::Double;
+  /// The value for each member, in SignatureClass::members order.
+  llvm::SmallVector<ConstantValue, 4> values;
+};
+
+/// Components with one signature (structure and types, extents ignored): one kernel body.
+struct SignatureClass {
+  unsigned id = 0;
+  StructuralKey key;
+  /// Component ids, ascending.
+  llvm::SmallVector<unsigned, 4> members;
+  llvm::SmallVector<LiftedConstant, 2> lifted;
+};
+
+/// How an in-place update is kept correct inside its kernel.
+enum class HazardResolution {
+  /// Written at the position it is read: each thread updates its own elements in place.
+  InPlace,
+  /// Read at other positions (a 0-d tensor read by every element, a broadcast read): written
+  /// once after every block of the kernel has finished reading (last-block-done ticket).
+  DeferredWrite,
+};
+
+/// The plan for one copy_ of one component.
+struct AliasPlan {
+  unsigned component = 0;
+  Alias alias{};
+  HazardResolution resolution = HazardResolution::InPlace;
+  /// Why, in words (for the report).
+  std::string reason;
+};
+
+/// One kernel: the signature classes it runs and their members.
+struct KernelGroup {
+  unsigned id = 0;
+  llvm::SmallVector<unsigned, 1> signatureClasses;
+  /// Component ids, ascending.
+  std::vector<unsigned> members;
+};
+
+/// The segmenter's plan for a whole fusion.
+struct SegmentedFusion {
+  const Fusion* fusion = nullptr;
+  SegmentationMode requestedMode = SegmentationMode::Auto;
+  /// The mode actually applied (auto resolves to a concrete mode).
+  SegmentationMode mode = SegmentationMode::Batched;
+  std::vector<Component> components;
+  std::vector<SignatureClass> signatureClasses;
+  std::vector<KernelGroup> groups;
+  std::vector<AliasPlan> aliasPlans;
+  /// Sentences explaining the decisions, in order.
+  std::vector<std::string> decisions;
+
+  /// Number of kernels launched per run.
+  size_t numKernels() const { return groups.size(); }
+  /// The signature class of each component, by component id.
+  std::vector<unsigned> classOfComponent;
+};
+
+} // namespace widefuse

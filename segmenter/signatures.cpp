@@ -1,0 +1,78 @@
+#include "segmenter/signatures.h"
+
+#include <map>
+
+namespace widefuse {
+
+Subgraph subgraphOf(const Component& component) {
+  return Subgraph{component.inputs, component.exprs, component.aliases, component.outputs};
+}
+
+llvm::SmallVector<const Value*, 8> constantsOf(const Component& component) {
+  llvm::SmallVector<const Value*, 8> constants;
+  for (const Expr* expr : component.exprs)
+    for (const Value* operand : expr->operands())
+      if (operand->isConstant())
+        constants.push_back(operand);
+  for (const Alias& alias : component.aliases)
+    if (alias.source->isConstant())
+      constants.push_back(alias.source);
+  return constants;
+}
+
+namespace {
+
+/// Records every constant position whose value differs between the members of `signature`.
+void liftConstants(SignatureClass& signature, llvm::ArrayRef<Component> components) {
+  llvm::SmallVector<llvm::SmallVector<const Value*, 8>, 4> perMember;
+  for (unsigned member : signature.members)
+    perMember.push_back(constantsOf(components[member]));
+  for (unsigned position = 0; position < perMember.front().size(); ++position) {
+    const Value* first = perMember.front()[position];
+    bool differs = llvm::any_of(perMember, [&](const auto& constants) {
+      return *constants[position]->constant() != *first->constant();
+    });
+    if (!differs)
+      continue;
+    LiftedConstant lifted;
+    lifted.position = position;
+    lifted.dtype = first->dtype();
+    for (const auto& constants : perMember)
+      lifted.values.push_back(*constants[position]->constant());
+    signature.lifted.push_back(std::move(lifted));
+  }
+}
+
+} // namespace
+
+bool isFlattenable(const Component& component) {
+  bool broadcasts = llvm::any_of(component.exprs, [](const Expr* expr) {
+    return expr->op() == OpKind::BroadcastInDim;
+  });
+  bool dense = llvm::all_of(component.inputs,
+                            [](const Value* input) { return input->layout().isDefault(); });
+  return dense && !broadcasts;
+}
+
+std::vector<SignatureClass> classifySignatures(llvm::ArrayRef<Component> components) {
+  std::map<StructuralKey, unsigned> classOfKey;
+  std::vector<SignatureClass> classes;
+  for (const Component& component : components) {
+    StructuralKeyOptions options{.includeExtents = false,
+                                 .includeRanks = !isFlattenable(component),
+                                 .includeConstantValues = false};
+    StructuralKey key = structuralKey(subgraphOf(component), options);
+    auto [it, inserted] = classOfKey.try_emplace(key, unsigned(classes.size()));
+    if (inserted) {
+      classes.emplace_back();
+      classes.back().id = it->second;
+      classes.back().key = std::move(key);
+    }
+    classes[it->second].members.push_back(component.id);
+  }
+  for (SignatureClass& signature : classes)
+    liftConstants(signature, components);
+  return classes;
+}
+
+} // namespace widefuse

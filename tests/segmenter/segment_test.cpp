@@ -1,0 +1,183 @@
+// The segmenter on the seed's Adam and its variants: kernel counts per mode, constant
+// lifting, the hazard plan, and the errors for subgraphs that cannot be one SPMD kernel.
+
+#include "segmenter/segment.h"
+#include "segmenter/segment_report.h"
+
+#include "ir/error.h"
+#include "ir/fusion_definition.h"
+#include "optim/seed_adam.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using namespace widefuse;
+
+namespace {
+
+/// Mixed shapes: matrices, vectors, a 1-element and a 0-element tensor.
+std::vector<optim::Shape> mixedShapes(size_t count) {
+  const optim::Shape pattern[] = {{64, 32}, {7}, {1}, {0}, {3, 5, 2}, {4097}, {16, 16}};
+  std::vector<optim::Shape> shapes;
+  for (size_t i = 0; i < count; ++i)
+    shapes.push_back(pattern[i % std::size(pattern)]);
+  return shapes;
+}
+
+template <typename Body> std::string errorOf(Body body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected a widefuse::Error";
+  return {};
+}
+
+/// Adam with L2 weight decay written as a literal, as a tracer emits param groups.
+void addAdamMember(FusionDefinition& fd, int index, llvm::ArrayRef<int64_t> shape,
+                   double weightDecay, Val lr) {
+  Val p = fd.defineTensor(shape, DataType::Float, "p" + std::to_string(index));
+  Val g = fd.defineTensor(shape, DataType::Float, "g" + std::to_string(index));
+  Val m = fd.defineTensor(shape, DataType::Float, "m" + std::to_string(index));
+  Val step = fd.defineTensor({}, DataType::Float, "step" + std::to_string(index));
+  Val step1 = step + 1.0;
+  Val grad = g + p * weightDecay;
+  Val m1 = m * 0.9 + grad * 0.1;
+  fd.copy_(p - lr * m1 / (1 - pow(0.9, step1)), p);
+  fd.copy_(m1, m);
+  fd.copy_(step1, step);
+}
+
+/// SGD with momentum: a different signature.
+void addSgdMember(FusionDefinition& fd, int index, llvm::ArrayRef<int64_t> shape, Val lr) {
+  Val p = fd.defineTensor(shape, DataType::Float, "q" + std::to_string(index));
+  Val g = fd.defineTensor(shape, DataType::Float, "h" + std::to_string(index));
+  Val buffer = fd.defineTensor(shape, DataType::Float, "b" + std::to_string(index));
+  Val buffer1 = buffer * 0.9 + g;
+  fd.copy_(p - lr * buffer1, p);
+  fd.copy_(buffer1, buffer);
+}
+
+} // namespace
+
+TEST(Segmenter, SeedAdamGivesOneKernelPerParameterOrOneBatched) {
+  for (size_t count : {1u, 2u, 5u, 100u, 1000u}) {
+    auto fusion = optim::buildSeedAdam(mixedShapes(count));
+    SegmentedFusion perComponent = segment(*fusion, {SegmentationMode::PerComponent});
+    EXPECT_EQ(perComponent.numKernels(), count);
+    EXPECT_EQ(perComponent.components.size(), count);
+    SegmentedFusion batched = segment(*fusion, {SegmentationMode::Batched});
+    EXPECT_EQ(batched.numKernels(), 1u) << count << " parameters";
+    EXPECT_EQ(batched.signatureClasses.size(), 1u);
+    EXPECT_EQ(batched.groups[0].members.size(), count);
+    EXPECT_EQ(segment(*fusion).numKernels(), 1u); // auto = batched
+    ASSERT_EQ(batched.aliasPlans.size(), 4 * count);
+    for (const AliasPlan& plan : batched.aliasPlans) {
+      bool isStep = plan.alias.destination->rank() == 0;
+      EXPECT_EQ(plan.resolution,
+                isStep ? HazardResolution::DeferredWrite : HazardResolution::InPlace)
+          << plan.alias.destination->name() << ": " << plan.reason;
+    }
+  }
+}
+
+TEST(Segmenter, ComponentsFollowTheParameters) {
+  auto fusion = optim::buildSeedAdam({{4, 8}, {3}});
+  SegmentedFusion plan = segment(*fusion);
+  ASSERT_EQ(plan.components.size(), 2u);
+  const Component& first = plan.components[0];
+  EXPECT_EQ(componentName(first), "p0");
+  EXPECT_EQ(first.domain, (llvm::SmallVector<int64_t, 4>{4, 8}));
+  EXPECT_EQ(plan.components[1].domain, (llvm::SmallVector<int64_t, 4>{3}));
+  // p0, g0, m0, v0, step0 plus the four shared scalars, in order of first use.
+  std::vector<std::string> names;
+  for (const Value* input : first.inputs)
+    names.push_back(input->name());
+  EXPECT_EQ(names.size(), 9u);
+  EXPECT_NE(std::find(names.begin(), names.end(), "lr"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "p1"), names.end());
+}
+
+TEST(Segmenter, ParamGroupsWithDifferentLiteralsShareOneKernel) {
+  FusionDefinition fd("two_groups");
+  Val lr = fd.defineScalar(DataType::Double, "lr");
+  addAdamMember(fd, 0, {16}, 0.01, lr);
+  addAdamMember(fd, 1, {4, 4}, 0.01, lr);
+  addAdamMember(fd, 2, {9}, 0.0, lr);
+  auto fusion = fd.finalize();
+  SegmentedFusion plan = segment(*fusion, {SegmentationMode::Batched});
+  EXPECT_EQ(plan.numKernels(), 1u);
+  ASSERT_EQ(plan.signatureClasses.size(), 1u);
+  ASSERT_EQ(plan.signatureClasses[0].lifted.size(), 1u); // only weight_decay differs
+  const LiftedConstant& lifted = plan.signatureClasses[0].lifted[0];
+  EXPECT_EQ(std::get<double>(lifted.values[0]), 0.01);
+  EXPECT_EQ(std::get<double>(lifted.values[2]), 0.0);
+  std::string report = formatSegmentedFusion(plan);
+  EXPECT_NE(report.find("lifted into the member table"), std::string::npos) << report;
+}
+
+TEST(Segmenter, MixedOptimizersBatchIntoTwoAndPackIntoOne) {
+  FusionDefinition fd("mixed");
+  Val lr = fd.defineScalar(DataType::Double, "lr");
+  addAdamMember(fd, 0, {16}, 0.0, lr);
+  addSgdMember(fd, 0, {8}, lr);
+  addAdamMember(fd, 1, {32}, 0.0, lr);
+  addSgdMember(fd, 1, {5, 5}, lr);
+  auto fusion = fd.finalize();
+  EXPECT_EQ(segment(*fusion, {SegmentationMode::Batched}).numKernels(), 2u);
+  EXPECT_EQ(segment(*fusion, {SegmentationMode::Packed}).numKernels(), 1u);
+  EXPECT_EQ(segment(*fusion, {SegmentationMode::PerComponent}).numKernels(), 4u);
+  nlohmann::json json = segmentedFusionToJson(segment(*fusion, {SegmentationMode::Packed}));
+  EXPECT_EQ(json["kernels"], 1);
+  EXPECT_EQ(json["groups"][0]["members"].size(), 4u);
+  EXPECT_EQ(json["groups"][0]["signature_classes"].size(), 2u);
+}
+
+TEST(Segmenter, SharedReadOnlyZeroDimTensorsDoNotJoinComponents) {
+  FusionDefinition fd("found_inf");
+  Val foundInf = fd.defineTensor({}, DataType::Float, "found_inf");
+  Val scale = fd.defineTensor({}, DataType::Float, "grad_scale");
+  Val inverse = 1.0 / scale; // a 0-d value computed from shared values only: shared too
+  for (int i = 0; i < 3; ++i) {
+    Val p = fd.defineTensor({10}, DataType::Float, "p" + std::to_string(i));
+    Val g = fd.defineTensor({10}, DataType::Float, "g" + std::to_string(i));
+    fd.copy_(where(eq(foundInf, 0.0), p - g * inverse, p), p);
+  }
+  auto fusion = fd.finalize();
+  SegmentedFusion plan = segment(*fusion, {SegmentationMode::PerComponent});
+  EXPECT_EQ(plan.components.size(), 3u);
+  // Each component carries the shared division it reads.
+  for (const Component& component : plan.components)
+    EXPECT_TRUE(llvm::any_of(component.exprs,
+                             [&](const Expr* e) { return e->result() == inverse.value(); }));
+}
+
+TEST(Segmenter, SubgraphsThatCannotBeOneKernelAreErrorsNamingValues) {
+  FusionDefinition fd("boundary");
+  Val bias = fd.defineTensor({8}, DataType::Float, "bias");
+  Val x = fd.defineTensor({4, 8}, DataType::Float, "x");
+  fd.copy_(bias * 2.0, bias);
+  fd.copy_(x + broadcast_in_dim(bias, {4, 8}, {1}), x);
+  auto fusion = fd.finalize();
+  std::string message = errorOf([&] { segment(*fusion); });
+  EXPECT_NE(message.find("'bias'"), std::string::npos) << message;
+  EXPECT_NE(message.find("kernel boundary"), std::string::npos) << message;
+  EXPECT_NE(message.find("[4, 8]"), std::string::npos) << message;
+}
+
+TEST(Segmenter, DefinitionErrorsReachUsersBeforeSegmentation) {
+  FusionDefinition fd;
+  Val a = fd.defineTensor({4, 8}, DataType::Float, "a");
+  Val b = fd.defineTensor({8, 4}, DataType::Float, "b");
+  EXPECT_NE(errorOf([&] { fd.copy_(a + b, a); }).find("'b'"), std::string::npos);
+  fd.copy_(a * 2.0, a);
+  EXPECT_NE(errorOf([&] { fd.copy_(a * 3.0, a); }).find("two copies"), std::string::npos);
+}
+
+TEST(Segmenter, ModesParseAndPrint) {
+  EXPECT_EQ(parseMode("per-component"), SegmentationMode::PerComponent);
+  EXPECT_EQ(modeName(parseMode("packed")), "packed");
+  EXPECT_NE(errorOf([] { parseMode("fast"); }).find("per-component, batched"),
+            std::string::npos);
+}
