@@ -1,0 +1,277 @@
+// Runs the real `widefuse` executable (path from WIDEFUSE_CLI) on files in a temporary
+// directory, as a user would.
+
+#include "ir/error.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "tests/tools/numpy_samples.h"
+#include "tests/tools/temp_dir.h"
+#include "tools/npy_file.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+using namespace widefuse;
+using namespace widefuse::npy_samples;
+
+namespace {
+
+constexpr const char* kAxpyText = R"(# z = a * x + y, h = bf16(y * n), step += 1
+fusion axpy(x: f32[2, 3], y: f32[?, 3], a: f64, n: i32, step: f32[]) {
+  z = add(mul(a, x), y)
+  h = cast(mul(y, n), bf16)
+  copy_(add(step, 1.0), step)
+  return z, h
+}
+)";
+
+/// What one run of the executable produced.
+struct CliResult {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string readFile(const std::string& path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  return buffer ? (*buffer)->getBuffer().str() : std::string();
+}
+
+void writeFile(const std::string& path, llvm::StringRef bytes) {
+  std::ofstream(path, std::ios::binary) << bytes.str();
+}
+
+class CliTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    writeFile(file("axpy.wf"), kAxpyText);
+    writeFile(file("x.npy"), bytesOf(kNumpyF32Arange2x3)); // 0..5, written by NumPy
+    HostTensor y(DataType::Float, {2, 3});
+    for (int i = 0; i < 6; ++i)
+      y.as<float>()[i] = 0.5f * static_cast<float>(i);
+    writeNpy(file("y.npy"), y);
+    HostTensor step(DataType::Float, {});
+    step.as<float>()[0] = 3.0f;
+    writeNpy(file("step.npy"), step);
+  }
+
+  std::string file(llvm::StringRef name) const { return dir_.file(name); }
+
+  /// Runs `widefuse ARGS` in the temporary directory.
+  CliResult run(const std::string& args) const {
+    std::string command =
+        fmt::format("cd '{}' && '{}' {} >stdout.txt 2>stderr.txt", dir_.path(), WIDEFUSE_CLI, args);
+    int status = std::system(command.c_str());
+    CliResult result;
+    if (status != -1 && WIFEXITED(status))
+      result.exitCode = WEXITSTATUS(status);
+    result.out = readFile(file("stdout.txt"));
+    result.err = readFile(file("stderr.txt"));
+    return result;
+  }
+
+  /// `run axpy.wf INPUTS SCALARS --out out`; the scalars default to good ones.
+  CliResult runAxpy(const std::string& inputs,
+                    const std::string& scalars = "--scalar a=2.5 --scalar n=3") const {
+    return run(fmt::format("run axpy.wf {} {} --out out", inputs, scalars));
+  }
+
+  static constexpr const char* kGoodInputs =
+      "--input x=x.npy --input y=y.npy --input step=step.npy";
+
+private:
+  TempDir dir_;
+};
+
+/// The run failed with exit status 1 and one line on stderr containing `expected`; nothing
+/// was written.
+void expectOneLineError(const CliResult& result, llvm::StringRef expected) {
+  EXPECT_EQ(result.exitCode, 1);
+  EXPECT_TRUE(llvm::StringRef(result.err).startswith("widefuse: error: ")) << result.err;
+  EXPECT_TRUE(llvm::StringRef(result.err).endswith("\n")) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_NE(result.err.find(expected.str()), std::string::npos)
+      << "stderr: " << result.err << "expected: " << expected.str();
+  EXPECT_EQ(result.out, "");
+}
+
+/// The bits of a float that bfloat16 represents exactly.
+uint16_t bf16Bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  EXPECT_EQ(bits & 0xffff, 0u) << value << " is not exact in bf16";
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+} // namespace
+
+TEST_F(CliTest, CheckPrintsTheCanonicalText) {
+  CliResult result = run("check axpy.wf");
+  EXPECT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  EXPECT_EQ(result.out, printFusion(*parseFusion(kAxpyText, "axpy.wf")));
+  // The printed text is itself a valid fusion that prints the same.
+  EXPECT_EQ(printFusion(*parseFusion(result.out, "printed")), result.out);
+  EXPECT_EQ(run("check - < axpy.wf").out, result.out);
+}
+
+TEST_F(CliTest, RunWritesOutputsAndUpdatedInputs) {
+  CliResult result = runAxpy(kGoodInputs);
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+
+  HostTensor z = readNpy(file("out/z.npy"), DataType::Float);
+  ASSERT_EQ(z.shape(), llvm::ArrayRef<int64_t>({2, 3}));
+  HostTensor h = readNpy(file("out/h.npy"), DataType::BFloat16);
+  ASSERT_EQ(h.shape(), llvm::ArrayRef<int64_t>({2, 3}));
+  for (int i = 0; i < 6; ++i) {
+    float x = static_cast<float>(i), y = 0.5f * static_cast<float>(i);
+    EXPECT_EQ(z.as<float>()[i], 2.5f * x + y) << i;
+    EXPECT_EQ(h.as<uint16_t>()[i], bf16Bits(y * 3.0f)) << i;
+  }
+  HostTensor step = readNpy(file("out/step.npy"), DataType::Float);
+  EXPECT_EQ(step.rank(), 0u);
+  EXPECT_EQ(step.as<float>()[0], 4.0f);
+  EXPECT_EQ(readNpy(file("step.npy")).as<float>()[0], 3.0f) << "the input file is untouched";
+
+  nlohmann::json report = nlohmann::json::parse(result.out);
+  EXPECT_EQ(report["fusion"], "axpy");
+  EXPECT_EQ(report["backend"], "reference");
+  ASSERT_EQ(report["outputs"].size(), 2u);
+  EXPECT_EQ(report["outputs"][0]["name"], "z");
+  EXPECT_EQ(report["outputs"][0]["path"], "out/z.npy");
+  EXPECT_EQ(report["outputs"][0]["dtype"], "f32");
+  EXPECT_EQ(report["outputs"][0]["shape"], nlohmann::json::array({2, 3}));
+  EXPECT_EQ(report["outputs"][1]["dtype"], "bf16");
+  ASSERT_EQ(report["updated_inputs"].size(), 1u);
+  EXPECT_EQ(report["updated_inputs"][0]["name"], "step");
+  EXPECT_EQ(report["updated_inputs"][0]["shape"], nlohmann::json::array());
+  ASSERT_EQ(report["notes"].size(), 1u);
+  EXPECT_NE(report["notes"][0].get<std::string>().find("h is bf16: stored as uint16 bits"),
+            std::string::npos);
+}
+
+TEST_F(CliTest, RunCreatesTheOutputDirectory) {
+  CliResult result =
+      run(fmt::format("run axpy.wf {} --scalar a=1 --scalar n=1 --out deep/er/out", kGoodInputs));
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_TRUE(llvm::sys::fs::exists(file("deep/er/out/z.npy")));
+}
+
+TEST_F(CliTest, RunNamesAMissingInputOrScalar) {
+  expectOneLineError(runAxpy("--input x=x.npy --input step=step.npy"),
+                     "fusion 'axpy' needs --input y=FILE.npy (f32[?, 3])");
+  expectOneLineError(runAxpy(kGoodInputs, "--scalar a=2.5"), "needs --scalar n=VALUE (i32)");
+  EXPECT_FALSE(llvm::sys::fs::exists(file("out")));
+}
+
+TEST_F(CliTest, RunRejectsExtraAndRepeatedInputs) {
+  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --input w=x.npy"),
+                     "--input w: fusion 'axpy' has no input named 'w'");
+  expectOneLineError(runAxpy(kGoodInputs, "--scalar a=2.5 --scalar n=3 --scalar q=1"),
+                     "--scalar q: fusion 'axpy' has no input named 'q'");
+  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --input x=y.npy"),
+                     "--input x is given twice");
+  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --input a=x.npy"),
+                     "'a' is a scalar input; give it as --scalar a=VALUE (f64)");
+}
+
+TEST_F(CliTest, RunRejectsMalformedNpyFiles) {
+  writeFile(file("garbage.npy"), "this is not numpy");
+  expectOneLineError(runAxpy("--input x=garbage.npy --input y=y.npy --input step=step.npy"),
+                     "input 'x': garbage.npy: not a .npy file (bad magic string");
+  std::string truncated = bytesOf(kNumpyF32Arange2x3);
+  writeFile(file("short.npy"), llvm::StringRef(truncated).drop_back(4));
+  expectOneLineError(runAxpy("--input x=short.npy --input y=y.npy --input step=step.npy"),
+                     "input 'x': short.npy: the data is too short");
+  expectOneLineError(runAxpy("--input x=absent.npy --input y=y.npy --input step=step.npy"),
+                     "input 'x': cannot read 'absent.npy': No such file or directory");
+}
+
+TEST_F(CliTest, RunRejectsNpyFilesThatDisagreeWithTheDeclaration) {
+  writeNpy(file("x64.npy"), HostTensor(DataType::Double, {2, 3}));
+  expectOneLineError(runAxpy("--input x=x64.npy --input y=y.npy --input step=step.npy"),
+                     "input 'x': x64.npy: holds f64 data (descr '<f8') but f32 was expected");
+  writeNpy(file("x32.npy"), HostTensor(DataType::Float, {3, 2}));
+  CliResult wrongShape = runAxpy("--input x=x32.npy --input y=y.npy --input step=step.npy");
+  expectOneLineError(wrongShape, "'x'");
+  EXPECT_NE(wrongShape.err.find("[3, 2]"), std::string::npos) << wrongShape.err;
+  writeFile(file("c8.npy"), bytesOf(kNumpyC8));
+  expectOneLineError(runAxpy("--input x=c8.npy --input y=y.npy --input step=step.npy"),
+                     "unsupported dtype descr '<c8'");
+  EXPECT_FALSE(llvm::sys::fs::exists(file("out")));
+}
+
+TEST_F(CliTest, RunRejectsScalarsThatDoNotFit) {
+  expectOneLineError(runAxpy(kGoodInputs, "--scalar a=2.5 --scalar n=3000000000"),
+                     "scalar 'n' (i32): 3000000000 does not fit in i32");
+  expectOneLineError(runAxpy(kGoodInputs, "--scalar a=fast --scalar n=3"),
+                     "scalar 'a' (f64): expected a number, got 'fast'");
+}
+
+TEST_F(CliTest, ReportsFusionTextErrors) {
+  writeFile(file("undefined.wf"), "fusion f(x: f32[2]) {\n  y = add(x, q)\n  return y\n}\n");
+  expectOneLineError(run("check undefined.wf"), "undefined.wf:2:");
+  expectOneLineError(run("check undefined.wf"), "'q'");
+  expectOneLineError(run("run undefined.wf --input x=x.npy --out out"), "'q'");
+  expectOneLineError(run("check nowhere.wf"), "cannot read 'nowhere.wf'");
+}
+
+TEST_F(CliTest, OnlyTheReferenceBackendIsAvailable) {
+  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --backend cuda"),
+                     "backend 'cuda' is not available yet (available: reference)");
+  CliResult reference = runAxpy(std::string(kGoodInputs) + " --backend reference");
+  EXPECT_EQ(reference.exitCode, 0) << reference.err;
+}
+
+TEST_F(CliTest, UsageErrorsExitWithStatus2) {
+  EXPECT_EQ(run("").exitCode, 2);
+  EXPECT_EQ(run("frobnicate").exitCode, 2);
+  EXPECT_EQ(run("run axpy.wf").exitCode, 2) << "--out is required";
+  CliResult help = run("--help");
+  EXPECT_EQ(help.exitCode, 0);
+  EXPECT_NE(help.out.find("check"), std::string::npos);
+  EXPECT_NE(help.out.find("run"), std::string::npos);
+}
+
+TEST_F(CliTest, SegmentPrintsThePlanAsTextAndJson) {
+  CliResult text = run("segment axpy.wf --mode per-component");
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  // z/h and the lone step counter are two components with two signatures.
+  EXPECT_NE(text.out.find("2 components, 2 signature classes, 2 kernels"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("copy_("), std::string::npos) << text.out;
+  CliResult json = run("segment axpy.wf --json --mode packed");
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  nlohmann::json report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["kernels"], 1);
+  EXPECT_EQ(report["mode"], "packed");
+  expectOneLineError(run("segment axpy.wf --mode fastest"), "unknown mode 'fastest'");
+}
+
+TEST_F(CliTest, AdamRunsTheSeedExampleInEachMode) {
+  CliResult summary = run("adam --steps 1");
+  ASSERT_EQ(summary.exitCode, 0) << summary.err;
+  EXPECT_NE(summary.out.find("per-component: 2 kernels"), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("batched:       1 kernel"), std::string::npos) << summary.out;
+  for (auto [mode, kernels] : {std::pair{"per-component", 2}, std::pair{"batched", 1},
+                               std::pair{"packed", 1}, std::pair{"auto", 1}}) {
+    CliResult json = run(fmt::format("adam --steps 1 --json --mode {}", mode));
+    ASSERT_EQ(json.exitCode, 0) << json.err;
+    nlohmann::json report = nlohmann::json::parse(json.out);
+    EXPECT_EQ(report["kernels"], kernels) << mode;
+    EXPECT_EQ(report["params"], 2);
+    EXPECT_LT(report["max_abs_error_vs_oracle"].get<double>(), 1e-5);
+  }
+  expectOneLineError(run("adam --backend cuda"), "not available yet");
+}

@@ -1,0 +1,146 @@
+/// `widefuse run`: runs a fusion on .npy inputs with the reference evaluator and writes every
+/// output and every updated (copy_ destination) input as a .npy file, then reports what it
+/// wrote as JSON on standard output.
+
+#include "tools/commands.h"
+#include "tools/fusion_file.h"
+#include "tools/npy_file.h"
+#include "tools/run_arguments.h"
+
+#include "ir/error.h"
+#include "ir/evaluator.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/StringSet.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace widefuse {
+namespace {
+
+struct RunOptions {
+  std::string file;
+  std::vector<std::string> inputs;
+  std::vector<std::string> scalars;
+  std::string outDir;
+  std::string backend = "reference";
+};
+
+/// One tensor to write: its file name stem and where the evaluator left its value.
+struct WrittenTensor {
+  std::string name;
+  const HostTensor* tensor;
+};
+
+std::vector<Assignment> parseAssignments(llvm::ArrayRef<std::string> texts,
+                                         llvm::StringRef option) {
+  std::vector<Assignment> assignments;
+  for (const std::string& text : texts)
+    assignments.push_back(parseAssignment(text, option));
+  return assignments;
+}
+
+/// Fails before anything runs when two results would land in one file.
+void checkDistinctFileNames(const Fusion& fusion) {
+  llvm::StringSet<> names;
+  for (const Value* output : fusion.outputs())
+    names.insert(output->name());
+  for (const Alias& alias : fusion.aliases())
+    if (!names.insert(alias.destination->name()).second)
+      fail("'{}' is both an output and an updated input; both would be written to {}.npy",
+           alias.destination->name(), alias.destination->name());
+}
+
+void createOutputDirectory(llvm::StringRef dir) {
+  if (std::error_code code = llvm::sys::fs::create_directories(dir))
+    fail("cannot create output directory '{}': {}", dir.str(), code.message());
+  if (!llvm::sys::fs::is_directory(dir))
+    fail("cannot write into '{}': it is not a directory", dir.str());
+}
+
+/// Writes one tensor as DIR/NAME.npy and describes it for the report.
+nlohmann::ordered_json writeTensor(llvm::StringRef dir, const WrittenTensor& written) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, written.name + ".npy");
+  writeNpy(path, *written.tensor);
+  nlohmann::ordered_json entry;
+  entry["name"] = written.name;
+  entry["path"] = std::string(path);
+  entry["dtype"] = shortName(written.tensor->dtype()).str();
+  entry["shape"] = written.tensor->shape().vec();
+  return entry;
+}
+
+/// Writes the results and builds the JSON report.
+nlohmann::ordered_json writeResults(const Fusion& fusion, const EvaluationResult& result,
+                                    const RunOptions& options) {
+  WF_ASSERT(result.outputs.size() == fusion.outputs().size(), "evaluator returned {} outputs",
+            result.outputs.size());
+  WF_ASSERT(result.aliasFinalValues.size() == fusion.aliases().size(),
+            "evaluator returned {} updated inputs", result.aliasFinalValues.size());
+  createOutputDirectory(options.outDir);
+  nlohmann::ordered_json report;
+  report["fusion"] = fusion.name();
+  report["backend"] = options.backend;
+  report["outputs"] = nlohmann::ordered_json::array();
+  report["updated_inputs"] = nlohmann::ordered_json::array();
+  std::vector<std::string> bf16Names;
+  auto write = [&](const WrittenTensor& written, const char* section) {
+    report[section].push_back(writeTensor(options.outDir, written));
+    if (written.tensor->dtype() == DataType::BFloat16)
+      bf16Names.push_back(written.name);
+  };
+  for (size_t i = 0; i < result.outputs.size(); ++i)
+    write({fusion.outputs()[i]->name(), &result.outputs[i]}, "outputs");
+  for (size_t i = 0; i < result.aliasFinalValues.size(); ++i)
+    write({fusion.aliases()[i].destination->name(), &result.aliasFinalValues[i]}, "updated_inputs");
+  report["notes"] = nlohmann::ordered_json::array();
+  if (!bf16Names.empty())
+    report["notes"].push_back(
+        fmt::format("{} {} bf16: stored as uint16 bits (descr '<u2'); in NumPy use "
+                    "numpy.load(path).view(ml_dtypes.bfloat16)",
+                    fmt::join(bf16Names, ", "), bf16Names.size() == 1 ? "is" : "are"));
+  return report;
+}
+
+void runRun(const RunOptions& options) {
+  if (options.backend != "reference")
+    fail("backend '{}' is not available yet (available: reference)", options.backend);
+  std::unique_ptr<Fusion> fusion = loadFusionFile(options.file);
+  BoundArguments bound = bindArguments(*fusion, parseAssignments(options.inputs, "--input"),
+                                       parseAssignments(options.scalars, "--scalar"));
+  checkArguments(*fusion, bound.arguments);
+  checkDistinctFileNames(*fusion);
+  EvaluationResult result = evaluate(*fusion, bound.arguments);
+  fmt::print("{}\n", writeResults(*fusion, result, options).dump(2));
+}
+
+} // namespace
+
+void addRunCommand(CLI::App& app) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* command = app.add_subcommand(
+      "run", "Run a fusion on .npy inputs and write its outputs and updated inputs as .npy");
+  command->add_option("file", options->file, "Fusion text file ('-' for standard input)")
+      ->required();
+  // One NAME=VALUE per flag, so that a value list never swallows the positional FILE.
+  command
+      ->add_option("--input", options->inputs,
+                   "NAME=PATH.npy for a tensor input (bf16: a '<u2' file of its bits)")
+      ->allow_extra_args(false);
+  command->add_option("--scalar", options->scalars, "NAME=VALUE for a scalar input")
+      ->allow_extra_args(false);
+  command->add_option("--out", options->outDir, "Directory for NAME.npy results (created)")
+      ->required();
+  command->add_option("--backend", options->backend, "Backend to run on (only 'reference')");
+  command->callback([options] { runRun(*options); });
+}
+
+} // namespace widefuse
