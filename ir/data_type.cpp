@@ -8,18 +8,30 @@ namespace widefuse {
 
 llvm::StringRef shortName(DataType type) {
   switch (type) {
-  case DataType::Bool: return "b8";
-  case DataType::Int8: return "i8";
-  case DataType::Int16: return "i16";
-  case DataType::Int32: return "i32";
-  case DataType::Int64: return "i64";
-  case DataType::UInt8: return "u8";
-  case DataType::UInt16: return "u16";
-  case DataType::UInt32: return "u32";
-  case DataType::Half: return "f16";
-  case DataType::BFloat16: return "bf16";
-  case DataType::Float: return "f32";
-  case DataType::Double: return "f64";
+  case DataType::Bool:
+    return "b8";
+  case DataType::Int8:
+    return "i8";
+  case DataType::Int16:
+    return "i16";
+  case DataType::Int32:
+    return "i32";
+  case DataType::Int64:
+    return "i64";
+  case DataType::UInt8:
+    return "u8";
+  case DataType::UInt16:
+    return "u16";
+  case DataType::UInt32:
+    return "u32";
+  case DataType::Half:
+    return "f16";
+  case DataType::BFloat16:
+    return "bf16";
+  case DataType::Float:
+    return "f32";
+  case DataType::Double:
+    return "f64";
   }
   WF_UNREACHABLE("unknown data type {}", static_cast<int>(type));
 }
@@ -35,16 +47,20 @@ unsigned byteSize(DataType type) {
   switch (type) {
   case DataType::Bool:
   case DataType::Int8:
-  case DataType::UInt8: return 1;
+  case DataType::UInt8:
+    return 1;
   case DataType::Int16:
   case DataType::UInt16:
   case DataType::Half:
-  case DataType::BFloat16: return 2;
+  case DataType::BFloat16:
+    return 2;
   case DataType::Int32:
   case DataType::UInt32:
-  case DataType::Float: return 4;
+  case DataType::Float:
+    return 4;
   case DataType::Int64:
-  case DataType::Double: return 8;
+  case DataType::Double:
+    return 8;
   }
   WF_UNREACHABLE("unknown data type {}", static_cast<int>(type));
 }
@@ -63,7 +79,9 @@ bool isUnsignedInteger(DataType type) {
   return type == DataType::UInt8 || type == DataType::UInt16 || type == DataType::UInt32;
 }
 
-bool isInteger(DataType type) { return isSignedInteger(type) || isUnsignedInteger(type); }
+bool isInteger(DataType type) {
+  return isSignedInteger(type) || isUnsignedInteger(type);
+}
 
 bool isReducedPrecision(DataType type) {
   return type == DataType::Half || type == DataType::BFloat16;
@@ -83,18 +101,25 @@ namespace {
 
 DataType signedOfWidth(unsigned width) {
   switch (width) {
-  case 1: return DataType::Int8;
-  case 2: return DataType::Int16;
-  case 4: return DataType::Int32;
-  default: return DataType::Int64;
+  case 1:
+    return DataType::Int8;
+  case 2:
+    return DataType::Int16;
+  case 4:
+    return DataType::Int32;
+  default:
+    return DataType::Int64;
   }
 }
 
 DataType unsignedOfWidth(unsigned width) {
   switch (width) {
-  case 1: return DataType::UInt8;
-  case 2: return DataType::UInt16;
-  default: return DataType::UInt32;
+  case 1:
+    return DataType::UInt8;
+  case 2:
+    return DataType::UInt16;
+  default:
+    return DataType::UInt32;
   }
 }
 

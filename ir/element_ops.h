@@ -26,28 +26,41 @@ template <typename R = bool> [[noreturn]] R unreachable(const char* op) {
 
 /// Wrapping integer arithmetic: computed modulo 2^64 in uint64_t (no promotion to int, whose
 /// overflow would be undefined), then truncated to T's width.
-template <typename T> uint64_t wide(T value) { return static_cast<uint64_t>(value); }
-template <typename T> T narrow(uint64_t bits) { return static_cast<T>(bits); }
+template <typename T> uint64_t wide(T value) {
+  return static_cast<uint64_t>(value);
+}
+template <typename T> T narrow(uint64_t bits) {
+  return static_cast<T>(bits);
+}
 
 // ---- unary ----------------------------------------------------------------------------------
 
 template <typename T> T Neg(T a) {
-  if constexpr (kFloating<T>) return -a;
-  else if constexpr (kInteger<T>) return narrow<T>(uint64_t(0) - wide(a));
-  else return unreachable<T>("neg");
+  if constexpr (kFloating<T>)
+    return -a;
+  else if constexpr (kInteger<T>)
+    return narrow<T>(uint64_t(0) - wide(a));
+  else
+    return unreachable<T>("neg");
 }
 
 template <typename T> T Abs(T a) {
-  if constexpr (kFloating<T>) return std::fabs(a);
-  else if constexpr (std::is_signed_v<T>) return a < 0 ? Neg(a) : a;
-  else if constexpr (kInteger<T>) return a;
-  else return unreachable<T>("abs");
+  if constexpr (kFloating<T>)
+    return std::fabs(a);
+  else if constexpr (std::is_signed_v<T>)
+    return a < 0 ? Neg(a) : a;
+  else if constexpr (kInteger<T>)
+    return a;
+  else
+    return unreachable<T>("abs");
 }
 
-#define WF_FLOAT_UNARY(Name, expression)                                                      \
-  template <typename T> T Name(T a) {                                                         \
-    if constexpr (kFloating<T>) return expression;                                            \
-    else return unreachable<T>(#Name);                                                        \
+#define WF_FLOAT_UNARY(Name, expression)                                                           \
+  template <typename T> T Name(T a) {                                                              \
+    if constexpr (kFloating<T>)                                                                    \
+      return expression;                                                                           \
+    else                                                                                           \
+      return unreachable<T>(#Name);                                                                \
   }
 WF_FLOAT_UNARY(Sqrt, std::sqrt(a))
 WF_FLOAT_UNARY(Rsqrt, T(1) / std::sqrt(a))
@@ -65,11 +78,14 @@ WF_FLOAT_UNARY(Sigmoid, T(1) / (T(1) + std::exp(-a)))
 #undef WF_FLOAT_UNARY
 
 /// Rounding ops leave integers unchanged.
-#define WF_ROUNDING_UNARY(Name, function)                                                     \
-  template <typename T> T Name(T a) {                                                         \
-    if constexpr (kFloating<T>) return function(a);                                           \
-    else if constexpr (kInteger<T>) return a;                                                 \
-    else return unreachable<T>(#Name);                                                        \
+#define WF_ROUNDING_UNARY(Name, function)                                                          \
+  template <typename T> T Name(T a) {                                                              \
+    if constexpr (kFloating<T>)                                                                    \
+      return function(a);                                                                          \
+    else if constexpr (kInteger<T>)                                                                \
+      return a;                                                                                    \
+    else                                                                                           \
+      return unreachable<T>(#Name);                                                                \
   }
 WF_ROUNDING_UNARY(Floor, std::floor)
 WF_ROUNDING_UNARY(Ceil, std::ceil)
@@ -79,41 +95,60 @@ WF_ROUNDING_UNARY(Trunc, std::trunc)
 
 /// -1, 0 or 1; NaN gives 0 (as PyTorch's sign).
 template <typename T> T Sign(T a) {
-  if constexpr (kBool<T>) return unreachable<T>("sign");
-  else if constexpr (std::is_unsigned_v<T>) return T(a > 0);
-  else return static_cast<T>(int(T(0) < a) - int(a < T(0)));
+  if constexpr (kBool<T>)
+    return unreachable<T>("sign");
+  else if constexpr (std::is_unsigned_v<T>)
+    return T(a > 0);
+  else
+    return static_cast<T>(int(T(0) < a) - int(a < T(0)));
 }
 
 template <typename T> bool IsNan(T a) {
-  if constexpr (kFloating<T>) return std::isnan(a);
-  else return false;
+  if constexpr (kFloating<T>)
+    return std::isnan(a);
+  else
+    return false;
 }
 template <typename T> bool IsInf(T a) {
-  if constexpr (kFloating<T>) return std::isinf(a);
-  else return false;
+  if constexpr (kFloating<T>)
+    return std::isinf(a);
+  else
+    return false;
 }
 template <typename T> bool IsFinite(T a) {
-  if constexpr (kFloating<T>) return std::isfinite(a);
-  else return true;
+  if constexpr (kFloating<T>)
+    return std::isfinite(a);
+  else
+    return true;
 }
 
-template <typename T> bool LogicalNot(T a) { return !a; }
+template <typename T> bool LogicalNot(T a) {
+  return !a;
+}
 
 template <typename T> T BitwiseNot(T a) {
-  if constexpr (kBool<T>) return !a;
-  else if constexpr (kInteger<T>) return narrow<T>(~wide(a));
-  else return unreachable<T>("bitwise_not");
+  if constexpr (kBool<T>)
+    return !a;
+  else if constexpr (kInteger<T>)
+    return narrow<T>(~wide(a));
+  else
+    return unreachable<T>("bitwise_not");
 }
 
-template <typename T> T Set(T a) { return a; }
+template <typename T> T Set(T a) {
+  return a;
+}
 
 // ---- binary ---------------------------------------------------------------------------------
 
-#define WF_ARITHMETIC_BINARY(Name, op)                                                        \
-  template <typename T> T Name(T a, T b) {                                                    \
-    if constexpr (kFloating<T>) return a op b;                                                \
-    else if constexpr (kInteger<T>) return narrow<T>(wide(a) op wide(b));                   \
-    else return unreachable<T>(#Name);                                                        \
+#define WF_ARITHMETIC_BINARY(Name, op)                                                             \
+  template <typename T> T Name(T a, T b) {                                                         \
+    if constexpr (kFloating<T>)                                                                    \
+      return a op b;                                                                               \
+    else if constexpr (kInteger<T>)                                                                \
+      return narrow<T>(wide(a) op wide(b));                                                        \
+    else                                                                                           \
+      return unreachable<T>(#Name);                                                                \
   }
 WF_ARITHMETIC_BINARY(Add, +)
 WF_ARITHMETIC_BINARY(Sub, -)
@@ -121,8 +156,10 @@ WF_ARITHMETIC_BINARY(Mul, *)
 #undef WF_ARITHMETIC_BINARY
 
 template <typename T> T Div(T a, T b) {
-  if constexpr (kFloating<T>) return a / b;
-  else return unreachable<T>("div"); // integer division is true division in float
+  if constexpr (kFloating<T>)
+    return a / b;
+  else
+    return unreachable<T>("div"); // integer division is true division in float
 }
 
 /// Integer power by squaring, wrapping. Negative exponents: 1 and -1 keep their powers,
@@ -130,40 +167,51 @@ template <typename T> T Div(T a, T b) {
 template <typename T> T integerPower(T base, T exponent) {
   if constexpr (std::is_signed_v<T>) {
     if (exponent < 0) {
-      if (base == 1) return 1;
-      if (base == -1) return (exponent & 1) ? T(-1) : T(1);
+      if (base == 1)
+        return 1;
+      if (base == -1)
+        return (exponent & 1) ? T(-1) : T(1);
       return 0;
     }
   }
   uint64_t result = 1, factor = wide(base);
   for (uint64_t e = wide(exponent); e; e >>= 1) {
-    if (e & 1) result *= factor;
+    if (e & 1)
+      result *= factor;
     factor *= factor;
   }
   return narrow<T>(result);
 }
 
 template <typename T> T Pow(T a, T b) {
-  if constexpr (kFloating<T>) return std::pow(a, b);
-  else if constexpr (kInteger<T>) return integerPower(a, b);
-  else return unreachable<T>("pow");
+  if constexpr (kFloating<T>)
+    return std::pow(a, b);
+  else if constexpr (kInteger<T>)
+    return integerPower(a, b);
+  else
+    return unreachable<T>("pow");
 }
 
 /// Remainder with the sign of the dividend. Integer fmod by 0 gives 0 (documented: no trap).
 template <typename T> T Fmod(T a, T b) {
-  if constexpr (kFloating<T>) return std::fmod(a, b);
+  if constexpr (kFloating<T>)
+    return std::fmod(a, b);
   else if constexpr (kInteger<T>) {
-    if (b == 0) return 0;
+    if (b == 0)
+      return 0;
     if constexpr (std::is_signed_v<T>)
-      if (b == -1) return 0; // avoids the INT_MIN % -1 overflow; the true remainder is 0
+      if (b == -1)
+        return 0; // avoids the INT_MIN % -1 overflow; the true remainder is 0
     return static_cast<T>(a % b);
-  } else return unreachable<T>("fmod");
+  } else
+    return unreachable<T>("fmod");
 }
 
 /// NaN-propagating maximum (torch.maximum); ties give b.
 template <typename T> T Maximum(T a, T b) {
   if constexpr (kFloating<T>) {
-    if (std::isnan(a) || std::isnan(b)) return a + b;
+    if (std::isnan(a) || std::isnan(b))
+      return a + b;
   }
   return a > b ? a : b;
 }
@@ -171,30 +219,52 @@ template <typename T> T Maximum(T a, T b) {
 /// NaN-propagating minimum (torch.minimum); ties give b.
 template <typename T> T Minimum(T a, T b) {
   if constexpr (kFloating<T>) {
-    if (std::isnan(a) || std::isnan(b)) return a + b;
+    if (std::isnan(a) || std::isnan(b))
+      return a + b;
   }
   return a < b ? a : b;
 }
 
 template <typename T> T Atan2(T a, T b) {
-  if constexpr (kFloating<T>) return std::atan2(a, b);
-  else return unreachable<T>("atan2");
+  if constexpr (kFloating<T>)
+    return std::atan2(a, b);
+  else
+    return unreachable<T>("atan2");
 }
 
-template <typename T> bool Eq(T a, T b) { return a == b; }
-template <typename T> bool Ne(T a, T b) { return a != b; }
-template <typename T> bool Lt(T a, T b) { return a < b; }
-template <typename T> bool Le(T a, T b) { return a <= b; }
-template <typename T> bool Gt(T a, T b) { return a > b; }
-template <typename T> bool Ge(T a, T b) { return a >= b; }
-template <typename T> bool LogicalAnd(T a, T b) { return a && b; }
-template <typename T> bool LogicalOr(T a, T b) { return a || b; }
+template <typename T> bool Eq(T a, T b) {
+  return a == b;
+}
+template <typename T> bool Ne(T a, T b) {
+  return a != b;
+}
+template <typename T> bool Lt(T a, T b) {
+  return a < b;
+}
+template <typename T> bool Le(T a, T b) {
+  return a <= b;
+}
+template <typename T> bool Gt(T a, T b) {
+  return a > b;
+}
+template <typename T> bool Ge(T a, T b) {
+  return a >= b;
+}
+template <typename T> bool LogicalAnd(T a, T b) {
+  return a && b;
+}
+template <typename T> bool LogicalOr(T a, T b) {
+  return a || b;
+}
 
-#define WF_BITWISE_BINARY(Name, op)                                                           \
-  template <typename T> T Name(T a, T b) {                                                    \
-    if constexpr (kBool<T>) return bool(a op b);                                              \
-    else if constexpr (kInteger<T>) return narrow<T>(wide(a) op wide(b));                   \
-    else return unreachable<T>(#Name);                                                        \
+#define WF_BITWISE_BINARY(Name, op)                                                                \
+  template <typename T> T Name(T a, T b) {                                                         \
+    if constexpr (kBool<T>)                                                                        \
+      return bool(a op b);                                                                         \
+    else if constexpr (kInteger<T>)                                                                \
+      return narrow<T>(wide(a) op wide(b));                                                        \
+    else                                                                                           \
+      return unreachable<T>(#Name);                                                                \
   }
 WF_BITWISE_BINARY(BitwiseAnd, &)
 WF_BITWISE_BINARY(BitwiseOr, |)
@@ -203,54 +273,74 @@ WF_BITWISE_BINARY(BitwiseXor, ^)
 
 template <typename T> bool outOfShiftRange(T amount) {
   if constexpr (std::is_signed_v<T>)
-    if (amount < 0) return true;
+    if (amount < 0)
+      return true;
   return wide(amount) >= 8 * sizeof(T);
 }
 
 /// Shifting by a negative amount or by the width or more gives 0 (no UB).
 template <typename T> T ShiftLeft(T a, T b) {
   if constexpr (kInteger<T>) {
-    if (outOfShiftRange(b)) return 0;
+    if (outOfShiftRange(b))
+      return 0;
     return narrow<T>(wide(a) << b);
-  } else return unreachable<T>("shift_left");
+  } else
+    return unreachable<T>("shift_left");
 }
 
 /// Arithmetic shift for signed types; out-of-range amounts fill with the sign bit.
 template <typename T> T ShiftRight(T a, T b) {
   if constexpr (kInteger<T>) {
     if (outOfShiftRange(b)) {
-      if constexpr (std::is_signed_v<T>) return a < 0 ? T(-1) : T(0);
-      else return T(0);
+      if constexpr (std::is_signed_v<T>)
+        return a < 0 ? T(-1) : T(0);
+      else
+        return T(0);
     }
     return static_cast<T>(a >> b);
-  } else return unreachable<T>("shift_right");
+  } else
+    return unreachable<T>("shift_right");
 }
 
 // ---- ternary --------------------------------------------------------------------------------
 
-template <typename T> T Where(T condition, T a, T b) { return condition ? a : b; }
+template <typename T> T Where(T condition, T a, T b) {
+  return condition ? a : b;
+}
 
 /// PyTorch's lerp: exact at both ends.
 template <typename T> T Lerp(T start, T end, T weight) {
   if constexpr (kFloating<T>)
     return std::fabs(weight) < T(0.5) ? start + weight * (end - start)
                                       : end - (end - start) * (T(1) - weight);
-  else return unreachable<T>("lerp");
+  else
+    return unreachable<T>("lerp");
 }
 
 /// Fused multiply-add: one rounding for floating point; wrapping for integers.
 template <typename T> T Fma(T a, T b, T c) {
-  if constexpr (kFloating<T>) return std::fma(a, b, c);
-  else if constexpr (kInteger<T>) return Add(Mul(a, b), c);
-  else return unreachable<T>("fma");
+  if constexpr (kFloating<T>)
+    return std::fma(a, b, c);
+  else if constexpr (kInteger<T>)
+    return Add(Mul(a, b), c);
+  else
+    return unreachable<T>("fma");
 }
 
-template <typename T> T Clamp(T x, T low, T high) { return Minimum(Maximum(x, low), high); }
+template <typename T> T Clamp(T x, T low, T high) {
+  return Minimum(Maximum(x, low), high);
+}
 
 // Structural ops: the evaluator handles them without per-element semantics.
-template <typename T> T Cast(T) { return unreachable<T>("cast"); }
-template <typename T> T Bitcast(T) { return unreachable<T>("bitcast"); }
-template <typename T> T BroadcastInDim(T) { return unreachable<T>("broadcast_in_dim"); }
+template <typename T> T Cast(T) {
+  return unreachable<T>("cast");
+}
+template <typename T> T Bitcast(T) {
+  return unreachable<T>("bitcast");
+}
+template <typename T> T BroadcastInDim(T) {
+  return unreachable<T>("broadcast_in_dim");
+}
 
 // ---- conversion -----------------------------------------------------------------------------
 
@@ -260,11 +350,14 @@ template <typename To, typename From> To convertNumber(From value) {
   if constexpr (std::is_same_v<To, bool>) {
     return value != From(0);
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    if (std::isnan(value)) return 0;
+    if (std::isnan(value))
+      return 0;
     using Limits = std::numeric_limits<To>;
-    if (value <= static_cast<From>(Limits::min())) return Limits::min();
+    if (value <= static_cast<From>(Limits::min()))
+      return Limits::min();
     // max() may round up when converted (2^63 - 1 -> 2^63), so compare with >=.
-    if (value >= static_cast<From>(Limits::max())) return Limits::max();
+    if (value >= static_cast<From>(Limits::max()))
+      return Limits::max();
     return static_cast<To>(value);
   } else {
     return static_cast<To>(value);

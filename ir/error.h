@@ -19,8 +19,7 @@ public:
 class InternalError : public std::logic_error {
 public:
   explicit InternalError(const std::string& message)
-      : std::logic_error("widefuse internal error (this is a bug, please report it): " +
-                         message) {}
+      : std::logic_error("widefuse internal error (this is a bug, please report it): " + message) {}
 };
 
 /// Throws widefuse::Error with a fmt-formatted message.
@@ -32,15 +31,14 @@ template <typename... Args>
 } // namespace widefuse
 
 /// Checks an internal invariant; a failure is a bug in widefuse, reported with its location.
-#define WF_ASSERT(condition, ...)                                                               \
-  do {                                                                                        \
-    if (!(condition))                                                                         \
-      throw ::widefuse::InternalError(                                                        \
-          fmt::format("{}:{}: {} ({})", __FILE__, __LINE__, #condition,                       \
-                      fmt::format("" __VA_ARGS__)));                                          \
+#define WF_ASSERT(condition, ...)                                                                  \
+  do {                                                                                             \
+    if (!(condition))                                                                              \
+      throw ::widefuse::InternalError(fmt::format("{}:{}: {} ({})", __FILE__, __LINE__,            \
+                                                  #condition, fmt::format("" __VA_ARGS__)));       \
   } while (false)
 
 /// Marks code that is reached only through a bug in widefuse.
-#define WF_UNREACHABLE(...)                                                                   \
-  throw ::widefuse::InternalError(                                                            \
+#define WF_UNREACHABLE(...)                                                                        \
+  throw ::widefuse::InternalError(                                                                 \
       fmt::format("{}:{}: unreachable: {}", __FILE__, __LINE__, fmt::format(__VA_ARGS__)))

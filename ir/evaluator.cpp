@@ -35,18 +35,29 @@ Buffer makeBuffer(DataType dtype, llvm::ArrayRef<int64_t> shape) {
 /// Calls fn.template operator()<T>() with the C++ type of a non-reduced-precision dtype.
 template <typename Fn> decltype(auto) visitNativeType(DataType type, Fn&& fn) {
   switch (type) {
-  case DataType::Bool: return fn.template operator()<bool>();
-  case DataType::Int8: return fn.template operator()<int8_t>();
-  case DataType::Int16: return fn.template operator()<int16_t>();
-  case DataType::Int32: return fn.template operator()<int32_t>();
-  case DataType::Int64: return fn.template operator()<int64_t>();
-  case DataType::UInt8: return fn.template operator()<uint8_t>();
-  case DataType::UInt16: return fn.template operator()<uint16_t>();
-  case DataType::UInt32: return fn.template operator()<uint32_t>();
-  case DataType::Float: return fn.template operator()<float>();
-  case DataType::Double: return fn.template operator()<double>();
+  case DataType::Bool:
+    return fn.template operator()<bool>();
+  case DataType::Int8:
+    return fn.template operator()<int8_t>();
+  case DataType::Int16:
+    return fn.template operator()<int16_t>();
+  case DataType::Int32:
+    return fn.template operator()<int32_t>();
+  case DataType::Int64:
+    return fn.template operator()<int64_t>();
+  case DataType::UInt8:
+    return fn.template operator()<uint8_t>();
+  case DataType::UInt16:
+    return fn.template operator()<uint16_t>();
+  case DataType::UInt32:
+    return fn.template operator()<uint32_t>();
+  case DataType::Float:
+    return fn.template operator()<float>();
+  case DataType::Double:
+    return fn.template operator()<double>();
   case DataType::Half:
-  case DataType::BFloat16: break;
+  case DataType::BFloat16:
+    break;
   }
   WF_UNREACHABLE("{} has no native C++ type", shortName(type).str());
 }
@@ -136,10 +147,10 @@ Buffer evaluatePointwise(const Expr& expr, llvm::ArrayRef<const Buffer*> operand
     loaded.push_back(loadAll<C>(*operand));
   int64_t count = numElements(shape);
   switch (expr.op()) {
-#define WF_OP(Enum, name, arity, rule)                                                        \
-  case OpKind::Enum: {                                                                        \
-    auto fn = [](auto... x) { return element::Enum(x...); };                                 \
-    return storeAll(mapElements<arity, C>(count, loaded, fn), resultType, shape);             \
+#define WF_OP(Enum, name, arity, rule)                                                             \
+  case OpKind::Enum: {                                                                             \
+    auto fn = [](auto... x) { return element::Enum(x...); };                                       \
+    return storeAll(mapElements<arity, C>(count, loaded, fn), resultType, shape);                  \
   }
 #include "ir/op_kinds.def"
   }
@@ -237,12 +248,11 @@ void checkScalarArgument(const Value& input, const ScalarArgument& scalar) {
   bool isBool = std::holds_alternative<bool>(scalar);
   bool isInt = std::holds_alternative<int64_t>(scalar);
   if (type == DataType::Bool && !isBool)
-    fail("scalar '{}' is b8 and needs true or false, got {}", input.name(),
-         formatConstant(scalar));
+    fail("scalar '{}' is b8 and needs true or false, got {}", input.name(), formatConstant(scalar));
   if (isInteger(type)) {
     if (!isInt)
-      fail("scalar '{}' is {} and needs an integer, got {}", input.name(),
-           shortName(type).str(), formatConstant(scalar));
+      fail("scalar '{}' is {} and needs an integer, got {}", input.name(), shortName(type).str(),
+           formatConstant(scalar));
     int64_t value = std::get<int64_t>(scalar);
     bool fits = visitNativeType(type, [&]<typename T>() {
       return value >= int64_t(std::numeric_limits<T>::min()) &&
@@ -266,8 +276,8 @@ void checkWritable(const Value& input, const TensorRef& tensor) {
   int64_t needed = 1;
   for (auto [stride, extent] : dims) {
     if (stride < needed)
-      fail("input '{}' is written by copy_ but its strides {} make elements overlap",
-           input.name(), formatExtents(tensor.strides));
+      fail("input '{}' is written by copy_ but its strides {} make elements overlap", input.name(),
+           formatExtents(tensor.strides));
     needed = stride * extent;
   }
 }
@@ -330,8 +340,8 @@ void checkArguments(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {
       continue;
     auto [it, inserted] = writtenData.try_emplace(tensor->data, inputs[i]);
     if (!inserted)
-      fail("inputs '{}' and '{}' are both written by copy_ but share memory",
-           it->second->name(), inputs[i]->name());
+      fail("inputs '{}' and '{}' are both written by copy_ but share memory", it->second->name(),
+           inputs[i]->name());
   }
 }
 
@@ -428,11 +438,16 @@ Buffer Evaluation::evaluateExpr(const Expr& expr) {
     operands.push_back(&bufferOf(operand));
   DataType resultType = storageType(expr.result()->dtype());
   switch (expr.op()) {
-  case OpKind::Cast: return convertBuffer(*operands[0], resultType);
-  case OpKind::Bitcast: return bitcast(expr, *operands[0]);
-  case OpKind::BroadcastInDim: return broadcast(expr, *operands[0]);
-  case OpKind::Set: return *operands[0];
-  default: break;
+  case OpKind::Cast:
+    return convertBuffer(*operands[0], resultType);
+  case OpKind::Bitcast:
+    return bitcast(expr, *operands[0]);
+  case OpKind::BroadcastInDim:
+    return broadcast(expr, *operands[0]);
+  case OpKind::Set:
+    return *operands[0];
+  default:
+    break;
   }
   auto shape = pointwiseShape(expr);
   DataType compute = exprComputeType(expr);
@@ -456,8 +471,7 @@ EvaluationResult Evaluation::run(llvm::ArrayRef<Argument> arguments) {
   // Every check comes before the first write: a failure leaves the caller's buffers intact.
   llvm::SmallVector<Buffer, 8> finalValues;
   for (const Alias& alias : fusion_.aliases()) {
-    Buffer value = convertBuffer(bufferOf(alias.source),
-                                 storageType(alias.destination->dtype()));
+    Buffer value = convertBuffer(bufferOf(alias.source), storageType(alias.destination->dtype()));
     value.shape = bufferOf(alias.destination).shape;
     const Buffer& source = bufferOf(alias.source);
     bool sameShape = alias.source->isScalar() ? value.numel() == 1 : source.shape == value.shape;

@@ -17,8 +17,8 @@ bool TensorLayout::isDefault() const {
   return std::all_of(contiguity.begin(), contiguity.end(), [](bool c) { return c; });
 }
 
-Value Value::tensor(unsigned id, std::string name, DataType dtype,
-                    llvm::ArrayRef<int64_t> extents, TensorLayout layout) {
+Value Value::tensor(unsigned id, std::string name, DataType dtype, llvm::ArrayRef<int64_t> extents,
+                    TensorLayout layout) {
   Value v;
   v.id_ = id;
   v.name_ = std::move(name);
@@ -152,18 +152,18 @@ void checkLayout(llvm::StringRef name, unsigned rank, const TensorLayout& layout
 
 } // namespace
 
-Value* Fusion::addTensorInput(llvm::StringRef name, DataType dtype,
-                              llvm::ArrayRef<int64_t> extents, TensorLayout layout) {
+Value* Fusion::addTensorInput(llvm::StringRef name, DataType dtype, llvm::ArrayRef<int64_t> extents,
+                              TensorLayout layout) {
   claimName(name);
   for (int64_t extent : extents)
     if (extent < 0 && extent != kSymbolicExtent)
-      fail("input '{}': extent {} is negative (use -1 or ? for a symbolic extent)",
-           name.str(), extent);
+      fail("input '{}': extent {} is negative (use -1 or ? for a symbolic extent)", name.str(),
+           extent);
   checkLayout(name, static_cast<unsigned>(extents.size()), layout);
   if (layout.isDefault())
     layout = {};
-  Value* value = addValue(Value::tensor(static_cast<unsigned>(values_.size()), name.str(),
-                                        dtype, extents, std::move(layout)));
+  Value* value = addValue(Value::tensor(static_cast<unsigned>(values_.size()), name.str(), dtype,
+                                        extents, std::move(layout)));
   value->markInput();
   inputs_.push_back(value);
   return value;
@@ -171,8 +171,7 @@ Value* Fusion::addTensorInput(llvm::StringRef name, DataType dtype,
 
 Value* Fusion::addScalarInput(llvm::StringRef name, DataType dtype) {
   claimName(name);
-  Value* value =
-      addValue(Value::scalar(static_cast<unsigned>(values_.size()), name.str(), dtype));
+  Value* value = addValue(Value::scalar(static_cast<unsigned>(values_.size()), name.str(), dtype));
   value->markInput();
   inputs_.push_back(value);
   return value;
@@ -214,8 +213,8 @@ void Fusion::addAlias(Value* source, Value* destination) {
     fail("copy_({}, {}): '{}' is already written by copy_({}, {}); two copies into one input",
          source->name(), destination->name(), destination->name(), existing->source->name(),
          destination->name());
-  bool shapeOk = source->isScalar() ? destination->rank() == 0
-                                    : source->rank() == destination->rank();
+  bool shapeOk =
+      source->isScalar() ? destination->rank() == 0 : source->rank() == destination->rank();
   for (unsigned d = 0; shapeOk && source->isTensor() && d < source->rank(); ++d) {
     int64_t a = source->extents()[d], b = destination->extents()[d];
     shapeOk = a == kSymbolicExtent || b == kSymbolicExtent || a == b;
@@ -230,8 +229,7 @@ void Fusion::addAlias(Value* source, Value* destination) {
 
 void Fusion::addOutput(Value* value) {
   if (!value->isTensor())
-    fail("output '{}' of fusion '{}' is a scalar; outputs must be tensors", value->name(),
-         name_);
+    fail("output '{}' of fusion '{}' is a scalar; outputs must be tensors", value->name(), name_);
   if (std::find(outputs_.begin(), outputs_.end(), value) != outputs_.end())
     fail("'{}' is already an output of fusion '{}'", value->name(), name_);
   outputs_.push_back(value);

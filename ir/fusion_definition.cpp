@@ -6,9 +6,15 @@
 
 namespace widefuse {
 
-DataType Val::dtype() const { return value_->dtype(); }
-unsigned Val::rank() const { return value_->rank(); }
-const std::string& Val::name() const { return value_->name(); }
+DataType Val::dtype() const {
+  return value_->dtype();
+}
+unsigned Val::rank() const {
+  return value_->rank();
+}
+const std::string& Val::name() const {
+  return value_->name();
+}
 
 FusionDefinition::FusionDefinition(std::string name)
     : fusion_(std::make_unique<Fusion>(std::move(name))) {}
@@ -64,8 +70,7 @@ Val FusionDefinition::materialize(const Operand& operand) {
   return operand.val();
 }
 
-Val FusionDefinition::apply(OpKind op, llvm::ArrayRef<Operand> operands,
-                            OpAttributes attributes) {
+Val FusionDefinition::apply(OpKind op, llvm::ArrayRef<Operand> operands, OpAttributes attributes) {
   llvm::SmallVector<Value*, 3> values;
   for (const Operand& operand : operands) {
     if (operand.literal()) {
@@ -83,7 +88,9 @@ void FusionDefinition::copy_(const Operand& source, Val destination) {
   live().addAlias(src, dst);
 }
 
-void FusionDefinition::addOutput(Val value) { live().addOutput(unwrap(value, "add_output")); }
+void FusionDefinition::addOutput(Val value) {
+  live().addOutput(unwrap(value, "add_output"));
+}
 
 std::unique_ptr<Fusion> FusionDefinition::finalize() {
   verify(live());
@@ -108,13 +115,17 @@ Val applyOp(OpKind op, std::initializer_list<Operand> operands, OpAttributes att
 
 } // namespace
 
-#define WF_DEFINE_UNARY(function, kind)                                                       \
-  Val function(const Operand& x) { return applyOp(OpKind::kind, {x}); }
-#define WF_DEFINE_BINARY(function, kind)                                                      \
-  Val function(const Operand& a, const Operand& b) { return applyOp(OpKind::kind, {a, b}); }
-#define WF_DEFINE_TERNARY(function, kind)                                                     \
-  Val function(const Operand& a, const Operand& b, const Operand& c) {                        \
-    return applyOp(OpKind::kind, {a, b, c});                                                  \
+#define WF_DEFINE_UNARY(function, kind)                                                            \
+  Val function(const Operand& x) {                                                                 \
+    return applyOp(OpKind::kind, {x});                                                             \
+  }
+#define WF_DEFINE_BINARY(function, kind)                                                           \
+  Val function(const Operand& a, const Operand& b) {                                               \
+    return applyOp(OpKind::kind, {a, b});                                                          \
+  }
+#define WF_DEFINE_TERNARY(function, kind)                                                          \
+  Val function(const Operand& a, const Operand& b, const Operand& c) {                             \
+    return applyOp(OpKind::kind, {a, b, c});                                                       \
   }
 WF_DEFINE_UNARY(neg, Neg)
 WF_DEFINE_UNARY(abs, Abs)
@@ -192,10 +203,20 @@ Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<int64_t> shape,
   return applyOp(OpKind::BroadcastInDim, {x}, attributes);
 }
 
-Val operator+(const Operand& a, const Operand& b) { return add(a, b); }
-Val operator-(const Operand& a, const Operand& b) { return sub(a, b); }
-Val operator*(const Operand& a, const Operand& b) { return mul(a, b); }
-Val operator/(const Operand& a, const Operand& b) { return div(a, b); }
-Val operator-(const Val& x) { return neg(x); }
+Val operator+(const Operand& a, const Operand& b) {
+  return add(a, b);
+}
+Val operator-(const Operand& a, const Operand& b) {
+  return sub(a, b);
+}
+Val operator*(const Operand& a, const Operand& b) {
+  return mul(a, b);
+}
+Val operator/(const Operand& a, const Operand& b) {
+  return div(a, b);
+}
+Val operator-(const Val& x) {
+  return neg(x);
+}
 
 } // namespace widefuse

@@ -97,7 +97,7 @@ private:
 /// at least one argument must be a Val, which decides the FusionDefinition.
 #define WF_DECLARE_UNARY(function) Val function(const Operand& x);
 #define WF_DECLARE_BINARY(function) Val function(const Operand& a, const Operand& b);
-#define WF_DECLARE_TERNARY(function)                                                          \
+#define WF_DECLARE_TERNARY(function)                                                               \
   Val function(const Operand& a, const Operand& b, const Operand& c);
 WF_DECLARE_UNARY(neg)
 WF_DECLARE_UNARY(abs)
@@ -160,8 +160,7 @@ Val cast(const Operand& x, DataType dtype);
 /// Reinterprets the bits as `dtype`, which must have the same width.
 Val bitcast(const Operand& x, DataType dtype);
 /// Broadcasts `x` to `shape`; operand dimension i becomes output dimension dims[i].
-Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<int64_t> shape,
-                     llvm::ArrayRef<int64_t> dims);
+Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> dims);
 
 /// Arithmetic operators on values and numbers, as in Python.
 Val operator+(const Operand& a, const Operand& b);

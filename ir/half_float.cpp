@@ -1,7 +1,7 @@
 #include "ir/half_float.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -44,22 +44,28 @@ float smallFloatToFloat(uint16_t bits, int exponentBits, int mantissaBits) {
   unsigned mantissa = bits & ((1u << mantissaBits) - 1);
   float magnitude;
   if (biased == (1u << exponentBits) - 1)
-    magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN()
-                         : std::numeric_limits<float>::infinity();
+    magnitude =
+        mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
   else if (biased == 0)
     magnitude = std::ldexp(float(mantissa), 1 - bias - mantissaBits);
   else
-    magnitude = std::ldexp(float(mantissa + (1u << mantissaBits)), int(biased) - bias -
-                                                                       mantissaBits);
+    magnitude =
+        std::ldexp(float(mantissa + (1u << mantissaBits)), int(biased) - bias - mantissaBits);
   return negative ? -magnitude : magnitude;
 }
 
 } // namespace
 
-uint16_t toHalfBits(double value) { return roundToSmallFloat(value, 5, 10); }
-float halfBitsToFloat(uint16_t bits) { return smallFloatToFloat(bits, 5, 10); }
+uint16_t toHalfBits(double value) {
+  return roundToSmallFloat(value, 5, 10);
+}
+float halfBitsToFloat(uint16_t bits) {
+  return smallFloatToFloat(bits, 5, 10);
+}
 
-uint16_t toBFloat16Bits(double value) { return roundToSmallFloat(value, 8, 7); }
+uint16_t toBFloat16Bits(double value) {
+  return roundToSmallFloat(value, 8, 7);
+}
 
 float bfloat16BitsToFloat(uint16_t bits) {
   // bfloat16 is the top half of a float.

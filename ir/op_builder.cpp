@@ -27,7 +27,9 @@ bool allOperands(llvm::ArrayRef<const Value*> operands, bool (*predicate)(DataTy
                      [&](const Value* v) { return predicate(v->dtype()); });
 }
 
-bool isIntegerOrBool(DataType type) { return isInteger(type) || type == DataType::Bool; }
+bool isIntegerOrBool(DataType type) {
+  return isInteger(type) || type == DataType::Bool;
+}
 
 /// Result data type under the op's typing rule; throws for operands the op rejects.
 DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
@@ -48,7 +50,8 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
     return isFloatingPoint(promoted) ? promoted : DataType::Float;
   case TypeRule::Predicate:
   case TypeRule::Comparison:
-  case TypeRule::Logical: return DataType::Bool;
+  case TypeRule::Logical:
+    return DataType::Bool;
   case TypeRule::Bitwise:
     if (!allOperands(operands, isIntegerOrBool))
       return reject("bitwise ops take bool or integer operands (bitcast floats first)");
@@ -66,8 +69,10 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
       return reject(fmt::format("{} needs floating-point operands", opName(op).str()));
     return promoted;
   case TypeRule::Identity:
-  case TypeRule::Broadcast: return operands[0]->dtype();
-  case TypeRule::Cast: return attributes.targetType;
+  case TypeRule::Broadcast:
+    return operands[0]->dtype();
+  case TypeRule::Cast:
+    return attributes.targetType;
   case TypeRule::Bitcast: {
     DataType from = operands[0]->dtype(), to = attributes.targetType;
     if (from == DataType::Bool || to == DataType::Bool)
@@ -136,14 +141,13 @@ llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operan
       fail("{}: output extent {} is negative", call, shape[d]);
     if (shape[d] == kSymbolicExtent) {
       if (mapped == dims.end())
-        fail("{}: output dimension {} is symbolic but no operand dimension maps to it", call,
-             d);
+        fail("{}: output dimension {} is symbolic but no operand dimension maps to it", call, d);
       shape[d] = inputExtent; // takes the operand's extent (possibly symbolic)
       continue;
     }
     if (inputExtent != kSymbolicExtent && inputExtent != 1 && inputExtent != shape[d])
-      fail("{}: operand extent {} cannot broadcast to {} in output dimension {}", call,
-           inputExtent, shape[d], d);
+      fail("{}: operand extent {} cannot broadcast to {} in output dimension {}", call, inputExtent,
+           shape[d], d);
   }
   return shape;
 }
@@ -161,8 +165,8 @@ ValueType inferResultType(OpKind op, llvm::ArrayRef<const Value*> operands,
     type.extents = broadcastShape(operands, attributes);
     return type;
   }
-  bool anyTensor = std::any_of(operands.begin(), operands.end(),
-                               [](const Value* v) { return v->isTensor(); });
+  bool anyTensor =
+      std::any_of(operands.begin(), operands.end(), [](const Value* v) { return v->isTensor(); });
   type.kind = anyTensor ? ValueKind::Tensor : ValueKind::Scalar;
   type.weak = !anyTensor && std::all_of(operands.begin(), operands.end(),
                                         [](const Value* v) { return v->isWeak(); });
@@ -173,8 +177,8 @@ ValueType inferResultType(OpKind op, llvm::ArrayRef<const Value*> operands,
   return type;
 }
 
-Value* buildOp(Fusion& fusion, OpKind op, llvm::ArrayRef<Value*> operands,
-               OpAttributes attributes, llvm::StringRef name) {
+Value* buildOp(Fusion& fusion, OpKind op, llvm::ArrayRef<Value*> operands, OpAttributes attributes,
+               llvm::StringRef name) {
   for (Value* operand : operands)
     if (!fusion.owns(operand))
       fail("{}: operand '{}' belongs to another fusion than '{}'", opName(op).str(),
@@ -193,13 +197,15 @@ Value* buildOp(Fusion& fusion, OpKind op, llvm::ArrayRef<Value*> operands,
 DataType exprComputeType(const Expr& expr) {
   switch (opTypeRule(expr.op())) {
   case TypeRule::Comparison: {
-    llvm::SmallVector<const Value*, 3> operands(expr.operands().begin(),
-                                                expr.operands().end());
+    llvm::SmallVector<const Value*, 3> operands(expr.operands().begin(), expr.operands().end());
     return computeType(promoteOperandTypes(operands));
   }
-  case TypeRule::Predicate: return computeType(expr.operand(0)->dtype());
-  case TypeRule::Logical: return DataType::Bool;
-  default: return computeType(expr.result()->dtype());
+  case TypeRule::Predicate:
+    return computeType(expr.operand(0)->dtype());
+  case TypeRule::Logical:
+    return DataType::Bool;
+  default:
+    return computeType(expr.result()->dtype());
   }
 }
 

@@ -16,9 +16,15 @@ constexpr OpInfo kOpInfo[] = {
 
 } // namespace
 
-llvm::StringRef opName(OpKind op) { return kOpInfo[static_cast<unsigned>(op)].name; }
-unsigned opArity(OpKind op) { return kOpInfo[static_cast<unsigned>(op)].arity; }
-TypeRule opTypeRule(OpKind op) { return kOpInfo[static_cast<unsigned>(op)].rule; }
+llvm::StringRef opName(OpKind op) {
+  return kOpInfo[static_cast<unsigned>(op)].name;
+}
+unsigned opArity(OpKind op) {
+  return kOpInfo[static_cast<unsigned>(op)].arity;
+}
+TypeRule opTypeRule(OpKind op) {
+  return kOpInfo[static_cast<unsigned>(op)].rule;
+}
 
 std::optional<OpKind> parseOpKind(llvm::StringRef name) {
   for (unsigned i = 0; i < kNumOpKinds; ++i)

@@ -88,8 +88,7 @@ private:
       return;
     }
     auto it = positions_.find(value);
-    WF_ASSERT(it != positions_.end(), "'{}' is used but not part of the subgraph",
-              value->name());
+    WF_ASSERT(it != positions_.end(), "'{}' is used but not part of the subgraph", value->name());
     key_.append(kReferenceTag | it->second);
   }
 

@@ -25,9 +25,12 @@ void accumulate(std::optional<DataType>& group, DataType type) {
 /// The type a scalar stands for beside tensors: a Python number of its category.
 DataType asPythonNumber(DataType type) {
   switch (categoryOf(type)) {
-  case TypeCategory::Bool: return DataType::Bool;
-  case TypeCategory::Integer: return DataType::Int64;
-  case TypeCategory::Floating: return DataType::Float;
+  case TypeCategory::Bool:
+    return DataType::Bool;
+  case TypeCategory::Integer:
+    return DataType::Int64;
+  case TypeCategory::Floating:
+    return DataType::Float;
   }
   return type;
 }

@@ -9,16 +9,18 @@
 namespace widefuse {
 namespace {
 
-void verifyExpr(const Fusion& fusion, const Expr& expr, const llvm::DenseSet<const Value*>& defined) {
+void verifyExpr(const Fusion& fusion, const Expr& expr,
+                const llvm::DenseSet<const Value*>& defined) {
   for (const Value* operand : expr.operands())
     if (!fusion.owns(operand) || !defined.count(operand))
-      fail("fusion '{}': '{}' uses '{}' before it is defined", fusion.name(),
-           expr.result()->name(), operand->name());
+      fail("fusion '{}': '{}' uses '{}' before it is defined", fusion.name(), expr.result()->name(),
+           operand->name());
   llvm::SmallVector<const Value*, 3> operands(expr.operands().begin(), expr.operands().end());
   ValueType expected = inferResultType(expr.op(), operands, expr.attributes());
   const Value& result = *expr.result();
   if (result.definition() != &expr || result.kind() != expected.kind ||
-      result.dtype() != expected.dtype || result.extents() != llvm::ArrayRef<int64_t>(expected.extents))
+      result.dtype() != expected.dtype ||
+      result.extents() != llvm::ArrayRef<int64_t>(expected.extents))
     fail("fusion '{}': '{}' has type {} but {} gives {}", fusion.name(), result.name(),
          formatType(result), opName(expr.op()).str(), shortName(expected.dtype).str());
 }
@@ -43,8 +45,7 @@ void verify(const Fusion& fusion) {
   llvm::DenseSet<const Value*> written;
   for (const Alias& alias : fusion.aliases()) {
     if (!defined.count(alias.source))
-      fail("fusion '{}': copy_ source '{}' is not defined", fusion.name(),
-           alias.source->name());
+      fail("fusion '{}': copy_ source '{}' is not defined", fusion.name(), alias.source->name());
     if (!alias.destination->isInput() || !alias.destination->isTensor())
       fail("fusion '{}': copy_ destination '{}' is not an input tensor", fusion.name(),
            alias.destination->name());

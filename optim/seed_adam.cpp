@@ -44,6 +44,8 @@ std::unique_ptr<Fusion> buildSeedAdam(llvm::ArrayRef<Shape> shapes, DataType dty
   return fd.finalize();
 }
 
-llvm::SmallVector<Shape, 2> seedExampleShapes() { return {{1024, 1024}, {1024, 1024}}; }
+llvm::SmallVector<Shape, 2> seedExampleShapes() {
+  return {{1024, 1024}, {1024, 1024}};
+}
 
 } // namespace widefuse::optim

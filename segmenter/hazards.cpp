@@ -13,8 +13,8 @@ std::string crossPositionRead(const Component& component, const Value* destinati
                        destination->name(), formatExtents(component.domain));
   for (const Expr* expr : component.exprs)
     if (expr->op() == OpKind::BroadcastInDim && expr->operand(0) == destination)
-      return fmt::format("'{}' is read through broadcast_in_dim into '{}'",
-                         destination->name(), expr->result()->name());
+      return fmt::format("'{}' is read through broadcast_in_dim into '{}'", destination->name(),
+                         expr->result()->name());
   return {};
 }
 
@@ -30,8 +30,8 @@ std::vector<AliasPlan> planAliases(llvm::ArrayRef<Component> components) {
       std::string why = crossPositionRead(component, alias.destination);
       if (why.empty()) {
         plan.resolution = HazardResolution::InPlace;
-        plan.reason = fmt::format("'{}' is read and written at the same position",
-                                  alias.destination->name());
+        plan.reason =
+            fmt::format("'{}' is read and written at the same position", alias.destination->name());
       } else {
         plan.resolution = HazardResolution::DeferredWrite;
         plan.reason = why + "; written once after every block has read it";

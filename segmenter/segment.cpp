@@ -11,10 +11,14 @@ namespace widefuse {
 
 llvm::StringRef modeName(SegmentationMode mode) {
   switch (mode) {
-  case SegmentationMode::PerComponent: return "per-component";
-  case SegmentationMode::Batched: return "batched";
-  case SegmentationMode::Packed: return "packed";
-  case SegmentationMode::Auto: return "auto";
+  case SegmentationMode::PerComponent:
+    return "per-component";
+  case SegmentationMode::Batched:
+    return "batched";
+  case SegmentationMode::Packed:
+    return "packed";
+  case SegmentationMode::Auto:
+    return "auto";
   }
   WF_UNREACHABLE("unknown mode");
 }
@@ -31,9 +35,8 @@ namespace {
 
 void groupPerComponent(SegmentedFusion& plan) {
   for (const Component& component : plan.components)
-    plan.groups.push_back({unsigned(plan.groups.size()),
-                           {plan.classOfComponent[component.id]},
-                           {component.id}});
+    plan.groups.push_back(
+        {unsigned(plan.groups.size()), {plan.classOfComponent[component.id]}, {component.id}});
   plan.decisions.push_back(fmt::format(
       "per-component: one kernel per component ({} kernels); components of one signature "
       "share a compiled body ({} bodies)",
@@ -52,13 +55,11 @@ void groupBatched(SegmentedFusion& plan) {
 
 void groupPacked(SegmentedFusion& plan) {
   for (const SignatureClass& signature : plan.signatureClasses) {
-    if (plan.groups.empty() ||
-        plan.groups.back().signatureClasses.size() == kMaxSignaturesPerPack)
+    if (plan.groups.empty() || plan.groups.back().signatureClasses.size() == kMaxSignaturesPerPack)
       plan.groups.push_back({unsigned(plan.groups.size()), {}, {}});
     KernelGroup& group = plan.groups.back();
     group.signatureClasses.push_back(signature.id);
-    group.members.insert(group.members.end(), signature.members.begin(),
-                         signature.members.end());
+    group.members.insert(group.members.end(), signature.members.begin(), signature.members.end());
   }
   for (KernelGroup& group : plan.groups)
     llvm::sort(group.members);
@@ -105,9 +106,15 @@ SegmentedFusion segment(const Fusion& fusion, const SegmentOptions& options) {
         "packed to merge classes further, per-component for one kernel per component");
   }
   switch (plan.mode) {
-  case SegmentationMode::PerComponent: groupPerComponent(plan); break;
-  case SegmentationMode::Packed: groupPacked(plan); break;
-  default: groupBatched(plan); break;
+  case SegmentationMode::PerComponent:
+    groupPerComponent(plan);
+    break;
+  case SegmentationMode::Packed:
+    groupPacked(plan);
+    break;
+  default:
+    groupBatched(plan);
+    break;
   }
   explainLifting(plan);
   return plan;

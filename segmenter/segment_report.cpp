@@ -50,8 +50,8 @@ std::string formatSegmentedFusion(const SegmentedFusion& plan) {
   for (const SignatureClass& signature : plan.signatureClasses) {
     const Component& first = plan.components[signature.members.front()];
     text += fmt::format("  class {} ({:016x}): {} expressions, {} inputs, {} lifted constants\n",
-                        signature.id, signature.key.hash(), first.exprs.size(),
-                        first.inputs.size(), signature.lifted.size());
+                        signature.id, signature.key.hash(), first.exprs.size(), first.inputs.size(),
+                        signature.lifted.size());
   }
   size_t deferred = 0;
   for (const AliasPlan& alias : plan.aliasPlans)
@@ -80,9 +80,8 @@ nlohmann::json segmentedFusionToJson(const SegmentedFusion& plan) {
     json members = json::array();
     for (unsigned id : group.members)
       members.push_back(componentName(plan.components[id]));
-    groups.push_back({{"id", group.id},
-                      {"signature_classes", group.signatureClasses},
-                      {"members", members}});
+    groups.push_back(
+        {{"id", group.id}, {"signature_classes", group.signatureClasses}, {"members", members}});
   }
   json classes = json::array();
   for (const SignatureClass& signature : plan.signatureClasses) {

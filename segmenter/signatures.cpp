@@ -46,9 +46,8 @@ void liftConstants(SignatureClass& signature, llvm::ArrayRef<Component> componen
 } // namespace
 
 bool isFlattenable(const Component& component) {
-  bool broadcasts = llvm::any_of(component.exprs, [](const Expr* expr) {
-    return expr->op() == OpKind::BroadcastInDim;
-  });
+  bool broadcasts = llvm::any_of(
+      component.exprs, [](const Expr* expr) { return expr->op() == OpKind::BroadcastInDim; });
   bool dense = llvm::all_of(component.inputs,
                             [](const Value* input) { return input->layout().isDefault(); });
   return dense && !broadcasts;

@@ -15,7 +15,8 @@ namespace widefuse {
 bool isFlattenable(const Component& component);
 
 /// Groups components by their structural key without extents and constant values (and
-/// without ranks for flattenable components), in order of first member. Constants that differ within a class are recorded as lifted.
+/// without ranks for flattenable components), in order of first member. Constants that differ
+/// within a class are recorded as lifted.
 std::vector<SignatureClass> classifySignatures(llvm::ArrayRef<Component> components);
 
 /// The constants a component's body reads, in a fixed structural order (the order lifted

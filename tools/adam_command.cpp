@@ -149,8 +149,7 @@ void addAdamCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--backend", arguments->backend, "reference (more to come)")
       ->capture_default_str();
-  command->add_option("--steps", arguments->steps, "Optimizer steps to run")
-      ->capture_default_str();
+  command->add_option("--steps", arguments->steps, "Optimizer steps to run")->capture_default_str();
   command->add_flag("--json", arguments->json, "Print a JSON report");
   command->callback([arguments] { runAdam(*arguments); });
 }

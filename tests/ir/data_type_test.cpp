@@ -44,13 +44,13 @@ TEST(TypePromotion, WeakScalarsKeepTheTensorType) {
   Val f32zero = fd.defineTensor({}, DataType::Float);
   Val f64zero = fd.defineTensor({}, DataType::Double);
   Val lr = fd.defineScalar(DataType::Double);
-  EXPECT_EQ((half * 2.0).dtype(), DataType::Half);          // half_t * 2.0 -> half
-  EXPECT_EQ((half * lr).dtype(), DataType::Half);           // runtime f64 scalar is weak
-  EXPECT_EQ((i32 * 2.5).dtype(), DataType::Float);          // int * float number -> float
-  EXPECT_EQ((i32 * 2).dtype(), DataType::Int32);            // int32 * int number -> int32
-  EXPECT_EQ((u8 + 1000).dtype(), DataType::UInt8);          // same category: tensor wins
-  EXPECT_EQ((half * f64zero).dtype(), DataType::Half);      // 0-d tensor is lower priority
-  EXPECT_EQ((i32 * f64zero).dtype(), DataType::Double);     // ... unless higher category
+  EXPECT_EQ((half * 2.0).dtype(), DataType::Half);      // half_t * 2.0 -> half
+  EXPECT_EQ((half * lr).dtype(), DataType::Half);       // runtime f64 scalar is weak
+  EXPECT_EQ((i32 * 2.5).dtype(), DataType::Float);      // int * float number -> float
+  EXPECT_EQ((i32 * 2).dtype(), DataType::Int32);        // int32 * int number -> int32
+  EXPECT_EQ((u8 + 1000).dtype(), DataType::UInt8);      // same category: tensor wins
+  EXPECT_EQ((half * f64zero).dtype(), DataType::Half);  // 0-d tensor is lower priority
+  EXPECT_EQ((i32 * f64zero).dtype(), DataType::Double); // ... unless higher category
   EXPECT_EQ((f32zero * 2.0).dtype(), DataType::Float);
   EXPECT_EQ((f32zero + f64zero).dtype(), DataType::Double); // 0-d with 0-d: promote
   EXPECT_EQ((1.0 - lr).dtype(), DataType::Double);          // scalar-only arithmetic

@@ -12,8 +12,8 @@ namespace {
 
 constexpr DataType kFloatTypes[] = {DataType::Half, DataType::BFloat16, DataType::Float,
                                     DataType::Double};
-constexpr DataType kIntegerTypes[] = {DataType::Int8,  DataType::Int16,  DataType::Int32,
-                                      DataType::Int64, DataType::UInt8,  DataType::UInt16,
+constexpr DataType kIntegerTypes[] = {DataType::Int8,  DataType::Int16, DataType::Int32,
+                                      DataType::Int64, DataType::UInt8, DataType::UInt16,
                                       DataType::UInt32};
 
 const std::vector<double> kPositive = {0.5, 1.25, 2.0, 3.75, 0.1, 7.0, 0.0078125};
@@ -32,9 +32,12 @@ bool sameValue(double actual, double expected) {
 /// Rounds a float result to `dtype` with the test's own conversions.
 double roundTo(DataType dtype, float value) {
   switch (dtype) {
-  case DataType::Half: return referenceHalfToFloat(referenceHalf(value));
-  case DataType::BFloat16: return referenceBFloat16ToFloat(referenceBFloat16(value));
-  default: return value;
+  case DataType::Half:
+    return referenceHalfToFloat(referenceHalf(value));
+  case DataType::BFloat16:
+    return referenceBFloat16ToFloat(referenceBFloat16(value));
+  default:
+    return value;
   }
 }
 
@@ -87,13 +90,27 @@ void expectIntegerOp(const char* name, const Builder& build, Reference reference
       setElement(expected, 0, 0);
       // Truncate to the dtype's width the way C++20 defines integer conversion.
       switch (dtype) {
-      case DataType::Int8: expected.as<int8_t>()[0] = int8_t(wide); break;
-      case DataType::Int16: expected.as<int16_t>()[0] = int16_t(wide); break;
-      case DataType::Int32: expected.as<int32_t>()[0] = int32_t(wide); break;
-      case DataType::Int64: expected.as<int64_t>()[0] = wide; break;
-      case DataType::UInt8: expected.as<uint8_t>()[0] = uint8_t(wide); break;
-      case DataType::UInt16: expected.as<uint16_t>()[0] = uint16_t(wide); break;
-      default: expected.as<uint32_t>()[0] = uint32_t(wide); break;
+      case DataType::Int8:
+        expected.as<int8_t>()[0] = int8_t(wide);
+        break;
+      case DataType::Int16:
+        expected.as<int16_t>()[0] = int16_t(wide);
+        break;
+      case DataType::Int32:
+        expected.as<int32_t>()[0] = int32_t(wide);
+        break;
+      case DataType::Int64:
+        expected.as<int64_t>()[0] = wide;
+        break;
+      case DataType::UInt8:
+        expected.as<uint8_t>()[0] = uint8_t(wide);
+        break;
+      case DataType::UInt16:
+        expected.as<uint16_t>()[0] = uint16_t(wide);
+        break;
+      default:
+        expected.as<uint32_t>()[0] = uint32_t(wide);
+        break;
       }
       EXPECT_EQ(elementAsDouble(out, i), elementAsDouble(expected, 0))
           << name << " " << shortName(dtype).str() << " element " << i;
@@ -116,56 +133,79 @@ Builder ternary(Val (*op)(const Operand&, const Operand&, const Operand&)) {
 TEST(EvaluatorOps, FloatingPointUnary) {
   auto positive = std::vector<std::vector<double>>{kPositive};
   auto any = std::vector<std::vector<double>>{kSignedA};
-  expectFloatOp("neg", unary(neg), [](auto a, auto, auto) { return -a; }, any);
-  expectFloatOp("abs", unary(abs), [](auto a, auto, auto) { return std::fabs(a); }, any);
-  expectFloatOp("sqrt", unary(sqrt), [](auto a, auto, auto) { return std::sqrt(a); }, positive);
-  expectFloatOp("rsqrt", unary(rsqrt),
-                [](auto a, auto, auto) { return decltype(a)(1) / std::sqrt(a); }, positive);
-  expectFloatOp("reciprocal", unary(reciprocal),
-                [](auto a, auto, auto) { return decltype(a)(1) / a; }, any);
-  expectFloatOp("exp", unary(exp), [](auto a, auto, auto) { return std::exp(a); }, any);
-  expectFloatOp("exp2", unary(exp2), [](auto a, auto, auto) { return std::exp2(a); }, any);
-  expectFloatOp("log", unary(log), [](auto a, auto, auto) { return std::log(a); }, positive);
-  expectFloatOp("log2", unary(log2), [](auto a, auto, auto) { return std::log2(a); }, positive);
-  expectFloatOp("log1p", unary(log1p), [](auto a, auto, auto) { return std::log1p(a); },
-                positive);
-  expectFloatOp("expm1", unary(expm1), [](auto a, auto, auto) { return std::expm1(a); }, any);
-  expectFloatOp("sin", unary(sin), [](auto a, auto, auto) { return std::sin(a); }, any);
-  expectFloatOp("cos", unary(cos), [](auto a, auto, auto) { return std::cos(a); }, any);
-  expectFloatOp("tanh", unary(tanh), [](auto a, auto, auto) { return std::tanh(a); }, any);
-  expectFloatOp("sigmoid", unary(sigmoid),
-                [](auto a, auto, auto) {
-                  using T = decltype(a);
-                  return T(1) / (T(1) + std::exp(-a));
-                },
-                any);
-  expectFloatOp("floor", unary(floor), [](auto a, auto, auto) { return std::floor(a); }, any);
-  expectFloatOp("ceil", unary(ceil), [](auto a, auto, auto) { return std::ceil(a); }, any);
-  expectFloatOp("round", unary(round), [](auto a, auto, auto) { return std::nearbyint(a); },
-                any);
-  expectFloatOp("trunc", unary(trunc), [](auto a, auto, auto) { return std::trunc(a); }, any);
-  expectFloatOp("sign", unary(sign),
-                [](auto a, auto, auto) { return decltype(a)(a > 0 ? 1 : a < 0 ? -1 : 0); },
-                any);
-  expectFloatOp("set", unary(set), [](auto a, auto, auto) { return a; }, any);
+  expectFloatOp(
+      "neg", unary(neg), [](auto a, auto, auto) { return -a; }, any);
+  expectFloatOp(
+      "abs", unary(abs), [](auto a, auto, auto) { return std::fabs(a); }, any);
+  expectFloatOp(
+      "sqrt", unary(sqrt), [](auto a, auto, auto) { return std::sqrt(a); }, positive);
+  expectFloatOp(
+      "rsqrt", unary(rsqrt), [](auto a, auto, auto) { return decltype(a)(1) / std::sqrt(a); },
+      positive);
+  expectFloatOp(
+      "reciprocal", unary(reciprocal), [](auto a, auto, auto) { return decltype(a)(1) / a; }, any);
+  expectFloatOp(
+      "exp", unary(exp), [](auto a, auto, auto) { return std::exp(a); }, any);
+  expectFloatOp(
+      "exp2", unary(exp2), [](auto a, auto, auto) { return std::exp2(a); }, any);
+  expectFloatOp(
+      "log", unary(log), [](auto a, auto, auto) { return std::log(a); }, positive);
+  expectFloatOp(
+      "log2", unary(log2), [](auto a, auto, auto) { return std::log2(a); }, positive);
+  expectFloatOp(
+      "log1p", unary(log1p), [](auto a, auto, auto) { return std::log1p(a); }, positive);
+  expectFloatOp(
+      "expm1", unary(expm1), [](auto a, auto, auto) { return std::expm1(a); }, any);
+  expectFloatOp(
+      "sin", unary(sin), [](auto a, auto, auto) { return std::sin(a); }, any);
+  expectFloatOp(
+      "cos", unary(cos), [](auto a, auto, auto) { return std::cos(a); }, any);
+  expectFloatOp(
+      "tanh", unary(tanh), [](auto a, auto, auto) { return std::tanh(a); }, any);
+  expectFloatOp(
+      "sigmoid", unary(sigmoid),
+      [](auto a, auto, auto) {
+        using T = decltype(a);
+        return T(1) / (T(1) + std::exp(-a));
+      },
+      any);
+  expectFloatOp(
+      "floor", unary(floor), [](auto a, auto, auto) { return std::floor(a); }, any);
+  expectFloatOp(
+      "ceil", unary(ceil), [](auto a, auto, auto) { return std::ceil(a); }, any);
+  expectFloatOp(
+      "round", unary(round), [](auto a, auto, auto) { return std::nearbyint(a); }, any);
+  expectFloatOp(
+      "trunc", unary(trunc), [](auto a, auto, auto) { return std::trunc(a); }, any);
+  expectFloatOp(
+      "sign", unary(sign),
+      [](auto a, auto, auto) { return decltype(a)(a > 0   ? 1
+                                                  : a < 0 ? -1
+                                                          : 0); }, any);
+  expectFloatOp(
+      "set", unary(set), [](auto a, auto, auto) { return a; }, any);
 }
 
 TEST(EvaluatorOps, FloatingPointBinaryAndTernary) {
   auto two = std::vector<std::vector<double>>{kSignedA, kSignedB};
-  expectFloatOp("add", binary(add), [](auto a, auto b, auto) { return a + b; }, two);
-  expectFloatOp("sub", binary(sub), [](auto a, auto b, auto) { return a - b; }, two);
-  expectFloatOp("mul", binary(mul), [](auto a, auto b, auto) { return a * b; }, two);
-  expectFloatOp("div", binary(div), [](auto a, auto b, auto) { return a / b; }, two);
+  expectFloatOp(
+      "add", binary(add), [](auto a, auto b, auto) { return a + b; }, two);
+  expectFloatOp(
+      "sub", binary(sub), [](auto a, auto b, auto) { return a - b; }, two);
+  expectFloatOp(
+      "mul", binary(mul), [](auto a, auto b, auto) { return a * b; }, two);
+  expectFloatOp(
+      "div", binary(div), [](auto a, auto b, auto) { return a / b; }, two);
   expectFloatOp("pow", binary(pow), [](auto a, auto b, auto) { return std::pow(a, b); },
                 {kPositive, kSignedB});
-  expectFloatOp("fmod", binary(fmod), [](auto a, auto b, auto) { return std::fmod(a, b); },
-                two);
-  expectFloatOp("maximum", binary(maximum),
-                [](auto a, auto b, auto) { return a > b ? a : b; }, two);
-  expectFloatOp("minimum", binary(minimum),
-                [](auto a, auto b, auto) { return a < b ? a : b; }, two);
-  expectFloatOp("atan2", binary(atan2), [](auto a, auto b, auto) { return std::atan2(a, b); },
-                two);
+  expectFloatOp(
+      "fmod", binary(fmod), [](auto a, auto b, auto) { return std::fmod(a, b); }, two);
+  expectFloatOp(
+      "maximum", binary(maximum), [](auto a, auto b, auto) { return a > b ? a : b; }, two);
+  expectFloatOp(
+      "minimum", binary(minimum), [](auto a, auto b, auto) { return a < b ? a : b; }, two);
+  expectFloatOp(
+      "atan2", binary(atan2), [](auto a, auto b, auto) { return std::atan2(a, b); }, two);
   expectFloatOp("lerp", ternary(lerp),
                 [](auto s, auto e, auto w) {
                   using T = decltype(s);
@@ -186,41 +226,45 @@ TEST(EvaluatorOps, IntegerArithmeticWraps) {
   auto two = std::vector<std::vector<double>>{kIntA, kIntB};
   expectIntegerOp("neg", unary(neg), [](int64_t a, int64_t, int64_t) { return -a; }, {kIntA});
   expectIntegerOp("abs", unary(abs), [](int64_t a, int64_t, int64_t) { return a; }, {kIntA});
-  expectIntegerOp("floor", unary(floor), [](int64_t a, int64_t, int64_t) { return a; },
+  expectIntegerOp("floor", unary(floor), [](int64_t a, int64_t, int64_t) { return a; }, {kIntA});
+  expectIntegerOp("sign", unary(sign), [](int64_t a, int64_t, int64_t) { return a > 0; }, {kIntA});
+  expectIntegerOp("bitwise_not", unary(bitwise_not), [](int64_t a, int64_t, int64_t) { return ~a; },
                   {kIntA});
-  expectIntegerOp("sign", unary(sign), [](int64_t a, int64_t, int64_t) { return a > 0; },
-                  {kIntA});
-  expectIntegerOp("bitwise_not", unary(bitwise_not),
-                  [](int64_t a, int64_t, int64_t) { return ~a; }, {kIntA});
-  expectIntegerOp("add", binary(add), [](int64_t a, int64_t b, int64_t) { return a + b; }, two);
-  expectIntegerOp("sub", binary(sub), [](int64_t a, int64_t b, int64_t) { return a - b; }, two);
-  expectIntegerOp("mul", binary(mul), [](int64_t a, int64_t b, int64_t) { return a * b; }, two);
-  expectIntegerOp("fmod", binary(fmod), [](int64_t a, int64_t b, int64_t) { return a % b; },
-                  two);
-  expectIntegerOp("pow", binary(pow),
-                  [](int64_t a, int64_t b, int64_t) {
-                    int64_t r = 1;
-                    for (int64_t k = 0; k < b; ++k)
-                      r *= a;
-                    return r;
-                  },
-                  two);
-  expectIntegerOp("maximum", binary(maximum),
-                  [](int64_t a, int64_t b, int64_t) { return std::max(a, b); }, two);
-  expectIntegerOp("minimum", binary(minimum),
-                  [](int64_t a, int64_t b, int64_t) { return std::min(a, b); }, two);
-  expectIntegerOp("bitwise_and", binary(bitwise_and),
-                  [](int64_t a, int64_t b, int64_t) { return a & b; }, two);
-  expectIntegerOp("bitwise_or", binary(bitwise_or),
-                  [](int64_t a, int64_t b, int64_t) { return a | b; }, two);
-  expectIntegerOp("bitwise_xor", binary(bitwise_xor),
-                  [](int64_t a, int64_t b, int64_t) { return a ^ b; }, two);
-  expectIntegerOp("shift_left", binary(shift_left),
-                  [](int64_t a, int64_t b, int64_t) { return a << b; }, two);
-  expectIntegerOp("shift_right", binary(shift_right),
-                  [](int64_t a, int64_t b, int64_t) { return a >> b; }, two);
-  expectIntegerOp("fma", ternary(fma),
-                  [](int64_t a, int64_t b, int64_t c) { return a * b + c; },
+  expectIntegerOp(
+      "add", binary(add), [](int64_t a, int64_t b, int64_t) { return a + b; }, two);
+  expectIntegerOp(
+      "sub", binary(sub), [](int64_t a, int64_t b, int64_t) { return a - b; }, two);
+  expectIntegerOp(
+      "mul", binary(mul), [](int64_t a, int64_t b, int64_t) { return a * b; }, two);
+  expectIntegerOp(
+      "fmod", binary(fmod), [](int64_t a, int64_t b, int64_t) { return a % b; }, two);
+  expectIntegerOp(
+      "pow", binary(pow),
+      [](int64_t a, int64_t b, int64_t) {
+        int64_t r = 1;
+        for (int64_t k = 0; k < b; ++k)
+          r *= a;
+        return r;
+      },
+      two);
+  expectIntegerOp(
+      "maximum", binary(maximum), [](int64_t a, int64_t b, int64_t) { return std::max(a, b); },
+      two);
+  expectIntegerOp(
+      "minimum", binary(minimum), [](int64_t a, int64_t b, int64_t) { return std::min(a, b); },
+      two);
+  expectIntegerOp(
+      "bitwise_and", binary(bitwise_and), [](int64_t a, int64_t b, int64_t) { return a & b; }, two);
+  expectIntegerOp(
+      "bitwise_or", binary(bitwise_or), [](int64_t a, int64_t b, int64_t) { return a | b; }, two);
+  expectIntegerOp(
+      "bitwise_xor", binary(bitwise_xor), [](int64_t a, int64_t b, int64_t) { return a ^ b; }, two);
+  expectIntegerOp(
+      "shift_left", binary(shift_left), [](int64_t a, int64_t b, int64_t) { return a << b; }, two);
+  expectIntegerOp(
+      "shift_right", binary(shift_right), [](int64_t a, int64_t b, int64_t) { return a >> b; },
+      two);
+  expectIntegerOp("fma", ternary(fma), [](int64_t a, int64_t b, int64_t c) { return a * b + c; },
                   {kIntA, kIntB, kIntA});
   expectIntegerOp("clamp", ternary(clamp),
                   [](int64_t x, int64_t lo, int64_t hi) { return std::min(std::max(x, lo), hi); },
@@ -250,8 +294,8 @@ TEST(EvaluatorOps, ComparisonsPredicatesAndLogicGiveBool) {
       HostTensor out = runOneOp(binary(c.op), inputs);
       ASSERT_EQ(out.dtype(), DataType::Bool);
       for (int64_t i = 0; i < out.numel(); ++i)
-        EXPECT_EQ(out.as<bool>()[i], c.reference(elementAsDouble(inputs[0], i),
-                                                 elementAsDouble(inputs[1], i)))
+        EXPECT_EQ(out.as<bool>()[i],
+                  c.reference(elementAsDouble(inputs[0], i), elementAsDouble(inputs[1], i)))
             << c.name << " " << shortName(dtype).str() << " element " << i;
     }
   std::vector<double> special = {1.0, NAN, INFINITY, -INFINITY, 0.0};
@@ -338,13 +382,11 @@ TEST(EvaluatorOps, BitcastReinterpretsBits) {
 
 TEST(EvaluatorOps, BroadcastInDim) {
   std::vector<HostTensor> row = {tensorOf(DataType::Float, {1, 2, 3})};
-  HostTensor rows =
-      runOneOp([](auto& v) { return broadcast_in_dim(v[0], {2, 3}, {1}); }, row);
+  HostTensor rows = runOneOp([](auto& v) { return broadcast_in_dim(v[0], {2, 3}, {1}); }, row);
   ASSERT_EQ(rows.shape(), llvm::ArrayRef<int64_t>({2, 3}));
   for (int i = 0; i < 6; ++i)
     EXPECT_EQ(rows.as<float>()[i], float(i % 3 + 1));
-  HostTensor columns =
-      runOneOp([](auto& v) { return broadcast_in_dim(v[0], {3, 2}, {0}); }, row);
+  HostTensor columns = runOneOp([](auto& v) { return broadcast_in_dim(v[0], {3, 2}, {0}); }, row);
   for (int i = 0; i < 6; ++i)
     EXPECT_EQ(columns.as<float>()[i], float(i / 2 + 1));
 }

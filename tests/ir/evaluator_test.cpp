@@ -69,8 +69,7 @@ TEST(Evaluator, ScalarArgumentsAreConvertedToTheOpType) {
             }).find("'k'"),
             std::string::npos);
   EXPECT_NE(errorOf([&] {
-              evaluate(*fusion,
-                       {xs.ref(), ScalarArgument(0.1), ScalarArgument(int64_t(1) << 40)});
+              evaluate(*fusion, {xs.ref(), ScalarArgument(0.1), ScalarArgument(int64_t(1) << 40)});
             }).find("does not fit"),
             std::string::npos);
 }
@@ -86,13 +85,17 @@ TEST(Evaluator, BadArgumentsAreRejectedBeforeAnyWrite) {
   HostTensor wrongType = tensorOf(DataType::Double, {1, 2, 3});
   std::string missing = errorOf([&] { evaluate(*fusion, {as.ref()}); });
   EXPECT_NE(missing.find("a, b"), std::string::npos) << missing;
-  EXPECT_NE(errorOf([&] { evaluate(*fusion, {as.ref(), bs.ref(), bs.ref()}); })
-                .find("takes 2"),
+  EXPECT_NE(errorOf([&] {
+              evaluate(*fusion, {as.ref(), bs.ref(), bs.ref()});
+            }).find("takes 2"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { evaluate(*fusion, {as.ref(), wrongType.ref()}); }).find("'b'"),
+  EXPECT_NE(errorOf([&] {
+              evaluate(*fusion, {as.ref(), wrongType.ref()});
+            }).find("'b'"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { evaluate(*fusion, {as.ref(), ScalarArgument(1.0)}); })
-                .find("the tensor"),
+  EXPECT_NE(errorOf([&] {
+              evaluate(*fusion, {as.ref(), ScalarArgument(1.0)});
+            }).find("the tensor"),
             std::string::npos);
   // Symbolic extents that disagree at run time: found before `a` is written.
   std::string mismatch = errorOf([&] { evaluate(*fusion, {as.ref(), bs.ref()}); });
@@ -109,13 +112,16 @@ TEST(Evaluator, OverlappingWrittenInputsAreRejected) {
   fd.copy_(b + 1.0, b);
   auto fusion = fd.finalize();
   HostTensor shared = tensorOf(DataType::Float, {1, 2, 3, 4});
-  EXPECT_NE(errorOf([&] { evaluate(*fusion, {shared.ref(), shared.ref()}); })
-                .find("share memory"),
+  EXPECT_NE(errorOf([&] {
+              evaluate(*fusion, {shared.ref(), shared.ref()});
+            }).find("share memory"),
             std::string::npos);
   TensorRef broadcastView = shared.ref();
   broadcastView.strides = {0};
   HostTensor other = tensorOf(DataType::Float, {1, 2, 3, 4});
-  EXPECT_NE(errorOf([&] { evaluate(*fusion, {broadcastView, other.ref()}); }).find("overlap"),
+  EXPECT_NE(errorOf([&] {
+              evaluate(*fusion, {broadcastView, other.ref()});
+            }).find("overlap"),
             std::string::npos);
 }
 

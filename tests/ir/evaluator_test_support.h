@@ -46,18 +46,30 @@ inline float referenceHalfToFloat(uint16_t bits) {
 /// Element i of a tensor as double (half/bfloat16 decoded by the reference helpers).
 inline double elementAsDouble(const HostTensor& tensor, int64_t i) {
   switch (tensor.dtype()) {
-  case DataType::Bool: return tensor.as<bool>()[i];
-  case DataType::Int8: return tensor.as<int8_t>()[i];
-  case DataType::Int16: return tensor.as<int16_t>()[i];
-  case DataType::Int32: return tensor.as<int32_t>()[i];
-  case DataType::Int64: return double(tensor.as<int64_t>()[i]);
-  case DataType::UInt8: return tensor.as<uint8_t>()[i];
-  case DataType::UInt16: return tensor.as<uint16_t>()[i];
-  case DataType::UInt32: return tensor.as<uint32_t>()[i];
-  case DataType::Half: return referenceHalfToFloat(tensor.as<uint16_t>()[i]);
-  case DataType::BFloat16: return referenceBFloat16ToFloat(tensor.as<uint16_t>()[i]);
-  case DataType::Float: return tensor.as<float>()[i];
-  case DataType::Double: return tensor.as<double>()[i];
+  case DataType::Bool:
+    return tensor.as<bool>()[i];
+  case DataType::Int8:
+    return tensor.as<int8_t>()[i];
+  case DataType::Int16:
+    return tensor.as<int16_t>()[i];
+  case DataType::Int32:
+    return tensor.as<int32_t>()[i];
+  case DataType::Int64:
+    return double(tensor.as<int64_t>()[i]);
+  case DataType::UInt8:
+    return tensor.as<uint8_t>()[i];
+  case DataType::UInt16:
+    return tensor.as<uint16_t>()[i];
+  case DataType::UInt32:
+    return tensor.as<uint32_t>()[i];
+  case DataType::Half:
+    return referenceHalfToFloat(tensor.as<uint16_t>()[i]);
+  case DataType::BFloat16:
+    return referenceBFloat16ToFloat(tensor.as<uint16_t>()[i]);
+  case DataType::Float:
+    return tensor.as<float>()[i];
+  case DataType::Double:
+    return tensor.as<double>()[i];
   }
   return 0;
 }
@@ -65,18 +77,42 @@ inline double elementAsDouble(const HostTensor& tensor, int64_t i) {
 /// Writes a double into element i, exactly representable values only (test data).
 inline void setElement(HostTensor& tensor, int64_t i, double value) {
   switch (tensor.dtype()) {
-  case DataType::Bool: tensor.as<bool>()[i] = value != 0; break;
-  case DataType::Int8: tensor.as<int8_t>()[i] = int8_t(value); break;
-  case DataType::Int16: tensor.as<int16_t>()[i] = int16_t(value); break;
-  case DataType::Int32: tensor.as<int32_t>()[i] = int32_t(value); break;
-  case DataType::Int64: tensor.as<int64_t>()[i] = int64_t(value); break;
-  case DataType::UInt8: tensor.as<uint8_t>()[i] = uint8_t(value); break;
-  case DataType::UInt16: tensor.as<uint16_t>()[i] = uint16_t(value); break;
-  case DataType::UInt32: tensor.as<uint32_t>()[i] = uint32_t(value); break;
-  case DataType::Half: tensor.as<uint16_t>()[i] = referenceHalf(float(value)); break;
-  case DataType::BFloat16: tensor.as<uint16_t>()[i] = referenceBFloat16(float(value)); break;
-  case DataType::Float: tensor.as<float>()[i] = float(value); break;
-  case DataType::Double: tensor.as<double>()[i] = value; break;
+  case DataType::Bool:
+    tensor.as<bool>()[i] = value != 0;
+    break;
+  case DataType::Int8:
+    tensor.as<int8_t>()[i] = int8_t(value);
+    break;
+  case DataType::Int16:
+    tensor.as<int16_t>()[i] = int16_t(value);
+    break;
+  case DataType::Int32:
+    tensor.as<int32_t>()[i] = int32_t(value);
+    break;
+  case DataType::Int64:
+    tensor.as<int64_t>()[i] = int64_t(value);
+    break;
+  case DataType::UInt8:
+    tensor.as<uint8_t>()[i] = uint8_t(value);
+    break;
+  case DataType::UInt16:
+    tensor.as<uint16_t>()[i] = uint16_t(value);
+    break;
+  case DataType::UInt32:
+    tensor.as<uint32_t>()[i] = uint32_t(value);
+    break;
+  case DataType::Half:
+    tensor.as<uint16_t>()[i] = referenceHalf(float(value));
+    break;
+  case DataType::BFloat16:
+    tensor.as<uint16_t>()[i] = referenceBFloat16(float(value));
+    break;
+  case DataType::Float:
+    tensor.as<float>()[i] = float(value);
+    break;
+  case DataType::Double:
+    tensor.as<double>()[i] = value;
+    break;
   }
 }
 

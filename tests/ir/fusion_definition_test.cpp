@@ -127,8 +127,7 @@ TEST(FusionDefinition, NamesAreChecked) {
             std::string::npos);
   EXPECT_NE(errorOf([&] { fd.defineScalar(DataType::Float, "2x"); }).find("invalid"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { FusionDefinition bad("no-dash"); }).find("invalid"),
-            std::string::npos);
+  EXPECT_NE(errorOf([&] { FusionDefinition bad("no-dash"); }).find("invalid"), std::string::npos);
 }
 
 TEST(FusionDefinition, FinalizeHandsOverOnce) {

@@ -22,8 +22,8 @@ struct ParameterState {
 /// torch's _single_tensor_adam (seed rewrite) for one parameter, written out per element:
 /// Python numbers become float at the tensor op that uses them, as PyTorch does.
 void referenceAdamStep(std::vector<float>& p, const std::vector<float>& g, std::vector<float>& m,
-                       std::vector<float>& v, float& step, double lr, double beta1,
-                       double beta2, double eps) {
+                       std::vector<float>& v, float& step, double lr, double beta1, double beta2,
+                       double eps) {
   float step1 = step + 1.0f;
   float bias1 = 1.0f - std::pow(float(beta1), step1);
   float bias2 = 1.0f - std::pow(float(beta2), step1);
@@ -86,9 +86,9 @@ TEST(SeedAdam, EvaluatorMatchesDirectLoopBitForBit) {
 
   for (size_t k = 0; k < shapes.size(); ++k) {
     EXPECT_EQ(state[k].step.as<float>()[0], 3.0f);
-    for (auto [tensor, reference] : {std::pair{&state[k].param, &refP[k]},
-                                     std::pair{&state[k].expAvg, &refM[k]},
-                                     std::pair{&state[k].expAvgSq, &refV[k]}}) {
+    for (auto [tensor, reference] :
+         {std::pair{&state[k].param, &refP[k]}, std::pair{&state[k].expAvg, &refM[k]},
+          std::pair{&state[k].expAvgSq, &refV[k]}}) {
       ASSERT_EQ(size_t(tensor->numel()), reference->size());
       EXPECT_EQ(std::memcmp(tensor->data(), reference->data(), reference->size() * 4), 0)
           << "parameter " << k << " differs from the direct loop";

@@ -178,6 +178,5 @@ TEST(Segmenter, DefinitionErrorsReachUsersBeforeSegmentation) {
 TEST(Segmenter, ModesParseAndPrint) {
   EXPECT_EQ(parseMode("per-component"), SegmentationMode::PerComponent);
   EXPECT_EQ(modeName(parseMode("packed")), "packed");
-  EXPECT_NE(errorOf([] { parseMode("fast"); }).find("per-component, batched"),
-            std::string::npos);
+  EXPECT_NE(errorOf([] { parseMode("fast"); }).find("per-component, batched"), std::string::npos);
 }
