@@ -53,8 +53,8 @@ private:
   void addInput(const Value& input) {
     positions_[&input] = next_++;
     key_.append(kInputTag | uint64_t(input.kind()) << 8 | uint64_t(input.dtype()));
-    if (options_.includeRanks)
-      key_.append(input.rank());
+    // Without ranks, a 0-d input (read by every element) must still differ from a full one.
+    key_.append(options_.includeRanks ? input.rank() : uint64_t(input.rank() > 0));
     if (options_.includeExtents)
       for (int64_t extent : input.extents())
         key_.append(uint64_t(extent));

@@ -153,7 +153,12 @@ std::vector<Component> findComponents(const Fusion& fusion) {
 
   for (Component& component : components) {
     component.exprs.assign(exprSets[component.id].begin(), exprSets[component.id].end());
-    llvm::sort(component.exprs, [](const Expr* a, const Expr* b) { return a->id() < b->id(); });
+    // Shared scalar expressions first (they read only shared values), then the component's
+    // own, each in fusion order: a canonical order whatever member first built them.
+    llvm::sort(component.exprs, [&](const Expr* a, const Expr* b) {
+      bool aShared = shared.count(a->result()), bShared = shared.count(b->result());
+      return aShared != bShared ? aShared : a->id() < b->id();
+    });
     llvm::DenseSet<const Value*> seen;
     auto addInput = [&](const Value* value) {
       if (value->isInput() && seen.insert(value).second)

@@ -29,8 +29,10 @@ void liftConstants(SignatureClass& signature, llvm::ArrayRef<Component> componen
     perMember.push_back(constantsOf(components[member]));
   for (unsigned position = 0; position < perMember.front().size(); ++position) {
     const Value* first = perMember.front()[position];
+    // Compare bits: -0.0 and 0.0 are different literals (and NaN equals itself).
     bool differs = llvm::any_of(perMember, [&](const auto& constants) {
-      return *constants[position]->constant() != *first->constant();
+      return formatConstant(*constants[position]->constant()) !=
+             formatConstant(*first->constant());
     });
     if (!differs)
       continue;

@@ -180,3 +180,39 @@ TEST(Segmenter, ModesParseAndPrint) {
   EXPECT_EQ(modeName(parseMode("packed")), "packed");
   EXPECT_NE(errorOf([] { parseMode("fast"); }).find("per-component, batched"), std::string::npos);
 }
+
+TEST(Segmenter, ZeroDimAndFullInputsDoNotShareABody) {
+  FusionDefinition fd("mixed_reads");
+  Val p0 = fd.defineTensor({16}, DataType::Float, "p0");
+  Val s0 = fd.defineTensor({}, DataType::Float, "s0");
+  Val p1 = fd.defineTensor({16}, DataType::Float, "p1");
+  Val s1 = fd.defineTensor({16}, DataType::Float, "s1");
+  fd.copy_(p0 * s0, p0);
+  fd.copy_(s0 + 1.0, s0);
+  fd.copy_(p1 * s1, p1);
+  fd.copy_(s1 + 1.0, s1);
+  auto fusion = fd.finalize();
+  EXPECT_EQ(segment(*fusion, {SegmentationMode::Batched}).signatureClasses.size(), 2u);
+}
+
+TEST(Segmenter, ReusedSharedExpressionsKeepOneSignature) {
+  FusionDefinition fd("reuse");
+  Val lr = fd.defineScalar(DataType::Double, "lr");
+  Val half = lr * 0.5; // built while defining the first parameter, reused by the others
+  for (int i = 0; i < 3; ++i) {
+    Val p = fd.defineTensor({8 + i}, DataType::Float, "p" + std::to_string(i));
+    fd.copy_(p - half * p, p);
+  }
+  auto fusion = fd.finalize();
+  EXPECT_EQ(segment(*fusion, {SegmentationMode::Batched}).numKernels(), 1u);
+}
+
+TEST(Segmenter, SignedZeroLiteralsAreLifted) {
+  FusionDefinition fd("zeros");
+  for (double zero : {0.0, -0.0}) {
+    Val p = fd.defineTensor({4}, DataType::Float, std::signbit(zero) ? "n" : "z");
+    fd.copy_(p * zero, p);
+  }
+  auto fusion = fd.finalize();
+  EXPECT_EQ(segment(*fusion).signatureClasses.at(0).lifted.size(), 1u);
+}
