@@ -9,6 +9,8 @@
 
 #include "ir/error.h"
 #include "ir/evaluator.h"
+#include "segmenter/segment.h"
+#include "segmenter/segment_report.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -31,6 +33,7 @@ struct RunOptions {
   std::vector<std::string> scalars;
   std::string outDir;
   std::string backend = "reference";
+  std::string mode = "auto";
 };
 
 /// One tensor to write: its file name stem and where the evaluator left its value.
@@ -118,8 +121,15 @@ void runRun(const RunOptions& options) {
                                        parseAssignments(options.scalars, "--scalar"));
   checkArguments(*fusion, bound.arguments);
   checkDistinctFileNames(*fusion);
+  // The plan the kernels would follow; the reference backend runs the fusion as a whole.
+  SegmentedFusion plan = segment(*fusion, {parseMode(options.mode)});
   EvaluationResult result = evaluate(*fusion, bound.arguments);
-  fmt::print("{}\n", writeResults(*fusion, result, options).dump(2));
+  nlohmann::ordered_json report = writeResults(*fusion, result, options);
+  nlohmann::json segments = segmentedFusionToJson(plan);
+  report["mode"] = segments["mode"];
+  report["kernels"] = segments["kernels"];
+  report["groups"] = segments["groups"];
+  fmt::print("{}\n", report.dump(2));
 }
 
 } // namespace
@@ -140,6 +150,8 @@ void addRunCommand(CLI::App& app) {
   command->add_option("--out", options->outDir, "Directory for NAME.npy results (created)")
       ->required();
   command->add_option("--backend", options->backend, "Backend to run on (only 'reference')");
+  command->add_option("--mode", options->mode, "per-component, batched, packed or auto")
+      ->capture_default_str();
   command->callback([options] { runRun(*options); });
 }
 

@@ -147,6 +147,8 @@ TEST_F(CliTest, RunWritesOutputsAndUpdatedInputs) {
   nlohmann::json report = nlohmann::json::parse(result.out);
   EXPECT_EQ(report["fusion"], "axpy");
   EXPECT_EQ(report["backend"], "reference");
+  EXPECT_EQ(report["kernels"], 2); // z/h and the lone step counter: two signatures
+  EXPECT_EQ(report["groups"].size(), 2u);
   ASSERT_EQ(report["outputs"].size(), 2u);
   EXPECT_EQ(report["outputs"][0]["name"], "z");
   EXPECT_EQ(report["outputs"][0]["path"], "out/z.npy");
