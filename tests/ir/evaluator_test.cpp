@@ -2,25 +2,12 @@
 // documented edge cases, strided inputs and oracle mode.
 
 #include "evaluator_test_support.h"
+#include "tests/support/error_of.h"
 
 #include "ir/error.h"
 
 using namespace widefuse;
 using namespace widefuse::testing;
-
-namespace {
-
-template <typename Body> std::string errorOf(Body body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a widefuse::Error";
-  return {};
-}
-
-} // namespace
 
 TEST(Evaluator, CopiesAreDeferredToTheEnd) {
   FusionDefinition fd("deferred");

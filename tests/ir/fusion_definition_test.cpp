@@ -1,24 +1,11 @@
 #include "ir/error.h"
 #include "ir/fusion_definition.h"
+#include "tests/support/error_of.h"
 
 #include <gtest/gtest.h>
 
 using namespace widefuse;
-
-namespace {
-
-/// Runs `body` and returns the message of the widefuse::Error it must throw.
-template <typename Body> std::string errorOf(Body body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a widefuse::Error";
-  return {};
-}
-
-} // namespace
+using widefuse::testing::errorOf;
 
 TEST(FusionDefinition, BuildsSeedAdamForOneParameter) {
   FusionDefinition fd("adam_step");

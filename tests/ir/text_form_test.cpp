@@ -3,6 +3,7 @@
 #include "ir/op_builder.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "tests/support/error_of.h"
 
 #include <gtest/gtest.h>
 
@@ -10,19 +11,9 @@
 #include <limits>
 
 using namespace widefuse;
+using widefuse::testing::errorOf;
 
 namespace {
-
-/// Runs `body` and returns the message of the widefuse::Error it must throw.
-template <typename Body> std::string errorOf(Body body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a widefuse::Error";
-  return {};
-}
 
 /// The message parseFusion gives for `text`.
 std::string parseError(llvm::StringRef text, llvm::StringRef source = "<input>") {

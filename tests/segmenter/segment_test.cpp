@@ -3,6 +3,7 @@
 
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
+#include "tests/support/error_of.h"
 
 #include "ir/error.h"
 #include "ir/fusion_definition.h"
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 using namespace widefuse;
+using widefuse::testing::errorOf;
 
 namespace {
 
@@ -22,16 +24,6 @@ std::vector<optim::Shape> mixedShapes(size_t count) {
   for (size_t i = 0; i < count; ++i)
     shapes.push_back(pattern[i % std::size(pattern)]);
   return shapes;
-}
-
-template <typename Body> std::string errorOf(Body body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a widefuse::Error";
-  return {};
 }
 
 /// Adam with L2 weight decay written as a literal, as a tracer emits param groups.

@@ -1,3 +1,4 @@
+#include "tests/support/error_of.h"
 #include "tools/run_arguments.h"
 
 #include "ir/error.h"
@@ -10,19 +11,9 @@
 #include <cmath>
 
 using namespace widefuse;
+using widefuse::testing::errorOf;
 
 namespace {
-
-/// Runs `body` and returns the message of the widefuse::Error it must throw.
-template <typename Body> std::string errorOf(Body body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a widefuse::Error";
-  return {};
-}
 
 std::string scalarError(llvm::StringRef text, DataType dtype) {
   return errorOf([&] { parseScalarValue(text, dtype, "s"); });
