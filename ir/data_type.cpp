@@ -91,6 +91,25 @@ DataType computeType(DataType type) {
   return isReducedPrecision(type) ? DataType::Float : type;
 }
 
+std::pair<int64_t, int64_t> integerRange(DataType type) {
+  switch (type) {
+  case DataType::Int8:
+    return {INT8_MIN, INT8_MAX};
+  case DataType::Int16:
+    return {INT16_MIN, INT16_MAX};
+  case DataType::Int32:
+    return {INT32_MIN, INT32_MAX};
+  case DataType::UInt8:
+    return {0, UINT8_MAX};
+  case DataType::UInt16:
+    return {0, UINT16_MAX};
+  case DataType::UInt32:
+    return {0, UINT32_MAX};
+  default:
+    return {INT64_MIN, INT64_MAX};
+  }
+}
+
 TypeCategory categoryOf(DataType type) {
   if (type == DataType::Bool)
     return TypeCategory::Bool;

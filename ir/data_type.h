@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 namespace widefuse {
 
@@ -48,6 +49,9 @@ bool isUnsignedInteger(DataType type);
 bool isReducedPrecision(DataType type);
 /// The type arithmetic on `type` is carried out in: float for half/bfloat16, else `type`.
 DataType computeType(DataType type);
+
+/// Smallest and largest value of an integer type (int64's range for other types).
+std::pair<int64_t, int64_t> integerRange(DataType type);
 
 /// Category used by type promotion: bool < integer < floating point.
 enum class TypeCategory : uint8_t { Bool, Integer, Floating };

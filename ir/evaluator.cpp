@@ -254,10 +254,8 @@ void checkScalarArgument(const Value& input, const ScalarArgument& scalar) {
       fail("scalar '{}' is {} and needs an integer, got {}", input.name(), shortName(type).str(),
            formatConstant(scalar));
     int64_t value = std::get<int64_t>(scalar);
-    bool fits = visitNativeType(type, [&]<typename T>() {
-      return value >= int64_t(std::numeric_limits<T>::min()) &&
-             (std::is_same_v<T, int64_t> || value <= int64_t(std::numeric_limits<T>::max()));
-    });
+    auto [low, high] = integerRange(type);
+    bool fits = value >= low && value <= high;
     if (!fits)
       fail("scalar '{}': {} does not fit in {}", input.name(), value, shortName(type).str());
   }

@@ -93,26 +93,6 @@ bool isWellFormedNumber(llvm::StringRef s, bool& isInteger) {
   return i == s.size();
 }
 
-/// The inclusive value range of an integer data type.
-std::pair<int64_t, int64_t> integerRange(DataType type) {
-  switch (type) {
-  case DataType::Int8:
-    return {INT8_MIN, INT8_MAX};
-  case DataType::Int16:
-    return {INT16_MIN, INT16_MAX};
-  case DataType::Int32:
-    return {INT32_MIN, INT32_MAX};
-  case DataType::UInt8:
-    return {0, UINT8_MAX};
-  case DataType::UInt16:
-    return {0, UINT16_MAX};
-  case DataType::UInt32:
-    return {0, UINT32_MAX};
-  default:
-    return {INT64_MIN, INT64_MAX};
-  }
-}
-
 /// Recursive-descent parser over the token list. Builds the fusion as it goes: names are
 /// resolved against what is defined so far, so SSA order is the text's order.
 class Parser {

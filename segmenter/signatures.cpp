@@ -31,8 +31,7 @@ void liftConstants(SignatureClass& signature, llvm::ArrayRef<Component> componen
     const Value* first = perMember.front()[position];
     // Compare bits: -0.0 and 0.0 are different literals (and NaN equals itself).
     bool differs = llvm::any_of(perMember, [&](const auto& constants) {
-      return formatConstant(*constants[position]->constant()) !=
-             formatConstant(*first->constant());
+      return formatConstant(*constants[position]->constant()) != formatConstant(*first->constant());
     });
     if (!differs)
       continue;

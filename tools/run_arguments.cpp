@@ -15,26 +15,6 @@
 namespace widefuse {
 namespace {
 
-/// Smallest and largest value of an integer type.
-std::pair<int64_t, int64_t> integerRange(DataType dtype) {
-  switch (dtype) {
-  case DataType::Int8:
-    return {INT8_MIN, INT8_MAX};
-  case DataType::Int16:
-    return {INT16_MIN, INT16_MAX};
-  case DataType::Int32:
-    return {INT32_MIN, INT32_MAX};
-  case DataType::UInt8:
-    return {0, UINT8_MAX};
-  case DataType::UInt16:
-    return {0, UINT16_MAX};
-  case DataType::UInt32:
-    return {0, UINT32_MAX};
-  default:
-    return {INT64_MIN, INT64_MAX};
-  }
-}
-
 /// The smallest magnitude that rounds to infinity (round to nearest even) in a floating type:
 /// the largest finite value plus half a unit in its last place.
 double overflowThreshold(DataType dtype) {

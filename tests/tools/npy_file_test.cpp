@@ -1,3 +1,4 @@
+#include "tests/support/error_of.h"
 #include "tools/npy_file.h"
 
 #include "ir/error.h"
@@ -11,6 +12,7 @@
 #include <string>
 
 using namespace widefuse;
+using widefuse::testing::errorOf;
 using namespace widefuse::npy_samples;
 
 namespace {
@@ -30,17 +32,6 @@ std::string makeNpy(const std::string& header, const std::string& data = {}, uns
 std::string headerOf(const std::string& descr, const std::string& shape,
                      const std::string& fortran = "False") {
   return "{'descr': '" + descr + "', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }\n";
-}
-
-/// Runs `body` and returns the message of the widefuse::Error it must throw.
-template <typename Body> std::string errorOf(Body body) {
-  try {
-    body();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a widefuse::Error";
-  return {};
 }
 
 /// The message readNpyBytes gives for these bytes.
