@@ -6,7 +6,7 @@
 
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
-#include <llvm/ADT/EquivalenceClasses.h>
+#include <llvm/ADT/IntEqClasses.h>
 
 #include <algorithm>
 
@@ -102,37 +102,35 @@ void assignDomain(const Fusion& fusion, Component& component) {
 
 std::vector<Component> findComponents(const Fusion& fusion) {
   llvm::DenseSet<const Value*> shared = findSharedValues(fusion);
-  llvm::EquivalenceClasses<const Value*> classes;
+  // Union-find over value ids: a flat array, much cheaper than a set of nodes for thousands
+  // of parameters.
+  llvm::IntEqClasses classes(unsigned(fusion.numValues()));
   auto join = [&](const Value* a, const Value* b) {
     if (!shared.count(a) && !shared.count(b))
-      classes.unionSets(a, b);
+      classes.join(a->id(), b->id());
   };
   for (size_t id = 0; id < fusion.numExprs(); ++id) {
     const Expr* expr = fusion.expr(unsigned(id));
     if (shared.count(expr->result()))
       continue;
-    classes.insert(expr->result());
     for (const Value* operand : expr->operands())
       join(expr->result(), operand);
   }
-  for (const Alias& alias : fusion.aliases()) {
-    classes.insert(alias.destination);
+  for (const Alias& alias : fusion.aliases())
     join(alias.source, alias.destination);
-  }
-  for (const Value* output : fusion.outputs())
-    classes.insert(output);
 
   // Number components by their first expression (or written input) in fusion order.
-  llvm::DenseMap<const Value*, unsigned> componentOfLeader;
+  constexpr unsigned kNone = ~0u;
+  std::vector<unsigned> componentOfLeader(fusion.numValues(), kNone);
   std::vector<Component> components;
   auto componentOf = [&](const Value* value) -> Component& {
-    const Value* leader = classes.getLeaderValue(value);
-    auto [it, inserted] = componentOfLeader.try_emplace(leader, unsigned(components.size()));
-    if (inserted) {
+    unsigned& slot = componentOfLeader[classes.findLeader(value->id())];
+    if (slot == kNone) {
+      slot = unsigned(components.size());
       components.emplace_back();
-      components.back().id = it->second;
+      components.back().id = slot;
     }
-    return components[it->second];
+    return components[slot];
   };
   std::vector<llvm::DenseSet<const Expr*>> exprSets;
   for (size_t id = 0; id < fusion.numExprs(); ++id) {
