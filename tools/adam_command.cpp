@@ -1,8 +1,10 @@
 /// `widefuse adam`: the README's first command. Builds the seed's Adam (two 1024x1024 fp32
 /// parameters by default), shows what the segmenter does with it, runs a few steps on the
-/// reference backend and checks them against the double-precision oracle.
+/// reference backend and checks them against the double-precision oracle; with
+/// `--backend none` it compiles the kernels instead (NVRTC, no GPU needed).
 
 #include "tools/commands.h"
+#include "tools/compile_report.h"
 
 #include "ir/error.h"
 #include "ir/evaluator.h"
@@ -24,7 +26,7 @@ namespace widefuse {
 namespace {
 
 struct AdamArguments {
-  std::string mode = "auto";
+  CompileArguments compile;
   std::string backend = "reference";
   int steps = 2;
   bool json = false;
@@ -71,16 +73,42 @@ double maxAbsoluteError(const EvaluationResult& result, const EvaluationResult& 
   return worst;
 }
 
+/// `--backend none`: compile the kernels and report them without running anything.
+void compileAdam(const Fusion& fusion, const AdamArguments& arguments) {
+  FusionCompileOptions options = fusionCompileOptions(arguments.compile, arguments.json);
+  CompiledFusion compiled = compileFusion(fusion, options, KernelCache::global());
+  if (printEmitted(compiled, arguments.compile))
+    return;
+  if (arguments.json) {
+    nlohmann::json report = compileReportJson(compiled);
+    report["fusion"] = fusion.name();
+    report["backend"] = "none";
+    report["mode"] = modeName(compiled.segmented->mode).str();
+    report["segments"] = segmentedFusionToJson(*compiled.segmented);
+    fmt::print("{}\n", report.dump(2));
+    return;
+  }
+  fmt::print("widefuse adam: the seed's Adam step over {} parameters, compiled without "
+             "running (--backend none)\n",
+             compiled.segmented->components.size());
+  fmt::print("{}", formatCompileReport(compiled));
+}
+
 void runAdam(const AdamArguments& arguments) {
-  if (arguments.backend != "reference")
-    fail("backend '{}' is not available yet: only 'reference' runs today (the CUDA and host "
-         "backends come with the runtime)",
+  if (arguments.backend != "reference" && arguments.backend != "none")
+    fail("backend '{}' is not available yet: 'reference' runs the steps, 'none' compiles the "
+         "kernels without running (the CUDA and host backends come with the runtime)",
          arguments.backend);
   if (arguments.steps < 0)
     fail("--steps must be 0 or more, got {}", arguments.steps);
+  if (arguments.backend == "reference" && hasCompileOnlyOptions(arguments.compile))
+    fail("--arch, --dump-dir, --emit and --no-fmad apply to compiled kernels: add --backend "
+         "none (the reference backend runs no kernels)");
   auto shapes = optim::seedExampleShapes();
   std::unique_ptr<Fusion> fusion = optim::buildSeedAdam(shapes);
-  SegmentedFusion plan = segment(*fusion, {parseMode(arguments.mode)});
+  if (arguments.backend == "none")
+    return compileAdam(*fusion, arguments);
+  SegmentedFusion plan = segment(*fusion, {parseMode(arguments.compile.mode)});
   size_t perComponent = segment(*fusion, {SegmentationMode::PerComponent}).numKernels();
   size_t batched = segment(*fusion, {SegmentationMode::Batched}).numKernels();
 
@@ -128,8 +156,8 @@ void runAdam(const AdamArguments& arguments) {
              "across them)\n",
              perComponent);
   fmt::print("    batched:       {} kernel for all parameters\n", batched);
-  fmt::print("    chosen ({}): {} -> {} kernel(s)\n", arguments.mode, modeName(plan.mode).str(),
-             plan.numKernels());
+  fmt::print("    chosen ({}): {} -> {} kernel(s)\n", arguments.compile.mode,
+             modeName(plan.mode).str(), plan.numKernels());
   fmt::print("    copies: {} in place (p, m, v), {} deferred writes (0-d step read by every "
              "element)\n",
              plan.aliasPlans.size() - deferred, deferred);
@@ -145,9 +173,10 @@ void addAdamCommand(CLI::App& app) {
   auto arguments = std::make_shared<AdamArguments>();
   CLI::App* command = app.add_subcommand(
       "adam", "Build, segment and run the seed's Adam step (the README's first command)");
-  command->add_option("--mode", arguments->mode, "per-component, batched, packed or auto")
-      ->capture_default_str();
-  command->add_option("--backend", arguments->backend, "reference (more to come)")
+  addCompileOptions(*command, arguments->compile);
+  command
+      ->add_option("--backend", arguments->backend,
+                   "reference (run on the evaluator) or none (compile only)")
       ->capture_default_str();
   command->add_option("--steps", arguments->steps, "Optimizer steps to run")->capture_default_str();
   command->add_flag("--json", arguments->json, "Print a JSON report");

@@ -19,6 +19,9 @@ void addRunCommand(CLI::App& app);
 /// `widefuse segment FILE [--mode M] [--json]`: prints the segmenter's plan without running.
 void addSegmentCommand(CLI::App& app);
 
+/// `widefuse compile FILE`: generates and compiles a fusion's kernels without running them.
+void addCompileCommand(CLI::App& app);
+
 /// `widefuse adam`: builds, segments and runs the seed's Adam step (the README's first
 /// command).
 void addAdamCommand(CLI::App& app);

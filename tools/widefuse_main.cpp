@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   widefuse::addCheckCommand(app);
   widefuse::addRunCommand(app);
   widefuse::addSegmentCommand(app);
+  widefuse::addCompileCommand(app);
   widefuse::addAdamCommand(app);
   try {
     app.parse(argc, argv);

@@ -4,6 +4,7 @@
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
 #include "tests/support/error_of.h"
+#include "tests/support/mixed_shapes.h"
 
 #include "ir/error.h"
 #include "ir/fusion_definition.h"
@@ -14,17 +15,9 @@
 
 using namespace widefuse;
 using widefuse::testing::errorOf;
+using widefuse::testing::mixedShapes;
 
 namespace {
-
-/// Mixed shapes: matrices, vectors, a 1-element and a 0-element tensor.
-std::vector<optim::Shape> mixedShapes(size_t count) {
-  const optim::Shape pattern[] = {{64, 32}, {7}, {1}, {0}, {3, 5, 2}, {4097}, {16, 16}};
-  std::vector<optim::Shape> shapes;
-  for (size_t i = 0; i < count; ++i)
-    shapes.push_back(pattern[i % std::size(pattern)]);
-  return shapes;
-}
 
 /// Adam with L2 weight decay written as a literal, as a tracer emits param groups.
 void addAdamMember(FusionDefinition& fd, int index, llvm::ArrayRef<int64_t> shape,

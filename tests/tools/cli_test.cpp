@@ -4,8 +4,9 @@
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
 #include "tests/tools/numpy_samples.h"
-#include "tests/tools/temp_dir.h"
 #include "tools/npy_file.h"
 
 #include <fmt/format.h>
@@ -22,6 +23,8 @@
 
 using namespace widefuse;
 using namespace widefuse::npy_samples;
+using widefuse::testing::readFile;
+using widefuse::testing::writeFile;
 
 namespace {
 
@@ -41,16 +44,6 @@ struct CliResult {
   std::string err;
 };
 
-std::string readFile(const std::string& path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  return buffer ? (*buffer)->getBuffer().str() : std::string();
-}
-
-void writeFile(const std::string& path, llvm::StringRef bytes) {
-  std::ofstream(path, std::ios::binary) << bytes.str();
-}
-
 class CliTest : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -67,10 +60,12 @@ protected:
 
   std::string file(llvm::StringRef name) const { return dir_.file(name); }
 
-  /// Runs `widefuse ARGS` in the temporary directory.
-  CliResult run(const std::string& args) const {
+  /// Runs `widefuse ARGS` in the temporary directory, with `environment` (`NAME=value ...`)
+  /// and a kernel cache inside that directory unless the environment names another.
+  CliResult run(const std::string& args, const std::string& environment = "") const {
     std::string command =
-        fmt::format("cd '{}' && '{}' {} >stdout.txt 2>stderr.txt", dir_.path(), WIDEFUSE_CLI, args);
+        fmt::format("cd '{}' && WIDEFUSE_CACHE_DIR='{}' {} '{}' {} >stdout.txt 2>stderr.txt",
+                    dir_.path(), file("kernel-cache"), environment, WIDEFUSE_CLI, args);
     int status = std::system(command.c_str());
     CliResult result;
     if (status != -1 && WIFEXITED(status))
@@ -276,4 +271,102 @@ TEST_F(CliTest, AdamRunsTheSeedExampleInEachMode) {
     EXPECT_LT(report["max_abs_error_vs_oracle"].get<double>(), 1e-5);
   }
   expectOneLineError(run("adam --backend cuda"), "not available yet");
+  expectOneLineError(run("adam --backend cuda"), "'none' compiles the kernels without running");
+}
+
+TEST_F(CliTest, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
+  CliResult first = run("compile axpy.wf --json");
+  ASSERT_EQ(first.exitCode, 0) << first.err;
+  nlohmann::json report = nlohmann::json::parse(first.out);
+  // z/h and the lone step counter: two signature classes, two kernels.
+  EXPECT_EQ(report["kernels"], 2);
+  EXPECT_EQ(report["compiled_kernels"], 2);
+  EXPECT_EQ(report["arch"], "sm_90");
+  EXPECT_GT(report["compile_ms"].get<double>(), 0);
+  ASSERT_EQ(report["kernel_stats"].size(), 2u);
+  for (const auto& kernel : report["kernel_stats"]) {
+    EXPECT_EQ(kernel["cache"], "miss");
+    EXPECT_GT(kernel["registers"].get<int>(), 0);
+    EXPECT_LE(kernel["registers"].get<int>(), 64);
+    EXPECT_EQ(kernel["spill_bytes"], 0);
+    EXPECT_EQ(kernel["index_bits"], 32);
+    EXPECT_GT(kernel["nvrtc_ms"].get<double>(), 0);
+    EXPECT_GT(kernel["vector_bytes"].get<int>(), 0);
+    EXPECT_TRUE(kernel.contains("name"));
+  }
+  CliResult second = run("compile axpy.wf --json");
+  ASSERT_EQ(second.exitCode, 0) << second.err;
+  for (const auto& kernel : nlohmann::json::parse(second.out)["kernel_stats"])
+    EXPECT_EQ(kernel["cache"], "hit");
+}
+
+TEST_F(CliTest, CompileEmitsCudaOrPtxAndDumpsIntoADirectory) {
+  CliResult cuda = run("compile axpy.wf --emit cuda");
+  ASSERT_EQ(cuda.exitCode, 0) << cuda.err;
+  EXPECT_NE(cuda.out.find("extern \"C\" __global__ void __launch_bounds__(256, 4) axpy_class0("),
+            std::string::npos);
+  EXPECT_NE(cuda.out.find("// fusion 'axpy', batched mode"), std::string::npos);
+  CliResult ptx = run("compile axpy.wf --emit ptx --arch sm_80");
+  ASSERT_EQ(ptx.exitCode, 0) << ptx.err;
+  EXPECT_NE(ptx.out.find(".entry axpy_class0("), std::string::npos);
+  EXPECT_NE(ptx.out.find(".target sm_80"), std::string::npos);
+  CliResult dumped = run("compile axpy.wf --dump-dir dumps");
+  ASSERT_EQ(dumped.exitCode, 0) << dumped.err;
+  EXPECT_NE(dumped.out.find("2 kernel launch(es) per run"), std::string::npos) << dumped.out;
+  for (const char* name : {"axpy_class0.cu", "axpy_class0.ptx", "axpy_class1.cu"})
+    EXPECT_TRUE(llvm::sys::fs::exists(file(std::string("dumps/") + name))) << name;
+  EXPECT_EQ(readFile(file("dumps/axpy_class0.cu")) + "\n",
+            cuda.out.substr(0, readFile(file("dumps/axpy_class0.cu")).size() + 1));
+}
+
+TEST_F(CliTest, CompileRejectsBadArchesAndEmitKinds) {
+  expectOneLineError(run("compile axpy.wf --arch banana"), "invalid arch 'banana'");
+  CliResult unsupported = run("compile axpy.wf --arch sm_91");
+  EXPECT_EQ(unsupported.exitCode, 1);
+  EXPECT_NE(unsupported.err.find("unsupported arch 'sm_91'"), std::string::npos) << unsupported.err;
+  EXPECT_NE(unsupported.err.find("sm_90"), std::string::npos) << unsupported.err;
+  expectOneLineError(run("compile axpy.wf --emit asm"), "--emit 'asm': use cuda or ptx");
+  expectOneLineError(run("compile missing.wf"), "missing.wf");
+}
+
+TEST_F(CliTest, CompileWithoutNvrtcIsAClearError) {
+  CliResult result = run("compile axpy.wf", "WIDEFUSE_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13");
+  EXPECT_EQ(result.exitCode, 1);
+  EXPECT_NE(result.err.find("NVRTC not found"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("WIDEFUSE_NVRTC_LIBRARY"), std::string::npos) << result.err;
+  // Printing the source needs no NVRTC.
+  CliResult cuda =
+      run("compile axpy.wf --emit cuda", "WIDEFUSE_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13");
+  EXPECT_EQ(cuda.exitCode, 0) << cuda.err;
+}
+
+TEST_F(CliTest, CompileWithAnUnwritableCacheWarnsAndKeepsGoing) {
+  writeFile(file("not-a-directory"), "x");
+  CliResult result = run("compile axpy.wf --json",
+                         fmt::format("WIDEFUSE_CACHE_DIR='{}'", file("not-a-directory/cache")));
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_NE(result.err.find("warning: kernel cache directory"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("caching in memory only"), std::string::npos) << result.err;
+  EXPECT_EQ(nlohmann::json::parse(result.out)["compiled_kernels"], 2);
+}
+
+TEST_F(CliTest, AdamWithBackendNoneCompilesWithoutRunning) {
+  for (auto [mode, kernels] : {std::pair{"per-component", 2}, std::pair{"batched", 1}}) {
+    CliResult json = run(fmt::format("adam --backend none --json --mode {}", mode));
+    ASSERT_EQ(json.exitCode, 0) << json.err;
+    nlohmann::json report = nlohmann::json::parse(json.out);
+    EXPECT_EQ(report["kernels"], kernels) << mode;
+    EXPECT_EQ(report["compiled_kernels"], 1) << mode;
+    EXPECT_EQ(report["kernel_stats"][0]["spill_bytes"], 0);
+    EXPECT_EQ(report["kernel_stats"][0]["vector_bytes"], 16);
+  }
+  CliResult summary = run("adam --backend none");
+  ASSERT_EQ(summary.exitCode, 0) << summary.err;
+  EXPECT_NE(summary.out.find("adam_step_class0 (sm_90)"), std::string::npos) << summary.out;
+  // Printing the source needs no NVRTC; compile-only options need a compiling backend.
+  CliResult cuda =
+      run("adam --backend none --emit cuda", "WIDEFUSE_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13");
+  EXPECT_EQ(cuda.exitCode, 0) << cuda.err;
+  EXPECT_NE(cuda.out.find("adam_step_class0("), std::string::npos);
+  expectOneLineError(run("adam --arch sm_80"), "add --backend none");
 }

@@ -3,7 +3,7 @@
 
 #include "ir/error.h"
 #include "tests/tools/numpy_samples.h"
-#include "tests/tools/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 

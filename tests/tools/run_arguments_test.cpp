@@ -3,7 +3,7 @@
 
 #include "ir/error.h"
 #include "ir/fusion_definition.h"
-#include "tests/tools/temp_dir.h"
+#include "tests/support/temp_dir.h"
 #include "tools/npy_file.h"
 
 #include <gtest/gtest.h>

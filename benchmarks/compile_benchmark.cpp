@@ -1,0 +1,89 @@
+// Compiling the seed Adam's batched kernel for N parameters of mixed shapes: cold (segment,
+// schedule, emit and NVRTC, with an empty memory-only cache) and warm (a fresh process-like
+// cache that finds the cubin on disk). The fusion is built outside the timed loop. Results go
+// to docs/performance.md.
+
+#include "optim/seed_adam.h"
+#include "runtime/fusion_compiler.h"
+
+#include <benchmark/benchmark.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Support/FileSystem.h>
+
+namespace {
+
+using namespace widefuse;
+
+std::vector<optim::Shape> mixedShapes(int64_t count) {
+  const optim::Shape pattern[] = {{768, 768}, {768}, {3072, 768}, {1}, {50257, 768}};
+  std::vector<optim::Shape> shapes;
+  for (int64_t i = 0; i < count; ++i)
+    shapes.push_back(pattern[i % 5]);
+  return shapes;
+}
+
+FusionCompileOptions batched() {
+  FusionCompileOptions options;
+  options.mode = SegmentationMode::Batched;
+  return options;
+}
+
+/// Loads NVRTC once so that its dlopen is not charged to the first measurement.
+void warmUpNvrtc() {
+  static bool done = [] {
+    KernelCache cache(KernelCacheOptions{std::nullopt, false});
+    auto fusion = optim::buildSeedAdam(mixedShapes(1));
+    compileFusion(*fusion, batched(), cache);
+    return true;
+  }();
+  (void)done;
+}
+
+void coldCompile(benchmark::State& state) {
+  warmUpNvrtc();
+  auto fusion = optim::buildSeedAdam(mixedShapes(state.range(0)));
+  for (auto _ : state) {
+    KernelCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
+    CompiledFusion compiled = compileFusion(*fusion, batched(), cache);
+    benchmark::DoNotOptimize(compiled.kernels.data());
+    if (compiled.kernels.size() != 1 || compiled.kernels[0].cache != CacheOutcome::Miss)
+      state.SkipWithError("expected one compiled kernel");
+  }
+}
+BENCHMARK(coldCompile)->Arg(1)->Arg(100)->Arg(1000)->Iterations(3)->Unit(benchmark::kMillisecond);
+
+void warmDiskCacheHit(benchmark::State& state) {
+  warmUpNvrtc();
+  llvm::SmallString<128> directory;
+  llvm::sys::fs::createUniqueDirectory("widefuse-benchmark-cache", directory);
+  auto fusion = optim::buildSeedAdam(mixedShapes(state.range(0)));
+  {
+    KernelCache fill(KernelCacheOptions{directory.str().str(), true});
+    compileFusion(*fusion, batched(), fill);
+  }
+  for (auto _ : state) {
+    KernelCache cache(KernelCacheOptions{directory.str().str(), true});
+    CompiledFusion compiled = compileFusion(*fusion, batched(), cache);
+    benchmark::DoNotOptimize(compiled.kernels.data());
+    if (compiled.kernels[0].cache != CacheOutcome::DiskHit)
+      state.SkipWithError("expected a disk-cache hit");
+  }
+  llvm::sys::fs::remove_directories(directory);
+}
+BENCHMARK(warmDiskCacheHit)->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+void emitOnly(benchmark::State& state) {
+  auto fusion = optim::buildSeedAdam(mixedShapes(state.range(0)));
+  FusionCompileOptions options = batched();
+  options.emitOnly = true;
+  KernelCache cache(KernelCacheOptions{std::nullopt, false});
+  for (auto _ : state) {
+    CompiledFusion compiled = compileFusion(*fusion, options, cache);
+    benchmark::DoNotOptimize(compiled.kernels.data());
+  }
+}
+BENCHMARK(emitOnly)->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,445 @@
+#include "codegen/body_emitter.h"
+
+#include "codegen/constant_literal.h"
+#include "codegen/expression_text.h"
+#include "ir/error.h"
+#include "scheduler/element_views.h"
+
+#include <fmt/format.h>
+
+#include <llvm/ADT/DenseMap.h>
+
+#include <map>
+
+namespace widefuse {
+
+std::string parameterTypeName(const KernelPlan& plan) {
+  return plan.name + "_params";
+}
+
+std::string entryTypeName(const KernelPlan& plan) {
+  return plan.name + "_entry";
+}
+
+std::string memberTypeName(const BodyPlan& body) {
+  return body.name + "_member";
+}
+
+namespace {
+
+bool isPointerSlot(const Slot& slot) {
+  return slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor;
+}
+
+/// The declaration of a slot's field: `const f32* g0`, `f64 lr`.
+std::string fieldDeclaration(const Slot& slot) {
+  std::string type = cppType(slot.dtype);
+  if (isPointerSlot(slot))
+    return fmt::format("{}{}* {}", slot.written ? "" : "const ", type, slot.field);
+  return fmt::format("{} {}", type, slot.field);
+}
+
+std::string slotComment(const Slot& slot) {
+  std::string what;
+  switch (slot.kind) {
+  case SlotKind::ElementTensor:
+    what = "tensor";
+    break;
+  case SlotKind::UniformTensor:
+    what = "0-d tensor";
+    break;
+  case SlotKind::Scalar:
+    what = "scalar";
+    break;
+  case SlotKind::LiftedConstant:
+    return fmt::format("constant #{} of the class, different in each member", slot.source.index);
+  }
+  std::string origin = slot.source.kind == SlotSource::Kind::Output ? "output" : "input";
+  std::string access = slot.read && slot.written ? "read and written"
+                       : slot.written            ? "written"
+                                                 : "read";
+  if (slot.deferred)
+    access += " once, after the member's last chunk";
+  return fmt::format("{} {}, {}", what, origin, access);
+}
+
+class BodyEmitter {
+public:
+  BodyEmitter(const KernelPlan& plan, const BodyPlan& body)
+      : plan_(plan), body_(body), component_(plan.segmented->components[body.representative]),
+        signature_(plan.segmented->signatureClasses[body.signatureClass]) {
+    indexType_ = plan.indexBits == 64 ? "i64" : "i32";
+    mapLiftedUses();
+    for (const ElementInstance& instance : body.elementInstances)
+      instanceName_[{instance.value, viewKey(instance.view)}] = instance.name;
+    for (const ElementInstance& instance : body.uniformValues)
+      uniformName_[instance.value] = instance.name;
+  }
+
+  std::string entry() const;
+  std::string functions() const;
+
+private:
+  static std::string viewKey(const ElementView& view) {
+    return fmt::format("{}", fmt::join(view, ","));
+  }
+  void mapLiftedUses();
+  OperandText operandText(const Expr& expr, unsigned index, const ElementView* view) const;
+  OperandText valueText(const Value* value, const ElementView* view) const;
+  std::string writtenValueText(const Slot& slot) const;
+  const Value* writtenValue(const Slot& slot, bool& isConstant) const;
+  std::string slotAccess(const Slot& slot) const {
+    return (slot.shared ? "params." : "entry.") + slot.field;
+  }
+  /// A tensor slot's pointer, marked as global memory.
+  std::string pointerOf(const Slot& slot) const { return "wf_global(" + slotAccess(slot) + ")"; }
+  std::string uniformStruct() const;
+  std::string prologue() const;
+  std::string elementFunction() const;
+  std::string chunkFunction() const;
+  std::string flatLoops() const;
+  std::string stridedLoop() const;
+  std::string elementCall(const std::string& readOf) const;
+  std::string uniformWrites() const;
+
+  const KernelPlan& plan_;
+  const BodyPlan& body_;
+  const Component& component_;
+  const SignatureClass& signature_;
+  std::string indexType_;
+  /// Lifted constant uses: (expression, operand) or alias index -> the lifted slot's name.
+  std::map<std::pair<const Expr*, unsigned>, std::string> liftedOperand_;
+  llvm::DenseMap<unsigned, std::string> liftedAliasSource_;
+  std::map<std::pair<const Value*, std::string>, std::string> instanceName_;
+  llvm::DenseMap<const Value*, std::string> uniformName_;
+};
+
+void BodyEmitter::mapLiftedUses() {
+  // Positions count constant uses in the order of segmenter's constantsOf().
+  llvm::DenseMap<unsigned, std::string> slotOfPosition;
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::LiftedConstant)
+      slotOfPosition[signature_.lifted[slot.source.index].position] = slot.name;
+  unsigned position = 0;
+  for (const Expr* expr : component_.exprs)
+    for (unsigned i = 0; i < expr->operands().size(); ++i)
+      if (expr->operand(i)->isConstant()) {
+        auto found = slotOfPosition.find(position++);
+        if (found != slotOfPosition.end())
+          liftedOperand_[{expr, i}] = found->second;
+      }
+  for (unsigned i = 0; i < component_.aliases.size(); ++i)
+    if (component_.aliases[i].source->isConstant()) {
+      auto found = slotOfPosition.find(position++);
+      if (found != slotOfPosition.end())
+        liftedAliasSource_[i] = found->second;
+    }
+}
+
+OperandText BodyEmitter::valueText(const Value* value, const ElementView* view) const {
+  if (value->isConstant())
+    return {"", value};
+  if (isUniformValue(*value, component_)) {
+    auto found = uniformName_.find(value);
+    WF_ASSERT(found != uniformName_.end(), "no uniform value for '{}'", value->name());
+    return {"u." + found->second};
+  }
+  WF_ASSERT(view, "element value '{}' read outside the element function", value->name());
+  auto found = instanceName_.find({value, viewKey(*view)});
+  WF_ASSERT(found != instanceName_.end(), "no instance of '{}'", value->name());
+  return {(value->isInput() ? "in." : "") + found->second};
+}
+
+OperandText BodyEmitter::operandText(const Expr& expr, unsigned index,
+                                     const ElementView* view) const {
+  auto lifted = liftedOperand_.find({&expr, index});
+  if (lifted != liftedOperand_.end())
+    return {"u." + lifted->second};
+  if (!view || expr.op() != OpKind::BroadcastInDim || view->empty())
+    return valueText(expr.operand(index), view);
+  ElementView operandView;
+  for (int64_t resultDim : expr.attributes().broadcastDims)
+    operandView.push_back((*view)[size_t(resultDim)]);
+  return valueText(expr.operand(index), &operandView);
+}
+
+std::string BodyEmitter::entry() const {
+  std::string name = memberTypeName(body_);
+  std::string text = fmt::format("/// Member-table entry of {}: one member's tensors and values.\n"
+                                 "struct {} {{\n  wf_entry_header header;\n",
+                                 body_.name, name);
+  if (body_.indexing == Indexing::Strided)
+    text += fmt::format("  i64 extents[{}]; // the member's domain\n", body_.domainRank);
+  for (const Slot& slot : body_.slots) {
+    if (slot.shared)
+      continue;
+    text += fmt::format("  {}; // {}\n", fieldDeclaration(slot), slotComment(slot));
+    if (slot.kind == SlotKind::ElementTensor && body_.indexing == Indexing::Strided)
+      text += fmt::format("  i64 {}_strides[{}]; // in elements, 0 where broadcast\n", slot.field,
+                          body_.domainRank);
+  }
+  text += "};\n";
+  auto pin = [&](const std::string& field, unsigned offset) {
+    text += fmt::format("WF_CHECK_OFFSET({}, {}, {});\n", name, field, offset);
+  };
+  if (body_.indexing == Indexing::Strided)
+    pin("extents", body_.extentsOffset);
+  for (const Slot& slot : body_.slots) {
+    if (slot.shared)
+      continue;
+    pin(slot.field, slot.offset);
+    if (slot.kind == SlotKind::ElementTensor && body_.indexing == Indexing::Strided)
+      pin(slot.field + "_strides", slot.stridesOffset);
+  }
+  text += fmt::format("static_assert(sizeof({}) == {}, \"member table layout\");\n\n", name,
+                      body_.entryBytes);
+  return text;
+}
+
+std::string BodyEmitter::uniformStruct() const {
+  std::string text = fmt::format("/// Values of {} computed once per chunk: scalars, 0-d tensors, "
+                                 "lifted constants.\nstruct {}_uniform {{\n",
+                                 body_.name, body_.name);
+  for (const ElementInstance& value : body_.uniformValues)
+    text += fmt::format("  {} {};\n", cppType(value.value->dtype()), value.name);
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::LiftedConstant)
+      text += fmt::format("  {} {};\n", cppType(slot.dtype), slot.name);
+  return text + "};\n\n";
+}
+
+std::string BodyEmitter::prologue() const {
+  std::string text =
+      fmt::format("WF_DEVICE {0}_uniform {0}_prologue(const {1}& params, const {2}& entry) {{\n"
+                  "  {0}_uniform u;\n",
+                  body_.name, parameterTypeName(plan_), memberTypeName(body_));
+  for (const Slot& slot : body_.slots) {
+    bool uniformInput = slot.kind == SlotKind::Scalar || slot.kind == SlotKind::UniformTensor;
+    if (uniformInput && slot.source.kind == SlotSource::Kind::Input && slot.read)
+      text += fmt::format("  u.{} = {};\n", slot.name,
+                          slot.kind == SlotKind::UniformTensor ? "*" + pointerOf(slot)
+                                                               : slotAccess(slot));
+    if (slot.kind == SlotKind::LiftedConstant)
+      text += fmt::format("  u.{} = {};\n", slot.name, slotAccess(slot));
+  }
+  for (const Expr* expr : component_.exprs) {
+    if (!isUniformValue(*expr->result(), component_))
+      continue;
+    llvm::SmallVector<OperandText, 3> operands;
+    for (unsigned i = 0; i < expr->operands().size(); ++i)
+      operands.push_back(operandText(*expr, i, nullptr));
+    text += fmt::format("  u.{} = {};\n", uniformName_.lookup(expr->result()),
+                        expressionText(*expr, operands));
+  }
+  return text + "  return u;\n}\n\n";
+}
+
+const Value* BodyEmitter::writtenValue(const Slot& slot, bool& liftedSource) const {
+  liftedSource = false;
+  if (slot.source.kind == SlotSource::Kind::Output)
+    return component_.outputs[slot.source.index];
+  const Value* destination = component_.inputs[slot.source.index];
+  for (unsigned i = 0; i < component_.aliases.size(); ++i)
+    if (component_.aliases[i].destination == destination) {
+      liftedSource = liftedAliasSource_.count(i) != 0;
+      return component_.aliases[i].source;
+    }
+  WF_UNREACHABLE("written slot '{}' has no copy_", slot.name);
+}
+
+std::string BodyEmitter::writtenValueText(const Slot& slot) const {
+  bool liftedSource = false;
+  const Value* source = writtenValue(slot, liftedSource);
+  if (liftedSource) {
+    for (unsigned i = 0; i < component_.aliases.size(); ++i)
+      if (component_.aliases[i].source == source && liftedAliasSource_.count(i))
+        return convertedText("u." + liftedAliasSource_.lookup(i), source->dtype(), slot.dtype);
+  }
+  if (source->isConstant())
+    return constantLiteral(*source, slot.dtype);
+  const ElementView* view = slot.kind == SlotKind::ElementTensor ? &slot.view : nullptr;
+  return convertedText(valueText(source, view).text, source->dtype(), slot.dtype);
+}
+
+std::string BodyEmitter::elementFunction() const {
+  std::string in = fmt::format("/// One element's reads.\nstruct {}_in {{\n", body_.name);
+  std::string out = fmt::format("/// One element's writes.\nstruct {}_out {{\n", body_.name);
+  for (const Slot& slot : body_.slots) {
+    if (slot.kind != SlotKind::ElementTensor)
+      continue;
+    if (slot.read)
+      in += fmt::format("  {} {};\n", cppType(slot.dtype), slot.name);
+    if (slot.written)
+      out += fmt::format("  {} {};\n", cppType(slot.dtype), slot.name);
+  }
+  std::string text = in + "};\n" + out + "};\n\n";
+  text += fmt::format("/// One element of {0}: a statement per IR expression.\n"
+                      "WF_DEVICE {0}_out {0}_element(const {0}_uniform& u, const {0}_in& in) {{\n",
+                      body_.name);
+  for (const ElementInstance& instance : body_.elementInstances) {
+    if (instance.value->isInput())
+      continue;
+    const Expr& expr = *instance.value->definition();
+    llvm::SmallVector<OperandText, 3> operands;
+    for (unsigned i = 0; i < expr.operands().size(); ++i)
+      operands.push_back(operandText(expr, i, &instance.view));
+    text += fmt::format("  const {} {} = {};\n", cppType(instance.value->dtype()), instance.name,
+                        expressionText(expr, operands));
+  }
+  text += fmt::format("  {}_out out;\n", body_.name);
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::ElementTensor && slot.written)
+      text += fmt::format("  out.{} = {};\n", slot.name, writtenValueText(slot));
+  return text + "  return out;\n}\n\n";
+}
+
+std::string BodyEmitter::elementCall(const std::string& readOf) const {
+  llvm::SmallVector<std::string, 8> reads;
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::ElementTensor && slot.read)
+      reads.push_back(fmt::format(fmt::runtime(readOf), slot.field));
+  return fmt::format("const {}_out out = {}_element(u, {{{}}});\n", body_.name, body_.name,
+                     fmt::join(reads, ", "));
+}
+
+std::string BodyEmitter::flatLoops() const {
+  unsigned vector = body_.vectorElements;
+  unsigned threads = plan_.threadsPerBlock;
+  std::string text;
+  if (vector > 1) {
+    llvm::SmallVector<std::string, 8> checks;
+    for (const Slot& slot : body_.slots)
+      if (slot.kind == SlotKind::ElementTensor)
+        checks.push_back(fmt::format("wf_is_aligned(entry.{}, {})", slot.field,
+                                     std::min(16u, vector * unsigned(byteSize(slot.dtype)))));
+    text += fmt::format("  {} tail_begin = begin;\n", indexType_);
+    text += fmt::format("  if ({}) {{ // vector path: {} elements per access\n",
+                        fmt::join(checks, " && "), vector);
+    text += fmt::format("    tail_begin = begin + (end - begin) / {0} * {0};\n", vector);
+    text += fmt::format("    for ({0} i = begin + {0}(threadIdx.x) * {1}; i < tail_begin; i += "
+                        "{2} * {1}) {{\n",
+                        indexType_, vector, threads);
+    for (const Slot& slot : body_.slots)
+      if (slot.kind == SlotKind::ElementTensor && slot.read)
+        text += fmt::format("      alignas(16) {0} load_{1}[{2}];\n      wf_load(load_{1}, "
+                            "{3} + i);\n",
+                            cppType(slot.dtype), slot.field, vector, pointerOf(slot));
+    for (const Slot& slot : body_.slots)
+      if (slot.kind == SlotKind::ElementTensor && slot.written)
+        text += fmt::format("      alignas(16) {} store_{}[{}];\n", cppType(slot.dtype), slot.field,
+                            vector);
+    text += fmt::format("#pragma unroll\n      for (int k = 0; k < {}; ++k) {{\n        ", vector);
+    text += elementCall("load_{}[k]");
+    for (const Slot& slot : body_.slots)
+      if (slot.kind == SlotKind::ElementTensor && slot.written)
+        text += fmt::format("        store_{0}[k] = out.{0};\n", slot.field);
+    text += "      }\n";
+    for (const Slot& slot : body_.slots)
+      if (slot.kind == SlotKind::ElementTensor && slot.written)
+        text += fmt::format("      wf_store({} + i, store_{});\n", pointerOf(slot), slot.field);
+    text += "    }\n  }\n";
+    text += fmt::format("  for ({0} i = tail_begin + {0}(threadIdx.x); i < end; i += {1}) {{ "
+                        "// scalar tail, and members that are not aligned\n    ",
+                        indexType_, threads);
+  } else {
+    text += fmt::format("  for ({0} i = begin + {0}(threadIdx.x); i < end; i += {1}) {{\n    ",
+                        indexType_, threads);
+  }
+  text += elementCall("wf_global(entry.{})[i]");
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::ElementTensor && slot.written)
+      text += fmt::format("    {}[i] = out.{};\n", pointerOf(slot), slot.field);
+  return text + "  }\n";
+}
+
+std::string BodyEmitter::stridedLoop() const {
+  std::string text = fmt::format("  for ({0} i = begin + {0}(threadIdx.x); i < end; i += {1}) {{\n",
+                                 indexType_, plan_.threadsPerBlock);
+  unsigned rank = body_.domainRank;
+  if (rank > 0)
+    text += fmt::format("    {} rest = i; // coordinates of element i in the domain\n", indexType_);
+  for (unsigned d = rank; d-- > 1;)
+    text += fmt::format("    const {0} c{1} = rest % {0}(entry.extents[{1}]);\n    rest /= "
+                        "{0}(entry.extents[{1}]);\n",
+                        indexType_, d);
+  if (rank > 0)
+    text += fmt::format("    const {} c0 = rest;\n", indexType_);
+  auto offset = [&](const Slot& slot) {
+    llvm::SmallVector<std::string, 4> terms;
+    for (unsigned d = 0; d < rank; ++d)
+      terms.push_back(fmt::format("c{} * {}(entry.{}_strides[{}])", d, indexType_, slot.field, d));
+    return terms.empty() ? std::string("0") : fmt::format("{}", fmt::join(terms, " + "));
+  };
+  llvm::SmallVector<std::string, 8> reads;
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::ElementTensor && slot.read)
+      reads.push_back(fmt::format("{}[{}]", pointerOf(slot), offset(slot)));
+  text += fmt::format("    const {}_out out = {}_element(u, {{{}}});\n", body_.name, body_.name,
+                      fmt::join(reads, ", "));
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::ElementTensor && slot.written)
+      text += fmt::format("    {}[{}] = out.{};\n", pointerOf(slot), offset(slot), slot.field);
+  return text + "  }\n";
+}
+
+std::string BodyEmitter::uniformWrites() const {
+  std::string text;
+  std::string outputs, deferred;
+  for (const Slot& slot : body_.slots) {
+    if (slot.kind != SlotKind::UniformTensor || !slot.written)
+      continue;
+    std::string write = fmt::format("*{} = {};", pointerOf(slot), writtenValueText(slot));
+    if (slot.deferred)
+      deferred += fmt::format("      {} // deferred copy_ into {}\n", write, slot.name);
+    else
+      outputs += fmt::format("    {}\n", write);
+  }
+  if (!outputs.empty())
+    text += "  if (chunk == entry.header.first_chunk && threadIdx.x == 0) { // 0-d outputs, "
+            "once per member\n" +
+            outputs + "  }\n";
+  if (deferred.empty())
+    return text;
+  text += fmt::format(
+      "  // Deferred writes: every element reads these 0-d inputs, so they are written once,\n"
+      "  // by the last block done with this member (any block order is correct).\n"
+      "  __syncthreads();\n"
+      "  if (threadIdx.x == 0) {{\n"
+      "    __threadfence();\n"
+      "    const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {0}) / {1}) : 1;\n"
+      "    if (atomicAdd(params.tickets + member, 1u) == u32(chunks - 1)) {{\n",
+      body_.chunkElements - 1, body_.chunkElements);
+  text += deferred;
+  text += "      params.tickets[member] = 0u; // ready for the next launch\n    }\n  }\n";
+  return text;
+}
+
+std::string BodyEmitter::chunkFunction() const {
+  std::string text = fmt::format(
+      "/// Chunk `chunk` of member `member` of {0}: elements [begin, end) of its domain.\n"
+      "WF_DEVICE void {0}_chunk(const {1}& params, const {2}& entry, i32 member, i32 chunk) {{\n"
+      "  const {0}_uniform u = {0}_prologue(params, entry);\n"
+      "  const {3} begin = {3}(chunk - entry.header.first_chunk) * {4};\n"
+      "  const {3} end = begin + {4} < entry.header.numel ? begin + {4} : "
+      "{3}(entry.header.numel);\n",
+      body_.name, parameterTypeName(plan_), memberTypeName(body_), indexType_, body_.chunkElements);
+  text += body_.indexing == Indexing::Flat ? flatLoops() : stridedLoop();
+  text += uniformWrites();
+  return text + "}\n\n";
+}
+
+std::string BodyEmitter::functions() const {
+  return uniformStruct() + prologue() + elementFunction() + chunkFunction();
+}
+
+} // namespace
+
+std::string emitBodyEntry(const KernelPlan& plan, const BodyPlan& body) {
+  return BodyEmitter(plan, body).entry();
+}
+
+std::string emitBodyFunctions(const KernelPlan& plan, const BodyPlan& body) {
+  return BodyEmitter(plan, body).functions();
+}
+
+} // namespace widefuse

@@ -1,0 +1,183 @@
+#include "codegen/cuda_emitter.h"
+
+#include "codegen/body_emitter.h"
+#include "codegen/constant_literal.h"
+#include "codegen/prelude.h"
+
+#include <fmt/format.h>
+
+namespace widefuse {
+namespace {
+
+/// Names of the values of component `id`'s inputs, for the header comment.
+std::string inputNames(const Component& component) {
+  llvm::SmallVector<std::string, 8> names;
+  for (const Value* input : component.inputs)
+    names.push_back(input->name());
+  return fmt::format("{}", fmt::join(names, " "));
+}
+
+std::string headerComment(const KernelPlan& plan) {
+  const SegmentedFusion& segmented = *plan.segmented;
+  std::string text = fmt::format("// widefuse kernel {} for {}\n", plan.name, plan.device.arch);
+  text += fmt::format("// fusion '{}', {} mode\n", segmented.fusion->name(),
+                      modeName(segmented.mode).str());
+  for (const BodyPlan& body : plan.bodies) {
+    const SignatureClass& signature = segmented.signatureClasses[body.signatureClass];
+    text += fmt::format("// body {}: signature class {} ({} members in the fusion), written with "
+                        "the names of component {} ({})\n",
+                        body.index, body.signatureClass, signature.members.size(),
+                        body.representative, inputNames(segmented.components[body.representative]));
+    text += fmt::format("//   {} indexing, {} elements per access, chunks of {} elements\n",
+                        indexingName(body.indexing).str(), body.vectorElements, body.chunkElements);
+  }
+  text += fmt::format("// {} threads per block, {}-bit indices, member table in {}\n",
+                      plan.threadsPerBlock, plan.indexBits,
+                      tableLocationName(plan.tableLocation).str());
+  return text + "\n";
+}
+
+/// What every kernel shares: the entry header and the chunk -> member lookup.
+std::string skeletonHelpers() {
+  return R"(// ---- kernel skeleton ----
+// The runtime fills the tables at the plan's offsets; the host compiler checks them (NVRTC has
+// no offsetof, and device and host lay out these structs alike).
+#ifdef __CUDACC_RTC__
+#define WF_CHECK_OFFSET(type, field, offset)
+#else
+#define WF_CHECK_OFFSET(type, field, offset) \
+  static_assert(__builtin_offsetof(type, field) == offset, "table layout of " #type)
+#endif
+
+/// First fields of every member-table entry.
+struct wf_entry_header {
+  i64 numel;       // elements of the member's domain
+  i32 first_chunk; // global index of the member's first chunk (prefix sum)
+  i32 body;        // which body runs the member (packed kernels)
+};
+
+/// Tells the compiler that a pointer read from the member table addresses global memory, so
+/// it emits ld.global/st.global (and their 16-byte forms) instead of generic accesses.
+template <typename T> WF_DEVICE T* wf_global(T* pointer) {
+#ifdef __CUDA_ARCH__
+  __builtin_assume(__isGlobal(pointer));
+#endif
+  return pointer;
+}
+
+/// The member whose chunks include `chunk`: `hint` (the previous member of this block) when
+/// it still matches, else a binary search over the first_chunk prefix sums.
+template <typename Entry>
+WF_DEVICE i32 wf_find_member(const Entry* table, i32 count, i32 chunk, i32 hint) {
+  if (table[hint].header.first_chunk <= chunk &&
+      (hint + 1 == count || chunk < table[hint + 1].header.first_chunk))
+    return hint;
+  i32 low = 0, high = count - 1;
+  while (low < high) {
+    const i32 middle = (low + high + 1) / 2;
+    if (table[middle].header.first_chunk <= chunk)
+      low = middle;
+    else
+      high = middle - 1;
+  }
+  return low;
+}
+
+)";
+}
+
+std::string entryType(const KernelPlan& plan) {
+  if (plan.bodies.size() == 1)
+    return fmt::format("typedef {} {};\n\n", memberTypeName(plan.bodies.front()),
+                       entryTypeName(plan));
+  std::string text = fmt::format("/// One member-table entry: the member's body says which "
+                                 "field is in use.\nunion {} {{\n  wf_entry_header header;\n",
+                                 entryTypeName(plan));
+  for (const BodyPlan& body : plan.bodies)
+    text += fmt::format("  {} body{};\n", memberTypeName(body), body.index);
+  return text + fmt::format("}};\nstatic_assert(sizeof({}) == {}, \"member table layout\");\n\n",
+                            entryTypeName(plan), plan.entryBytes);
+}
+
+std::string parameterType(const KernelPlan& plan) {
+  std::string name = parameterTypeName(plan);
+  std::string text = fmt::format(
+      "/// The kernel's single argument.\nstruct {} {{\n  i32 num_members;\n  i32 num_chunks;\n"
+      "  u32* tickets; // one per member, zero between launches (deferred writes)\n"
+      "  const {}* table; // the member table when it lives in device memory\n",
+      name, entryTypeName(plan));
+  std::vector<const Slot*> shared;
+  for (const BodyPlan& body : plan.bodies)
+    for (const Slot& slot : body.slots)
+      if (slot.shared)
+        shared.push_back(&slot);
+  llvm::sort(shared, [](const Slot* a, const Slot* b) { return a->offset < b->offset; });
+  for (const Slot* slot : shared) {
+    std::string type = cppType(slot->dtype);
+    bool pointer = slot->kind == SlotKind::UniformTensor || slot->kind == SlotKind::ElementTensor;
+    text += pointer ? fmt::format("  const {}* {}; // 0-d tensor read by every member\n", type,
+                                  slot->field)
+                    : fmt::format("  {} {}; // the same for every member\n", type, slot->field);
+  }
+  if (plan.tableLocation == TableLocation::KernelParameters)
+    text += fmt::format("  {} members[{}];\n", entryTypeName(plan), plan.tableCapacity);
+  text += "};\n";
+  auto pin = [&](const std::string& field, unsigned offset) {
+    text += fmt::format("WF_CHECK_OFFSET({}, {}, {});\n", name, field, offset);
+  };
+  pin("tickets", 8);
+  pin("table", 16);
+  for (const Slot* slot : shared)
+    pin(slot->field, slot->offset);
+  if (plan.tableLocation == TableLocation::KernelParameters)
+    pin("members", plan.tableOffset);
+  return text + fmt::format("static_assert(sizeof({}) == {}, \"parameter layout\");\n\n", name,
+                            (plan.parameterBytes + 7) / 8 * 8);
+}
+
+std::string kernel(const KernelPlan& plan) {
+  std::string text = fmt::format(
+      "/// A persistent grid: block b runs chunks b, b + gridDim.x, ... of all members.\n"
+      "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const __grid_constant__ {} "
+      "params) {{\n",
+      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor, plan.name, parameterTypeName(plan));
+  text += fmt::format("  const {}* table = {};\n", entryTypeName(plan),
+                      plan.tableLocation == TableLocation::KernelParameters ? "params.members"
+                                                                            : "params.table");
+  text += "  i32 member = 0;\n"
+          "  for (i32 chunk = i32(blockIdx.x); chunk < params.num_chunks; chunk += "
+          "i32(gridDim.x)) {\n"
+          "    member = wf_find_member(table, params.num_members, chunk, member);\n";
+  if (plan.bodies.size() == 1) {
+    text += fmt::format("    {}_chunk(params, table[member], member, chunk);\n",
+                        plan.bodies.front().name);
+  } else {
+    text += "    switch (table[member].header.body) {\n";
+    for (const BodyPlan& body : plan.bodies)
+      text += fmt::format("    case {0}:\n      {1}_chunk(params, table[member].body{0}, member, "
+                          "chunk);\n      break;\n",
+                          body.index, body.name);
+    text += "    }\n";
+  }
+  return text + "  }\n}\n";
+}
+
+} // namespace
+
+std::string emitCuda(const KernelPlan& plan) {
+  std::string text = headerComment(plan);
+  text += devicePrelude().str();
+  text += "\n";
+  text += skeletonHelpers();
+  text += fmt::format("// ---- {} ----\n", plan.name);
+  for (const BodyPlan& body : plan.bodies)
+    text += emitBodyEntry(plan, body);
+  text += entryType(plan);
+  text += parameterType(plan);
+  for (const BodyPlan& body : plan.bodies)
+    text += emitBodyFunctions(plan, body);
+  text += kernel(plan);
+  return text;
+}
+
+} // namespace widefuse

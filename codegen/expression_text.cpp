@@ -1,0 +1,112 @@
+#include "codegen/expression_text.h"
+
+#include "codegen/constant_literal.h"
+#include "ir/error.h"
+#include "ir/op_builder.h"
+#include "ir/value.h"
+
+#include <fmt/format.h>
+
+namespace widefuse {
+
+std::string convertedText(const std::string& text, DataType from, DataType to) {
+  if (from == to)
+    return text;
+  return fmt::format("wf_convert<{}>({})", cppType(to), text);
+}
+
+namespace {
+
+/// The operand as a value of the compute type.
+std::string operandAs(const Expr& expr, const OperandText& operand, unsigned index, DataType type) {
+  if (operand.constant)
+    return constantLiteral(*operand.constant, type);
+  return convertedText(operand.text, expr.operand(index)->dtype(), type);
+}
+
+/// Infix spelling where C++ operators compute exactly the op's semantics (floating-point
+/// arithmetic, comparisons); integer arithmetic wraps through the prelude instead.
+const char* infixOperator(OpKind op, DataType compute) {
+  switch (op) {
+  case OpKind::Eq:
+    return "==";
+  case OpKind::Ne:
+    return "!=";
+  case OpKind::Lt:
+    return "<";
+  case OpKind::Le:
+    return "<=";
+  case OpKind::Gt:
+    return ">";
+  case OpKind::Ge:
+    return ">=";
+  default:
+    break;
+  }
+  if (!isFloatingPoint(compute))
+    return nullptr;
+  switch (op) {
+  case OpKind::Add:
+    return "+";
+  case OpKind::Sub:
+    return "-";
+  case OpKind::Mul:
+    return "*";
+  case OpKind::Div:
+    return "/";
+  default:
+    return nullptr;
+  }
+}
+
+/// The dtype the op itself yields in compute type `compute`.
+DataType opResultType(OpKind op, DataType compute) {
+  switch (opTypeRule(op)) {
+  case TypeRule::Predicate:
+  case TypeRule::Comparison:
+  case TypeRule::Logical:
+    return DataType::Bool;
+  default:
+    return compute;
+  }
+}
+
+} // namespace
+
+std::string expressionText(const Expr& expr, llvm::ArrayRef<OperandText> operands) {
+  WF_ASSERT(operands.size() == expr.operands().size());
+  DataType result = expr.result()->dtype();
+  DataType source = expr.operand(0)->dtype();
+  switch (expr.op()) {
+  case OpKind::Set:
+  case OpKind::BroadcastInDim:
+    return operandAs(expr, operands[0], 0, source);
+  case OpKind::Cast:
+    return operandAs(expr, operands[0], 0, result);
+  case OpKind::Bitcast:
+    return fmt::format("wf_bitcast<{}>({})", cppType(result),
+                       operandAs(expr, operands[0], 0, source));
+  default:
+    break;
+  }
+  DataType compute = exprComputeType(expr);
+  llvm::SmallVector<std::string, 3> arguments;
+  for (unsigned i = 0; i < operands.size(); ++i) {
+    // where's condition stays a truth value; its branches take the compute type.
+    DataType wanted = expr.op() == OpKind::Where && i == 0 ? DataType::Bool : compute;
+    arguments.push_back(operandAs(expr, operands[i], i, wanted));
+  }
+  std::string text;
+  if (const char* infix = infixOperator(expr.op(), compute))
+    text = fmt::format("{} {} {}", arguments[0], infix, arguments[1]);
+  else if (expr.op() == OpKind::Neg && isFloatingPoint(compute))
+    text = "-" + arguments[0];
+  else
+    text = fmt::format("wf_{}({})", opName(expr.op()).str(), fmt::join(arguments, ", "));
+  DataType yielded = opResultType(expr.op(), compute);
+  if (yielded == result)
+    return text;
+  return fmt::format("wf_convert<{}>({})", cppType(result), text);
+}
+
+} // namespace widefuse

@@ -1,0 +1,27 @@
+#pragma once
+/// The C++ expression for one IR expression, with the evaluator's conversions: operands to
+/// the compute type, the op in it, the result rounded to the result type.
+
+#include "ir/expr.h"
+
+#include <llvm/ADT/ArrayRef.h>
+
+#include <string>
+
+namespace widefuse {
+
+/// An operand as the emitter refers to it.
+struct OperandText {
+  /// C++ text of the operand in its own dtype (a name such as `in.g0` or `u.beta1`).
+  std::string text;
+  /// Set for a constant that is not lifted: it becomes a literal of the type it is used in.
+  const Value* constant = nullptr;
+};
+
+/// The right-hand side computing `expr` from its operands, of the result's C++ type.
+std::string expressionText(const Expr& expr, llvm::ArrayRef<OperandText> operands);
+
+/// `text` (of dtype `from`) as a value of dtype `to`; unchanged when the types are equal.
+std::string convertedText(const std::string& text, DataType from, DataType to);
+
+} // namespace widefuse

@@ -1,0 +1,13 @@
+#pragma once
+/// The device prelude: widefuse's own types, conversions, element ops and vector memory
+/// accesses that every generated kernel starts with. No CUDA headers, so NVRTC compiles it
+/// quickly and the host compiler compiles the same text (host backend).
+
+#include <llvm/ADT/StringRef.h>
+
+namespace widefuse {
+
+/// The text of codegen/prelude.cuh.
+llvm::StringRef devicePrelude();
+
+} // namespace widefuse

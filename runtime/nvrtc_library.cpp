@@ -1,0 +1,153 @@
+#include "runtime/nvrtc_library.h"
+
+#include "ir/error.h"
+
+#include <fmt/format.h>
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/SmallVector.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace widefuse {
+namespace {
+
+constexpr const char* kEnvironmentVariable = "WIDEFUSE_NVRTC_LIBRARY";
+
+// The sonames first (the dynamic loader's search path and ld.so cache find an installed
+// toolkit), newest first; the toolkit's default location last for installs the cache lacks.
+constexpr const char* kDefaultPaths[] = {
+    "libnvrtc.so.13",
+    "libnvrtc.so.12",
+    "libnvrtc.so",
+    "/usr/local/cuda/lib64/libnvrtc.so",
+};
+
+std::string lastDlError() {
+  const char* message = dlerror();
+  return message ? message : "unknown error";
+}
+
+// Resolves `name` into `slot`; returns false (with the reason appended) when it is absent.
+template <typename Function>
+bool resolve(void* handle, const char* name, Function& slot, std::string& reason) {
+  dlerror(); // Clears a stale message so the one below belongs to this lookup.
+  void* symbol = dlsym(handle, name);
+  if (!symbol) {
+    reason = fmt::format("it lacks {} ({})", name, lastDlError());
+    return false;
+  }
+  slot = reinterpret_cast<Function>(symbol);
+  return true;
+}
+
+std::string joinAttempts(llvm::ArrayRef<std::pair<std::string, std::string>> attempts) {
+  std::string text;
+  for (const auto& [path, reason] : attempts) {
+    if (!text.empty())
+      text += "; ";
+    text += fmt::format("{}: {}", path, reason);
+  }
+  return text;
+}
+
+} // namespace
+
+std::unique_ptr<NvrtcLibrary> NvrtcLibrary::load(llvm::StringRef path) {
+  std::string reason;
+  std::unique_ptr<NvrtcLibrary> library = tryLoad(path, reason);
+  if (!library)
+    fail("NVRTC not found (tried {}: {}): install the CUDA Toolkit's NVRTC or set {} to the "
+         "path of libnvrtc.so",
+         path, reason, kEnvironmentVariable);
+  return library;
+}
+
+std::vector<std::string> NvrtcLibrary::candidatePaths() {
+  const char* explicitPath = std::getenv(kEnvironmentVariable);
+  if (explicitPath && *explicitPath)
+    return {explicitPath};
+  return {std::begin(kDefaultPaths), std::end(kDefaultPaths)};
+}
+
+const NvrtcLibrary& NvrtcLibrary::instance() {
+  // A magic static: initialised once under the compiler's lock, and retried on the next call
+  // when the initialiser throws. Never destroyed, so threads still compiling at exit are safe.
+  static const NvrtcLibrary* library = [] {
+    llvm::SmallVector<std::pair<std::string, std::string>, 4> attempts;
+    for (const std::string& path : candidatePaths()) {
+      std::string reason;
+      if (std::unique_ptr<NvrtcLibrary> loaded = tryLoad(path, reason))
+        return loaded.release();
+      attempts.emplace_back(path, reason);
+    }
+    const char* explicitPath = std::getenv(kEnvironmentVariable);
+    if (explicitPath && *explicitPath)
+      fail("NVRTC not found (tried {} from {}): point {} at a working libnvrtc.so or unset it",
+           joinAttempts(attempts), kEnvironmentVariable, kEnvironmentVariable);
+    fail("NVRTC not found (tried {}): install the CUDA Toolkit's NVRTC or set {} to the path "
+         "of libnvrtc.so",
+         joinAttempts(attempts), kEnvironmentVariable);
+  }();
+  return *library;
+}
+
+std::unique_ptr<NvrtcLibrary> NvrtcLibrary::tryLoad(llvm::StringRef path, std::string& reason) {
+  // RTLD_LOCAL keeps NVRTC's symbols out of the global namespace of the process.
+  void* handle = dlopen(path.str().c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    reason = lastDlError();
+    return nullptr;
+  }
+  std::unique_ptr<NvrtcLibrary> library(new NvrtcLibrary());
+  NvrtcLibrary& l = *library;
+  bool ok = resolve(handle, "nvrtcCreateProgram", l.createProgram, reason) &&
+            resolve(handle, "nvrtcCompileProgram", l.compileProgram, reason) &&
+            resolve(handle, "nvrtcDestroyProgram", l.destroyProgram, reason) &&
+            resolve(handle, "nvrtcGetProgramLogSize", l.getProgramLogSize, reason) &&
+            resolve(handle, "nvrtcGetProgramLog", l.getProgramLog, reason) &&
+            resolve(handle, "nvrtcGetPTXSize", l.getPtxSize, reason) &&
+            resolve(handle, "nvrtcGetPTX", l.getPtx, reason) &&
+            resolve(handle, "nvrtcGetCUBINSize", l.getCubinSize, reason) &&
+            resolve(handle, "nvrtcGetCUBIN", l.getCubin, reason) &&
+            resolve(handle, "nvrtcVersion", l.version, reason) &&
+            resolve(handle, "nvrtcGetErrorString", l.getErrorString, reason) &&
+            resolve(handle, "nvrtcGetNumSupportedArchs", l.getNumSupportedArchs, reason) &&
+            resolve(handle, "nvrtcGetSupportedArchs", l.getSupportedArchs, reason);
+  if (!ok) {
+    // Not NVRTC (or one too old for cubin output): leave it loaded rather than risk running
+    // an arbitrary library's unload-time code.
+    return nullptr;
+  }
+  l.initialize(path);
+  return library;
+}
+
+void NvrtcLibrary::initialize(llvm::StringRef path) {
+  path_ = path.str();
+  check(version(&versionMajor_, &versionMinor_), "nvrtcVersion");
+  int count = 0;
+  check(getNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
+  supportedArchs_.assign(std::max(count, 0), 0);
+  if (count > 0)
+    check(getSupportedArchs(supportedArchs_.data()), "nvrtcGetSupportedArchs");
+  llvm::sort(supportedArchs_);
+}
+
+std::string NvrtcLibrary::versionString() const {
+  return fmt::format("{}.{}", versionMajor_, versionMinor_);
+}
+
+std::string NvrtcLibrary::errorString(NvrtcResult result) const {
+  const char* text = getErrorString ? getErrorString(result) : nullptr;
+  return text ? text : fmt::format("NVRTC error {}", result);
+}
+
+void NvrtcLibrary::check(NvrtcResult result, llvm::StringRef what) const {
+  if (result != kNvrtcSuccess)
+    fail("{} failed: {}", what, errorString(result));
+}
+
+} // namespace widefuse

@@ -1,0 +1,276 @@
+#include "scheduler/body_plan.h"
+
+#include "ir/error.h"
+#include "scheduler/element_views.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace widefuse {
+namespace {
+
+/// Loads per element stay at 16 bytes for the narrowest type and at most 32 bytes (two
+/// 16-byte accesses) for the widest, which bounds registers per thread.
+constexpr unsigned kAccessBytes = 16;
+constexpr unsigned kMaxBytesPerThreadAccess = 32;
+/// Bytes of element data one thread holds per vector iteration (all tensors read and
+/// written): beyond it a body with many tensors would spill under the 64-register cap, so it
+/// takes fewer elements per access.
+constexpr unsigned kMaxBytesInFlight = 192;
+/// Vector iterations per thread in one chunk: enough work per chunk that the member lookup
+/// and the per-chunk values cost little, few enough that small members balance well.
+constexpr unsigned kIterationsPerChunk = 4;
+
+const AliasPlan* aliasPlanFor(const SegmentedFusion& segmented, unsigned component,
+                              const Value* destination) {
+  // planAliases emits plans component by component.
+  auto first =
+      std::partition_point(segmented.aliasPlans.begin(), segmented.aliasPlans.end(),
+                           [&](const AliasPlan& plan) { return plan.component < component; });
+  for (auto it = first; it != segmented.aliasPlans.end() && it->component == component; ++it)
+    if (it->alias.destination == destination)
+      return &*it;
+  return nullptr;
+}
+
+bool isReadBy(const Component& component, const Value* value) {
+  for (const Expr* expr : component.exprs)
+    if (llvm::is_contained(expr->operands(), value))
+      return true;
+  return llvm::any_of(component.aliases, [&](const Alias& alias) { return alias.source == value; });
+}
+
+/// True when every member reads the same fusion value at input position `index`.
+bool sameForAllMembers(const SegmentedFusion& segmented, llvm::ArrayRef<unsigned> members,
+                       unsigned index) {
+  const Value* first = segmented.components[members.front()].inputs[index];
+  return llvm::all_of(members, [&](unsigned member) {
+    return segmented.components[member].inputs[index] == first;
+  });
+}
+
+class BodyPlanner {
+public:
+  BodyPlanner(const SegmentedFusion& segmented, const SignatureClass& signature,
+              const BodyRequest& request, std::vector<std::string>& notes)
+      : segmented_(segmented), signature_(signature), request_(request), notes_(notes),
+        component_(segmented.components[signature.members.front()]) {}
+
+  BodyPlan run() {
+    body_.index = request_.index;
+    body_.signatureClass = signature_.id;
+    body_.representative = component_.id;
+    body_.name = request_.name;
+    body_.indexing = request_.indexing;
+    body_.domainRank = request_.indexing == Indexing::Flat ? 1 : unsigned(component_.domain.size());
+    body_.elementInstances = computeElementInstances(component_, request_.indexing, names_);
+    addInputSlots();
+    addOutputSlots();
+    addLiftedSlots();
+    addUniformValues();
+    chooseVectorWidth();
+    layOutEntry();
+    return std::move(body_);
+  }
+
+private:
+  void addInputSlots();
+  void addElementTensorSlots(const Value* input, unsigned index);
+  void addOutputSlots();
+  void addLiftedSlots();
+  void addUniformValues();
+  void chooseVectorWidth();
+  void layOutEntry();
+  /// The view of a tensor indexed exactly like the domain (empty in flat bodies).
+  ElementView identityView() const;
+
+  const SegmentedFusion& segmented_;
+  const SignatureClass& signature_;
+  const BodyRequest& request_;
+  std::vector<std::string>& notes_;
+  const Component& component_;
+  CppNames names_;
+  BodyPlan body_;
+};
+
+void BodyPlanner::addInputSlots() {
+  for (unsigned index = 0; index < component_.inputs.size(); ++index) {
+    const Value* input = component_.inputs[index];
+    if (!isUniformValue(*input, component_)) {
+      addElementTensorSlots(input, index);
+      continue;
+    }
+    Slot slot;
+    slot.kind = input->isScalar() ? SlotKind::Scalar : SlotKind::UniformTensor;
+    slot.source = {SlotSource::Kind::Input, index};
+    slot.name = names_.claim(input->name());
+    slot.dtype = input->dtype();
+    slot.read = isReadBy(component_, input);
+    if (const AliasPlan* plan = aliasPlanFor(segmented_, component_.id, input)) {
+      slot.written = true;
+      slot.deferred = plan->resolution == HazardResolution::DeferredWrite;
+      body_.hasDeferredWrites |= slot.deferred;
+    }
+    slot.shared = !slot.written && sameForAllMembers(segmented_, request_.members, index);
+    body_.slots.push_back(std::move(slot));
+  }
+}
+
+void BodyPlanner::addElementTensorSlots(const Value* input, unsigned index) {
+  const AliasPlan* plan = aliasPlanFor(segmented_, component_.id, input);
+  if (plan && plan->resolution == HazardResolution::DeferredWrite)
+    fail("cannot generate a kernel for copy_({}, {}): {}; widefuse defers only writes of 0-d "
+         "tensors inside a kernel (split the fusion so that '{}' is written by a later one)",
+         plan->alias.source->name(), input->name(), plan->reason, input->name());
+  bool writtenSlotFound = false;
+  for (const ElementInstance& instance : body_.elementInstances) {
+    if (instance.value != input)
+      continue;
+    Slot slot;
+    slot.source = {SlotSource::Kind::Input, index};
+    slot.name = instance.name;
+    slot.dtype = input->dtype();
+    slot.read = true;
+    slot.view = instance.view;
+    // Only the identity view is written (the element at the position it was read).
+    slot.written = plan && instance.view == identityView();
+    writtenSlotFound |= slot.written;
+    body_.slots.push_back(std::move(slot));
+  }
+  if (plan && !writtenSlotFound) { // written, never read
+    Slot slot;
+    slot.source = {SlotSource::Kind::Input, index};
+    slot.name = names_.claim(input->name());
+    slot.dtype = input->dtype();
+    slot.written = true;
+    slot.view = identityView();
+    body_.slots.push_back(std::move(slot));
+  }
+}
+
+void BodyPlanner::addOutputSlots() {
+  for (unsigned index = 0; index < component_.outputs.size(); ++index) {
+    const Value* output = component_.outputs[index];
+    Slot slot;
+    slot.kind =
+        isUniformValue(*output, component_) ? SlotKind::UniformTensor : SlotKind::ElementTensor;
+    slot.source = {SlotSource::Kind::Output, index};
+    slot.name = names_.claim(output->name() + "_out");
+    slot.dtype = output->dtype();
+    slot.written = true;
+    if (slot.kind == SlotKind::ElementTensor)
+      slot.view = identityView();
+    body_.slots.push_back(std::move(slot));
+  }
+}
+
+ElementView BodyPlanner::identityView() const {
+  ElementView view;
+  if (body_.indexing == Indexing::Strided)
+    for (size_t d = 0; d < component_.domain.size(); ++d)
+      view.push_back(int64_t(d));
+  return view;
+}
+
+void BodyPlanner::addLiftedSlots() {
+  for (unsigned index = 0; index < signature_.lifted.size(); ++index) {
+    Slot slot;
+    slot.kind = SlotKind::LiftedConstant;
+    slot.source = {SlotSource::Kind::Constant, index};
+    slot.name = names_.claim(fmt::format("lifted{}", index));
+    slot.dtype = signature_.lifted[index].dtype;
+    slot.read = true;
+    body_.slots.push_back(std::move(slot));
+  }
+}
+
+void BodyPlanner::addUniformValues() {
+  for (const Slot& slot : body_.slots)
+    if (slot.source.kind == SlotSource::Kind::Input &&
+        (slot.kind == SlotKind::Scalar || slot.kind == SlotKind::UniformTensor))
+      body_.uniformValues.push_back({component_.inputs[slot.source.index], {}, slot.name});
+  for (const Expr* expr : component_.exprs)
+    if (isUniformValue(*expr->result(), component_))
+      body_.uniformValues.push_back({expr->result(), {}, names_.claim(expr->result()->name())});
+}
+
+unsigned largestPowerOfTwoAtMost(unsigned value) {
+  unsigned power = 1;
+  while (power * 2 <= value)
+    power *= 2;
+  return power;
+}
+
+void BodyPlanner::chooseVectorWidth() {
+  unsigned narrowest = 8, widest = 1, bytesPerElement = 0;
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::ElementTensor) {
+      narrowest = std::min(narrowest, unsigned(byteSize(slot.dtype)));
+      widest = std::max(widest, unsigned(byteSize(slot.dtype)));
+      bytesPerElement += unsigned(byteSize(slot.dtype)) * (unsigned(slot.read) + slot.written);
+    }
+  if (body_.indexing == Indexing::Strided) {
+    body_.vectorElements = 1;
+    notes_.push_back(fmt::format("{}: strided indexing (broadcasts or non-dense tensors), one "
+                                 "element per access",
+                                 body_.name));
+  } else if (component_.domain.empty()) {
+    body_.vectorElements = 1;
+    notes_.push_back(fmt::format("{}: a 0-d program, one element per member", body_.name));
+  } else {
+    unsigned byAccess = std::min(kAccessBytes / narrowest, kMaxBytesPerThreadAccess / widest);
+    unsigned byRegisters = kMaxBytesInFlight / std::max(1u, bytesPerElement);
+    body_.vectorElements = largestPowerOfTwoAtMost(std::max(1u, std::min(byAccess, byRegisters)));
+    notes_.push_back(fmt::format(
+        "{}: flat 1-D indexing; {} elements per thread: the narrowest type ({} bytes) moves {} "
+        "bytes per access and the widest ({} bytes) {}{}; a runtime alignment check picks "
+        "this vector path, a scalar loop does the tail",
+        body_.name, body_.vectorElements, narrowest, narrowest * body_.vectorElements, widest,
+        widest * body_.vectorElements,
+        byRegisters < byAccess
+            ? fmt::format(" (fewer than 16-byte accesses allow: {} bytes of tensors per "
+                          "element would exceed {} bytes in flight per thread)",
+                          bytesPerElement, kMaxBytesInFlight)
+            : std::string()));
+  }
+  body_.chunkElements =
+      int64_t(request_.threadsPerBlock) * body_.vectorElements * kIterationsPerChunk;
+}
+
+/// Places `bytes` at the next multiple of `alignment`.
+unsigned place(unsigned& cursor, unsigned bytes, unsigned alignment) {
+  cursor = (cursor + alignment - 1) / alignment * alignment;
+  unsigned offset = cursor;
+  cursor += bytes;
+  return offset;
+}
+
+void BodyPlanner::layOutEntry() {
+  unsigned cursor = kEntryHeaderBytes;
+  if (body_.indexing == Indexing::Strided)
+    body_.extentsOffset = place(cursor, 8 * body_.domainRank, 8);
+  for (Slot& slot : body_.slots) {
+    slot.field = slot.name;
+    if (slot.shared)
+      continue; // placed in the parameter block by the kernel planner
+    if (slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor) {
+      slot.offset = place(cursor, 8, 8);
+      if (slot.kind == SlotKind::ElementTensor && body_.indexing == Indexing::Strided)
+        slot.stridesOffset = place(cursor, 8 * body_.domainRank, 8);
+    } else {
+      unsigned size = unsigned(byteSize(slot.dtype));
+      slot.offset = place(cursor, size, size);
+    }
+  }
+  body_.entryBytes = (cursor + 7) / 8 * 8;
+}
+
+} // namespace
+
+BodyPlan planBody(const SegmentedFusion& segmented, const SignatureClass& signature,
+                  const BodyRequest& request, std::vector<std::string>& notes) {
+  return BodyPlanner(segmented, signature, request, notes).run();
+}
+
+} // namespace widefuse

@@ -1,0 +1,23 @@
+#pragma once
+/// Which values of a component are computed per element (and under which views) and which
+/// once per chunk.
+
+#include "scheduler/cpp_names.h"
+#include "scheduler/kernel_plan.h"
+
+#include <vector>
+
+namespace widefuse {
+
+/// True for a value computed once per chunk rather than per element: scalars, and 0-d
+/// tensors of a component whose domain is not 0-d.
+bool isUniformValue(const Value& value, const Component& component);
+
+/// The element values of `component` that its writes need, each under every view it is
+/// read in (strided bodies: a value before broadcast_in_dim may be read under several),
+/// in emission order: input loads first, then expression results in topological order.
+/// Names are claimed from `names`.
+std::vector<ElementInstance> computeElementInstances(const Component& component, Indexing indexing,
+                                                     CppNames& names);
+
+} // namespace widefuse

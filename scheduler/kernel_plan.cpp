@@ -1,0 +1,103 @@
+#include "scheduler/kernel_plan.h"
+
+#include "ir/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace widefuse {
+
+llvm::StringRef indexingName(Indexing indexing) {
+  return indexing == Indexing::Flat ? "flat" : "strided";
+}
+
+llvm::StringRef tableLocationName(TableLocation location) {
+  return location == TableLocation::KernelParameters ? "parameters" : "device-memory";
+}
+
+namespace {
+
+llvm::StringRef slotKindName(SlotKind kind) {
+  switch (kind) {
+  case SlotKind::ElementTensor:
+    return "element tensor";
+  case SlotKind::UniformTensor:
+    return "0-d tensor";
+  case SlotKind::Scalar:
+    return "scalar";
+  case SlotKind::LiftedConstant:
+    return "lifted constant";
+  }
+  WF_UNREACHABLE("unknown slot kind");
+}
+
+std::string describeSource(const SlotSource& source) {
+  switch (source.kind) {
+  case SlotSource::Kind::Input:
+    return fmt::format("input #{}", source.index);
+  case SlotSource::Kind::Output:
+    return fmt::format("output #{}", source.index);
+  case SlotSource::Kind::Constant:
+    return fmt::format("lifted #{}", source.index);
+  }
+  WF_UNREACHABLE("unknown slot source");
+}
+
+std::string formatSlot(const Slot& slot) {
+  std::string text = fmt::format("    {} {}: {} {}", slot.shared ? "param" : "entry", slot.field,
+                                 slotKindName(slot.kind).str(), shortName(slot.dtype).str());
+  text += fmt::format(", {}", describeSource(slot.source));
+  if (slot.read)
+    text += ", read";
+  if (slot.written)
+    text += slot.deferred ? ", written deferred" : ", written";
+  if (!slot.view.empty())
+    text += fmt::format(", view [{}]", fmt::join(slot.view, ", "));
+  text += fmt::format(" @{}", slot.offset);
+  if (!slot.view.empty())
+    text += fmt::format(" strides @{}", slot.stridesOffset);
+  return text + "\n";
+}
+
+} // namespace
+
+unsigned widestAccessBytes(const KernelPlan& plan) {
+  unsigned widest = 0;
+  for (const BodyPlan& body : plan.bodies)
+    for (const Slot& slot : body.slots)
+      if (slot.kind == SlotKind::ElementTensor)
+        widest =
+            std::max(widest, std::min(16u, body.vectorElements * unsigned(byteSize(slot.dtype))));
+  return widest;
+}
+
+std::string formatKernelPlan(const KernelPlan& plan) {
+  std::string text = fmt::format("kernel {} for {} ({} multiprocessors)\n", plan.name,
+                                 plan.device.arch, plan.device.multiprocessorCount);
+  text += fmt::format("  {} threads per block, {} blocks per multiprocessor, grid up to {}, "
+                      "{}-bit indices\n",
+                      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor, plan.maxGridBlocks,
+                      plan.indexBits);
+  text += fmt::format("  member table in {}: capacity {}, entry {} bytes, table at {}, "
+                      "parameter block {} bytes{}\n",
+                      tableLocationName(plan.tableLocation).str(), plan.tableCapacity,
+                      plan.entryBytes, plan.tableOffset, plan.parameterBytes,
+                      plan.needsTickets ? ", ticket workspace" : "");
+  for (const BodyPlan& body : plan.bodies) {
+    text += fmt::format("  body {} {}: signature class {}, names of component {}, {}, domain "
+                        "rank {}, {} elements per access, chunk {} elements, entry {} bytes\n",
+                        body.index, body.name, body.signatureClass, body.representative,
+                        indexingName(body.indexing).str(), body.domainRank, body.vectorElements,
+                        body.chunkElements, body.entryBytes);
+    if (body.indexing == Indexing::Strided)
+      text += fmt::format("    entry extents: i64[{}] @{}\n", body.domainRank, body.extentsOffset);
+    for (const Slot& slot : body.slots)
+      text += formatSlot(slot);
+  }
+  for (const std::string& note : plan.notes)
+    text += fmt::format("  - {}\n", note);
+  return text;
+}
+
+} // namespace widefuse

@@ -1,0 +1,190 @@
+#pragma once
+/// KernelPlan: every decision needed to emit and launch one kernel — which bodies it runs,
+/// how elements are indexed and vectorized, how the member table and the parameter block are
+/// laid out — so that codegen is a pure function of the plan and the runtime can fill the
+/// tables from the plan alone.
+
+#include "scheduler/device_description.h"
+#include "segmenter/segmented_fusion.h"
+
+#include <llvm/ADT/SmallVector.h>
+
+#include <string>
+#include <vector>
+
+namespace widefuse {
+
+/// How a body turns an element number into memory offsets.
+enum class Indexing {
+  /// Every tensor of a member is dense with the same strides: one linear index, 16-byte
+  /// vector accesses where pointers allow.
+  Flat,
+  /// N-D coordinates and per-tensor strides from the member table: broadcasts and
+  /// non-contiguous tensors. One element per access.
+  Strided,
+};
+
+/// Where the member table lives.
+enum class TableLocation {
+  KernelParameters, ///< inside the kernel's parameter block (no upload, no device memory)
+  DeviceMemory,     ///< a device buffer the parameter block points to (large tables)
+};
+
+/// What a member-table or parameter-block slot holds.
+enum class SlotKind {
+  ElementTensor,  ///< a tensor read or written at every element of the domain
+  UniformTensor,  ///< a 0-d tensor read once per chunk (written once, deferred, if at all)
+  Scalar,         ///< a runtime scalar input
+  LiftedConstant, ///< a constant whose value differs between the members of the class
+};
+
+/// Where the value of a slot comes from, for each member.
+struct SlotSource {
+  enum class Kind { Input, Output, Constant };
+  Kind kind = Kind::Input;
+  /// Index into Component::inputs, Component::outputs, or SignatureClass::lifted.
+  unsigned index = 0;
+};
+
+/// How the element values of a tensor are indexed in a strided body: for each dimension of
+/// the tensor, the domain dimension it follows (broadcast_in_dim reads differ from the
+/// identity). Empty in flat bodies.
+using ElementView = llvm::SmallVector<int64_t, 4>;
+
+/// One field of a member-table entry (or of the parameter block, when shared).
+struct Slot {
+  SlotKind kind = SlotKind::ElementTensor;
+  SlotSource source;
+  /// The name the body's code uses for the value (from the representative's IR names).
+  std::string name;
+  /// The C++ field in its struct: the entry field (= name), or the parameter-block field of
+  /// a shared slot (prefixed by the body in packed kernels).
+  std::string field;
+  DataType dtype = DataType::Float;
+  bool read = false;
+  bool written = false;
+  /// Written once, by the last block done with the member (a 0-d destination every element
+  /// reads), so that no block reads a value another block already replaced.
+  bool deferred = false;
+  /// The same value for every member: kept once in the parameter block.
+  bool shared = false;
+  /// Strided element tensors: how the tensor is indexed from domain coordinates.
+  ElementView view;
+  /// Byte offset of the field in the entry, or in the parameter block when shared.
+  unsigned offset = 0;
+  /// Strided element tensors: byte offset of the `i64[domainRank]` effective strides (0
+  /// along broadcast dimensions), filled by the runtime from the tensor's strides and view.
+  unsigned stridesOffset = 0;
+};
+
+/// One element value of a body computed under one view (strided bodies may compute a
+/// value before broadcast_in_dim under several views).
+struct ElementInstance {
+  const Value* value = nullptr;
+  ElementView view;
+  /// C++ name of this instance.
+  std::string name;
+};
+
+/// The body of one signature class inside a kernel.
+struct BodyPlan {
+  /// Position in KernelPlan::bodies; packed kernels select the body by it.
+  unsigned index = 0;
+  unsigned signatureClass = 0;
+  /// The component whose names the body is written with.
+  unsigned representative = 0;
+  /// C++ prefix of the body's structs and functions.
+  std::string name;
+  Indexing indexing = Indexing::Flat;
+  /// Rank of the iteration domain (1 for flat bodies, 0 for a 0-d program).
+  unsigned domainRank = 1;
+  /// Elements per thread per access; 1 in strided bodies.
+  unsigned vectorElements = 1;
+  /// Elements one block handles per chunk.
+  int64_t chunkElements = 0;
+  std::vector<Slot> slots;
+  /// Element values in emission order, with their views.
+  std::vector<ElementInstance> elementInstances;
+  /// Values computed once per chunk (scalars, 0-d tensors), in emission order: uniform
+  /// inputs first, then expression results.
+  std::vector<ElementInstance> uniformValues;
+  /// Size of this body's member-table entry.
+  unsigned entryBytes = 0;
+  /// Byte offset of `i64 extents[domainRank]` in the entry (strided bodies).
+  unsigned extentsOffset = 0;
+  /// True when some slot is written deferred (the kernel needs a ticket workspace).
+  bool hasDeferredWrites = false;
+};
+
+/// Every decision for one compiled kernel.
+struct KernelPlan {
+  /// The kernel's entry-point name: `<fusion>_class<c>` or `<fusion>_pack<g>`.
+  std::string name;
+  const SegmentedFusion* segmented = nullptr;
+  DeviceDescription device;
+  llvm::SmallVector<BodyPlan, 1> bodies;
+  unsigned threadsPerBlock = 256;
+  /// Blocks per multiprocessor the kernel is compiled for (`__launch_bounds__`), which also
+  /// caps registers at 65536 / (threadsPerBlock * minBlocksPerMultiprocessor).
+  unsigned minBlocksPerMultiprocessor = 4;
+  /// Upper bound of the persistent grid: multiprocessors x resident blocks.
+  unsigned maxGridBlocks = 0;
+  /// 32 or 64: the width of element indices and offsets.
+  unsigned indexBits = 32;
+  TableLocation tableLocation = TableLocation::KernelParameters;
+  /// Members the parameter-block table holds (the group's member count); 0 for a
+  /// device-memory table, whose kernel serves any member count.
+  unsigned tableCapacity = 0;
+  /// Size of one member-table entry (the union of the bodies' entries).
+  unsigned entryBytes = 0;
+  /// Offset of the member table in the parameter block (KernelParameters only).
+  unsigned tableOffset = 0;
+  /// Total size of the parameter block (the kernel's single argument).
+  unsigned parameterBytes = 0;
+  /// True when some body writes deferred: the runtime passes a zeroed `u32[members]`
+  /// workspace once; the kernel leaves it zeroed again.
+  bool needsTickets = false;
+  /// Why each choice was made, in words (`WIDEFUSE_DUMP=launch`).
+  std::vector<std::string> notes;
+};
+
+/// One launch of a compiled kernel over some members.
+struct KernelLaunch {
+  /// Index into ScheduledFusion::plans.
+  unsigned plan = 0;
+  /// The segmenter's group this launch runs.
+  unsigned group = 0;
+  /// Component ids in member-table order.
+  std::vector<unsigned> members;
+};
+
+/// The scheduler's result for a whole fusion: distinct kernels and the launches that run
+/// them (per-component mode launches one kernel per member of a class).
+struct ScheduledFusion {
+  const SegmentedFusion* segmented = nullptr;
+  std::vector<KernelPlan> plans;
+  std::vector<KernelLaunch> launches;
+};
+
+/// Fixed fields at the start of every parameter block: `i32 num_members; i32 num_chunks;
+/// u32* tickets; const entry* table;`.
+inline constexpr unsigned kParameterHeaderBytes = 24;
+/// Fixed fields at the start of every member-table entry: `i64 numel; i32 first_chunk;
+/// i32 body;`.
+inline constexpr unsigned kEntryHeaderBytes = 16;
+/// Largest parameter block a kernel may take (CUDA 12.1 and newer, Volta and newer).
+inline constexpr unsigned kMaxParameterBytes = 32764;
+
+/// The name of an indexing mode: flat, strided.
+llvm::StringRef indexingName(Indexing indexing);
+/// The name of a table location: parameters, device-memory.
+llvm::StringRef tableLocationName(TableLocation location);
+
+/// The widest single memory access of the plan's kernels in bytes: 16 where flat bodies
+/// vectorize, the element size otherwise.
+unsigned widestAccessBytes(const KernelPlan& plan);
+
+/// Human-readable plan: bodies, slots with offsets, and the notes (`WIDEFUSE_DUMP=launch`).
+std::string formatKernelPlan(const KernelPlan& plan);
+
+} // namespace widefuse

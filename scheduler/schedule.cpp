@@ -1,0 +1,183 @@
+#include "scheduler/schedule.h"
+
+#include "ir/error.h"
+#include "scheduler/body_plan.h"
+#include "segmenter/signatures.h"
+
+#include <fmt/format.h>
+
+#include <llvm/ADT/StringMap.h>
+
+namespace widefuse {
+namespace {
+
+/// Flat when every member of the class in this launch is flattenable and has dense inputs.
+Indexing chooseIndexing(const SegmentedFusion& segmented, llvm::ArrayRef<unsigned> members,
+                        const InputSignature& signature) {
+  llvm::DenseMap<const Value*, unsigned> inputIndex;
+  const Fusion& fusion = *segmented.fusion;
+  for (unsigned i = 0; i < fusion.inputs().size(); ++i)
+    inputIndex[fusion.inputs()[i]] = i;
+  for (unsigned member : members) {
+    const Component& component = segmented.components[member];
+    if (!isFlattenable(component))
+      return Indexing::Strided;
+    for (const Value* input : component.inputs)
+      if (!signature.denseInputs[inputIndex[input]])
+        return Indexing::Strided;
+  }
+  return Indexing::Flat;
+}
+
+/// The members of `group` that belong to signature class `classId`, in group order.
+std::vector<unsigned> membersOfClass(const SegmentedFusion& segmented, const KernelGroup& group,
+                                     unsigned classId) {
+  std::vector<unsigned> members;
+  for (unsigned member : group.members)
+    if (segmented.classOfComponent[member] == classId)
+      members.push_back(member);
+  return members;
+}
+
+class KernelPlanner {
+public:
+  KernelPlanner(const SegmentedFusion& segmented, const InputSignature& signature,
+                const DeviceDescription& device)
+      : segmented_(segmented), signature_(signature), device_(device) {}
+
+  KernelPlan plan(const KernelGroup& group);
+
+private:
+  void addBodies(KernelPlan& plan, const KernelGroup& group);
+  void layOutParameters(KernelPlan& plan, size_t memberCount);
+
+  const SegmentedFusion& segmented_;
+  const InputSignature& signature_;
+  const DeviceDescription& device_;
+};
+
+KernelPlan KernelPlanner::plan(const KernelGroup& group) {
+  KernelPlan plan;
+  plan.segmented = &segmented_;
+  plan.device = device_;
+  const std::string& fusionName = segmented_.fusion->name();
+  plan.name = group.signatureClasses.size() == 1
+                  ? fmt::format("{}_class{}", fusionName, group.signatureClasses.front())
+                  : fmt::format("{}_pack{}", fusionName, group.id);
+  addBodies(plan, group);
+  plan.maxGridBlocks = device_.multiprocessorCount * plan.minBlocksPerMultiprocessor;
+  plan.notes.push_back(fmt::format(
+      "{} threads per block, compiled for {} resident blocks per multiprocessor (at most {} "
+      "registers); a persistent grid of up to {} blocks ({} multiprocessors x {}) walks the "
+      "members' chunks",
+      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor,
+      65536 / (plan.threadsPerBlock * plan.minBlocksPerMultiprocessor), plan.maxGridBlocks,
+      device_.multiprocessorCount, plan.minBlocksPerMultiprocessor));
+  bool wide = llvm::any_of(group.members,
+                           [&](unsigned member) { return signature_.needsInt64Index[member]; });
+  plan.indexBits = wide ? 64 : 32;
+  plan.notes.push_back(plan.indexBits == 32
+                           ? "32-bit element indices: every member spans fewer than 2^31 elements"
+                           : "64-bit element indices: some member spans 2^31 elements or more");
+  layOutParameters(plan, group.members.size());
+  return plan;
+}
+
+void KernelPlanner::addBodies(KernelPlan& plan, const KernelGroup& group) {
+  for (unsigned classId : group.signatureClasses) {
+    std::vector<unsigned> members = membersOfClass(segmented_, group, classId);
+    BodyRequest request;
+    request.index = unsigned(plan.bodies.size());
+    request.name = group.signatureClasses.size() == 1
+                       ? plan.name
+                       : fmt::format("{}_class{}", plan.name, classId);
+    request.indexing = chooseIndexing(segmented_, members, signature_);
+    request.threadsPerBlock = plan.threadsPerBlock;
+    request.members = members;
+    plan.bodies.push_back(
+        planBody(segmented_, segmented_.signatureClasses[classId], request, plan.notes));
+    plan.needsTickets |= plan.bodies.back().hasDeferredWrites;
+    plan.entryBytes = std::max(plan.entryBytes, plan.bodies.back().entryBytes);
+  }
+  if (plan.needsTickets)
+    plan.notes.push_back("deferred writes: a u32 ticket per member counts finished chunks; the "
+                         "last block done with a member writes its deferred values and resets "
+                         "the ticket, so any block order is correct");
+}
+
+void KernelPlanner::layOutParameters(KernelPlan& plan, size_t memberCount) {
+  unsigned cursor = kParameterHeaderBytes;
+  auto place = [&](unsigned bytes, unsigned alignment) {
+    cursor = (cursor + alignment - 1) / alignment * alignment;
+    unsigned offset = cursor;
+    cursor += bytes;
+    return offset;
+  };
+  for (BodyPlan& body : plan.bodies)
+    for (Slot& slot : body.slots) {
+      if (!slot.shared)
+        continue;
+      slot.field =
+          plan.bodies.size() == 1 ? slot.name : fmt::format("b{}_{}", body.index, slot.name);
+      bool pointer = slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor;
+      unsigned size = pointer ? 8 : unsigned(byteSize(slot.dtype));
+      slot.offset = place(size, size);
+    }
+  plan.tableOffset = place(0, 8);
+  // Exactly the group's members: the parameter block is copied at every launch.
+  unsigned capacity = unsigned(std::max<size_t>(memberCount, 1));
+  if (plan.tableOffset + capacity * plan.entryBytes <= kMaxParameterBytes) {
+    plan.tableLocation = TableLocation::KernelParameters;
+    plan.tableCapacity = capacity;
+    plan.parameterBytes = plan.tableOffset + capacity * plan.entryBytes;
+    plan.notes.push_back(fmt::format(
+        "member table in the kernel parameters: {} entries of {} bytes ({} members), {} "
+        "bytes in all (limit {})",
+        capacity, plan.entryBytes, memberCount, plan.parameterBytes, kMaxParameterBytes));
+  } else {
+    plan.tableLocation = TableLocation::DeviceMemory;
+    plan.tableCapacity = 0;
+    plan.parameterBytes = plan.tableOffset;
+    plan.notes.push_back(fmt::format(
+        "member table in device memory: {} members x {} bytes do not fit in {} bytes of "
+        "kernel parameters; uploaded when pointers change",
+        memberCount, plan.entryBytes, kMaxParameterBytes));
+  }
+}
+
+} // namespace
+
+InputSignature declaredSignature(const SegmentedFusion& segmented) {
+  InputSignature signature;
+  for (const Value* input : segmented.fusion->inputs())
+    signature.denseInputs.push_back(input->isScalar() || input->layout().isDefault());
+  for (const Component& component : segmented.components) {
+    int64_t elements = 1;
+    for (int64_t extent : component.domain)
+      elements = extent == kSymbolicExtent ? elements : elements * extent;
+    signature.needsInt64Index.push_back(elements >= kMaxInt32IndexElements);
+  }
+  return signature;
+}
+
+ScheduledFusion schedule(const SegmentedFusion& segmented, const InputSignature& signature,
+                         const DeviceDescription& device) {
+  WF_ASSERT(signature.denseInputs.size() == segmented.fusion->inputs().size());
+  WF_ASSERT(signature.needsInt64Index.size() == segmented.components.size());
+  ScheduledFusion scheduled;
+  scheduled.segmented = &segmented;
+  KernelPlanner planner(segmented, signature, device);
+  // Per-component groups of one class plan to the same kernel: keep one plan, many launches.
+  llvm::StringMap<unsigned> planOfText;
+  for (const KernelGroup& group : segmented.groups) {
+    KernelPlan plan = planner.plan(group);
+    auto [it, inserted] =
+        planOfText.try_emplace(formatKernelPlan(plan), unsigned(scheduled.plans.size()));
+    if (inserted)
+      scheduled.plans.push_back(std::move(plan));
+    scheduled.launches.push_back({it->second, group.id, group.members});
+  }
+  return scheduled;
+}
+
+} // namespace widefuse

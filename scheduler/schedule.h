@@ -1,0 +1,41 @@
+#pragma once
+/// The scheduler: turns the segmenter's kernel groups into KernelPlans for one input
+/// signature and one device.
+
+#include "scheduler/kernel_plan.h"
+
+#include <llvm/ADT/SmallVector.h>
+
+#include <vector>
+
+namespace widefuse {
+
+/// What the scheduler needs to know about the arguments of a run beyond the fusion's
+/// declared types: the runtime computes it from the actual tensors, and the compile command
+/// derives it from the declarations.
+struct InputSignature {
+  /// Per fusion input: true when the tensor is dense in its declared order (scalars: true).
+  /// A member with a non-dense tensor is indexed with strides.
+  llvm::SmallVector<bool, 16> denseInputs;
+  /// Per component: true when the member needs 64-bit element indices, i.e. its element
+  /// count or the span of one of its tensors (largest offset + 1) reaches
+  /// kMaxInt32IndexElements. Kernels use 64-bit indices only where a member needs them.
+  std::vector<bool> needsInt64Index;
+};
+
+/// Members below this many elements (and tensor spans) use 32-bit indices: 2^31 less one
+/// megabyte, so that `begin + chunkElements` cannot overflow.
+inline constexpr int64_t kMaxInt32IndexElements = (int64_t(1) << 31) - (int64_t(1) << 20);
+
+/// The signature the declarations imply: dense inputs, 64-bit indices only when a static
+/// domain needs them.
+InputSignature declaredSignature(const SegmentedFusion& segmented);
+
+/// Plans every kernel of `segmented`. Groups that compile to the same kernel (the members of
+/// one signature class in per-component mode) share one plan and differ only in their
+/// launches. Throws Error for what codegen cannot emit (a deferred write of a tensor that is
+/// not 0-d).
+ScheduledFusion schedule(const SegmentedFusion& segmented, const InputSignature& signature,
+                         const DeviceDescription& device);
+
+} // namespace widefuse

@@ -1,0 +1,94 @@
+#pragma once
+// Fusions that exercise every op, dtype, conversion and broadcast, for the codegen tests.
+
+#include "ir/error.h"
+#include "ir/fusion_definition.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+
+namespace widefuse::testing {
+
+/// Cast, bitcast and broadcast_in_dim: ops with attributes, tested on their own.
+inline bool isStructural(OpKind op) {
+  return op == OpKind::Cast || op == OpKind::Bitcast || op == OpKind::BroadcastInDim;
+}
+
+/// Every op of ir/op_kinds.def.
+inline constexpr OpKind kAllOps[] = {
+#define WF_OP(Enum, name, arity, rule) OpKind::Enum,
+#include "ir/op_kinds.def"
+};
+
+/// Tries `op` on operands; an Error means the typing rule excludes this combination.
+inline std::optional<Val> tryApply(FusionDefinition& fd, OpKind op,
+                                   llvm::ArrayRef<Operand> operands) {
+  try {
+    return fd.apply(op, operands);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+/// One fusion per dtype: every op on tensors (element path) and on 0-d tensors whose result
+/// selects between tensors (the once-per-chunk path). Records which ops were emitted.
+inline std::unique_ptr<Fusion> allOpsFusion(DataType dtype, std::set<OpKind>& covered) {
+  FusionDefinition fd(fmt::format("ops_{}", shortName(dtype).str()));
+  Val a = fd.defineTensor({-1}, dtype, "a");
+  Val b = fd.defineTensor({-1}, dtype, "b");
+  Val c = fd.defineTensor({-1}, dtype, "c");
+  Val condition = fd.defineTensor({-1}, DataType::Bool, "condition");
+  Val za = fd.defineTensor({}, dtype, "za");
+  Val zb = fd.defineTensor({}, dtype, "zb");
+  Val zc = fd.defineTensor({}, dtype, "zc");
+  Val zcondition = fd.defineTensor({}, DataType::Bool, "zcondition");
+  for (OpKind op : kAllOps) {
+    if (isStructural(op))
+      continue;
+    bool select = op == OpKind::Where;
+    llvm::SmallVector<Operand, 3> element{select ? condition : a, select ? a : b, select ? b : c};
+    llvm::SmallVector<Operand, 3> uniform{select ? zcondition : za, select ? za : zb,
+                                          select ? zb : zc};
+    std::optional<Val> perElement =
+        tryApply(fd, op, llvm::ArrayRef<Operand>(element).take_front(opArity(op)));
+    if (!perElement)
+      continue;
+    covered.insert(op);
+    fd.addOutput(*perElement);
+    Val perChunk = *tryApply(fd, op, llvm::ArrayRef<Operand>(uniform).take_front(opArity(op)));
+    fd.addOutput(where(cast(perChunk, DataType::Bool), a, b));
+  }
+  return fd.finalize();
+}
+
+/// Every cast pair and every same-width bitcast pair, one component per source dtype.
+inline std::unique_ptr<Fusion>
+conversionsFusion(std::set<std::pair<DataType, DataType>>& bitcasts) {
+  FusionDefinition fd("conversions");
+  for (DataType from : kAllDataTypes) {
+    Val x = fd.defineTensor({-1}, from, fmt::format("x_{}", shortName(from).str()));
+    for (DataType to : kAllDataTypes) {
+      fd.addOutput(cast(x, to));
+      if (byteSize(from) == byteSize(to) && from != DataType::Bool && to != DataType::Bool) {
+        fd.addOutput(bitcast(x, to));
+        bitcasts.insert({from, to});
+      }
+    }
+  }
+  return fd.finalize();
+}
+
+/// A strided body: a row broadcast and a 0-d broadcast.
+inline std::unique_ptr<Fusion> broadcastFusion() {
+  FusionDefinition fd("broadcasts");
+  Val x = fd.defineTensor({8, -1}, DataType::Float, "x");
+  Val row = fd.defineTensor({-1}, DataType::Float, "row");
+  Val scale = fd.defineTensor({}, DataType::Float, "scale");
+  fd.copy_(x * broadcast_in_dim(row, {8, -1}, {1}) + broadcast_in_dim(scale, {8, 1}, {}), x);
+  return fd.finalize();
+}
+
+} // namespace widefuse::testing

@@ -1,0 +1,133 @@
+// The compile pipeline on the seed's Adam for 1000 parameters of mixed shapes: batched is one
+// NVRTC compile of a spill-free kernel with 16-byte accesses, per-component mode compiles one
+// body for all members, the disk cache serves a second process, and every dump is written.
+
+#include "runtime/fusion_compiler.h"
+#include "tests/support/mixed_shapes.h"
+#include "tests/support/temp_dir.h"
+
+#include "optim/seed_adam.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+using namespace widefuse;
+
+namespace {
+
+/// Model-sized shapes with a 1-element, a 0-element and odd-sized members.
+std::vector<optim::Shape> mixedShapes(size_t count) {
+  const optim::Shape pattern[] = {{1024, 1024}, {4096}, {1}, {0}, {3, 5, 2}, {4097}, {768, 3072}};
+  return widefuse::testing::mixedShapes(count, pattern);
+}
+
+KernelCache memoryCache() {
+  return KernelCache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
+}
+
+FusionCompileOptions optionsFor(SegmentationMode mode) {
+  FusionCompileOptions options;
+  options.mode = mode;
+  return options;
+}
+
+/// True when the PTX moves 16 bytes per load and per store somewhere (the aligned path).
+bool hasVectorAccesses(const std::string& ptx) {
+  static const std::regex load(R"(ld\.global(\.nc)?\.v4\.(f32|b32|u32))");
+  static const std::regex store(R"(st\.global\.v4\.(f32|b32|u32))");
+  return std::regex_search(ptx, load) && std::regex_search(ptx, store);
+}
+
+} // namespace
+
+class AdamThousandParameters : public ::testing::TestWithParam<DataType> {};
+
+TEST_P(AdamThousandParameters, BatchedIsOneSpillFreeCompileWithSixteenByteAccesses) {
+  auto fusion = optim::buildSeedAdam(mixedShapes(1000), GetParam());
+  KernelCache cache = memoryCache();
+  CompiledFusion compiled = compileFusion(*fusion, optionsFor(SegmentationMode::Batched), cache);
+  EXPECT_EQ(compiled.numLaunches(), 1u);
+  ASSERT_EQ(compiled.kernels.size(), 1u);
+  EXPECT_EQ(cache.memoryEntries(), 1u); // one NVRTC compile
+  const FusionKernel& kernel = compiled.kernels[0];
+  EXPECT_EQ(kernel.cache, CacheOutcome::Miss);
+  EXPECT_EQ(kernel.compiled->stats.spillBytes(), 0);
+  EXPECT_EQ(kernel.compiled->stats.stackBytes, 0);
+  EXPECT_GT(kernel.compiled->stats.registers, 0);
+  EXPECT_LE(kernel.compiled->stats.registers, 64);
+  EXPECT_EQ(widestAccessBytes(*kernel.plan), 16u);
+  EXPECT_TRUE(hasVectorAccesses(kernel.compiled->ptx));
+  EXPECT_EQ(kernel.plan->tableLocation, TableLocation::DeviceMemory);
+}
+
+TEST_P(AdamThousandParameters, PerComponentCompilesOneBodyForAllMembers) {
+  auto fusion = optim::buildSeedAdam(mixedShapes(1000), GetParam());
+  KernelCache cache = memoryCache();
+  CompiledFusion compiled =
+      compileFusion(*fusion, optionsFor(SegmentationMode::PerComponent), cache);
+  EXPECT_EQ(compiled.numLaunches(), 1000u);
+  ASSERT_EQ(compiled.kernels.size(), 1u);
+  EXPECT_EQ(compiled.kernels[0].launches, 1000u);
+  EXPECT_EQ(cache.memoryEntries(), 1u);
+  EXPECT_EQ(compiled.kernels[0].compiled->stats.spillBytes(), 0);
+  EXPECT_EQ(compiled.kernels[0].plan->tableCapacity, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtype, AdamThousandParameters,
+                         ::testing::Values(DataType::Float, DataType::BFloat16),
+                         [](const auto& info) { return shortName(info.param).str(); });
+
+TEST(FusionCompiler, ASecondProcessLoadsTheKernelFromDisk) {
+  TempDir directory;
+  auto fusion = optim::buildSeedAdam(mixedShapes(3));
+  std::string firstSource;
+  {
+    KernelCache cache(KernelCacheOptions{directory.path(), true});
+    CompiledFusion first = compileFusion(*fusion, optionsFor(SegmentationMode::Batched), cache);
+    EXPECT_EQ(first.kernels[0].cache, CacheOutcome::Miss);
+    firstSource = first.kernels[0].source;
+  }
+  KernelCache fresh(KernelCacheOptions{directory.path(), true});
+  CompiledFusion second = compileFusion(*fusion, optionsFor(SegmentationMode::Batched), fresh);
+  EXPECT_EQ(second.kernels[0].cache, CacheOutcome::DiskHit);
+  EXPECT_EQ(second.kernels[0].source, firstSource); // codegen is deterministic
+  EXPECT_FALSE(second.kernels[0].compiled->cubin.empty());
+}
+
+TEST(FusionCompiler, DumpsEveryStageIntoTheDumpDirectory) {
+  TempDir directory;
+  auto fusion = optim::buildSeedAdam(mixedShapes(2));
+  FusionCompileOptions options = optionsFor(SegmentationMode::Batched);
+  options.dumps = parseDumpList("fusion,segments,cuda,ptx,launch");
+  options.dumps.directory = directory.path();
+  KernelCache cache = memoryCache();
+  CompiledFusion compiled = compileFusion(*fusion, options, cache);
+  std::string kernel = compiled.kernels[0].plan->name;
+  for (std::string file : {std::string("adam_step.wf"), std::string("adam_step.segments.txt"),
+                           kernel + ".cu", kernel + ".ptx", kernel + ".plan.txt"})
+    EXPECT_TRUE(std::filesystem::exists(directory.file(file))) << file;
+  EXPECT_EQ(std::filesystem::file_size(directory.file(kernel + ".cu")),
+            compiled.kernels[0].source.size());
+}
+
+TEST(FusionCompiler, DumpListsAreCheckedAndEmitOnlySkipsNvrtc) {
+  EXPECT_TRUE(parseDumpList("all").launch);
+  EXPECT_TRUE(parseDumpList(" cuda , ptx ").ptx);
+  EXPECT_FALSE(parseDumpList("").any());
+  try {
+    parseDumpList("cuda,asm");
+    ADD_FAILURE() << "no error for an unknown dump item";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("unknown item 'asm'"), std::string::npos);
+  }
+  auto fusion = optim::buildSeedAdam(mixedShapes(2));
+  FusionCompileOptions options = optionsFor(SegmentationMode::Batched);
+  options.emitOnly = true;
+  KernelCache cache = memoryCache();
+  CompiledFusion compiled = compileFusion(*fusion, options, cache);
+  EXPECT_EQ(cache.memoryEntries(), 0u);
+  EXPECT_EQ(compiled.kernels[0].compiled, nullptr);
+  EXPECT_NE(compiled.kernels[0].source.find("extern \"C\" __global__"), std::string::npos);
+}

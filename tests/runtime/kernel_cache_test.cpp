@@ -1,0 +1,298 @@
+#include "runtime/kernel_cache.h"
+
+#include "tests/runtime/runtime_test_support.h"
+#include "tests/support/error_of.h"
+#include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+using namespace widefuse;
+using widefuse::testing::addKernelSource;
+using widefuse::testing::errorOf;
+using widefuse::testing::readFile;
+using widefuse::testing::ScopedEnvironment;
+
+namespace {
+
+bool contains(llvm::StringRef text, llvm::StringRef part) {
+  return text.contains(part);
+}
+
+void writeFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+KernelCacheOptions onDisk(const TempDir& directory) {
+  KernelCacheOptions options;
+  options.directory = directory.path();
+  return options;
+}
+
+KernelCacheOptions inMemory() {
+  KernelCacheOptions options;
+  options.useDisk = false;
+  return options;
+}
+
+void expectSameKernel(const CompiledKernel& a, const CompiledKernel& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.arch, b.arch);
+  EXPECT_EQ(a.cubin, b.cubin);
+  EXPECT_EQ(a.ptx, b.ptx);
+  EXPECT_EQ(a.log, b.log);
+  EXPECT_EQ(a.stats.registers, b.stats.registers);
+  EXPECT_EQ(a.stats.spillBytes(), b.stats.spillBytes());
+  EXPECT_EQ(a.stats.stackBytes, b.stats.stackBytes);
+  EXPECT_EQ(a.nvrtcMilliseconds, b.nvrtcMilliseconds);
+}
+
+TEST(KernelCacheTest, MissThenMemoryHit) {
+  KernelCache cache(inMemory());
+  EXPECT_FALSE(cache.diskEnabled());
+  EXPECT_EQ(cache.directory(), "");
+  std::string source = addKernelSource("add_one");
+  CacheResult first = cache.compile(source, "add_one", {});
+  EXPECT_EQ(first.outcome, CacheOutcome::Miss);
+  EXPECT_GT(first.kernel->stats.registers, 0);
+  CacheResult second = cache.compile(source, "add_one", {});
+  EXPECT_EQ(second.outcome, CacheOutcome::MemoryHit);
+  EXPECT_EQ(second.kernel, first.kernel); // The very same object.
+  EXPECT_EQ(cache.memoryEntries(), 1u);
+}
+
+TEST(KernelCacheTest, EveryOptionIsPartOfTheKey) {
+  KernelCache cache(inMemory());
+  std::string source = addKernelSource("add_one");
+  CompileOptions sm80;
+  sm80.arch = "sm_80";
+  CompileOptions noFmad;
+  noFmad.fmad = false;
+  EXPECT_EQ(cache.compile(source, "add_one", {}).outcome, CacheOutcome::Miss);
+  EXPECT_EQ(cache.compile(source, "add_one", sm80).outcome, CacheOutcome::Miss);
+  EXPECT_EQ(cache.compile(source, "add_one", noFmad).outcome, CacheOutcome::Miss);
+  EXPECT_EQ(cache.compile(addKernelSource("add_one", 2), "add_one", {}).outcome,
+            CacheOutcome::Miss);
+  EXPECT_EQ(cache.compile(source, "add_one", sm80).kernel->arch, "sm_80");
+  EXPECT_EQ(cache.memoryEntries(), 4u);
+}
+
+TEST(KernelCacheTest, SecondCacheLoadsFromDisk) {
+  TempDir directory;
+  std::string source = addKernelSource("add_one");
+  std::shared_ptr<const CompiledKernel> compiled;
+  {
+    KernelCache cache(onDisk(directory));
+    EXPECT_TRUE(cache.diskEnabled());
+    EXPECT_EQ(cache.directory(), directory.path());
+    CacheResult result = cache.compile(source, "add_one", {});
+    EXPECT_EQ(result.outcome, CacheOutcome::Miss);
+    compiled = result.kernel;
+    EXPECT_TRUE(std::filesystem::exists(cache.entryPath(source, "add_one", {})));
+  }
+  KernelCache later(onDisk(directory));
+  CacheResult loaded = later.compile(source, "add_one", {});
+  EXPECT_EQ(loaded.outcome, CacheOutcome::DiskHit);
+  expectSameKernel(*loaded.kernel, *compiled);
+  EXPECT_EQ(later.compile(source, "add_one", {}).outcome, CacheOutcome::MemoryHit);
+  // clearMemory() forgets the kernel but not the entry.
+  later.clearMemory();
+  EXPECT_EQ(later.compile(source, "add_one", {}).outcome, CacheOutcome::DiskHit);
+  // Only entries are left behind: no temporary or probe files.
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(directory.path())) {
+    EXPECT_EQ(entry.path().extension(), ".wfkernel") << entry.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+}
+
+// Damages the entry of `source` as `damage` says, then checks that a fresh cache warns,
+// recompiles, and leaves a valid entry behind.
+void expectDamagedEntryIsRecompiled(const std::function<std::string(std::string)>& damage) {
+  TempDir directory;
+  std::string source = addKernelSource("add_one");
+  KernelCache first(onDisk(directory));
+  std::shared_ptr<const CompiledKernel> compiled = first.compile(source, "add_one", {}).kernel;
+  std::string path = first.entryPath(source, "add_one", {});
+  std::string entry = readFile(path);
+  writeFile(path, damage(entry));
+
+  KernelCache second(onDisk(directory));
+  ::testing::internal::CaptureStderr();
+  CacheResult result = second.compile(source, "add_one", {});
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(result.outcome, CacheOutcome::Miss);
+  EXPECT_TRUE(contains(warnings, "widefuse: warning: kernel cache entry " + path +
+                                     " is corrupt; recompiling"))
+      << warnings;
+  EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
+  EXPECT_EQ(result.kernel->cubin, compiled->cubin);
+
+  // The entry was overwritten with a valid one.
+  KernelCache third(onDisk(directory));
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(third.compile(source, "add_one", {}).outcome, CacheOutcome::DiskHit);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(KernelCacheTest, TruncatedEntryIsRecompiled) {
+  expectDamagedEntryIsRecompiled(
+      [](std::string entry) { return entry.substr(0, entry.size() / 2); });
+}
+
+TEST(KernelCacheTest, EmptyEntryIsRecompiled) {
+  expectDamagedEntryIsRecompiled([](std::string) { return std::string(); });
+}
+
+TEST(KernelCacheTest, FlippedByteIsRecompiled) {
+  expectDamagedEntryIsRecompiled([](std::string entry) {
+    entry[entry.size() / 2] ^= 0x01;
+    return entry;
+  });
+}
+
+TEST(KernelCacheTest, BadMagicIsRecompiled) {
+  expectDamagedEntryIsRecompiled([](std::string entry) {
+    entry[0] = 'X';
+    return entry;
+  });
+}
+
+TEST(KernelCacheTest, EntryOfAnotherKernelIsRecompiled) {
+  TempDir directory;
+  KernelCache cache(onDisk(directory));
+  std::string one = addKernelSource("add_one", 1);
+  std::string two = addKernelSource("add_two", 2);
+  cache.compile(one, "add_one", {});
+  // Put add_one's (valid) entry where add_two's belongs.
+  std::filesystem::copy_file(cache.entryPath(one, "add_one", {}),
+                             cache.entryPath(two, "add_two", {}));
+  ::testing::internal::CaptureStderr();
+  CacheResult result = cache.compile(two, "add_two", {});
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(result.outcome, CacheOutcome::Miss);
+  EXPECT_EQ(result.kernel->name, "add_two");
+  EXPECT_TRUE(contains(result.kernel->ptx, ".entry add_two(")) << result.kernel->ptx;
+  EXPECT_TRUE(contains(warnings, "is corrupt; recompiling")) << warnings;
+}
+
+TEST(KernelCacheTest, UnwritableDirectoryCachesInMemory) {
+  TempDir directory;
+  // A regular file where a parent directory should be: unwritable even for root.
+  writeFile(directory.file("blocker"), "not a directory");
+  KernelCacheOptions options;
+  options.directory = directory.file("blocker") + "/cache";
+  ::testing::internal::CaptureStderr();
+  KernelCache cache(options);
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(cache.diskEnabled());
+  EXPECT_TRUE(contains(warnings, "widefuse: warning: kernel cache directory '" +
+                                     *options.directory + "' is not writable ("))
+      << warnings;
+  EXPECT_TRUE(contains(warnings, "); caching in memory only")) << warnings;
+  EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
+
+  ::testing::internal::CaptureStderr();
+  std::string source = addKernelSource("add_one");
+  EXPECT_EQ(cache.compile(source, "add_one", {}).outcome, CacheOutcome::Miss);
+  EXPECT_EQ(cache.compile(source, "add_one", {}).outcome, CacheOutcome::MemoryHit);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), ""); // Warned once, at construction.
+}
+
+TEST(KernelCacheTest, CompileErrorsPropagateAndCacheNothing) {
+  TempDir directory;
+  KernelCache cache(onDisk(directory));
+  ScopedEnvironment dumpDir("WIDEFUSE_DUMP_DIR", directory.file("dumps"));
+  std::string message = errorOf([&] { cache.compile("this is not CUDA", "nothing", {}); });
+  EXPECT_TRUE(contains(message, "kernel 'nothing'")) << message;
+  EXPECT_EQ(cache.memoryEntries(), 0u);
+  CompileOptions badArch;
+  badArch.arch = "sm_91";
+  message = errorOf([&] { cache.compile(addKernelSource("add_one"), "add_one", badArch); });
+  EXPECT_TRUE(contains(message, "unsupported arch 'sm_91'")) << message;
+  EXPECT_EQ(cache.memoryEntries(), 0u);
+}
+
+TEST(KernelCacheTest, ConcurrentCompilesAgree) {
+  TempDir directory;
+  KernelCache cache(onDisk(directory));
+  constexpr int kThreads = 8;
+  // Every thread compiles one shared source and one of four per-group sources, so both
+  // same-key races and different keys in flight happen at once.
+  auto groupName = [](int thread) { return "add_" + std::to_string(thread % 4); };
+  std::vector<CacheResult> shared(kThreads), own(kThreads);
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        shared[t] = cache.compile(addKernelSource("shared"), "shared", {});
+        own[t] = cache.compile(addKernelSource(groupName(t), t % 4), groupName(t), {});
+      } catch (const std::exception& error) {
+        failures[t] = error.what();
+      }
+    });
+  for (std::thread& thread : threads)
+    thread.join();
+
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(failures[t], "") << "thread " << t;
+    EXPECT_EQ(shared[t].kernel, shared[0].kernel) << "thread " << t; // One object per key.
+    EXPECT_EQ(own[t].kernel, own[t % 4].kernel) << "thread " << t;
+    EXPECT_EQ(own[t].kernel->name, groupName(t));
+    EXPECT_TRUE(contains(own[t].kernel->ptx, ".entry " + groupName(t) + "(")) << "thread " << t;
+  }
+  EXPECT_EQ(cache.memoryEntries(), 5u);
+
+  // What reached the disk is what a new process would load.
+  KernelCache later(onDisk(directory));
+  for (int group = 0; group < 4; ++group) {
+    CacheResult result =
+        later.compile(addKernelSource(groupName(group), group), groupName(group), {});
+    EXPECT_EQ(result.outcome, CacheOutcome::DiskHit);
+    EXPECT_EQ(result.kernel->cubin, own[group].kernel->cubin);
+  }
+}
+
+TEST(KernelCacheTest, DefaultDirectoryFollowsTheEnvironment) {
+  ScopedEnvironment cacheDir("WIDEFUSE_CACHE_DIR", "/tmp/wf-cache");
+  ScopedEnvironment xdg("XDG_CACHE_HOME", "/tmp/xdg");
+  ScopedEnvironment home("HOME", "/tmp/home");
+  EXPECT_EQ(KernelCache::defaultDirectory(), "/tmp/wf-cache");
+  {
+    ScopedEnvironment noCacheDir("WIDEFUSE_CACHE_DIR", std::nullopt);
+    EXPECT_EQ(KernelCache::defaultDirectory(), "/tmp/xdg/widefuse");
+    {
+      ScopedEnvironment emptyXdg("XDG_CACHE_HOME", "");
+      EXPECT_EQ(KernelCache::defaultDirectory(), "/tmp/home/.cache/widefuse");
+      ScopedEnvironment noHome("HOME", std::nullopt);
+      EXPECT_EQ(KernelCache::defaultDirectory(), std::nullopt);
+    }
+  }
+}
+
+TEST(KernelCacheTest, DefaultOptionsUseTheEnvironmentsDirectory) {
+  TempDir directory;
+  ScopedEnvironment cacheDir("WIDEFUSE_CACHE_DIR", directory.file("from-env"));
+  KernelCache cache;
+  EXPECT_TRUE(cache.diskEnabled());
+  EXPECT_EQ(cache.directory(), directory.file("from-env"));
+  EXPECT_TRUE(std::filesystem::is_directory(directory.file("from-env")));
+}
+
+TEST(KernelCacheTest, OutcomeNames) {
+  EXPECT_EQ(cacheOutcomeName(CacheOutcome::Miss), "miss");
+  EXPECT_EQ(cacheOutcomeName(CacheOutcome::MemoryHit), "memory hit");
+  EXPECT_EQ(cacheOutcomeName(CacheOutcome::DiskHit), "disk hit");
+}
+
+} // namespace

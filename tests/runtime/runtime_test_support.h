@@ -1,0 +1,47 @@
+#pragma once
+// Shared by the runtime tests: small kernels and scoped environment variables.
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace widefuse::testing {
+
+/// A kernel that compiles in a fraction of a second; `name` becomes its entry function and
+/// `addend` changes its text (so several sources make several cache keys).
+inline std::string addKernelSource(const std::string& name, int addend = 1) {
+  return "extern \"C\" __global__ void " + name +
+         "(float* out, const float* in, int n) {\n"
+         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "  if (i < n)\n"
+         "    out[i] = in[i] + " +
+         std::to_string(addend) + ".0f;\n}\n";
+}
+
+/// Sets (or, with nullopt, unsets) an environment variable for one scope, then restores it.
+/// Tests in one executable run one after another, so this does not race.
+class ScopedEnvironment {
+public:
+  ScopedEnvironment(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name))
+      old_ = old;
+    if (value)
+      setenv(name, value->c_str(), 1);
+    else
+      unsetenv(name);
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+  ~ScopedEnvironment() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+} // namespace widefuse::testing
