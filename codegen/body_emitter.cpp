@@ -96,11 +96,14 @@ private:
   std::string uniformStruct() const;
   std::string prologue() const;
   std::string elementFunction() const;
+  std::string zeroDimensionalOutputs() const;
+  std::string deferredFunction() const;
+  std::string elementsFunction() const;
   std::string chunkFunction() const;
+  std::string hostChunkFunction() const;
   std::string flatLoops() const;
   std::string stridedLoop() const;
   std::string elementCall(const std::string& readOf) const;
-  std::string uniformWrites() const;
 
   const KernelPlan& plan_;
   const BodyPlan& body_;
@@ -382,54 +385,96 @@ std::string BodyEmitter::stridedLoop() const {
   return text + "  }\n";
 }
 
-std::string BodyEmitter::uniformWrites() const {
-  std::string text;
-  std::string outputs, deferred;
-  for (const Slot& slot : body_.slots) {
-    if (slot.kind != SlotKind::UniformTensor || !slot.written)
-      continue;
-    std::string write = fmt::format("*{} = {};", pointerOf(slot), writtenValueText(slot));
-    if (slot.deferred)
-      deferred += fmt::format("      {} // deferred copy_ into {}\n", write, slot.name);
-    else
-      outputs += fmt::format("    {}\n", write);
-  }
-  if (!outputs.empty())
-    text += "  if (chunk == entry.header.first_chunk && threadIdx.x == 0) { // 0-d outputs, "
-            "once per member\n" +
-            outputs + "  }\n";
-  if (deferred.empty())
-    return text;
-  text += fmt::format(
-      "  // Deferred writes: every element reads these 0-d inputs, so they are written once,\n"
-      "  // by the last block done with this member (any block order is correct).\n"
-      "  __syncthreads();\n"
-      "  if (threadIdx.x == 0) {{\n"
-      "    __threadfence();\n"
-      "    const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {0}) / {1}) : 1;\n"
-      "    if (atomicAdd(params.tickets + member, 1u) == u32(chunks - 1)) {{\n",
-      body_.chunkElements - 1, body_.chunkElements);
-  text += deferred;
-  text += "      params.tickets[member] = 0u; // ready for the next launch\n    }\n  }\n";
-  return text;
+std::string BodyEmitter::zeroDimensionalOutputs() const {
+  std::string outputs;
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::UniformTensor && slot.written && !slot.deferred)
+      outputs += fmt::format("    *{} = {};\n", pointerOf(slot), writtenValueText(slot));
+  if (outputs.empty())
+    return {};
+  return "  if (chunk == entry.header.first_chunk && threadIdx.x == 0) { // 0-d outputs, once "
+         "per member\n" +
+         outputs + "  }\n";
 }
 
-std::string BodyEmitter::chunkFunction() const {
+std::string BodyEmitter::deferredFunction() const {
+  std::string writes;
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::UniformTensor && slot.deferred)
+      writes += fmt::format("    *{} = {}; // deferred copy_ into {}\n", pointerOf(slot),
+                            writtenValueText(slot), slot.name);
+  return fmt::format(
+      "/// Thread 0 of a block that finished a chunk of `member`, after the block's barrier: the\n"
+      "/// last block done with the member writes the 0-d inputs every element reads (deferred\n"
+      "/// writes), so no block reads a value already replaced, in any block order.\n"
+      "WF_DEVICE void {0}_deferred(const {1}& params, const {2}& entry, const {0}_uniform& u, "
+      "i32 member) {{\n"
+      "  __threadfence();\n"
+      "  const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {3}) / {4}) : 1;\n"
+      "  if (atomicAdd(params.tickets + member, 1u) == u32(chunks - 1)) {{\n"
+      "{5}"
+      "    params.tickets[member] = 0u; // ready for the next launch\n"
+      "  }}\n}}\n\n",
+      body_.name, parameterTypeName(plan_), memberTypeName(body_), body_.chunkElements - 1,
+      body_.chunkElements, writes);
+}
+
+std::string BodyEmitter::elementsFunction() const {
   std::string text = fmt::format(
-      "/// Chunk `chunk` of member `member` of {0}: elements [begin, end) of its domain.\n"
-      "WF_DEVICE void {0}_chunk(const {1}& params, const {2}& entry, i32 member, i32 chunk) {{\n"
-      "  const {0}_uniform u = {0}_prologue(params, entry);\n"
+      "/// The elements of chunk `chunk` of one member of {0}: [begin, end) of its domain.\n"
+      "WF_DEVICE void {0}_elements(const {1}& params, const {2}& entry, const {0}_uniform& u, "
+      "i32 chunk) {{\n"
       "  const {3} begin = {3}(chunk - entry.header.first_chunk) * {4};\n"
       "  const {3} end = begin + {4} < entry.header.numel ? begin + {4} : "
       "{3}(entry.header.numel);\n",
       body_.name, parameterTypeName(plan_), memberTypeName(body_), indexType_, body_.chunkElements);
   text += body_.indexing == Indexing::Flat ? flatLoops() : stridedLoop();
-  text += uniformWrites();
+  text += zeroDimensionalOutputs();
   return text + "}\n\n";
 }
 
+std::string BodyEmitter::chunkFunction() const {
+  std::string text = fmt::format(
+      "/// Chunk `chunk` of member `member` of {0}, on the device.\n"
+      "WF_DEVICE void {0}_chunk(const {1}& params, const {2}& entry, i32 member, i32 chunk) {{\n"
+      "  const {0}_uniform u = {0}_prologue(params, entry);\n"
+      "  {0}_elements(params, entry, u, chunk);\n",
+      body_.name, parameterTypeName(plan_), memberTypeName(body_));
+  if (body_.hasDeferredWrites)
+    text += fmt::format("  __syncthreads(); // every thread of the block has read the 0-d inputs\n"
+                        "  if (threadIdx.x == 0)\n"
+                        "    {}_deferred(params, entry, u, member);\n",
+                        body_.name);
+  return text + "}\n\n";
+}
+
+std::string BodyEmitter::hostChunkFunction() const {
+  std::string text = fmt::format(
+      "#ifndef __CUDACC__\n"
+      "/// Chunk `chunk` of member `member` of {0} on the host backend: the block's threads run\n"
+      "/// one after another in `thread_order`, up to the barrier; then thread 0 goes on.\n"
+      "inline void {0}_host_chunk(const {1}& params, const {2}& entry, i32 member, i32 chunk,\n"
+      "                           u32 block, u32 grid, const u32* thread_order) {{\n"
+      "  for (u32 t = 0; t < {3}; ++t) {{\n"
+      "    wf_host_enter_thread(thread_order[t], block, {3}, grid);\n"
+      "    const {0}_uniform u = {0}_prologue(params, entry);\n"
+      "    {0}_elements(params, entry, u, chunk);\n"
+      "  }}\n",
+      body_.name, parameterTypeName(plan_), memberTypeName(body_), plan_.threadsPerBlock);
+  if (body_.hasDeferredWrites)
+    text += fmt::format("  wf_host_enter_thread(0, block, {1}, grid);\n"
+                        "  const {0}_uniform u = {0}_prologue(params, entry);\n"
+                        "  {0}_deferred(params, entry, u, member);\n",
+                        body_.name, plan_.threadsPerBlock);
+  else
+    text += "  (void)member;\n";
+  return text + "}\n#endif\n\n";
+}
+
 std::string BodyEmitter::functions() const {
-  return uniformStruct() + prologue() + elementFunction() + chunkFunction();
+  return uniformStruct() + prologue() + elementFunction() + elementsFunction() +
+         (body_.hasDeferredWrites ? deferredFunction() : std::string()) + chunkFunction() +
+         hostChunkFunction();
 }
 
 } // namespace

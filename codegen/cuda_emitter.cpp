@@ -162,6 +162,35 @@ std::string kernel(const KernelPlan& plan) {
   return text + "  }\n}\n";
 }
 
+/// The host backend's entry point: one block of the grid on the calling CPU thread.
+std::string hostEntry(const KernelPlan& plan) {
+  std::string text = fmt::format(
+      "\n#ifndef __CUDACC__\n"
+      "/// Host backend: runs block `block` of a `grid`-block launch of {0} on this CPU thread.\n"
+      "extern \"C\" void {0}_host_block(const void* parameters, u32 block, u32 grid,\n"
+      "                                 const u32* thread_order) {{\n"
+      "  const {1}& params = *static_cast<const {1}*>(parameters);\n"
+      "  const {2}* table = {3};\n"
+      "  i32 member = 0;\n"
+      "  for (i32 chunk = i32(block); chunk < params.num_chunks; chunk += i32(grid)) {{\n"
+      "    member = wf_find_member(table, params.num_members, chunk, member);\n",
+      plan.name, parameterTypeName(plan), entryTypeName(plan),
+      plan.tableLocation == TableLocation::KernelParameters ? "params.members" : "params.table");
+  if (plan.bodies.size() == 1) {
+    text += fmt::format("    {}_host_chunk(params, table[member], member, chunk, block, grid, "
+                        "thread_order);\n",
+                        plan.bodies.front().name);
+  } else {
+    text += "    switch (table[member].header.body) {\n";
+    for (const BodyPlan& body : plan.bodies)
+      text += fmt::format("    case {0}:\n      {1}_host_chunk(params, table[member].body{0}, "
+                          "member, chunk, block, grid, thread_order);\n      break;\n",
+                          body.index, body.name);
+    text += "    }\n";
+  }
+  return text + "  }\n}\n#endif\n";
+}
+
 } // namespace
 
 std::string emitCuda(const KernelPlan& plan) {
@@ -177,6 +206,7 @@ std::string emitCuda(const KernelPlan& plan) {
   for (const BodyPlan& body : plan.bodies)
     text += emitBodyFunctions(plan, body);
   text += kernel(plan);
+  text += hostEntry(plan);
   return text;
 }
 

@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "scheduler/element_views.h"
+#include "segmenter/signatures.h"
 
 #include <fmt/format.h>
 
@@ -63,8 +64,9 @@ public:
     body_.representative = component_.id;
     body_.name = request_.name;
     body_.indexing = request_.indexing;
-    body_.domainRank = request_.indexing == Indexing::Flat ? 1 : unsigned(component_.domain.size());
+    body_.domainRank = request_.indexing == Indexing::Flat ? 1 : stridedRank();
     body_.elementInstances = computeElementInstances(component_, request_.indexing, names_);
+    widenFlattenableViews();
     addInputSlots();
     addOutputSlots();
     addLiftedSlots();
@@ -84,6 +86,11 @@ private:
   void layOutEntry();
   /// The view of a tensor indexed exactly like the domain (empty in flat bodies).
   ElementView identityView() const;
+  /// The rank of a strided body: the representative's, or for a flattenable class (whose
+  /// members may differ in rank) the largest member rank; lower ranks get leading 1s.
+  unsigned stridedRank() const;
+  /// Flattenable classes indexed with strides: every element value follows the whole domain.
+  void widenFlattenableViews();
 
   const SegmentedFusion& segmented_;
   const SignatureClass& signature_;
@@ -168,9 +175,25 @@ void BodyPlanner::addOutputSlots() {
 ElementView BodyPlanner::identityView() const {
   ElementView view;
   if (body_.indexing == Indexing::Strided)
-    for (size_t d = 0; d < component_.domain.size(); ++d)
+    for (unsigned d = 0; d < body_.domainRank; ++d)
       view.push_back(int64_t(d));
   return view;
+}
+
+unsigned BodyPlanner::stridedRank() const {
+  if (!isFlattenable(component_))
+    return unsigned(component_.domain.size()); // ranks are part of the signature
+  size_t rank = 0;
+  for (unsigned member : request_.members)
+    rank = std::max(rank, segmented_.components[member].domain.size());
+  return unsigned(rank);
+}
+
+void BodyPlanner::widenFlattenableViews() {
+  if (body_.indexing != Indexing::Strided || !isFlattenable(component_))
+    return;
+  for (ElementInstance& instance : body_.elementInstances)
+    instance.view = identityView();
 }
 
 void BodyPlanner::addLiftedSlots() {

@@ -1,6 +1,6 @@
-/// `widefuse run`: runs a fusion on .npy inputs with the reference evaluator and writes every
-/// output and every updated (copy_ destination) input as a .npy file, then reports what it
-/// wrote as JSON on standard output.
+/// `widefuse run`: runs a fusion on .npy inputs (generated kernels on the host backend, or
+/// the reference evaluator) and writes every output and every updated (copy_ destination)
+/// input as a .npy file, then reports what it wrote as JSON on standard output.
 
 #include "tools/commands.h"
 #include "tools/fusion_file.h"
@@ -9,6 +9,7 @@
 
 #include "ir/error.h"
 #include "ir/evaluator.h"
+#include "runtime/fusion_executor.h"
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
 
@@ -32,8 +33,9 @@ struct RunOptions {
   std::vector<std::string> inputs;
   std::vector<std::string> scalars;
   std::string outDir;
-  std::string backend = "reference";
+  std::string backend = "auto";
   std::string mode = "auto";
+  std::string blockOrder = "forward";
 };
 
 /// One tensor to write: its file name stem and where the evaluator left its value.
@@ -113,18 +115,50 @@ nlohmann::ordered_json writeResults(const Fusion& fusion, const EvaluationResult
   return report;
 }
 
+/// Runs the generated kernels (or nothing, for `none`) through a FusionExecutorCache; the
+/// updated inputs are the bound tensors, changed in place.
+EvaluationResult runKernels(const Fusion& fusion, BoundArguments& bound, Backend backend,
+                            const RunOptions& options, std::string& resolvedBackend) {
+  ExecutorOptions executorOptions;
+  executorOptions.backend = backend;
+  executorOptions.mode = parseMode(options.mode);
+  executorOptions.blockOrder = parseBlockOrder(options.blockOrder);
+  FusionExecutorCache executor(fusion, executorOptions);
+  resolvedBackend = backendName(executor.backend()).str();
+  RunResult run = executor.run(bound.arguments);
+  EvaluationResult result;
+  result.outputs = std::move(run.outputs);
+  for (const Alias& alias : fusion.aliases()) {
+    size_t index = size_t(llvm::find(fusion.inputs(), alias.destination) - fusion.inputs().begin());
+    const TensorRef& updated = std::get<TensorRef>(bound.arguments[index]);
+    for (const HostTensor& tensor : bound.tensors)
+      if (tensor.data() == updated.data)
+        result.aliasFinalValues.push_back(tensor);
+  }
+  return result;
+}
+
 void runRun(const RunOptions& options) {
-  if (options.backend != "reference")
-    fail("backend '{}' is not available yet (available: reference)", options.backend);
+  Backend backend = parseBackend(options.backend);
+  parseBlockOrder(options.blockOrder);
   std::unique_ptr<Fusion> fusion = loadFusionFile(options.file);
   BoundArguments bound = bindArguments(*fusion, parseAssignments(options.inputs, "--input"),
                                        parseAssignments(options.scalars, "--scalar"));
   checkArguments(*fusion, bound.arguments);
   checkDistinctFileNames(*fusion);
-  // The plan the kernels would follow; the reference backend runs the fusion as a whole.
   SegmentedFusion plan = segment(*fusion, {parseMode(options.mode)});
-  EvaluationResult result = evaluate(*fusion, bound.arguments);
+  EvaluationResult result;
+  std::string resolvedBackend = "reference";
+  if (backend == Backend::Reference) {
+    result = evaluate(*fusion, bound.arguments);
+  } else {
+    result = runKernels(*fusion, bound, backend, options, resolvedBackend);
+    if (backend == Backend::None)
+      fail("--backend none compiles without running, so there is nothing to write: use "
+           "`widefuse compile` to see the kernels");
+  }
   nlohmann::ordered_json report = writeResults(*fusion, result, options);
+  report["backend"] = resolvedBackend;
   nlohmann::json segments = segmentedFusionToJson(plan);
   report["mode"] = segments["mode"];
   report["kernels"] = segments["kernels"];
@@ -149,7 +183,14 @@ void addRunCommand(CLI::App& app) {
       ->allow_extra_args(false);
   command->add_option("--out", options->outDir, "Directory for NAME.npy results (created)")
       ->required();
-  command->add_option("--backend", options->backend, "Backend to run on (only 'reference')");
+  command
+      ->add_option("--backend", options->backend,
+                   "auto (cuda when a GPU is present, else host), cuda, host or reference")
+      ->capture_default_str();
+  command
+      ->add_option("--block-order", options->blockOrder,
+                   "Host backend: forward, reverse or shuffle:SEED")
+      ->capture_default_str();
   command->add_option("--mode", options->mode, "per-component, batched, packed or auto")
       ->capture_default_str();
   command->callback([options] { runRun(*options); });

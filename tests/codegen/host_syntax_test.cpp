@@ -1,9 +1,10 @@
 // The generated sources also compile with the host C++ compiler: NVRTC has no offsetof, so the
 // member-table and parameter-block offsets of every plan are checked here (WF_CHECK_OFFSET
-// static_asserts), and the prelude's host path is exercised on every op. A few CUDA built-ins
-// are declared by a minimal shim; the host backend brings the real one.
+// static_asserts), and the prelude's host path and the host entry points compile, with the
+// host backend's shim of CUDA built-ins, for every op.
 
 #include "runtime/fusion_compiler.h"
+#include "runtime/host_shim.h"
 #include "tests/codegen/test_fusions.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/mixed_shapes.h"
@@ -23,20 +24,6 @@ using namespace widefuse::testing;
 
 namespace {
 
-/// Declarations of the CUDA built-ins the kernel skeleton uses (not definitions: the
-/// sources are only checked, never linked).
-constexpr const char* kShim = R"(#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
-#define __grid_constant__
-struct wf_shim_dim3 { unsigned x, y, z; };
-extern wf_shim_dim3 threadIdx, blockIdx, blockDim, gridDim;
-void __syncthreads();
-void __threadfence();
-unsigned atomicAdd(unsigned* address, unsigned value);
-)";
-
 /// Emits every kernel of `fusion` and runs `c++ -fsyntax-only` on shim + source.
 void expectHostCompiles(const Fusion& fusion, SegmentationMode mode) {
   SCOPED_TRACE(fusion.name());
@@ -48,7 +35,7 @@ void expectHostCompiles(const Fusion& fusion, SegmentationMode mode) {
   TempDir directory;
   for (const FusionKernel& kernel : compiled.kernels) {
     std::string path = directory.file(kernel.plan->name + ".cpp");
-    writeFile(path, std::string(kShim) + kernel.source);
+    writeFile(path, hostShim().str() + "\n" + kernel.source);
     std::string log = directory.file("log.txt");
     std::string command = "c++ -std=c++17 -fsyntax-only -Wall -Wno-unknown-pragmas "
                           "-Wno-unused-variable -Wno-unused-but-set-variable '" +

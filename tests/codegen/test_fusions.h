@@ -84,10 +84,12 @@ conversionsFusion(std::set<std::pair<DataType, DataType>>& bitcasts) {
 /// A strided body: a row broadcast and a 0-d broadcast.
 inline std::unique_ptr<Fusion> broadcastFusion() {
   FusionDefinition fd("broadcasts");
-  Val x = fd.defineTensor({8, -1}, DataType::Float, "x");
-  Val row = fd.defineTensor({-1}, DataType::Float, "row");
+  Val x = fd.defineTensor({8, 16}, DataType::Float, "x");
+  Val row = fd.defineTensor({16}, DataType::Float, "row");
+  Val column = fd.defineTensor({8}, DataType::Float, "column");
   Val scale = fd.defineTensor({}, DataType::Float, "scale");
-  fd.copy_(x * broadcast_in_dim(row, {8, -1}, {1}) + broadcast_in_dim(scale, {8, 1}, {}), x);
+  fd.copy_(x * broadcast_in_dim(row, {8, 16}, {1}) + broadcast_in_dim(column, {8, 16}, {0}) + scale,
+           x);
   return fd.finalize();
 }
 

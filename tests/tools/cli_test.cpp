@@ -141,7 +141,8 @@ TEST_F(CliTest, RunWritesOutputsAndUpdatedInputs) {
 
   nlohmann::json report = nlohmann::json::parse(result.out);
   EXPECT_EQ(report["fusion"], "axpy");
-  EXPECT_EQ(report["backend"], "reference");
+  // auto: the generated kernels, on the GPU when there is one, else on the host backend.
+  EXPECT_TRUE(report["backend"] == "host" || report["backend"] == "cuda") << report["backend"];
   EXPECT_EQ(report["kernels"], 2); // z/h and the lone step counter: two signatures
   EXPECT_EQ(report["groups"].size(), 2u);
   ASSERT_EQ(report["outputs"].size(), 2u);
@@ -224,11 +225,22 @@ TEST_F(CliTest, ReportsFusionTextErrors) {
   expectOneLineError(run("check nowhere.wf"), "cannot read 'nowhere.wf'");
 }
 
-TEST_F(CliTest, OnlyTheReferenceBackendIsAvailable) {
-  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --backend cuda"),
-                     "backend 'cuda' is not available yet (available: reference)");
+TEST_F(CliTest, RunOnTheHostBackendEqualsTheReferenceInEveryBlockOrder) {
   CliResult reference = runAxpy(std::string(kGoodInputs) + " --backend reference");
-  EXPECT_EQ(reference.exitCode, 0) << reference.err;
+  ASSERT_EQ(reference.exitCode, 0) << reference.err;
+  std::string z = readFile(file("out/z.npy")), h = readFile(file("out/h.npy")),
+              step = readFile(file("out/step.npy"));
+  for (const char* order : {"forward", "reverse", "shuffle:3"}) {
+    CliResult host = runAxpy(std::string(kGoodInputs) + " --backend host --block-order " + order);
+    ASSERT_EQ(host.exitCode, 0) << host.err;
+    EXPECT_EQ(nlohmann::json::parse(host.out)["backend"], "host");
+    EXPECT_EQ(readFile(file("out/z.npy")), z) << order;
+    EXPECT_EQ(readFile(file("out/h.npy")), h) << order;
+    EXPECT_EQ(readFile(file("out/step.npy")), step) << order;
+  }
+  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --block-order sideways"),
+                     "unknown block order 'sideways'");
+  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --backend gpu"), "unknown backend 'gpu'");
 }
 
 TEST_F(CliTest, UsageErrorsExitWithStatus2) {
@@ -270,8 +282,8 @@ TEST_F(CliTest, AdamRunsTheSeedExampleInEachMode) {
     EXPECT_EQ(report["params"], 2);
     EXPECT_LT(report["max_abs_error_vs_oracle"].get<double>(), 1e-5);
   }
-  expectOneLineError(run("adam --backend cuda"), "not available yet");
-  expectOneLineError(run("adam --backend cuda"), "'none' compiles the kernels without running");
+  expectOneLineError(run("adam --backend fpga"), "unknown backend 'fpga'");
+  expectOneLineError(run("adam --block-order backwards"), "unknown block order 'backwards'");
 }
 
 TEST_F(CliTest, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
@@ -296,7 +308,8 @@ TEST_F(CliTest, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
   }
   CliResult second = run("compile axpy.wf --json");
   ASSERT_EQ(second.exitCode, 0) << second.err;
-  for (const auto& kernel : nlohmann::json::parse(second.out)["kernel_stats"])
+  nlohmann::json secondReport = nlohmann::json::parse(second.out);
+  for (const auto& kernel : secondReport["kernel_stats"])
     EXPECT_EQ(kernel["cache"], "hit");
 }
 
@@ -368,5 +381,28 @@ TEST_F(CliTest, AdamWithBackendNoneCompilesWithoutRunning) {
       run("adam --backend none --emit cuda", "WIDEFUSE_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13");
   EXPECT_EQ(cuda.exitCode, 0) << cuda.err;
   EXPECT_NE(cuda.out.find("adam_step_class0("), std::string::npos);
-  expectOneLineError(run("adam --arch sm_80"), "add --backend none");
+  expectOneLineError(run("adam --backend reference --arch sm_80"),
+                     "the reference backend runs no kernels");
+}
+
+TEST_F(CliTest, AdamOnTheHostBackendVerifiesAndExports) {
+  CliResult json = run("adam --steps 2 --backend host --block-order shuffle:5 --verify --json "
+                       "--export state");
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  nlohmann::json report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["backend"], "host");
+  EXPECT_EQ(report["block_order"], "shuffle:5");
+  EXPECT_EQ(report["verify"]["different_elements"], 0);
+  EXPECT_EQ(report["verify"]["elements"], 4 * 2 * 1024 * 1024 + 2);
+  EXPECT_EQ(report["verify"]["max_abs_error"], 0.0);
+  nlohmann::json manifest = nlohmann::json::parse(readFile(file("state/manifest.json")));
+  EXPECT_EQ(manifest["steps"], 2);
+  EXPECT_EQ(manifest["tensors"].size(), 10u);
+  EXPECT_EQ(manifest["tensors"][4]["role"], "step");
+  EXPECT_EQ(manifest["files"].size(), 20u);
+  HostTensor before = readNpy(file("state/initial_step0.npy"), DataType::Float);
+  HostTensor after = readNpy(file("state/final_step0.npy"), DataType::Float);
+  EXPECT_EQ(after.as<float>()[0], before.as<float>()[0] + 2);
+  HostTensor p0 = readNpy(file("state/final_p0.npy"), DataType::Float);
+  EXPECT_EQ(p0.shape(), llvm::ArrayRef<int64_t>({1024, 1024}));
 }

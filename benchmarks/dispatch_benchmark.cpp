@@ -1,0 +1,78 @@
+// The runtime's steady state for the seed's Adam over N parameters: one run() with the same
+// tensors as the step before, up to the launch call (backend none: every argument checked,
+// shapes inferred, the signature looked up and the cached launch bindings reused, nothing
+// launched), and the host backend's throughput running the generated kernels on CPU threads.
+// Results go to docs/performance.md.
+
+#include "optim/seed_adam.h"
+#include "runtime/fusion_executor.h"
+
+#include <benchmark/benchmark.h>
+
+#include <thread>
+
+namespace {
+
+using namespace widefuse;
+
+/// GPT-2-like shapes without the embedding, small enough that 1000 parameters fit in memory
+/// (dispatch does not depend on tensor sizes).
+std::vector<optim::Shape> mixedShapes(int64_t count) {
+  const optim::Shape pattern[] = {{768, 768}, {768}, {3072, 768}, {1}, {64, 768}};
+  std::vector<optim::Shape> shapes;
+  for (int64_t i = 0; i < count; ++i)
+    shapes.push_back(count > 100 ? optim::Shape{16, 16} : pattern[i % 5]);
+  return shapes;
+}
+
+/// The seed Adam's tensors (zeros; steps at 0) and scalars.
+struct AdamTensors {
+  std::vector<HostTensor> tensors;
+  std::vector<Argument> arguments;
+  int64_t elements = 0;
+  explicit AdamTensors(const Fusion& fusion) {
+    for (const Value* input : fusion.inputs())
+      if (input->isTensor()) {
+        tensors.emplace_back(input->dtype(), input->extents());
+        elements += input->extents().empty() ? 0 : tensors.back().numel();
+      }
+    for (HostTensor& tensor : tensors)
+      arguments.push_back(tensor.ref());
+    for (double scalar : {1e-3, 0.9, 0.999, 1e-8})
+      arguments.push_back(ScalarArgument(scalar));
+  }
+};
+
+void dispatch(benchmark::State& state) {
+  auto fusion = optim::buildSeedAdam(mixedShapes(state.range(0)));
+  AdamTensors adam(*fusion);
+  ExecutorOptions options;
+  options.backend = Backend::None;
+  options.mode = SegmentationMode::Batched;
+  FusionExecutorCache executor(*fusion, options);
+  executor.run(adam.arguments); // compiles and binds once
+  for (auto _ : state)
+    benchmark::DoNotOptimize(executor.run(adam.arguments));
+}
+BENCHMARK(dispatch)->Arg(1)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
+
+void hostThroughput(benchmark::State& state) {
+  // 20 parameters of up to 3072x768: about 13M elements per step.
+  auto fusion = optim::buildSeedAdam(mixedShapes(20));
+  AdamTensors adam(*fusion);
+  ExecutorOptions options;
+  options.backend = Backend::Host;
+  options.mode = SegmentationMode::Batched;
+  options.hostThreads = unsigned(state.range(0));
+  FusionExecutorCache executor(*fusion, options);
+  executor.run(adam.arguments);
+  for (auto _ : state)
+    executor.run(adam.arguments);
+  state.counters["elements_per_second"] = benchmark::Counter(
+      double(adam.elements / 4) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(hostThroughput)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+} // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,299 @@
+#include "runtime/fusion_executor.h"
+
+#include "ir/error.h"
+#include "runtime/launch_binding.h"
+#include "runtime/runtime_shapes.h"
+
+#include "segmenter/segment.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace widefuse {
+
+llvm::StringRef backendName(Backend backend) {
+  switch (backend) {
+  case Backend::Auto:
+    return "auto";
+  case Backend::Cuda:
+    return "cuda";
+  case Backend::Host:
+    return "host";
+  case Backend::Reference:
+    return "reference";
+  case Backend::None:
+    return "none";
+  }
+  WF_UNREACHABLE("unknown backend");
+}
+
+Backend parseBackend(llvm::StringRef name) {
+  for (Backend backend :
+       {Backend::Auto, Backend::Cuda, Backend::Host, Backend::Reference, Backend::None})
+    if (backendName(backend) == name)
+      return backend;
+  fail("unknown backend '{}': use auto, cuda, host, reference or none", name.str());
+}
+
+/// One compiled input signature and the bindings of its last run.
+struct FusionExecutorCache::Entry {
+  std::shared_ptr<const CompiledFusion> compiled;
+  /// Host backend: one loaded kernel per plan.
+  std::vector<std::shared_ptr<const HostKernel>> hostKernels;
+  /// Guards the cached bindings below; a run that finds it taken binds privately.
+  std::mutex bindingMutex;
+  /// What the cached bindings were built from: pointers, shapes, strides, scalar bits.
+  std::shared_ptr<const std::vector<int64_t>> fingerprint;
+  std::vector<LaunchBinding> bindings;
+  std::vector<std::vector<uint32_t>> tickets;
+};
+
+namespace {
+
+/// Cuda when a device is present; this build has no device support yet, so host.
+Backend resolveBackend(Backend requested) {
+  if (requested == Backend::Cuda)
+    fail("no CUDA driver/device support in this build yet: use backend=host to run the "
+         "generated kernels on the CPU");
+  return requested == Backend::Auto ? Backend::Host : requested;
+}
+
+/// Elements from the first to one past the last addressed element.
+int64_t spanOf(const TensorRef& tensor) {
+  if (tensor.numel() == 0)
+    return 0;
+  int64_t span = 1;
+  for (size_t d = 0; d < tensor.shape.size(); ++d)
+    span += (tensor.shape[d] - 1) * tensor.strides[d];
+  return span;
+}
+
+/// The signature key: one dense flag per input, then one 64-bit-index flag per component.
+std::vector<bool> signatureKey(const InputSignature& signature) {
+  std::vector<bool> key(signature.denseInputs.begin(), signature.denseInputs.end());
+  key.insert(key.end(), signature.needsInt64Index.begin(), signature.needsInt64Index.end());
+  return key;
+}
+
+/// Everything checkArguments, inferRuntimeShapes and the bindings depend on: per tensor its
+/// dtype, rank, pointer, shape and strides; per scalar its kind and bits. Equal fingerprints
+/// give equal checks, shapes, signature and bindings. `visit` sees the words in order.
+template <typename Visit>
+bool forEachFingerprintWord(llvm::ArrayRef<Argument> arguments, Visit visit) {
+  for (const Argument& argument : arguments) {
+    if (const TensorRef* tensor = std::get_if<TensorRef>(&argument)) {
+      if (!visit(int64_t(tensor->dtype) << 8 | int64_t(tensor->shape.size())) ||
+          !visit(int64_t(reinterpret_cast<intptr_t>(tensor->data))))
+        return false;
+      for (int64_t extent : tensor->shape)
+        if (!visit(extent))
+          return false;
+      for (int64_t stride : tensor->strides)
+        if (!visit(stride))
+          return false;
+      continue;
+    }
+    const ScalarArgument& scalar = std::get<ScalarArgument>(argument);
+    int64_t bits = 0;
+    std::visit([&](auto value) { std::memcpy(&bits, &value, sizeof value); }, scalar);
+    if (!visit(-1 - int64_t(scalar.index())) || !visit(bits))
+      return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> fingerprintOf(llvm::ArrayRef<Argument> arguments, size_t expectedSize) {
+  std::vector<int64_t> fingerprint;
+  fingerprint.reserve(expectedSize);
+  forEachFingerprintWord(arguments, [&](int64_t word) {
+    fingerprint.push_back(word);
+    return true;
+  });
+  return fingerprint;
+}
+
+/// Compares without building the fingerprint: the steady state allocates nothing.
+bool hasFingerprint(llvm::ArrayRef<Argument> arguments, const std::vector<int64_t>& fingerprint) {
+  size_t position = 0;
+  bool same = forEachFingerprintWord(arguments, [&](int64_t word) {
+    return position < fingerprint.size() && fingerprint[position++] == word;
+  });
+  return same && position == fingerprint.size();
+}
+
+} // namespace
+
+FusionExecutorCache::FusionExecutorCache(const Fusion& fusion, ExecutorOptions options)
+    : fusion_(fusion), options_(std::move(options)) {
+  backend_ = resolveBackend(options_.backend);
+  device_ = options_.arch ? deviceForArch(*options_.arch) : defaultDevice();
+  if (!options_.dumps)
+    options_.dumps = dumpOptionsFromEnvironment();
+}
+
+FusionExecutorCache::~FusionExecutorCache() = default;
+
+std::shared_ptr<const CompiledFusion> FusionExecutorCache::lastCompiled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_;
+}
+
+size_t FusionExecutorCache::numSignatures() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+
+std::shared_ptr<FusionExecutorCache::Entry>
+FusionExecutorCache::entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes) {
+  // The signature: which inputs are dense, which components need 64-bit indices.
+  InputSignature signature;
+  for (const Argument& argument : arguments) {
+    const TensorRef* tensor = std::get_if<TensorRef>(&argument);
+    signature.denseInputs.push_back(!tensor || tensor->isContiguous());
+  }
+  std::vector<const TensorRef*> tensorOfInput(fusion_.numValues(), nullptr);
+  for (size_t i = 0; i < arguments.size(); ++i)
+    tensorOfInput[fusion_.inputs()[i]->id()] = std::get_if<TensorRef>(&arguments[i]);
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The components are those of the fusion, whatever the mode: compute them once.
+  if (!components_)
+    components_ = std::make_unique<SegmentedFusion>(segment(fusion_, {options_.mode}));
+  for (const Component& component : components_->components) {
+    int64_t largest = component.domainValue ? numElements(shapes.of(component.domainValue)) : 1;
+    for (const Value* input : component.inputs)
+      if (const TensorRef* tensor = tensorOfInput[input->id()])
+        largest = std::max(largest, spanOf(*tensor));
+    signature.needsInt64Index.push_back(largest >= kMaxInt32IndexElements);
+  }
+  std::vector<bool> key = signatureKey(signature);
+  auto found = entries_.find(key);
+  if (found != entries_.end()) {
+    last_ = found->second->compiled;
+    return found->second;
+  }
+  auto entry = std::make_shared<Entry>();
+  FusionCompileOptions options;
+  options.mode = options_.mode;
+  options.device = device_;
+  options.fmad = options_.fmad;
+  options.dumps = *options_.dumps;
+  // The host backend needs only the sources; NVRTC runs for the device and for `none`.
+  options.emitOnly = backend_ == Backend::Host;
+  auto compiled = std::make_shared<CompiledFusion>(
+      compileFusion(fusion_, options, KernelCache::global(), &signature));
+  if (backend_ == Backend::Host)
+    for (const FusionKernel& kernel : compiled->kernels)
+      entry->hostKernels.push_back(
+          HostKernelCache::global().compile(kernel.source, kernel.plan->name));
+  entry->compiled = compiled;
+  last_ = compiled;
+  entries_.emplace(std::move(key), entry);
+  return entry;
+}
+
+void FusionExecutorCache::bindAndLaunch(
+    Entry& entry, llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
+    std::vector<HostTensor>& outputs, bool launch,
+    const std::shared_ptr<const std::vector<int64_t>>& checked) {
+  const CompiledFusion& compiled = *entry.compiled;
+  std::unique_lock<std::mutex> cached(entry.bindingMutex, std::try_to_lock);
+  std::vector<LaunchBinding> privateBindings;
+  std::vector<std::vector<uint32_t>> privateTickets;
+  auto& bindings = cached.owns_lock() ? entry.bindings : privateBindings;
+  auto& tickets = cached.owns_lock() ? entry.tickets : privateTickets;
+  // Fresh outputs have fresh addresses: only fusions without plain outputs reuse bindings.
+  bool reuse = cached.owns_lock() && outputs.empty() && !bindings.empty() && entry.fingerprint &&
+               (entry.fingerprint == checked || hasFingerprint(arguments, *entry.fingerprint));
+  if (!reuse) {
+    std::vector<int> inputIndex(fusion_.numValues(), -1);
+    for (size_t i = 0; i < fusion_.inputs().size(); ++i)
+      inputIndex[fusion_.inputs()[i]->id()] = int(i);
+    std::vector<int> outputIndex(fusion_.numValues(), -1);
+    for (size_t i = 0; i < fusion_.outputs().size(); ++i)
+      outputIndex[fusion_.outputs()[i]->id()] = int(i);
+    std::vector<TensorRef> outputRefs;
+    for (HostTensor& output : outputs)
+      outputRefs.push_back(output.ref());
+    auto tensorOf = [&](const Value* value, bool asOutput) -> const TensorRef& {
+      if (asOutput)
+        return outputRefs[size_t(outputIndex[value->id()])];
+      return std::get<TensorRef>(arguments[size_t(inputIndex[value->id()])]);
+    };
+    auto scalarOf = [&](const Value* value) {
+      return std::get<ScalarArgument>(arguments[size_t(inputIndex[value->id()])]);
+    };
+    bindings.clear();
+    tickets.clear();
+    for (const KernelLaunch& launch : compiled.scheduled.launches) {
+      const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
+      bindings.push_back(bindLaunch(plan, launch, shapes, tensorOf, scalarOf));
+      tickets.emplace_back(launch.members.size(), 0u);
+      LaunchBinding& binding = bindings.back();
+      setTableAddresses(binding, binding.table.empty() ? nullptr : binding.table.data(),
+                        tickets.back().data());
+    }
+    if (cached.owns_lock())
+      entry.fingerprint = outputs.empty() ? (checked ? checked
+                                                     : std::make_shared<const std::vector<int64_t>>(
+                                                           fingerprintOf(arguments, 0)))
+                                          : nullptr;
+  }
+  if (!launch)
+    return;
+  for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
+    const KernelPlan& plan = compiled.scheduled.plans[compiled.scheduled.launches[i].plan];
+    runHostGrid(*entry.hostKernels[compiled.scheduled.launches[i].plan], bindings[i].parameters,
+                std::max(1u, bindings[i].numChunks), plan.threadsPerBlock, options_.blockOrder,
+                options_.hostThreads);
+  }
+}
+
+RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments) {
+  RunResult result;
+  if (backend_ == Backend::Reference) {
+    result.outputs = evaluate(fusion_, arguments).outputs;
+    return result;
+  }
+  // The steady state: the same arguments as the last accepted run (same pointers, shapes,
+  // strides, dtypes and scalars) passed every check then, so they pass now, with the same
+  // shapes and signature. Fusions with plain outputs allocate them and always bind anew.
+  std::shared_ptr<Entry> entry;
+  std::shared_ptr<const RuntimeShapes> shapes;
+  std::shared_ptr<const std::vector<int64_t>> fingerprint;
+  if (fusion_.outputs().empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (lastEntry_ && hasFingerprint(arguments, *lastFingerprint_)) {
+      entry = lastEntry_;
+      shapes = lastShapes_;
+      fingerprint = lastFingerprint_;
+    }
+  }
+  if (!entry) {
+    checkArguments(fusion_, arguments);
+    shapes = std::make_shared<RuntimeShapes>(inferRuntimeShapes(fusion_, arguments));
+    entry = entryFor(arguments, *shapes);
+    if (fusion_.outputs().empty()) {
+      fingerprint = std::make_shared<const std::vector<int64_t>>(fingerprintOf(arguments, 0));
+      std::lock_guard<std::mutex> lock(mutex_);
+      lastFingerprint_ = fingerprint;
+      lastEntry_ = entry;
+      lastShapes_ = shapes;
+    }
+  }
+  return launchEntry(*entry, arguments, *shapes, fingerprint);
+}
+
+RunResult
+FusionExecutorCache::launchEntry(Entry& entry, llvm::ArrayRef<Argument> arguments,
+                                 const RuntimeShapes& shapes,
+                                 const std::shared_ptr<const std::vector<int64_t>>& checked) {
+  RunResult result;
+  if (backend_ != Backend::None)
+    for (const Value* output : fusion_.outputs())
+      result.outputs.emplace_back(output->dtype(), shapes.of(output));
+  bindAndLaunch(entry, arguments, shapes, result.outputs, backend_ != Backend::None, checked);
+  return result;
+}
+
+} // namespace widefuse

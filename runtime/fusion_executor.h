@@ -1,0 +1,108 @@
+#pragma once
+/// FusionExecutorCache: the one place that strings define -> segment -> schedule -> codegen ->
+/// compile -> launch together. Keyed by input signature; the steady state (same signature,
+/// same pointers) is a hash lookup and a launch: no recompilation, no table rebuild.
+
+#include "runtime/fusion_compiler.h"
+#include "runtime/host_launcher.h"
+#include "runtime/runtime_shapes.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace widefuse {
+
+/// Where a fusion runs.
+enum class Backend {
+  Auto,      ///< cuda when a device is present, else host
+  Cuda,      ///< the GPU, through the CUDA driver
+  Host,      ///< the generated kernels compiled by the host compiler, on CPU threads
+  Reference, ///< the reference evaluator (no kernels)
+  None,      ///< compile the kernels, run nothing
+};
+
+/// The command-line name of a backend: auto, cuda, host, reference, none.
+llvm::StringRef backendName(Backend backend);
+/// Parses a backend name; throws Error listing the valid ones.
+Backend parseBackend(llvm::StringRef name);
+
+/// How a FusionExecutorCache compiles and runs.
+struct ExecutorOptions {
+  SegmentationMode mode = SegmentationMode::Auto;
+  Backend backend = Backend::Auto;
+  /// Host backend: the order of blocks (and of each block's threads).
+  BlockOrder blockOrder;
+  /// Host backend: CPU threads running blocks (1: deterministic order).
+  unsigned hostThreads = 1;
+  /// Let NVRTC contract a*b+c into fma (device only; the host never contracts).
+  bool fmad = true;
+  /// The target when there is no device to ask (default sm_90).
+  std::optional<std::string> arch;
+  /// Dumps after each stage (default: from WIDEFUSE_DUMP / WIDEFUSE_DUMP_DIR).
+  std::optional<DumpOptions> dumps;
+};
+
+/// What one run returns.
+struct RunResult {
+  /// The fusion's plain outputs, in declaration order (empty for backend none).
+  std::vector<HostTensor> outputs;
+};
+
+/// Compiles a fusion once per input signature and runs it; thread-safe.
+class FusionExecutorCache {
+public:
+  /// `fusion` must outlive the cache.
+  explicit FusionExecutorCache(const Fusion& fusion, ExecutorOptions options = {});
+  ~FusionExecutorCache();
+  FusionExecutorCache(const FusionExecutorCache&) = delete;
+  FusionExecutorCache& operator=(const FusionExecutorCache&) = delete;
+
+  /// Runs one step. Every argument is checked (types, shapes, symbolic extents, overlaps of
+  /// written inputs) and every kernel compiled before the first write: a failure leaves the
+  /// caller's buffers untouched. copy_ destinations are updated in place.
+  RunResult run(llvm::ArrayRef<Argument> arguments);
+
+  /// The backend runs use (auto resolved).
+  Backend backend() const { return backend_; }
+  /// The compiled kernels of the last run's signature (null before the first run).
+  std::shared_ptr<const CompiledFusion> lastCompiled() const;
+  /// Number of input signatures compiled so far.
+  size_t numSignatures() const;
+
+  struct Entry; // one compiled signature, with its cached launch bindings
+
+private:
+  std::shared_ptr<Entry> entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes);
+  /// Binds every launch (reusing the last bindings when nothing changed) and, unless
+  /// `launch` is false (backend none: everything up to the launch call), runs them.
+  /// `checked`: the fingerprint the arguments were found equal to (null when unknown).
+  RunResult launchEntry(Entry& entry, llvm::ArrayRef<Argument> arguments,
+                        const RuntimeShapes& shapes,
+                        const std::shared_ptr<const std::vector<int64_t>>& checked);
+  void bindAndLaunch(Entry& entry, llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
+                     std::vector<HostTensor>& outputs, bool launch,
+                     const std::shared_ptr<const std::vector<int64_t>>& checked);
+
+  const Fusion& fusion_;
+  ExecutorOptions options_;
+  Backend backend_ = Backend::Host;
+  DeviceDescription device_;
+  mutable std::mutex mutex_;
+  /// The fusion's components (for the 64-bit index flags of a signature).
+  std::unique_ptr<SegmentedFusion> components_;
+  std::map<std::vector<bool>, std::shared_ptr<Entry>> entries_;
+  std::shared_ptr<const CompiledFusion> last_;
+  /// The last accepted arguments without plain outputs, their entry and shapes: the steady
+  /// state skips every check for them.
+  std::shared_ptr<const std::vector<int64_t>> lastFingerprint_;
+  std::shared_ptr<Entry> lastEntry_;
+  std::shared_ptr<const RuntimeShapes> lastShapes_;
+};
+
+} // namespace widefuse

@@ -1,0 +1,67 @@
+#pragma once
+/// The host backend's compiler: a generated kernel's source, with the host shim in front, built
+/// by the host C++ compiler into a shared object, cached on disk like cubins and loaded with
+/// dlopen.
+
+#include "runtime/kernel_cache.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace widefuse {
+
+/// A generated kernel compiled for the CPU: its `<name>_host_block` entry.
+class HostKernel {
+public:
+  using BlockFunction = void (*)(const void* parameters, unsigned block, unsigned grid,
+                                 const unsigned* threadOrder);
+  HostKernel(std::string name, void* library, BlockFunction function)
+      : name_(std::move(name)), library_(library), function_(function) {}
+  HostKernel(const HostKernel&) = delete;
+  HostKernel& operator=(const HostKernel&) = delete;
+
+  /// Runs block `block` of a `grid`-block launch on the calling thread, the block's threads in
+  /// `threadOrder` (a permutation of 0..threadsPerBlock-1).
+  void runBlock(const void* parameters, unsigned block, unsigned grid,
+                const unsigned* threadOrder) const {
+    function_(parameters, block, grid, threadOrder);
+  }
+  const std::string& name() const { return name_; }
+
+private:
+  std::string name_;
+  void* library_; // kept loaded for the process's lifetime: kernels may run until exit
+  BlockFunction function_;
+};
+
+/// Compiles and loads host kernels; thread-safe. Entries live in `<cache dir>/host/` keyed by
+/// the source, the compiler's identity and its flags; a file that does not load is rebuilt.
+class HostKernelCache {
+public:
+  /// Uses the directory and disk setting of `options` (see KernelCache).
+  explicit HostKernelCache(KernelCacheOptions options = {});
+
+  /// The loaded kernel for `source`, whose host entry is `<kernelName>_host_block`. Throws
+  /// Error with the compiler's output and the path of the source when compilation fails.
+  std::shared_ptr<const HostKernel> compile(llvm::StringRef source, llvm::StringRef kernelName);
+
+  /// The host compiler: $WIDEFUSE_HOST_CXX, else `c++`.
+  static std::string compilerCommand();
+  /// The process-wide cache with default options.
+  static HostKernelCache& global();
+
+private:
+  std::string buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
+                                const std::string& keyMaterial);
+
+  std::string directory_;
+  bool useDisk_ = false;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const HostKernel>> kernels_;
+};
+
+} // namespace widefuse

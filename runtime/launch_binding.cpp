@@ -1,0 +1,196 @@
+#include "runtime/launch_binding.h"
+
+#include "ir/element_ops.h"
+#include "ir/error.h"
+#include "ir/half_float.h"
+
+#include <llvm/ADT/DenseMap.h>
+
+#include <cstring>
+
+namespace widefuse {
+
+void encodeScalar(DataType dtype, const ScalarArgument& value, std::byte* out) {
+  std::visit(
+      [&](auto number) {
+        using element::convertNumber;
+        auto store = [&](auto typed) { std::memcpy(out, &typed, sizeof typed); };
+        switch (dtype) {
+        case DataType::Bool:
+          return store(convertNumber<bool>(number));
+        case DataType::Int8:
+          return store(convertNumber<int8_t>(number));
+        case DataType::Int16:
+          return store(convertNumber<int16_t>(number));
+        case DataType::Int32:
+          return store(convertNumber<int32_t>(number));
+        case DataType::Int64:
+          return store(convertNumber<int64_t>(number));
+        case DataType::UInt8:
+          return store(convertNumber<uint8_t>(number));
+        case DataType::UInt16:
+          return store(convertNumber<uint16_t>(number));
+        case DataType::UInt32:
+          return store(convertNumber<uint32_t>(number));
+        case DataType::Half:
+          return store(toHalfBits(convertNumber<double>(number)));
+        case DataType::BFloat16:
+          return store(toBFloat16Bits(convertNumber<double>(number)));
+        case DataType::Float:
+          return store(convertNumber<float>(number));
+        case DataType::Double:
+          return store(convertNumber<double>(number));
+        }
+      },
+      value);
+}
+
+namespace {
+
+template <typename T> void put(std::vector<std::byte>& bytes, size_t offset, T value) {
+  WF_ASSERT(offset + sizeof(T) <= bytes.size(), "binding writes past its block");
+  std::memcpy(bytes.data() + offset, &value, sizeof value);
+}
+
+class Binder {
+public:
+  Binder(const KernelPlan& plan, const RuntimeShapes& shapes, TensorLookup tensorOf,
+         ScalarLookup scalarOf)
+      : plan_(plan), segmented_(*plan.segmented), shapes_(shapes), tensorOf_(tensorOf),
+        scalarOf_(scalarOf) {
+    for (const BodyPlan& body : plan.bodies)
+      bodyOfClass_[body.signatureClass] = &body;
+  }
+
+  LaunchBinding bind(const KernelLaunch& launch);
+
+private:
+  /// Fills entry (at `entryOffset` in `entries`) for component `member`.
+  void bindMember(unsigned member, std::vector<std::byte>& entries, size_t entryOffset,
+                  LaunchBinding& binding, bool first);
+  void bindSlot(const BodyPlan& body, const Slot& slot, const Component& component, unsigned member,
+                llvm::ArrayRef<int64_t> domain, std::vector<std::byte>& bytes, size_t base);
+
+  const KernelPlan& plan_;
+  const SegmentedFusion& segmented_;
+  const RuntimeShapes& shapes_;
+  TensorLookup tensorOf_;
+  ScalarLookup scalarOf_;
+  llvm::DenseMap<unsigned, const BodyPlan*> bodyOfClass_;
+};
+
+/// The value a slot reads or writes in `component`.
+const Value* slotValue(const Slot& slot, const Component& component) {
+  switch (slot.source.kind) {
+  case SlotSource::Kind::Input:
+    return component.inputs[slot.source.index];
+  case SlotSource::Kind::Output:
+    return component.outputs[slot.source.index];
+  case SlotSource::Kind::Constant:
+    return nullptr;
+  }
+  WF_UNREACHABLE("unknown slot source");
+}
+
+void Binder::bindSlot(const BodyPlan& body, const Slot& slot, const Component& component,
+                      unsigned member, llvm::ArrayRef<int64_t> domain,
+                      std::vector<std::byte>& bytes, size_t base) {
+  if (slot.kind == SlotKind::LiftedConstant) {
+    const SignatureClass& signature = segmented_.signatureClasses[body.signatureClass];
+    unsigned position = unsigned(llvm::find(signature.members, member) - signature.members.begin());
+    encodeScalar(slot.dtype, signature.lifted[slot.source.index].values[position],
+                 bytes.data() + base + slot.offset);
+    return;
+  }
+  const Value* value = slotValue(slot, component);
+  if (slot.kind == SlotKind::Scalar) {
+    encodeScalar(slot.dtype, scalarOf_(value), bytes.data() + base + slot.offset);
+    return;
+  }
+  const TensorRef& tensor = tensorOf_(value, slot.source.kind == SlotSource::Kind::Output);
+  put(bytes, base + slot.offset, tensor.data);
+  if (slot.kind != SlotKind::ElementTensor || body.indexing != Indexing::Strided)
+    return;
+  // Effective strides over the domain: a tensor dimension follows the domain dimension its
+  // view names; broadcast (size-1) and absent dimensions advance by 0. A member of lower rank
+  // than the body (flattenable classes) is aligned to the body's last dimensions.
+  size_t rank = tensor.shape.size();
+  bool aligned = rank == slot.view.size();
+  for (unsigned d = 0; d < body.domainRank; ++d) {
+    int64_t stride = 0;
+    for (size_t t = 0; t < rank; ++t) {
+      int64_t follows = aligned ? slot.view[t] : int64_t(body.domainRank - rank + t);
+      if (follows == int64_t(d) && (tensor.shape[t] != 1 || domain[d] == 1))
+        stride = tensor.strides[t];
+    }
+    put(bytes, base + slot.stridesOffset + 8 * d, stride);
+  }
+}
+
+void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t entryOffset,
+                        LaunchBinding& binding, bool first) {
+  const Component& component = segmented_.components[member];
+  const BodyPlan& body = *bodyOfClass_.lookup(segmented_.classOfComponent[member]);
+  llvm::SmallVector<int64_t, 4> domain;
+  if (component.domainValue)
+    domain.assign(shapes_.of(component.domainValue).begin(),
+                  shapes_.of(component.domainValue).end());
+  int64_t numel = numElements(domain);
+  if (body.indexing == Indexing::Strided) // leading 1s up to the body's rank
+    domain.insert(domain.begin(),
+                  body.domainRank - std::min<size_t>(domain.size(), body.domainRank), 1);
+  int64_t chunks = std::max<int64_t>(1, (numel + body.chunkElements - 1) / body.chunkElements);
+  if (int64_t(binding.numChunks) + chunks >= (int64_t(1) << 31))
+    fail("a kernel launch of '{}' would need 2^31 chunks or more; split the fusion", plan_.name);
+  put(entries, entryOffset, numel);
+  put(entries, entryOffset + 8, int32_t(binding.numChunks));
+  put(entries, entryOffset + 12, int32_t(body.index));
+  binding.numChunks += unsigned(chunks);
+  if (body.indexing == Indexing::Strided)
+    for (unsigned d = 0; d < body.domainRank; ++d)
+      put(entries, entryOffset + body.extentsOffset + 8 * d, domain[d]);
+  for (const Slot& slot : body.slots) {
+    if (!slot.shared)
+      bindSlot(body, slot, component, member, domain, entries, entryOffset);
+    else if (first) // shared slots hold the same value for every member
+      bindSlot(body, slot, component, member, domain, binding.parameters, 0);
+  }
+}
+
+LaunchBinding Binder::bind(const KernelLaunch& launch) {
+  LaunchBinding binding;
+  binding.parameters.assign((plan_.parameterBytes + 7) / 8 * 8, std::byte{0});
+  bool inParameters = plan_.tableLocation == TableLocation::KernelParameters;
+  WF_ASSERT(!inParameters || launch.members.size() <= plan_.tableCapacity,
+            "more members than the table holds");
+  if (!inParameters)
+    binding.table.assign(launch.members.size() * plan_.entryBytes, std::byte{0});
+  std::vector<std::byte>& entries = inParameters ? binding.parameters : binding.table;
+  size_t base = inParameters ? plan_.tableOffset : 0;
+  llvm::SmallVector<bool, 8> seenBody(plan_.bodies.size(), false);
+  for (size_t i = 0; i < launch.members.size(); ++i) {
+    unsigned member = launch.members[i];
+    const BodyPlan& body = *bodyOfClass_.lookup(segmented_.classOfComponent[member]);
+    bool first = !seenBody[body.index];
+    seenBody[body.index] = true;
+    bindMember(member, entries, base + i * plan_.entryBytes, binding, first);
+  }
+  put(binding.parameters, 0, int32_t(launch.members.size()));
+  put(binding.parameters, 4, int32_t(binding.numChunks));
+  return binding;
+}
+
+} // namespace
+
+LaunchBinding bindLaunch(const KernelPlan& plan, const KernelLaunch& launch,
+                         const RuntimeShapes& shapes, TensorLookup tensorOf,
+                         ScalarLookup scalarOf) {
+  return Binder(plan, shapes, tensorOf, scalarOf).bind(launch);
+}
+
+void setTableAddresses(LaunchBinding& binding, const void* table, const void* tickets) {
+  put(binding.parameters, 8, tickets);
+  put(binding.parameters, 16, table);
+}
+
+} // namespace widefuse

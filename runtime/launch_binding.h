@@ -1,0 +1,45 @@
+#pragma once
+/// Binding: the bytes a kernel launch takes — its parameter block and member table — filled
+/// from a plan and the run's tensors and scalars, exactly at the plan's offsets.
+
+#include "runtime/runtime_shapes.h"
+#include "scheduler/kernel_plan.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace widefuse {
+
+/// One launch's bytes.
+struct LaunchBinding {
+  /// The kernel's single argument (KernelPlan::parameterBytes, 8-byte aligned size).
+  std::vector<std::byte> parameters;
+  /// The member table when it lives in device memory (empty otherwise).
+  std::vector<std::byte> table;
+  /// Total chunks of all members: the useful grid size.
+  unsigned numChunks = 0;
+};
+
+/// The tensor a fusion value is bound to in this run, as an input (read, or written by
+/// copy_) or as a plain output (a value may be both: `return x` of an input x).
+using TensorLookup = llvm::function_ref<const TensorRef&(const Value*, bool asOutput)>;
+/// The scalar a runtime scalar input is bound to in this run.
+using ScalarLookup = llvm::function_ref<ScalarArgument(const Value*)>;
+
+/// Fills the parameter block and table of `launch`. Member m gets max(1, ceil(numel /
+/// chunkElements)) chunks (a 0-element member still runs its 0-d writes); strided slots get
+/// effective strides (0 along broadcast dimensions). The table and ticket pointers of the
+/// header stay null; see setTableAddresses.
+LaunchBinding bindLaunch(const KernelPlan& plan, const KernelLaunch& launch,
+                         const RuntimeShapes& shapes, TensorLookup tensorOf, ScalarLookup scalarOf);
+
+/// Writes the ticket workspace and (device-memory tables) the table addresses into the header.
+void setTableAddresses(LaunchBinding& binding, const void* table, const void* tickets);
+
+/// The bytes of a scalar of `dtype` holding `value` as the reference evaluator stores it.
+void encodeScalar(DataType dtype, const ScalarArgument& value, std::byte* out);
+
+} // namespace widefuse

@@ -1,0 +1,79 @@
+#include "runtime/runtime_shapes.h"
+
+#include "ir/error.h"
+#include "ir/fusion.h"
+
+namespace widefuse {
+namespace {
+
+llvm::SmallVector<int64_t, 4> pointwiseShape(const Expr& expr, const RuntimeShapes& shapes) {
+  const Value* first = nullptr;
+  for (const Value* operand : expr.operands()) {
+    if (!operand->isTensor() || operand->rank() == 0)
+      continue;
+    if (!first) {
+      first = operand;
+      continue;
+    }
+    if (shapes.of(operand) != shapes.of(first))
+      fail("{}: at run time '{}' has shape {} but '{}' has shape {}", expr.result()->name(),
+           first->name(), formatExtents(shapes.of(first)), operand->name(),
+           formatExtents(shapes.of(operand)));
+  }
+  return first ? shapes.of(first) : llvm::SmallVector<int64_t, 4>{};
+}
+
+llvm::SmallVector<int64_t, 4> broadcastShape(const Expr& expr, const RuntimeShapes& shapes) {
+  const auto& attributes = expr.attributes();
+  llvm::SmallVector<int64_t, 4> shape = attributes.broadcastShape;
+  const auto& operand = shapes.of(expr.operand(0));
+  for (size_t i = 0; i < attributes.broadcastDims.size(); ++i) {
+    int64_t d = attributes.broadcastDims[i], extent = operand[i];
+    if (shape[d] == kSymbolicExtent)
+      shape[d] = extent;
+    if (extent != 1 && extent != shape[d])
+      fail("{}: at run time operand '{}' has extent {} in dimension {}, which cannot "
+           "broadcast to {}",
+           expr.result()->name(), expr.operand(0)->name(), extent, i, shape[d]);
+  }
+  return shape;
+}
+
+} // namespace
+
+RuntimeShapes inferRuntimeShapes(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {
+  RuntimeShapes shapes;
+  shapes.ofValue.resize(fusion.numValues());
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (const TensorRef* tensor = std::get_if<TensorRef>(&arguments[i]))
+      shapes.ofValue[fusion.inputs()[i]->id()] = tensor->shape;
+  for (size_t id = 0; id < fusion.numExprs(); ++id) {
+    const Expr& expr = *fusion.expr(unsigned(id));
+    auto& result = shapes.ofValue[expr.result()->id()];
+    switch (expr.op()) {
+    case OpKind::BroadcastInDim:
+      result = broadcastShape(expr, shapes);
+      break;
+    case OpKind::Cast:
+    case OpKind::Bitcast:
+    case OpKind::Set:
+      result = shapes.of(expr.operand(0));
+      break;
+    default:
+      result = pointwiseShape(expr, shapes);
+      break;
+    }
+  }
+  for (const Alias& alias : fusion.aliases()) {
+    const auto& source = shapes.of(alias.source);
+    const auto& destination = shapes.of(alias.destination);
+    bool same = alias.source->isScalar() ? numElements(destination) == 1 : source == destination;
+    if (!same)
+      fail("copy_({}, {}): at run time the source has shape {} but the destination {}",
+           alias.source->name(), alias.destination->name(), formatExtents(source),
+           formatExtents(destination));
+  }
+  return shapes;
+}
+
+} // namespace widefuse

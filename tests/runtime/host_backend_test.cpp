@@ -1,0 +1,367 @@
+// The host backend runs the generated kernels on CPU threads: every op and dtype equals the
+// reference evaluator bit for bit, and the seed's Adam over 100 parameters of awkward shapes
+// (0, 1, 3, 4097, 65537, 1000003 elements and a non-contiguous member) equals it after 10 steps
+// in forward, reverse and shuffled block orders, in every mode. A planted bug (the deferred step
+// write made immediate) must make that comparison fail: a test of the test.
+
+#include "runtime/fusion_executor.h"
+#include "runtime/launch_binding.h"
+#include "tests/codegen/test_fusions.h"
+
+#include "ir/half_float.h"
+#include "optim/seed_adam.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+
+using namespace widefuse;
+using namespace widefuse::testing;
+
+namespace {
+
+/// Random contents for a tensor of `dtype`: ordinary values with zeros, infinities, NaN and
+/// denormals mixed in for floating point; bools as 0/1.
+void fillRandom(HostTensor& tensor, std::mt19937_64& random) {
+  std::uniform_int_distribution<int> pick(0, 19);
+  std::normal_distribution<double> normal(0.0, 3.0);
+  const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-40, -2.5, 0.5};
+  auto* bytes = static_cast<unsigned char*>(tensor.data());
+  size_t size = byteSize(tensor.dtype());
+  for (int64_t i = 0; i < tensor.numel(); ++i) {
+    unsigned char* at = bytes + i * size;
+    DataType dtype = tensor.dtype();
+    if (dtype == DataType::Bool) {
+      at[0] = random() & 1;
+    } else if (isFloatingPoint(dtype)) {
+      int choice = pick(random);
+      double value = choice < 8 ? specials[choice] : normal(random);
+      if (dtype == DataType::Float) {
+        float narrow = float(value);
+        std::memcpy(at, &narrow, 4);
+      } else if (dtype == DataType::Double) {
+        std::memcpy(at, &value, 8);
+      } else {
+        uint16_t bits = dtype == DataType::Half ? toHalfBits(value) : toBFloat16Bits(value);
+        std::memcpy(at, &bits, 2);
+      }
+    } else {
+      uint64_t bits = random();
+      // Small values half of the time, so that shifts and pow see in-range amounts.
+      if (pick(random) < 10)
+        bits = uint64_t(int64_t(pick(random)) - 5);
+      std::memcpy(at, &bits, size);
+    }
+  }
+}
+
+/// True when a and b hold the same bits, or are both NaN of a floating-point dtype (the NaN
+/// payload of an op on two NaNs is not specified).
+bool sameElement(const unsigned char* a, const unsigned char* b, DataType dtype) {
+  size_t size = byteSize(dtype);
+  if (std::memcmp(a, b, size) == 0)
+    return true;
+  if (!isFloatingPoint(dtype))
+    return false;
+  auto isNan = [&](const unsigned char* p) {
+    if (dtype == DataType::Float) {
+      float f;
+      std::memcpy(&f, p, 4);
+      return std::isnan(f);
+    }
+    if (dtype == DataType::Double) {
+      double d;
+      std::memcpy(&d, p, 8);
+      return std::isnan(d);
+    }
+    uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return std::isnan(dtype == DataType::Half ? halfBitsToFloat(bits) : bfloat16BitsToFloat(bits));
+  };
+  return isNan(a) && isNan(b);
+}
+
+/// Number of elements that differ; reports the first.
+int64_t countDifferences(const HostTensor& actual, const HostTensor& expected,
+                         const std::string& what) {
+  EXPECT_EQ(actual.dtype(), expected.dtype()) << what;
+  EXPECT_EQ(actual.shape(), expected.shape()) << what;
+  int64_t differences = 0;
+  size_t size = byteSize(actual.dtype());
+  auto* a = static_cast<const unsigned char*>(actual.data());
+  auto* b = static_cast<const unsigned char*>(expected.data());
+  for (int64_t i = 0; i < std::min(actual.numel(), expected.numel()); ++i)
+    if (!sameElement(a + i * size, b + i * size, actual.dtype()) && differences++ == 0)
+      ADD_FAILURE() << what << ": first difference at element " << i;
+  return differences;
+}
+
+/// Runs `fusion` on random inputs with the host backend and the reference evaluator and
+/// compares every output and every updated input.
+void expectHostMatchesReference(const Fusion& fusion, SegmentationMode mode, int64_t extent) {
+  SCOPED_TRACE(fusion.name());
+  std::mt19937_64 random(42);
+  std::vector<HostTensor> host, reference;
+  std::vector<Argument> hostArguments, referenceArguments;
+  for (const Value* input : fusion.inputs()) {
+    if (input->isScalar()) {
+      ScalarArgument value = isFloatingPoint(input->dtype())    ? ScalarArgument(0.75)
+                             : input->dtype() == DataType::Bool ? ScalarArgument(true)
+                                                                : ScalarArgument(int64_t(3));
+      hostArguments.push_back(value);
+      referenceArguments.push_back(value);
+      host.emplace_back();
+      reference.emplace_back();
+      continue;
+    }
+    llvm::SmallVector<int64_t, 4> shape;
+    for (int64_t e : input->extents())
+      shape.push_back(e == kSymbolicExtent ? extent : e);
+    HostTensor tensor(input->dtype(), shape);
+    fillRandom(tensor, random);
+    host.push_back(tensor);
+    reference.push_back(tensor);
+  }
+  for (size_t i = 0; i < host.size(); ++i)
+    if (fusion.inputs()[i]->isTensor()) {
+      hostArguments.insert(hostArguments.begin() + i, host[i].ref());
+      referenceArguments.insert(referenceArguments.begin() + i, reference[i].ref());
+    }
+  hostArguments.resize(fusion.inputs().size());
+  referenceArguments.resize(fusion.inputs().size());
+  ExecutorOptions options;
+  options.backend = Backend::Host;
+  options.mode = mode;
+  FusionExecutorCache executor(fusion, options);
+  RunResult result = executor.run(hostArguments);
+  EvaluationResult expected = evaluate(fusion, referenceArguments);
+  ASSERT_EQ(result.outputs.size(), expected.outputs.size());
+  for (size_t i = 0; i < result.outputs.size(); ++i)
+    EXPECT_EQ(countDifferences(result.outputs[i], expected.outputs[i],
+                               "output " + fusion.outputs()[i]->name()),
+              0);
+  for (size_t i = 0; i < host.size(); ++i)
+    if (fusion.inputs()[i]->isTensor())
+      EXPECT_EQ(countDifferences(host[i], reference[i], "input " + fusion.inputs()[i]->name()), 0);
+}
+
+} // namespace
+
+TEST(HostBackend, EveryOpInEveryDtypeEqualsTheReferenceBitwise) {
+  for (DataType dtype : kAllDataTypes) {
+    std::set<OpKind> covered;
+    auto fusion = allOpsFusion(dtype, covered);
+    expectHostMatchesReference(*fusion, SegmentationMode::Batched, 37);
+  }
+}
+
+TEST(HostBackend, EveryConversionAndBroadcastEqualsTheReferenceBitwise) {
+  std::set<std::pair<DataType, DataType>> bitcasts;
+  expectHostMatchesReference(*conversionsFusion(bitcasts), SegmentationMode::Packed, 301);
+  expectHostMatchesReference(*broadcastFusion(), SegmentationMode::Batched, 13);
+}
+
+namespace {
+
+/// The seed's Adam state for some shapes: per parameter p, g, m, v, step (tensors, possibly
+/// strided views into larger buffers), then lr, beta1, beta2, eps.
+struct AdamState {
+  std::vector<HostTensor> buffers; // storage
+  std::vector<TensorRef> views;    // p, g, m, v, step per parameter
+  std::vector<Argument> arguments() const {
+    std::vector<Argument> list(views.begin(), views.end());
+    for (double scalar : {1e-3, 0.9, 0.999, 1e-8})
+      list.push_back(ScalarArgument(scalar));
+    return list;
+  }
+  AdamState clone() const {
+    AdamState copy;
+    copy.buffers = buffers;
+    for (size_t i = 0; i < views.size(); ++i) {
+      TensorRef view = views[i];
+      view.data = copy.buffers[i].data();
+      copy.views.push_back(view);
+    }
+    return copy;
+  }
+};
+
+/// Random initial state; parameter `transposed` gets column-major (non-contiguous) tensors.
+AdamState initialAdamState(const Fusion& fusion, int transposed) {
+  AdamState state;
+  std::mt19937 random(7);
+  std::normal_distribution<float> normal;
+  for (size_t i = 0; i + 4 < fusion.inputs().size(); ++i) {
+    const Value* input = fusion.inputs()[i];
+    llvm::SmallVector<int64_t, 4> shape(input->extents().begin(), input->extents().end());
+    bool columnMajor = int(i / 5) == transposed && shape.size() == 2;
+    HostTensor buffer(input->dtype(), shape);
+    int role = int(i % 5); // p, g, m, v, step
+    for (int64_t k = 0; k < buffer.numel(); ++k)
+      buffer.as<float>()[k] = role == 4   ? float(3 + i / 5 % 4)
+                              : role == 3 ? std::fabs(normal(random)) * 0.01f
+                                          : normal(random);
+    TensorRef view = buffer.ref();
+    if (columnMajor)
+      view.strides = {1, shape[0]}; // the same buffer read as a transposed matrix
+    state.buffers.push_back(std::move(buffer));
+    state.views.push_back(view);
+  }
+  for (size_t i = 0; i < state.views.size(); ++i) // the buffers have moved
+    state.views[i].data = state.buffers[i].data();
+  return state;
+}
+
+/// Shapes of the 100-parameter test: every awkward size, and [40, 24] for the transposed one.
+std::vector<optim::Shape> awkwardShapes() {
+  const optim::Shape pattern[] = {{0}, {1}, {3}, {4097}, {64, 32}, {7}, {16, 16}, {3, 5, 2}};
+  std::vector<optim::Shape> shapes;
+  for (int i = 0; i < 97; ++i)
+    shapes.push_back(pattern[i % std::size(pattern)]);
+  shapes.push_back({65537});
+  shapes.push_back({1000003});
+  shapes.push_back({40, 24});
+  return shapes;
+}
+constexpr int kTransposed = 99;
+constexpr int kSteps = 10;
+
+/// Elements that differ between two states, over every tensor.
+int64_t stateDifferences(const AdamState& actual, const AdamState& expected) {
+  int64_t differences = 0;
+  for (size_t i = 0; i < actual.buffers.size(); ++i)
+    differences +=
+        countDifferences(actual.buffers[i], expected.buffers[i], fmt::format("tensor {}", i));
+  return differences;
+}
+
+class AdamOnTheHost : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    fusion_ = optim::buildSeedAdam(awkwardShapes()).release();
+    initial_ = new AdamState(initialAdamState(*fusion_, kTransposed));
+    expected_ = new AdamState(initial_->clone());
+    for (int step = 0; step < kSteps; ++step)
+      evaluate(*fusion_, expected_->arguments());
+  }
+  static void TearDownTestSuite() {
+    delete expected_;
+    delete initial_;
+    delete fusion_;
+  }
+  static Fusion* fusion_;
+  static AdamState* initial_;
+  static AdamState* expected_;
+};
+Fusion* AdamOnTheHost::fusion_ = nullptr;
+AdamState* AdamOnTheHost::initial_ = nullptr;
+AdamState* AdamOnTheHost::expected_ = nullptr;
+
+} // namespace
+
+TEST_F(AdamOnTheHost, EqualsTheReferenceBitwiseInEveryBlockOrderAndMode) {
+  for (SegmentationMode mode :
+       {SegmentationMode::PerComponent, SegmentationMode::Batched, SegmentationMode::Packed})
+    for (const char* order : {"forward", "reverse", "shuffle:7"}) {
+      SCOPED_TRACE(fmt::format("{} in {} order", modeName(mode).str(), order));
+      ExecutorOptions options;
+      options.backend = Backend::Host;
+      options.mode = mode;
+      options.blockOrder = parseBlockOrder(order);
+      FusionExecutorCache executor(*fusion_, options);
+      AdamState state = initial_->clone();
+      for (int step = 0; step < kSteps; ++step)
+        executor.run(state.arguments());
+      EXPECT_EQ(stateDifferences(state, *expected_), 0);
+      // Every step counter advanced by exactly one per step.
+      for (size_t p = 0; p < state.views.size() / 5; ++p)
+        EXPECT_EQ(state.buffers[5 * p + 4].as<float>()[0],
+                  initial_->buffers[5 * p + 4].as<float>()[0] + kSteps);
+      EXPECT_EQ(executor.numSignatures(), 1u);
+    }
+}
+
+TEST_F(AdamOnTheHost, AnImmediateStepWriteFailsTheComparison) {
+  // The test of the test: the deferred step write made immediate (every block writes the
+  // step when it finishes its chunk) must be caught in reverse order.
+  KernelCache nvrtc(KernelCacheOptions{std::nullopt, false});
+  FusionCompileOptions options;
+  options.mode = SegmentationMode::Batched;
+  options.emitOnly = true;
+  CompiledFusion compiled = compileFusion(*fusion_, options, nvrtc);
+  HostKernelCache hostCache(KernelCacheOptions{std::nullopt, false});
+  std::vector<std::shared_ptr<const HostKernel>> kernels;
+  for (const FusionKernel& kernel : compiled.kernels) {
+    std::string source = kernel.source;
+    std::string ticket = "if (atomicAdd(params.tickets + member, 1u) == u32(chunks - 1)) {";
+    size_t at = source.find(ticket);
+    if (at != std::string::npos)
+      source.replace(at, ticket.size(), "if ((void)chunks, true) {");
+    kernels.push_back(hostCache.compile(source, kernel.plan->name));
+  }
+  AdamState state = initial_->clone();
+  std::vector<Argument> arguments = state.arguments();
+  const Fusion& fusion = *fusion_;
+  RuntimeShapes shapes = inferRuntimeShapes(fusion, arguments);
+  std::vector<int> inputIndex(fusion.numValues(), -1);
+  for (size_t i = 0; i < fusion.inputs().size(); ++i)
+    inputIndex[fusion.inputs()[i]->id()] = int(i);
+  auto tensorOf = [&](const Value* value, bool) -> const TensorRef& {
+    return std::get<TensorRef>(arguments[size_t(inputIndex[value->id()])]);
+  };
+  auto scalarOf = [&](const Value* value) {
+    return std::get<ScalarArgument>(arguments[size_t(inputIndex[value->id()])]);
+  };
+  for (int step = 0; step < kSteps; ++step)
+    for (const KernelLaunch& launch : compiled.scheduled.launches) {
+      const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
+      LaunchBinding binding = bindLaunch(plan, launch, shapes, tensorOf, scalarOf);
+      std::vector<uint32_t> tickets(launch.members.size(), 0);
+      setTableAddresses(binding, binding.table.empty() ? nullptr : binding.table.data(),
+                        tickets.data());
+      runHostGrid(*kernels[launch.plan], binding.parameters, binding.numChunks,
+                  plan.threadsPerBlock, parseBlockOrder("reverse"), 1);
+    }
+  int64_t differences = 0;
+  for (size_t i = 0; i < state.buffers.size(); ++i)
+    differences += std::memcmp(state.buffers[i].data(), expected_->buffers[i].data(),
+                               state.buffers[i].byteSize()) != 0;
+  EXPECT_GT(differences, 0) << "the planted bug went unnoticed";
+}
+
+TEST(HostBackendConcurrency, EightThreadsShareOneCacheWithTheirOwnInputs) {
+  auto fusion = optim::buildSeedAdam({{300}, {4097}, {1}, {17, 3}});
+  ExecutorOptions options;
+  options.backend = Backend::Host;
+  FusionExecutorCache executor(*fusion, options);
+  std::vector<AdamState> states, expected;
+  for (int t = 0; t < 8; ++t) {
+    AdamState state = initialAdamState(*fusion, -1);
+    for (HostTensor& buffer : state.buffers) // different inputs per thread
+      for (int64_t k = 0; k < buffer.numel(); ++k)
+        buffer.as<float>()[k] += float(t) * 0.25f;
+    expected.push_back(state.clone());
+    states.push_back(state.clone());
+  }
+  for (AdamState& state : expected)
+    for (int step = 0; step < 3; ++step)
+      evaluate(*fusion, state.arguments());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        for (int step = 0; step < 3; ++step)
+          executor.run(states[t].arguments());
+      } catch (const std::exception& error) {
+        ADD_FAILURE() << "thread " << t << ": " << error.what();
+      }
+    });
+  for (std::thread& thread : threads)
+    thread.join();
+  for (int t = 0; t < 8; ++t)
+    EXPECT_EQ(stateDifferences(states[t], expected[t]), 0) << "thread " << t;
+  EXPECT_EQ(executor.numSignatures(), 1u);
+}
