@@ -1,6 +1,7 @@
 #include "runtime/fusion_executor.h"
 
 #include "ir/error.h"
+#include "runtime/cuda_launcher.h"
 #include "runtime/launch_binding.h"
 #include "runtime/runtime_shapes.h"
 
@@ -41,6 +42,8 @@ struct FusionExecutorCache::Entry {
   std::shared_ptr<const CompiledFusion> compiled;
   /// Host backend: one loaded kernel per plan.
   std::vector<std::shared_ptr<const HostKernel>> hostKernels;
+  /// CUDA backend: modules, device tables and tickets.
+  std::unique_ptr<CudaLaunches> cuda;
   /// Guards the cached bindings below; a run that finds it taken binds privately.
   std::mutex bindingMutex;
   /// What the cached bindings were built from: pointers, shapes, strides, scalar bits.
@@ -52,11 +55,14 @@ struct FusionExecutorCache::Entry {
 namespace {
 
 /// Cuda when a device is present; this build has no device support yet, so host.
+/// auto: the GPU when a driver and a device are there, else the host backend. cuda without
+/// them is an Error naming the host backend (from CudaDevice::get).
 Backend resolveBackend(Backend requested) {
+  if (requested == Backend::Auto)
+    return CudaDevice::available() ? Backend::Cuda : Backend::Host;
   if (requested == Backend::Cuda)
-    fail("no CUDA driver/device support in this build yet: use backend=host to run the "
-         "generated kernels on the CPU");
-  return requested == Backend::Auto ? Backend::Host : requested;
+    CudaDevice::get();
+  return requested;
 }
 
 /// Elements from the first to one past the last addressed element.
@@ -127,7 +133,10 @@ bool hasFingerprint(llvm::ArrayRef<Argument> arguments, const std::vector<int64_
 FusionExecutorCache::FusionExecutorCache(const Fusion& fusion, ExecutorOptions options)
     : fusion_(fusion), options_(std::move(options)) {
   backend_ = resolveBackend(options_.backend);
-  device_ = options_.arch ? deviceForArch(*options_.arch) : defaultDevice();
+  if (options_.arch)
+    device_ = deviceForArch(*options_.arch);
+  else
+    device_ = backend_ == Backend::Cuda ? CudaDevice::get().description() : defaultDevice();
   if (!options_.dumps)
     options_.dumps = dumpOptionsFromEnvironment();
 }
@@ -186,6 +195,8 @@ FusionExecutorCache::entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeS
     for (const FusionKernel& kernel : compiled->kernels)
       entry->hostKernels.push_back(
           HostKernelCache::global().compile(kernel.source, kernel.plan->name));
+  if (backend_ == Backend::Cuda)
+    entry->cuda = std::make_unique<CudaLaunches>(CudaDevice::get(), *compiled);
   entry->compiled = compiled;
   last_ = compiled;
   entries_.emplace(std::move(key), entry);
@@ -194,10 +205,16 @@ FusionExecutorCache::entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeS
 
 void FusionExecutorCache::bindAndLaunch(
     Entry& entry, llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
-    std::vector<HostTensor>& outputs, bool launch,
+    llvm::ArrayRef<TensorRef> outputs, bool launch,
     const std::shared_ptr<const std::vector<int64_t>>& checked) {
   const CompiledFusion& compiled = *entry.compiled;
-  std::unique_lock<std::mutex> cached(entry.bindingMutex, std::try_to_lock);
+  // Host runs proceed in parallel, binding privately when the cache is busy; device runs
+  // share the device tables and tickets, so they take turns.
+  std::unique_lock<std::mutex> cached(entry.bindingMutex, std::defer_lock);
+  if (entry.cuda)
+    cached.lock();
+  else
+    cached.try_lock();
   std::vector<LaunchBinding> privateBindings;
   std::vector<std::vector<uint32_t>> privateTickets;
   auto& bindings = cached.owns_lock() ? entry.bindings : privateBindings;
@@ -212,12 +229,9 @@ void FusionExecutorCache::bindAndLaunch(
     std::vector<int> outputIndex(fusion_.numValues(), -1);
     for (size_t i = 0; i < fusion_.outputs().size(); ++i)
       outputIndex[fusion_.outputs()[i]->id()] = int(i);
-    std::vector<TensorRef> outputRefs;
-    for (HostTensor& output : outputs)
-      outputRefs.push_back(output.ref());
     auto tensorOf = [&](const Value* value, bool asOutput) -> const TensorRef& {
       if (asOutput)
-        return outputRefs[size_t(outputIndex[value->id()])];
+        return outputs[size_t(outputIndex[value->id()])];
       return std::get<TensorRef>(arguments[size_t(inputIndex[value->id()])]);
     };
     auto scalarOf = [&](const Value* value) {
@@ -241,6 +255,10 @@ void FusionExecutorCache::bindAndLaunch(
   }
   if (!launch)
     return;
+  if (entry.cuda) {
+    entry.cuda->launch(compiled, bindings, !reuse, options_.stream);
+    return;
+  }
   for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
     const KernelPlan& plan = compiled.scheduled.plans[compiled.scheduled.launches[i].plan];
     runHostGrid(*entry.hostKernels[compiled.scheduled.launches[i].plan], bindings[i].parameters,
@@ -289,10 +307,65 @@ FusionExecutorCache::launchEntry(Entry& entry, llvm::ArrayRef<Argument> argument
                                  const RuntimeShapes& shapes,
                                  const std::shared_ptr<const std::vector<int64_t>>& checked) {
   RunResult result;
-  if (backend_ != Backend::None)
+  if (backend_ == Backend::Cuda)
+    return launchOnDevice(entry, arguments, shapes, checked);
+  std::vector<TensorRef> outputs;
+  if (backend_ != Backend::None) {
     for (const Value* output : fusion_.outputs())
       result.outputs.emplace_back(output->dtype(), shapes.of(output));
-  bindAndLaunch(entry, arguments, shapes, result.outputs, backend_ != Backend::None, checked);
+    // Only now: growing the vector may have moved the tensors.
+    for (HostTensor& output : result.outputs)
+      outputs.push_back(output.ref());
+  }
+  bindAndLaunch(entry, arguments, shapes, outputs, backend_ != Backend::None, checked);
+  return result;
+}
+
+RunResult
+FusionExecutorCache::launchOnDevice(Entry& entry, llvm::ArrayRef<Argument> arguments,
+                                    const RuntimeShapes& shapes,
+                                    const std::shared_ptr<const std::vector<int64_t>>& checked) {
+  const CudaDevice& device = CudaDevice::get();
+  // Tensors in host memory are staged through device buffers (and the run synchronises);
+  // device tensors are used in place with no host synchronisation.
+  std::vector<Argument> staged(arguments.begin(), arguments.end());
+  std::vector<std::pair<size_t, DeviceBuffer>> copies;
+  for (size_t i = 0; i < staged.size(); ++i) {
+    TensorRef* tensor = std::get_if<TensorRef>(&staged[i]);
+    if (!tensor || !tensor->data || device.isDevicePointer(tensor->data))
+      continue;
+    int64_t span = spanOf(*tensor);
+    DeviceBuffer buffer(device, std::max<size_t>(1, size_t(span) * byteSize(tensor->dtype)));
+    buffer.upload(
+        {static_cast<const std::byte*>(tensor->data), size_t(span) * byteSize(tensor->dtype)});
+    tensor->data = buffer.pointer();
+    copies.emplace_back(i, std::move(buffer));
+  }
+  RunResult result;
+  std::vector<DeviceBuffer> outputBuffers;
+  std::vector<TensorRef> outputs;
+  for (const Value* output : fusion_.outputs())
+    result.outputs.emplace_back(output->dtype(), shapes.of(output));
+  for (HostTensor& output : result.outputs) {
+    outputBuffers.emplace_back(device, std::max<size_t>(1, output.byteSize()));
+    TensorRef ref = output.ref();
+    ref.data = outputBuffers.back().pointer();
+    outputs.push_back(ref);
+  }
+  bindAndLaunch(entry, staged, shapes, outputs, true, copies.empty() ? checked : nullptr);
+  if (copies.empty() && outputs.empty())
+    return result;
+  device.synchronize(options_.stream);
+  for (auto& [index, buffer] : copies) {
+    const TensorRef& original = std::get<TensorRef>(arguments[index]);
+    if (!fusion_.aliasOf(fusion_.inputs()[index]))
+      continue; // only copy_ destinations change
+    buffer.download({static_cast<std::byte*>(original.data),
+                     size_t(spanOf(original)) * byteSize(original.dtype)});
+  }
+  for (size_t i = 0; i < outputBuffers.size(); ++i)
+    outputBuffers[i].download(
+        {static_cast<std::byte*>(result.outputs[i].data()), result.outputs[i].byteSize()});
   return result;
 }
 

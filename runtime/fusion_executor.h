@@ -46,6 +46,8 @@ struct ExecutorOptions {
   std::optional<std::string> arch;
   /// Dumps after each stage (default: from WIDEFUSE_DUMP / WIDEFUSE_DUMP_DIR).
   std::optional<DumpOptions> dumps;
+  /// CUDA backend: the stream (a CUstream) launches go to; null is the default stream.
+  void* stream = nullptr;
 };
 
 /// What one run returns.
@@ -79,14 +81,18 @@ public:
 
 private:
   std::shared_ptr<Entry> entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes);
-  /// Binds every launch (reusing the last bindings when nothing changed) and, unless
-  /// `launch` is false (backend none: everything up to the launch call), runs them.
   /// `checked`: the fingerprint the arguments were found equal to (null when unknown).
   RunResult launchEntry(Entry& entry, llvm::ArrayRef<Argument> arguments,
                         const RuntimeShapes& shapes,
                         const std::shared_ptr<const std::vector<int64_t>>& checked);
+  /// The CUDA backend's run: host tensors staged through device buffers.
+  RunResult launchOnDevice(Entry& entry, llvm::ArrayRef<Argument> arguments,
+                           const RuntimeShapes& shapes,
+                           const std::shared_ptr<const std::vector<int64_t>>& checked);
+  /// Binds every launch (reusing the last bindings when nothing changed) and, unless
+  /// `launch` is false (backend none: everything up to the launch call), runs them.
   void bindAndLaunch(Entry& entry, llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
-                     std::vector<HostTensor>& outputs, bool launch,
+                     llvm::ArrayRef<TensorRef> outputs, bool launch,
                      const std::shared_ptr<const std::vector<int64_t>>& checked);
 
   const Fusion& fusion_;

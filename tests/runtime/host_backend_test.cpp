@@ -4,6 +4,7 @@
 // in forward, reverse and shuffled block orders, in every mode. A planted bug (the deferred step
 // write made immediate) must make that comparison fail: a test of the test.
 
+#include "runtime/cuda_device.h"
 #include "runtime/fusion_executor.h"
 #include "runtime/launch_binding.h"
 #include "tests/codegen/test_fusions.h"
@@ -364,4 +365,29 @@ TEST(HostBackendConcurrency, EightThreadsShareOneCacheWithTheirOwnInputs) {
   for (int t = 0; t < 8; ++t)
     EXPECT_EQ(stateDifferences(states[t], expected[t]), 0) << "thread " << t;
   EXPECT_EQ(executor.numSignatures(), 1u);
+}
+
+TEST(Backends, CudaWithoutADeviceNamesTheHostBackendAndAutoFallsBackToIt) {
+  if (CudaDevice::available())
+    GTEST_SKIP() << "a CUDA device is present";
+  auto fusion = optim::buildSeedAdam({{8}});
+  ExecutorOptions cuda;
+  cuda.backend = Backend::Cuda;
+  try {
+    FusionExecutorCache executor(*fusion, cuda);
+    ADD_FAILURE() << "backend cuda without a device did not fail";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("use backend=host"), std::string::npos)
+        << error.what();
+  }
+  FusionExecutorCache automatic(*fusion);
+  EXPECT_EQ(automatic.backend(), Backend::Host);
+  EXPECT_EQ(parseBackend("auto"), Backend::Auto);
+  try {
+    parseBackend("gpu");
+    ADD_FAILURE() << "no error for an unknown backend";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("auto, cuda, host, reference or none"),
+              std::string::npos);
+  }
 }

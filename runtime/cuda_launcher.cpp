@@ -1,0 +1,47 @@
+#include "runtime/cuda_launcher.h"
+
+#include "ir/error.h"
+
+#include <algorithm>
+
+namespace widefuse {
+
+CudaLaunches::CudaLaunches(const CudaDevice& device, const CompiledFusion& compiled)
+    : device_(device) {
+  for (const FusionKernel& kernel : compiled.kernels) {
+    if (kernel.plan->parameterBytes > device.maxParameterBytes())
+      fail("kernel '{}' takes a {}-byte parameter block but this driver accepts {} bytes "
+           "(CUDA 12.1 or newer accepts 32764): update the driver or use backend=host",
+           kernel.plan->name, kernel.plan->parameterBytes, device.maxParameterBytes());
+    modules_.emplace_back(device, *kernel.compiled);
+  }
+  for (const KernelLaunch& launch : compiled.scheduled.launches) {
+    const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
+    tables_.emplace_back();
+    if (plan.tableLocation == TableLocation::DeviceMemory)
+      tables_.back() =
+          DeviceBuffer(device, std::max<size_t>(1, launch.members.size()) * plan.entryBytes);
+    tickets_.emplace_back(device, std::max<size_t>(1, launch.members.size()) * sizeof(uint32_t));
+    tickets_.back().zero();
+  }
+}
+
+void CudaLaunches::launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings,
+                          bool rebound, void* stream) {
+  for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
+    const KernelLaunch& launch = compiled.scheduled.launches[i];
+    const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
+    LaunchBinding& binding = bindings[i];
+    if (rebound) {
+      setTableAddresses(binding, tables_[i].size() ? tables_[i].pointer() : nullptr,
+                        tickets_[i].pointer());
+      if (!binding.table.empty())
+        tables_[i].uploadAsync(binding.table, stream);
+    }
+    unsigned grid = std::max(1u, std::min(binding.numChunks, plan.maxGridBlocks));
+    device_.launch(modules_[launch.plan], plan.name, binding.parameters, grid, plan.threadsPerBlock,
+                   stream);
+  }
+}
+
+} // namespace widefuse
