@@ -44,6 +44,9 @@ struct FusionExecutorCache::Entry {
   std::vector<std::shared_ptr<const HostKernel>> hostKernels;
   /// CUDA backend: modules, device tables and tickets.
   std::unique_ptr<CudaLaunches> cuda;
+  /// CUDA backend: the fingerprint whose tensors were all found in device memory, so that
+  /// the steady state asks the driver about no pointer (guarded by bindingMutex).
+  std::shared_ptr<const std::vector<int64_t>> deviceResident;
   /// Guards the cached bindings below; a run that finds it taken binds privately.
   std::mutex bindingMutex;
   /// What the cached bindings were built from: pointers, shapes, strides, scalar bits.
@@ -54,7 +57,6 @@ struct FusionExecutorCache::Entry {
 
 namespace {
 
-/// Cuda when a device is present; this build has no device support yet, so host.
 /// auto: the GPU when a driver and a device are there, else the host backend. cuda without
 /// them is an Error naming the host backend (from CudaDevice::get).
 Backend resolveBackend(Backend requested) {
@@ -73,6 +75,25 @@ int64_t spanOf(const TensorRef& tensor) {
   for (size_t d = 0; d < tensor.shape.size(); ++d)
     span += (tensor.shape[d] - 1) * tensor.strides[d];
   return span;
+}
+
+/// Copies the elements of `tensor` (and nothing between them) from `source`, a buffer laid
+/// out like the tensor's span.
+void copyElements(const TensorRef& tensor, const std::byte* source) {
+  size_t element = byteSize(tensor.dtype);
+  llvm::SmallVector<int64_t, 4> index(tensor.shape.size(), 0);
+  auto* target = static_cast<std::byte*>(tensor.data);
+  for (int64_t i = 0, count = tensor.numel(); i < count; ++i) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      offset += index[d] * tensor.strides[d];
+    std::memcpy(target + offset * int64_t(element), source + offset * int64_t(element), element);
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < tensor.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
 }
 
 /// The signature key: one dense flag per input, then one 64-bit-index flag per component.
@@ -137,6 +158,8 @@ FusionExecutorCache::FusionExecutorCache(const Fusion& fusion, ExecutorOptions o
     device_ = deviceForArch(*options_.arch);
   else
     device_ = backend_ == Backend::Cuda ? CudaDevice::get().description() : defaultDevice();
+  if (backend_ == Backend::Cuda) // tables move to device memory on drivers before 12.1
+    device_.maxParameterBytes = CudaDevice::get().maxParameterBytes();
   if (!options_.dumps)
     options_.dumps = dumpOptionsFromEnvironment();
 }
@@ -267,11 +290,45 @@ void FusionExecutorCache::bindAndLaunch(
   }
 }
 
-RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments) {
+namespace {
+
+/// Caller-supplied outputs: one dense tensor per plain output, of its dtype and shape.
+void checkCallerOutputs(const Fusion& fusion, llvm::ArrayRef<TensorRef> outputs,
+                        const RuntimeShapes& shapes) {
+  if (outputs.size() != fusion.outputs().size())
+    fail("fusion '{}' has {} output(s), got {} output tensor(s)", fusion.name(),
+         fusion.outputs().size(), outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Value* output = fusion.outputs()[i];
+    const TensorRef& tensor = outputs[i];
+    const auto& shape = shapes.of(output);
+    if (tensor.dtype != output->dtype() || tensor.shape != shape)
+      fail("output '{}' is {} of shape {} at run time but the tensor given for it is {} of "
+           "shape {}",
+           output->name(), shortName(output->dtype()).str(), formatExtents(shape),
+           shortName(tensor.dtype).str(), formatExtents(tensor.shape));
+    if (tensor.strides.size() != tensor.shape.size() || !tensor.isContiguous())
+      fail("output '{}': the tensor given for it must be dense row-major", output->name());
+    if (!tensor.data && tensor.numel() > 0)
+      fail("output '{}': null data pointer", output->name());
+  }
+}
+
+} // namespace
+
+RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
+                                   llvm::ArrayRef<TensorRef> outputs) {
   RunResult result;
   if (backend_ == Backend::Reference) {
+    checkArguments(fusion_, arguments);
+    if (!outputs.empty())
+      checkCallerOutputs(fusion_, outputs, inferRuntimeShapes(fusion_, arguments));
     result.outputs = evaluate(fusion_, arguments).outputs;
-    return result;
+    if (outputs.empty())
+      return result;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      std::memcpy(outputs[i].data, result.outputs[i].data(), result.outputs[i].byteSize());
+    return RunResult{};
   }
   // The steady state: the same arguments as the last accepted run (same pointers, shapes,
   // strides, dtypes and scalars) passed every check then, so they pass now, with the same
@@ -290,6 +347,8 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments) {
   if (!entry) {
     checkArguments(fusion_, arguments);
     shapes = std::make_shared<RuntimeShapes>(inferRuntimeShapes(fusion_, arguments));
+    if (!outputs.empty())
+      checkCallerOutputs(fusion_, outputs, *shapes);
     entry = entryFor(arguments, *shapes);
     if (fusion_.outputs().empty()) {
       fingerprint = std::make_shared<const std::vector<int64_t>>(fingerprintOf(arguments, 0));
@@ -299,18 +358,41 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments) {
       lastShapes_ = shapes;
     }
   }
-  return launchEntry(*entry, arguments, *shapes, fingerprint);
+  return launchEntry(*entry, arguments, *shapes, fingerprint, outputs);
+}
+
+std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argument> arguments) {
+  checkArguments(fusion_, arguments);
+  auto shapes = std::make_shared<RuntimeShapes>(inferRuntimeShapes(fusion_, arguments));
+  std::unique_ptr<PreparedRun> prepared(new PreparedRun());
+  prepared->executor_ = this;
+  prepared->arguments_.assign(arguments.begin(), arguments.end());
+  if (backend_ == Backend::Reference)
+    return prepared; // the evaluator has nothing to prepare
+  prepared->entry_ = entryFor(arguments, *shapes);
+  prepared->shapes_ = shapes;
+  prepared->fingerprint_ =
+      std::make_shared<const std::vector<int64_t>>(fingerprintOf(arguments, 0));
+  return prepared;
+}
+
+RunResult PreparedRun::launch() {
+  if (!entry_)
+    return executor_->run(arguments_);
+  auto& entry = *std::static_pointer_cast<FusionExecutorCache::Entry>(entry_);
+  return executor_->launchEntry(entry, arguments_, *shapes_, fingerprint_, {});
 }
 
 RunResult
 FusionExecutorCache::launchEntry(Entry& entry, llvm::ArrayRef<Argument> arguments,
                                  const RuntimeShapes& shapes,
-                                 const std::shared_ptr<const std::vector<int64_t>>& checked) {
+                                 const std::shared_ptr<const std::vector<int64_t>>& checked,
+                                 llvm::ArrayRef<TensorRef> callerOutputs) {
   RunResult result;
   if (backend_ == Backend::Cuda)
-    return launchOnDevice(entry, arguments, shapes, checked);
-  std::vector<TensorRef> outputs;
-  if (backend_ != Backend::None) {
+    return launchOnDevice(entry, arguments, shapes, checked, callerOutputs);
+  std::vector<TensorRef> outputs(callerOutputs.begin(), callerOutputs.end());
+  if (callerOutputs.empty()) { // backend none binds them too, for a faithful dispatch
     for (const Value* output : fusion_.outputs())
       result.outputs.emplace_back(output->dtype(), shapes.of(output));
     // Only now: growing the vector may have moved the tensors.
@@ -318,19 +400,27 @@ FusionExecutorCache::launchEntry(Entry& entry, llvm::ArrayRef<Argument> argument
       outputs.push_back(output.ref());
   }
   bindAndLaunch(entry, arguments, shapes, outputs, backend_ != Backend::None, checked);
+  if (backend_ == Backend::None)
+    result.outputs.clear(); // nothing ran: no values to return
   return result;
 }
 
 RunResult
 FusionExecutorCache::launchOnDevice(Entry& entry, llvm::ArrayRef<Argument> arguments,
                                     const RuntimeShapes& shapes,
-                                    const std::shared_ptr<const std::vector<int64_t>>& checked) {
+                                    const std::shared_ptr<const std::vector<int64_t>>& checked,
+                                    llvm::ArrayRef<TensorRef> callerOutputs) {
   const CudaDevice& device = CudaDevice::get();
   // Tensors in host memory are staged through device buffers (and the run synchronises);
   // device tensors are used in place with no host synchronisation.
   std::vector<Argument> staged(arguments.begin(), arguments.end());
   std::vector<std::pair<size_t, DeviceBuffer>> copies;
-  for (size_t i = 0; i < staged.size(); ++i) {
+  bool knownResident = false;
+  if (checked) {
+    std::lock_guard<std::mutex> lock(entry.bindingMutex);
+    knownResident = entry.deviceResident == checked;
+  }
+  for (size_t i = 0; i < staged.size() && !knownResident; ++i) {
     TensorRef* tensor = std::get_if<TensorRef>(&staged[i]);
     if (!tensor || !tensor->data || device.isDevicePointer(tensor->data))
       continue;
@@ -341,31 +431,46 @@ FusionExecutorCache::launchOnDevice(Entry& entry, llvm::ArrayRef<Argument> argum
     tensor->data = buffer.pointer();
     copies.emplace_back(i, std::move(buffer));
   }
+  // Outputs: the caller's device tensors as they are; anything in host memory (the caller's
+  // or ones widefuse allocates) is written on the device and copied back after the run.
   RunResult result;
-  std::vector<DeviceBuffer> outputBuffers;
-  std::vector<TensorRef> outputs;
-  for (const Value* output : fusion_.outputs())
-    result.outputs.emplace_back(output->dtype(), shapes.of(output));
-  for (HostTensor& output : result.outputs) {
-    outputBuffers.emplace_back(device, std::max<size_t>(1, output.byteSize()));
-    TensorRef ref = output.ref();
-    ref.data = outputBuffers.back().pointer();
-    outputs.push_back(ref);
+  std::vector<TensorRef> hostOutputs(callerOutputs.begin(), callerOutputs.end());
+  if (callerOutputs.empty()) {
+    for (const Value* output : fusion_.outputs())
+      result.outputs.emplace_back(output->dtype(), shapes.of(output));
+    for (HostTensor& output : result.outputs)
+      hostOutputs.push_back(output.ref());
+  }
+  std::vector<TensorRef> outputs = hostOutputs;
+  std::vector<std::pair<size_t, DeviceBuffer>> outputCopies;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (device.isDevicePointer(outputs[i].data))
+      continue;
+    size_t bytes = size_t(outputs[i].numel()) * byteSize(outputs[i].dtype);
+    DeviceBuffer buffer(device, std::max<size_t>(1, bytes));
+    outputs[i].data = buffer.pointer();
+    outputCopies.emplace_back(i, std::move(buffer));
+  }
+  if (copies.empty() && checked) {
+    std::lock_guard<std::mutex> lock(entry.bindingMutex);
+    entry.deviceResident = checked;
   }
   bindAndLaunch(entry, staged, shapes, outputs, true, copies.empty() ? checked : nullptr);
-  if (copies.empty() && outputs.empty())
+  if (copies.empty() && outputCopies.empty())
     return result;
   device.synchronize(options_.stream);
   for (auto& [index, buffer] : copies) {
     const TensorRef& original = std::get<TensorRef>(arguments[index]);
     if (!fusion_.aliasOf(fusion_.inputs()[index]))
       continue; // only copy_ destinations change
-    buffer.download({static_cast<std::byte*>(original.data),
-                     size_t(spanOf(original)) * byteSize(original.dtype)});
+    // Only the tensor's own elements: a strided destination may interleave with another.
+    std::vector<std::byte> span(size_t(spanOf(original)) * byteSize(original.dtype));
+    buffer.download(span);
+    copyElements(original, span.data());
   }
-  for (size_t i = 0; i < outputBuffers.size(); ++i)
-    outputBuffers[i].download(
-        {static_cast<std::byte*>(result.outputs[i].data()), result.outputs[i].byteSize()});
+  for (auto& [index, buffer] : outputCopies)
+    buffer.download({static_cast<std::byte*>(hostOutputs[index].data),
+                     size_t(hostOutputs[index].numel()) * byteSize(hostOutputs[index].dtype)});
   return result;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 /// FusionExecutorCache: the one place that strings define -> segment -> schedule -> codegen ->
-/// compile -> launch together. Keyed by input signature; the steady state (same signature,
-/// same pointers) is a hash lookup and a launch: no recompilation, no table rebuild.
+/// compile -> launch together. Keyed by input signature; the steady state (the same tensors
+/// as the last run) skips the checks, the lookup and the rebinding: no recompilation, no table
+/// rebuild; a PreparedRun does not even compare the arguments.
 
 #include "runtime/fusion_compiler.h"
 #include "runtime/host_launcher.h"
@@ -52,8 +53,30 @@ struct ExecutorOptions {
 
 /// What one run returns.
 struct RunResult {
-  /// The fusion's plain outputs, in declaration order (empty for backend none).
+  /// The fusion's plain outputs, in declaration order, when widefuse allocated them (empty
+  /// for backend none, and when the caller supplied the outputs).
   std::vector<HostTensor> outputs;
+};
+
+class FusionExecutorCache;
+
+/// A run whose tensors stay where they are (their contents change from step to step, as an
+/// optimizer's state does): prepared once, then launched with no argument checks, so dispatch
+/// does not grow with the number of parameters. Not for concurrent use of one object; must
+/// not outlive the FusionExecutorCache that made it.
+class PreparedRun {
+public:
+  /// One step with the prepared arguments (scalars included).
+  RunResult launch();
+
+private:
+  friend class FusionExecutorCache;
+  PreparedRun() = default;
+  FusionExecutorCache* executor_ = nullptr;
+  std::vector<Argument> arguments_;
+  std::shared_ptr<void> entry_; // FusionExecutorCache::Entry
+  std::shared_ptr<const RuntimeShapes> shapes_;
+  std::shared_ptr<const std::vector<int64_t>> fingerprint_;
 };
 
 /// Compiles a fusion once per input signature and runs it; thread-safe.
@@ -67,8 +90,16 @@ public:
 
   /// Runs one step. Every argument is checked (types, shapes, symbolic extents, overlaps of
   /// written inputs) and every kernel compiled before the first write: a failure leaves the
-  /// caller's buffers untouched. copy_ destinations are updated in place.
-  RunResult run(llvm::ArrayRef<Argument> arguments);
+  /// caller's buffers untouched. copy_ destinations are updated in place. `outputs`, when
+  /// given, are where the plain outputs go (one dense tensor per output, of its dtype and run
+  /// time shape; on the CUDA backend device memory avoids any copy); otherwise widefuse
+  /// allocates them in host memory and returns them.
+  RunResult run(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<TensorRef> outputs = {});
+
+  /// Checks, compiles and binds `arguments` once for repeated launches (see PreparedRun).
+  /// The caller keeps every tensor at its address, shape and strides while the handle is
+  /// used; the checks of run() are not repeated.
+  std::unique_ptr<PreparedRun> prepare(llvm::ArrayRef<Argument> arguments);
 
   /// The backend runs use (auto resolved).
   Backend backend() const { return backend_; }
@@ -80,15 +111,18 @@ public:
   struct Entry; // one compiled signature, with its cached launch bindings
 
 private:
+  friend class PreparedRun;
   std::shared_ptr<Entry> entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes);
   /// `checked`: the fingerprint the arguments were found equal to (null when unknown).
   RunResult launchEntry(Entry& entry, llvm::ArrayRef<Argument> arguments,
                         const RuntimeShapes& shapes,
-                        const std::shared_ptr<const std::vector<int64_t>>& checked);
+                        const std::shared_ptr<const std::vector<int64_t>>& checked,
+                        llvm::ArrayRef<TensorRef> callerOutputs);
   /// The CUDA backend's run: host tensors staged through device buffers.
   RunResult launchOnDevice(Entry& entry, llvm::ArrayRef<Argument> arguments,
                            const RuntimeShapes& shapes,
-                           const std::shared_ptr<const std::vector<int64_t>>& checked);
+                           const std::shared_ptr<const std::vector<int64_t>>& checked,
+                           llvm::ArrayRef<TensorRef> callerOutputs);
   /// Binds every launch (reusing the last bindings when nothing changed) and, unless
   /// `launch` is false (backend none: everything up to the launch call), runs them.
   void bindAndLaunch(Entry& entry, llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,

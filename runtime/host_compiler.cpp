@@ -107,7 +107,8 @@ std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::Str
   std::string stem = cacheEntryFileName(keyMaterial);
   stem = stem.substr(0, stem.find('.'));
   fs::path object = fs::path(directory_) / (stem + ".so");
-  fs::path sourcePath = fs::path(directory_) / (kernelName.str() + "-" + stem + ".cpp");
+  fs::path sourcePath =
+      fs::path(directory_) / fmt::format("{}-{}.{}.cpp", kernelName.str(), stem, getpid());
   fs::path temporary = fs::path(directory_) / fmt::format("{}.{}.tmp.so", stem, getpid());
   fs::path log = fs::path(directory_) / fmt::format("{}.{}.log", stem, getpid());
   {

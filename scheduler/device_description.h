@@ -16,6 +16,8 @@ struct DeviceDescription {
   unsigned computeCapability = 90;
   /// Streaming multiprocessors; sizes the persistent grid.
   unsigned multiprocessorCount = 132;
+  /// Largest kernel parameter block the driver accepts (4096 before CUDA 12.1).
+  unsigned maxParameterBytes = 32764;
   /// True when the numbers come from a real device rather than defaults for the arch.
   bool fromDevice = false;
 };

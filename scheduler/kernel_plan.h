@@ -172,7 +172,8 @@ inline constexpr unsigned kParameterHeaderBytes = 24;
 /// Fixed fields at the start of every member-table entry: `i64 numel; i32 first_chunk;
 /// i32 body;`.
 inline constexpr unsigned kEntryHeaderBytes = 16;
-/// Largest parameter block a kernel may take (CUDA 12.1 and newer, Volta and newer).
+/// Largest parameter block a kernel may take with CUDA 12.1 and newer on Volta and newer (the
+/// default of DeviceDescription::maxParameterBytes; older drivers take 4096).
 inline constexpr unsigned kMaxParameterBytes = 32764;
 
 /// The name of an indexing mode: flat, strided.

@@ -126,14 +126,14 @@ void KernelPlanner::layOutParameters(KernelPlan& plan, size_t memberCount) {
   plan.tableOffset = place(0, 8);
   // Exactly the group's members: the parameter block is copied at every launch.
   unsigned capacity = unsigned(std::max<size_t>(memberCount, 1));
-  if (plan.tableOffset + capacity * plan.entryBytes <= kMaxParameterBytes) {
+  if (plan.tableOffset + capacity * plan.entryBytes <= device_.maxParameterBytes) {
     plan.tableLocation = TableLocation::KernelParameters;
     plan.tableCapacity = capacity;
     plan.parameterBytes = plan.tableOffset + capacity * plan.entryBytes;
     plan.notes.push_back(fmt::format(
         "member table in the kernel parameters: {} entries of {} bytes ({} members), {} "
         "bytes in all (limit {})",
-        capacity, plan.entryBytes, memberCount, plan.parameterBytes, kMaxParameterBytes));
+        capacity, plan.entryBytes, memberCount, plan.parameterBytes, device_.maxParameterBytes));
   } else {
     plan.tableLocation = TableLocation::DeviceMemory;
     plan.tableCapacity = 0;
@@ -141,7 +141,7 @@ void KernelPlanner::layOutParameters(KernelPlan& plan, size_t memberCount) {
     plan.notes.push_back(fmt::format(
         "member table in device memory: {} members x {} bytes do not fit in {} bytes of "
         "kernel parameters; uploaded when pointers change",
-        memberCount, plan.entryBytes, kMaxParameterBytes));
+        memberCount, plan.entryBytes, device_.maxParameterBytes));
   }
 }
 

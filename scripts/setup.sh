@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   cmake ninja-build g++ pkg-config zlib1g-dev libtinfo-dev
   llvm-14-dev llvm-14-tools    # LLVM ADT/Support; FileCheck and lit for codegen tests
+  python3                      # runs lit
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libbenchmark-dev
 )
@@ -26,9 +27,10 @@ if ((${#missing[@]})); then
       $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }
 fi
 
-if [ ! -f /usr/local/cuda/include/nvrtc.h ]; then
-  echo "setup: warning: no CUDA Toolkit under /usr/local/cuda (NVRTC); kernel compilation" \
-       "will be unavailable" >&2
+# NVRTC is loaded at run time (dlopen), so the build does not need it; kernel compilation does.
+if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && [ ! -e /usr/local/cuda/lib64/libnvrtc.so ]; then
+  echo "setup: warning: no NVRTC (CUDA Toolkit, e.g. /usr/local/cuda); compiling kernels for" \
+       "the GPU will fail with a clear error, the host and reference backends still work" >&2
 fi
 
 BUILD_DIR=${WIDEFUSE_BUILD_DIR:-build}

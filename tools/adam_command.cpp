@@ -1,7 +1,8 @@
 /// `widefuse adam`: the README's first command. Builds the seed's Adam (two 1024x1024 fp32
 /// parameters by default), shows what the segmenter does with it, runs a few steps on the
-/// reference backend and checks them against the double-precision oracle; with
-/// `--backend none` it compiles the kernels instead (NVRTC, no GPU needed).
+/// best backend present (the GPU, else the generated kernels on CPU threads) and checks them
+/// against the double-precision oracle (and with --verify against the reference evaluator);
+/// with `--backend none` it compiles the kernels without running them.
 
 #include "tools/commands.h"
 #include "tools/compile_report.h"
@@ -173,6 +174,8 @@ void runAdam(const AdamArguments& arguments) {
   BlockOrder order = parseBlockOrder(arguments.blockOrder);
   if (arguments.steps < 0)
     fail("--steps must be 0 or more, got {}", arguments.steps);
+  if (!arguments.compile.emit.empty() && backend != Backend::None)
+    fail("--emit prints the kernels without running them: add --backend none");
   if (backend == Backend::Reference && hasCompileOnlyOptions(arguments.compile))
     fail("--arch, --dump-dir, --emit and --no-fmad apply to compiled kernels: the reference "
          "backend runs no kernels");
@@ -186,7 +189,10 @@ void runAdam(const AdamArguments& arguments) {
 
   AdamState state = initialState(*fusion);
   AdamState initial = state;
-  nlohmann::json manifest = {{"fusion", fusion->name()}, {"steps", arguments.steps}};
+  nlohmann::json manifest = {
+      {"fusion", fusion->name()},
+      {"steps", arguments.steps},
+      {"scalars", {{"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}}}};
   if (!arguments.exportDirectory.empty()) {
     if (std::error_code code = llvm::sys::fs::create_directories(arguments.exportDirectory))
       fail("cannot create export directory '{}': {}", arguments.exportDirectory, code.message());
@@ -201,6 +207,10 @@ void runAdam(const AdamArguments& arguments) {
     options.mode = parseMode(arguments.compile.mode);
     options.blockOrder = order;
     options.fmad = !arguments.compile.noFmad;
+    // --dump-dir and WIDEFUSE_DUMP; --arch only when given (else the device's own).
+    options.dumps = fusionCompileOptions(arguments.compile, false).dumps;
+    if (arguments.compile.arch != CompileArguments{}.arch)
+      options.arch = arguments.compile.arch;
     executor = std::make_unique<FusionExecutorCache>(*fusion, options);
   }
   std::string backendUsed = executor ? backendName(executor->backend()).str() : "reference";

@@ -95,9 +95,12 @@ nlohmann::json compileReportJson(const CompiledFusion& compiled) {
 }
 
 std::string formatCompileReport(const CompiledFusion& compiled) {
-  std::string text = fmt::format(
-      "  compile: {} kernel launch(es) per run from {} compiled kernel(s) in {:.0f} ms\n",
-      compiled.numLaunches(), compiled.kernels.size(), compiled.milliseconds);
+  bool nvrtc = llvm::any_of(compiled.kernels,
+                            [](const FusionKernel& kernel) { return bool(kernel.compiled); });
+  std::string text =
+      fmt::format("  {}: {} kernel launch(es) per run from {} kernel(s) in {:.0f} ms\n",
+                  nvrtc ? "compile" : "codegen (built for the CPU by the host backend)",
+                  compiled.numLaunches(), compiled.kernels.size(), compiled.milliseconds);
   for (const FusionKernel& kernel : compiled.kernels) {
     text += fmt::format("    {} ({}): {} launch(es), {} member(s), {}-byte accesses, {}-bit "
                         "indices",

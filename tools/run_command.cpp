@@ -185,7 +185,8 @@ void addRunCommand(CLI::App& app) {
       ->required();
   command
       ->add_option("--backend", options->backend,
-                   "auto (cuda when a GPU is present, else host), cuda, host or reference")
+                   "auto (cuda when a GPU is present, else host), cuda, host, reference or "
+                   "none (compile and bind only)")
       ->capture_default_str();
   command
       ->add_option("--block-order", options->blockOrder,

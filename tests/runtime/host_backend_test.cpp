@@ -9,8 +9,10 @@
 #include "runtime/launch_binding.h"
 #include "tests/codegen/test_fusions.h"
 
+#include "ir/fusion_definition.h"
 #include "ir/half_float.h"
 #include "optim/seed_adam.h"
+#include "segmenter/segment.h"
 
 #include <gtest/gtest.h>
 
@@ -239,31 +241,39 @@ int64_t stateDifferences(const AdamState& actual, const AdamState& expected) {
   return differences;
 }
 
-class AdamOnTheHost : public ::testing::Test {
+/// The 100-parameter state twice: with the transposed member (which makes a batched body
+/// strided for every member) and all contiguous (the vector path with its scalar tails).
+class AdamOnTheHost : public ::testing::TestWithParam<bool> {
 protected:
   static void SetUpTestSuite() {
     fusion_ = optim::buildSeedAdam(awkwardShapes()).release();
-    initial_ = new AdamState(initialAdamState(*fusion_, kTransposed));
-    expected_ = new AdamState(initial_->clone());
-    for (int step = 0; step < kSteps; ++step)
-      evaluate(*fusion_, expected_->arguments());
+    for (int transposed : {kTransposed, -1}) {
+      initial_[transposed < 0] = new AdamState(initialAdamState(*fusion_, transposed));
+      expected_[transposed < 0] = new AdamState(initial_[transposed < 0]->clone());
+      for (int step = 0; step < kSteps; ++step)
+        evaluate(*fusion_, expected_[transposed < 0]->arguments());
+    }
   }
   static void TearDownTestSuite() {
-    delete expected_;
-    delete initial_;
+    for (int i = 0; i < 2; ++i) {
+      delete expected_[i];
+      delete initial_[i];
+    }
     delete fusion_;
   }
+  const AdamState& initial() const { return *initial_[GetParam()]; }
+  const AdamState& expected() const { return *expected_[GetParam()]; }
   static Fusion* fusion_;
-  static AdamState* initial_;
-  static AdamState* expected_;
+  static AdamState* initial_[2];
+  static AdamState* expected_[2];
 };
 Fusion* AdamOnTheHost::fusion_ = nullptr;
-AdamState* AdamOnTheHost::initial_ = nullptr;
-AdamState* AdamOnTheHost::expected_ = nullptr;
+AdamState* AdamOnTheHost::initial_[2] = {};
+AdamState* AdamOnTheHost::expected_[2] = {};
 
 } // namespace
 
-TEST_F(AdamOnTheHost, EqualsTheReferenceBitwiseInEveryBlockOrderAndMode) {
+TEST_P(AdamOnTheHost, EqualsTheReferenceBitwiseInEveryBlockOrderAndMode) {
   for (SegmentationMode mode :
        {SegmentationMode::PerComponent, SegmentationMode::Batched, SegmentationMode::Packed})
     for (const char* order : {"forward", "reverse", "shuffle:7"}) {
@@ -273,26 +283,45 @@ TEST_F(AdamOnTheHost, EqualsTheReferenceBitwiseInEveryBlockOrderAndMode) {
       options.mode = mode;
       options.blockOrder = parseBlockOrder(order);
       FusionExecutorCache executor(*fusion_, options);
-      AdamState state = initial_->clone();
+      AdamState state = initial().clone();
       for (int step = 0; step < kSteps; ++step)
         executor.run(state.arguments());
-      EXPECT_EQ(stateDifferences(state, *expected_), 0);
+      EXPECT_EQ(stateDifferences(state, expected()), 0);
       // Every step counter advanced by exactly one per step.
       for (size_t p = 0; p < state.views.size() / 5; ++p)
         EXPECT_EQ(state.buffers[5 * p + 4].as<float>()[0],
-                  initial_->buffers[5 * p + 4].as<float>()[0] + kSteps);
+                  initial().buffers[5 * p + 4].as<float>()[0] + kSteps);
       EXPECT_EQ(executor.numSignatures(), 1u);
     }
 }
 
-TEST_F(AdamOnTheHost, AnImmediateStepWriteFailsTheComparison) {
+TEST_P(AdamOnTheHost, EqualsTheReferenceWithBlocksOverlappingOnTwoThreads) {
+  ExecutorOptions options;
+  options.backend = Backend::Host;
+  options.mode = SegmentationMode::Batched;
+  options.blockOrder = parseBlockOrder("shuffle:11");
+  options.hostThreads = 2;
+  FusionExecutorCache executor(*fusion_, options);
+  AdamState state = initial().clone();
+  for (int step = 0; step < kSteps; ++step)
+    executor.run(state.arguments());
+  EXPECT_EQ(stateDifferences(state, expected()), 0);
+}
+
+TEST_P(AdamOnTheHost, AnImmediateStepWriteFailsTheComparison) {
   // The test of the test: the deferred step write made immediate (every block writes the
   // step when it finishes its chunk) must be caught in reverse order.
   KernelCache nvrtc(KernelCacheOptions{std::nullopt, false});
   FusionCompileOptions options;
   options.mode = SegmentationMode::Batched;
   options.emitOnly = true;
-  CompiledFusion compiled = compileFusion(*fusion_, options, nvrtc);
+  AdamState state = initial().clone();
+  std::vector<Argument> arguments = state.arguments();
+  InputSignature signature = declaredSignature(segment(*fusion_, {options.mode}));
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (const TensorRef* tensor = std::get_if<TensorRef>(&arguments[i]))
+      signature.denseInputs[i] = tensor->isContiguous();
+  CompiledFusion compiled = compileFusion(*fusion_, options, nvrtc, &signature);
   HostKernelCache hostCache(KernelCacheOptions{std::nullopt, false});
   std::vector<std::shared_ptr<const HostKernel>> kernels;
   for (const FusionKernel& kernel : compiled.kernels) {
@@ -303,8 +332,6 @@ TEST_F(AdamOnTheHost, AnImmediateStepWriteFailsTheComparison) {
       source.replace(at, ticket.size(), "if ((void)chunks, true) {");
     kernels.push_back(hostCache.compile(source, kernel.plan->name));
   }
-  AdamState state = initial_->clone();
-  std::vector<Argument> arguments = state.arguments();
   const Fusion& fusion = *fusion_;
   RuntimeShapes shapes = inferRuntimeShapes(fusion, arguments);
   std::vector<int> inputIndex(fusion.numValues(), -1);
@@ -328,10 +355,16 @@ TEST_F(AdamOnTheHost, AnImmediateStepWriteFailsTheComparison) {
     }
   int64_t differences = 0;
   for (size_t i = 0; i < state.buffers.size(); ++i)
-    differences += std::memcmp(state.buffers[i].data(), expected_->buffers[i].data(),
+    differences += std::memcmp(state.buffers[i].data(), expected().buffers[i].data(),
                                state.buffers[i].byteSize()) != 0;
   EXPECT_GT(differences, 0) << "the planted bug went unnoticed";
 }
+
+INSTANTIATE_TEST_SUITE_P(Layout, AdamOnTheHost, ::testing::Values(false, true),
+                         [](const auto& info) {
+                           return info.param ? std::string("Contiguous")
+                                             : std::string("WithATransposedMember");
+                         });
 
 TEST(HostBackendConcurrency, EightThreadsShareOneCacheWithTheirOwnInputs) {
   auto fusion = optim::buildSeedAdam({{300}, {4097}, {1}, {17, 3}});
@@ -389,5 +422,59 @@ TEST(Backends, CudaWithoutADeviceNamesTheHostBackendAndAutoFallsBackToIt) {
   } catch (const Error& error) {
     EXPECT_NE(std::string(error.what()).find("auto, cuda, host, reference or none"),
               std::string::npos);
+  }
+}
+
+TEST(PreparedRun, LaunchesTheSameStepsAsRunWithoutCheckingAgain) {
+  auto fusion = optim::buildSeedAdam({{300}, {4097}, {1}, {17, 3}});
+  AdamState state = initialAdamState(*fusion, -1);
+  AdamState expected = state.clone();
+  ExecutorOptions options;
+  options.backend = Backend::Host;
+  options.blockOrder = parseBlockOrder("reverse");
+  FusionExecutorCache executor(*fusion, options);
+  std::unique_ptr<PreparedRun> prepared = executor.prepare(state.arguments());
+  for (int step = 0; step < 4; ++step) {
+    prepared->launch();
+    evaluate(*fusion, expected.arguments());
+  }
+  EXPECT_EQ(stateDifferences(state, expected), 0);
+  EXPECT_EQ(state.buffers[4].as<float>()[0], expected.buffers[4].as<float>()[0]);
+  // A bad argument is refused at prepare() time, before anything runs.
+  std::vector<Argument> wrong = state.arguments();
+  wrong.pop_back();
+  EXPECT_THROW(executor.prepare(wrong), Error);
+}
+
+TEST(CallerOutputs, PlainOutputsGoWhereTheCallerSaysAndAreChecked) {
+  FusionDefinition fd("outputs");
+  Val x = fd.defineTensor({-1}, DataType::Float, "x");
+  Val y = fd.defineTensor({-1}, DataType::Float, "y");
+  fd.addOutput(x * 2.0 + y);
+  fd.addOutput(cast(x, DataType::BFloat16));
+  auto fusion = fd.finalize();
+  HostTensor a(DataType::Float, {1000}), b(DataType::Float, {1000});
+  std::mt19937_64 random(5);
+  fillRandom(a, random);
+  fillRandom(b, random);
+  std::vector<Argument> arguments = {a.ref(), b.ref()};
+  EvaluationResult expected = evaluate(*fusion, arguments);
+  for (Backend backend : {Backend::Host, Backend::Reference}) {
+    ExecutorOptions options;
+    options.backend = backend;
+    FusionExecutorCache executor(*fusion, options);
+    HostTensor first(DataType::Float, {1000}), second(DataType::BFloat16, {1000});
+    RunResult result = executor.run(arguments, {first.ref(), second.ref()});
+    EXPECT_TRUE(result.outputs.empty());
+    EXPECT_EQ(countDifferences(first, expected.outputs[0], "first"), 0);
+    EXPECT_EQ(countDifferences(second, expected.outputs[1], "second"), 0);
+    HostTensor wrongShape(DataType::Float, {999});
+    try {
+      executor.run(arguments, {wrongShape.ref(), second.ref()});
+      ADD_FAILURE() << "no error for a wrongly shaped output";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("output 't1'"), std::string::npos) << error.what();
+    }
+    EXPECT_THROW(executor.run(arguments, {first.ref()}), Error);
   }
 }

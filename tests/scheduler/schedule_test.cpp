@@ -91,6 +91,18 @@ TEST(Scheduler, SmallTablesLiveInKernelParameters) {
   EXPECT_LE(plan.parameterBytes, kMaxParameterBytes);
 }
 
+TEST(Scheduler, OldDriversWithSmallParameterBlocksGetDeviceMemoryTables) {
+  auto fusion = optim::buildSeedAdam(mixedShapes(100));
+  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::Batched});
+  DeviceDescription device = defaultDevice();
+  EXPECT_EQ(schedule(segmented, declaredSignature(segmented), device).plans[0].tableLocation,
+            TableLocation::KernelParameters);
+  device.maxParameterBytes = 4096; // drivers before CUDA 12.1
+  const KernelPlan plan = schedule(segmented, declaredSignature(segmented), device).plans[0];
+  EXPECT_EQ(plan.tableLocation, TableLocation::DeviceMemory);
+  EXPECT_LE(plan.parameterBytes, 4096u);
+}
+
 TEST(Scheduler, PerComponentLaunchesShareOneCompiledPlanPerSignature) {
   Scheduled s =
       scheduleFusion(optim::buildSeedAdam(mixedShapes(100)), SegmentationMode::PerComponent);

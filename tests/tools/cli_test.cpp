@@ -241,6 +241,8 @@ TEST_F(CliTest, RunOnTheHostBackendEqualsTheReferenceInEveryBlockOrder) {
   expectOneLineError(runAxpy(std::string(kGoodInputs) + " --block-order sideways"),
                      "unknown block order 'sideways'");
   expectOneLineError(runAxpy(std::string(kGoodInputs) + " --backend gpu"), "unknown backend 'gpu'");
+  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --backend none"),
+                     "--backend none compiles without running, so there is nothing to write");
 }
 
 TEST_F(CliTest, UsageErrorsExitWithStatus2) {
