@@ -135,31 +135,36 @@ std::string parameterType(const KernelPlan& plan) {
                             (plan.parameterBytes + 7) / 8 * 8);
 }
 
+/// The walk both entry points share: the member table, then chunks `first`, `first + step`,
+/// ... each handed to its body's `<body><chunkFunction>(params, entry, member, chunk<extra>)`.
+std::string chunkWalk(const KernelPlan& plan, llvm::StringRef first, llvm::StringRef step,
+                      llvm::StringRef chunkFunction, llvm::StringRef extra) {
+  std::string text = fmt::format(
+      "  const {}* table = {};\n", entryTypeName(plan),
+      plan.tableLocation == TableLocation::KernelParameters ? "params.members" : "params.table");
+  text += fmt::format("  i32 member = 0;\n"
+                      "  for (i32 chunk = {}; chunk < params.num_chunks; chunk += {}) {{\n"
+                      "    member = wf_find_member(table, params.num_members, chunk, member);\n",
+                      first.str(), step.str());
+  if (plan.bodies.size() == 1)
+    return text + fmt::format("    {}{}(params, table[member], member, chunk{});\n  }}\n",
+                              plan.bodies.front().name, chunkFunction.str(), extra.str());
+  text += "    switch (table[member].header.body) {\n";
+  for (const BodyPlan& body : plan.bodies)
+    text += fmt::format("    case {0}:\n      {1}{2}(params, table[member].body{0}, member, "
+                        "chunk{3});\n      break;\n",
+                        body.index, body.name, chunkFunction.str(), extra.str());
+  return text + "    }\n  }\n";
+}
+
 std::string kernel(const KernelPlan& plan) {
   std::string text = fmt::format(
       "/// A persistent grid: block b runs chunks b, b + gridDim.x, ... of all members.\n"
       "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const __grid_constant__ {} "
       "params) {{\n",
       plan.threadsPerBlock, plan.minBlocksPerMultiprocessor, plan.name, parameterTypeName(plan));
-  text += fmt::format("  const {}* table = {};\n", entryTypeName(plan),
-                      plan.tableLocation == TableLocation::KernelParameters ? "params.members"
-                                                                            : "params.table");
-  text += "  i32 member = 0;\n"
-          "  for (i32 chunk = i32(blockIdx.x); chunk < params.num_chunks; chunk += "
-          "i32(gridDim.x)) {\n"
-          "    member = wf_find_member(table, params.num_members, chunk, member);\n";
-  if (plan.bodies.size() == 1) {
-    text += fmt::format("    {}_chunk(params, table[member], member, chunk);\n",
-                        plan.bodies.front().name);
-  } else {
-    text += "    switch (table[member].header.body) {\n";
-    for (const BodyPlan& body : plan.bodies)
-      text += fmt::format("    case {0}:\n      {1}_chunk(params, table[member].body{0}, member, "
-                          "chunk);\n      break;\n",
-                          body.index, body.name);
-    text += "    }\n";
-  }
-  return text + "  }\n}\n";
+  text += chunkWalk(plan, "i32(blockIdx.x)", "i32(gridDim.x)", "_chunk", "");
+  return text + "}\n";
 }
 
 /// The host backend's entry point: one block of the grid on the calling CPU thread.
@@ -169,26 +174,10 @@ std::string hostEntry(const KernelPlan& plan) {
       "/// Host backend: runs block `block` of a `grid`-block launch of {0} on this CPU thread.\n"
       "extern \"C\" void {0}_host_block(const void* parameters, u32 block, u32 grid,\n"
       "                                 const u32* thread_order) {{\n"
-      "  const {1}& params = *static_cast<const {1}*>(parameters);\n"
-      "  const {2}* table = {3};\n"
-      "  i32 member = 0;\n"
-      "  for (i32 chunk = i32(block); chunk < params.num_chunks; chunk += i32(grid)) {{\n"
-      "    member = wf_find_member(table, params.num_members, chunk, member);\n",
-      plan.name, parameterTypeName(plan), entryTypeName(plan),
-      plan.tableLocation == TableLocation::KernelParameters ? "params.members" : "params.table");
-  if (plan.bodies.size() == 1) {
-    text += fmt::format("    {}_host_chunk(params, table[member], member, chunk, block, grid, "
-                        "thread_order);\n",
-                        plan.bodies.front().name);
-  } else {
-    text += "    switch (table[member].header.body) {\n";
-    for (const BodyPlan& body : plan.bodies)
-      text += fmt::format("    case {0}:\n      {1}_host_chunk(params, table[member].body{0}, "
-                          "member, chunk, block, grid, thread_order);\n      break;\n",
-                          body.index, body.name);
-    text += "    }\n";
-  }
-  return text + "  }\n}\n#endif\n";
+      "  const {1}& params = *static_cast<const {1}*>(parameters);\n",
+      plan.name, parameterTypeName(plan));
+  text += chunkWalk(plan, "i32(block)", "i32(grid)", "_host_chunk", ", block, grid, thread_order");
+  return text + "}\n#endif\n";
 }
 
 } // namespace

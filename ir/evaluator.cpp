@@ -5,6 +5,7 @@
 #include "ir/fusion.h"
 #include "ir/half_float.h"
 #include "ir/op_builder.h"
+#include "ir/runtime_shapes.h"
 
 #include <llvm/ADT/DenseMap.h>
 
@@ -172,7 +173,6 @@ private:
   Buffer& bufferOf(const Value* value) { return buffers_[value]; }
   void bindInputs(llvm::ArrayRef<Argument> arguments);
   Buffer constantBuffer(const Value& value) const;
-  llvm::SmallVector<int64_t, 4> pointwiseShape(const Expr& expr);
   Buffer evaluateExpr(const Expr& expr);
   Buffer broadcast(const Expr& expr, const Buffer& operand);
   Buffer bitcast(const Expr& expr, const Buffer& operand) const;
@@ -181,6 +181,7 @@ private:
   const Fusion& fusion_;
   const EvaluatorOptions& options_;
   llvm::DenseMap<const Value*, Buffer> buffers_;
+  RuntimeShapes shapes_;
 };
 
 /// Copies a strided tensor into a dense buffer.
@@ -373,38 +374,14 @@ void Evaluation::bindInputs(llvm::ArrayRef<Argument> arguments) {
   }
 }
 
-llvm::SmallVector<int64_t, 4> Evaluation::pointwiseShape(const Expr& expr) {
-  const Value* first = nullptr;
-  for (const Value* operand : expr.operands()) {
-    if (!operand->isTensor() || operand->rank() == 0)
-      continue;
-    if (!first) {
-      first = operand;
-      continue;
-    }
-    if (bufferOf(operand).shape != bufferOf(first).shape)
-      fail("{}: at run time '{}' has shape {} but '{}' has shape {}", expr.result()->name(),
-           first->name(), formatExtents(bufferOf(first).shape), operand->name(),
-           formatExtents(bufferOf(operand).shape));
-  }
-  return first ? bufferOf(first).shape : llvm::SmallVector<int64_t, 4>{};
-}
-
 Buffer Evaluation::broadcast(const Expr& expr, const Buffer& operand) {
+  // The shape and its checks come from inferRuntimeShapes; here only the data moves.
   const auto& attributes = expr.attributes();
-  llvm::SmallVector<int64_t, 4> shape = attributes.broadcastShape;
+  const auto& shape = shapes_.of(expr.result());
   llvm::SmallVector<int64_t, 4> operandStride(shape.size(), 0);
   auto dense = contiguousStrides(operand.shape);
-  for (size_t i = 0; i < attributes.broadcastDims.size(); ++i) {
-    int64_t d = attributes.broadcastDims[i], extent = operand.shape[i];
-    if (shape[d] == kSymbolicExtent)
-      shape[d] = extent;
-    if (extent != 1 && extent != shape[d])
-      fail("{}: at run time operand '{}' has extent {} in dimension {}, which cannot "
-           "broadcast to {}",
-           expr.result()->name(), expr.operand(0)->name(), extent, i, shape[d]);
-    operandStride[d] = extent == 1 ? 0 : dense[i];
-  }
+  for (size_t i = 0; i < attributes.broadcastDims.size(); ++i)
+    operandStride[attributes.broadcastDims[i]] = operand.shape[i] == 1 ? 0 : dense[i];
   Buffer result = makeBuffer(operand.dtype, shape);
   size_t elementSize = byteSize(operand.dtype);
   llvm::SmallVector<int64_t, 4> index(shape.size(), 0);
@@ -447,7 +424,7 @@ Buffer Evaluation::evaluateExpr(const Expr& expr) {
   default:
     break;
   }
-  auto shape = pointwiseShape(expr);
+  const auto& shape = shapes_.of(expr.result());
   DataType compute = exprComputeType(expr);
   if (options_.oracle && isFloatingPoint(compute))
     compute = DataType::Double;
@@ -458,6 +435,8 @@ Buffer Evaluation::evaluateExpr(const Expr& expr) {
 
 EvaluationResult Evaluation::run(llvm::ArrayRef<Argument> arguments) {
   checkArguments(fusion_, arguments);
+  // Every run-time shape check (symbolic extents, broadcasts, copy_ shapes) before any work.
+  shapes_ = inferRuntimeShapes(fusion_, arguments);
   bindInputs(arguments);
   for (size_t id = 0; id < fusion_.numExprs(); ++id) {
     const Expr& expr = *fusion_.expr(unsigned(id));
@@ -466,17 +445,11 @@ EvaluationResult Evaluation::run(llvm::ArrayRef<Argument> arguments) {
   EvaluationResult result;
   for (const Value* output : fusion_.outputs())
     result.outputs.push_back(toHostTensor(bufferOf(output)));
-  // Every check comes before the first write: a failure leaves the caller's buffers intact.
+  // Shapes were checked before any work, so no write can be followed by a failure.
   llvm::SmallVector<Buffer, 8> finalValues;
   for (const Alias& alias : fusion_.aliases()) {
     Buffer value = convertBuffer(bufferOf(alias.source), storageType(alias.destination->dtype()));
     value.shape = bufferOf(alias.destination).shape;
-    const Buffer& source = bufferOf(alias.source);
-    bool sameShape = alias.source->isScalar() ? value.numel() == 1 : source.shape == value.shape;
-    if (!sameShape)
-      fail("copy_({}, {}): at run time the source has shape {} but the destination {}",
-           alias.source->name(), alias.destination->name(),
-           formatExtents(bufferOf(alias.source).shape), formatExtents(value.shape));
     finalValues.push_back(std::move(value));
   }
   llvm::DenseMap<const Value*, size_t> argumentOf;

@@ -3,7 +3,7 @@
 #include "ir/error.h"
 #include "runtime/cuda_launcher.h"
 #include "runtime/launch_binding.h"
-#include "runtime/runtime_shapes.h"
+#include "ir/runtime_shapes.h"
 
 #include "segmenter/segment.h"
 

@@ -6,7 +6,7 @@
 
 #include "runtime/fusion_compiler.h"
 #include "runtime/host_launcher.h"
-#include "runtime/runtime_shapes.h"
+#include "ir/runtime_shapes.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>

@@ -2,7 +2,7 @@
 /// Binding: the bytes a kernel launch takes — its parameter block and member table — filled
 /// from a plan and the run's tensors and scalars, exactly at the plan's offsets.
 
-#include "runtime/runtime_shapes.h"
+#include "ir/runtime_shapes.h"
 #include "scheduler/kernel_plan.h"
 
 #include <llvm/ADT/ArrayRef.h>

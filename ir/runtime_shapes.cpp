@@ -1,4 +1,4 @@
-#include "runtime/runtime_shapes.h"
+#include "ir/runtime_shapes.h"
 
 #include "ir/error.h"
 #include "ir/fusion.h"
