@@ -327,7 +327,8 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
     if (outputs.empty())
       return result;
     for (size_t i = 0; i < outputs.size(); ++i)
-      std::memcpy(outputs[i].data, result.outputs[i].data(), result.outputs[i].byteSize());
+      if (result.outputs[i].byteSize() != 0) // empty tensors may have no data pointer
+        std::memcpy(outputs[i].data, result.outputs[i].data(), result.outputs[i].byteSize());
     return RunResult{};
   }
   // The steady state: the same arguments as the last accepted run (same pointers, shapes,

@@ -26,4 +26,7 @@ void addCompileCommand(CLI::App& app);
 /// command).
 void addAdamCommand(CLI::App& app);
 
+/// `widefuse models [--json]`: lists the model presets with their tensor counts and sizes.
+void addModelsCommand(CLI::App& app);
+
 } // namespace widefuse

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   widefuse::addSegmentCommand(app);
   widefuse::addCompileCommand(app);
   widefuse::addAdamCommand(app);
+  widefuse::addModelsCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

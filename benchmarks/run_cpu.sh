@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs the CPU benchmarks (segment, compile cold/warm, dispatch, host-backend throughput) and
+# writes their tables, with the machine they ran on, to docs/performance_tables.md.
+# Usage: benchmarks/run_cpu.sh [BUILD_DIR]   (default build; run ./scripts/setup.sh first)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build}
+cmake --build "$BUILD_DIR" --target segment_benchmark compile_benchmark dispatch_benchmark
+RESULTS=$(mktemp -d)
+trap 'rm -rf "$RESULTS"' EXIT
+export WIDEFUSE_CACHE_DIR="$RESULTS/kernel-cache"
+for benchmark in segment_benchmark compile_benchmark dispatch_benchmark; do
+  echo "benchmarks: running $benchmark" >&2
+  "$BUILD_DIR/bin/$benchmark" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    --benchmark_format=json >"$RESULTS/$benchmark.json"
+done
+python3 benchmarks/report.py "$RESULTS"/*.json >docs/performance_tables.md
+echo "benchmarks: wrote docs/performance_tables.md" >&2

@@ -1,0 +1,149 @@
+#pragma once
+/// torch.optim.Adam / AdamW as one widefuse fusion: the per-parameter graphs of torch's
+/// `_single_tensor_adam`, every in-place update a copy_ deferred to the end (as in the seed
+/// rewrite, optim/seed_adam.h), with amsgrad, maximize, L2 or decoupled weight decay, a
+/// capturable (tensor) learning rate, AMP's grad_scale / found_inf and several param groups.
+///
+/// The formula, per parameter of a group with hyperparameters (lr, beta1, beta2, eps, wd);
+/// T is the config's dtype, "f64" a Python float, every tensor op computed in T's compute
+/// type (float for half/bfloat16) and rounded to T once, as a PyTorch kernel does:
+///
+///   grad   = g / grad_scale                           (gradScale only)
+///   grad   = -grad                                    (maximize only)
+///   step'  = step + 1                                 (0-d f32)
+///   p      = p * (1 - lr * wd)                        (Decoupled, wd != 0; factor in f64)
+///   grad   = grad + wd * p                            (L2, wd != 0; torch's add(alpha=wd))
+///   m'     = lerp(m, grad, 1 - beta1)
+///   v'     = v * beta2;  v' = v' + (1 - beta2) * grad * grad          (mul_, addcmul_)
+///   bc1    = 1 - beta1 ** f64(step');  bc2 = 1 - beta2 ** f64(step')  (f64)
+///   stepSize = f64(lr) / bc1;  bc2Sqrt = sqrt(bc2)                   (f64)
+///   vmax'  = maximum(vmax, v')                        (amsgrad only)
+///   denom  = sqrt(amsgrad ? vmax' : v');  denom = denom / bc2Sqrt;  denom = denom + eps
+///   p'     = p + (-stepSize) * m' / denom             (addcdiv_, value=-stepSize)
+///   copy_ of p', m', v', vmax', step'; with foundInf each source is
+///   where(found_inf != 0, entry value, new value), so a flagged step changes nothing.
+///
+/// Where this differs from torch's order of operations (values are otherwise torch's):
+/// - copy_ is deferred to the end; every read sees the entry value or the new SSA value the
+///   in-place op in torch would have produced, so the values are the same.
+/// - The bias corrections, the step size and the AdamW factor (1 - lr * wd) are always
+///   computed in f64 from the f32 step and lr, as the non-capturable path does with Python
+///   floats (`_get_value(step)`). torch's capturable path computes them as f32 tensors and
+///   folds the step size into the denominator:
+///   `denom = (sqrt(v) / (bc2Sqrt * -stepSize)) + eps / -stepSize; p.addcdiv_(m, denom)`;
+///   we keep the non-capturable formula in both modes (a capturable lr only changes where lr
+///   comes from: a 0-d f32 tensor, widened exactly to f64).
+/// - Scalars (1 - beta1, beta2, 1 - beta2, wd, eps, bc2Sqrt, -stepSize) are converted to the
+///   tensor op's compute type at the op that uses them, as PyTorch converts a Python number; the L2
+///   term is `grad + (wd * p)` with the product rounded (torch computes `a + alpha * b` in one
+///   kernel; with float CUDA or a vectorized CPU path that may be one fma).
+/// - addcdiv is `p + (value * m) / denom`, the association of torch's CPU kernel; torch's
+///   CUDA kernel computes `p + value * (m / denom)`.
+/// - grad_scale: the gradient is divided by it (as torch's fused kernels do) but the unscaled
+///   gradient is not written back: gradients are read-only inputs here.
+/// - found_inf: any nonzero (or NaN) value skips the step, where torch's fused kernels test
+///   `found_inf == 1` and undo the step increment by subtracting found_inf.
+/// - A group with weight decay 0 has no decay op (torch's `if weight_decay != 0`), so groups
+///   with zero and nonzero weight decay form two signature classes (two batched kernels);
+///   groups that differ only in nonzero values share one kernel with lifted constants.
+
+#include "optim/seed_adam.h"
+
+#include "ir/fusion.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <memory>
+#include <vector>
+
+namespace widefuse::optim {
+
+/// How weight decay is applied: Adam adds wd * param to the gradient, AdamW decays the
+/// parameter itself.
+enum class WeightDecayKind {
+  L2,        ///< torch.optim.Adam
+  Decoupled, ///< torch.optim.AdamW
+};
+
+/// One param group's hyperparameters (torch's defaults; AdamW's default weight decay is 0.01,
+/// set it explicitly).
+struct AdamHyperparameters {
+  /// The learning rate: the default value of the runtime input `lr{g}` (validated only).
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 0;
+};
+
+/// A param group: the shapes of its parameters and their hyperparameters.
+struct AdamGroup {
+  std::vector<Shape> shapes;
+  AdamHyperparameters hyper;
+};
+
+/// Options of one Adam / AdamW step over one or more param groups.
+struct AdamConfig {
+  /// One or more param groups; parameters are numbered across groups in order.
+  std::vector<AdamGroup> groups;
+  /// Adam: L2, AdamW: Decoupled.
+  WeightDecayKind decay = WeightDecayKind::L2;
+  bool amsgrad = false;
+  bool maximize = false;
+  /// lr of each group as a 0-d f32 tensor input instead of a runtime f64 scalar.
+  bool capturable = false;
+  /// Optional 0-d f32 tensors shared by all parameters.
+  bool gradScale = false;
+  bool foundInf = false;
+  /// Type of params, grads and optimizer state (a floating-point type).
+  DataType dtype = DataType::Float;
+};
+
+/// What a fusion input of an Adam step is.
+enum class AdamRole {
+  Param,       ///< `p{i}`, updated
+  Grad,        ///< `g{i}`, read only
+  ExpAvg,      ///< `m{i}`, updated
+  ExpAvgSq,    ///< `v{i}`, updated
+  MaxExpAvgSq, ///< `vmax{i}` (amsgrad only), updated
+  Step,        ///< `step{i}`, 0-d f32, updated
+  Lr,          ///< `lr{g}`: f64 runtime scalar, or 0-d f32 tensor when capturable
+  GradScale,   ///< `grad_scale`, 0-d f32 (gradScale only)
+  FoundInf,    ///< `found_inf`, 0-d f32 (foundInf only)
+};
+
+/// The role's name as in torch's state ("param", "grad", "exp_avg", "exp_avg_sq",
+/// "max_exp_avg_sq", "step", "lr", "grad_scale", "found_inf").
+llvm::StringRef adamRoleName(AdamRole role);
+
+/// One fusion input: its role and whose it is.
+struct AdamInput {
+  AdamRole role;
+  /// The param group (0 for grad_scale and found_inf).
+  unsigned group = 0;
+  /// Index of the parameter within its group (0 for lr, grad_scale and found_inf).
+  unsigned param = 0;
+  /// Index of the parameter across all groups, the `i` of its names (0 for lr, grad_scale
+  /// and found_inf).
+  unsigned index = 0;
+};
+
+/// An Adam step and the roles of its inputs, in the order of Fusion::inputs().
+struct AdamFusion {
+  std::unique_ptr<Fusion> fusion;
+  std::vector<AdamInput> inputs;
+};
+
+/// Checks a config as torch's constructor does; throws Error naming the bad value and group
+/// (no groups, an empty group, lr or eps < 0, a beta outside [0, 1), weight decay < 0, a
+/// non-floating dtype).
+void validateAdamConfig(const AdamConfig& config);
+
+/// Builds one Adam / AdamW step (see the file comment for the formula). Inputs, in order: per
+/// parameter i `p{i}`, `g{i}`, `m{i}`, `v{i}`, [`vmax{i}`], `step{i}`; then `lr{g}` per
+/// group; then [`grad_scale`], [`found_inf`]. Betas, eps and weight decay are constants of
+/// each group's subgraphs (lifted per member when groups share a kernel). Throws Error for a
+/// bad config (validateAdamConfig).
+AdamFusion buildAdam(const AdamConfig& config);
+
+} // namespace widefuse::optim
