@@ -399,12 +399,60 @@ TEST_F(CliTest, AdamOnTheHostBackendVerifiesAndExports) {
   EXPECT_EQ(report["verify"]["max_abs_error"], 0.0);
   nlohmann::json manifest = nlohmann::json::parse(readFile(file("state/manifest.json")));
   EXPECT_EQ(manifest["steps"], 2);
-  EXPECT_EQ(manifest["tensors"].size(), 10u);
+  ASSERT_EQ(manifest["tensors"].size(), 11u); // p, g, m, v, step of 2 parameters, and lr0
   EXPECT_EQ(manifest["tensors"][4]["role"], "step");
+  EXPECT_EQ(manifest["tensors"][10]["kind"], "scalar");
   EXPECT_EQ(manifest["files"].size(), 20u);
   HostTensor before = readNpy(file("state/initial_step0.npy"), DataType::Float);
   HostTensor after = readNpy(file("state/final_step0.npy"), DataType::Float);
   EXPECT_EQ(after.as<float>()[0], before.as<float>()[0] + 2);
   HostTensor p0 = readNpy(file("state/final_p0.npy"), DataType::Float);
   EXPECT_EQ(p0.shape(), llvm::ArrayRef<int64_t>({1024, 1024}));
+}
+
+TEST_F(CliTest, AdamTakesModelsOptionsAndParamGroups) {
+  CliResult llama = run("adam --model llama-7b --backend none --json");
+  ASSERT_EQ(llama.exitCode, 0) << llama.err;
+  nlohmann::json batched = nlohmann::json::parse(llama.out);
+  EXPECT_EQ(batched["kernels"], 1);
+  EXPECT_EQ(batched["params"], 291);
+  EXPECT_EQ(batched["elements"], int64_t(6738415616));
+  CliResult perComponent = run("adam --model llama-7b --backend none --json --mode per-component");
+  ASSERT_EQ(perComponent.exitCode, 0) << perComponent.err;
+  nlohmann::json split = nlohmann::json::parse(perComponent.out);
+  EXPECT_EQ(split["kernels"], 291); // one per tensor
+  EXPECT_EQ(split["compiled_kernels"], 1);
+
+  CliResult adamw = run("adam --model tiny --optimizer adamw --amsgrad --maximize --weight-decay "
+                        "0.01 --capturable --param-groups 3 --steps 3 --verify --json");
+  ASSERT_EQ(adamw.exitCode, 0) << adamw.err;
+  nlohmann::json report = nlohmann::json::parse(adamw.out);
+  EXPECT_EQ(report["kernels"], 1) << "three param groups, one batched kernel";
+  EXPECT_EQ(report["verify"]["different_elements"], 0);
+  EXPECT_EQ(report["params"], 6);
+  EXPECT_EQ(report["bytes_per_step"], 67 * 4 * 9);
+
+  CliResult shapes = run("adam --shapes 3x5,7,scalar --steps 1 --json --verify");
+  ASSERT_EQ(shapes.exitCode, 0) << shapes.err;
+  EXPECT_EQ(nlohmann::json::parse(shapes.out)["elements"], 23);
+
+  expectOneLineError(run("adam --model gpt3"), "unknown model preset 'gpt3'");
+  expectOneLineError(run("adam --model tiny --shapes 4"), "use one");
+  expectOneLineError(run("adam --shapes 3x-1"), "extent '-1'");
+  expectOneLineError(run("adam --optimizer sgd"), "--optimizer 'sgd'");
+  expectOneLineError(run("adam --model tiny --param-groups 7"), "--param-groups 7");
+  expectOneLineError(run("adam --model llama-7b --steps 1"), "--backend none");
+}
+
+TEST_F(CliTest, ModelsListsThePresets) {
+  CliResult table = run("models");
+  ASSERT_EQ(table.exitCode, 0) << table.err;
+  EXPECT_NE(table.out.find("gpt2"), std::string::npos);
+  EXPECT_NE(table.out.find("124,439,808"), std::string::npos);
+  CliResult json = run("models --json");
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  nlohmann::json models = nlohmann::json::parse(json.out);
+  ASSERT_EQ(models.size(), 6u);
+  EXPECT_EQ(models[5]["name"], "llama-7b");
+  EXPECT_EQ(models[5]["tensors"], 291);
 }

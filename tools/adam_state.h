@@ -1,0 +1,56 @@
+#pragma once
+/// The tensors of one `widefuse adam` run, built from the roles of the Adam fusion's inputs:
+/// random parameters and gradients, zero state, step counters, learning rates; plus the
+/// comparisons and the export the command reports.
+
+#include "ir/evaluator.h"
+#include "optim/adam.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+namespace widefuse {
+
+/// Every input of an Adam fusion: tensors owned here, scalars by value.
+struct AdamState {
+  std::vector<HostTensor> tensors; ///< one per tensor input, in input order
+  std::vector<Argument> scalars;   ///< one per scalar input, in input order
+
+  /// The arguments, in the fusion's input order.
+  std::vector<Argument> arguments(const Fusion& fusion);
+  /// A deep copy.
+  AdamState clone() const { return *this; }
+};
+
+/// Learning rate of param group `group` (group g gets (g + 1) x 1e-3).
+double groupLearningRate(unsigned group);
+
+/// The initial state: params and grads from a fixed-seed normal distribution, exp_avg and
+/// the squares zero, steps zero, learning rates per group, grad_scale 1, found_inf 0.
+AdamState initialAdamState(const optim::AdamFusion& adam);
+
+/// Elements of two states that differ in bits, and the largest absolute and relative
+/// differences (as double).
+struct StateComparison {
+  int64_t elements = 0;
+  int64_t different = 0;
+  double maxAbsolute = 0;
+  double maxRelative = 0;
+};
+StateComparison compareStates(const AdamState& actual, const AdamState& expected);
+
+/// Largest |state - oracle| over the copy_ destinations after one step, the oracle's values
+/// computed in double from the state before the step.
+double maxErrorAgainstOracle(const Fusion& fusion, const AdamState& state,
+                             const EvaluationResult& oracle);
+
+/// Writes `<prefix>_<name>.npy` for every tensor and appends them to manifest["files"].
+void exportAdamState(const std::string& directory, const optim::AdamFusion& adam,
+                     const AdamState& state, llvm::StringRef prefix, nlohmann::json& manifest);
+
+/// The manifest's description of every tensor (name, role, group, dtype, shape).
+nlohmann::json adamTensorManifest(const optim::AdamFusion& adam);
+
+} // namespace widefuse
