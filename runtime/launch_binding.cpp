@@ -58,8 +58,12 @@ public:
          ScalarLookup scalarOf)
       : plan_(plan), segmented_(*plan.segmented), shapes_(shapes), tensorOf_(tensorOf),
         scalarOf_(scalarOf) {
-    for (const BodyPlan& body : plan.bodies)
+    for (const BodyPlan& body : plan.bodies) {
       bodyOfClass_[body.signatureClass] = &body;
+      const SignatureClass& signature = segmented_.signatureClasses[body.signatureClass];
+      for (unsigned position = 0; position < signature.members.size(); ++position)
+        positionInClass_[signature.members[position]] = position;
+    }
   }
 
   LaunchBinding bind(const KernelLaunch& launch);
@@ -77,6 +81,8 @@ private:
   TensorLookup tensorOf_;
   ScalarLookup scalarOf_;
   llvm::DenseMap<unsigned, const BodyPlan*> bodyOfClass_;
+  /// A member's position in its signature class (the index of its lifted constant values).
+  llvm::DenseMap<unsigned, unsigned> positionInClass_;
 };
 
 /// The value a slot reads or writes in `component`.
@@ -97,8 +103,7 @@ void Binder::bindSlot(const BodyPlan& body, const Slot& slot, const Component& c
                       std::vector<std::byte>& bytes, size_t base) {
   if (slot.kind == SlotKind::LiftedConstant) {
     const SignatureClass& signature = segmented_.signatureClasses[body.signatureClass];
-    unsigned position = unsigned(llvm::find(signature.members, member) - signature.members.begin());
-    encodeScalar(slot.dtype, signature.lifted[slot.source.index].values[position],
+    encodeScalar(slot.dtype, signature.lifted[slot.source.index].values[positionInClass_[member]],
                  bytes.data() + base + slot.offset);
     return;
   }

@@ -14,15 +14,12 @@
 
 using namespace widefuse;
 using widefuse::testing::addKernelSource;
+using widefuse::testing::contains;
 using widefuse::testing::errorOf;
 using widefuse::testing::readFile;
 using widefuse::testing::ScopedEnvironment;
 
 namespace {
-
-bool contains(llvm::StringRef text, llvm::StringRef part) {
-  return text.contains(part);
-}
 
 // The path after "source: " on the last line of a compile error.
 std::string sourcePathOf(llvm::StringRef message) {

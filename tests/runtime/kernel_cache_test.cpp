@@ -16,20 +16,13 @@
 
 using namespace widefuse;
 using widefuse::testing::addKernelSource;
+using widefuse::testing::contains;
 using widefuse::testing::errorOf;
 using widefuse::testing::readFile;
 using widefuse::testing::ScopedEnvironment;
+using widefuse::testing::writeFile;
 
 namespace {
-
-bool contains(llvm::StringRef text, llvm::StringRef part) {
-  return text.contains(part);
-}
-
-void writeFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
 
 KernelCacheOptions onDisk(const TempDir& directory) {
   KernelCacheOptions options;

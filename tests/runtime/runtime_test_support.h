@@ -1,11 +1,18 @@
 #pragma once
 // Shared by the runtime tests: small kernels and scoped environment variables.
 
+#include <llvm/ADT/StringRef.h>
+
 #include <cstdlib>
 #include <optional>
 #include <string>
 
 namespace widefuse::testing {
+
+/// True when `text` contains `part` (reads well in EXPECT_TRUE with a streamed message).
+inline bool contains(llvm::StringRef text, llvm::StringRef part) {
+  return text.contains(part);
+}
 
 /// A kernel that compiles in a fraction of a second; `name` becomes its entry function and
 /// `addend` changes its text (so several sources make several cache keys).
