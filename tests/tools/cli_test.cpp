@@ -275,6 +275,12 @@ TEST_F(CliTest, AdamRunsTheSeedExampleInEachMode) {
   ASSERT_EQ(summary.exitCode, 0) << summary.err;
   EXPECT_NE(summary.out.find("per-component: 2 kernels"), std::string::npos) << summary.out;
   EXPECT_NE(summary.out.find("batched:       1 kernel"), std::string::npos) << summary.out;
+  // The README's first command verifies against the reference evaluator by default.
+  EXPECT_NE(summary.out.find("verify against the reference evaluator: 0 of"), std::string::npos)
+      << summary.out;
+  CliResult quiet = run("adam --steps 1 --no-verify");
+  ASSERT_EQ(quiet.exitCode, 0) << quiet.err;
+  EXPECT_EQ(quiet.out.find("verify against"), std::string::npos) << quiet.out;
   for (auto [mode, kernels] : {std::pair{"per-component", 2}, std::pair{"batched", 1},
                                std::pair{"packed", 1}, std::pair{"auto", 1}}) {
     CliResult json = run(fmt::format("adam --steps 1 --json --mode {}", mode));
