@@ -122,6 +122,7 @@ void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
     nlohmann::json report = compileReportJson(compiled);
     report["fusion"] = adam.fusion->name();
     report["backend"] = "none";
+    report["optimizer"] = arguments.optimizer;
     report["params"] = compiled.segmented->components.size();
     report["elements"] = elements;
     report["bytes_per_step"] = bytesPerStep;
@@ -200,6 +201,8 @@ void runAdam(const AdamArguments& arguments) {
     if (std::error_code code = llvm::sys::fs::create_directories(arguments.exportDirectory))
       fail("cannot create export directory '{}': {}", arguments.exportDirectory, code.message());
     manifest["tensors"] = adamTensorManifest(adam);
+    for (unsigned g = 0; g < config.groups.size(); ++g)
+      manifest["scalars"][fmt::format("lr{}", g)] = groupLearningRate(g);
     exportAdamState(arguments.exportDirectory, adam, state, "initial", manifest);
   }
 

@@ -185,8 +185,7 @@ void addRunCommand(CLI::App& app) {
       ->required();
   command
       ->add_option("--backend", options->backend,
-                   "auto (cuda when a GPU is present, else host), cuda, host, reference or "
-                   "none (compile and bind only)")
+                   "auto (cuda when a GPU is present, else host), cuda, host or reference")
       ->capture_default_str();
   command
       ->add_option("--block-order", options->blockOrder,
