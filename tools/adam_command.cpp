@@ -35,6 +35,7 @@ struct AdamArguments {
   CompileArguments compile;
   std::string backend = "auto";
   std::string blockOrder = "forward";
+  unsigned threads = 1;
   std::string model;
   std::string shapes;
   std::string optimizer = "adam";
@@ -168,6 +169,8 @@ void runAdam(const AdamArguments& arguments) {
   BlockOrder order = parseBlockOrder(arguments.blockOrder);
   if (arguments.steps < 0)
     fail("--steps must be 0 or more, got {}", arguments.steps);
+  if (arguments.threads < 1)
+    fail("--threads must be 1 or more, got {}", arguments.threads);
   if (!arguments.compile.emit.empty() && backend != Backend::None)
     fail("--emit prints the kernels without running them: add --backend none");
   if (backend == Backend::Reference && hasCompileOnlyOptions(arguments.compile))
@@ -212,6 +215,7 @@ void runAdam(const AdamArguments& arguments) {
     options.backend = backend;
     options.mode = parseMode(arguments.compile.mode);
     options.blockOrder = order;
+    options.hostThreads = arguments.threads;
     options.fmad = !arguments.compile.noFmad;
     // --dump-dir and WIDEFUSE_DUMP; --arch only when given (else the device's own).
     options.dumps = fusionCompileOptions(arguments.compile, false).dumps;
@@ -327,6 +331,10 @@ void addAdamCommand(CLI::App& app) {
   command
       ->add_option("--block-order", arguments->blockOrder,
                    "Host backend: forward, reverse or shuffle:SEED")
+      ->capture_default_str();
+  command
+      ->add_option("--threads", arguments->threads,
+                   "Host backend: CPU threads running blocks (1 keeps the block order exact)")
       ->capture_default_str();
   command->add_option("--steps", arguments->steps, "Optimizer steps to run")->capture_default_str();
   command->add_flag_callback(

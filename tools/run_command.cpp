@@ -36,6 +36,7 @@ struct RunOptions {
   std::string backend = "auto";
   std::string mode = "auto";
   std::string blockOrder = "forward";
+  unsigned threads = 1;
 };
 
 /// One tensor to write: its file name stem and where the evaluator left its value.
@@ -123,6 +124,7 @@ EvaluationResult runKernels(const Fusion& fusion, BoundArguments& bound, Backend
   executorOptions.backend = backend;
   executorOptions.mode = parseMode(options.mode);
   executorOptions.blockOrder = parseBlockOrder(options.blockOrder);
+  executorOptions.hostThreads = options.threads;
   FusionExecutorCache executor(fusion, executorOptions);
   resolvedBackend = backendName(executor.backend()).str();
   RunResult run = executor.run(bound.arguments);
@@ -141,6 +143,8 @@ EvaluationResult runKernels(const Fusion& fusion, BoundArguments& bound, Backend
 void runRun(const RunOptions& options) {
   Backend backend = parseBackend(options.backend);
   parseBlockOrder(options.blockOrder);
+  if (options.threads < 1)
+    fail("--threads must be 1 or more, got {}", options.threads);
   std::unique_ptr<Fusion> fusion = loadFusionFile(options.file);
   BoundArguments bound = bindArguments(*fusion, parseAssignments(options.inputs, "--input"),
                                        parseAssignments(options.scalars, "--scalar"));
@@ -190,6 +194,10 @@ void addRunCommand(CLI::App& app) {
   command
       ->add_option("--block-order", options->blockOrder,
                    "Host backend: forward, reverse or shuffle:SEED")
+      ->capture_default_str();
+  command
+      ->add_option("--threads", options->threads,
+                   "Host backend: CPU threads running blocks (1 keeps the block order exact)")
       ->capture_default_str();
   command->add_option("--mode", options->mode, "per-component, batched, packed or auto")
       ->capture_default_str();

@@ -238,6 +238,11 @@ TEST_F(CliTest, RunOnTheHostBackendEqualsTheReferenceInEveryBlockOrder) {
     EXPECT_EQ(readFile(file("out/h.npy")), h) << order;
     EXPECT_EQ(readFile(file("out/step.npy")), step) << order;
   }
+  CliResult threaded = runAxpy(std::string(kGoodInputs) + " --backend host --threads 2");
+  ASSERT_EQ(threaded.exitCode, 0) << threaded.err;
+  EXPECT_EQ(readFile(file("out/z.npy")), z);
+  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --threads 0"),
+                     "--threads must be 1 or more");
   expectOneLineError(runAxpy(std::string(kGoodInputs) + " --block-order sideways"),
                      "unknown block order 'sideways'");
   expectOneLineError(runAxpy(std::string(kGoodInputs) + " --backend gpu"), "unknown backend 'gpu'");
