@@ -1,9 +1,9 @@
 #include "runtime/fusion_executor.h"
 
 #include "ir/error.h"
+#include "ir/runtime_shapes.h"
 #include "runtime/cuda_launcher.h"
 #include "runtime/launch_binding.h"
-#include "ir/runtime_shapes.h"
 
 #include "segmenter/segment.h"
 

@@ -4,9 +4,9 @@
 /// as the last run) skips the checks, the lookup and the rebinding: no recompilation, no table
 /// rebuild; a PreparedRun does not even compare the arguments.
 
+#include "ir/runtime_shapes.h"
 #include "runtime/fusion_compiler.h"
 #include "runtime/host_launcher.h"
-#include "ir/runtime_shapes.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>

@@ -2,8 +2,8 @@
 #include "tools/npy_file.h"
 
 #include "ir/error.h"
-#include "tests/tools/numpy_samples.h"
 #include "tests/support/temp_dir.h"
+#include "tests/tools/numpy_samples.h"
 
 #include <gtest/gtest.h>
 
