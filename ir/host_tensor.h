@@ -28,7 +28,8 @@ struct TensorRef {
 
   /// Number of elements.
   int64_t numel() const { return numElements(shape); }
-  /// True when the strides are the dense row-major ones (size-1 dimensions ignored).
+  /// True when the strides are the dense row-major ones (size-1 dimensions ignored; a tensor
+  /// without elements is always dense).
   bool isContiguous() const;
 };
 

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   cmake ninja-build g++ pkg-config zlib1g-dev libtinfo-dev
   llvm-14-dev llvm-14-tools    # LLVM ADT/Support; FileCheck and lit for codegen tests
-  python3                      # runs lit
+  python3 python3-venv python3-dev  # lit; the Python frontend's environment and headers
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libbenchmark-dev
 )
@@ -33,8 +33,25 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && [ ! -e /usr/local/cuda/
        "the GPU will fail with a clear error, the host and reference backends still work" >&2
 fi
 
+# Python frontend: a virtual environment (.venv) with nanobind, scikit-build-core, numpy,
+# ml_dtypes and pytest from the Python package index; reinstalled when the list changes.
+VENV=${WIDEFUSE_VENV:-.venv}
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating the Python environment $VENV"
+  python3 -m venv "$VENV"
+fi
+REQUIREMENTS=python_frontend/requirements.txt
+if ! cmp -s "$REQUIREMENTS" "$VENV/.widefuse-requirements"; then
+  echo "setup: installing Python packages into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQUIREMENTS"
+  cp "$REQUIREMENTS" "$VENV/.widefuse-requirements"
+fi
+PYTHON=$(cd "$VENV/bin" && pwd)/python
+
 BUILD_DIR=${WIDEFUSE_BUILD_DIR:-build}
-if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+if [ ! -f "$BUILD_DIR/build.ninja" ] ||
+   ! grep -qx "Python_EXECUTABLE:[A-Z]*=$PYTHON" "$BUILD_DIR/CMakeCache.txt"; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPython_EXECUTABLE="$PYTHON" >/dev/null
 fi
 cmake --build "$BUILD_DIR"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets everything up, then runs every test: the release build's suite, and the C++ tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+# Sets everything up, then runs every test: the release build's suite (C++ and the Python
+# frontend's pytest suite), and the C++ tests again under AddressSanitizer +
+# UndefinedBehaviorSanitizer (build-asan/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +13,7 @@ ctest --test-dir build --output-on-failure
 echo "== tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 if [ ! -f build-asan/build.ninja ]; then
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIDEFUSE_SANITIZE=ON \
-    -DWIDEFUSE_BUILD_BENCHMARKS=OFF >/dev/null
+    -DWIDEFUSE_BUILD_BENCHMARKS=OFF -DWIDEFUSE_BUILD_PYTHON=OFF >/dev/null
 fi
 cmake --build build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -199,3 +199,18 @@ TEST(Evaluator, WhereOfLiteralsPromotesLikePyTorch) {
   Val i = fd.defineTensor({2}, DataType::Int32, "i");
   EXPECT_NE(errorOf([&] { lerp(i, i, 0.5); }).find("floating"), std::string::npos);
 }
+
+TEST(TensorRef, DenseWhenStridesAreRowMajorOrTheTensorIsEmpty) {
+  TensorRef view;
+  view.shape = {2, 3};
+  view.strides = {3, 1};
+  EXPECT_TRUE(view.isContiguous());
+  view.strides = {1, 2};
+  EXPECT_FALSE(view.isContiguous());
+  view.shape = {1, 3};
+  view.strides = {7, 1}; // a size-1 dimension's stride never matters
+  EXPECT_TRUE(view.isContiguous());
+  view.shape = {0, 3};
+  view.strides = {0, 0}; // NumPy's strides for an empty array
+  EXPECT_TRUE(view.isContiguous());
+}

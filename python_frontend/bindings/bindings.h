@@ -1,0 +1,14 @@
+#pragma once
+/// The pieces of the `widefuse._widefuse` extension module, one function per file.
+
+#include <nanobind/nanobind.h>
+
+namespace widefuse::python {
+
+/// Error, DataType helpers, _Definition (the builder), _Value and _Fusion (a finished fusion).
+void bindDefinition(nanobind::module_& module);
+/// _Executor (compile once per input signature, run on NumPy or device memory) and the DLPack
+/// import helper.
+void bindExecutor(nanobind::module_& module);
+
+} // namespace widefuse::python

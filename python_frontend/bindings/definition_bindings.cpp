@@ -1,0 +1,241 @@
+// Builder and fusion objects for the Python FusionDefinition. Data types cross the boundary
+// as the text form's short names ("f32"); the Python side maps them to DataType members.
+#include "python_frontend/bindings/bindings.h"
+#include "python_frontend/bindings/fusion_handle.h"
+
+#include "ir/error.h"
+#include "ir/fusion_definition.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "python_frontend/python_printer.h"
+#include "segmenter/segment.h"
+#include "segmenter/segment_report.h"
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+namespace nb = nanobind;
+
+namespace widefuse::python {
+namespace {
+
+DataType dataTypeNamed(const std::string& name) {
+  std::optional<DataType> type = parseDataType(name);
+  if (!type)
+    fail("unknown data type '{}'", name);
+  return *type;
+}
+
+/// A Python number or a value handle as an op operand. bool is tested first: in Python it is
+/// also an int.
+Operand operandOf(nb::handle object) {
+  if (nb::isinstance<Val>(object))
+    return Operand(nb::cast<Val>(object));
+  if (nb::isinstance<nb::bool_>(object))
+    return Operand(nb::cast<bool>(object));
+  if (nb::isinstance<nb::int_>(object)) {
+    int64_t value = 0;
+    if (!nb::try_cast(object, value))
+      fail("integer {} does not fit in 64 bits", nb::cast<std::string>(nb::str(object)));
+    return Operand(value);
+  }
+  if (nb::isinstance<nb::float_>(object))
+    return Operand(nb::cast<double>(object));
+  fail("an operand must be a value of this fusion or a Python number, not {}",
+       nb::cast<std::string>(nb::str(object.type().attr("__name__"))));
+}
+
+ConstantValue constantOf(nb::handle object) {
+  Operand operand = operandOf(object);
+  if (!operand.literal())
+    fail("define_scalar: the value must be a Python number");
+  return *operand.literal();
+}
+
+/// The C++ FusionDefinition until finalize(), then the finished fusion.
+class PyDefinition {
+public:
+  explicit PyDefinition(const std::string& name)
+      : builder_(std::make_unique<FusionDefinition>(name)) {}
+
+  Val defineTensor(const std::vector<int64_t>& shape, const std::string& dtype,
+                   const std::string& name, const std::vector<int64_t>& strideOrder,
+                   const std::vector<bool>& contiguity) {
+    TensorLayout layout;
+    layout.strideOrder.assign(strideOrder.begin(), strideOrder.end());
+    layout.contiguity.assign(contiguity.begin(), contiguity.end());
+    return live().defineTensor(shape, dataTypeNamed(dtype), name, std::move(layout));
+  }
+
+  Val defineScalar(const std::string& dtype, const std::string& name) {
+    return live().defineScalar(dataTypeNamed(dtype), name);
+  }
+
+  Val constant(nb::handle value, const std::string& dtype) {
+    return live().constant(constantOf(value), dataTypeNamed(dtype));
+  }
+
+  Val apply(const std::string& opName, const std::vector<nb::object>& operands,
+            const std::optional<std::string>& dtype, const std::vector<int64_t>& shape,
+            const std::vector<int64_t>& broadcastDims) {
+    std::optional<OpKind> op = parseOpKind(opName);
+    if (!op)
+      fail("unknown op '{}'", opName);
+    llvm::SmallVector<Operand, 3> arguments;
+    for (const nb::object& operand : operands)
+      arguments.push_back(operandOf(operand));
+    OpAttributes attributes;
+    if (dtype)
+      attributes.targetType = dataTypeNamed(*dtype);
+    attributes.broadcastShape.assign(shape.begin(), shape.end());
+    attributes.broadcastDims.assign(broadcastDims.begin(), broadcastDims.end());
+    return live().apply(*op, arguments, std::move(attributes));
+  }
+
+  void copy(nb::handle source, const Val& destination) {
+    live().copy_(operandOf(source), destination);
+  }
+  void addOutput(const Val& value) { live().addOutput(value); }
+
+  FusionHandle finalize() {
+    std::shared_ptr<const Fusion> fusion = live().finalize();
+    builder_.reset();
+    return FusionHandle{fusion};
+  }
+
+  /// The fusion so far, for printing before finalize().
+  const Fusion& current() const {
+    if (!builder_)
+      fail("this definition was finalized");
+    return builder_->fusion();
+  }
+
+private:
+  FusionDefinition& live() {
+    if (!builder_)
+      fail("this FusionDefinition is finished (its `with` block ended); start a new one");
+    return *builder_;
+  }
+
+  std::unique_ptr<FusionDefinition> builder_;
+};
+
+nb::dict inputFacts(const Value& input, const Fusion& fusion) {
+  nb::dict facts;
+  facts["name"] = input.name();
+  facts["dtype"] = shortName(input.dtype()).str();
+  facts["is_tensor"] = input.isTensor();
+  facts["shape"] = std::vector<int64_t>(input.extents().begin(), input.extents().end());
+  const TensorLayout& layout = input.layout();
+  facts["stride_order"] =
+      std::vector<int64_t>(layout.strideOrder.begin(), layout.strideOrder.end());
+  facts["contiguity"] = std::vector<bool>(layout.contiguity.begin(), layout.contiguity.end());
+  facts["written"] = fusion.aliasOf(&input) != nullptr;
+  return facts;
+}
+
+nb::list inputList(const FusionHandle& handle) {
+  nb::list inputs;
+  for (const Value* input : handle.fusion->inputs())
+    inputs.append(inputFacts(*input, *handle.fusion));
+  return inputs;
+}
+
+nb::list outputList(const FusionHandle& handle) {
+  nb::list outputs;
+  for (const Value* output : handle.fusion->outputs()) {
+    nb::dict facts;
+    facts["name"] = output->name();
+    facts["dtype"] = shortName(output->dtype()).str();
+    facts["shape"] = std::vector<int64_t>(output->extents().begin(), output->extents().end());
+    outputs.append(facts);
+  }
+  return outputs;
+}
+
+std::string segmentReport(const FusionHandle& handle, const std::string& mode) {
+  SegmentOptions options;
+  options.mode = parseMode(mode);
+  return formatSegmentedFusion(segment(*handle.fusion, options));
+}
+
+FusionHandle fusionFromText(const std::string& text, const std::string& sourceName) {
+  return FusionHandle{std::shared_ptr<const Fusion>(parseFusion(text, sourceName))};
+}
+
+void bindValue(nb::module_& module) {
+  nb::class_<Val>(module, "_Value", "A value of a fusion under construction.")
+      .def_prop_ro("name", [](const Val& v) { return v.name(); })
+      .def_prop_ro("dtype", [](const Val& v) { return shortName(v.dtype()).str(); })
+      .def_prop_ro("is_tensor", [](const Val& v) { return v.value()->isTensor(); })
+      .def_prop_ro("shape", [](const Val& v) {
+        llvm::ArrayRef<int64_t> extents = v.value()->extents();
+        return std::vector<int64_t>(extents.begin(), extents.end());
+      });
+}
+
+} // namespace
+
+void bindDefinition(nb::module_& module) {
+  nb::exception<Error>(module, "Error", PyExc_RuntimeError);
+  module.def(
+      "data_type_names",
+      [] {
+        std::vector<std::string> names;
+        for (DataType type : kAllDataTypes)
+          names.push_back(shortName(type).str());
+        return names;
+      },
+      "The short names of every data type, in DataType order.");
+  module.def(
+      "op_names",
+      [] {
+        std::vector<std::string> names;
+        for (unsigned op = 0; op < kNumOpKinds; ++op)
+          names.push_back(opName(static_cast<OpKind>(op)).str());
+        return names;
+      },
+      "The name of every IR op (the text form's names).");
+  module.def(
+      "op_arity",
+      [](const std::string& name) {
+        std::optional<OpKind> op = parseOpKind(name);
+        if (!op)
+          fail("unknown op '{}'", name);
+        return opArity(*op);
+      },
+      "Number of value operands of an op.");
+  bindValue(module);
+
+  // keep_alive<0, 1>: a value keeps its definition (and so the fusion it points into) alive.
+  nb::class_<PyDefinition>(module, "_Definition", "Builds one fusion; checks every op as added.")
+      .def(nb::init<const std::string&>(), nb::arg("name"))
+      .def("define_tensor", &PyDefinition::defineTensor, nb::arg("shape"), nb::arg("dtype"),
+           nb::arg("name"), nb::arg("stride_order"), nb::arg("contiguity"), nb::keep_alive<0, 1>())
+      .def("define_scalar", &PyDefinition::defineScalar, nb::arg("dtype"), nb::arg("name"),
+           nb::keep_alive<0, 1>())
+      .def("constant", &PyDefinition::constant, nb::arg("value"), nb::arg("dtype"),
+           nb::keep_alive<0, 1>())
+      .def("apply", &PyDefinition::apply, nb::arg("op"), nb::arg("operands"),
+           nb::arg("dtype").none() = nb::none(), nb::arg("shape") = std::vector<int64_t>{},
+           nb::arg("broadcast_dims") = std::vector<int64_t>{}, nb::keep_alive<0, 1>())
+      .def("copy_", &PyDefinition::copy, nb::arg("source"), nb::arg("destination"))
+      .def("add_output", &PyDefinition::addOutput, nb::arg("value"))
+      .def("finalize", &PyDefinition::finalize)
+      .def("text", [](const PyDefinition& d) { return printFusion(d.current()); })
+      .def("python", [](const PyDefinition& d) { return printPythonDefinition(d.current()); });
+
+  nb::class_<FusionHandle>(module, "_Fusion", "A verified fusion.")
+      .def_static("from_text", &fusionFromText, nb::arg("text"), nb::arg("source_name") = "<text>")
+      .def_prop_ro("name", [](const FusionHandle& h) { return h.fusion->name(); })
+      .def("text", [](const FusionHandle& h) { return printFusion(*h.fusion); })
+      .def("python", [](const FusionHandle& h) { return printPythonDefinition(*h.fusion); })
+      .def("inputs", &inputList,
+           "Facts about each input: name, dtype, is_tensor, shape, "
+           "stride_order, contiguity, written (a copy_ destination).")
+      .def("outputs", &outputList, "Facts about each plain output: name, dtype, shape.")
+      .def("segments", &segmentReport, nb::arg("mode"), "The segmenter's report for a mode.");
+}
+
+} // namespace widefuse::python

@@ -1,0 +1,255 @@
+// The executor behind FusionDefinition.execute: arguments arrive from Python as
+// (address, dtype, shape, strides-in-elements) tuples or numbers, already matched to the
+// fusion's inputs by the Python side; outputs leave as NumPy arrays (host) or DLPack-capable
+// device arrays (CUDA).
+#include "python_frontend/bindings/bindings.h"
+#include "python_frontend/bindings/fusion_handle.h"
+
+#include "ir/error.h"
+#include "ir/runtime_shapes.h"
+#include "runtime/cuda_device.h"
+#include "runtime/fusion_executor.h"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+namespace nb = nanobind;
+
+namespace widefuse::python {
+namespace {
+
+DataType dataTypeNamed(const std::string& name) {
+  std::optional<DataType> type = parseDataType(name);
+  if (!type)
+    fail("unknown data type '{}'", name);
+  return *type;
+}
+
+/// The DLPack type of `type` on a device (torch reads bool, f16 and bf16 as such).
+nb::dlpack::dtype deviceDlpackType(DataType type) {
+  using Code = nb::dlpack::dtype_code;
+  auto bits = static_cast<uint8_t>(8 * byteSize(type));
+  if (type == DataType::Bool)
+    return {static_cast<uint8_t>(Code::Bool), bits, 1};
+  if (type == DataType::BFloat16)
+    return {static_cast<uint8_t>(Code::Bfloat), bits, 1};
+  if (isFloatingPoint(type))
+    return {static_cast<uint8_t>(Code::Float), bits, 1};
+  if (isUnsignedInteger(type))
+    return {static_cast<uint8_t>(Code::UInt), bits, 1};
+  return {static_cast<uint8_t>(Code::Int), bits, 1};
+}
+
+/// The NumPy stand-in for `type` on the host: an unsigned integer of the same width for bool,
+/// f16 and bf16, which the Python side views as the real dtype (NumPy has no bf16, and its
+/// DLPack import of bool and f16 varies between versions).
+nb::dlpack::dtype hostDlpackType(DataType type) {
+  if (type == DataType::Bool || type == DataType::Half || type == DataType::BFloat16)
+    return {static_cast<uint8_t>(nb::dlpack::dtype_code::UInt),
+            static_cast<uint8_t>(8 * byteSize(type)), 1};
+  return deviceDlpackType(type);
+}
+
+std::string dataTypeOfDlpack(nb::dlpack::dtype type) {
+  using Code = nb::dlpack::dtype_code;
+  auto code = static_cast<Code>(type.code);
+  std::string name;
+  if (type.lanes == 1) {
+    if (code == Code::Bool && type.bits == 8)
+      name = "b8";
+    else if (code == Code::Int && type.bits <= 64)
+      name = fmt::format("i{}", type.bits);
+    else if (code == Code::UInt && type.bits <= 32)
+      name = fmt::format("u{}", type.bits);
+    else if (code == Code::Float && type.bits >= 16 && type.bits <= 64)
+      name = fmt::format("f{}", type.bits);
+    else if (code == Code::Bfloat && type.bits == 16)
+      name = "bf16";
+  }
+  if (name.empty() || !parseDataType(name))
+    fail("DLPack data type (code {}, {} bits, {} lanes) has no widefuse equivalent",
+         static_cast<int>(type.code), type.bits, type.lanes);
+  return name;
+}
+
+/// A tensor argument from Python: (address, dtype, shape, strides in elements).
+TensorRef tensorOf(const nb::tuple& description) {
+  if (description.size() != 4)
+    fail("internal: a tensor argument is (address, dtype, shape, strides)");
+  TensorRef ref;
+  ref.data = reinterpret_cast<void*>(nb::cast<uintptr_t>(description[0]));
+  ref.dtype = dataTypeNamed(nb::cast<std::string>(description[1]));
+  for (int64_t extent : nb::cast<std::vector<int64_t>>(description[2]))
+    ref.shape.push_back(extent);
+  for (int64_t stride : nb::cast<std::vector<int64_t>>(description[3]))
+    ref.strides.push_back(stride);
+  return ref;
+}
+
+std::vector<Argument> argumentsOf(const nb::list& arguments) {
+  std::vector<Argument> converted;
+  for (nb::handle argument : arguments) {
+    if (nb::isinstance<nb::tuple>(argument))
+      converted.emplace_back(tensorOf(nb::borrow<nb::tuple>(argument)));
+    else if (nb::isinstance<nb::bool_>(argument))
+      converted.emplace_back(ScalarArgument(nb::cast<bool>(argument)));
+    else if (nb::isinstance<nb::int_>(argument))
+      converted.emplace_back(ScalarArgument(nb::cast<int64_t>(argument)));
+    else
+      converted.emplace_back(ScalarArgument(nb::cast<double>(argument)));
+  }
+  return converted;
+}
+
+std::vector<size_t> sizesOf(llvm::ArrayRef<int64_t> shape) {
+  return std::vector<size_t>(shape.begin(), shape.end());
+}
+
+nb::object hostArray(HostTensor tensor) {
+  // NumPy wants a non-null address even for an empty array.
+  alignas(16) static std::byte emptyStorage[16];
+  auto* owned = new HostTensor(std::move(tensor));
+  nb::capsule owner(owned,
+                    [](void* pointer) noexcept { delete static_cast<HostTensor*>(pointer); });
+  void* data = owned->numel() != 0 ? owned->data() : static_cast<void*>(emptyStorage);
+  std::vector<size_t> shape = sizesOf(owned->shape());
+  return nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr,
+                                hostDlpackType(owned->dtype()))
+      .cast();
+}
+
+/// Compiles a fusion once per input signature and runs it (FusionExecutorCache).
+class PyExecutor {
+public:
+  PyExecutor(const FusionHandle& handle, const std::string& backend, const std::string& mode,
+             const std::string& blockOrder, unsigned threads, bool fmad,
+             const std::optional<std::string>& arch, uintptr_t stream)
+      : fusion_(handle.fusion) {
+    ExecutorOptions options;
+    options.backend = parseBackend(backend);
+    options.mode = parseMode(mode);
+    options.blockOrder = parseBlockOrder(blockOrder);
+    if (threads == 0)
+      fail("threads must be at least 1");
+    options.hostThreads = threads;
+    options.fmad = fmad;
+    options.arch = arch;
+    options.stream = reinterpret_cast<void*>(stream);
+    cache_ = std::make_unique<FusionExecutorCache>(*fusion_, std::move(options));
+  }
+
+  std::string backend() const { return backendName(cache_->backend()).str(); }
+
+  nb::list run(const nb::list& arguments, bool deviceOutputs) {
+    std::vector<Argument> converted = argumentsOf(arguments);
+    nb::list outputs;
+    if (deviceOutputs) {
+      for (nb::object& output : runWithDeviceOutputs(converted))
+        outputs.append(output);
+      return outputs;
+    }
+    RunResult result;
+    {
+      nb::gil_scoped_release release;
+      result = cache_->run(converted);
+    }
+    for (HostTensor& tensor : result.outputs)
+      outputs.append(hostArray(std::move(tensor)));
+    return outputs;
+  }
+
+  nb::list lastKernels() const {
+    nb::list kernels;
+    std::shared_ptr<const CompiledFusion> compiled = cache_->lastCompiled();
+    if (!compiled)
+      return kernels;
+    for (const FusionKernel& kernel : compiled->kernels) {
+      nb::dict facts;
+      facts["name"] = kernel.plan->name;
+      facts["launches"] = kernel.launches;
+      facts["source"] = kernel.source;
+      kernels.append(facts);
+    }
+    return kernels;
+  }
+
+  size_t numSignatures() const { return cache_->numSignatures(); }
+
+private:
+  /// Plain outputs allocated in device memory and handed over as DLPack-capable arrays.
+  std::vector<nb::object> runWithDeviceOutputs(const std::vector<Argument>& arguments) {
+    checkArguments(*fusion_, arguments);
+    RuntimeShapes shapes = inferRuntimeShapes(*fusion_, arguments);
+    CudaDevice& device = CudaDevice::get();
+    std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+    std::vector<TensorRef> outputs;
+    for (const Value* output : fusion_->outputs()) {
+      TensorRef ref;
+      ref.dtype = output->dtype();
+      ref.shape = shapes.of(output);
+      ref.strides = contiguousStrides(ref.shape);
+      buffers.push_back(std::make_unique<DeviceBuffer>(
+          device, static_cast<size_t>(numElements(ref.shape)) * byteSize(ref.dtype)));
+      ref.data = buffers.back()->pointer();
+      outputs.push_back(std::move(ref));
+    }
+    {
+      nb::gil_scoped_release release;
+      cache_->run(arguments, outputs);
+    }
+    std::vector<nb::object> arrays;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      DeviceBuffer* buffer = buffers[i].release();
+      nb::capsule owner(buffer,
+                        [](void* pointer) noexcept { delete static_cast<DeviceBuffer*>(pointer); });
+      std::vector<size_t> shape = sizesOf(outputs[i].shape);
+      arrays.push_back(nb::ndarray<nb::array_api>(buffer->pointer(), shape.size(), shape.data(),
+                                                  owner, outputs[i].strides.data(),
+                                                  deviceDlpackType(outputs[i].dtype),
+                                                  nb::device::cuda::value, 0)
+                           .cast());
+    }
+    return arrays;
+  }
+
+  std::shared_ptr<const Fusion> fusion_; // declared first: outlives the cache
+  std::unique_ptr<FusionExecutorCache> cache_;
+};
+
+/// The address, dtype, shape, strides and device of any object exporting DLPack (the
+/// producer keeps the memory alive while the caller holds the object).
+nb::tuple dlpackView(nb::handle object) {
+  nb::ndarray<nb::ro> array;
+  if (!nb::try_cast(object, array))
+    fail("the object's __dlpack__ export could not be read");
+  std::vector<int64_t> shape, strides;
+  for (size_t d = 0; d < array.ndim(); ++d) {
+    shape.push_back(array.shape(d));
+    strides.push_back(array.stride(d));
+  }
+  auto address = reinterpret_cast<uintptr_t>(array.data());
+  return nb::make_tuple(address, dataTypeOfDlpack(array.dtype()), shape, strides,
+                        array.device_type(), array.device_id());
+}
+
+} // namespace
+
+void bindExecutor(nb::module_& module) {
+  nb::class_<PyExecutor>(module, "_Executor", "Runs one fusion; compiles once per signature.")
+      .def(nb::init<const FusionHandle&, const std::string&, const std::string&, const std::string&,
+                    unsigned, bool, const std::optional<std::string>&, uintptr_t>(),
+           nb::arg("fusion"), nb::arg("backend"), nb::arg("mode"), nb::arg("block_order"),
+           nb::arg("threads"), nb::arg("fmad"), nb::arg("arch").none(), nb::arg("stream"))
+      .def_prop_ro("backend", &PyExecutor::backend)
+      .def("run", &PyExecutor::run, nb::arg("arguments"), nb::arg("device_outputs"))
+      .def("last_kernels", &PyExecutor::lastKernels,
+           "The kernels of the last run: name, launches per run, CUDA source.")
+      .def("num_signatures", &PyExecutor::numSignatures);
+  module.def("dlpack_view", &dlpackView, nb::arg("object"),
+             "(address, dtype, shape, strides, device_type, device_id) of a DLPack exporter.");
+  module.def("cuda_available", &CudaDevice::available, "True when a CUDA device can be used.");
+}
+
+} // namespace widefuse::python

@@ -1,0 +1,177 @@
+#include "python_frontend/python_printer.h"
+
+#include "ir/error.h"
+#include "ir/fusion.h"
+
+#include <fmt/format.h>
+#include <llvm/ADT/DenseMap.h>
+
+#include <cmath>
+
+namespace widefuse {
+
+llvm::StringRef pythonDataTypeName(DataType type) {
+  switch (type) {
+  case DataType::Bool:
+    return "Bool";
+  case DataType::Int8:
+    return "Int8";
+  case DataType::Int16:
+    return "Int16";
+  case DataType::Int32:
+    return "Int32";
+  case DataType::Int64:
+    return "Int";
+  case DataType::UInt8:
+    return "UInt8";
+  case DataType::UInt16:
+    return "UInt16";
+  case DataType::UInt32:
+    return "UInt32";
+  case DataType::Half:
+    return "Half";
+  case DataType::BFloat16:
+    return "BFloat16";
+  case DataType::Float:
+    return "Float";
+  case DataType::Double:
+    return "Double";
+  }
+  WF_ASSERT(false, "unknown data type");
+}
+
+llvm::StringRef pythonOpName(OpKind op) {
+  if (op == OpKind::ShiftLeft)
+    return "bitwise_left_shift";
+  if (op == OpKind::ShiftRight)
+    return "bitwise_right_shift";
+  return opName(op);
+}
+
+namespace {
+
+/// A number as Python source: floats keep a decimal point, non-finite values use float().
+std::string pythonNumber(const ConstantValue& constant) {
+  if (const bool* flag = std::get_if<bool>(&constant))
+    return *flag ? "True" : "False";
+  if (const int64_t* integer = std::get_if<int64_t>(&constant))
+    return fmt::format("{}", *integer);
+  double number = std::get<double>(constant);
+  if (std::isnan(number))
+    return "float(\"nan\")";
+  if (std::isinf(number))
+    return number > 0 ? "float(\"inf\")" : "float(\"-inf\")";
+  std::string text = fmt::format("{}", number);
+  if (text.find_first_of(".e") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+std::string pythonList(llvm::ArrayRef<int64_t> values) {
+  return fmt::format("[{}]", fmt::join(values, ", "));
+}
+
+/// define_tensor's contiguity and stride_order for a layout (the default is row-major dense).
+std::pair<std::string, std::string> layoutArguments(const Value& tensor) {
+  unsigned rank = tensor.rank();
+  const TensorLayout& layout = tensor.layout();
+  llvm::SmallVector<std::string, 4> contiguity;
+  llvm::SmallVector<int64_t, 4> strideOrder;
+  for (unsigned d = 0; d < rank; ++d) {
+    bool contiguous = layout.contiguity.empty() || layout.contiguity[d];
+    contiguity.push_back(contiguous ? "True" : "False");
+    strideOrder.push_back(layout.strideOrder.empty() ? rank - 1 - d : layout.strideOrder[d]);
+  }
+  return {fmt::format("[{}]", fmt::join(contiguity, ", ")), pythonList(strideOrder)};
+}
+
+/// Names values as nvFuser's printer does and writes one line per definition.
+class PythonPrinter {
+public:
+  explicit PythonPrinter(const Fusion& fusion) : fusion_(fusion) {}
+
+  std::string print() {
+    std::string function = isIdentifier(fusion_.name()) ? fusion_.name() : "fusion";
+    out_ = fmt::format("def {}(fd: FusionDefinition) -> None:\n", function);
+    for (size_t id = 0; id < fusion_.numValues(); ++id)
+      printValue(*fusion_.value(static_cast<unsigned>(id)));
+    for (const Alias& alias : fusion_.aliases())
+      line(fmt::format("fd.add_output({}, alias_input={})", use(alias.source),
+                       use(alias.destination)));
+    for (const Value* output : fusion_.outputs())
+      line(fmt::format("fd.add_output({})", use(output)));
+    if (fusion_.aliases().empty() && fusion_.outputs().empty())
+      line("pass");
+    out_ += fmt::format("\n\nwith FusionDefinition() as fd:\n    {}(fd)\n", function);
+    return out_;
+  }
+
+private:
+  void line(const std::string& text) { out_ += "    " + text + "\n"; }
+
+  std::string use(const Value* value) {
+    if (value->isWeak() && value->isConstant())
+      return pythonNumber(*value->constant());
+    auto found = names_.find(value);
+    WF_ASSERT(found != names_.end(), "value '{}' used before its definition", value->name());
+    return found->second;
+  }
+
+  std::string define(const Value& value) {
+    std::string name = fmt::format("{}{}", value.isTensor() ? "T" : "S", next_++);
+    names_[&value] = name;
+    return name;
+  }
+
+  void printValue(const Value& value) {
+    if (value.isWeak() && value.isConstant())
+      return; // written inline where used
+    std::string dtype = fmt::format("DataType.{}", pythonDataTypeName(value.dtype()).str());
+    if (value.isInput() && value.isTensor()) {
+      auto [contiguity, strideOrder] = layoutArguments(value);
+      std::string name = define(value);
+      line(fmt::format("{} = fd.define_tensor(shape={}, contiguity={}, dtype={}, is_cpu=False, "
+                       "stride_order={})",
+                       name, pythonList(value.extents()), contiguity, dtype, strideOrder));
+    } else if (value.isInput()) {
+      std::string name = define(value);
+      line(fmt::format("{} = fd.define_scalar(None, dtype={})", name, dtype));
+    } else if (value.isConstant()) {
+      std::string name = define(value);
+      line(fmt::format("{} = fd.define_scalar({}, dtype={})", name, pythonNumber(*value.constant()),
+                       dtype));
+    } else if (const Expr* expr = value.definition()) {
+      printExpr(*expr, value);
+    }
+  }
+
+  void printExpr(const Expr& expr, const Value& result) {
+    llvm::SmallVector<std::string, 4> arguments;
+    for (const Value* operand : expr.operands())
+      arguments.push_back(use(operand));
+    const OpAttributes& attributes = expr.attributes();
+    if (expr.op() == OpKind::Cast || expr.op() == OpKind::Bitcast)
+      arguments.push_back(
+          fmt::format("dtype=DataType.{}", pythonDataTypeName(attributes.targetType).str()));
+    if (expr.op() == OpKind::BroadcastInDim) {
+      arguments.push_back("shape=" + pythonList(attributes.broadcastShape));
+      arguments.push_back("broadcast_dims=" + pythonList(attributes.broadcastDims));
+    }
+    std::string name = define(result);
+    line(fmt::format("{} = fd.ops.{}({})", name, pythonOpName(expr.op()).str(),
+                     fmt::join(arguments, ", ")));
+  }
+
+  const Fusion& fusion_;
+  std::string out_;
+  llvm::DenseMap<const Value*, std::string> names_;
+  unsigned next_ = 0;
+};
+
+} // namespace
+
+std::string printPythonDefinition(const Fusion& fusion) {
+  return PythonPrinter(fusion).print();
+}
+
+} // namespace widefuse

@@ -1,0 +1,26 @@
+#pragma once
+/// The Python form of a fusion: the definition nvFuser's Python printer would write for it
+/// (`fd.define_tensor`, `fd.define_scalar`, `fd.ops.*`, `fd.add_output`), runnable against
+/// widefuse's Python frontend. `repr(fd)` in Python returns it.
+
+#include "ir/data_type.h"
+#include "ir/op_kind.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <string>
+
+namespace widefuse {
+
+class Fusion;
+
+/// The `DataType` member the Python frontend names `type` by (nvFuser's names: Float, Int, ...).
+llvm::StringRef pythonDataTypeName(DataType type);
+/// The name of `op` under `fd.ops` (nvFuser's: `bitwise_left_shift` for shift_left).
+llvm::StringRef pythonOpName(OpKind op);
+/// A function `def <name>(fd: FusionDefinition) -> None:` defining `fusion`, followed by the
+/// `with FusionDefinition() as fd:` block that calls it. Values are renamed T0, S1, ... in
+/// definition order as nvFuser's printer does; untyped number literals are written inline.
+std::string printPythonDefinition(const Fusion& fusion);
+
+} // namespace widefuse

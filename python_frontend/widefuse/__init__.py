@@ -1,0 +1,28 @@
+"""widefuse: a fusion compiler for pointwise tensor programs (optimizer steps first).
+
+    from widefuse import FusionDefinition, DataType      # nvFuser's Python API (subset)
+    import widefuse
+    step = widefuse.trace(my_optimizer_step)              # a Thunder-like tracer
+
+Errors raise ``widefuse.Error`` (a RuntimeError) with the C++ message.
+"""
+
+from ._widefuse import Error
+from . import prims
+from .data_type import DataType
+from .fusion_definition import FusionDefinition
+from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, copy_, div, exp, expm1, fmod,
+                        isfinite, isinf, isnan, lerp, log, log1p, maximum, minimum, mul, neg,
+                        negative, pow, reciprocal, rsqrt, sigmoid, sign, sqrt, sub, tanh, where)
+from .tracer import TracedFunction, trace
+from .values import Scalar, Tensor, UnsupportedOperationError, Value
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DataType", "Error", "FusionDefinition", "Scalar", "Tensor", "TracedFunction",
+    "UnsupportedOperationError", "Value", "copy_", "prims", "trace",
+    "abs", "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod",
+    "isfinite", "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg",
+    "negative", "pow", "reciprocal", "rsqrt", "sigmoid", "sign", "sqrt", "sub", "tanh", "where",
+]

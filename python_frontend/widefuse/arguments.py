@@ -1,0 +1,179 @@
+"""What execute() hands to the executor: each input checked against the definition and
+described as (address, dtype, shape, strides in elements), or a Python number.
+
+Host arrays are NumPy arrays (bfloat16 through ml_dtypes) or CPU DLPack exporters; device
+arrays are objects with ``__cuda_array_interface__`` (torch, CuPy, Numba) or a CUDA
+``__dlpack__``. Every check happens here or in the C++ executor before anything is written.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ._widefuse import Error, dlpack_view
+from .data_type import DataType, from_numpy
+
+# DLPack device types (dlpack.h): CPU, CUDA, pinned host memory, managed memory.
+_DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_HOST, _DLPACK_CUDA_MANAGED = 1, 2, 3, 13
+
+
+@dataclass
+class ArrayView:
+    """Where an array's elements are and how they are laid out."""
+
+    address: int
+    dtype: DataType
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    read_only: bool
+    on_device: bool
+    stream: Optional[int] = None  # the producer's stream (CUDA array interface)
+
+    def argument(self) -> tuple[int, str, list[int], list[int]]:
+        return (self.address, self.dtype.value, list(self.shape), list(self.strides))
+
+
+def _element_strides(byte_strides: Sequence[int], itemsize: int, name: str) -> tuple[int, ...]:
+    for stride in byte_strides:
+        if stride < 0:
+            raise Error(f"input '{name}': negative strides {tuple(byte_strides)} (bytes) are not "
+                        "supported; pass a copy (np.ascontiguousarray)")
+        if stride % itemsize != 0:
+            raise Error(f"input '{name}': strides {tuple(byte_strides)} (bytes) are not multiples "
+                        f"of the element size {itemsize}")
+    return tuple(stride // itemsize for stride in byte_strides)
+
+
+def _dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, running = [], 1
+    for extent in reversed(shape):
+        strides.append(running)
+        running *= max(extent, 1)
+    return tuple(reversed(strides))
+
+
+def _numpy_view(array: np.ndarray, name: str) -> ArrayView:
+    dtype = from_numpy(array.dtype, f"input '{name}'")
+    if not array.flags.aligned:
+        raise Error(f"input '{name}': the array is not aligned to its element size")
+    return ArrayView(address=array.__array_interface__["data"][0], dtype=dtype,
+                     shape=tuple(array.shape),
+                     strides=_element_strides(array.strides, array.itemsize, name),
+                     read_only=not array.flags.writeable, on_device=False)
+
+
+def _typestr_dtype(typestr: str, name: str) -> DataType:
+    try:
+        dtype = np.dtype(typestr)
+    except TypeError:
+        raise Error(f"input '{name}': array type '{typestr}' is not supported") from None
+    return from_numpy(dtype, f"input '{name}'")
+
+
+def _cuda_interface_view(interface: dict, name: str) -> ArrayView:
+    dtype = _typestr_dtype(interface["typestr"], name)
+    shape = tuple(interface["shape"])
+    itemsize = dtype.numpy.itemsize
+    strides = interface.get("strides")
+    address, read_only = interface["data"]
+    return ArrayView(address=address, dtype=dtype, shape=shape,
+                     strides=(_dense_strides(shape) if strides is None else
+                              _element_strides(strides, itemsize, name)),
+                     read_only=bool(read_only), on_device=True, stream=interface.get("stream"))
+
+
+def _dlpack_view(value: Any, name: str) -> ArrayView:
+    address, dtype, shape, strides, device_type, _ = dlpack_view(value)
+    if device_type not in (_DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_HOST, _DLPACK_CUDA_MANAGED):
+        raise Error(f"input '{name}': DLPack device type {device_type} is neither the CPU nor "
+                    "a CUDA device")
+    return ArrayView(address=address, dtype=DataType(dtype), shape=tuple(shape),
+                     strides=tuple(strides), read_only=False,
+                     on_device=device_type in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED))
+
+
+def array_view(value: Any, name: str) -> ArrayView:
+    """Describes an array given for tensor input `name`; raises Error for anything else."""
+    if isinstance(value, np.ndarray):
+        return _numpy_view(value, name)
+    interface = None
+    try:
+        interface = getattr(value, "__cuda_array_interface__", None)
+    except Exception:  # torch raises for types the interface lacks (bfloat16): use DLPack
+        interface = None
+    if interface is not None:
+        return _cuda_interface_view(interface, name)
+    if hasattr(value, "__dlpack__"):
+        return _dlpack_view(value, name)
+    if hasattr(value, "__array_interface__"):
+        return _numpy_view(np.asarray(value), name)
+    raise Error(f"input '{name}' is a tensor: expected a NumPy array or a CUDA array "
+                f"(__cuda_array_interface__ / __dlpack__), got {type(value).__name__}")
+
+
+def scalar_argument(value: Any, name: str, dtype: DataType) -> Any:
+    """A Python number for runtime scalar input `name`."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (bool, numbers.Integral)):
+        return bool(value) if isinstance(value, bool) else int(value)
+    if isinstance(value, numbers.Real):
+        if not dtype.is_floating_point:
+            raise Error(f"input '{name}' is a {dtype!r} scalar; got the float {value!r}")
+        return float(value)
+    raise Error(f"input '{name}' is a {dtype!r} scalar: expected a Python number, got "
+                f"{type(value).__name__}")
+
+
+def check_layout(view: ArrayView, name: str, stride_order: Sequence[int],
+                 contiguity: Sequence[bool]) -> None:
+    """Raises Error when the array's strides break the layout the definition declared.
+
+    Dimensions of extent 1 are ignored (their stride never matters); an empty stride_order
+    or contiguity means row-major and dense.
+    """
+    rank = len(view.shape)
+    if 0 in view.shape:  # no element is ever addressed
+        return
+    if len(stride_order) != rank:
+        stride_order = list(range(rank - 1, -1, -1))
+    if len(contiguity) != rank:
+        contiguity = [True] * rank
+    inner_to_outer = sorted(range(rank), key=lambda d: stride_order[d])
+    expected, previous = 1, 0
+    for d in inner_to_outer:
+        extent, stride = view.shape[d], view.strides[d]
+        if extent == 1:
+            continue
+        if (contiguity[d] and stride != expected) or stride < previous:
+            raise Error(
+                f"input '{name}': the array's strides {view.strides} (in elements) do not "
+                f"match the definition's stride_order {list(stride_order)} and contiguity "
+                f"{list(contiguity)}; pass an array with that layout (np.ascontiguousarray "
+                "for row-major) or define the tensor with the array's layout")
+        expected, previous = stride * extent, stride
+
+
+def layout_of(shape: Sequence[int], strides: Sequence[int]) -> tuple[list[int], list[bool]]:
+    """nvFuser's (stride_order, contiguity) describing an array with these element strides."""
+    rank = len(shape)
+    if 0 in shape:  # no element is ever addressed: any layout is the default one
+        return list(range(rank - 1, -1, -1)), [True] * rank
+    # Outermost first: larger strides, ties broken towards row-major order.
+    outer_to_inner = sorted(range(rank), key=lambda d: (-strides[d], d))
+    stride_order = [0] * rank
+    for position, d in enumerate(outer_to_inner):
+        stride_order[d] = rank - 1 - position
+    contiguity = [True] * rank
+    expected = 1
+    for d in reversed(outer_to_inner):
+        if shape[d] != 1:
+            contiguity[d] = strides[d] == expected
+            expected = strides[d] * shape[d]
+    return stride_order, contiguity

@@ -1,0 +1,251 @@
+"""``FusionDefinition``: the subset of nvFuser's Python API that pointwise fusions use.
+
+    with FusionDefinition() as fd:
+        T0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        S1 = fd.define_scalar(None, dtype=DataType.Double)
+        T2 = fd.ops.mul(T0, S1)
+        T3 = fd.ops.set(T2)
+        fd.add_output(T3, alias_input=T0)   # T0 receives T3 when the fusion ends (copy_)
+    fd.execute([array, 0.5])
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from . import _widefuse
+from ._widefuse import Error
+from .arguments import array_view, check_layout, scalar_argument
+from .data_type import DataType, data_type_of, from_short_name
+from .operators import Operators
+from .values import Scalar, Tensor, Value
+
+_BACKENDS = ("auto", "cuda", "host", "reference", "none")
+
+
+def _python_number(value: Any) -> Any:
+    """Python numbers and NumPy scalars as Python numbers; anything else unchanged."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class FusionDefinition:
+    """Builds one fusion with nvFuser's Python API, then runs it with execute().
+
+    Use it as a context manager: the definition is verified and frozen when the ``with``
+    block ends. ``repr(fd)`` is a runnable Python definition of the fusion.
+    """
+
+    def __init__(self, name: str = "fusion") -> None:
+        self._builder: Optional[Any] = _widefuse._Definition(name)
+        self._fusion: Optional[Any] = None
+        self._inputs: list[dict] = []
+        self._executors: dict[tuple, Any] = {}
+        self._last_executor: Optional[Any] = None
+        self._next_name = 0
+        self.ops = Operators(self)
+
+    # Building
+    def __enter__(self) -> FusionDefinition:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, traceback: Any) -> bool:
+        if exc_type is None:
+            self.finalize()
+        return False
+
+    def finalize(self) -> None:
+        """Verifies the definition and freezes it (the end of the ``with`` block does this)."""
+        self._fusion = self._live().finalize()
+        self._builder = None
+        self._inputs = self._fusion.inputs()
+
+    def _live(self) -> Any:
+        if self._builder is None:
+            raise Error("this FusionDefinition is finished (its `with` block ended); ops, "
+                        "inputs and outputs can only be added inside it")
+        return self._builder
+
+    def _fresh_name(self, prefix: str) -> str:
+        name = f"{prefix}{self._next_name}"
+        self._next_name += 1
+        return name
+
+    def define_tensor(self, shape: Sequence[int] = (), contiguity: Any = None,
+                      dtype: Any = DataType.Float, is_cpu: bool = False,
+                      stride_order: Optional[Sequence[int]] = None) -> Tensor:
+        """A tensor input. -1 in `shape` is an extent known only at run time; `contiguity`
+        (one bool or None per dimension, or one bool for all) and `stride_order` (rank of each
+        dimension's stride, rank-1 outermost) describe the layout execute() will accept.
+        `is_cpu` is accepted for nvFuser compatibility (0-d CPU tensors are read by value)."""
+        shape = [int(extent) for extent in shape]
+        rank = len(shape)
+        if contiguity is None or (isinstance(contiguity, Sequence) and len(contiguity) == 0):
+            contiguity = [True] * rank
+        elif isinstance(contiguity, bool):
+            contiguity = [contiguity] * rank
+        else:
+            contiguity = [True if flag is None else bool(flag) for flag in contiguity]
+        if len(contiguity) != rank:
+            raise Error(f"define_tensor: contiguity {contiguity} has {len(contiguity)} entries "
+                        f"for a rank-{rank} shape {shape}")
+        order = list(stride_order) if stride_order else list(range(rank - 1, -1, -1))
+        if sorted(order) != list(range(rank)):
+            raise Error(f"define_tensor: stride_order {order} is not a permutation of "
+                        f"0..{rank - 1}")
+        value = self._live().define_tensor(shape, data_type_of(dtype, "define_tensor").value,
+                                           self._fresh_name("T"), order, contiguity)
+        return Tensor(self, value)
+
+    def define_scalar(self, value: Any = None, dtype: Any = None) -> Scalar:
+        """A runtime scalar input when `value` is None (default dtype Double), else a constant
+        of `dtype` (default from the Python type: Bool, Int or Double)."""
+        value = _python_number(value)
+        if value is None:
+            data_type = DataType.Double if dtype is None else data_type_of(dtype, "define_scalar")
+            return Scalar(self, self._live().define_scalar(data_type.value,
+                                                           self._fresh_name("S")))
+        if not isinstance(value, (bool, numbers.Integral, numbers.Real)):
+            raise Error(f"define_scalar: {value!r} is not a number")
+        if dtype is None:
+            dtype = bool if isinstance(value, bool) else int if isinstance(value, int) else float
+        return Scalar(self, self._live().constant(value, data_type_of(dtype, "define_scalar").value))
+
+    def _operand(self, operand: Any, op: str) -> Any:
+        if isinstance(operand, Value):
+            if operand._fd is not self:
+                raise Error(f"{op}: value '{operand.name}' belongs to another FusionDefinition")
+            return operand._value
+        operand = _python_number(operand)
+        if isinstance(operand, (bool, int, float)):
+            return operand
+        raise Error(f"{op}: arguments must be values of this definition or Python numbers, "
+                    f"got {type(operand).__name__}")
+
+    def _apply(self, op: str, operands: Sequence[Any], dtype: Optional[DataType] = None,
+               shape: Sequence[int] = (), broadcast_dims: Sequence[int] = ()) -> Value:
+        values = [self._operand(operand, op) for operand in operands]
+        result = self._live().apply(op, values, None if dtype is None else dtype.value,
+                                    list(shape), list(broadcast_dims))
+        return (Tensor if result.is_tensor else Scalar)(self, result)
+
+    def add_output(self, output: Value, alias_input: Optional[Tensor] = None) -> None:
+        """Marks `output` as a plain output, or with `alias_input` as an in-place update:
+        the input receives the value when the fusion ends (torch's copy_) and execute() does
+        not return it."""
+        value = self._operand(output, "add_output")
+        if alias_input is None:
+            if not isinstance(output, Value):
+                raise Error("add_output: an output must be a value of this definition")
+            self._live().add_output(value)
+            return
+        if not isinstance(alias_input, Tensor) or alias_input._fd is not self:
+            raise Error("add_output: alias_input must be a tensor input of this definition")
+        self._live().copy_(value, alias_input._input)
+
+    # Inspecting
+    def _finished(self, what: str) -> Any:
+        if self._fusion is None:
+            raise Error(f"{what} needs a finished definition: call it after the `with` block")
+        return self._fusion
+
+    def __repr__(self) -> str:
+        source = self._fusion if self._fusion is not None else self._builder
+        return source.python()
+
+    def to_text(self) -> str:
+        """The fusion in widefuse's text form (what `widefuse check` prints)."""
+        source = self._fusion if self._fusion is not None else self._live()
+        return source.text()
+
+    @classmethod
+    def from_text(cls, text: str, name: str = "<text>") -> FusionDefinition:
+        """A finished definition parsed from the text form; errors name line and column."""
+        fd = cls()
+        fd._builder = None
+        fd._fusion = _widefuse._Fusion.from_text(text, name)
+        fd._inputs = fd._fusion.inputs()
+        return fd
+
+    def segments(self, mode: str = "auto") -> str:
+        """The segmenter's report: components, signature classes and kernels per mode."""
+        return self._finished("segments()").segments(mode)
+
+    def last_kernels(self) -> list[dict]:
+        """The kernels of the last execute(): name, launches per run and CUDA source."""
+        if self._last_executor is None:
+            raise Error("last_kernels(): execute() has not run yet")
+        return self._last_executor.last_kernels()
+
+    def last_cuda_code(self) -> str:
+        """The CUDA source of the kernels the last execute() ran."""
+        return "\n".join(kernel["source"] for kernel in self.last_kernels())
+
+    # Running
+    def execute(self, inputs: Sequence[Any], *, backend: str = "auto", mode: str = "auto",
+                block_order: str = "forward", threads: int = 1, fmad: bool = True,
+                arch: Optional[str] = None) -> list[Any]:
+        """Runs the fusion on `inputs` (one per define_tensor / runtime define_scalar, in
+        definition order) and returns the plain outputs.
+
+        NumPy arrays run on the host backend (the generated kernel compiled for the CPU);
+        CUDA arrays (``__cuda_array_interface__`` / ``__dlpack__``) run on the GPU on the
+        producer's stream and outputs come back as DLPack-capable device arrays. Inputs
+        given to add_output(alias_input=...) are updated in place. `backend` is one of auto,
+        cuda, host, reference, none; `mode` one of auto, per-component, batched, packed.
+        """
+        fusion = self._finished("execute()")
+        if backend not in _BACKENDS:
+            raise Error(f"unknown backend '{backend}' (expected one of {', '.join(_BACKENDS)})")
+        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+            raise Error("execute() takes a list of inputs")
+        if len(inputs) != len(self._inputs):
+            names = ", ".join(facts["name"] for facts in self._inputs)
+            raise Error(f"execute() expects {len(self._inputs)} inputs ({names}), "
+                        f"got {len(inputs)}")
+        arguments, on_device, stream = self._arguments(inputs)
+        if backend == "auto":
+            backend = "cuda" if on_device else "host"
+        elif on_device and backend != "cuda":
+            raise Error(f"backend '{backend}' cannot read CUDA arrays; use backend='cuda'")
+        key = (backend, mode, block_order, threads, fmad, arch, stream or 0)
+        executor = self._executors.get(key)
+        if executor is None:
+            executor = _widefuse._Executor(fusion, backend, mode, block_order, threads, fmad,
+                                           arch, stream or 0)
+            self._executors[key] = executor
+        self._last_executor = executor
+        outputs = executor.run(arguments, on_device and backend == "cuda")
+        if on_device:
+            return outputs
+        return [output.view(data_type.numpy) if output.dtype != data_type.numpy else output
+                for output, data_type in zip(outputs, self._output_types())]
+
+    def _output_types(self) -> list[DataType]:
+        return [from_short_name(facts["dtype"]) for facts in self._fusion.outputs()]
+
+    def _arguments(self, inputs: Sequence[Any]) -> tuple[list, bool, Optional[int]]:
+        arguments: list = []
+        on_device, stream = False, None
+        for value, facts in zip(inputs, self._inputs):
+            name, dtype = facts["name"], from_short_name(facts["dtype"])
+            if not facts["is_tensor"]:
+                arguments.append(scalar_argument(value, name, dtype))
+                continue
+            view = array_view(value, name)
+            if view.dtype is not dtype:
+                raise Error(f"input '{name}' is {dtype!r}; the array is {view.dtype!r}")
+            if len(view.shape) == len(facts["shape"]):
+                check_layout(view, name, facts["stride_order"], facts["contiguity"])
+            if facts["written"] and view.read_only:
+                raise Error(f"input '{name}' is updated in place (add_output alias / copy_) "
+                            "but the array is read-only")
+            if view.on_device:
+                on_device = True
+                stream = view.stream if stream is None else stream
+            arguments.append(view.argument())
+        return arguments, on_device, stream

@@ -1,0 +1,161 @@
+"""``widefuse.trace(fn)``: runs `fn` on proxies once per input signature, records the
+FusionDefinition it builds, and executes that definition on every call.
+
+Array arguments (anywhere in nested lists, tuples and dicts) become tensor inputs; the same
+array object passed twice is one input. Python numbers, strings and None stay Python values:
+they are constants of the recorded definition and part of the cache key, as in Thunder.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Optional
+
+import numpy as np
+
+from ._widefuse import Error
+from .arguments import array_view, layout_of
+from .fusion_definition import FusionDefinition
+from .values import Tensor, Value
+
+
+def _is_array(value: Any) -> bool:
+    return any(hasattr(value, attribute) for attribute in
+               ("__array_interface__", "__cuda_array_interface__", "__dlpack__"))
+
+
+@dataclass
+class _Leaf:
+    """A position in the argument structure holding an array (index into the inputs)."""
+
+    input: int
+
+
+def _flatten(value: Any, arrays: list, seen: dict, key: list) -> Any:
+    """The structure of `value` with arrays replaced by _Leaf; appends the cache key."""
+    if isinstance(value, np.generic):  # NumPy scalars are numbers, not arrays
+        value = value.item()
+    if _is_array(value) and not isinstance(value, (str, bytes)):
+        index = seen.get(id(value))
+        if index is None:
+            index = seen[id(value)] = len(arrays)
+            arrays.append(value)
+            view = array_view(value, f"argument {index}")
+            key.append(("array", view.dtype.value, view.shape, view.strides, view.on_device))
+        else:
+            key.append(("same array", index))
+        return _Leaf(index)
+    if isinstance(value, (list, tuple)):
+        key.append((type(value).__name__, len(value)))
+        items = [_flatten(item, arrays, seen, key) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        key.append(("dict", tuple(value)))
+        return {name: _flatten(item, arrays, seen, key) for name, item in value.items()}
+    if isinstance(value, Value):
+        raise Error("a traced function was given a widefuse value; pass arrays")
+    if not isinstance(value, Hashable):
+        raise Error(f"traced functions take arrays, numbers, strings, None and lists, tuples "
+                    f"and dicts of them; got {type(value).__name__}")
+    key.append(("constant", type(value).__name__, value))
+    return value
+
+
+def _substitute(structure: Any, proxies: list) -> Any:
+    if isinstance(structure, _Leaf):
+        return proxies[structure.input]
+    if isinstance(structure, list):
+        return [_substitute(item, proxies) for item in structure]
+    if isinstance(structure, tuple):
+        return tuple(_substitute(item, proxies) for item in structure)
+    if isinstance(structure, dict):
+        return {name: _substitute(item, proxies) for name, item in structure.items()}
+    return structure
+
+
+@dataclass
+class _Recording:
+    """One input signature's definition and where its outputs go in the return value."""
+
+    definition: FusionDefinition
+    result: Any  # the return structure with _Leaf(i) for output i
+
+
+class TracedFunction:
+    """The callable `widefuse.trace(fn)` returns."""
+
+    def __init__(self, function: Callable[..., Any], mode: str, backend: str,
+                 execute_options: dict) -> None:
+        functools.update_wrapper(self, function)
+        self._function = function
+        self._mode = mode
+        self._backend = backend
+        self._execute_options = execute_options
+        self._recordings: dict[tuple, _Recording] = {}
+        self.last_definition: Optional[FusionDefinition] = None
+
+    @property
+    def cache_size(self) -> int:
+        """Number of input signatures recorded so far."""
+        return len(self._recordings)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        arrays: list = []
+        key: list = []
+        structure = _flatten((args, kwargs), arrays, {}, key)
+        signature = tuple(key)
+        recording = self._recordings.get(signature)
+        if recording is None:
+            recording = self._record(structure, arrays)
+            self._recordings[signature] = recording
+        self.last_definition = recording.definition
+        outputs = recording.definition.execute(arrays, mode=self._mode, backend=self._backend,
+                                               **self._execute_options)
+        return _substitute(recording.result, outputs)
+
+    def _record(self, structure: Any, arrays: list) -> _Recording:
+        name = getattr(self._function, "__name__", "traced")
+        fd = FusionDefinition(name if name.isidentifier() else "traced")
+        with fd:
+            proxies = []
+            for array in arrays:
+                view = array_view(array, f"argument {len(proxies)}")
+                stride_order, contiguity = layout_of(view.shape, view.strides)
+                proxies.append(fd.define_tensor(shape=view.shape, contiguity=contiguity,
+                                                dtype=view.dtype, stride_order=stride_order))
+            args, kwargs = _substitute(structure, proxies)
+            returned = self._function(*args, **kwargs)
+            outputs: list = []
+            result = self._outputs(fd, returned, outputs)
+        return _Recording(fd, result)
+
+    def _outputs(self, fd: FusionDefinition, returned: Any, outputs: list) -> Any:
+        """Adds every tensor in the return value as an output; returns the structure."""
+        if isinstance(returned, Value):
+            if not isinstance(returned, Tensor):
+                raise Error("a traced function returned a scalar expression; return tensors")
+            # An output is always a fresh value, even when the function returns an input.
+            fd.add_output(fd.ops.set(returned))
+            outputs.append(returned)
+            return _Leaf(len(outputs) - 1)
+        if isinstance(returned, (list, tuple)):
+            items = [self._outputs(fd, item, outputs) for item in returned]
+            return items if isinstance(returned, list) else tuple(items)
+        if isinstance(returned, dict):
+            return {name: self._outputs(fd, item, outputs) for name, item in returned.items()}
+        return returned
+
+
+def trace(function: Optional[Callable[..., Any]] = None, *, mode: str = "auto",
+          backend: str = "auto", **execute_options: Any) -> Any:
+    """Traces `function` into a fusion per input signature and runs it on each call.
+
+    Usable as ``trace(fn)``, ``@trace`` or ``@trace(mode="batched")``. `mode`, `backend` and
+    further options (block_order, threads, fmad, arch) are passed to
+    FusionDefinition.execute. The returned callable's ``last_definition`` is the
+    FusionDefinition of the last call (``repr`` it, or read ``last_cuda_code()``).
+    """
+    if function is None:
+        return lambda inner: trace(inner, mode=mode, backend=backend, **execute_options)
+    return TracedFunction(function, mode, backend, execute_options)

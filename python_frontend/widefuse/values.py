@@ -1,0 +1,277 @@
+"""Values of a FusionDefinition: ``Tensor`` and ``Scalar``.
+
+They support Python's operators and the torch-style methods optimizer code calls
+(``x.sqrt()``, ``x.add(y, alpha=a)``, ``x.addcdiv(a, b, value=v)``, ...), so the same objects
+serve a hand-written definition and the tracer's proxies. Python numbers mixed in stay
+untyped literals and promote as torch promotes Python scalars.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._widefuse import Error
+from .data_type import DataType, data_type_of, from_short_name
+
+if TYPE_CHECKING:
+    from .fusion_definition import FusionDefinition
+
+
+class UnsupportedOperationError(Error, AttributeError):
+    """An operation widefuse does not trace (a reduction, an in-place method, ...).
+
+    Also an AttributeError, so ``hasattr(tensor, "sum")`` is simply False.
+    """
+
+
+class Value:
+    """A tensor or scalar of one FusionDefinition."""
+
+    __slots__ = ("_fd", "_value", "_input")
+
+    def __init__(self, fd: FusionDefinition, value: Any) -> None:
+        self._fd = fd
+        self._value = value
+        # The fusion input this handle stands for, kept when `out=` rebinds `_value`.
+        self._input = value
+
+    @property
+    def dtype(self) -> DataType:
+        return from_short_name(self._value.dtype)
+
+    @property
+    def name(self) -> str:
+        """The value's name in the text form."""
+        return self._value.name
+
+    def _apply(self, op: str, *operands: Any, **attributes: Any) -> Value:
+        return self._fd._apply(op, operands, **attributes)
+
+    # Python operators
+    def __add__(self, other: Any) -> Value:
+        return self._apply("add", self, other)
+
+    def __radd__(self, other: Any) -> Value:
+        return self._apply("add", other, self)
+
+    def __sub__(self, other: Any) -> Value:
+        return self._apply("sub", self, other)
+
+    def __rsub__(self, other: Any) -> Value:
+        return self._apply("sub", other, self)
+
+    def __mul__(self, other: Any) -> Value:
+        return self._apply("mul", self, other)
+
+    def __rmul__(self, other: Any) -> Value:
+        return self._apply("mul", other, self)
+
+    def __truediv__(self, other: Any) -> Value:
+        return self._apply("div", self, other)
+
+    def __rtruediv__(self, other: Any) -> Value:
+        return self._apply("div", other, self)
+
+    def __pow__(self, other: Any) -> Value:
+        return self._apply("pow", self, other)
+
+    def __rpow__(self, other: Any) -> Value:
+        return self._apply("pow", other, self)
+
+    def __neg__(self) -> Value:
+        return self._apply("neg", self)
+
+    def __pos__(self) -> Value:
+        return self
+
+    def __abs__(self) -> Value:
+        return self._apply("abs", self)
+
+    def __invert__(self) -> Value:
+        return self._apply("logical_not" if self.dtype is DataType.Bool else "bitwise_not", self)
+
+    def _bitwise(self, name: str, left: Any, right: Any) -> Value:
+        logical = self.dtype is DataType.Bool and name in ("and", "or")
+        return self._apply(f"logical_{name}" if logical else f"bitwise_{name}", left, right)
+
+    def __and__(self, other: Any) -> Value:
+        return self._bitwise("and", self, other)
+
+    def __rand__(self, other: Any) -> Value:
+        return self._bitwise("and", other, self)
+
+    def __or__(self, other: Any) -> Value:
+        return self._bitwise("or", self, other)
+
+    def __ror__(self, other: Any) -> Value:
+        return self._bitwise("or", other, self)
+
+    def __xor__(self, other: Any) -> Value:
+        return self._bitwise("xor", self, other)
+
+    def __rxor__(self, other: Any) -> Value:
+        return self._bitwise("xor", other, self)
+
+    def __lshift__(self, other: Any) -> Value:
+        return self._apply("shift_left", self, other)
+
+    def __rshift__(self, other: Any) -> Value:
+        return self._apply("shift_right", self, other)
+
+    # Comparisons build ops; handles stay hashable by identity.
+    def __eq__(self, other: Any) -> Value:  # type: ignore[override]
+        return self._apply("eq", self, other)
+
+    def __ne__(self, other: Any) -> Value:  # type: ignore[override]
+        return self._apply("ne", self, other)
+
+    def __lt__(self, other: Any) -> Value:
+        return self._apply("lt", self, other)
+
+    def __le__(self, other: Any) -> Value:
+        return self._apply("le", self, other)
+
+    def __gt__(self, other: Any) -> Value:
+        return self._apply("gt", self, other)
+
+    def __ge__(self, other: Any) -> Value:
+        return self._apply("ge", self, other)
+
+    __hash__ = object.__hash__
+
+    def __mod__(self, other: Any) -> Value:
+        raise Error("'%' (Python's remainder) is not supported; fd.ops.fmod is C's fmod")
+
+    def __bool__(self) -> bool:
+        raise Error(f"the truth value of '{self.name}' is only known when the fusion runs; "
+                    "data-dependent Python control flow cannot be traced (use where())")
+
+    def __float__(self) -> float:
+        raise Error(f"'{self.name}' has no value while the fusion is being defined")
+
+    __int__ = __float__
+    __index__ = __float__
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, dtype={self.dtype!r})"
+
+
+class Scalar(Value):
+    """A scalar of a fusion: a runtime input, a constant or a scalar expression."""
+
+    __slots__ = ()
+
+
+class Tensor(Value):
+    """A tensor of a fusion; in a traced function, the proxy for an array argument."""
+
+    __slots__ = ()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Static extents; -1 where the extent is only known at run time."""
+        return tuple(self._value.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._value.shape)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    # torch-style methods (out-of-place only)
+    def add(self, other: Any, *, alpha: Any = 1) -> Value:
+        return self + _scaled(other, alpha)
+
+    def sub(self, other: Any, *, alpha: Any = 1) -> Value:
+        return self - _scaled(other, alpha)
+
+    def mul(self, other: Any) -> Value:
+        return self * other
+
+    def div(self, other: Any, *, rounding_mode: Any = None) -> Value:
+        if rounding_mode is not None:
+            raise Error(f"div(rounding_mode={rounding_mode!r}) is not supported; "
+                        "only true division is")
+        return self / other
+
+    def pow(self, exponent: Any) -> Value:
+        return self**exponent
+
+    def lerp(self, end: Any, weight: Any) -> Value:
+        return self._apply("lerp", self, end, weight)
+
+    def addcmul(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Value:
+        return self + _scaled(tensor1, value) * tensor2
+
+    def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Value:
+        return self + _scaled(tensor1, value) / tensor2
+
+    def maximum(self, other: Any) -> Value:
+        return self._apply("maximum", self, other)
+
+    def minimum(self, other: Any) -> Value:
+        return self._apply("minimum", self, other)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Value:
+        result: Value = self
+        if min is not None:
+            result = result._apply("maximum", result, min)
+        if max is not None:
+            result = result._apply("minimum", result, max)
+        return result
+
+    def where(self, condition: Any, other: Any) -> Value:
+        return self._apply("where", condition, self, other)
+
+    def to(self, dtype: Any) -> Value:
+        return self._apply("cast", self, dtype=data_type_of(dtype, "to"))
+
+    def type_as(self, other: Value) -> Value:
+        return self.to(other.dtype)
+
+    def float(self) -> Value:
+        return self.to(DataType.Float)
+
+    def double(self) -> Value:
+        return self.to(DataType.Double)
+
+    def half(self) -> Value:
+        return self.to(DataType.Half)
+
+    def bfloat16(self) -> Value:
+        return self.to(DataType.BFloat16)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name.endswith("_") and not name.endswith("__"):
+            raise UnsupportedOperationError(
+                f"in-place method Tensor.{name}() is not supported: write "
+                f"widefuse.copy_({name[:-1]}(...), tensor) (the update lands when the fusion ends)")
+        raise UnsupportedOperationError(
+            f"Tensor.{name} is not supported by widefuse (pointwise ops only; see "
+            "docs/python.md for the list)")
+
+
+def _unary_method(op: str) -> Any:
+    def method(self: Tensor) -> Value:
+        return self._apply(op, self)
+
+    method.__name__ = op
+    method.__doc__ = f"Elementwise {op}."
+    return method
+
+
+for _op in ("sqrt", "rsqrt", "reciprocal", "exp", "exp2", "log", "log2", "log1p", "expm1",
+            "sin", "cos", "tanh", "sigmoid", "floor", "ceil", "round", "trunc", "sign",
+            "isnan", "isinf", "isfinite", "logical_not", "neg", "abs"):
+    setattr(Tensor, _op, _unary_method(_op))
+Tensor.negative = Tensor.neg  # type: ignore[attr-defined]
+
+
+def _scaled(value: Any, factor: Any) -> Any:
+    """`factor * value`, skipping the multiply for the default factor 1 as torch does."""
+    if isinstance(factor, (bool, int, float)) and factor == 1 and not isinstance(factor, bool):
+        return value
+    return factor * value if isinstance(value, Value) else value * factor

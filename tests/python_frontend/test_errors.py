@@ -1,0 +1,113 @@
+"""Bad input of every kind raises widefuse.Error naming what is wrong, before any write."""
+
+import numpy as np
+import pytest
+
+import widefuse
+from widefuse import DataType, FusionDefinition
+
+
+def scale_in_place():
+    """x <- x * s for a [-1, 3] float tensor x and a runtime double s."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, 3], dtype=DataType.Float)
+        s = fd.define_scalar(None, dtype=DataType.Double)
+        fd.add_output(fd.ops.set(x * s), alias_input=x)
+    return fd
+
+
+def test_error_is_a_runtime_error():
+    assert issubclass(widefuse.Error, RuntimeError)
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ([np.ones((2, 3), np.float64), 1.0], r"input 'T0'.*Float.*Double"),
+    ([np.ones((2, 4), np.float32), 1.0], r"T0"),
+    ([np.ones((3,), np.float32), 1.0], r"T0"),
+    ([np.ones((2, 3), np.float32)], r"expects 2 inputs \(T0, S1\), got 1"),
+    ([np.ones((2, 3), np.float32), 1.0, 2.0], r"expects 2 inputs"),
+    ([np.ones((2, 3), np.float32), "fast"], r"input 'S1'.*Python number"),
+    ([[1.0, 2.0], 1.0], r"input 'T0' is a tensor.*list"),
+    ([np.ones((2, 3), np.complex64), 1.0], r"complex64 is not supported"),
+])
+def test_bad_inputs_at_execute(inputs, message):
+    fd = scale_in_place()
+    with pytest.raises(widefuse.Error, match=message):
+        fd.execute(inputs)
+
+
+def test_read_only_array_for_an_aliased_input_is_refused_and_untouched():
+    fd = scale_in_place()
+    x = np.ones((2, 3), np.float32)
+    x.flags.writeable = False
+    with pytest.raises(widefuse.Error, match=r"'T0' is updated in place.*read-only"):
+        fd.execute([x, 2.0])
+    np.testing.assert_array_equal(x, np.ones((2, 3)))
+
+
+def test_wrongly_strided_arrays_are_refused():
+    fd = scale_in_place()
+    transposed = np.ones((3, 2), np.float32).T
+    with pytest.raises(widefuse.Error, match=r"'T0'.*strides.*stride_order"):
+        fd.execute([transposed, 2.0])
+    with pytest.raises(widefuse.Error, match=r"negative strides"):
+        fd.execute([np.ones((2, 3), np.float32)[::-1], 2.0])
+
+
+def test_a_bad_later_input_leaves_earlier_aliased_inputs_unwritten():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1])
+        b = fd.define_tensor(shape=[-1])
+        fd.add_output(fd.ops.set(a + b), alias_input=a)
+    a = np.zeros(8, np.float32)
+    with pytest.raises(widefuse.Error, match="T1"):
+        fd.execute([a, np.ones(8, np.float64)])
+    with pytest.raises(widefuse.Error, match=r"8.*9|9.*8"):  # a + b needs equal extents
+        fd.execute([a, np.ones(9, np.float32)])
+    assert not a.any()
+
+
+def test_definition_errors():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1])
+        with pytest.raises(widefuse.Error, match="contiguity"):
+            fd.define_tensor(shape=[2, 2], contiguity=[True])
+        with pytest.raises(widefuse.Error, match="stride_order"):
+            fd.define_tensor(shape=[2, 2], stride_order=[0, 0])
+        with pytest.raises(widefuse.Error, match="not a data type"):
+            fd.define_tensor(shape=[2], dtype="float128x")
+        with pytest.raises(widefuse.Error, match="takes 2 arguments, got 1"):
+            fd.ops.add(t)
+        with pytest.raises(widefuse.Error, match="no op 'matmul'"):
+            fd.ops.matmul(t, t)
+        with pytest.raises(widefuse.Error, match="bitwise_and"):
+            fd.ops.bitwise_and(t, t)  # not for floating point
+        with pytest.raises(widefuse.Error, match=r"Python numbers, got list"):
+            fd.ops.add(t, [1, 2])
+        fd.add_output(t + 1)
+    with pytest.raises(widefuse.Error, match="finished"):
+        fd.ops.add(t, 1)
+    other = FusionDefinition()
+    with pytest.raises(widefuse.Error, match="another FusionDefinition"):
+        other.ops.add(t, 1)
+    with pytest.raises(widefuse.Error, match="execute\\(\\) needs a finished definition"):
+        other.execute([])
+    with pytest.raises(widefuse.Error, match="unknown backend 'gpu'"):
+        fd.execute([np.ones(2, np.float32)], backend="gpu")
+    with pytest.raises(widefuse.Error, match="mode"):
+        fd.execute([np.ones(2, np.float32)], mode="fastest")
+
+
+def test_cuda_arrays_without_a_device_say_so():
+    if widefuse._widefuse.cuda_available():
+        pytest.skip("a CUDA device is present")
+
+    class FakeCudaArray:
+        __cuda_array_interface__ = {"shape": (2, 3), "typestr": "<f4", "data": (0x1000, False),
+                                    "version": 3, "strides": None, "stream": 1}
+
+    fd = scale_in_place()
+    with pytest.raises(widefuse.Error, match="CUDA"):
+        fd.execute([FakeCudaArray(), 2.0])
+    with pytest.raises(widefuse.Error, match="cannot read CUDA arrays"):
+        fd.execute([FakeCudaArray(), 2.0], backend="host")

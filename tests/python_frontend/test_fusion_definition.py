@@ -1,0 +1,210 @@
+"""FusionDefinition: nvFuser-style definitions, execute on NumPy, the Python and text forms."""
+
+import numpy as np
+import ml_dtypes
+import pytest
+
+import widefuse
+from conftest import assert_close
+from test_seed_adam import reference_step
+from widefuse import DataType, FusionDefinition
+
+
+def nvfuser_fusion_id0(fd: FusionDefinition) -> None:
+    """Adam for one parameter, written as nvFuser's Python printer writes a Thunder trace:
+    every constant a define_scalar, the 0-d step broadcast explicitly, copy_ as set +
+    add_output(alias)."""
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[1, 0])
+    T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[1, 0])
+    T2 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[1, 0])
+    T3 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[1, 0])
+    T4 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Float, is_cpu=False)
+    S5 = fd.define_scalar(None, dtype=DataType.Double)
+    S6 = fd.define_scalar(1.00000, dtype=DataType.Double)
+    T7 = fd.ops.add(T4, S6)
+    S8 = fd.define_scalar(0.900000, dtype=DataType.Double)
+    T9 = fd.ops.mul(T2, S8)
+    S10 = fd.define_scalar(0.100000, dtype=DataType.Double)
+    T11 = fd.ops.mul(T1, S10)
+    T12 = fd.ops.add(T9, T11)
+    S13 = fd.define_scalar(0.999000, dtype=DataType.Double)
+    T14 = fd.ops.mul(T3, S13)
+    S15 = fd.define_scalar(0.00100000, dtype=DataType.Double)
+    T16 = fd.ops.mul(S15, T1)
+    T17 = fd.ops.mul(T16, T1)
+    T18 = fd.ops.add(T14, T17)
+    T19 = fd.ops.pow(S8, T7)
+    S20 = fd.define_scalar(1.00000, dtype=DataType.Double)
+    T21 = fd.ops.sub(S20, T19)
+    T22 = fd.ops.pow(S13, T7)
+    T23 = fd.ops.sub(S20, T22)
+    T24 = fd.ops.div(S5, T21)
+    T25 = fd.ops.sqrt(T23)
+    T26 = fd.ops.sqrt(T18)
+    T27 = fd.ops.broadcast_in_dim(T25, shape=[4, 8], broadcast_dims=[])
+    T28 = fd.ops.div(T26, T27)
+    S29 = fd.define_scalar(1.00000e-08, dtype=DataType.Double)
+    T30 = fd.ops.add(T28, S29)
+    T31 = fd.ops.neg(T24)
+    T32 = fd.ops.broadcast_in_dim(T31, shape=[4, 8], broadcast_dims=[])
+    T33 = fd.ops.mul(T32, T12)
+    T34 = fd.ops.div(T33, T30)
+    T35 = fd.ops.add(T0, T34)
+    T36 = fd.ops.set(T7)
+    fd.add_output(T36, T4)
+    T37 = fd.ops.set(T12)
+    fd.add_output(T37, T2)
+    T38 = fd.ops.set(T18)
+    fd.add_output(T38, T3)
+    T39 = fd.ops.set(T35)
+    fd.add_output(T39, T0)
+
+
+def test_nvfuser_printer_style_adam_matches_float64(rng):
+    with FusionDefinition() as fd:
+        nvfuser_fusion_id0(fd)
+    param = rng.standard_normal((4, 8)).astype(np.float32)
+    exp_avg, exp_avg_sq = np.zeros_like(param), np.zeros_like(param)
+    step = np.array(0.0, dtype=np.float32)
+    expected = [[param.astype(np.float64)], [np.zeros((4, 8))], [np.zeros((4, 8))]]
+    expected_step = [0.0]
+    for _ in range(3):
+        grad = rng.standard_normal((4, 8)).astype(np.float32)
+        outputs = fd.execute([param, grad, exp_avg, exp_avg_sq, step, 0.001])
+        assert outputs == []  # aliased outputs are not returned
+        reference_step(expected[0], [grad.astype(np.float64)], expected[1], expected[2], [None],
+                       expected_step, amsgrad=False, beta1=0.9, beta2=0.999, lr=0.001,
+                       weight_decay=0.0, eps=1e-8, maximize=False)
+    assert float(step) == 3.0
+    assert_close(param, expected[0][0], "param")
+    assert_close(exp_avg, expected[1][0], "exp_avg")
+    assert_close(exp_avg_sq, expected[2][0], "exp_avg_sq")
+
+
+def test_repr_is_runnable_python_that_rebuilds_the_same_fusion():
+    with FusionDefinition() as fd:
+        nvfuser_fusion_id0(fd)
+    namespace = {"FusionDefinition": FusionDefinition, "DataType": DataType}
+    exec(repr(fd), namespace)
+    rebuilt = namespace["fd"]
+    assert rebuilt.to_text() == fd.to_text()
+    assert repr(rebuilt) == repr(fd)
+    assert "fd.add_output(T" in repr(fd) and "alias_input=T0" in repr(fd)
+
+
+def test_text_form_round_trip_executes_like_the_original(rng):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        s = fd.define_scalar(None, dtype=DataType.Double)
+        fd.add_output(fd.ops.exp(x) * s + 1.5)
+    parsed = FusionDefinition.from_text(fd.to_text())
+    assert parsed.to_text() == fd.to_text()
+    data = rng.standard_normal(100).astype(np.float32)
+    (a,) = fd.execute([data, 0.25])
+    (b,) = parsed.execute([data, 0.25])
+    np.testing.assert_array_equal(a, b)
+
+
+def test_from_text_errors_name_line_and_column():
+    with pytest.raises(widefuse.Error, match=r"<text>:2:"):
+        FusionDefinition.from_text("fusion f(x: f32[4]) {\n  y = frobnicate(x)\n  return y\n}\n")
+
+
+def test_python_operators_and_numbers_follow_torch_promotion(rng):
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1], dtype=DataType.Int32)
+        b = fd.define_tensor(shape=[-1], dtype=DataType.Half)
+        fd.add_output(a * 2.5)          # int32 tensor * Python float -> float32
+        fd.add_output(b + a)            # half + int32 -> half
+        fd.add_output(-a < 3)
+        fd.add_output(2 ** b)
+    ints = rng.integers(-50, 50, size=64).astype(np.int32)
+    halves = rng.standard_normal(64).astype(np.float16)
+    scaled, mixed, compared, powered = fd.execute([ints, halves])
+    assert scaled.dtype == np.float32 and mixed.dtype == np.float16
+    np.testing.assert_array_equal(scaled, ints.astype(np.float32) * np.float32(2.5))
+    np.testing.assert_array_equal(mixed, (halves.astype(np.float32) + ints).astype(np.float16))
+    np.testing.assert_array_equal(compared, -ints < 3)
+    np.testing.assert_allclose(powered.astype(np.float32),
+                               np.exp2(halves.astype(np.float32)).astype(np.float16), rtol=2e-3)
+
+
+def test_bfloat16_arrays_use_ml_dtypes(rng):
+    with FusionDefinition() as fd:
+        p = fd.define_tensor(shape=[-1], dtype=DataType.BFloat16)
+        g = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        fd.add_output(fd.ops.set(fd.ops.cast(fd.ops.cast(p, DataType.Float) - 0.5 * g,
+                                             DataType.BFloat16)), alias_input=p)
+    param = rng.standard_normal(300).astype(ml_dtypes.bfloat16)
+    grad = rng.standard_normal(300).astype(np.float32)
+    expected = (param.astype(np.float32) - np.float32(0.5) * grad).astype(ml_dtypes.bfloat16)
+    fd.execute([param, grad])
+    assert param.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(param.view(np.uint16), expected.view(np.uint16))
+
+
+def test_declared_layouts_accept_matching_strided_arrays(rng):
+    base = rng.standard_normal((6, 5)).astype(np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], stride_order=[0, 1])
+        s = fd.define_tensor(shape=[-1, -1], contiguity=[False, True])
+        fd.add_output(t * 2)
+        fd.add_output(s + 1)
+    column_major = np.asfortranarray(base)
+    every_other_row = base[::2]
+    doubled, shifted = fd.execute([column_major, every_other_row])
+    np.testing.assert_array_equal(doubled, base * 2)
+    np.testing.assert_array_equal(shifted, every_other_row + 1)
+
+
+def test_cpu_dlpack_exporters_are_read_in_place(rng):
+    class OnlyDlpack:
+        """An array that offers nothing but DLPack (as a CPU torch tensor would)."""
+
+        def __init__(self, array):
+            self._array = array
+
+        def __dlpack__(self, **kwargs):
+            return self._array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self._array.__dlpack_device__()
+
+    data = rng.standard_normal(50).astype(np.float32)
+    expected = data * np.float32(3)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1])
+        fd.add_output(fd.ops.set(t * 3), alias_input=t)
+    fd.execute([OnlyDlpack(data)])
+    np.testing.assert_array_equal(data, expected)
+
+
+def test_segments_kernels_and_cuda_code(rng):
+    with FusionDefinition("two_params") as fd:
+        for _ in range(2):
+            p = fd.define_tensor(shape=[-1])
+            fd.add_output(fd.ops.set(p * 0.5), alias_input=p)
+    assert "2 components" in fd.segments("per-component")
+    params = [rng.standard_normal(10).astype(np.float32) for _ in range(2)]
+    fd.execute(params, mode="per-component")
+    assert sum(k["launches"] for k in fd.last_kernels()) == 2
+    fd.execute(params, mode="batched")
+    assert sum(k["launches"] for k in fd.last_kernels()) == 1
+    code = fd.last_cuda_code()
+    assert "__global__" in code and "two_params" in code
+
+
+@pytest.mark.parametrize("backend", ["reference", "host"])
+@pytest.mark.parametrize("block_order", ["forward", "reverse", "shuffle:3"])
+def test_backends_and_block_orders_agree_bit_for_bit(backend, block_order, rng):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1])
+        step = fd.define_tensor(shape=[])
+        fd.add_output(fd.ops.set(step + 1), alias_input=step)
+        fd.add_output(fd.ops.set(x * fd.ops.sqrt(step + 1)), alias_input=x)
+    initial = rng.standard_normal(20000).astype(np.float32)
+    x, step = initial.copy(), np.array(3.0, dtype=np.float32)
+    fd.execute([x, step], backend=backend, block_order=block_order)
+    expected = initial * np.sqrt(np.float32(4.0))  # every block reads the entry step (3)
+    np.testing.assert_array_equal(x, expected)
+    assert float(step) == 4.0

@@ -1,0 +1,139 @@
+"""widefuse.trace: proxies, torch-style methods, copy_ / out= semantics, the signature cache
+and the errors for what cannot be traced."""
+
+import numpy as np
+import pytest
+
+import widefuse
+
+
+def test_methods_match_numpy(rng):
+    def step(p, a, b, c, w):
+        blended = p.lerp(a, 0.25)
+        return (p.addcmul(a, b, value=0.5), p.addcdiv(a, c, value=-2.0), blended,
+                widefuse.where(a > b, a, b.neg()), p.clamp(-0.5, 0.5), p.add(a, alpha=3),
+                p.sub(b, alpha=0.5), widefuse.maximum(a, b), p.sqrt().mul(2).div(w))
+
+    p, a, b = (rng.standard_normal(257).astype(np.float32) for _ in range(3))
+    c = rng.uniform(1, 2, 257).astype(np.float32)
+    w = np.float32(4.0) * np.ones((), np.float32)
+    outputs = widefuse.trace(step)(np.abs(p), a, b, c, w)
+    q = np.abs(p)
+    f32 = np.float32
+    expected = (q + f32(0.5) * a * b, q + f32(-2.0) * a / c, q + f32(0.25) * (a - q),
+                np.where(a > b, a, -b), np.clip(q, -0.5, 0.5), q + f32(3) * a,
+                q - f32(0.5) * b, np.maximum(a, b), np.sqrt(q) * 2 / w)
+    assert len(outputs) == len(expected)
+    for index, (actual, wanted) in enumerate(zip(outputs, expected)):
+        assert actual.dtype == wanted.dtype, index
+        np.testing.assert_allclose(actual, wanted, rtol=2e-7, atol=0, err_msg=str(index))
+
+
+def test_copy_is_deferred_and_returns_the_source(rng):
+    def bump(x):
+        new = widefuse.copy_(x + 1, x)
+        return x * 1, new * 1  # x still reads its entry value
+
+    x = rng.standard_normal(10).astype(np.float32)
+    entry = x.copy()
+    old, new = widefuse.trace(bump)(x)
+    np.testing.assert_array_equal(old, entry)
+    np.testing.assert_array_equal(new, entry + 1)
+    np.testing.assert_array_equal(x, entry + 1)
+
+
+def test_out_argument_updates_in_place_and_later_reads_see_it(rng):
+    def running_max(m, v):
+        widefuse.maximum(m, v, out=m)
+        return m * 2
+
+    m = rng.standard_normal(33).astype(np.float32)
+    v = rng.standard_normal(33).astype(np.float32)
+    expected = np.maximum(m, v)
+    (doubled,) = [widefuse.trace(running_max)(m, v)]
+    np.testing.assert_array_equal(m, expected)
+    np.testing.assert_array_equal(doubled, expected * 2)
+
+
+def test_python_scalars_stay_python_values_and_key_the_cache(rng):
+    def scale(x, beta):
+        return x * (1 - beta)  # 1 - beta is computed by Python: one literal in the fusion
+
+    traced = widefuse.trace(scale)
+    x = rng.standard_normal(8).astype(np.float32)
+    np.testing.assert_array_equal(traced(x, 0.9), x * np.float32(1 - 0.9))
+    assert "0.09999999999999998" in traced.last_definition.to_text()
+    traced(x, 0.9)
+    assert traced.cache_size == 1
+    traced(x, np.float64(0.5))  # NumPy scalars are numbers too
+    assert traced.cache_size == 2
+    traced(np.ones(9, np.float32), 0.9)  # another shape
+    traced(np.ones(9, np.float64), 0.9)  # another dtype
+    assert traced.cache_size == 4
+
+
+def test_zero_dim_arrays_stay_tensors_and_one_array_twice_is_one_input():
+    def f(x, y, s):
+        return x + y * s
+
+    traced = widefuse.trace(f)
+    x = np.arange(4, dtype=np.float32)
+    s = np.array(2.0, dtype=np.float32)
+    np.testing.assert_array_equal(traced(x, x, s), x + x * 2)
+    text = traced.last_definition.to_text()
+    assert "T0: f32[4]" in text and "f32[]" in text and "T2" not in text.split("{")[0]
+
+
+def test_nested_structures_and_non_tensor_results(rng):
+    def f(state, options):
+        return {"scaled": [t * options["k"] for t in state["tensors"]], "tag": options["tag"]}
+
+    tensors = [rng.standard_normal(3).astype(np.float32) for _ in range(3)]
+    result = widefuse.trace(f)({"tensors": tensors}, {"k": 3, "tag": "adam"})
+    assert result["tag"] == "adam"
+    for actual, source in zip(result["scaled"], tensors):
+        np.testing.assert_array_equal(actual, source * 3)
+
+
+def test_unsupported_operations_are_clear_errors():
+    x = np.ones(4, np.float32)
+
+    def reduction(t):
+        return t.sum()
+
+    def in_place(t):
+        t.add_(1)
+
+    def branch(t):
+        if t > 0:
+            return t
+
+    def rounding(t):
+        return t.div(2, rounding_mode="floor")
+
+    def remainder(t):
+        return t % 2
+
+    for function, message in [(reduction, "Tensor.sum is not supported"),
+                              (in_place, r"in-place method Tensor.add_\(\).*copy_"),
+                              (branch, "truth value"),
+                              (rounding, "rounding_mode"),
+                              (remainder, "remainder")]:
+        with pytest.raises(widefuse.Error, match=message):
+            widefuse.trace(function)(x)
+
+    def probe(t):
+        assert not hasattr(t, "sum")  # UnsupportedOperationError is an AttributeError too
+        return t
+
+    widefuse.trace(probe)(x)
+    with pytest.raises(widefuse.Error, match="set"):
+        widefuse.trace(lambda t, s: t)(x, {1, 2})
+
+
+def test_copy_into_a_non_input_is_refused():
+    def bad(t):
+        widefuse.copy_(t + 1, t * 2)
+
+    with pytest.raises(widefuse.Error, match="copy_"):
+        widefuse.trace(bad)(np.ones(3, np.float32))
