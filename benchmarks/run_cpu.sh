@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the CPU benchmarks (segment, compile cold/warm, dispatch, host-backend throughput) and
+# Runs the CPU benchmarks (segment, compile cold/warm, dispatch, host-backend throughput, the
+# Python frontend's per-step overhead) and
 # writes their tables, with the machine they ran on, to docs/performance_tables.md.
 # Usage: benchmarks/run_cpu.sh [BUILD_DIR]   (default build; run ./scripts/setup.sh first)
 set -euo pipefail
@@ -14,5 +15,10 @@ for benchmark in segment_benchmark compile_benchmark dispatch_benchmark; do
   "$BUILD_DIR/bin/$benchmark" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
     --benchmark_format=json >"$RESULTS/$benchmark.json"
 done
+if [ -d "$BUILD_DIR/python/widefuse" ]; then
+  echo "benchmarks: running python_dispatch_benchmark" >&2
+  PYTHONPATH="$BUILD_DIR/python" "${WIDEFUSE_PYTHON:-.venv/bin/python}" \
+    benchmarks/python_dispatch_benchmark.py >"$RESULTS/python_dispatch_benchmark.json"
+fi
 python3 benchmarks/report.py "$RESULTS"/*.json >docs/performance_tables.md
 echo "benchmarks: wrote docs/performance_tables.md" >&2

@@ -1,8 +1,9 @@
-// The executor behind FusionDefinition.execute: arguments arrive from Python as
-// (address, dtype, shape, strides-in-elements) tuples or numbers, already matched to the
-// fusion's inputs by the Python side; outputs leave as NumPy arrays (host) or DLPack-capable
-// device arrays (CUDA).
+// The executor behind FusionDefinition.execute: arguments arrive from Python as NumPy arrays
+// (read through the buffer protocol), (address, dtype, shape, strides-in-elements) tuples for
+// other arrays, or numbers, already matched to the fusion's inputs by the Python side; outputs
+// leave as NumPy arrays (host) or DLPack-capable device arrays (CUDA).
 #include "python_frontend/bindings/bindings.h"
+#include "python_frontend/bindings/buffer_arguments.h"
 #include "python_frontend/bindings/fusion_handle.h"
 
 #include "ir/error.h"
@@ -88,10 +89,18 @@ TensorRef tensorOf(const nb::tuple& description) {
   return ref;
 }
 
-std::vector<Argument> argumentsOf(const nb::list& arguments) {
+/// One argument per fusion input: a described tensor (tuple), a number, or a NumPy array
+/// read through the buffer protocol.
+std::vector<Argument> argumentsOf(const nb::list& arguments, const Fusion& fusion) {
+  if (arguments.size() != fusion.inputs().size())
+    fail("internal: {} arguments for {} inputs", arguments.size(), fusion.inputs().size());
   std::vector<Argument> converted;
-  for (nb::handle argument : arguments) {
-    if (nb::isinstance<nb::tuple>(argument))
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    nb::handle argument = arguments[i];
+    const Value& input = *fusion.inputs()[i];
+    if (input.isTensor() && PyObject_CheckBuffer(argument.ptr()))
+      converted.emplace_back(tensorFromBuffer(argument, input, fusion.aliasOf(&input) != nullptr));
+    else if (nb::isinstance<nb::tuple>(argument))
       converted.emplace_back(tensorOf(nb::borrow<nb::tuple>(argument)));
     else if (nb::isinstance<nb::bool_>(argument))
       converted.emplace_back(ScalarArgument(nb::cast<bool>(argument)));
@@ -143,7 +152,7 @@ public:
   std::string backend() const { return backendName(cache_->backend()).str(); }
 
   nb::list run(const nb::list& arguments, bool deviceOutputs) {
-    std::vector<Argument> converted = argumentsOf(arguments);
+    std::vector<Argument> converted = argumentsOf(arguments, *fusion_);
     nb::list outputs;
     if (deviceOutputs) {
       for (nb::object& output : runWithDeviceOutputs(converted))

@@ -24,6 +24,10 @@ from .operators import Operators
 from .values import Scalar, Tensor, Value
 
 _BACKENDS = ("auto", "cuda", "host", "reference", "none")
+# NumPy types the buffer protocol describes (bfloat16 has no buffer format).
+_BUFFER_TYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
+                                                np.uint8, np.uint16, np.uint32, np.float16,
+                                                np.float32, np.float64))
 
 
 def _python_number(value: Any) -> Any:
@@ -232,8 +236,12 @@ class FusionDefinition:
         arguments: list = []
         on_device, stream = False, None
         for value, facts in zip(inputs, self._inputs):
+            is_tensor = facts["is_tensor"]
+            if is_tensor and type(value) is np.ndarray and value.dtype in _BUFFER_TYPES:
+                arguments.append(value)  # the C++ side reads and checks it (fast path)
+                continue
             name, dtype = facts["name"], from_short_name(facts["dtype"])
-            if not facts["is_tensor"]:
+            if not is_tensor:
                 arguments.append(scalar_argument(value, name, dtype))
                 continue
             view = array_view(value, name)

@@ -33,19 +33,12 @@ class _Leaf:
 
 
 def _flatten(value: Any, arrays: list, seen: dict, key: list) -> Any:
-    """The structure of `value` with arrays replaced by _Leaf; appends the cache key."""
-    if isinstance(value, np.generic):  # NumPy scalars are numbers, not arrays
-        value = value.item()
-    if _is_array(value) and not isinstance(value, (str, bytes)):
-        index = seen.get(id(value))
-        if index is None:
-            index = seen[id(value)] = len(arrays)
-            arrays.append(value)
-            view = array_view(value, f"argument {index}")
-            key.append(("array", view.dtype.value, view.shape, view.strides, view.on_device))
-        else:
-            key.append(("same array", index))
-        return _Leaf(index)
+    """The structure of `value` with arrays replaced by _Leaf; appends the cache key.
+
+    NumPy arrays are tested first and keyed by cheap attributes: this runs for every array
+    of every call."""
+    if type(value) is np.ndarray:
+        return _array_leaf(value, arrays, seen, key, (value.dtype, value.shape, value.strides))
     if isinstance(value, (list, tuple)):
         key.append((type(value).__name__, len(value)))
         items = [_flatten(item, arrays, seen, key) for item in value]
@@ -53,6 +46,12 @@ def _flatten(value: Any, arrays: list, seen: dict, key: list) -> Any:
     if isinstance(value, dict):
         key.append(("dict", tuple(value)))
         return {name: _flatten(item, arrays, seen, key) for name, item in value.items()}
+    if isinstance(value, np.generic):  # NumPy scalars are numbers, not arrays
+        value = value.item()
+    elif _is_array(value) and not isinstance(value, (str, bytes)):
+        view = array_view(value, f"argument {len(arrays)}")
+        return _array_leaf(value, arrays, seen, key,
+                           ("array", view.dtype.value, view.shape, view.strides, view.on_device))
     if isinstance(value, Value):
         raise Error("a traced function was given a widefuse value; pass arrays")
     if not isinstance(value, Hashable):
@@ -60,6 +59,18 @@ def _flatten(value: Any, arrays: list, seen: dict, key: list) -> Any:
                     f"and dicts of them; got {type(value).__name__}")
     key.append(("constant", type(value).__name__, value))
     return value
+
+
+def _array_leaf(value: Any, arrays: list, seen: dict, key: list, description: tuple) -> _Leaf:
+    """The leaf of an array; the same object seen again is the same input."""
+    index = seen.get(id(value))
+    if index is not None:
+        key.append(("same array", index))
+        return _Leaf(index)
+    index = seen[id(value)] = len(arrays)
+    arrays.append(value)
+    key.append(description)
+    return _Leaf(index)
 
 
 def _substitute(structure: Any, proxies: list) -> Any:
