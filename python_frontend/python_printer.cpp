@@ -48,6 +48,10 @@ llvm::StringRef pythonOpName(OpKind op) {
   return opName(op);
 }
 
+bool isWrittenInline(const Value& value) {
+  return value.isWeak() && value.isConstant();
+}
+
 namespace {
 
 /// A number as Python source: floats keep a decimal point, non-finite values use float().
@@ -110,7 +114,7 @@ private:
   void line(const std::string& text) { out_ += "    " + text + "\n"; }
 
   std::string use(const Value* value) {
-    if (value->isWeak() && value->isConstant())
+    if (isWrittenInline(*value))
       return pythonNumber(*value->constant());
     auto found = names_.find(value);
     WF_ASSERT(found != names_.end(), "value '{}' used before its definition", value->name());
@@ -124,7 +128,7 @@ private:
   }
 
   void printValue(const Value& value) {
-    if (value.isWeak() && value.isConstant())
+    if (isWrittenInline(value))
       return; // written inline where used
     std::string dtype = fmt::format("DataType.{}", pythonDataTypeName(value.dtype()).str());
     if (value.isInput() && value.isTensor()) {

@@ -13,11 +13,15 @@
 namespace widefuse {
 
 class Fusion;
+class Value;
 
 /// The `DataType` member the Python frontend names `type` by (nvFuser's names: Float, Int, ...).
 llvm::StringRef pythonDataTypeName(DataType type);
 /// The name of `op` under `fd.ops` (nvFuser's: `bitwise_left_shift` for shift_left).
 llvm::StringRef pythonOpName(OpKind op);
+/// True for the values the Python form writes inline as numbers (untyped literals) rather
+/// than naming them T<n> / S<n>.
+bool isWrittenInline(const Value& value);
 /// A function `def <name>(fd: FusionDefinition) -> None:` defining `fusion`, followed by the
 /// `with FusionDefinition() as fd:` block that calls it. Values are renamed T0, S1, ... in
 /// definition order as nvFuser's printer does; untyped number literals are written inline.

@@ -60,16 +60,15 @@ public:
       : builder_(std::make_unique<FusionDefinition>(name)) {}
 
   Val defineTensor(const std::vector<int64_t>& shape, const std::string& dtype,
-                   const std::string& name, const std::vector<int64_t>& strideOrder,
-                   const std::vector<bool>& contiguity) {
+                   const std::vector<int64_t>& strideOrder, const std::vector<bool>& contiguity) {
     TensorLayout layout;
     layout.strideOrder.assign(strideOrder.begin(), strideOrder.end());
     layout.contiguity.assign(contiguity.begin(), contiguity.end());
-    return live().defineTensor(shape, dataTypeNamed(dtype), name, std::move(layout));
+    return live().defineTensor(shape, dataTypeNamed(dtype), nextName('T'), std::move(layout));
   }
 
-  Val defineScalar(const std::string& dtype, const std::string& name) {
-    return live().defineScalar(dataTypeNamed(dtype), name);
+  Val defineScalar(const std::string& dtype) {
+    return live().defineScalar(dataTypeNamed(dtype), nextName('S'));
   }
 
   Val constant(nb::handle value, const std::string& dtype) {
@@ -112,6 +111,16 @@ public:
   }
 
 private:
+  /// The name repr(fd) will give the next value (T<n> / S<n>, n counting every value it names),
+  /// so that error messages and the printed definition agree. Counted incrementally.
+  std::string nextName(char prefix) {
+    const Fusion& fusion = live().fusion();
+    for (; valuesSeen_ < fusion.numValues(); ++valuesSeen_)
+      if (!isWrittenInline(*fusion.value(static_cast<unsigned>(valuesSeen_))))
+        ++namedValues_;
+    return fmt::format("{}{}", prefix, namedValues_);
+  }
+
   FusionDefinition& live() {
     if (!builder_)
       fail("this FusionDefinition is finished (its `with` block ended); start a new one");
@@ -119,6 +128,8 @@ private:
   }
 
   std::unique_ptr<FusionDefinition> builder_;
+  size_t valuesSeen_ = 0;
+  unsigned namedValues_ = 0;
 };
 
 nb::dict inputFacts(const Value& input, const Fusion& fusion) {
@@ -212,9 +223,8 @@ void bindDefinition(nb::module_& module) {
   nb::class_<PyDefinition>(module, "_Definition", "Builds one fusion; checks every op as added.")
       .def(nb::init<const std::string&>(), nb::arg("name"))
       .def("define_tensor", &PyDefinition::defineTensor, nb::arg("shape"), nb::arg("dtype"),
-           nb::arg("name"), nb::arg("stride_order"), nb::arg("contiguity"), nb::keep_alive<0, 1>())
-      .def("define_scalar", &PyDefinition::defineScalar, nb::arg("dtype"), nb::arg("name"),
-           nb::keep_alive<0, 1>())
+           nb::arg("stride_order"), nb::arg("contiguity"), nb::keep_alive<0, 1>())
+      .def("define_scalar", &PyDefinition::defineScalar, nb::arg("dtype"), nb::keep_alive<0, 1>())
       .def("constant", &PyDefinition::constant, nb::arg("value"), nb::arg("dtype"),
            nb::keep_alive<0, 1>())
       .def("apply", &PyDefinition::apply, nb::arg("op"), nb::arg("operands"),

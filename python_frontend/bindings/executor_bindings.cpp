@@ -154,7 +154,7 @@ public:
   nb::list run(const nb::list& arguments, bool deviceOutputs) {
     std::vector<Argument> converted = argumentsOf(arguments, *fusion_);
     nb::list outputs;
-    if (deviceOutputs) {
+    if (deviceOutputs && !fusion_->outputs().empty()) {
       for (nb::object& output : runWithDeviceOutputs(converted))
         outputs.append(output);
       return outputs;

@@ -19,10 +19,21 @@ from .values import Scalar, Tensor, UnsupportedOperationError, Value
 
 __version__ = "0.1.0"
 
+# torch's dtype names, so that `x.to(torch.float32)` runs under `import widefuse as torch`.
+bool = DataType.Bool
+int8, int16, int32, int64 = DataType.Int8, DataType.Int16, DataType.Int32, DataType.Int
+uint8, uint16, uint32 = DataType.UInt8, DataType.UInt16, DataType.UInt32
+float16 = half = DataType.Half
+bfloat16 = DataType.BFloat16
+float32 = float = DataType.Float
+float64 = double = DataType.Double
+
 __all__ = [
     "DataType", "Error", "FusionDefinition", "Scalar", "Tensor", "TracedFunction",
     "UnsupportedOperationError", "Value", "copy_", "prims", "trace",
     "abs", "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod",
     "isfinite", "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg",
     "negative", "pow", "reciprocal", "rsqrt", "sigmoid", "sign", "sqrt", "sub", "tanh", "where",
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float16", "half",
+    "bfloat16", "float32", "float", "float64", "double",
 ]

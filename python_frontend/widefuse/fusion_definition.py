@@ -50,7 +50,6 @@ class FusionDefinition:
         self._inputs: list[dict] = []
         self._executors: dict[tuple, Any] = {}
         self._last_executor: Optional[Any] = None
-        self._next_name = 0
         self.ops = Operators(self)
 
     # Building
@@ -74,18 +73,14 @@ class FusionDefinition:
                         "inputs and outputs can only be added inside it")
         return self._builder
 
-    def _fresh_name(self, prefix: str) -> str:
-        name = f"{prefix}{self._next_name}"
-        self._next_name += 1
-        return name
-
     def define_tensor(self, shape: Sequence[int] = (), contiguity: Any = None,
                       dtype: Any = DataType.Float, is_cpu: bool = False,
                       stride_order: Optional[Sequence[int]] = None) -> Tensor:
         """A tensor input. -1 in `shape` is an extent known only at run time; `contiguity`
         (one bool or None per dimension, or one bool for all) and `stride_order` (rank of each
         dimension's stride, rank-1 outermost) describe the layout execute() will accept.
-        `is_cpu` is accepted for nvFuser compatibility (0-d CPU tensors are read by value)."""
+        `is_cpu` is accepted for nvFuser compatibility and ignored: where a tensor lives is
+        read from the array given to execute() (host arrays among CUDA arrays are staged)."""
         shape = [int(extent) for extent in shape]
         rank = len(shape)
         if contiguity is None or (isinstance(contiguity, Sequence) and len(contiguity) == 0):
@@ -102,7 +97,7 @@ class FusionDefinition:
             raise Error(f"define_tensor: stride_order {order} is not a permutation of "
                         f"0..{rank - 1}")
         value = self._live().define_tensor(shape, data_type_of(dtype, "define_tensor").value,
-                                           self._fresh_name("T"), order, contiguity)
+                                           order, contiguity)
         return Tensor(self, value)
 
     def define_scalar(self, value: Any = None, dtype: Any = None) -> Scalar:
@@ -111,8 +106,7 @@ class FusionDefinition:
         value = _python_number(value)
         if value is None:
             data_type = DataType.Double if dtype is None else data_type_of(dtype, "define_scalar")
-            return Scalar(self, self._live().define_scalar(data_type.value,
-                                                           self._fresh_name("S")))
+            return Scalar(self, self._live().define_scalar(data_type.value))
         if not isinstance(value, (bool, numbers.Integral, numbers.Real)):
             raise Error(f"define_scalar: {value!r} is not a number")
         if dtype is None:

@@ -47,7 +47,8 @@ class Operators:
         function = _OP_FUNCTIONS.get(name)
         if function is None:
             raise UnsupportedOperationError(
-                f"fd.ops has no op '{name}'; widefuse's ops: {', '.join(sorted(_OP_FUNCTIONS))}")
+                f"fd.ops has no op '{name}'; widefuse's ops: "
+                f"{', '.join(sorted([*_OP_FUNCTIONS, *_ATTRIBUTE_OPS]))}")
         fd = self._fd
         return lambda *operands: function(fd, *operands)
 

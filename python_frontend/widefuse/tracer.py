@@ -57,7 +57,9 @@ def _flatten(value: Any, arrays: list, seen: dict, key: list) -> Any:
     if not isinstance(value, Hashable):
         raise Error(f"traced functions take arrays, numbers, strings, None and lists, tuples "
                     f"and dicts of them; got {type(value).__name__}")
-    key.append(("constant", type(value).__name__, value))
+    # Floats by their bits: -0.0 is not 0.0, and every NaN argument is the same constant.
+    key.append(("constant", type(value).__name__,
+                value.hex() if type(value) is float else value))
     return value
 
 

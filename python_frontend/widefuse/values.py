@@ -118,6 +118,12 @@ class Value:
     def __rshift__(self, other: Any) -> Value:
         return self._apply("shift_right", self, other)
 
+    def __rlshift__(self, other: Any) -> Value:
+        return self._apply("shift_left", other, self)
+
+    def __rrshift__(self, other: Any) -> Value:
+        return self._apply("shift_right", other, self)
+
     # Comparisons build ops; handles stay hashable by identity.
     def __eq__(self, other: Any) -> Value:  # type: ignore[override]
         return self._apply("eq", self, other)
@@ -138,9 +144,25 @@ class Value:
         return self._apply("ge", self, other)
 
     __hash__ = object.__hash__
+    # NumPy scalars on the left defer to our reflected operators instead of making arrays.
+    __array_ufunc__ = None
 
     def __mod__(self, other: Any) -> Value:
-        raise Error("'%' (Python's remainder) is not supported; fd.ops.fmod is C's fmod")
+        raise UnsupportedOperationError(
+            "'%' (Python's remainder) is not supported; fd.ops.fmod is C's fmod")
+
+    __rmod__ = __mod__
+
+    def __floordiv__(self, other: Any) -> Value:
+        raise UnsupportedOperationError(
+            "'//' (floor division) is not supported; write floor(a / b) for floating point")
+
+    __rfloordiv__ = __floordiv__
+
+    def __matmul__(self, other: Any) -> Value:
+        raise UnsupportedOperationError("'@' is not supported (pointwise ops only)")
+
+    __rmatmul__ = __matmul__
 
     def __bool__(self) -> bool:
         raise Error(f"the truth value of '{self.name}' is only known when the fusion runs; "
@@ -241,6 +263,19 @@ class Tensor(Value):
 
     def bfloat16(self) -> Value:
         return self.to(DataType.BFloat16)
+
+    def __getitem__(self, index: Any) -> Any:
+        raise UnsupportedOperationError("indexing a Tensor is not supported (pointwise ops only)")
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise UnsupportedOperationError(
+            "item assignment is not supported: write widefuse.copy_(new_value, tensor)")
+
+    def __iter__(self) -> Any:
+        raise UnsupportedOperationError("iterating over a Tensor is not supported")
+
+    def __len__(self) -> int:
+        raise UnsupportedOperationError("len() of a Tensor is not supported; use .shape")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):

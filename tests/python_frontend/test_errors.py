@@ -36,13 +36,24 @@ def test_bad_inputs_at_execute(inputs, message):
         fd.execute(inputs)
 
 
-def test_read_only_array_for_an_aliased_input_is_refused_and_untouched():
-    fd = scale_in_place()
-    x = np.ones((2, 3), np.float32)
+# float32 arrays cross through the buffer protocol (checked in C++), bfloat16 ones through
+# __array_interface__ (checked in Python): both paths must refuse the same inputs.
+@pytest.mark.parametrize("dtype", [DataType.Float, DataType.BFloat16])
+def test_read_only_array_for_an_aliased_input_is_refused_and_untouched(dtype):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, 3], dtype=dtype)
+        fd.add_output(fd.ops.set(x * 2), alias_input=x)
+    x = np.ones((2, 3), dtype.numpy)
     x.flags.writeable = False
     with pytest.raises(widefuse.Error, match=r"'T0' is updated in place.*read-only"):
-        fd.execute([x, 2.0])
-    np.testing.assert_array_equal(x, np.ones((2, 3)))
+        fd.execute([x])
+    np.testing.assert_array_equal(x.astype(np.float32), np.ones((2, 3)))
+    with pytest.raises(widefuse.Error, match=r"'T0'.*strides.*stride_order"):
+        fd.execute([np.ones((3, 2), dtype.numpy).T])
+    with pytest.raises(widefuse.Error, match=r"negative strides"):
+        fd.execute([np.ones((2, 3), dtype.numpy)[::-1]])
+    with pytest.raises(widefuse.Error, match=r"'T0' is DataType\.\w+; the array is"):
+        fd.execute([np.ones((2, 3), np.float16)])
 
 
 def test_wrongly_strided_arrays_are_refused():

@@ -92,6 +92,16 @@ def test_repr_is_runnable_python_that_rebuilds_the_same_fusion():
     assert "fd.add_output(T" in repr(fd) and "alias_input=T0" in repr(fd)
 
 
+def test_error_messages_use_the_names_repr_prints():
+    with FusionDefinition() as fd:
+        fd.define_scalar(2.0, dtype=DataType.Float)  # a constant takes a number too
+        t = fd.define_tensor(shape=[-1])
+        fd.add_output(fd.ops.set(t * 2), alias_input=t)
+    assert "T1 = fd.define_tensor" in repr(fd)
+    with pytest.raises(widefuse.Error, match="input 'T1'"):
+        fd.execute([np.ones(3, np.float64)])
+
+
 def test_text_form_round_trip_executes_like_the_original(rng):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1], dtype=DataType.Float)

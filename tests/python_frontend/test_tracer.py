@@ -72,6 +72,31 @@ def test_python_scalars_stay_python_values_and_key_the_cache(rng):
     assert traced.cache_size == 4
 
 
+def test_float_constants_are_keyed_by_their_bits():
+    traced = widefuse.trace(lambda x, c: x * c)
+    x = np.ones(4, np.float32)
+    assert np.signbit(traced(x, 0.0)).sum() == 0
+    assert np.signbit(traced(x, -0.0)).all()  # not the 0.0 recording
+    traced(x, float("nan"))
+    traced(x, float("nan"))
+    assert traced.cache_size == 3  # NaN arguments share one recording
+
+
+def test_torch_dtype_names_and_reflected_operators():
+    def f(t, n):
+        return t.to(widefuse.float64), 1 << n, 256 >> n
+
+    x = np.arange(3, dtype=np.float32)
+    n = np.arange(3, dtype=np.int32)
+    as_double, shifted_left, shifted_right = widefuse.trace(f)(x, n)
+    assert as_double.dtype == np.float64
+    np.testing.assert_array_equal(as_double, x.astype(np.float64))
+    np.testing.assert_array_equal(shifted_left, 1 << n)
+    np.testing.assert_array_equal(shifted_right, 256 >> n)
+    with pytest.raises(widefuse.Error, match="floor division"):
+        widefuse.trace(lambda t: t // 2)(x)
+
+
 def test_zero_dim_arrays_stay_tensors_and_one_array_twice_is_one_input():
     def f(x, y, s):
         return x + y * s
@@ -114,7 +139,14 @@ def test_unsupported_operations_are_clear_errors():
     def remainder(t):
         return t % 2
 
+    def indexing(t):
+        return t[0]
+
+    def assignment(t):
+        t[0] = 1
+
     for function, message in [(reduction, "Tensor.sum is not supported"),
+                              (indexing, "indexing"), (assignment, "copy_"),
                               (in_place, r"in-place method Tensor.add_\(\).*copy_"),
                               (branch, "truth value"),
                               (rounding, "rounding_mode"),
@@ -129,6 +161,13 @@ def test_unsupported_operations_are_clear_errors():
     widefuse.trace(probe)(x)
     with pytest.raises(widefuse.Error, match="set"):
         widefuse.trace(lambda t, s: t)(x, {1, 2})
+
+
+def test_numpy_scalars_on_the_left_are_numbers(rng):
+    x = rng.standard_normal(16).astype(np.float32)
+    result = widefuse.trace(lambda t: np.float32(0.5) * t + np.float64(1.0))(x)
+    np.testing.assert_array_equal(result, x * np.float32(0.5) + np.float32(1.0))
+    assert result.dtype == np.float32  # NumPy scalars promote as Python numbers do
 
 
 def test_copy_into_a_non_input_is_refused():
