@@ -1,12 +1,12 @@
 """Every op via fd.ops matches NumPy on random inputs for each dtype its typing rule accepts.
 
-One FusionDefinition per dtype holds every op accepted for that dtype, the casts and bitcasts
-from it and two broadcasts, each as its own output, so the host compiler runs about a dozen
-times. Each fusion runs on the host backend (the default for NumPy arrays) and on the
-reference evaluator. Expected values are computed independently with NumPy, ml_dtypes and
-exact rational arithmetic, following docs/ir_reference.md: f16/bf16 compute in f32 and round to
-nearest even; integers wrap; the documented special cases (sign(NaN) = 0, integer fmod by 0,
-out-of-range shifts, saturating float-to-integer casts, ...) are part of the inputs.
+One FusionDefinition per dtype holds every op its rules accept for that dtype, the casts and
+bitcasts from it and two broadcasts, each as its own output, so the host compiler runs about a
+dozen times. Each fusion runs on the host backend (the default for NumPy arrays) and on the
+reference evaluator. Expected values come from NumPy, ml_dtypes and exact rational arithmetic,
+following docs/ir_reference.md: f16/bf16 compute in f32 and round to nearest even, integers
+wrap, and the documented special cases (sign(NaN) = 0, integer fmod by 0, out-of-range shifts,
+saturating casts, ...) are among the inputs.
 """
 
 import fractions
@@ -23,93 +23,93 @@ from widefuse import DataType, FusionDefinition
 from widefuse._widefuse import op_names
 
 DTYPES = list(DataType)  # the 12 types (Int64 is an alias of Int)
-FLOATING = [d for d in DTYPES if d.is_floating_point]
 INTEGER = [d for d in DTYPES if d is not DataType.Bool and not d.is_floating_point]
 BACKENDS = ("host", "reference")
-F16, BF16, F32, F64 = (np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))
+F16, BF16, F32, F64 = map(np.dtype, (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))
 FLOAT_NP = (F16, BF16, F32, F64)
-# Transcendental ops (and pow) may differ from the correctly rounded result by this many units
-# in the last place of the result dtype: libm's f32/f64 functions are within 1 ulp, and an f16
-# or bf16 result can move by 1 more when the f32 value sits next to a rounding boundary.
-# Where the exact result is zero, infinite or NaN, the bits must match exactly.
+# Transcendental ops and floating pow may be this many units in the last place of the result
+# dtype away from the correctly rounded result: libm's f32/f64 functions are within 1 ulp (the
+# most seen here), and an f16/bf16 result can move by one more next to a rounding boundary.
+# Where the exact result is zero, infinite or NaN, it must match exactly.
 TRANSCENDENTAL_ULPS = 2
 
-# ---- the typing rules of docs/ir_reference.md section 5, for operands of one dtype ---------
-
-_ANY = lambda d: True
+# The typing rules of docs/ir_reference.md section 5, for operands of one dtype.
 _RULES = [
-    ("neg abs floor ceil round trunc sign add sub mul pow fmod fma clamp", lambda d: d is not DataType.Bool),
-    ("maximum minimum set where isnan isinf isfinite eq ne lt le gt ge", _ANY),
-    ("sqrt rsqrt reciprocal exp exp2 log log2 log1p expm1 sin cos tanh sigmoid atan2 div", _ANY),
-    ("logical_not logical_and logical_or", _ANY),
-    ("bitwise_not bitwise_and bitwise_or bitwise_xor", lambda d: d is DataType.Bool or d in INTEGER),
+    ("neg abs floor ceil round trunc sign add sub mul pow fmod fma clamp",
+     lambda d: d is not DataType.Bool),
+    ("maximum minimum set where isnan isinf isfinite eq ne lt le gt ge logical_not logical_and "
+     "logical_or sqrt rsqrt reciprocal exp exp2 log log2 log1p expm1 sin cos tanh sigmoid atan2 "
+     "div", lambda d: True),
+    ("bitwise_not bitwise_and bitwise_or bitwise_xor",
+     lambda d: d is DataType.Bool or d in INTEGER),
     ("shift_left shift_right", lambda d: d in INTEGER),
     ("lerp", lambda d: d.is_floating_point),
 ]
 ACCEPTS = {op: rule for ops, rule in _RULES for op in ops.split()}
-ATTRIBUTE_OPS = {"cast", "bitcast", "broadcast_in_dim"}  # covered by their own tests below
+ATTRIBUTE_OPS = {"cast", "bitcast", "broadcast_in_dim"}  # tested on their own below
 NVFUSER_NAME = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
 
-# ---- NumPy helpers ---------------------------------------------------------------------------
+# ---- expected values -------------------------------------------------------------------------
 
 
-def _exact(x):
-    """Floating arrays as f64 (exact); integer and bool arrays unchanged."""
+def _exact(x):  # floating arrays as f64 (exact); integer and bool arrays unchanged
     return x.astype(F64) if x.dtype in FLOAT_NP else x
 
 
-def _c(x):
-    """To the compute type of the array's own dtype (f32 for f16/bf16)."""
+def _c(x):  # to the compute type of the array's own dtype (f32 for f16/bf16)
     return x.astype(F32) if x.dtype in (F16, BF16) else x
 
 
-def _fc(x):
-    """To the floating compute type (FloatMath, div): integers and bool compute in f32."""
-    return x if x.dtype in (F32, F64) else x.astype(F64 if x.dtype == F64 else F32)
+def _fc(x):  # to the compute type of FloatMath and div (integers and bool: f32)
+    return x if x.dtype in (F32, F64) else x.astype(F32)
 
 
-def _store(value, like):
-    """Rounds a compute-type result to `like`'s dtype (f16/bf16: nearest even from f32)."""
-    with np.errstate(all="ignore"):
-        return value.astype(like.dtype if hasattr(like, "dtype") else like)
-
-
-def _float_result(x):
+def _float_result(x):  # the result dtype of FloatMath and div
     return x.dtype if x.dtype in FLOAT_NP else F32
 
 
+def _truth(x):
+    return _exact(x) != 0
+
+
+def _store(value, dtype):  # f32 -> f16/bf16 rounds to nearest even
+    with np.errstate(all="ignore"):
+        return value.astype(dtype)
+
+
 def _odd_f32(x):
-    """f64 -> f32 rounded to odd, so that rounding the result to f16/bf16 is exact (ml_dtypes
-    rounds f64 -> bf16 via f32 with round-to-nearest twice)."""
+    """f64 -> f32 rounded to odd, after which rounding to f16/bf16 is exact (ml_dtypes rounds
+    f64 -> bf16 through f32, rounding twice to nearest)."""
     x = np.asarray(x, F64)
     with np.errstate(all="ignore"):
         t = x.astype(F32)
-        t = np.where(np.isfinite(x) & (np.abs(t.astype(F64)) > np.abs(x)), np.nextafter(t, F32.type(0)), t)
+        too_far = np.isfinite(x) & (np.abs(t.astype(F64)) > np.abs(x))
+        t = np.where(too_far, np.nextafter(t, F32.type(0)), t)
     inexact = np.isfinite(x) & (t.astype(F64) != x)
     return (t.view(np.uint32) | inexact.astype(np.uint32)).view(F32)
 
 
 def _round(values, dtype):
-    """Exact f64 values rounded once to `dtype`."""
-    with np.errstate(all="ignore"):
-        return _odd_f32(values).astype(dtype) if dtype in (F16, BF16) else np.asarray(values, F64).astype(dtype)
+    """Exact (f64) values rounded once to floating `dtype`."""
+    values = np.asarray(values, F64)
+    return _store(_odd_f32(values) if dtype in (F16, BF16) else values, dtype)
 
 
 def _wrap(ints, dtype):
     """Python integers modulo 2^width in an integer dtype."""
-    bits = 8 * dtype.itemsize
+    modulus = 1 << (8 * dtype.itemsize)
     unsigned = np.dtype(f"u{dtype.itemsize}")
-    return np.array([v % (1 << bits) for v in ints], np.uint64).astype(unsigned).view(dtype)
+    return np.array([v % modulus for v in ints], np.uint64).astype(unsigned).view(dtype)
 
 
 def _oracle(function, *xs):
-    """`function` in long double (64-bit significand), rounded to the f32/f64 compute type."""
+    """`function` in long double (64-bit significand), rounded to the compute type of xs."""
     with np.errstate(all="ignore"):
         return function(*(x.astype(np.longdouble) for x in xs)).astype(xs[0].dtype)
 
 
 def _extremum(a, b, greater):
-    """torch.maximum/minimum as documented: NaN propagates, ties give the second operand."""
+    """maximum/minimum as documented: NaN propagates, a tie gives the second operand."""
     with np.errstate(all="ignore"):
         pick = np.where(a > b if greater else a < b, a, b)
         if a.dtype in FLOAT_NP:
@@ -117,112 +117,92 @@ def _extremum(a, b, greater):
     return pick
 
 
+def _fma_exact(x, y, z, single):
+    """x * y + z rounded once to f64, or for `single` to odd in f64 (exact rationals)."""
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return x * y + z
+    if not math.isfinite(z):
+        return z
+    exact = fractions.Fraction(x) * fractions.Fraction(y) + fractions.Fraction(z)
+    if exact == 0:
+        return x * y + z  # the IEEE sign of an exact zero
+    try:
+        r = float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+    if single and fractions.Fraction(r) != exact:
+        if abs(fractions.Fraction(r)) > abs(exact):
+            r = float(np.nextafter(r, 0.0))
+        r = (np.array([r]).view(np.uint64) | np.uint64(1)).view(F64)[0].item()
+    return r
+
+
 def _fma(a, b, c):
-    """a * b + c with one rounding to the f32/f64 compute type (exact rational arithmetic)."""
-    out = []
-    for x, y, z in zip(a.tolist(), b.tolist(), c.tolist()):
-        if not (math.isfinite(x) and math.isfinite(y)):
-            out.append(x * y + z)
-        elif not math.isfinite(z):
-            out.append(z)
-        else:
-            exact = fractions.Fraction(x) * fractions.Fraction(y) + fractions.Fraction(z)
-            if exact == 0:
-                out.append(x * y + z)  # the IEEE sign of an exact zero
-                continue
-            try:
-                r = float(exact)  # correctly rounded to f64
-            except OverflowError:
-                r = math.inf if exact > 0 else -math.inf
-            if a.dtype == F32 and math.isfinite(r) and fractions.Fraction(r) != exact:
-                if abs(fractions.Fraction(r)) > abs(exact):  # round to odd in f64
-                    r = float(np.nextafter(r, 0.0))
-                r = (np.array([r]).view(np.uint64) | np.uint64(1)).view(F64)[0].item()
-            out.append(r)
-    with np.errstate(all="ignore"):
-        return np.array(out, F64).astype(a.dtype)
+    if a.dtype not in FLOAT_NP:
+        return (a * b + c).astype(a.dtype)  # NumPy wraps integer arrays
+    a32, b32, c32 = _c(a), _c(b), _c(c)
+    single = a32.dtype == F32
+    out = [_fma_exact(x, y, z, single) for x, y, z in zip(a32.tolist(), b32.tolist(), c32.tolist())]
+    return _store(_store(np.array(out, F64), a32.dtype), a.dtype)
 
 
-def _int_pow(a, e):
-    """Integer power, wrapping; negative exponents as documented (1, +-1 or 0)."""
-    out = []
-    for x, k in zip(a.tolist(), e.tolist()):
-        if k < 0:
-            out.append(1 if x == 1 else (-1 if k % 2 else 1) if x == -1 else 0)
-        else:
-            out.append(pow(x, k, 1 << (8 * a.dtype.itemsize)))
-    return _wrap(out, a.dtype)
+def _pow(a, e):
+    if a.dtype in FLOAT_NP:
+        return _store(_oracle(np.power, _c(a), _c(e)), a.dtype)
+    modulus = 1 << (8 * a.dtype.itemsize)  # wrapping; a negative exponent gives 1 for 1,
+    return _wrap([pow(x, k, modulus) if k >= 0 else  # +-1 for -1 and 0 for the rest
+                  1 if x == 1 else (-1 if k % 2 else 1) if x == -1 else 0
+                  for x, k in zip(a.tolist(), e.tolist())], a.dtype)
 
 
-def _int_fmod(a, b):
-    zero = (b == 0) | ((b == -1) if a.dtype.kind == "i" else False)
+def _fmod(a, b):
+    if a.dtype in FLOAT_NP:  # fmod is exact, so computing it in f64 changes nothing
+        with np.errstate(all="ignore"):
+            return _store(np.fmod(_exact(a), _exact(b)), a.dtype)
+    zero = (b == 0) | ((b == -1) if a.dtype.kind == "i" else False)  # both give 0
     return np.where(zero, 0, np.fmod(a, np.where(zero, 1, b).astype(b.dtype))).astype(a.dtype)
 
 
 def _shift(a, s, left):
-    width = 8 * a.dtype.itemsize
-    amount = s.astype(np.int64) if s.dtype != np.uint64 else s
-    valid = (amount >= 0) & (amount < width)
-    k = np.where(valid, amount, 0)
-    if left:
-        unsigned = np.dtype(f"u{a.dtype.itemsize}")
-        shifted = (a.astype(np.uint64) << k.astype(np.uint64)).astype(unsigned).view(a.dtype)
-        return np.where(valid, shifted, 0).astype(a.dtype)
-    shifted = np.right_shift(a, k.astype(a.dtype))  # arithmetic for signed types
+    """Amounts below 0 or from the width up shift everything out (sign fill to the right)."""
+    k = s.astype(np.int64)
+    valid = (k >= 0) & (k < 8 * a.dtype.itemsize)
+    k = np.where(valid, k, 0)
+    if left:  # in 64 bits, then wrapped to a's width
+        shifted = np.where(valid, a.astype(np.uint64) << k.astype(np.uint64), 0)
+        return shifted.astype(f"u{a.dtype.itemsize}").view(a.dtype)
+    shifted = a >> k.astype(a.dtype)  # arithmetic for signed types
     return np.where(valid, shifted, np.where(a < 0, -1, 0)).astype(a.dtype)
 
 
-def _lerp(s, e, w):
-    s, e, w = _c(s), _c(e), _c(w)
-    with np.errstate(all="ignore"):
-        return np.where(np.abs(w) < 0.5, s + w * (e - s), e - (e - s) * (1 - w)).astype(s.dtype)
+def _arith(function):
+    """Arithmetic rule: computed in the operands' compute type, stored in their dtype."""
+    def expect(*xs):
+        with np.errstate(all="ignore"):
+            return _store(function(*map(_c, xs)), xs[0].dtype)
+    return expect
 
 
-def _transcendental(function):
-    return lambda a: _store(_oracle(function, _fc(a)), _float_result(a))
+def _float_math(function, oracle=False):
+    """FloatMath and div: integers and bool compute in f32; transcendentals via _oracle."""
+    def expect(*xs):
+        with np.errstate(all="ignore"):
+            value = _oracle(function, *map(_fc, xs)) if oracle else function(*map(_fc, xs))
+        return _store(value, _float_result(xs[0]))
+    return expect
 
 
-def _rounding(function):
-    return lambda a: a if a.dtype not in FLOAT_NP else _store(function(_c(a)), a)
+def _rounding(function):  # floor, ceil, round, trunc leave integers unchanged
+    return lambda a: a if a.dtype not in FLOAT_NP else _store(function(_c(a)), a.dtype)
 
 
-def _sigmoid(a):
-    x = _fc(a)
-    with np.errstate(all="ignore"):
-        return _store(1 / (1 + _oracle(np.exp, -x)), _float_result(a))
-
-
-def _pow(a, b):
-    if a.dtype not in FLOAT_NP:
-        return _int_pow(a, b)
-    return _store(_oracle(np.power, _c(a), _c(b)), a)
-
-
-def _fmod(a, b):
-    if a.dtype not in FLOAT_NP:
-        return _int_fmod(a, b)
-    with np.errstate(all="ignore"):  # fmod is exact, so computing in f64 changes nothing
-        return _store(np.fmod(_exact(a), _exact(b)), a)
-
-
-def _fma_op(a, b, c):
-    if a.dtype not in FLOAT_NP:
-        return (a * b + c).astype(a.dtype)  # NumPy wraps integer arrays
-    return _store(_fma(_c(a), _c(b), _c(c)), a)
-
-
-def _sign(a):
-    x = _c(a)
-    return _store((x > 0).astype(x.dtype) - (x < 0).astype(x.dtype), a)
-
-
-# ---- the ops: key, IR op, operands, expected value, ulps ------------------------------------
-# Operands: a, b, c of the dtype under test; s small integers of that dtype (shift amounts
-# and exponents, some out of range); q a Bool condition.
+# ---- the ops ---------------------------------------------------------------------------------
+# Operands: a, b, c of the dtype under test; s small integers of that dtype (shift amounts and
+# exponents, some out of range); q a Bool condition.
 
 
 class Spec(NamedTuple):
-    key: str
+    key: str  # the output's name; the op's name unless an op is tested twice
     op: str
     args: str
     expect: Callable
@@ -230,96 +210,92 @@ class Spec(NamedTuple):
     floating_only: bool = False
 
 
-def _arith(function):
-    def expect(*xs):
-        with np.errstate(all="ignore"):
-            return _store(function(*(_c(x) for x in xs)), xs[0])
-    return expect
-
-
-def _float_math(function):
-    def expect(*xs):
-        with np.errstate(all="ignore"):
-            return _store(function(*(_fc(x) for x in xs)), _float_result(xs[0]))
-    return expect
-
-
-T = TRANSCENDENTAL_ULPS
+U = TRANSCENDENTAL_ULPS
 SPECS = [
     Spec("neg", "neg", "a", _arith(np.negative)),
     Spec("abs", "abs", "a", _arith(np.abs)),
     Spec("sqrt", "sqrt", "a", _float_math(np.sqrt)),
     Spec("rsqrt", "rsqrt", "a", _float_math(lambda x: 1 / np.sqrt(x))),
     Spec("reciprocal", "reciprocal", "a", _float_math(lambda x: 1 / x)),
-    *(Spec(op, op, "a", _transcendental(f), T) for op, f in [
-        ("exp", np.exp), ("exp2", np.exp2), ("log", np.log), ("log2", np.log2),
-        ("log1p", np.log1p), ("expm1", np.expm1), ("sin", np.sin), ("cos", np.cos),
-        ("tanh", np.tanh)]),
-    Spec("sigmoid", "sigmoid", "a", _sigmoid, T),
+    *(Spec(op, op, "a", _float_math(getattr(np, op), oracle=True), U)
+      for op in ("exp", "exp2", "log", "log2", "log1p", "expm1", "sin", "cos", "tanh")),
+    Spec("sigmoid", "sigmoid", "a", _float_math(lambda x: 1 / (1 + _oracle(np.exp, -x))), U),
     Spec("floor", "floor", "a", _rounding(np.floor)),
     Spec("ceil", "ceil", "a", _rounding(np.ceil)),
-    Spec("round", "round", "a", _rounding(np.rint)),
+    Spec("round", "round", "a", _rounding(np.rint)),  # ties to even
     Spec("trunc", "trunc", "a", _rounding(np.trunc)),
-    Spec("sign", "sign", "a", _sign),
+    Spec("sign", "sign", "a", _arith(lambda x: (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype))),
     Spec("isnan", "isnan", "a", lambda a: np.isnan(_exact(a).astype(F64))),
     Spec("isinf", "isinf", "a", lambda a: np.isinf(_exact(a).astype(F64))),
     Spec("isfinite", "isfinite", "a", lambda a: np.isfinite(_exact(a).astype(F64))),
-    Spec("logical_not", "logical_not", "a", lambda a: _exact(a) == 0),
+    Spec("logical_not", "logical_not", "a", lambda a: ~_truth(a)),
     Spec("bitwise_not", "bitwise_not", "a", np.invert),
     Spec("set", "set", "a", lambda a: a),
     Spec("add", "add", "ab", _arith(np.add)),
     Spec("sub", "sub", "ab", _arith(np.subtract)),
     Spec("mul", "mul", "ab", _arith(np.multiply)),
     Spec("div", "div", "ab", _float_math(np.divide)),
-    Spec("pow", "pow", "as", _pow, T),
-    Spec("pow_real", "pow", "ab", _pow, T, floating_only=True),
+    Spec("pow", "pow", "as", _pow, U),
+    Spec("pow_real", "pow", "ab", _pow, U, floating_only=True),
     Spec("fmod", "fmod", "ab", _fmod),
     Spec("maximum", "maximum", "ab", _arith(lambda x, y: _extremum(x, y, True))),
     Spec("minimum", "minimum", "ab", _arith(lambda x, y: _extremum(x, y, False))),
-    Spec("atan2", "atan2", "ab", lambda a, b: _store(_oracle(np.arctan2, _fc(a), _fc(b)), _float_result(a)), T),
-    *(Spec(op, op, "ab", lambda a, b, f=f: f(_exact(a), _exact(b))) for op, f in [
-        ("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
-        ("gt", np.greater), ("ge", np.greater_equal)]),
-    Spec("logical_and", "logical_and", "ab", lambda a, b: (_exact(a) != 0) & (_exact(b) != 0)),
-    Spec("logical_or", "logical_or", "ab", lambda a, b: (_exact(a) != 0) | (_exact(b) != 0)),
+    Spec("atan2", "atan2", "ab", _float_math(np.arctan2, oracle=True), U),
+    *(Spec(op, op, "ab", lambda a, b, f=getattr(np, name): f(_exact(a), _exact(b)))
+      for op, name in [("eq", "equal"), ("ne", "not_equal"), ("lt", "less"),
+                       ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal")]),
+    Spec("logical_and", "logical_and", "ab", lambda a, b: _truth(a) & _truth(b)),
+    Spec("logical_or", "logical_or", "ab", lambda a, b: _truth(a) | _truth(b)),
     Spec("bitwise_and", "bitwise_and", "ab", np.bitwise_and),
     Spec("bitwise_or", "bitwise_or", "ab", np.bitwise_or),
     Spec("bitwise_xor", "bitwise_xor", "ab", np.bitwise_xor),
     Spec("shift_left", "shift_left", "as", lambda a, s: _shift(a, s, left=True)),
     Spec("shift_right", "shift_right", "as", lambda a, s: _shift(a, s, left=False)),
-    Spec("where", "where", "qab", lambda q, a, b: np.where(q, a, b)),
-    Spec("lerp", "lerp", "abc", lambda a, b, c: _store(_lerp(a, b, c), a)),
-    Spec("fma", "fma", "abc", _fma_op),
-    Spec("clamp", "clamp", "abc", _arith(lambda x, lo, hi: _extremum(_extremum(x, lo, True), hi, False))),
+    Spec("where", "where", "qab", np.where),
+    Spec("lerp", "lerp", "abc", _arith(  # every operation rounded on its own
+        lambda s, e, w: np.where(np.abs(w) < 0.5, s + w * (e - s), e - (e - s) * (1 - w)))),
+    Spec("fma", "fma", "abc", _fma),
+    Spec("clamp", "clamp", "abc",
+         _arith(lambda x, lo, hi: _extremum(_extremum(x, lo, True), hi, False))),
 ]
 
 
 def _specs_for(dtype):
-    return [s for s in SPECS if ACCEPTS[s.op](dtype) and (dtype.is_floating_point or not s.floating_only)]
+    return [s for s in SPECS
+            if ACCEPTS[s.op](dtype) and (dtype.is_floating_point or not s.floating_only)]
 
 
 def _cast_expected(x, target):
-    """cast(x, target) per the conversion table of docs/ir_reference.md section 5."""
+    """cast(x, target) by the conversion table of docs/ir_reference.md section 5."""
     if target == np.bool_:
-        return _exact(x) != 0
+        return _truth(x)
+    if target in (F16, BF16):
+        return _round(_exact(x).astype(F64), target)  # integers pass through f64, as documented
     if target in FLOAT_NP:
-        # integers reach f16/bf16 through f64, as documented
-        with np.errstate(all="ignore"):
-            return _round(_exact(x).astype(F64), target) if target in (F16, BF16) else _exact(x).astype(target)
+        return _store(_exact(x), target)
     if x.dtype not in FLOAT_NP:
         return x.astype(target)  # integers wrap, bool gives 0/1
-    info = np.iinfo(target)  # truncate toward zero and saturate; NaN -> 0
-    return np.array([0 if math.isnan(v) else info.max if v >= info.max else info.min if v <= info.min
-                     else int(v) for v in _exact(x).tolist()], target)
+    info = np.iinfo(target)  # truncate toward zero and saturate; NaN gives 0
+    return np.array([0 if math.isnan(v) else info.max if v >= info.max else
+                     info.min if v <= info.min else int(v) for v in _exact(x).tolist()], target)
 
 
 def _bitcast_targets(dtype):
-    if dtype is DataType.Bool:
-        return []
-    return [t for t in DTYPES if t is not DataType.Bool and t.numpy.itemsize == dtype.numpy.itemsize]
+    size = dtype.numpy.itemsize
+    return [t for t in DTYPES if DataType.Bool not in (t, dtype) and t.numpy.itemsize == size]
 
 
 # ---- inputs ----------------------------------------------------------------------------------
+
+# Values next to rounding and saturation boundaries: f16/bf16 ties and near-ties (from f32, and
+# from f64 where rounding through f32 would differ), overflow, subnormals, integer ranges.
+_FLOAT_BOUNDARIES = [
+    1 + 2**-11, 1 + 3 * 2**-11, 1 + 2**-11 + 2**-23, 1 + 2**-11 + 2**-40, 65519.996, 65520.0,
+    2**-25, 3 * 2**-25, 2**-25 + 2**-60, 1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8 + 2**-23),
+    1 + 2**-8 + 2**-40, 2**-134, 3 * 2**-134, 2**-134 + 2**-170, -(1 + 2**-24 + 2**-50),
+    3.4e38, 1e-40, -0.9, 127.9, -128.9, 255.9, 256.0, 32767.9, 65535.9, 2**31, -2**31,
+    2**31 - 128, 2**32, 2**32 - 256, 2**63, -2**63, 2**63 - 1024, 2**64]
+_INT_BOUNDARIES = [2049, 65519, 65520, 2**24 + 1, 2**24 + 2**16 + 1, -(2**24 + 2**16 + 1)]
 
 
 def _edges(dtype):
@@ -333,29 +309,37 @@ def _edges(dtype):
             values += [-1, -2, -7, -100, info.min, info.min + 1]
         return np.array(values, np_type)
     info = ml_dtypes.finfo(np_type)
-    values = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, -3.5, 3.0, 10.0, -100.0,
-              float(info.max), -float(info.max), float(info.smallest_normal),
-              float(info.smallest_subnormal), -float(info.smallest_subnormal),
-              math.inf, -math.inf, math.nan]
-    edges = _round(np.array(values), np_type)
+    tiny, high = float(info.smallest_subnormal), float(info.max)
+    edges = _round([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, -3.5, 3.0, 10.0, -100.0,
+                    high, -high, float(info.smallest_normal), tiny, -tiny, math.inf, -math.inf,
+                    math.nan], np_type)
     bits = edges.view(f"u{np_type.itemsize}")
-    nan_bits = bits[-1].item()  # a NaN with a payload and a negative NaN
-    extra = np.array([nan_bits | 1, nan_bits | (1 << (8 * np_type.itemsize - 1))], bits.dtype)
-    return np.concatenate([edges, extra.view(np_type)])
+    nans = [bits[-1] | 1, bits[-1] | (1 << (8 * np_type.itemsize - 1))]  # payload, negative
+    return np.concatenate([edges, np.array(nans, bits.dtype).view(np_type)])
 
 
-def _fma_rows(dtype):
-    """a * b + c where one rounding and two roundings differ (f32 and f64 only)."""
+def _special_rows(dtype):
+    """(a, b, c) rows of the boundary values, and for f32/f64 an a * b + c where one rounding
+    and two roundings differ."""
+    if dtype is DataType.Bool:
+        return np.zeros((0, 3), bool)
+    if dtype in INTEGER:
+        info = np.iinfo(dtype.numpy)
+        values = np.array([v for v in _INT_BOUNDARIES if info.min <= v <= info.max], dtype.numpy)
+    else:
+        values = _round(_FLOAT_BOUNDARIES, dtype.numpy)
+    rows = np.repeat(values[:, None], 3, axis=1)
     half = {DataType.Float: 12, DataType.Double: 27}.get(dtype)
-    if half is None:
-        return []
-    x = 1 + 2.0 ** -half
-    return [(x, x, -(1 + 2.0 ** (1 - half))), (-x, x, 1 + 2.0 ** (1 - half))]
+    if half is not None:
+        x, y = 1 + 2.0**-half, 1 + 2.0 ** (1 - half)
+        rows = np.concatenate([rows, np.array([(x, x, -y), (-x, x, y)], dtype.numpy)])
+    return rows
 
 
 @functools.lru_cache(maxsize=None)
 def _inputs(dtype):
-    rng = np.random.default_rng(list(DataType).index(dtype))
+    """a, b, c: every pair of edge values, the special rows, then 1024 random values."""
+    rng = np.random.default_rng(DTYPES.index(dtype))
     np_type, n = dtype.numpy, 1024
     edges = _edges(dtype)
     k = len(edges)
@@ -365,26 +349,31 @@ def _inputs(dtype):
     elif dtype in INTEGER:
         info = np.iinfo(np_type)
         random = [np.concatenate([rng.integers(info.min, info.max, n // 2, np_type, endpoint=True),
-                                  rng.integers(max(info.min, -1000), 1000, n // 2).astype(np_type)])
+                                  rng.integers(max(info.min, -1000), 1000, n // 2)])
                   for _ in range(3)]
     else:
-        def floats():
+        random = []
+        for _ in range(3):
             values = rng.standard_normal(n) * 10.0 ** rng.uniform(-5, 5, n)
             values[: n // 8] = np.round(values[: n // 8] / 1e3)  # small integers
             values[n // 8: n // 4] = np.floor(values[n // 8: n // 4] / 1e3) + 0.5  # ties
-            return _round(values, np_type)
-        random = [floats() for _ in range(3)]
-        special = np.array(_fma_rows(dtype), np_type).reshape(-1, 3)
-        random = [np.concatenate([special[:, i], random[i]]) for i in range(3)]
-    a, b, c = (np.concatenate([row, more]).astype(np_type) for row, more in zip(rows, random))
-    m = len(a)
+            random.append(_round(values, np_type))
+    special = _special_rows(dtype)
+    a, b, c = (np.concatenate([rows[i], special[:, i], random[i]]).astype(np_type)
+               for i in range(3))
+    # s: shift amounts and exponents; every edge value of a meets every value of s_edges
+    width = 8 * np_type.itemsize
     if dtype in INTEGER:
-        width = 8 * np_type.itemsize
-        s = _wrap(rng.integers(-3, width + 4, m).tolist(), np_type)
+        s_edges, s = [0, 1, 2, 3, -1, -2, width - 1, width, width + 1, 7], rng.integers(
+            -3, width + 4, len(a))
     else:
-        s = rng.integers(-4, 11, m).astype(F64).astype(np_type)
-    q = rng.random(m) < 0.5
-    return {"a": a, "b": b, "c": c, "s": s, "q": q, "z": np.array(a[len(a) // 2]), "r": a[-3:].copy()}
+        s_edges = [0.0, -0.0, 1.0, 2.0, 3.0, -1.0, -2.0, -3.0, 10.0, 0.5]
+        s = rng.integers(-4, 11, len(a)).astype(F64)
+    s = s.tolist()
+    s[: k * k] = [s_edges[i % k % len(s_edges)] for i in range(k * k)]
+    s = _wrap(s, np_type) if dtype in INTEGER else np.array(s, F64).astype(np_type)
+    return {"a": a, "b": b, "c": c, "s": s, "q": rng.random(len(a)) < 0.5,
+            "z": np.array(a[len(a) // 2]), "r": a[-3:].copy()}
 
 
 # ---- one fusion per dtype --------------------------------------------------------------------
@@ -392,10 +381,9 @@ def _inputs(dtype):
 
 @functools.lru_cache(maxsize=None)
 def _definition(dtype):
-    """The fusion for `dtype`, the output keys in order, and the ops widefuse refused."""
-    fd = FusionDefinition(f"ops_{dtype.value}")
-    keys, refused = [], {}
-    with fd:
+    """The fusion for `dtype`, its output keys in order, and the ops widefuse refused."""
+    refused = {}
+    with FusionDefinition(f"ops_{dtype.value}") as fd:
         t = {name: fd.define_tensor(shape=[-1], dtype=dtype) for name in "abcs"}
         t["q"] = fd.define_tensor(shape=[-1], dtype=DataType.Bool)
         t["z"] = fd.define_tensor(shape=[], dtype=dtype)
@@ -408,13 +396,13 @@ def _definition(dtype):
             except widefuse.Error as error:
                 refused[spec.key] = error
         outputs += [(f"cast_{to.value}", fd.ops.cast(t["a"], to)) for to in DTYPES]
-        outputs += [(f"bitcast_{to.value}", fd.ops.bitcast(t["a"], to)) for to in _bitcast_targets(dtype)]
+        outputs += [(f"bitcast_{to.value}", fd.ops.bitcast(t["a"], to))
+                    for to in _bitcast_targets(dtype)]
         outputs.append(("broadcast_1d", fd.ops.broadcast_in_dim(t["r"], [2, 3], [1])))
         outputs.append(("broadcast_0d", fd.ops.broadcast_in_dim(t["z"], [2, 3], [])))
-        for key, value in outputs:
+        for _, value in outputs:
             fd.add_output(value)
-            keys.append(key)
-    return fd, keys, refused
+    return fd, [key for key, _ in outputs], refused
 
 
 @functools.lru_cache(maxsize=None)
@@ -425,64 +413,49 @@ def _run(dtype, backend):
     return dict(zip(keys, results)), refused
 
 
-def _assert_matches(actual, expected, ulps=0, inputs=()):
-    """Equal dtype, shape and bits (NaN: only NaN-ness); within `ulps` where the expected
-    value is finite and nonzero."""
-    assert actual.dtype == expected.dtype, f"result dtype {actual.dtype}, expected {expected.dtype}"
-    assert actual.shape == expected.shape
+def _assert_matches(actual, expected, ulps=0, inputs=(), what=""):
+    """Same dtype, shape and bits (NaN: only NaN-ness); within `ulps` where the expected value
+    is finite and nonzero."""
+    assert actual.dtype == expected.dtype, f"{what} has dtype {actual.dtype}, not {expected.dtype}"
+    assert actual.shape == expected.shape, what
+    bad = actual != expected
     if expected.dtype in FLOAT_NP:
-        unsigned = f"u{expected.dtype.itemsize}"
-        act, exp = actual.astype(F64), expected.astype(F64)
-        nan = np.isnan(exp)
-        bad = nan != np.isnan(act)
-        same_bits = actual.view(unsigned) == expected.view(unsigned)
+        size = expected.dtype.itemsize
+        nan, finite = np.isnan(expected.astype(F64)), np.isfinite(expected.astype(F64))
+        bad = nan != np.isnan(actual.astype(F64))
+        differ = actual.view(f"u{size}") != expected.view(f"u{size}")
         if ulps:
-            signed = np.dtype(f"i{expected.dtype.itemsize}")
-            lowest = np.iinfo(signed).min
+            signed = np.dtype(f"i{size}")
 
-            def ordered(x):
+            def ordered(x):  # consecutive floats as consecutive integers (Python ints)
                 v = x.view(signed)
-                return np.where(v < 0, lowest - v, v).astype(object)
-            close = np.abs(ordered(actual) - ordered(expected)) <= ulps
-            strict = ~np.isfinite(exp) | (exp == 0)
-            bad |= ~nan & np.where(strict, ~same_bits, ~close.astype(bool))
-        else:
-            bad |= ~nan & ~same_bits
-    else:
-        bad = actual != expected
+                return np.where(v < 0, np.iinfo(signed).min - v, v).astype(object)
+            far = (np.abs(ordered(actual) - ordered(expected)) > ulps).astype(bool)
+            differ = np.where(finite & (expected.astype(F64) != 0), far, differ)
+        bad |= ~nan & differ
     bad = np.flatnonzero(bad)
     if bad.size:
-        lines = [f"{bad.size} of {expected.size} elements differ (tolerance {ulps} ulp), e.g.:"]
+        lines = [f"{what}: {bad.size} of {expected.size} elements differ ({ulps} ulp), e.g.:"]
         for i in bad[:6]:
             operands = ", ".join(repr(x.reshape(-1)[i].item()) for x in inputs)
             lines.append(f"  [{i}] ({operands}) -> {actual.reshape(-1)[i]!r}, "
                          f"expected {expected.reshape(-1)[i]!r}")
-        pytest.fail("\n".join(lines))
+        raise AssertionError("\n".join(lines))
 
 
 # ---- tests -----------------------------------------------------------------------------------
 
-# (dtype, key): reason, for confirmed widefuse bugs (strict xfail: fixing one fails the suite).
-KNOWN_BUGS = {}
-
-
-def _op_cases():
-    for dtype in DTYPES:
-        for spec in _specs_for(dtype):
-            reason = KNOWN_BUGS.get((dtype, spec.key))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            yield pytest.param(dtype, spec, id=f"{dtype.value}-{spec.key}", marks=marks)
-
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype,spec", list(_op_cases()))
+@pytest.mark.parametrize("dtype,spec", [
+    pytest.param(d, s, id=f"{d.value}-{s.key}") for d in DTYPES for s in _specs_for(d)])
 def test_op_matches_numpy(dtype, spec, backend):
     results, refused = _run(dtype, backend)
-    assert spec.key not in refused, f"the documented rule accepts {dtype}: {refused.get(spec.key)}"
-    inputs = _inputs(dtype)
-    operands = [inputs[name] for name in spec.args]
-    ulps = spec.ulps if spec.expect(*operands).dtype in FLOAT_NP else 0
-    _assert_matches(results[spec.key], spec.expect(*operands), ulps, operands)
+    assert spec.key not in refused, f"the documented rule accepts {dtype}: {refused[spec.key]}"
+    operands = [_inputs(dtype)[name] for name in spec.args]
+    expected = spec.expect(*operands)
+    ulps = spec.ulps if expected.dtype in FLOAT_NP else 0
+    _assert_matches(results[spec.key], expected, ulps, operands, spec.key)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -491,7 +464,7 @@ def test_op_matches_numpy(dtype, spec, backend):
 def test_cast_matches_numpy(source, target, backend):
     a = _inputs(source)["a"]
     actual = _run(source, backend)[0][f"cast_{target.value}"]
-    _assert_matches(actual, _cast_expected(a, target.numpy), 0, [a])
+    _assert_matches(actual, _cast_expected(a, target.numpy), 0, [a], f"cast to {target}")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -511,8 +484,8 @@ def test_broadcast_in_dim(dtype, backend):
     for key, expected in [("broadcast_1d", np.broadcast_to(inputs["r"], (2, 3))),
                           ("broadcast_0d", np.broadcast_to(inputs["z"], (2, 3)))]:
         assert results[key].dtype == expected.dtype and results[key].shape == (2, 3)
-        np.testing.assert_array_equal(results[key].view(f"u{expected.itemsize}"),
-                                      expected.view(f"u{expected.itemsize}"), err_msg=key)
+        unsigned = f"u{expected.itemsize}"
+        np.testing.assert_array_equal(results[key].view(unsigned), expected.view(unsigned), key)
 
 
 def test_every_op_is_covered():
@@ -523,91 +496,94 @@ def test_every_op_is_covered():
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.value)
 def test_typing_rules_match_the_documentation(dtype):
     """widefuse accepts an op on operands of `dtype` exactly when the documented rule does, so
-    the ops tested above for `dtype` are all those its rules accept."""
+    the ops tested above for `dtype` are all those it accepts."""
     fd = FusionDefinition("rules")
     t = {name: fd.define_tensor(shape=[4], dtype=dtype) for name in "abcs"}
     t["q"] = fd.define_tensor(shape=[4], dtype=DataType.Bool)
-    mismatches = []
-    for spec in SPECS:
+
+    def accepted(build):
         try:
-            getattr(fd.ops, NVFUSER_NAME.get(spec.op, spec.op))(*(t[name] for name in spec.args))
-            accepted = True
+            build()
+            return True
         except widefuse.Error:
-            accepted = False
-        if accepted != ACCEPTS[spec.op](dtype):
-            mismatches.append(spec.op)
-    for target in DTYPES:
-        fd.ops.cast(t["a"], target)  # every pair is accepted
-        try:
-            fd.ops.bitcast(t["a"], target)
-            accepted = True
-        except widefuse.Error:
-            accepted = False
-        if accepted != (target in _bitcast_targets(dtype)):
-            mismatches.append(f"bitcast to {target}")
+            return False
+    mismatches = [spec.op for spec in SPECS if ACCEPTS[spec.op](dtype) != accepted(
+        lambda: getattr(fd.ops, NVFUSER_NAME.get(spec.op, spec.op))(*(t[n] for n in spec.args)))]
+    mismatches += [f"cast to {to}" for to in DTYPES
+                   if not accepted(lambda: fd.ops.cast(t["a"], to))]
+    mismatches += [f"bitcast to {to}" for to in DTYPES if (to in _bitcast_targets(dtype))
+                   != accepted(lambda: fd.ops.bitcast(t["a"], to))]
     assert not mismatches
 
 
+# sqrt on i32 is accepted (FloatMath gives f32): test_op_matches_numpy[i32-sqrt-*] checks it.
 @pytest.mark.parametrize("op,dtypes,message", [
-    ("sqrt", "i32", None),  # accepted: float math on integers gives f32 (see above)
     ("bitwise_and", "f32 f32", "bool or integer"),
-    ("bitwise_left_shift", "f32 f32", None),
-    ("bitwise_right_shift", "b8 b8", None),
+    ("bitwise_left_shift", "f32 f32", "integer"),
+    ("bitwise_right_shift", "b8 b8", "integer"),
     ("neg", "b8", "bool"),
     ("add", "b8 b8", "bool"),
-    ("lerp", "i32 i32 i32", None),
-    ("where", "i32 f32 f32", None),
-    ("fma", "b8 b8 b8", None),
+    ("lerp", "i32 i32 i32", "floating"),
+    ("where", "i32 f32 f32", "condition"),
+    ("fma", "b8 b8 b8", "bool"),
     ("bitcast", "b8", "bool"),
     ("bitcast", "f32", "width"),
 ])
 def test_rejected_operands_raise(op, dtypes, message):
     fd = FusionDefinition("rejected")
     operands = [fd.define_tensor(shape=[4], dtype=DataType(name)) for name in dtypes.split()]
-    if op == "sqrt":
-        assert fd.ops.sqrt(*operands).dtype is DataType.Float
-        return
-    target = {"b8": DataType.Int8, "f32": DataType.Int16}
-    call = (lambda: fd.ops.bitcast(operands[0], target[dtypes])) if op == "bitcast" else (
-        lambda: getattr(fd.ops, op)(*operands))
-    with pytest.raises(widefuse.Error) as raised:
-        call()
-    if message:
-        assert message in str(raised.value)
+    with pytest.raises(widefuse.Error, match=message):
+        if op == "bitcast":
+            fd.ops.bitcast(operands[0], {"b8": DataType.Int8, "f32": DataType.Int16}[dtypes])
+        else:
+            getattr(fd.ops, op)(*operands)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_python_numbers_promote_like_torch(backend):
-    """Python numbers are weak scalars (docs section 3): they only lift the category."""
+    """Python numbers (weak), runtime scalars, typed constants and 0-d tensors promote as in
+    docs section 3 (they only lift the category) and are converted to the compute type."""
     rng = np.random.default_rng(7)
-    arrays = {
-        "i32": rng.integers(-2**31, 2**31, 256, np.int32, endpoint=False),
-        "f16": (rng.standard_normal(256) * 100).astype(F16),
-        "u8": rng.integers(0, 256, 256, np.uint8),
-        "b8": rng.random(256) < 0.5,
-        "i8": rng.integers(-128, 128, 256, np.int8),
-        "f64": rng.standard_normal(256),
-    }
-    f32 = np.float32
-    with np.errstate(all="ignore"):
-        cases = [  # (operation, expected)
-            (lambda t, ops: ops.mul(t["i32"], 2.5), arrays["i32"].astype(f32) * f32(2.5)),
-            (lambda t, ops: ops.div(t["i32"], 2), arrays["i32"].astype(f32) / f32(2)),
-            (lambda t, ops: ops.lt(t["i32"], 2.5), arrays["i32"].astype(f32) < f32(2.5)),
-            (lambda t, ops: ops.mul(t["f16"], 0.1), (arrays["f16"].astype(f32) * f32(0.1)).astype(F16)),
-            (lambda t, ops: ops.add(t["u8"], 1000), arrays["u8"] + np.uint8(1000 % 256)),
-            (lambda t, ops: ops.add(t["b8"], 1), arrays["b8"].astype(np.int64) + 1),
-            (lambda t, ops: ops.add(t["b8"], 1.5), arrays["b8"].astype(f32) + f32(1.5)),
-            (lambda t, ops: ops.mul(t["i8"], 3), arrays["i8"] * np.int8(3)),
-            (lambda t, ops: ops.sub(2, t["i8"]), np.int8(2) - arrays["i8"]),
-            (lambda t, ops: ops.add(t["f64"], 0.1), arrays["f64"] + 0.1),
-            (lambda t, ops: ops.mul(t["f64"], True), arrays["f64"] * 1.0),
-            (lambda t, ops: ops.broadcast_in_dim(2.5, [2, 3], []), np.full((2, 3), 2.5)),
-        ]
+    x = {"i32": rng.integers(-2**31, 2**31, 256, np.int32),
+         "f16": (rng.standard_normal(256) * 100).astype(F16),
+         "u8": rng.integers(0, 256, 256, np.uint8),
+         "b8": rng.random(256) < 0.5,
+         "i8": rng.integers(-128, 128, 256, np.int8),
+         "f32": rng.standard_normal(256).astype(F32),
+         "f64": rng.standard_normal(256)}
+    f32, u8_1000 = np.float32, np.uint8(1000 % 256)
+    third, n, lr = np.array(1 / 3), np.array(1000), 0.1  # x0: f64[], n0: i64[], lr: f64 scalar
+    cases = [  # (op, operands: names of inputs or Python numbers, expected)
+        ("mul", ("i32", 2.5), x["i32"].astype(f32) * f32(2.5)),
+        ("div", ("i32", 2), x["i32"].astype(f32) / f32(2)),
+        ("lt", ("i32", 2.5), x["i32"].astype(f32) < f32(2.5)),
+        ("mul", ("f16", 0.1), (x["f16"].astype(f32) * f32(0.1)).astype(F16)),
+        ("add", ("u8", 1000), x["u8"] + u8_1000),
+        ("add", ("b8", 1), x["b8"].astype(np.int64) + 1),
+        ("add", ("b8", 1.5), x["b8"].astype(f32) + f32(1.5)),
+        ("mul", ("i8", 3), x["i8"] * np.int8(3)),
+        ("sub", (2, "i8"), np.int8(2) - x["i8"]),
+        ("where", ("b8", "i8", 2.5), np.where(x["b8"], x["i8"].astype(f32), f32(2.5))),
+        ("add", ("f64", 0.1), x["f64"] + 0.1),
+        ("mul", ("f64", True), x["f64"] * 1.0),
+        ("add", ("f64", "c0"), x["f64"] + float(f32(0.1))),  # c0 = 0.1:f32, a typed constant
+        ("mul", ("f32", "lr"), x["f32"] * f32(lr)),
+        ("mul", ("i32", "lr"), x["i32"].astype(f32) * f32(lr)),
+        ("mul", ("i32", "x0"), x["i32"] * third),
+        ("mul", ("f16", "x0"), (x["f16"].astype(f32) * f32(third)).astype(F16)),
+        ("add", ("u8", "n0"), x["u8"] + u8_1000),
+    ]
     with FusionDefinition("promotion") as fd:
-        t = {name: fd.define_tensor(shape=[-1], dtype=DataType(name)) for name in arrays}
-        for operation, _ in cases:
-            fd.add_output(operation(t, fd.ops))
-    results = fd.execute(list(arrays.values()), backend=backend)
-    for (_, expected), actual in zip(cases, results):
-        _assert_matches(actual, np.asarray(expected))
+        t = {name: fd.define_tensor(shape=[-1], dtype=DataType(name)) for name in x}
+        t["x0"] = fd.define_tensor(shape=[], dtype=DataType.Double)
+        t["n0"] = fd.define_tensor(shape=[], dtype=DataType.Int)
+        t["lr"] = fd.define_scalar(dtype=DataType.Double)
+        t["c0"] = fd.define_scalar(0.1, dtype=DataType.Float)
+        for op, operands, _ in cases:
+            fd.add_output(getattr(fd.ops, op)(*(t.get(v, v) if isinstance(v, str) else v
+                                                for v in operands)))
+        fd.add_output(fd.ops.broadcast_in_dim(2.5, [2, 3], []))  # a weak float: f64
+    results = fd.execute([*x.values(), third, n, lr], backend=backend)
+    for (op, operands, expected), actual in zip(cases, results):
+        _assert_matches(actual, np.asarray(expected), what=f"{op}{operands}")
+    _assert_matches(results[-1], np.full((2, 3), 2.5), what="broadcast_in_dim(2.5)")
