@@ -9,6 +9,7 @@ arrays are objects with ``__cuda_array_interface__`` (torch, CuPy, Numba) or a C
 from __future__ import annotations
 
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -74,7 +75,19 @@ def _typestr_dtype(typestr: str, name: str) -> DataType:
     return from_numpy(dtype, f"input '{name}'")
 
 
-def _cuda_interface_view(interface: dict, name: str) -> ArrayView:
+def _producer_stream(value: Any, interface: dict) -> Optional[int]:
+    """The stream the producer's work on `value` is queued on: the interface's `stream`
+    (version 3: CuPy, Numba), else, for torch tensors (whose interface names none), torch's
+    current stream on the tensor's device. None means the legacy default stream."""
+    stream = interface.get("stream")
+    if stream is None and type(value).__module__.startswith("torch"):
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            stream = torch.cuda.current_stream(value.device).cuda_stream
+    return stream
+
+
+def _cuda_interface_view(value: Any, interface: dict, name: str) -> ArrayView:
     dtype = _typestr_dtype(interface["typestr"], name)
     shape = tuple(interface["shape"])
     itemsize = dtype.numpy.itemsize
@@ -83,7 +96,8 @@ def _cuda_interface_view(interface: dict, name: str) -> ArrayView:
     return ArrayView(address=address, dtype=dtype, shape=shape,
                      strides=(_dense_strides(shape) if strides is None else
                               _element_strides(strides, itemsize, name)),
-                     read_only=bool(read_only), on_device=True, stream=interface.get("stream"))
+                     read_only=bool(read_only), on_device=True,
+                     stream=_producer_stream(value, interface))
 
 
 def _dlpack_view(value: Any, name: str) -> ArrayView:
@@ -106,7 +120,7 @@ def array_view(value: Any, name: str) -> ArrayView:
     except Exception:  # torch raises for types the interface lacks (bfloat16): use DLPack
         interface = None
     if interface is not None:
-        return _cuda_interface_view(interface, name)
+        return _cuda_interface_view(value, interface, name)
     if hasattr(value, "__dlpack__"):
         return _dlpack_view(value, name)
     if hasattr(value, "__array_interface__"):

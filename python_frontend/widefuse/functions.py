@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ._widefuse import Error
-from .values import Tensor, Value, _scaled
+from .values import Tensor, Value, _scaled, checked_arguments
 
 
 def _definition_of(function: str, *arguments: Any) -> Any:
@@ -77,7 +77,6 @@ log = _unary("log")
 log1p = _unary("log1p")
 expm1 = _unary("expm1")
 neg = _unary("neg")
-negative = neg
 abs = _unary("abs")
 sign = _unary("sign")
 sigmoid = _unary("sigmoid")
@@ -144,3 +143,11 @@ def clamp(input: Any, min: Any = None, max: Any = None, *,
     if not isinstance(input, Tensor):
         raise Error("widefuse.clamp: the input must be a traced tensor")
     return _with_out(input.clamp(min, max), out, "clamp")
+
+
+for _name in ("copy_", "maximum", "minimum", "mul", "pow", "atan2", "fmod", "sqrt", "rsqrt",
+              "reciprocal", "exp", "log", "log1p", "expm1", "neg", "abs", "sign", "sigmoid",
+              "tanh", "isnan", "isinf", "isfinite", "add", "sub", "div", "where", "lerp",
+              "addcmul", "addcdiv", "clamp"):
+    globals()[_name] = checked_arguments(globals()[_name], f"widefuse.{_name}")
+negative = neg  # noqa: F821 (neg is rebound by the loop above)

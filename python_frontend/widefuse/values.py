@@ -8,7 +8,9 @@ untyped literals and promote as torch promotes Python scalars.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any, Callable
 
 from ._widefuse import Error
 from .data_type import DataType, data_type_of, from_short_name
@@ -303,6 +305,32 @@ for _op in ("sqrt", "rsqrt", "reciprocal", "exp", "exp2", "log", "log2", "log1p"
             "isnan", "isinf", "isfinite", "logical_not", "neg", "abs"):
     setattr(Tensor, _op, _unary_method(_op))
 Tensor.negative = Tensor.neg  # type: ignore[attr-defined]
+
+
+def checked_arguments(function: Callable[..., Any], display_name: str) -> Callable[..., Any]:
+    """`function` raising UnsupportedOperationError, not TypeError, for arguments it lacks
+    (torch's `out=` on a method, `memory_format=`, ...), so tracing stops with widefuse's error."""
+    signature = inspect.signature(function)
+    shown = signature.replace(
+        parameters=[p.replace(annotation=inspect.Parameter.empty)
+                    for p in signature.parameters.values()],
+        return_annotation=inspect.Signature.empty)
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise UnsupportedOperationError(
+                f"{display_name}(): {error}; widefuse supports {display_name}{shown}") from None
+        return function(*args, **kwargs)
+
+    return checked
+
+
+for _name, _method in list(vars(Tensor).items()):
+    if not _name.startswith("_") and inspect.isfunction(_method):
+        setattr(Tensor, _name, checked_arguments(_method, f"Tensor.{_name}"))
 
 
 def _scaled(value: Any, factor: Any) -> Any:

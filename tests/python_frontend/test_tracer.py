@@ -145,7 +145,15 @@ def test_unsupported_operations_are_clear_errors():
     def assignment(t):
         t[0] = 1
 
+    def unknown_keyword(t):
+        return t.add(1, beta=2)
+
+    def method_out(t):
+        return t.sqrt(out=t)
+
     for function, message in [(reduction, "Tensor.sum is not supported"),
+                              (unknown_keyword, r"Tensor.add\(\).*beta.*widefuse supports"),
+                              (method_out, r"Tensor.sqrt\(\).*out"),
                               (indexing, "indexing"), (assignment, "copy_"),
                               (in_place, r"in-place method Tensor.add_\(\).*copy_"),
                               (branch, "truth value"),
