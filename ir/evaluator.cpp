@@ -8,6 +8,7 @@
 #include "ir/runtime_shapes.h"
 
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/STLExtras.h>
 
 #include <cstring>
 
@@ -308,6 +309,60 @@ void checkTensorArgument(const Fusion& fusion, const Value& input, const TensorR
     checkWritable(input, tensor);
 }
 
+/// The bytes a tensor's elements span (strides are non-negative here).
+std::pair<uintptr_t, uintptr_t> byteRange(const TensorRef& tensor) {
+  int64_t lastOffset = 0;
+  for (size_t d = 0; d < tensor.shape.size(); ++d)
+    lastOffset += (tensor.shape[d] - 1) * tensor.strides[d];
+  auto start = reinterpret_cast<uintptr_t>(tensor.data);
+  return {start, start + static_cast<uintptr_t>(lastOffset + 1) * byteSize(tensor.dtype)};
+}
+
+/// A copy_ destination must not share memory with any other input: two written inputs would
+/// receive two values, and a read of another input would not see the entry value. Spans are
+/// compared (conservatively: interleaved views are refused too) by one sweep in address order.
+void checkWrittenInputsDoNotOverlap(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {
+  struct Span {
+    uintptr_t start, end;
+    const Value* input;
+    bool written;
+  };
+  std::vector<Span> spans;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const TensorRef* tensor = std::get_if<TensorRef>(&arguments[i]);
+    if (!tensor || !tensor->data || tensor->numel() == 0)
+      continue;
+    auto [start, end] = byteRange(*tensor);
+    spans.push_back(
+        {start, end, fusion.inputs()[i], fusion.aliasOf(fusion.inputs()[i]) != nullptr});
+  }
+  llvm::sort(spans, [](const Span& a, const Span& b) { return a.start < b.start; });
+  const Span* reachesFurthest = nullptr;        // of the spans so far, the one ending last
+  const Span* writtenReachesFurthest = nullptr; // the same among written spans
+  for (const Span& span : spans) {
+    const Span* other = nullptr;
+    if (span.written && reachesFurthest && span.start < reachesFurthest->end)
+      other = reachesFurthest;
+    else if (writtenReachesFurthest && span.start < writtenReachesFurthest->end)
+      other = writtenReachesFurthest;
+    if (other && other->written && span.written)
+      fail("inputs '{}' and '{}' are both written by copy_ but share memory", other->input->name(),
+           span.input->name());
+    if (other) {
+      const Span& written = other->written ? *other : span;
+      const Span& read = other->written ? span : *other;
+      fail("input '{}' shares memory with input '{}', which is written by copy_; every read "
+           "must see the entry value, so a copy_ destination must not overlap another input "
+           "(pass a copy)",
+           read.input->name(), written.input->name());
+    }
+    if (!reachesFurthest || span.end > reachesFurthest->end)
+      reachesFurthest = &span;
+    if (span.written && (!writtenReachesFurthest || span.end > writtenReachesFurthest->end))
+      writtenReachesFurthest = &span;
+  }
+}
+
 } // namespace
 
 void checkArguments(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {
@@ -331,17 +386,7 @@ void checkArguments(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {
     else
       checkScalarArgument(input, std::get<ScalarArgument>(arguments[i]));
   }
-  // Two written inputs in one buffer would receive two values.
-  llvm::DenseMap<const void*, const Value*> writtenData;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorRef* tensor = std::get_if<TensorRef>(&arguments[i]);
-    if (!tensor || !fusion.aliasOf(inputs[i]) || !tensor->data || tensor->numel() == 0)
-      continue;
-    auto [it, inserted] = writtenData.try_emplace(tensor->data, inputs[i]);
-    if (!inserted)
-      fail("inputs '{}' and '{}' are both written by copy_ but share memory", it->second->name(),
-           inputs[i]->name());
-  }
+  checkWrittenInputsDoNotOverlap(fusion, arguments);
 }
 
 namespace {

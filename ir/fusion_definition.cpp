@@ -70,7 +70,8 @@ Val FusionDefinition::materialize(const Operand& operand) {
   return operand.val();
 }
 
-Val FusionDefinition::apply(OpKind op, llvm::ArrayRef<Operand> operands, OpAttributes attributes) {
+Val FusionDefinition::apply(OpKind op, llvm::ArrayRef<Operand> operands, OpAttributes attributes,
+                            llvm::StringRef name) {
   llvm::SmallVector<Value*, 3> values;
   for (const Operand& operand : operands) {
     if (operand.literal()) {
@@ -79,7 +80,7 @@ Val FusionDefinition::apply(OpKind op, llvm::ArrayRef<Operand> operands, OpAttri
     }
     values.push_back(unwrap(operand.val(), opName(op)));
   }
-  return Val(this, buildOp(live(), op, values, std::move(attributes)));
+  return Val(this, buildOp(live(), op, values, std::move(attributes), name));
 }
 
 void FusionDefinition::copy_(const Operand& source, Val destination) {

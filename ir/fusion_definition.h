@@ -73,7 +73,9 @@ public:
   /// Turns an Operand into a value of this definition.
   Val materialize(const Operand& operand);
   /// Applies `op` to the operands after checking them (the generic form of the op functions).
-  Val apply(OpKind op, llvm::ArrayRef<Operand> operands, OpAttributes attributes = {});
+  /// An empty `name` picks a fresh one.
+  Val apply(OpKind op, llvm::ArrayRef<Operand> operands, OpAttributes attributes = {},
+            llvm::StringRef name = {});
 
   /// In-place update: input `destination` receives `source` when the fusion ends; every read
   /// of `destination` in the fusion sees its entry value.

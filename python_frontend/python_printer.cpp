@@ -95,7 +95,9 @@ public:
   explicit PythonPrinter(const Fusion& fusion) : fusion_(fusion) {}
 
   std::string print() {
-    std::string function = isIdentifier(fusion_.name()) ? fusion_.name() : "fusion";
+    // The prefix keeps the function clear of keywords and of the names the block uses.
+    bool plainName = isIdentifier(fusion_.name());
+    std::string function = "define_" + (plainName ? fusion_.name() : std::string("fusion"));
     out_ = fmt::format("def {}(fd: FusionDefinition) -> None:\n", function);
     for (size_t id = 0; id < fusion_.numValues(); ++id)
       printValue(*fusion_.value(static_cast<unsigned>(id)));
@@ -106,7 +108,9 @@ public:
       line(fmt::format("fd.add_output({})", use(output)));
     if (fusion_.aliases().empty() && fusion_.outputs().empty())
       line("pass");
-    out_ += fmt::format("\n\nwith FusionDefinition() as fd:\n    {}(fd)\n", function);
+    std::string nameArgument = plainName ? fmt::format("\"{}\"", fusion_.name()) : "";
+    out_ +=
+        fmt::format("\n\nwith FusionDefinition({}) as fd:\n    {}(fd)\n", nameArgument, function);
     return out_;
   }
 

@@ -22,9 +22,9 @@ llvm::StringRef pythonOpName(OpKind op);
 /// True for the values the Python form writes inline as numbers (untyped literals) rather
 /// than naming them T<n> / S<n>.
 bool isWrittenInline(const Value& value);
-/// A function `def <name>(fd: FusionDefinition) -> None:` defining `fusion`, followed by the
-/// `with FusionDefinition() as fd:` block that calls it. Values are renamed T0, S1, ... in
-/// definition order as nvFuser's printer does; untyped number literals are written inline.
+/// A function `def define_<name>(fd: FusionDefinition) -> None:` defining `fusion`, followed
+/// by the `with FusionDefinition("<name>") as fd:` block that calls it. Values are renamed T0, S1,
+/// ... in definition order as nvFuser's printer does; untyped number literals are written inline.
 std::string printPythonDefinition(const Fusion& fusion);
 
 } // namespace widefuse

@@ -13,16 +13,6 @@ namespace nb = nanobind;
 namespace widefuse::python {
 namespace {
 
-/// Releases a Py_buffer when it goes out of scope.
-struct BufferGuard {
-  Py_buffer view{};
-  bool held = false;
-  ~BufferGuard() {
-    if (held)
-      PyBuffer_Release(&view);
-  }
-};
-
 std::string pythonTypeName(DataType type) {
   return fmt::format("DataType.{}", pythonDataTypeName(type).str());
 }
@@ -78,8 +68,10 @@ std::optional<DataType> typeOfFormat(llvm::StringRef format, Py_ssize_t itemSize
   return type;
 }
 
-/// Raises when the strides break the declared layout (extent-1 dimensions never matter; an
-/// empty stride order or contiguity means dense row-major).
+/// Raises when the strides break the declared layout: each contiguous dimension must have the
+/// dense stride over the next inner one (in stride order); non-contiguous dimensions may have
+/// any stride (0 for an expanded one), extent-1 dimensions never matter, and an empty stride
+/// order or contiguity means dense row-major.
 void checkLayout(const TensorRef& ref, const Value& input) {
   size_t rank = ref.shape.size();
   if (rank != input.rank() || ref.numel() == 0)
@@ -91,13 +83,13 @@ void checkLayout(const TensorRef& ref, const Value& input) {
   llvm::SmallVector<size_t, 4> innerToOuter(rank);
   std::iota(innerToOuter.begin(), innerToOuter.end(), 0);
   llvm::sort(innerToOuter, [&](size_t a, size_t b) { return order[a] < order[b]; });
-  int64_t expected = 1, previous = 0;
+  int64_t expected = 1;
   for (size_t d : innerToOuter) {
     int64_t extent = ref.shape[d], stride = ref.strides[d];
     if (extent == 1)
       continue;
     bool contiguous = layout.contiguity.empty() || layout.contiguity[d];
-    if ((contiguous && stride != expected) || stride < previous) {
+    if (contiguous && stride != expected) {
       llvm::SmallVector<std::string, 4> flags;
       for (size_t e = 0; e < rank; ++e)
         flags.push_back(layout.contiguity.empty() || layout.contiguity[e] ? "True" : "False");
@@ -108,20 +100,25 @@ void checkLayout(const TensorRef& ref, const Value& input) {
            fmt::join(flags, ", "));
     }
     expected = stride * extent;
-    previous = stride;
   }
 }
 
 } // namespace
 
-TensorRef tensorFromBuffer(nb::handle object, const Value& input, bool written) {
-  BufferGuard buffer;
-  if (PyObject_GetBuffer(object.ptr(), &buffer.view, PyBUF_RECORDS_RO) != 0) {
+void ReleaseBuffer::operator()(Py_buffer* view) const {
+  PyBuffer_Release(view);
+  delete view;
+}
+
+TensorRef tensorFromBuffer(nb::handle object, const Value& input, bool written,
+                           std::vector<HeldBuffer>& held) {
+  auto acquired = std::make_unique<Py_buffer>();
+  if (PyObject_GetBuffer(object.ptr(), acquired.get(), PyBUF_RECORDS_RO) != 0) {
     PyErr_Clear();
     fail("input '{}': the array's buffer could not be read", input.name());
   }
-  buffer.held = true;
-  const Py_buffer& view = buffer.view;
+  held.emplace_back(acquired.release());
+  const Py_buffer& view = *held.back();
   std::optional<DataType> type = typeOfFormat(view.format ? view.format : "B", view.itemsize);
   if (!type)
     fail("input '{}': buffer format '{}' is not supported", input.name(),

@@ -8,11 +8,23 @@
 
 #include <nanobind/nanobind.h>
 
+#include <memory>
+#include <vector>
+
 namespace widefuse::python {
+
+/// Releases a buffer view (the GIL must be held).
+struct ReleaseBuffer {
+  void operator()(Py_buffer* view) const;
+};
+/// A buffer view held while a run uses its memory.
+using HeldBuffer = std::unique_ptr<Py_buffer, ReleaseBuffer>;
 
 /// Describes `object`'s buffer as tensor input `input`, after checking its element type,
 /// byte order, alignment, strides, the layout `input` declares, and, when `input` is written
-/// by copy_, that the buffer is writable. Throws Error naming the input otherwise.
-TensorRef tensorFromBuffer(nanobind::handle object, const Value& input, bool written);
+/// by copy_, that the buffer is writable. Throws Error naming the input otherwise. The view is
+/// appended to `held`, which the caller keeps until the run is over.
+TensorRef tensorFromBuffer(nanobind::handle object, const Value& input, bool written,
+                           std::vector<HeldBuffer>& held);
 
 } // namespace widefuse::python

@@ -89,7 +89,13 @@ public:
       attributes.targetType = dataTypeNamed(*dtype);
     attributes.broadcastShape.assign(shape.begin(), shape.end());
     attributes.broadcastDims.assign(broadcastDims.begin(), broadcastDims.end());
-    return live().apply(*op, arguments, std::move(attributes));
+    // Pointwise: the result is a tensor when an operand is (or the op broadcasts).
+    bool tensorResult =
+        *op == OpKind::BroadcastInDim || llvm::any_of(arguments, [](const Operand& operand) {
+          return !operand.literal() && operand.val().value()->isTensor();
+        });
+    std::string name = nextName(tensorResult ? 'T' : 'S');
+    return live().apply(*op, arguments, std::move(attributes), name);
   }
 
   void copy(nb::handle source, const Val& destination) {

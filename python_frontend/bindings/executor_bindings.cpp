@@ -91,7 +91,8 @@ TensorRef tensorOf(const nb::tuple& description) {
 
 /// One argument per fusion input: a described tensor (tuple), a number, or a NumPy array
 /// read through the buffer protocol.
-std::vector<Argument> argumentsOf(const nb::list& arguments, const Fusion& fusion) {
+std::vector<Argument> argumentsOf(const nb::list& arguments, const Fusion& fusion,
+                                  std::vector<HeldBuffer>& held) {
   if (arguments.size() != fusion.inputs().size())
     fail("internal: {} arguments for {} inputs", arguments.size(), fusion.inputs().size());
   std::vector<Argument> converted;
@@ -99,14 +100,19 @@ std::vector<Argument> argumentsOf(const nb::list& arguments, const Fusion& fusio
     nb::handle argument = arguments[i];
     const Value& input = *fusion.inputs()[i];
     if (input.isTensor() && PyObject_CheckBuffer(argument.ptr()))
-      converted.emplace_back(tensorFromBuffer(argument, input, fusion.aliasOf(&input) != nullptr));
+      converted.emplace_back(
+          tensorFromBuffer(argument, input, fusion.aliasOf(&input) != nullptr, held));
     else if (nb::isinstance<nb::tuple>(argument))
       converted.emplace_back(tensorOf(nb::borrow<nb::tuple>(argument)));
     else if (nb::isinstance<nb::bool_>(argument))
       converted.emplace_back(ScalarArgument(nb::cast<bool>(argument)));
-    else if (nb::isinstance<nb::int_>(argument))
-      converted.emplace_back(ScalarArgument(nb::cast<int64_t>(argument)));
-    else
+    else if (nb::isinstance<nb::int_>(argument)) {
+      int64_t value = 0;
+      if (!nb::try_cast(argument, value))
+        fail("input '{}': the integer {} does not fit in 64 bits", input.name(),
+             nb::cast<std::string>(nb::str(argument)));
+      converted.emplace_back(ScalarArgument(value));
+    } else
       converted.emplace_back(ScalarArgument(nb::cast<double>(argument)));
   }
   return converted;
@@ -152,7 +158,8 @@ public:
   std::string backend() const { return backendName(cache_->backend()).str(); }
 
   nb::list run(const nb::list& arguments, bool deviceOutputs) {
-    std::vector<Argument> converted = argumentsOf(arguments, *fusion_);
+    std::vector<HeldBuffer> held; // released after the run, with the GIL held
+    std::vector<Argument> converted = argumentsOf(arguments, *fusion_, held);
     nb::list outputs;
     if (deviceOutputs && !fusion_->outputs().empty()) {
       for (nb::object& output : runWithDeviceOutputs(converted))
@@ -227,12 +234,20 @@ private:
   std::unique_ptr<FusionExecutorCache> cache_;
 };
 
-/// The address, dtype, shape, strides and device of any object exporting DLPack (the
-/// producer keeps the memory alive while the caller holds the object).
+/// The address, dtype, shape, strides, device and writability of any object exporting DLPack
+/// (the producer keeps the memory alive while the caller holds the object).
 nb::tuple dlpackView(nb::handle object) {
+  // A writable import fails for exports flagged read-only (DLPack 1.x); then import read-only.
   nb::ndarray<nb::ro> array;
-  if (!nb::try_cast(object, array))
+  bool readOnly = false;
+  nb::ndarray<> writable;
+  if (nb::try_cast(object, writable)) {
+    array = nb::ndarray<nb::ro>(writable);
+  } else if (nb::try_cast(object, array)) {
+    readOnly = true;
+  } else {
     fail("the object's __dlpack__ export could not be read");
+  }
   std::vector<int64_t> shape, strides;
   for (size_t d = 0; d < array.ndim(); ++d) {
     shape.push_back(array.shape(d));
@@ -240,7 +255,7 @@ nb::tuple dlpackView(nb::handle object) {
   }
   auto address = reinterpret_cast<uintptr_t>(array.data());
   return nb::make_tuple(address, dataTypeOfDlpack(array.dtype()), shape, strides,
-                        array.device_type(), array.device_id());
+                        array.device_type(), array.device_id(), readOnly);
 }
 
 } // namespace
@@ -257,7 +272,8 @@ void bindExecutor(nb::module_& module) {
            "The kernels of the last run: name, launches per run, CUDA source.")
       .def("num_signatures", &PyExecutor::numSignatures);
   module.def("dlpack_view", &dlpackView, nb::arg("object"),
-             "(address, dtype, shape, strides, device_type, device_id) of a DLPack exporter.");
+             "(address, dtype, shape, strides, device_type, device_id, read_only) of a DLPack "
+             "exporter.");
   module.def("cuda_available", &CudaDevice::available, "True when a CUDA device can be used.");
 }
 

@@ -28,12 +28,14 @@ bfloat16 = DataType.BFloat16
 float32 = float = DataType.Float
 float64 = double = DataType.Double
 
+# `from widefuse import *` exports no name that would shadow a builtin (abs, pow, bool,
+# float); those stay available as widefuse.abs, ... for `import widefuse as torch`.
 __all__ = [
     "DataType", "Error", "FusionDefinition", "Scalar", "Tensor", "TracedFunction",
     "UnsupportedOperationError", "Value", "copy_", "prims", "trace",
-    "abs", "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod",
-    "isfinite", "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg",
-    "negative", "pow", "reciprocal", "rsqrt", "sigmoid", "sign", "sqrt", "sub", "tanh", "where",
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float16", "half",
-    "bfloat16", "float32", "float", "float64", "double",
+    "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod", "isfinite",
+    "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg", "negative",
+    "reciprocal", "rsqrt", "sigmoid", "sign", "sqrt", "sub", "tanh", "where",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float16", "half",
+    "bfloat16", "float32", "float64", "double",
 ]

@@ -101,13 +101,23 @@ def _cuda_interface_view(value: Any, interface: dict, name: str) -> ArrayView:
 
 
 def _dlpack_view(value: Any, name: str) -> ArrayView:
-    address, dtype, shape, strides, device_type, _ = dlpack_view(value)
+    try:
+        address, dtype, shape, strides, device_type, device_id, read_only = dlpack_view(value)
+    except Error:
+        try:  # the producer's own reason (torch: a tensor that requires grad) is clearer
+            value.__dlpack__()
+        except Exception as reason:
+            raise Error(f"input '{name}': its __dlpack__ export failed: {reason}") from reason
+        raise
     if device_type not in (_DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_HOST, _DLPACK_CUDA_MANAGED):
         raise Error(f"input '{name}': DLPack device type {device_type} is neither the CPU nor "
                     "a CUDA device")
+    on_device = device_type in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED)
+    if on_device and device_id != 0:
+        raise Error(f"input '{name}' is on CUDA device {device_id}; widefuse runs on device 0")
     return ArrayView(address=address, dtype=DataType(dtype), shape=tuple(shape),
-                     strides=tuple(strides), read_only=False,
-                     on_device=device_type in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED))
+                     strides=tuple(strides), read_only=bool(read_only), on_device=on_device,
+                     stream=_producer_stream(value, {}) if on_device else None)
 
 
 def array_view(value: Any, name: str) -> ArrayView:
@@ -147,10 +157,11 @@ def scalar_argument(value: Any, name: str, dtype: DataType) -> Any:
 
 def check_layout(view: ArrayView, name: str, stride_order: Sequence[int],
                  contiguity: Sequence[bool]) -> None:
-    """Raises Error when the array's strides break the layout the definition declared.
-
-    Dimensions of extent 1 are ignored (their stride never matters); an empty stride_order
-    or contiguity means row-major and dense.
+    """Raises Error when the array's strides break the layout the definition declared: each
+    contiguous dimension needs the dense stride over the next inner one in stride order;
+    non-contiguous dimensions may have any stride (0 for an expanded one). Dimensions of
+    extent 1 are ignored; an empty stride_order or contiguity means row-major and dense.
+    (The C++ twin for NumPy arrays is checkLayout in bindings/buffer_arguments.cpp.)
     """
     rank = len(view.shape)
     if 0 in view.shape:  # no element is ever addressed
@@ -160,18 +171,18 @@ def check_layout(view: ArrayView, name: str, stride_order: Sequence[int],
     if len(contiguity) != rank:
         contiguity = [True] * rank
     inner_to_outer = sorted(range(rank), key=lambda d: stride_order[d])
-    expected, previous = 1, 0
+    expected = 1
     for d in inner_to_outer:
         extent, stride = view.shape[d], view.strides[d]
         if extent == 1:
             continue
-        if (contiguity[d] and stride != expected) or stride < previous:
+        if contiguity[d] and stride != expected:
             raise Error(
                 f"input '{name}': the array's strides {view.strides} (in elements) do not "
                 f"match the definition's stride_order {list(stride_order)} and contiguity "
                 f"{list(contiguity)}; pass an array with that layout (np.ascontiguousarray "
                 "for row-major) or define the tensor with the array's layout")
-        expected, previous = stride * extent, stride
+        expected = stride * extent
 
 
 def layout_of(shape: Sequence[int], strides: Sequence[int]) -> tuple[list[int], list[bool]]:

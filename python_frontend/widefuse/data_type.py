@@ -78,6 +78,8 @@ def data_type_of(value: object, context: str) -> DataType:
     """A DataType given as a DataType, a short name, a NumPy dtype or a Python type."""
     if isinstance(value, DataType):
         return value
+    if value is None:  # np.dtype(None) would be float64
+        raise Error(f"{context}: None is not a data type (use widefuse.DataType)")
     if isinstance(value, str):
         try:
             return DataType(value)

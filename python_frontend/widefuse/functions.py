@@ -38,7 +38,9 @@ def _with_out(result: Value, out: Optional[Tensor], function: str) -> Value:
     if not isinstance(out, Tensor):
         raise Error(f"widefuse.{function}: out= must be a traced tensor input")
     copy_(result, out)
-    out._value = result._value  # torch semantics: later reads see the written value
+    # torch semantics: later reads see the written value, in out's dtype.
+    written = result if result.dtype is out.dtype else result.to(out.dtype)
+    out._value = written._value
     return out
 
 

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -20,6 +19,8 @@ from . import _widefuse
 from ._widefuse import Error
 from .arguments import array_view, check_layout, scalar_argument
 from .data_type import DataType, data_type_of, from_short_name
+from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
+                           tensor_shape, tensor_stride_order)
 from .operators import Operators
 from .values import Scalar, Tensor, Value
 
@@ -81,37 +82,23 @@ class FusionDefinition:
         dimension's stride, rank-1 outermost) describe the layout execute() will accept.
         `is_cpu` is accepted for nvFuser compatibility and ignored: where a tensor lives is
         read from the array given to execute() (host arrays among CUDA arrays are staged)."""
-        shape = [int(extent) for extent in shape]
-        rank = len(shape)
-        if contiguity is None or (isinstance(contiguity, Sequence) and len(contiguity) == 0):
-            contiguity = [True] * rank
-        elif isinstance(contiguity, bool):
-            contiguity = [contiguity] * rank
-        else:
-            contiguity = [True if flag is None else bool(flag) for flag in contiguity]
-        if len(contiguity) != rank:
-            raise Error(f"define_tensor: contiguity {contiguity} has {len(contiguity)} entries "
-                        f"for a rank-{rank} shape {shape}")
-        order = list(stride_order) if stride_order else list(range(rank - 1, -1, -1))
-        if sorted(order) != list(range(rank)):
-            raise Error(f"define_tensor: stride_order {order} is not a permutation of "
-                        f"0..{rank - 1}")
+        shape = tensor_shape(shape)
+        contiguity = tensor_contiguity(contiguity, len(shape), shape)
+        order = tensor_stride_order(stride_order, len(shape))
         value = self._live().define_tensor(shape, data_type_of(dtype, "define_tensor").value,
                                            order, contiguity)
         return Tensor(self, value)
 
     def define_scalar(self, value: Any = None, dtype: Any = None) -> Scalar:
         """A runtime scalar input when `value` is None (default dtype Double), else a constant
-        of `dtype` (default from the Python type: Bool, Int or Double)."""
-        value = _python_number(value)
+        of `dtype` (default from the Python type: Bool, Int or Double) that must hold `value`
+        exactly. As in nvFuser, ``define_scalar(DataType.Float)`` is a runtime input too."""
+        value, dtype = scalar_dtype_or_value(value, dtype)
         if value is None:
             data_type = DataType.Double if dtype is None else data_type_of(dtype, "define_scalar")
             return Scalar(self, self._live().define_scalar(data_type.value))
-        if not isinstance(value, (bool, numbers.Integral, numbers.Real)):
-            raise Error(f"define_scalar: {value!r} is not a number")
-        if dtype is None:
-            dtype = bool if isinstance(value, bool) else int if isinstance(value, int) else float
-        return Scalar(self, self._live().constant(value, data_type_of(dtype, "define_scalar").value))
+        number, data_type = constant_value(value, dtype)
+        return Scalar(self, self._live().constant(number, data_type.value))
 
     def _operand(self, operand: Any, op: str) -> Any:
         if isinstance(operand, Value):
@@ -186,7 +173,7 @@ class FusionDefinition:
     # Running
     def execute(self, inputs: Sequence[Any], *, backend: str = "auto", mode: str = "auto",
                 block_order: str = "forward", threads: int = 1, fmad: bool = True,
-                arch: Optional[str] = None) -> list[Any]:
+                arch: Optional[str] = None, device: Any = None) -> list[Any]:
         """Runs the fusion on `inputs` (one per define_tensor / runtime define_scalar, in
         definition order) and returns the plain outputs.
 
@@ -195,8 +182,13 @@ class FusionDefinition:
         producer's stream and outputs come back as DLPack-capable device arrays. Inputs
         given to add_output(alias_input=...) are updated in place. `backend` is one of auto,
         cuda, host, reference, none; `mode` one of auto, per-component, batched, packed.
+        `device` (nvFuser's argument) may only name CUDA device 0, the one widefuse runs on.
         """
         fusion = self._finished("execute()")
+        if device not in (None, 0, "cuda", "cuda:0"):
+            raise Error(f"execute(device={device!r}): widefuse runs on CUDA device 0 only")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise Error(f"execute(threads={threads!r}): threads must be an integer >= 1")
         if backend not in _BACKENDS:
             raise Error(f"unknown backend '{backend}' (expected one of {', '.join(_BACKENDS)})")
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):

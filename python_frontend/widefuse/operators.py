@@ -50,7 +50,14 @@ class Operators:
                 f"fd.ops has no op '{name}'; widefuse's ops: "
                 f"{', '.join(sorted([*_OP_FUNCTIONS, *_ATTRIBUTE_OPS]))}")
         fd = self._fd
-        return lambda *operands: function(fd, *operands)
+
+        def op(*operands: Any, **keywords: Any) -> Value:
+            if keywords:
+                raise UnsupportedOperationError(
+                    f"fd.ops.{name} takes positional arguments only, got {', '.join(keywords)}=")
+            return function(fd, *operands)
+
+        return op
 
 
 def _op_function(op: str, arity: int) -> Callable[..., Value]:

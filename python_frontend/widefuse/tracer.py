@@ -42,7 +42,10 @@ def _flatten(value: Any, arrays: list, seen: dict, key: list) -> Any:
     if isinstance(value, (list, tuple)):
         key.append((type(value).__name__, len(value)))
         items = [_flatten(item, arrays, seen, key) for item in value]
-        return items if isinstance(value, list) else tuple(items)
+        if isinstance(value, list):
+            return items
+        # A namedtuple keeps its type (optimizer code reads hyperparameters by field name).
+        return type(value)._make(items) if hasattr(value, "_fields") else tuple(items)
     if isinstance(value, dict):
         key.append(("dict", tuple(value)))
         return {name: _flatten(item, arrays, seen, key) for name, item in value.items()}
@@ -81,7 +84,8 @@ def _substitute(structure: Any, proxies: list) -> Any:
     if isinstance(structure, list):
         return [_substitute(item, proxies) for item in structure]
     if isinstance(structure, tuple):
-        return tuple(_substitute(item, proxies) for item in structure)
+        items = [_substitute(item, proxies) for item in structure]
+        return type(structure)._make(items) if hasattr(structure, "_fields") else tuple(items)
     if isinstance(structure, dict):
         return {name: _substitute(item, proxies) for name, item in structure.items()}
     return structure

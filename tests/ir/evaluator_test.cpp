@@ -112,6 +112,35 @@ TEST(Evaluator, OverlappingWrittenInputsAreRejected) {
             std::string::npos);
 }
 
+TEST(Evaluator, ACopyDestinationMustNotOverlapAnyOtherInput) {
+  FusionDefinition fd;
+  Val written = fd.defineTensor({3}, DataType::Float, "written");
+  Val read = fd.defineTensor({3}, DataType::Float, "read");
+  fd.copy_(written + 1.0, written);
+  fd.addOutput(read * 2.0);
+  auto fusion = fd.finalize();
+  HostTensor storage = tensorOf(DataType::Float, {0, 1, 2, 3, 4, 5});
+  auto view = [&](int64_t first) {
+    TensorRef ref = storage.ref();
+    ref.shape = {3};
+    ref.data = storage.as<float>() + first;
+    return ref;
+  };
+  // The same memory, or a partial overlap either way round: the read would not see the
+  // entry values.
+  for (auto [first, second] : {std::pair{0, 0}, {0, 2}, {2, 0}})
+    EXPECT_NE(errorOf([&] {
+                evaluate(*fusion, {view(first), view(second)});
+              }).find("input 'read' shares memory with input 'written', which is written by copy_"),
+              std::string::npos)
+        << first << " " << second;
+  EXPECT_EQ(storage.as<float>()[0], 0.0f); // the refused runs wrote nothing
+  // Adjacent spans do not overlap.
+  EvaluationResult result = evaluate(*fusion, {view(0), view(3)});
+  EXPECT_EQ(storage.as<float>()[0], 1.0f);
+  EXPECT_EQ(result.outputs[0].as<float>()[0], 6.0f);
+}
+
 TEST(Evaluator, StridedInputsAreReadAndWrittenInPlace) {
   FusionDefinition fd;
   Val x = fd.defineTensor({2, 2}, DataType::Int32, "x");

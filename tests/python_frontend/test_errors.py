@@ -122,3 +122,72 @@ def test_cuda_arrays_without_a_device_say_so():
         fd.execute([FakeCudaArray(), 2.0])
     with pytest.raises(widefuse.Error, match="cannot read CUDA arrays"):
         fd.execute([FakeCudaArray(), 2.0], backend="host")
+
+
+class DlpackOnly:
+    """An array offering nothing but DLPack (NumPy exports read-only arrays with DLPack 1.x's
+    read-only flag)."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_read_only_dlpack_export_for_an_aliased_input_is_refused():
+    fd = scale_in_place()
+    x = np.ones((2, 3), np.float32)
+    x.flags.writeable = False
+    with pytest.raises(widefuse.Error, match=r"'T0' is updated in place.*read-only"):
+        fd.execute([DlpackOnly(x), 2.0])
+    np.testing.assert_array_equal(x, np.ones((2, 3)))
+
+
+def test_a_copy_destination_sharing_memory_with_another_input_is_refused():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1])
+        b = fd.define_tensor(shape=[-1])
+        fd.add_output(fd.ops.set(a + 1), alias_input=a)
+        fd.add_output(b * 2)
+    x = np.arange(5, dtype=np.float32)
+    for written, read in [(x, x), (x[1:], x[:-1]), (x[:-1], x[1:])]:
+        with pytest.raises(widefuse.Error, match="shares memory with input 'T0'"):
+            fd.execute([written, read])
+    np.testing.assert_array_equal(x, np.arange(5))
+    (doubled,) = fd.execute([x[:2], x[2:4]])  # disjoint views of one array are fine
+    np.testing.assert_array_equal(doubled, [4, 6])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda fd: fd.define_tensor(shape=[2.5]), "list of integers"),
+    (lambda fd: fd.define_tensor(shape=[2**70]), "out of range"),
+    (lambda fd: fd.define_tensor(shape=[2], dtype=None), "not a data type"),
+    (lambda fd: fd.define_scalar(1000, dtype=DataType.Int8), "does not fit in DataType.Int8"),
+    (lambda fd: fd.define_scalar(1.5, dtype=DataType.Int), "not an integer"),
+    (lambda fd: fd.define_scalar(2, dtype=DataType.Bool), "not a Bool"),
+    (lambda fd: fd.ops.add(fd.define_tensor(shape=[2]), other=1), "positional arguments only"),
+])
+def test_definition_arguments_are_checked(call, message):
+    with pytest.raises(widefuse.Error, match=message):
+        with FusionDefinition() as fd:
+            call(fd)
+
+
+def test_execute_options_and_scalar_ranges_are_checked():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], dtype=DataType.Int)
+        n = fd.define_scalar(None, dtype=DataType.Int)
+        fd.add_output(t + n)
+    ints = np.arange(3)
+    with pytest.raises(widefuse.Error, match="does not fit in 64 bits"):
+        fd.execute([ints, 2**63])
+    with pytest.raises(widefuse.Error, match="threads must be an integer >= 1"):
+        fd.execute([ints, 1], threads=-1)
+    with pytest.raises(widefuse.Error, match="device 0 only"):
+        fd.execute([ints, 1], device=1)
+    (result,) = fd.execute([ints, 1], device=0)
+    np.testing.assert_array_equal(result, ints + 1)

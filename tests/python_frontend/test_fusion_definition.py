@@ -218,3 +218,31 @@ def test_backends_and_block_orders_agree_bit_for_bit(backend, block_order, rng):
     expected = initial * np.sqrt(np.float32(4.0))  # every block reads the entry step (3)
     np.testing.assert_array_equal(x, expected)
     assert float(step) == 4.0
+
+
+def test_nvfuser_conventions_runtime_scalar_by_dtype_negative_stride_order_expanded_dims():
+    row = np.arange(3, dtype=np.float32)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[4, 3], contiguity=[None, True], stride_order=[-1, -2])
+        s = fd.define_scalar(DataType.Float)  # nvFuser's define_scalar(dtype): a runtime input
+        fd.add_output(t * s)
+    assert "S1 = fd.define_scalar(None, dtype=DataType.Float)" in repr(fd)
+    (scaled,) = fd.execute([np.broadcast_to(row, (4, 3)), 2.0])  # stride 0 in dimension 0
+    np.testing.assert_array_equal(scaled, np.tile(row * 2, (4, 1)))
+
+
+@pytest.mark.parametrize("name", ["class", "DataType", "FusionDefinition", "fd"])
+def test_repr_runs_whatever_the_fusion_is_called(name):
+    with FusionDefinition(name) as fd:
+        t = fd.define_tensor(shape=[-1])
+        fd.add_output(t + 1)
+    namespace = {"FusionDefinition": FusionDefinition, "DataType": DataType}
+    exec(repr(fd), namespace)
+    assert namespace["fd"].to_text() == fd.to_text()
+
+
+def test_star_import_does_not_shadow_builtins():
+    namespace = {}
+    exec("from widefuse import *\nresult = (abs(-1), float('1.5'), isinstance(True, bool))",
+         namespace)
+    assert namespace["result"] == (1, 1.5, True)

@@ -184,3 +184,28 @@ def test_copy_into_a_non_input_is_refused():
 
     with pytest.raises(widefuse.Error, match="copy_"):
         widefuse.trace(bad)(np.ones(3, np.float32))
+
+
+def test_out_keeps_the_destination_dtype():
+    def f(h, x):
+        widefuse.mul(h, x, out=h)
+        return h + 0
+
+    h = np.array([1.0], np.float16)
+    x = np.array([1.0001], np.float32)
+    (result,) = [widefuse.trace(f)(h, x)]
+    assert result.dtype == np.float16 and h.dtype == np.float16
+    np.testing.assert_array_equal(result, np.float16(1.0001))
+    np.testing.assert_array_equal(h, np.float16(1.0001))
+
+
+def test_namedtuple_arguments_keep_their_fields():
+    import collections
+
+    Hyper = collections.namedtuple("Hyper", "lr beta")
+
+    def f(x, hyper):
+        return x * hyper.lr + hyper.beta
+
+    x = np.ones(3, np.float32)
+    np.testing.assert_array_equal(widefuse.trace(f)(x, Hyper(0.5, 1.0)), x * 0.5 + 1.0)

@@ -1,0 +1,88 @@
+"""Checks and normalisation of what define_tensor and define_scalar are given, nvFuser's
+conventions included (None contiguity for broadcast or expanded dimensions, negative stride
+order entries, a dtype passed where the value goes)."""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ._widefuse import Error
+from .data_type import DataType, data_type_of
+
+_INT64 = np.iinfo(np.int64)
+
+
+def tensor_shape(shape: Sequence[Any]) -> list[int]:
+    """Extents as Python ints: -1 (symbolic) or a non-negative int64."""
+    try:
+        extents = [operator.index(extent) for extent in shape]
+    except TypeError:
+        raise Error(f"define_tensor: shape {list(shape)!r} must be a list of integers "
+                    "(-1 for an extent known at run time)") from None
+    for extent in extents:
+        if extent < -1 or extent > _INT64.max:
+            raise Error(f"define_tensor: extent {extent} in shape {extents} is out of range")
+    return extents
+
+
+def tensor_contiguity(contiguity: Any, rank: int, shape: Sequence[int]) -> list[bool]:
+    """One flag per dimension. nvFuser's None (a broadcast or expanded dimension, possibly of
+    stride 0) is False: such a dimension may have any stride."""
+    if contiguity is None or (isinstance(contiguity, Sequence) and len(contiguity) == 0):
+        return [True] * rank
+    if isinstance(contiguity, bool):
+        return [contiguity] * rank
+    flags = [False if flag is None else bool(flag) for flag in contiguity]
+    if len(flags) != rank:
+        raise Error(f"define_tensor: contiguity {list(contiguity)} has {len(flags)} entries for "
+                    f"the rank-{rank} shape {list(shape)}")
+    return flags
+
+
+def tensor_stride_order(stride_order: Optional[Sequence[int]], rank: int) -> list[int]:
+    """A permutation of 0..rank-1 (negative entries count from the end, as in nvFuser)."""
+    if not stride_order:
+        return list(range(rank - 1, -1, -1))
+    order = [operator.index(entry) for entry in stride_order]
+    order = [entry + rank if entry < 0 else entry for entry in order]
+    if sorted(order) != list(range(rank)):
+        raise Error(f"define_tensor: stride_order {list(stride_order)} is not a permutation of "
+                    f"0..{rank - 1}")
+    return order
+
+
+def constant_value(value: Any, dtype: Any) -> tuple[Any, DataType]:
+    """A typed constant's Python value and DataType, refusing values the type cannot hold
+    (a silently wrapped or truncated literal would be a wrong program)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, (bool, numbers.Integral, numbers.Real)):
+        raise Error(f"define_scalar: {value!r} is not a number")
+    if dtype is None:
+        dtype = bool if isinstance(value, bool) else int if isinstance(value, int) else float
+    data_type = data_type_of(dtype, "define_scalar")
+    if data_type is DataType.Bool:
+        if value not in (0, 1) or isinstance(value, float):
+            raise Error(f"define_scalar: {value!r} is not a Bool (True, False, 0 or 1)")
+        return bool(value), data_type
+    if not data_type.is_floating_point:
+        if isinstance(value, float) and not value.is_integer():
+            raise Error(f"define_scalar: {value!r} is not an integer, as {data_type!r} needs")
+        limits = np.iinfo(data_type.numpy)
+        if not limits.min <= value <= limits.max:
+            raise Error(f"define_scalar: {value!r} does not fit in {data_type!r} "
+                        f"({limits.min}..{limits.max})")
+        return int(value), data_type
+    return (float(value) if not isinstance(value, bool) else value), data_type
+
+
+def scalar_dtype_or_value(value: Any, dtype: Any) -> tuple[Any, Any]:
+    """nvFuser's define_scalar(dtype) overload: a data type given as the value means a
+    runtime scalar of that type."""
+    if dtype is None and isinstance(value, DataType):
+        return None, value
+    return value, dtype
