@@ -20,13 +20,6 @@ namespace nb = nanobind;
 namespace widefuse::python {
 namespace {
 
-DataType dataTypeNamed(const std::string& name) {
-  std::optional<DataType> type = parseDataType(name);
-  if (!type)
-    fail("unknown data type '{}'", name);
-  return *type;
-}
-
 /// A Python number or a value handle as an op operand. bool is tested first: in Python it is
 /// also an int.
 Operand operandOf(nb::handle object) {

@@ -21,13 +21,6 @@ namespace nb = nanobind;
 namespace widefuse::python {
 namespace {
 
-DataType dataTypeNamed(const std::string& name) {
-  std::optional<DataType> type = parseDataType(name);
-  if (!type)
-    fail("unknown data type '{}'", name);
-  return *type;
-}
-
 /// The DLPack type of `type` on a device (torch reads bool, f16 and bf16 as such).
 nb::dlpack::dtype deviceDlpackType(DataType type) {
   using Code = nb::dlpack::dtype_code;

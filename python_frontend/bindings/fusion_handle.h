@@ -1,9 +1,12 @@
 #pragma once
-/// The objects the two binding files share: a finished fusion and its input facts.
+/// What the two binding files share: a finished fusion, and data types by their short names
+/// (the form in which they cross the boundary).
 
+#include "ir/error.h"
 #include "ir/fusion.h"
 
 #include <memory>
+#include <string>
 
 namespace widefuse::python {
 
@@ -12,5 +15,13 @@ namespace widefuse::python {
 struct FusionHandle {
   std::shared_ptr<const Fusion> fusion;
 };
+
+/// The data type of a short name ("f32"); Error for an unknown name.
+inline DataType dataTypeNamed(const std::string& name) {
+  std::optional<DataType> type = parseDataType(name);
+  if (!type)
+    fail("unknown data type '{}'", name);
+  return *type;
+}
 
 } // namespace widefuse::python

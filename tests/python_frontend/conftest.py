@@ -10,6 +10,20 @@ def rng():
     return np.random.default_rng(20261129)
 
 
+class DlpackOnly:
+    """An array offering nothing but DLPack, as a CPU torch tensor does (NumPy exports a
+    read-only array with DLPack 1.x's read-only flag)."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
 def assert_close(actual, expected, what=""):
     """|a - b| <= 1e-6 + 1e-5 |b| elementwise (the project's tolerance against float64)."""
     actual = np.asarray(actual, dtype=np.float64)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import widefuse
+from conftest import DlpackOnly
 from widefuse import DataType, FusionDefinition
 
 
@@ -122,20 +123,6 @@ def test_cuda_arrays_without_a_device_say_so():
         fd.execute([FakeCudaArray(), 2.0])
     with pytest.raises(widefuse.Error, match="cannot read CUDA arrays"):
         fd.execute([FakeCudaArray(), 2.0], backend="host")
-
-
-class DlpackOnly:
-    """An array offering nothing but DLPack (NumPy exports read-only arrays with DLPack 1.x's
-    read-only flag)."""
-
-    def __init__(self, array):
-        self._array = array
-
-    def __dlpack__(self, **kwargs):
-        return self._array.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self._array.__dlpack_device__()
 
 
 def test_read_only_dlpack_export_for_an_aliased_input_is_refused():

@@ -5,7 +5,7 @@ import ml_dtypes
 import pytest
 
 import widefuse
-from conftest import assert_close
+from conftest import DlpackOnly, assert_close
 from test_seed_adam import reference_step
 from widefuse import DataType, FusionDefinition
 
@@ -168,24 +168,12 @@ def test_declared_layouts_accept_matching_strided_arrays(rng):
 
 
 def test_cpu_dlpack_exporters_are_read_in_place(rng):
-    class OnlyDlpack:
-        """An array that offers nothing but DLPack (as a CPU torch tensor would)."""
-
-        def __init__(self, array):
-            self._array = array
-
-        def __dlpack__(self, **kwargs):
-            return self._array.__dlpack__(**kwargs)
-
-        def __dlpack_device__(self):
-            return self._array.__dlpack_device__()
-
     data = rng.standard_normal(50).astype(np.float32)
     expected = data * np.float32(3)
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[-1])
         fd.add_output(fd.ops.set(t * 3), alias_input=t)
-    fd.execute([OnlyDlpack(data)])
+    fd.execute([DlpackOnly(data)])
     np.testing.assert_array_equal(data, expected)
 
 
