@@ -32,50 +32,74 @@ class _Leaf:
     input: int
 
 
-def _flatten(value: Any, arrays: list, seen: dict, key: list) -> Any:
-    """The structure of `value` with arrays replaced by _Leaf; appends the cache key.
-
-    NumPy arrays are tested first and keyed by cheap attributes: this runs for every array
-    of every call."""
+def _collect(value: Any, arrays: list, seen: dict, key: list) -> None:
+    """Appends every distinct array in `value` to `arrays` (`seen` maps id -> index) and the
+    signature of `value` to `key`. This runs on every call, so NumPy arrays, including those
+    directly in a list (an optimizer's parameters), are handled without a further call."""
     if type(value) is np.ndarray:
-        return _array_leaf(value, arrays, seen, key, (value.dtype, value.shape, value.strides))
-    if isinstance(value, (list, tuple)):
+        _collect_array(value, arrays, seen, key, (value.dtype, value.shape, value.strides))
+    elif isinstance(value, (list, tuple)):
         key.append((type(value).__name__, len(value)))
-        items = [_flatten(item, arrays, seen, key) for item in value]
-        if isinstance(value, list):
-            return items
-        # A namedtuple keeps its type (optimizer code reads hyperparameters by field name).
-        return type(value)._make(items) if hasattr(value, "_fields") else tuple(items)
-    if isinstance(value, dict):
+        for item in value:
+            if type(item) is np.ndarray:
+                index = seen.get(id(item))
+                if index is None:
+                    seen[id(item)] = len(arrays)
+                    arrays.append(item)
+                    key.append((item.dtype, item.shape, item.strides))
+                else:
+                    key.append(("same array", index))
+            else:
+                _collect(item, arrays, seen, key)
+    elif isinstance(value, dict):
         key.append(("dict", tuple(value)))
-        return {name: _flatten(item, arrays, seen, key) for name, item in value.items()}
+        for item in value.values():
+            _collect(item, arrays, seen, key)
+    elif _is_array(value) and not isinstance(value, (str, bytes, np.generic)):
+        view = array_view(value, f"argument {len(arrays)}")
+        _collect_array(value, arrays, seen, key,
+                       ("array", view.dtype.value, view.shape, view.strides, view.on_device))
+    else:
+        key.append(_constant_key(value))
+
+
+def _collect_array(value: Any, arrays: list, seen: dict, key: list, description: tuple) -> None:
+    index = seen.get(id(value))
+    if index is None:
+        seen[id(value)] = len(arrays)
+        arrays.append(value)
+        key.append(description)
+    else:
+        key.append(("same array", index))
+
+
+def _constant_key(value: Any) -> tuple:
+    """The cache key of a non-array argument, which becomes a constant of the recording."""
     if isinstance(value, np.generic):  # NumPy scalars are numbers, not arrays
         value = value.item()
-    elif _is_array(value) and not isinstance(value, (str, bytes)):
-        view = array_view(value, f"argument {len(arrays)}")
-        return _array_leaf(value, arrays, seen, key,
-                           ("array", view.dtype.value, view.shape, view.strides, view.on_device))
     if isinstance(value, Value):
         raise Error("a traced function was given a widefuse value; pass arrays")
     if not isinstance(value, Hashable):
         raise Error(f"traced functions take arrays, numbers, strings, None and lists, tuples "
                     f"and dicts of them; got {type(value).__name__}")
     # Floats by their bits: -0.0 is not 0.0, and every NaN argument is the same constant.
-    key.append(("constant", type(value).__name__,
-                value.hex() if type(value) is float else value))
-    return value
+    return ("constant", type(value).__name__, value.hex() if type(value) is float else value)
 
 
-def _array_leaf(value: Any, arrays: list, seen: dict, key: list, description: tuple) -> _Leaf:
-    """The leaf of an array; the same object seen again is the same input."""
-    index = seen.get(id(value))
-    if index is not None:
-        key.append(("same array", index))
-        return _Leaf(index)
-    index = seen[id(value)] = len(arrays)
-    arrays.append(value)
-    key.append(description)
-    return _Leaf(index)
+def _structure(value: Any, seen: dict) -> Any:
+    """`value` with each array replaced by _Leaf(its input index), as _collect numbered them;
+    built only when a new signature is recorded."""
+    if id(value) in seen and (type(value) is np.ndarray or _is_array(value)):
+        return _Leaf(seen[id(value)])
+    if isinstance(value, (list, tuple)):
+        items = [_structure(item, seen) for item in value]
+        if isinstance(value, list):
+            return items
+        # A namedtuple keeps its type (optimizer code reads hyperparameters by field name).
+        return type(value)._make(items) if hasattr(value, "_fields") else tuple(items)
+    if isinstance(value, dict):
+        return {name: _structure(item, seen) for name, item in value.items()}
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _substitute(structure: Any, proxies: list) -> Any:
@@ -120,11 +144,12 @@ class TracedFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         arrays: list = []
         key: list = []
-        structure = _flatten((args, kwargs), arrays, {}, key)
+        seen: dict = {}
+        _collect((args, kwargs), arrays, seen, key)
         signature = tuple(key)
         recording = self._recordings.get(signature)
         if recording is None:
-            recording = self._record(structure, arrays)
+            recording = self._record(_structure((args, kwargs), seen), arrays)
             self._recordings[signature] = recording
         self.last_definition = recording.definition
         outputs = recording.definition.execute(arrays, mode=self._mode, backend=self._backend,
