@@ -10,6 +10,8 @@ JSON (medians) that benchmarks/report.py turns into a table:
   lookup, array checks, the C++ executor and the tiny kernel).
 - traced_dispatch/N: the same with backend="none": everything but running the kernel.
 - execute_dispatch/N: FusionDefinition.execute alone with backend="none".
+- prepared_step/N, prepared_dispatch/N: TracedFunction.prepare's step (arrays that stay in
+  place: no signature, no checks) on the host backend and with backend="none".
 
 Usage: PYTHONPATH=build/python .venv/bin/python benchmarks/python_dispatch_benchmark.py
 """
@@ -81,6 +83,12 @@ def main():
         execute, iterations = median_microseconds(lambda: fd.execute(ordered, backend="none",
                                                                      mode="batched"))
         rows.append(row(f"execute_dispatch/{count}", execute, iterations, params=count))
+        prepared_step = traced.prepare(*arguments, **HYPER)
+        step, iterations = median_microseconds(prepared_step)
+        rows.append(row(f"prepared_step/{count}", step, iterations, params=count))
+        prepared_dispatch = dry.prepare(*arguments, **HYPER)
+        dispatch, iterations = median_microseconds(prepared_dispatch)
+        rows.append(row(f"prepared_dispatch/{count}", dispatch, iterations, params=count))
     context = dict(date=time.strftime("%Y-%m-%d"), num_cpus=os.cpu_count(),
                    load_avg=list(os.getloadavg()), library_build_type="release")
     json.dump(dict(context=context, benchmarks=rows), sys.stdout, indent=1)

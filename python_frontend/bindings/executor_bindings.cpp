@@ -128,6 +128,34 @@ nb::object hostArray(HostTensor tensor) {
       .cast();
 }
 
+nb::list hostArrays(RunResult result) {
+  nb::list outputs;
+  for (HostTensor& tensor : result.outputs)
+    outputs.append(hostArray(std::move(tensor)));
+  return outputs;
+}
+
+/// A run prepared once for arguments that stay in place (PreparedRun): each launch skips every
+/// check. Holds the buffer views of its NumPy arguments; the Python side holds the arrays.
+class PyPreparedRun {
+public:
+  PyPreparedRun(std::unique_ptr<PreparedRun> run, std::vector<HeldBuffer> held)
+      : run_(std::move(run)), held_(std::move(held)) {}
+
+  nb::list launch() {
+    RunResult result;
+    {
+      nb::gil_scoped_release release;
+      result = run_->launch();
+    }
+    return hostArrays(std::move(result));
+  }
+
+private:
+  std::unique_ptr<PreparedRun> run_;
+  std::vector<HeldBuffer> held_;
+};
+
 /// Compiles a fusion once per input signature and runs it (FusionExecutorCache).
 class PyExecutor {
 public:
@@ -164,9 +192,19 @@ public:
       nb::gil_scoped_release release;
       result = cache_->run(converted);
     }
-    for (HostTensor& tensor : result.outputs)
-      outputs.append(hostArray(std::move(tensor)));
-    return outputs;
+    return hostArrays(std::move(result));
+  }
+
+  /// Checks, compiles and binds once; the arguments must stay where they are.
+  PyPreparedRun prepare(const nb::list& arguments) {
+    std::vector<HeldBuffer> held;
+    std::vector<Argument> converted = argumentsOf(arguments, *fusion_, held);
+    std::unique_ptr<PreparedRun> run;
+    {
+      nb::gil_scoped_release release;
+      run = cache_->prepare(converted);
+    }
+    return PyPreparedRun(std::move(run), std::move(held));
   }
 
   nb::list lastKernels() const {
@@ -254,6 +292,8 @@ nb::tuple dlpackView(nb::handle object) {
 } // namespace
 
 void bindExecutor(nb::module_& module) {
+  nb::class_<PyPreparedRun>(module, "_PreparedRun", "A run prepared once, launched many times.")
+      .def("launch", &PyPreparedRun::launch, "One step; returns the plain outputs.");
   nb::class_<PyExecutor>(module, "_Executor", "Runs one fusion; compiles once per signature.")
       .def(nb::init<const FusionHandle&, const std::string&, const std::string&, const std::string&,
                     unsigned, bool, const std::optional<std::string>&, uintptr_t>(),
@@ -261,6 +301,8 @@ void bindExecutor(nb::module_& module) {
            nb::arg("threads"), nb::arg("fmad"), nb::arg("arch").none(), nb::arg("stream"))
       .def_prop_ro("backend", &PyExecutor::backend)
       .def("run", &PyExecutor::run, nb::arg("arguments"), nb::arg("device_outputs"))
+      .def("prepare", &PyExecutor::prepare, nb::arg("arguments"), nb::keep_alive<0, 1>(),
+           "Checks, compiles and binds once for arguments that stay in place.")
       .def("last_kernels", &PyExecutor::lastKernels,
            "The kernels of the last run: name, launches per run, CUDA source.")
       .def("num_signatures", &PyExecutor::numSignatures);

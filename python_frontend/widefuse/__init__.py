@@ -10,7 +10,7 @@ Errors raise ``widefuse.Error`` (a RuntimeError) with the C++ message.
 from ._widefuse import Error
 from . import prims
 from .data_type import DataType
-from .fusion_definition import FusionDefinition
+from .fusion_definition import FusionDefinition, PreparedExecution
 from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, copy_, div, exp, expm1, fmod,
                         isfinite, isinf, isnan, lerp, log, log1p, maximum, minimum, mul, neg,
                         negative, pow, reciprocal, rsqrt, sigmoid, sign, sqrt, sub, tanh, where)
@@ -31,7 +31,7 @@ float64 = double = DataType.Double
 # `from widefuse import *` exports no name that would shadow a builtin (abs, pow, bool,
 # float); those stay available as widefuse.abs, ... for `import widefuse as torch`.
 __all__ = [
-    "DataType", "Error", "FusionDefinition", "Scalar", "Tensor", "TracedFunction",
+    "DataType", "Error", "FusionDefinition", "PreparedExecution", "Scalar", "Tensor", "TracedFunction",
     "UnsupportedOperationError", "Value", "copy_", "prims", "trace",
     "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod", "isfinite",
     "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg", "negative",

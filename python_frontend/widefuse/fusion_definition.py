@@ -184,18 +184,41 @@ class FusionDefinition:
         cuda, host, reference, none; `mode` one of auto, per-component, batched, packed.
         `device` (nvFuser's argument) may only name CUDA device 0, the one widefuse runs on.
         """
-        fusion = self._finished("execute()")
+        executor, arguments, on_device = self._executor_for(
+            "execute()", inputs, backend=backend, mode=mode, block_order=block_order,
+            threads=threads, fmad=fmad, arch=arch, device=device)
+        outputs = executor.run(arguments, on_device)
+        return outputs if on_device else self._host_outputs(outputs)
+
+    def prepare(self, inputs: Sequence[Any], **options: Any) -> PreparedExecution:
+        """Checks `inputs`, compiles and binds once, for steps on arrays that stay where they
+        are (an optimizer's parameters and state): each call of the result runs one step with
+        no checks at all, so its cost does not grow with the number of inputs. The arrays
+        must keep their shape, strides and memory while the result is used (the result holds
+        them; NumPy then refuses to resize them). Takes execute()'s options."""
+        executor, arguments, on_device = self._executor_for("prepare()", inputs, **options)
+        if on_device and self._fusion.outputs():
+            raise Error("prepare() on CUDA arrays needs a fusion without plain outputs (the "
+                        "outputs would land in host memory); use execute()")
+        return PreparedExecution(self, executor.prepare(arguments), list(inputs))
+
+    def _executor_for(self, what: str, inputs: Sequence[Any], *, backend: str = "auto",
+                      mode: str = "auto", block_order: str = "forward", threads: int = 1,
+                      fmad: bool = True, arch: Optional[str] = None,
+                      device: Any = None) -> tuple[Any, list, bool]:
+        """The executor for these options and the checked arguments (see execute())."""
+        fusion = self._finished(what)
         if device not in (None, 0, "cuda", "cuda:0"):
-            raise Error(f"execute(device={device!r}): widefuse runs on CUDA device 0 only")
+            raise Error(f"{what[:-2]}(device={device!r}): widefuse runs on CUDA device 0 only")
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise Error(f"execute(threads={threads!r}): threads must be an integer >= 1")
+            raise Error(f"{what[:-2]}(threads={threads!r}): threads must be an integer >= 1")
         if backend not in _BACKENDS:
             raise Error(f"unknown backend '{backend}' (expected one of {', '.join(_BACKENDS)})")
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-            raise Error("execute() takes a list of inputs")
+            raise Error(f"{what} takes a list of inputs")
         if len(inputs) != len(self._inputs):
             names = ", ".join(facts["name"] for facts in self._inputs)
-            raise Error(f"execute() expects {len(self._inputs)} inputs ({names}), "
+            raise Error(f"{what} expects {len(self._inputs)} inputs ({names}), "
                         f"got {len(inputs)}")
         arguments, on_device, stream = self._arguments(inputs)
         if backend == "auto":
@@ -209,9 +232,11 @@ class FusionDefinition:
                                            arch, stream or 0)
             self._executors[key] = executor
         self._last_executor = executor
-        outputs = executor.run(arguments, on_device and backend == "cuda")
-        if on_device:
-            return outputs
+        return executor, arguments, on_device and backend == "cuda"
+
+    def _host_outputs(self, outputs: list) -> list:
+        """NumPy outputs in their real dtypes (the extension returns bool, f16 and bf16 as
+        unsigned integers of the same width)."""
         return [output.view(data_type.numpy) if output.dtype != data_type.numpy else output
                 for output, data_type in zip(outputs, self._output_types())]
 
@@ -243,3 +268,16 @@ class FusionDefinition:
                 stream = view.stream if stream is None else stream
             arguments.append(view.argument())
         return arguments, on_device, stream
+
+
+class PreparedExecution:
+    """A step prepared by FusionDefinition.prepare(): call it to run one step."""
+
+    def __init__(self, fd: FusionDefinition, prepared: Any, inputs: list) -> None:
+        self._fd = fd
+        self._prepared = prepared
+        self._inputs = inputs  # keeps the arrays (and so their memory) alive
+
+    def __call__(self) -> list[Any]:
+        """Runs one step on the prepared inputs; returns the plain outputs."""
+        return self._fd._host_outputs(self._prepared.launch())

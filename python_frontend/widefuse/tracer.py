@@ -142,6 +142,24 @@ class TracedFunction:
         return len(self._recordings)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        recording, arrays = self._recording_for(args, kwargs)
+        outputs = recording.definition.execute(arrays, mode=self._mode, backend=self._backend,
+                                               **self._execute_options)
+        return _substitute(recording.result, outputs)
+
+    def prepare(self, *args: Any, **kwargs: Any) -> Callable[[], Any]:
+        """Records (if needed) and prepares a call for arrays that stay in place: the result,
+        called with no arguments, runs the step again on the same arrays without building the
+        signature or checking anything (FusionDefinition.prepare), which makes a step's cost
+        independent of the number of parameters. The arrays must keep their shape, strides
+        and memory while it is used; Python values are those of this call."""
+        recording, arrays = self._recording_for(args, kwargs)
+        prepared = recording.definition.prepare(arrays, mode=self._mode, backend=self._backend,
+                                                **self._execute_options)
+        return lambda: _substitute(recording.result, prepared())
+
+    def _recording_for(self, args: tuple, kwargs: dict) -> tuple[_Recording, list]:
+        """The recording of this call's signature (made now if new) and its arrays."""
         arrays: list = []
         key: list = []
         seen: dict = {}
@@ -152,9 +170,7 @@ class TracedFunction:
             recording = self._record(_structure((args, kwargs), seen), arrays)
             self._recordings[signature] = recording
         self.last_definition = recording.definition
-        outputs = recording.definition.execute(arrays, mode=self._mode, backend=self._backend,
-                                               **self._execute_options)
-        return _substitute(recording.result, outputs)
+        return recording, arrays
 
     def _record(self, structure: Any, arrays: list) -> _Recording:
         name = getattr(self._function, "__name__", "traced")

@@ -234,3 +234,23 @@ def test_star_import_does_not_shadow_builtins():
     exec("from widefuse import *\nresult = (abs(-1), float('1.5'), isinstance(True, bool))",
          namespace)
     assert namespace["result"] == (1, 1.5, True)
+
+
+def test_prepared_execution_repeats_steps_in_place(rng):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1])
+        step = fd.define_tensor(shape=[])
+        fd.add_output(fd.ops.set(step + 1), alias_input=step)
+        fd.add_output(fd.ops.set(x * 0.5), alias_input=x)
+        fd.add_output(x + step)
+    x = rng.standard_normal(100).astype(np.float32)
+    step = np.array(0.0, np.float32)
+    initial = x.copy()
+    with pytest.raises(widefuse.Error, match="input 'T0'"):
+        fd.prepare([x.astype(np.float64), step])  # prepare checks like execute
+    run = fd.prepare([x, step])
+    for k in range(3):
+        (sum_,) = run()
+        np.testing.assert_array_equal(sum_, initial * np.float32(0.5) ** k + np.float32(k))
+    np.testing.assert_array_equal(x, initial * np.float32(0.125))
+    assert float(step) == 3.0

@@ -56,7 +56,7 @@ def make_state(shapes, rng, fortran_first=False):
 
 
 def run_adam(count, mode, rng, *, amsgrad=False, maximize=False, weight_decay=0.0,
-             fortran_first=False, steps_to_run=3):
+             fortran_first=False, steps_to_run=3, prepared=False):
     shapes = shapes_for(count, rng)
     params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = make_state(shapes, rng,
                                                                         fortran_first)
@@ -66,11 +66,18 @@ def run_adam(count, mode, rng, *, amsgrad=False, maximize=False, weight_decay=0.
     expected_steps = [0.0] * count
     adam = widefuse.trace(_single_tensor_adam, mode=mode)
     step_objects = [id(s) for s in steps]
+    grads = [np.zeros(s, np.float32) for s in shapes]  # refilled in place every step
+    arguments = (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, None, None)
+    options = dict(amsgrad=amsgrad, has_complex=False, maximize=maximize, capturable=False,
+                   differentiable=False, **hyper)
+    step = adam.prepare(*arguments, **options) if prepared else None
     for _ in range(steps_to_run):
-        grads = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-        adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, None, None,
-             amsgrad=amsgrad, has_complex=False, maximize=maximize, capturable=False,
-             differentiable=False, **hyper)
+        for grad, shape in zip(grads, shapes):
+            grad[...] = rng.standard_normal(shape).astype(np.float32)
+        if prepared:
+            step()
+        else:
+            adam(*arguments, **options)
         p, m, v, vmax = expected
         reference_step(p, [g.astype(np.float64) for g in grads], m, v, vmax, expected_steps,
                        amsgrad=amsgrad, maximize=maximize, **hyper)
@@ -108,6 +115,13 @@ def test_column_major_parameter_gets_its_own_strided_kernel(rng):
     adam = run_adam(5, "batched", rng, fortran_first=True)
     kernels = adam.last_definition.last_kernels()
     assert sum(kernel["launches"] for kernel in kernels) == 2
+
+
+@pytest.mark.parametrize("mode", ["batched", "per-component"])
+def test_prepared_steps_match_float64(mode, rng):
+    """TracedFunction.prepare: the same arrays stepped with no per-call checks."""
+    adam = run_adam(5, mode, rng, prepared=True)
+    assert adam.cache_size == 1
 
 
 def test_amsgrad_maximize_and_weight_decay(rng):
