@@ -96,9 +96,13 @@ public:
   }
   void addOutput(const Val& value) { live().addOutput(value); }
 
+  /// Verifies the fusion and segments it once, so that what no kernel can run (outputs of
+  /// two shapes in one subgraph, say) is refused when the `with` block ends, not at the first
+  /// execute().
   FusionHandle finalize() {
     std::shared_ptr<const Fusion> fusion = live().finalize();
     builder_.reset();
+    segment(*fusion);
     return FusionHandle{fusion};
   }
 

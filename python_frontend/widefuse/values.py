@@ -251,6 +251,15 @@ class Tensor(Value):
     def to(self, dtype: Any) -> Value:
         return self._apply("cast", self, dtype=data_type_of(dtype, "to"))
 
+    def view(self, dtype: Any) -> Value:
+        """torch's view(dtype) for a dtype of the same width: the same bits read as `dtype`."""
+        target = data_type_of(dtype, "view")
+        if target.numpy.itemsize != self.dtype.numpy.itemsize:
+            raise UnsupportedOperationError(
+                f"Tensor.view({target!r}) changes the element width of a {self.dtype!r} tensor; "
+                "only same-width views (bitcasts) are supported")
+        return self._apply("bitcast", self, dtype=target)
+
     def type_as(self, other: Value) -> Value:
         return self.to(other.dtype)
 

@@ -178,3 +178,12 @@ def test_execute_options_and_scalar_ranges_are_checked():
         fd.execute([ints, 1], device=1)
     (result,) = fd.execute([ints, 1], device=0)
     np.testing.assert_array_equal(result, ints + 1)
+
+
+def test_what_no_kernel_can_run_is_refused_when_the_definition_ends():
+    with pytest.raises(widefuse.Error, match="one subgraph writes output .* and output"):
+        with FusionDefinition() as fd:
+            a = fd.define_tensor(shape=[2, 4])
+            b = fd.define_tensor(shape=[4])
+            fd.add_output(fd.ops.broadcast_in_dim(b, [2, 4], [1]) + a)
+            fd.add_output(b * 3)  # a [4] output in the same subgraph as a [2, 4] one
