@@ -1,80 +1,172 @@
-// The seed's Adam on the GPU through FusionExecutorCache: GPT-2-like parameter shapes with
-// the optimizer state in device memory, per-component (one kernel per parameter) against
-// batched (one kernel for all), time per step and effective bandwidth (28 bytes moved per
-// element). Skips without a CUDA device. Run by benchmarks/gpu/run.sh; results go to
-// docs/performance.md.
+// Adam on the GPU through FusionExecutorCache: torch's Adam step (optim/adam.h) for real
+// parameter lists, the parameters, gradients and state in device memory, stepped through a
+// PreparedRun as a training loop would. Per case (model x dtype) and segmentation mode it
+// reports the time per step and the achieved bandwidth: 7 tensor accesses per element (read
+// param, grad, exp_avg, exp_avg_sq; write param, exp_avg, exp_avg_sq), so 28 bytes per element
+// in f32 and 14 in bf16.
+//
+// `cuda_benchmark --list-cases` prints the cases as JSON (name, dtype, shapes), so that
+// benchmarks/gpu/torch_adam.py steps torch's optimizers over exactly the same tensors in the
+// same run; benchmarks/gpu/report.py puts both side by side. Skips without a CUDA device.
 
-#include "optim/seed_adam.h"
+#include "optim/adam.h"
+#include "optim/model_presets.h"
 #include "runtime/cuda_device.h"
 #include "runtime/fusion_executor.h"
 
 #include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
 
 namespace {
 
 using namespace widefuse;
 
-/// GPT-2 (124M) parameter shapes: embeddings, then 12 blocks of 12 tensors, final norm.
-std::vector<optim::Shape> gpt2Shapes() {
-  std::vector<optim::Shape> shapes = {{50257, 768}, {1024, 768}};
-  for (int block = 0; block < 12; ++block)
-    for (optim::Shape shape :
-         {optim::Shape{768}, optim::Shape{768}, optim::Shape{768, 2304}, optim::Shape{2304},
-          optim::Shape{768, 768}, optim::Shape{768}, optim::Shape{768}, optim::Shape{768},
-          optim::Shape{768, 3072}, optim::Shape{3072}, optim::Shape{3072, 768}, optim::Shape{768}})
-      shapes.push_back(shape);
-  shapes.push_back({768});
-  shapes.push_back({768});
+struct Case {
+  std::string name;
+  DataType dtype;
+  std::vector<optim::Shape> shapes;
+};
+
+/// LLaMA-7B's embedding, its first `layers` decoder layers and the head: the same shapes as
+/// the whole model at a size that leaves room for torch's copy in the same run.
+std::vector<optim::Shape> llamaLayers(size_t layers) {
+  const auto& all = optim::modelPreset("llama-7b").shapes; // embed, 32 x 9, norm, head
+  std::vector<optim::Shape> shapes(all.begin(), all.begin() + 1 + 9 * layers);
+  shapes.push_back(all.back());
   return shapes;
 }
 
-void adamOnDevice(benchmark::State& state) {
+/// Many small tensors, where launches and per-tensor work dominate: 2000 parameters of
+/// 64..262144 elements (layer norms, biases, small projections), 0.2 M elements on average.
+std::vector<optim::Shape> manySmall() {
+  const optim::Shape pattern[] = {{512, 512}, {512}, {2048}, {64, 64},
+                                  {1000},     {3},   {768},  {128, 96}};
+  std::vector<optim::Shape> shapes;
+  for (size_t i = 0; i < 2000; ++i)
+    shapes.push_back(pattern[i % 8]);
+  return shapes;
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = [] {
+    std::vector<Case> list;
+    for (DataType dtype : {DataType::Float, DataType::BFloat16}) {
+      std::string suffix = dtype == DataType::Float ? "f32" : "bf16";
+      list.push_back({"gpt2-" + suffix, dtype, optim::modelPreset("gpt2").shapes});
+      list.push_back({"llama7b-8layers-" + suffix, dtype, llamaLayers(8)});
+      list.push_back({"small2000-" + suffix, dtype, manySmall()});
+    }
+    return list;
+  }();
+  return all;
+}
+
+/// Bytes one Adam step moves per parameter element.
+size_t bytesPerElement(DataType dtype) {
+  return 7 * byteSize(dtype);
+}
+
+void printCases() {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Case& c : cases()) {
+    nlohmann::json shapes = nlohmann::json::array();
+    for (const optim::Shape& shape : c.shapes)
+      shapes.push_back(std::vector<int64_t>(shape.begin(), shape.end()));
+    list.push_back({{"name", c.name},
+                    {"dtype", shortName(c.dtype).str()},
+                    {"elements", optim::totalElements(c.shapes)},
+                    {"bytes_per_step", optim::totalElements(c.shapes) * bytesPerElement(c.dtype)},
+                    {"shapes", shapes}});
+  }
+  std::cout << list.dump() << "\n";
+}
+
+/// Every tensor input in device memory, filled with the byte 0x3c (f32 0.0115, bf16 0.0115:
+/// finite, positive, no denormals), and the runtime scalars.
+struct DeviceArguments {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<Argument> arguments;
+
+  DeviceArguments(const CudaDevice& device, const optim::AdamFusion& adam) {
+    for (size_t i = 0; i < adam.fusion->inputs().size(); ++i) {
+      const Value* input = adam.fusion->inputs()[i];
+      if (!input->isTensor()) {
+        arguments.push_back(ScalarArgument(1e-3)); // lr
+        continue;
+      }
+      int64_t count = numElements(input->extents());
+      buffers.emplace_back(device, size_t(count) * byteSize(input->dtype()));
+      buffers.back().fill(0x3c);
+      arguments.push_back(
+          TensorRef{input->dtype(),
+                    llvm::SmallVector<int64_t, 4>(input->extents().begin(), input->extents().end()),
+                    contiguousStrides(input->extents()), buffers.back().pointer()});
+    }
+  }
+};
+
+/// Steps per timed iteration: enough that the final synchronisation costs little.
+constexpr int kStepsPerIteration = 10;
+
+void adamStep(benchmark::State& state, const Case& c, SegmentationMode mode) {
   if (!CudaDevice::available()) {
     state.SkipWithError("no CUDA device");
     return;
   }
   const CudaDevice& device = CudaDevice::get();
-  auto fusion = optim::buildSeedAdam(gpt2Shapes());
-  std::vector<DeviceBuffer> buffers;
-  std::vector<Argument> arguments;
-  int64_t elements = 0;
-  for (const Value* input : fusion->inputs()) {
-    if (!input->isTensor())
-      continue;
-    int64_t count = numElements(input->extents());
-    buffers.emplace_back(device, std::max<int64_t>(1, count) * 4);
-    buffers.back().zero();
-    TensorRef tensor{
-        DataType::Float,
-        llvm::SmallVector<int64_t, 4>(input->extents().begin(), input->extents().end()),
-        contiguousStrides(input->extents()), buffers.back().pointer()};
-    arguments.push_back(tensor);
-    if (input->rank() > 0 && input->name()[0] == 'p')
-      elements += count;
-  }
-  for (double scalar : {1e-3, 0.9, 0.999, 1e-8})
-    arguments.push_back(ScalarArgument(scalar));
+  optim::AdamConfig config;
+  config.dtype = c.dtype;
+  config.groups.push_back({c.shapes, {}});
+  optim::AdamFusion adam = optim::buildAdam(config);
+  DeviceArguments tensors(device, adam);
   ExecutorOptions options;
   options.backend = Backend::Cuda;
-  options.mode = state.range(0) ? SegmentationMode::Batched : SegmentationMode::PerComponent;
-  FusionExecutorCache executor(*fusion, options);
-  executor.run(arguments);
+  options.mode = mode;
+  FusionExecutorCache executor(*adam.fusion, options);
+  std::unique_ptr<PreparedRun> prepared = executor.prepare(tensors.arguments);
+  prepared->launch(); // loads the modules, uploads tables
   device.synchronizeContext();
   for (auto _ : state) {
-    executor.run(arguments);
+    auto start = std::chrono::steady_clock::now();
+    for (int step = 0; step < kStepsPerIteration; ++step)
+      prepared->launch();
     device.synchronizeContext();
+    std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    state.SetIterationTime(elapsed.count() / kStepsPerIteration);
   }
+  int64_t elements = optim::totalElements(c.shapes);
+  state.counters["params"] = double(c.shapes.size());
   state.counters["kernels"] = double(executor.lastCompiled()->numLaunches());
-  state.counters["bytes_per_second"] = benchmark::Counter(
-      double(elements) * 28 * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(double(elements) * double(bytesPerElement(c.dtype)),
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(adamOnDevice)
-    ->ArgName("batched")
-    ->Arg(0)
-    ->Arg(1)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
+
+void registerAll() {
+  for (const Case& c : cases())
+    for (SegmentationMode mode : {SegmentationMode::Batched, SegmentationMode::PerComponent})
+      benchmark::RegisterBenchmark(
+          fmt::format("adam/{}/{}", c.name, modeName(mode).str()).c_str(),
+          [&c, mode](benchmark::State& state) { adamStep(state, c, mode); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+}
 
 } // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--list-cases") == 0) {
+      printCases();
+      return 0;
+    }
+  registerAll();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -94,6 +94,7 @@ CudaDevice::CudaDevice(const CudaDriver& driver, int ordinal)
   description_.multiprocessorCount =
       static_cast<unsigned>(attribute(kCudaAttributeMultiprocessorCount));
   description_.fromDevice = true;
+  description_.maxParameterBytes = maxParameterBytes();
   char name[256] = {};
   driver.check(driver.cuDeviceGetName(name, sizeof(name) - 1, device_), "cuDeviceGetName");
   name_ = name;
@@ -114,19 +115,35 @@ unsigned CudaDevice::maxParameterBytes() const {
   return 4096;
 }
 
-void CudaDevice::makeCurrent() const {
-  CUcontext current = nullptr;
-  driver_->check(driver_->cuCtxGetCurrent(&current), "cuCtxGetCurrent");
-  if (current != context_)
-    driver_->check(driver_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+CudaDevice::ContextScope::ContextScope(const CudaDevice& device) : device_(device) {
+  const CudaDriver& driver = device.driver();
+  driver.check(driver.cuCtxGetCurrent(&previous_), "cuCtxGetCurrent");
+  if (previous_ == device.context_)
+    return;
+  driver.check(driver.cuCtxSetCurrent(device.context_), "cuCtxSetCurrent");
+  switched_ = true;
 }
 
-bool CudaDevice::tryMakeCurrent() const noexcept {
-  CUcontext current = nullptr;
-  if (driver_->cuCtxGetCurrent(&current) != kCudaSuccess)
-    return false;
-  return current == context_ || driver_->cuCtxSetCurrent(context_) == kCudaSuccess;
+CudaDevice::ContextScope::~ContextScope() {
+  // Restoring a context that was valid a moment ago cannot fail in a way the caller could
+  // act on; the next driver call of theirs would report it.
+  if (switched_)
+    device_.driver().cuCtxSetCurrent(previous_);
 }
+
+namespace {
+
+/// Runs `release` with the device's context current, for destructors: a driver that cannot
+/// switch contexts any more (process teardown) leaks the resource instead of throwing.
+template <typename Release> void releaseInContext(const CudaDevice& device, Release release) {
+  try {
+    CudaDevice::ContextScope scope(device);
+    release();
+  } catch (const Error&) {
+  }
+}
+
+} // namespace
 
 void CudaDevice::launch(const CudaModule& module, llvm::StringRef kernelName,
                         llvm::ArrayRef<std::byte> parameterBlock, unsigned gridBlocks,
@@ -137,7 +154,7 @@ void CudaDevice::launch(const CudaModule& module, llvm::StringRef kernelName,
     fail("the parameter block of kernel '{}' has {} bytes, more than the {} bytes device {} "
          "with driver {} accepts",
          kernelName, parameterBlock.size(), maxParameterBytes(), ordinal_, driverVersion_);
-  makeCurrent();
+  ContextScope scope(*this);
   CUfunction function = module.function();
   std::optional<size_t> expectedBytes = module.parameterBytes();
   if (kernelName != module.kernelName()) {
@@ -158,23 +175,31 @@ void CudaDevice::launch(const CudaModule& module, llvm::StringRef kernelName,
 }
 
 void CudaDevice::synchronize(void* stream) const {
-  makeCurrent();
+  ContextScope scope(*this);
   driver_->check(driver_->cuStreamSynchronize(static_cast<CUstream>(stream)),
                  "cuStreamSynchronize");
 }
 
 void CudaDevice::synchronizeContext() const {
-  makeCurrent();
+  ContextScope scope(*this);
   driver_->check(driver_->cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
-bool CudaDevice::isDevicePointer(const void* pointer) const {
-  makeCurrent();
+std::optional<int> CudaDevice::deviceOrdinalOf(const void* pointer) const {
+  ContextScope scope(*this);
+  auto address = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer));
   unsigned memoryType = 0;
-  CUresult result = driver_->cuPointerGetAttribute(
-      &memoryType, kCudaPointerAttributeMemoryType,
-      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer)));
-  return result == kCudaSuccess && memoryType == kCudaMemoryTypeDevice;
+  if (driver_->cuPointerGetAttribute(&memoryType, kCudaPointerAttributeMemoryType, address) !=
+          kCudaSuccess ||
+      memoryType != kCudaMemoryTypeDevice)
+    return std::nullopt;
+  int ordinal = ordinal_; // a driver that cannot tell has one device
+  driver_->cuPointerGetAttribute(&ordinal, kCudaPointerAttributeDeviceOrdinal, address);
+  return ordinal;
+}
+
+bool CudaDevice::isDevicePointer(const void* pointer) const {
+  return deviceOrdinalOf(pointer) == ordinal_;
 }
 
 // --- CudaModule ----------------------------------------------------------------------------
@@ -184,7 +209,7 @@ CudaModule::CudaModule(const CudaDevice& device, const CompiledKernel& kernel)
   const CudaDriver& driver = device.driver();
   if (kernel.cubin.empty())
     fail("kernel '{}' has no cubin to load", kernel.name);
-  device.makeCurrent();
+  CudaDevice::ContextScope scope(device);
   CUresult result = driver.cuModuleLoadData(&module_, kernel.cubin.data());
   if (result != kCudaSuccess) {
     module_ = nullptr;
@@ -227,7 +252,7 @@ CudaModule& CudaModule::operator=(CudaModule&& other) noexcept {
 
 CUfunction CudaModule::function(llvm::StringRef name) const {
   WF_ASSERT(module_, "kernel '{}' used after its module was moved from", name.str());
-  device_->makeCurrent();
+  CudaDevice::ContextScope scope(*device_);
   CUfunction found = nullptr;
   device_->driver().check(
       device_->driver().cuModuleGetFunction(&found, module_, name.str().c_str()),
@@ -236,8 +261,8 @@ CUfunction CudaModule::function(llvm::StringRef name) const {
 }
 
 void CudaModule::release() noexcept {
-  if (module_ && device_->tryMakeCurrent())
-    device_->driver().cuModuleUnload(module_);
+  if (module_)
+    releaseInContext(*device_, [&] { device_->driver().cuModuleUnload(module_); });
   module_ = nullptr;
   function_ = nullptr;
 }
@@ -249,7 +274,7 @@ DeviceBuffer::DeviceBuffer(const CudaDevice& device, size_t bytes)
   // cuMemAlloc rejects 0 bytes; an empty buffer needs no memory and keeps a null address.
   if (bytes == 0)
     return;
-  device.makeCurrent();
+  CudaDevice::ContextScope scope(device);
   CUresult result = device.driver().cuMemAlloc(&address_, bytes);
   if (result != kCudaSuccess)
     fail("cuMemAlloc of {} bytes on device {} failed: {}", bytes, device.ordinal(),
@@ -275,23 +300,23 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 }
 
 void DeviceBuffer::release() noexcept {
-  if (address_ && device_->tryMakeCurrent())
-    device_->driver().cuMemFree(address_);
+  if (address_)
+    releaseInContext(*device_, [&] { device_->driver().cuMemFree(address_); });
   address_ = 0;
   size_ = 0;
 }
 
-void DeviceBuffer::prepareCopy(size_t offset, size_t bytes, llvm::StringRef what) const {
+void DeviceBuffer::checkRange(size_t offset, size_t bytes, llvm::StringRef what) const {
   WF_ASSERT(offset <= size_ && bytes <= size_ - offset,
             "{} of {} bytes at offset {} overruns a {}-byte device buffer", what.str(), bytes,
             offset, size_);
-  device_->makeCurrent();
 }
 
 void DeviceBuffer::upload(llvm::ArrayRef<std::byte> bytes, size_t offset) {
   if (bytes.empty())
     return;
-  prepareCopy(offset, bytes.size(), "upload");
+  checkRange(offset, bytes.size(), "upload");
+  CudaDevice::ContextScope scope(*device_);
   device_->driver().check(
       device_->driver().cuMemcpyHtoD(address_ + offset, bytes.data(), bytes.size()),
       "cuMemcpyHtoD");
@@ -300,7 +325,8 @@ void DeviceBuffer::upload(llvm::ArrayRef<std::byte> bytes, size_t offset) {
 void DeviceBuffer::uploadAsync(llvm::ArrayRef<std::byte> bytes, void* stream, size_t offset) {
   if (bytes.empty())
     return;
-  prepareCopy(offset, bytes.size(), "upload");
+  checkRange(offset, bytes.size(), "upload");
+  CudaDevice::ContextScope scope(*device_);
   device_->driver().check(device_->driver().cuMemcpyHtoDAsync(address_ + offset, bytes.data(),
                                                               bytes.size(),
                                                               static_cast<CUstream>(stream)),
@@ -310,7 +336,8 @@ void DeviceBuffer::uploadAsync(llvm::ArrayRef<std::byte> bytes, void* stream, si
 void DeviceBuffer::download(llvm::MutableArrayRef<std::byte> bytes, size_t offset) const {
   if (bytes.empty())
     return;
-  prepareCopy(offset, bytes.size(), "download");
+  checkRange(offset, bytes.size(), "download");
+  CudaDevice::ContextScope scope(*device_);
   device_->driver().check(
       device_->driver().cuMemcpyDtoH(bytes.data(), address_ + offset, bytes.size()),
       "cuMemcpyDtoH");
@@ -320,24 +347,27 @@ void DeviceBuffer::downloadAsync(llvm::MutableArrayRef<std::byte> bytes, void* s
                                  size_t offset) const {
   if (bytes.empty())
     return;
-  prepareCopy(offset, bytes.size(), "download");
+  checkRange(offset, bytes.size(), "download");
+  CudaDevice::ContextScope scope(*device_);
   device_->driver().check(device_->driver().cuMemcpyDtoHAsync(bytes.data(), address_ + offset,
                                                               bytes.size(),
                                                               static_cast<CUstream>(stream)),
                           "cuMemcpyDtoHAsync");
 }
 
-void DeviceBuffer::zero() {
+void DeviceBuffer::fill(unsigned char byte) {
   if (size_ == 0)
     return;
-  prepareCopy(0, size_, "zero");
-  device_->driver().check(device_->driver().cuMemsetD8(address_, 0, size_), "cuMemsetD8");
+  checkRange(0, size_, "fill");
+  CudaDevice::ContextScope scope(*device_);
+  device_->driver().check(device_->driver().cuMemsetD8(address_, byte, size_), "cuMemsetD8");
 }
 
 void DeviceBuffer::zeroAsync(void* stream) {
   if (size_ == 0)
     return;
-  prepareCopy(0, size_, "zero");
+  checkRange(0, size_, "zero");
+  CudaDevice::ContextScope scope(*device_);
   device_->driver().check(
       device_->driver().cuMemsetD8Async(address_, 0, size_, static_cast<CUstream>(stream)),
       "cuMemsetD8Async");
@@ -345,11 +375,10 @@ void DeviceBuffer::zeroAsync(void* stream) {
 
 // --- CudaStream ----------------------------------------------------------------------------
 
-CudaStream::CudaStream(const CudaDevice& device) : device_(&device) {
-  device.makeCurrent();
-  // Flags 0 (CU_STREAM_DEFAULT), not CU_STREAM_NON_BLOCKING: the stream then waits for the
-  // legacy default stream, where synchronous pageable copies may still be in flight.
-  device.driver().check(device.driver().cuStreamCreate(&stream_, 0), "cuStreamCreate");
+CudaStream::CudaStream(const CudaDevice& device, bool nonBlocking) : device_(&device) {
+  CudaDevice::ContextScope scope(device);
+  device.driver().check(device.driver().cuStreamCreate(&stream_, nonBlocking ? 1u : 0u),
+                        "cuStreamCreate");
 }
 
 CudaStream::~CudaStream() {
@@ -373,8 +402,8 @@ void CudaStream::synchronize() const {
 }
 
 void CudaStream::release() noexcept {
-  if (stream_ && device_->tryMakeCurrent())
-    device_->driver().cuStreamDestroy(stream_);
+  if (stream_)
+    releaseInContext(*device_, [&] { device_->driver().cuStreamDestroy(stream_); });
   stream_ = nullptr;
 }
 

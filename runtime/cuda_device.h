@@ -1,8 +1,10 @@
 #pragma once
 /// One CUDA device and what runs on it: its primary context, loaded cubins, device memory,
 /// streams and kernel launches, all through the dlopen'ed driver (runtime/cuda_driver.h).
-/// Every call first makes the device's primary context current in the calling thread, so
-/// these objects can be used from any thread.
+/// Every call makes the device's primary context current in the calling thread for its own
+/// duration and restores the thread's previous context before it returns, so these objects
+/// can be used from any thread without moving a caller (torch on another device, say) to
+/// another context.
 
 #include "runtime/cuda_compiler.h"
 #include "runtime/cuda_driver.h"
@@ -59,9 +61,23 @@ public:
   /// Volta and newer, 4096 bytes otherwise.
   unsigned maxParameterBytes() const;
 
-  /// Makes the primary context current in the calling thread (a no-op when it already is).
-  /// For callers that use the driver table directly; the members below do it themselves.
-  void makeCurrent() const;
+  /// Makes the device's primary context current in the calling thread for the life of the
+  /// scope, then restores the context that was current before (a no-op when it already was
+  /// the device's). For callers that use the driver table directly; the members below open
+  /// one themselves.
+  class ContextScope {
+  public:
+    /// Throws Error when the driver cannot read or set the current context.
+    explicit ContextScope(const CudaDevice& device);
+    ~ContextScope();
+    ContextScope(const ContextScope&) = delete;
+    ContextScope& operator=(const ContextScope&) = delete;
+
+  private:
+    const CudaDevice& device_;
+    CUcontext previous_ = nullptr;
+    bool switched_ = false;
+  };
 
   /// Launches `kernelName` of `module` on `stream` (null: the legacy default stream) with
   /// `gridBlocks` x `threadsPerBlock` threads and one argument, a struct whose bytes are
@@ -79,8 +95,10 @@ public:
   /// Waits for all work of the context, on every stream.
   void synchronizeContext() const;
 
-  /// True when `pointer` is device memory the driver knows (cuMemAlloc, cudaMalloc, PyTorch's
-  /// allocator); false for host memory and unknown addresses.
+  /// The ordinal of the device whose memory `pointer` is (cuMemAlloc, cudaMalloc, PyTorch's
+  /// allocator); nullopt for host memory and addresses the driver does not know.
+  std::optional<int> deviceOrdinalOf(const void* pointer) const;
+  /// True when `pointer` is memory of this device (deviceOrdinalOf is ordinal()).
   bool isDevicePointer(const void* pointer) const;
 
 private:
@@ -89,8 +107,6 @@ private:
   friend class CudaStream;
 
   CudaDevice(const CudaDriver& driver, int ordinal);
-  /// makeCurrent() for destructors: reports failure instead of throwing.
-  bool tryMakeCurrent() const noexcept;
 
   const CudaDriver* driver_;
   int ordinal_;
@@ -164,8 +180,11 @@ public:
   void download(llvm::MutableArrayRef<std::byte> bytes, size_t offset = 0) const;
   /// Queues a copy of the buffer from `offset` into `bytes` on `stream`.
   void downloadAsync(llvm::MutableArrayRef<std::byte> bytes, void* stream, size_t offset = 0) const;
-  /// Sets every byte to zero.
-  void zero();
+  /// Sets every byte to `byte`. Synchronous with the host, but not ordered with non-blocking
+  /// streams: use zeroAsync for memory their kernels use.
+  void fill(unsigned char byte);
+  /// fill(0).
+  void zero() { fill(0); }
   /// Queues setting every byte to zero on `stream`.
   void zeroAsync(void* stream);
 
@@ -181,8 +200,8 @@ public:
   }
 
 private:
-  /// Checks that [offset, offset + bytes) lies in the buffer and makes the context current.
-  void prepareCopy(size_t offset, size_t bytes, llvm::StringRef what) const;
+  /// Checks that [offset, offset + bytes) lies in the buffer.
+  void checkRange(size_t offset, size_t bytes, llvm::StringRef what) const;
   void release() noexcept;
 
   const CudaDevice* device_ = nullptr;
@@ -191,12 +210,12 @@ private:
 };
 
 /// A stream of the device, destroyed on destruction (after its queued work, which the driver
-/// lets finish); the device must outlive it. It is a blocking stream: it orders with the
-/// legacy default stream, so the synchronous copies above are seen by its kernels.
+/// lets finish); the device must outlive it. By default a blocking stream, which orders with
+/// the legacy default stream; a non-blocking one does not (torch's pool streams are such).
 class CudaStream {
 public:
-  /// Creates a stream on `device`.
-  explicit CudaStream(const CudaDevice& device);
+  /// Creates a stream on `device`; `nonBlocking` gives it CU_STREAM_NON_BLOCKING.
+  explicit CudaStream(const CudaDevice& device, bool nonBlocking = false);
   ~CudaStream();
   CudaStream(CudaStream&& other) noexcept;
   CudaStream& operator=(CudaStream&& other) noexcept;

@@ -49,6 +49,8 @@ inline constexpr int kCudaAttributeComputeCapabilityMajor = 75;
 inline constexpr int kCudaAttributeComputeCapabilityMinor = 76;
 /// CU_POINTER_ATTRIBUTE_MEMORY_TYPE (the result is an unsigned CUmemorytype).
 inline constexpr int kCudaPointerAttributeMemoryType = 2;
+/// CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL (the result is an int).
+inline constexpr int kCudaPointerAttributeDeviceOrdinal = 9;
 /// CU_MEMORYTYPE_DEVICE.
 inline constexpr unsigned kCudaMemoryTypeDevice = 2;
 

@@ -3,8 +3,18 @@
 #include "ir/error.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 namespace widefuse {
+
+bool synchronizeEachLaunch() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("WIDEFUSE_CUDA_SYNC");
+    return value && *value && std::strcmp(value, "0") != 0;
+  }();
+  return enabled;
+}
 
 CudaLaunches::CudaLaunches(const CudaDevice& device, const CompiledFusion& compiled)
     : device_(device) {
@@ -21,9 +31,11 @@ CudaLaunches::CudaLaunches(const CudaDevice& device, const CompiledFusion& compi
     if (plan.tableLocation == TableLocation::DeviceMemory)
       tables_.back() =
           DeviceBuffer(device, std::max<size_t>(1, launch.members.size()) * plan.entryBytes);
+    // Zeroed on the first launch's stream, not here: a synchronous memset on the legacy
+    // stream is not ordered before a kernel on a non-blocking stream.
     tickets_.emplace_back(device, std::max<size_t>(1, launch.members.size()) * sizeof(uint32_t));
-    tickets_.back().zero();
   }
+  ticketsZeroed_.assign(tickets_.size(), false);
 }
 
 void CudaLaunches::launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings,
@@ -35,12 +47,27 @@ void CudaLaunches::launch(const CompiledFusion& compiled, std::vector<LaunchBind
     if (rebound) {
       setTableAddresses(binding, tables_[i].size() ? tables_[i].pointer() : nullptr,
                         tickets_[i].pointer());
+      // Pageable host memory is staged before the call returns, so the binding may change
+      // afterwards; the copy itself runs in stream order, after earlier kernels read the table.
       if (!binding.table.empty())
         tables_[i].uploadAsync(binding.table, stream);
+    }
+    if (plan.needsTickets && !ticketsZeroed_[i]) {
+      tickets_[i].zeroAsync(stream); // every later launch finds them zeroed by the kernel
+      ticketsZeroed_[i] = true;
     }
     unsigned grid = std::max(1u, std::min(binding.numChunks, plan.maxGridBlocks));
     device_.launch(modules_[launch.plan], plan.name, binding.parameters, grid, plan.threadsPerBlock,
                    stream);
+    if (synchronizeEachLaunch()) {
+      try {
+        device_.synchronize(stream);
+      } catch (const Error& error) {
+        fail("kernel '{}' failed (found by WIDEFUSE_CUDA_SYNC=1, which waits after each "
+             "launch): {}",
+             plan.name, error.what());
+      }
+    }
   }
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 /// The CUDA backend's state for one compiled signature: the loaded modules, member tables in
 /// device memory (uploaded only when the bindings change) and the ticket workspaces (zeroed
-/// once; the kernels leave them zeroed).
+/// once, on the stream of the first launch; the kernels leave them zeroed). Every transfer of
+/// a launch is queued on the launch's stream, so it is ordered with the kernels whatever kind
+/// of stream the caller uses (non-blocking ones included).
 
 #include "runtime/cuda_device.h"
 #include "runtime/fusion_compiler.h"
@@ -20,9 +22,9 @@ public:
   /// accepts (CUDA older than 12.1: 4 KB).
   CudaLaunches(const CudaDevice& device, const CompiledFusion& compiled);
 
-  /// Points each binding at its device table and tickets (allocating them the first time),
-  /// uploads the tables when `rebound`, and launches every kernel on `stream` without
-  /// synchronising.
+  /// Points each binding at its device table and tickets, uploads the tables when `rebound`,
+  /// and launches every kernel on `stream` without synchronising (unless WIDEFUSE_CUDA_SYNC
+  /// is set: then it waits after each kernel and names the one that failed).
   void launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings, bool rebound,
               void* stream);
 
@@ -31,6 +33,11 @@ private:
   std::vector<CudaModule> modules_;
   std::vector<DeviceBuffer> tables_;
   std::vector<DeviceBuffer> tickets_;
+  std::vector<bool> ticketsZeroed_;
 };
+
+/// True when WIDEFUSE_CUDA_SYNC is set (and not "0"): a debugging mode that waits for each
+/// kernel, so that an asynchronous fault is reported by the launch that caused it.
+bool synchronizeEachLaunch();
 
 } // namespace widefuse

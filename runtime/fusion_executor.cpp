@@ -96,6 +96,18 @@ void copyElements(const TensorRef& tensor, const std::byte* source) {
   }
 }
 
+/// True when `data` is in `device`'s memory, false in host memory; Error when it is in
+/// another device's memory (a kernel of this device cannot use it).
+bool inDeviceMemory(const CudaDevice& device, const void* data, llvm::StringRef role,
+                    const Value& value) {
+  std::optional<int> ordinal = device.deviceOrdinalOf(data);
+  if (ordinal && *ordinal != device.ordinal())
+    fail("{} '{}' is in the memory of CUDA device {}, but widefuse runs on device {}: move it "
+         "there first",
+         role.str(), value.name(), *ordinal, device.ordinal());
+  return ordinal.has_value();
+}
+
 /// The signature key: one dense flag per input, then one 64-bit-index flag per component.
 std::vector<bool> signatureKey(const InputSignature& signature) {
   std::vector<bool> key(signature.denseInputs.begin(), signature.denseInputs.end());
@@ -274,24 +286,44 @@ void FusionExecutorCache::bindAndLaunch(
       setTableAddresses(binding, binding.table.empty() ? nullptr : binding.table.data(),
                         tickets.back().data());
     }
+    // Not reusable until a launch with them has succeeded: a failure half way (an upload, a
+    // launch) must not leave bindings that a retry or a PreparedRun would trust.
     if (cached.owns_lock())
-      entry.fingerprint = outputs.empty() ? (checked ? checked
-                                                     : std::make_shared<const std::vector<int64_t>>(
-                                                           fingerprintOf(arguments, 0)))
-                                          : nullptr;
+      entry.fingerprint = nullptr;
   }
-  if (!launch)
+  // What the bindings were built from, recorded once they have launched (fusions with plain
+  // outputs bind their fresh outputs every time and are never reused).
+  auto recordFingerprint = [&] {
+    if (reuse || !cached.owns_lock() || !outputs.empty())
+      return;
+    entry.fingerprint =
+        checked ? checked
+                : std::make_shared<const std::vector<int64_t>>(fingerprintOf(arguments, 0));
+  };
+  if (!launch) {
+    recordFingerprint();
     return;
-  if (entry.cuda) {
-    entry.cuda->launch(compiled, bindings, !reuse, options_.stream);
-    return;
   }
-  for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
-    const KernelPlan& plan = compiled.scheduled.plans[compiled.scheduled.launches[i].plan];
-    runHostGrid(*entry.hostKernels[compiled.scheduled.launches[i].plan], bindings[i].parameters,
-                std::max(1u, bindings[i].numChunks), plan.threadsPerBlock, options_.blockOrder,
-                options_.hostThreads);
+  try {
+    if (entry.cuda) {
+      entry.cuda->launch(compiled, bindings, !reuse, options_.stream);
+    } else {
+      for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
+        const KernelPlan& plan = compiled.scheduled.plans[compiled.scheduled.launches[i].plan];
+        runHostGrid(*entry.hostKernels[compiled.scheduled.launches[i].plan], bindings[i].parameters,
+                    std::max(1u, bindings[i].numChunks), plan.threadsPerBlock, options_.blockOrder,
+                    options_.hostThreads);
+      }
+    }
+  } catch (...) {
+    if (cached.owns_lock()) {
+      entry.fingerprint = nullptr;
+      entry.bindings.clear();
+      entry.deviceResident = nullptr;
+    }
+    throw;
   }
+  recordFingerprint();
 }
 
 namespace {
@@ -427,12 +459,15 @@ FusionExecutorCache::launchOnDevice(Entry& entry, llvm::ArrayRef<Argument> argum
   }
   for (size_t i = 0; i < staged.size() && !knownResident; ++i) {
     TensorRef* tensor = std::get_if<TensorRef>(&staged[i]);
-    if (!tensor || !tensor->data || device.isDevicePointer(tensor->data))
+    // An empty tensor is never dereferenced: nothing to stage.
+    if (!tensor || !tensor->data || tensor->numel() == 0 ||
+        inDeviceMemory(device, tensor->data, "input", *fusion_.inputs()[i]))
       continue;
-    int64_t span = spanOf(*tensor);
-    DeviceBuffer buffer(device, std::max<size_t>(1, size_t(span) * byteSize(tensor->dtype)));
-    buffer.upload(
-        {static_cast<const std::byte*>(tensor->data), size_t(span) * byteSize(tensor->dtype)});
+    size_t bytes = size_t(spanOf(*tensor)) * byteSize(tensor->dtype);
+    DeviceBuffer buffer(device, bytes);
+    // On the launch stream: a synchronous copy from pageable memory returns before the data
+    // has arrived, and a non-blocking stream would not wait for it.
+    buffer.uploadAsync({static_cast<const std::byte*>(tensor->data), bytes}, options_.stream);
     tensor->data = buffer.pointer();
     copies.emplace_back(i, std::move(buffer));
   }
@@ -449,10 +484,11 @@ FusionExecutorCache::launchOnDevice(Entry& entry, llvm::ArrayRef<Argument> argum
   std::vector<TensorRef> outputs = hostOutputs;
   std::vector<std::pair<size_t, DeviceBuffer>> outputCopies;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (device.isDevicePointer(outputs[i].data))
-      continue;
+    if (outputs[i].numel() == 0 ||
+        inDeviceMemory(device, outputs[i].data, "output", *fusion_.outputs()[i]))
+      continue; // an empty output has nothing to write or copy back
     size_t bytes = size_t(outputs[i].numel()) * byteSize(outputs[i].dtype);
-    DeviceBuffer buffer(device, std::max<size_t>(1, bytes));
+    DeviceBuffer buffer(device, bytes);
     outputs[i].data = buffer.pointer();
     outputCopies.emplace_back(i, std::move(buffer));
   }

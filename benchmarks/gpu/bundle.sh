@@ -7,9 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD_DIR=${WIDEFUSE_BUILD_DIR:-build}
 cmake --build "$BUILD_DIR" --target runtime_cuda_device_test runtime_cuda_executor_test \
+  runtime_cuda_adam_test \
   cuda_benchmark dispatch_benchmark widefuse
 rm -rf gpu-bundle && mkdir -p gpu-bundle/lib
-for binary in runtime_cuda_device_test runtime_cuda_executor_test cuda_benchmark \
+for binary in runtime_cuda_device_test runtime_cuda_executor_test runtime_cuda_adam_test \
+              cuda_benchmark \
               dispatch_benchmark widefuse; do
   cp "$BUILD_DIR/bin/$binary" gpu-bundle/
   # Libraries outside the C runtime, which the GPU machine may lack.

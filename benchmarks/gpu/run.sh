@@ -1,24 +1,62 @@
 #!/usr/bin/env bash
 # The GPU check, run on the GPU machine in one call (see docs/performance.md, "GPU"):
 #   device run: bash benchmarks/gpu/run.sh   with carry: ["gpu-bundle"]
-# after benchmarks/gpu/bundle.sh here. Runs the gpu-labelled tests, then the CUDA Adam
-# benchmark (per-component vs batched) and the dispatch benchmark, and writes the results to
-# $OUT (or ./gpu-results) as text and JSON. Expected to finish in about two minutes.
+# after benchmarks/gpu/bundle.sh here. In order: the gpu-labelled tests; the Adam benchmark
+# (widefuse batched and per-component over real parameter lists, f32 and bf16) next to
+# torch's fused and foreach Adam and a device copy of the same bytes, joined into one table;
+# the dispatch benchmark; `widefuse adam` verified against the oracle; one Nsight Compute
+# profile of the batched GPT-2 kernel. Results go to $OUT (or ./gpu-results): log.txt, table.md and
+# the JSON behind it, adam.json, ncu.txt. About four
+# minutes on an H200.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 RESULTS=${OUT:-gpu-results}
 mkdir -p "$RESULTS"
+# One log of everything printed, beside the JSON results (the device tool returns 8 files).
+exec > >(tee "$RESULTS/log.txt") 2>&1
 export LD_LIBRARY_PATH="$PWD/gpu-bundle/lib:${LD_LIBRARY_PATH:-}"
-export WIDEFUSE_CACHE_DIR=/tmp/widefuse-cache
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$RESULTS/gpu.txt"
+export WIDEFUSE_CACHE_DIR=/tmp/widefuse-cache PYTHONUNBUFFERED=1
+BUNDLE=gpu-bundle
 status=0
-for test in runtime_cuda_device_test runtime_cuda_executor_test; do
-  timeout 300 "gpu-bundle/$test" 2>&1 | tee -a "$RESULTS/tests.txt" || status=1
+step() { echo "== $* ($(date +%T))"; }
+
+step gpu
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem \
+  --format=csv
+
+step tests
+for test in runtime_cuda_device_test runtime_cuda_executor_test runtime_cuda_adam_test; do
+  timeout 120 "$BUNDLE/$test" --gtest_brief=1 2>&1 || status=1
 done
-timeout 300 gpu-bundle/cuda_benchmark --benchmark_repetitions=3 \
+
+step adam benchmark
+"$BUNDLE/cuda_benchmark" --list-cases >"$RESULTS/cases.json" || status=1
+timeout 150 "$BUNDLE/cuda_benchmark" --benchmark_repetitions=3 --benchmark_min_time=0.2 \
   --benchmark_report_aggregates_only=true --benchmark_out="$RESULTS/cuda_benchmark.json" \
-  2>&1 | tee "$RESULTS/cuda_benchmark.txt" || status=1
-timeout 120 gpu-bundle/dispatch_benchmark --benchmark_filter=dispatch \
-  2>&1 | tee "$RESULTS/dispatch.txt" || status=1
-timeout 120 gpu-bundle/widefuse adam --verify --json >"$RESULTS/adam.json" 2>&1 || status=1
+  2>&1 || status=1
+LD_LIBRARY_PATH= timeout 150 python3 benchmarks/gpu/torch_adam.py "$RESULTS/cases.json" "$RESULTS/torch.json" \
+  2>&1 || status=1
+LD_LIBRARY_PATH= python3 benchmarks/gpu/report.py "$RESULTS/cases.json" "$RESULTS/cuda_benchmark.json" \
+  "$RESULTS/torch.json" | tee "$RESULTS/table.md" || status=1
+
+step dispatch
+timeout 40 "$BUNDLE/dispatch_benchmark" --benchmark_filter=dispatch --benchmark_min_time=0.2 \
+  2>&1 || status=1
+
+step widefuse adam
+for model in seed tiny; do
+  timeout 60 "$BUNDLE/widefuse" adam --model $model --backend cuda --verify --json \
+    >>"$RESULTS/adam.json" 2>&1 || status=1
+done
+timeout 60 "$BUNDLE/widefuse" adam --model gpt2 --backend cuda --steps 3 --no-verify \
+  2>&1 || status=1
+
+step profile
+if command -v ncu >/dev/null; then
+  timeout 60 ncu --clock-control none --set basic --section MemoryWorkloadAnalysis \
+    --kernel-name regex:adam --launch-skip 3 --launch-count 1 \
+    "$BUNDLE/cuda_benchmark" --benchmark_filter='adam/gpt2-f32/batched' \
+    --benchmark_min_time=0.01 >"$RESULTS/ncu.txt" 2>&1 || echo "ncu failed (see ncu.txt)"
+fi
+step done "status $status"
 exit $status

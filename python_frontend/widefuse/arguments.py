@@ -87,7 +87,21 @@ def _producer_stream(value: Any, interface: dict) -> Optional[int]:
     return stream
 
 
+def _producer_device(value: Any) -> Optional[int]:
+    """The CUDA device ordinal the producer says `value` lives on (torch: `device.index`,
+    CuPy: `device.id`); None when it does not say. The interface itself names no device."""
+    device = getattr(value, "device", None)
+    for attribute in ("index", "id"):
+        ordinal = getattr(device, attribute, None)
+        if isinstance(ordinal, int):
+            return ordinal
+    return None
+
+
 def _cuda_interface_view(value: Any, interface: dict, name: str) -> ArrayView:
+    ordinal = _producer_device(value)
+    if ordinal is not None and ordinal != 0:
+        raise Error(f"input '{name}' is on CUDA device {ordinal}; widefuse runs on device 0")
     dtype = _typestr_dtype(interface["typestr"], name)
     shape = tuple(interface["shape"])
     itemsize = dtype.numpy.itemsize

@@ -116,7 +116,7 @@ TEST(CudaDeviceTest, LaunchOnAStreamFromAnotherThread) {
   std::thread worker([&] {
     out.zeroAsync(stream.handle());
     std::vector<std::byte> block = fillBlock(out, n, 3.0f);
-    device.launch(module, "fill", block, 4, 256, stream.handle());
+    device.launch(module, "fill", block, n / 256, 256, stream.handle());
     block.assign(block.size(), std::byte{0}); // The driver copied the block at launch.
     out.downloadAsync({reinterpret_cast<std::byte*>(result.data()), n * sizeof(float)},
                       stream.handle());

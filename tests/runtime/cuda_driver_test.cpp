@@ -370,12 +370,31 @@ TEST_F(FakeDeviceTest, LaunchPassesTheBlockAsTheOnlyArgument) {
   for (size_t i = 0; i < block.size(); ++i)
     block[i] = std::byte(i * 7 + 1);
   fakeCurrent = nullptr; // Another thread, or another library, left no context current.
+  // The fake launch fails unless the device's context is current during the call.
   device->launch(module, "fill", block, 7, 256, stream.handle());
   EXPECT_EQ(fake.launchedBlock, block);
   EXPECT_EQ(fake.grid, 7u);
   EXPECT_EQ(fake.block, 256u);
   EXPECT_EQ(fake.launchStream, kFakeStream);
-  EXPECT_EQ(fakeCurrent, kFakeContext);
+  EXPECT_EQ(fakeCurrent, nullptr); // and the caller's (none) is current again afterwards
+}
+
+TEST_F(FakeDeviceTest, EveryCallRestoresTheCallersContext) {
+  std::unique_ptr<CudaDevice> device = openDevice();
+  // torch working on another device has its context current in this thread.
+  const auto torchContext = reinterpret_cast<CUcontext>(0x1111);
+  fakeCurrent = torchContext;
+  CudaModule module(*device, fakeKernel());
+  EXPECT_EQ(fakeCurrent, torchContext);
+  DeviceBuffer buffer(*device, 16);
+  buffer.zero();
+  EXPECT_EQ(fakeCurrent, torchContext);
+  CudaStream stream(*device);
+  device->launch(module, "fill", std::vector<std::byte>(16), 1, 32, stream.handle());
+  EXPECT_EQ(fakeCurrent, torchContext);
+  device->synchronize(stream.handle());
+  EXPECT_TRUE(device->isDevicePointer(buffer.pointer()));
+  EXPECT_EQ(fakeCurrent, torchContext);
 }
 
 TEST_F(FakeDeviceTest, LaunchErrorsNameTheKernel) {

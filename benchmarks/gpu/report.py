@@ -1,0 +1,48 @@
+"""Joins the GPU check's results into the Markdown table of docs/performance.md:
+
+    python3 report.py CASES.json CUDA_BENCHMARK.json TORCH.json
+
+CASES.json from `cuda_benchmark --list-cases`, CUDA_BENCHMARK.json from cuda_benchmark's
+--benchmark_out (median aggregates), TORCH.json from torch_adam.py. Each cell is the time per
+step and the achieved bandwidth (bytes an Adam step must move / time)."""
+
+import json
+import sys
+
+
+def cell(seconds: float, bytes_per_step: int) -> str:
+    return f"{seconds * 1e6:,.0f} us, {bytes_per_step / seconds / 1e9:,.0f} GB/s"
+
+
+def main() -> None:
+    cases = json.load(open(sys.argv[1]))
+    widefuse = {}
+    for row in json.load(open(sys.argv[2]))["benchmarks"]:
+        if row.get("aggregate_name", "median") != "median" or row.get("error_occurred"):
+            continue
+        _, case, mode = row["run_name"].split("/")[:3]
+        unit = {"us": 1e-6, "ms": 1e-3, "ns": 1e-9, "s": 1.0}[row["time_unit"]]
+        widefuse[(case, mode)] = (row["real_time"] * unit, int(row.get("kernels", 0)))
+    torch = json.load(open(sys.argv[3]))
+    print(f"torch {torch['torch']} on {torch['device']}\n")
+    print("| case | params | elements | bytes/step | widefuse batched | widefuse per-component "
+          "| torch Adam fused | torch Adam foreach | device copy of the same bytes |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for case in cases:
+        name, size = case["name"], case["bytes_per_step"]
+        cells = []
+        for mode in ("batched", "per-component"):
+            if (name, mode) in widefuse:
+                seconds, kernels = widefuse[(name, mode)]
+                cells.append(f"{cell(seconds, size)} ({kernels} kernels)")
+            else:
+                cells.append("—")
+        measured = torch["cases"].get(name, {})
+        for key in ("fused", "foreach", "copy"):
+            cells.append(cell(measured[key], size) if key in measured else "—")
+        print(f"| {name} | {len(case['shapes'])} | {case['elements']:,} | {size / 1e9:.2f} GB | "
+              + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
