@@ -112,7 +112,19 @@ struct DeviceArguments {
 /// Steps per timed iteration: enough that the final synchronisation costs little.
 constexpr int kStepsPerIteration = 10;
 
-void adamStep(benchmark::State& state, const Case& c, SegmentationMode mode) {
+/// A schedule to compare with the default (benchmarks/gpu/report.py's second table).
+struct Variant {
+  const char* name;
+  ScheduleOptions schedule;
+};
+
+const Variant kVariants[] = {
+    {"no-prefetch", {4, false}},
+    {"prefetch-128-registers", {2, true}},
+};
+
+void adamStep(benchmark::State& state, const Case& c, SegmentationMode mode,
+              const ScheduleOptions& schedule) {
   if (!CudaDevice::available()) {
     state.SkipWithError("no CUDA device");
     return;
@@ -126,6 +138,7 @@ void adamStep(benchmark::State& state, const Case& c, SegmentationMode mode) {
   ExecutorOptions options;
   options.backend = Backend::Cuda;
   options.mode = mode;
+  options.schedule = schedule;
   FusionExecutorCache executor(*adam.fusion, options);
   std::unique_ptr<PreparedRun> prepared = executor.prepare(tensors.arguments);
   prepared->launch(); // loads the modules, uploads tables
@@ -138,9 +151,12 @@ void adamStep(benchmark::State& state, const Case& c, SegmentationMode mode) {
     std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     state.SetIterationTime(elapsed.count() / kStepsPerIteration);
   }
+  const CompiledFusion& compiled = *executor.lastCompiled();
   int64_t elements = optim::totalElements(c.shapes);
   state.counters["params"] = double(c.shapes.size());
-  state.counters["kernels"] = double(executor.lastCompiled()->numLaunches());
+  state.counters["kernels"] = double(compiled.numLaunches());
+  state.counters["registers"] = double(compiled.kernels.front().compiled->stats.registers);
+  state.counters["blocks_per_sm"] = double(compiled.kernels.front().plan->minBlocksPerMultiprocessor);
   state.counters["bytes_per_second"] =
       benchmark::Counter(double(elements) * double(bytesPerElement(c.dtype)),
                          benchmark::Counter::kIsIterationInvariantRate);
@@ -151,7 +167,17 @@ void registerAll() {
     for (SegmentationMode mode : {SegmentationMode::Batched, SegmentationMode::PerComponent})
       benchmark::RegisterBenchmark(
           fmt::format("adam/{}/{}", c.name, modeName(mode).str()).c_str(),
-          [&c, mode](benchmark::State& state) { adamStep(state, c, mode); })
+          [&c, mode](benchmark::State& state) { adamStep(state, c, mode, {}); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+  // Other schedules, batched: what the defaults were chosen against.
+  for (const Case& c : cases())
+    for (const Variant& variant : kVariants)
+      benchmark::RegisterBenchmark(
+          fmt::format("schedule/{}/{}", c.name, variant.name).c_str(),
+          [&c, &variant](benchmark::State& state) {
+            adamStep(state, c, SegmentationMode::Batched, variant.schedule);
+          })
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
 }

@@ -99,9 +99,11 @@ private:
   std::string zeroDimensionalOutputs() const;
   std::string deferredFunction() const;
   std::string elementsFunction() const;
-  std::string chunkFunction() const;
-  std::string hostChunkFunction() const;
+  std::string elementRange() const;
+  std::string runFunction() const;
+  std::string hostRunFunction() const;
   std::string flatLoops() const;
+  std::string vectorLoop() const;
   std::string stridedLoop() const;
   std::string elementCall(const std::string& readOf) const;
 
@@ -308,51 +310,97 @@ std::string BodyEmitter::elementCall(const std::string& readOf) const {
 std::string BodyEmitter::flatLoops() const {
   unsigned vector = body_.vectorElements;
   unsigned threads = plan_.threadsPerBlock;
-  std::string text;
-  if (vector > 1) {
-    llvm::SmallVector<std::string, 8> checks;
-    for (const Slot& slot : body_.slots)
-      if (slot.kind == SlotKind::ElementTensor)
-        checks.push_back(fmt::format("wf_is_aligned(entry.{}, {})", slot.field,
-                                     std::min(16u, vector * unsigned(byteSize(slot.dtype)))));
-    text += fmt::format("  {} tail_begin = begin;\n", indexType_);
-    text += fmt::format("  if ({}) {{ // vector path: {} elements per access\n",
-                        fmt::join(checks, " && "), vector);
-    text += fmt::format("    tail_begin = begin + (end - begin) / {0} * {0};\n", vector);
-    text += fmt::format("    for ({0} i = begin + {0}(threadIdx.x) * {1}; i < tail_begin; i += "
-                        "{2} * {1}) {{\n",
-                        indexType_, vector, threads);
-    for (const Slot& slot : body_.slots)
-      if (slot.kind == SlotKind::ElementTensor && slot.read)
-        text += fmt::format("      alignas(16) {0} load_{1}[{2}];\n      wf_load(load_{1}, "
-                            "{3} + i);\n",
-                            cppType(slot.dtype), slot.field, vector, pointerOf(slot));
-    for (const Slot& slot : body_.slots)
-      if (slot.kind == SlotKind::ElementTensor && slot.written)
-        text += fmt::format("      alignas(16) {} store_{}[{}];\n", cppType(slot.dtype), slot.field,
-                            vector);
-    text += fmt::format("#pragma unroll\n      for (int k = 0; k < {}; ++k) {{\n        ", vector);
-    text += elementCall("load_{}[k]");
-    for (const Slot& slot : body_.slots)
-      if (slot.kind == SlotKind::ElementTensor && slot.written)
-        text += fmt::format("        store_{0}[k] = out.{0};\n", slot.field);
-    text += "      }\n";
-    for (const Slot& slot : body_.slots)
-      if (slot.kind == SlotKind::ElementTensor && slot.written)
-        text += fmt::format("      wf_store({} + i, store_{});\n", pointerOf(slot), slot.field);
-    text += "    }\n  }\n";
-    text += fmt::format("  for ({0} i = tail_begin + {0}(threadIdx.x); i < end; i += {1}) {{ "
-                        "// scalar tail, and members that are not aligned\n    ",
-                        indexType_, threads);
-  } else {
-    text += fmt::format("  for ({0} i = begin + {0}(threadIdx.x); i < end; i += {1}) {{\n    ",
-                        indexType_, threads);
-  }
-  text += elementCall("wf_global(entry.{})[i]");
+  std::string scalarLoop = fmt::format("  for ({0} i = {{}} + {0}(threadIdx.x); i < {{}}; i += {1}) {{{{ "
+                                       "// {{}}\n    ",
+                                       indexType_, threads);
+  std::string scalarBody = elementCall("wf_global(entry.{})[i]");
   for (const Slot& slot : body_.slots)
     if (slot.kind == SlotKind::ElementTensor && slot.written)
-      text += fmt::format("    {}[i] = out.{};\n", pointerOf(slot), slot.field);
-  return text + "  }\n";
+      scalarBody += fmt::format("    {}[i] = out.{};\n", pointerOf(slot), slot.field);
+  scalarBody += "  }\n";
+  if (vector == 1)
+    return fmt::format(fmt::runtime(scalarLoop), "begin", "end", "one element per access") +
+           scalarBody;
+  std::vector<const Slot*> tensors;
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::ElementTensor)
+      tensors.push_back(&slot);
+  auto accessBytes = [&](const Slot& slot) {
+    return std::min(16u, vector * unsigned(byteSize(slot.dtype)));
+  };
+  // The vector path starts after `head` leading elements, where every tensor of the member
+  // reaches its access alignment at once (0 for the usual aligned allocations; a view that
+  // starts mid-vector peels a few elements instead of going scalar).
+  const Slot& first = *tensors.front();
+  std::string text = fmt::format("  const int head = wf_head<{}, {}>(entry.{});\n",
+                                 accessBytes(first), byteSize(first.dtype), first.field);
+  llvm::SmallVector<std::string, 8> checks = {"head >= 0"};
+  for (const Slot* slot : tensors)
+    if (slot != &first)
+      checks.push_back(
+          fmt::format("wf_is_aligned(entry.{} + head, {})", slot->field, accessBytes(*slot)));
+  text += fmt::format("  {} body_begin = end, tail_begin = end; // no vector path\n", indexType_);
+  text += fmt::format("  if ({} && begin + head < end) {{\n", fmt::join(checks, " && "));
+  text += fmt::format("    body_begin = begin + head;\n"
+                      "    tail_begin = body_begin + (end - body_begin) / {0} * {0};\n",
+                      vector);
+  text += vectorLoop();
+  text += "  }\n";
+  text += fmt::format(fmt::runtime(scalarLoop), "begin",
+                      "body_begin", "elements before the vector path (or all of them)") +
+          scalarBody;
+  text += fmt::format(fmt::runtime(scalarLoop), "tail_begin", "end",
+                      "elements after the vector path") +
+          scalarBody;
+  return text;
+}
+
+std::string BodyEmitter::vectorLoop() const {
+  unsigned vector = body_.vectorElements;
+  unsigned threads = plan_.threadsPerBlock;
+  auto forEach = [&](bool read, bool written, const std::string& pattern) {
+    std::string text;
+    for (const Slot& slot : body_.slots)
+      if (slot.kind == SlotKind::ElementTensor && ((read && slot.read) || (written && slot.written)))
+        text += fmt::format(fmt::runtime(pattern), cppType(slot.dtype), slot.field, vector,
+                            pointerOf(slot));
+    return text;
+  };
+  std::string text = fmt::format("    // vector path: {0} elements per access{1}\n"
+                                 "    {2} i = body_begin + {2}(threadIdx.x) * {0};\n",
+                                 vector,
+                                 body_.prefetch ? "; the next vector is loaded before this one "
+                                                  "is computed, so loads stay in flight"
+                                                : "",
+                                 indexType_);
+  text += forEach(true, false, "    alignas(16) {0} load_{1}[{2}];\n");
+  if (body_.prefetch) {
+    text += "    if (i < tail_begin) {\n";
+    text += forEach(true, false, "      wf_load(load_{1}, {3} + i);\n");
+    text += "    }\n";
+  }
+  text += fmt::format("    for (; i < tail_begin; i += {} * {}) {{\n", threads, vector);
+  if (body_.prefetch) {
+    text += forEach(true, false, "      alignas(16) {0} next_{1}[{2}];\n");
+    text += fmt::format("      if (i + {} * {} < tail_begin) {{\n", threads, vector);
+    text += forEach(true, false, fmt::format("        wf_load(next_{{1}}, {{3}} + i + {} * {});\n",
+                                             threads, vector));
+    text += "      }\n";
+  } else {
+    text += forEach(true, false, "      wf_load(load_{1}, {3} + i);\n");
+  }
+  text += forEach(false, true, "      alignas(16) {0} store_{1}[{2}];\n");
+  text += fmt::format("#pragma unroll\n      for (int k = 0; k < {}; ++k) {{\n        ", vector);
+  text += elementCall("load_{}[k]");
+  text += forEach(false, true, "        store_{1}[k] = out.{1};\n");
+  text += "      }\n";
+  text += forEach(false, true, "      wf_store({3} + i, store_{1});\n");
+  if (body_.prefetch) {
+    text += fmt::format("#pragma unroll\n      for (int k = 0; k < {}; ++k) {{\n", vector);
+    text += forEach(true, false, "        load_{1}[k] = next_{1}[k];\n");
+    text += "      }\n";
+  }
+  return text + "    }\n";
 }
 
 std::string BodyEmitter::stridedLoop() const {
@@ -392,9 +440,8 @@ std::string BodyEmitter::zeroDimensionalOutputs() const {
       outputs += fmt::format("    *{} = {};\n", pointerOf(slot), writtenValueText(slot));
   if (outputs.empty())
     return {};
-  return "  if (chunk == entry.header.first_chunk && threadIdx.x == 0) { // 0-d outputs, once "
-         "per member\n" +
-         outputs + "  }\n";
+  return "  if (begin == 0 && threadIdx.x == 0) { // 0-d outputs, once per member\n" + outputs +
+         "  }\n";
 }
 
 std::string BodyEmitter::deferredFunction() const {
@@ -404,14 +451,14 @@ std::string BodyEmitter::deferredFunction() const {
       writes += fmt::format("    *{} = {}; // deferred copy_ into {}\n", pointerOf(slot),
                             writtenValueText(slot), slot.name);
   return fmt::format(
-      "/// Thread 0 of a block that finished a chunk of `member`, after the block's barrier: the\n"
-      "/// last block done with the member writes the 0-d inputs every element reads (deferred\n"
-      "/// writes), so no block reads a value already replaced, in any block order.\n"
+      "/// Thread 0 of a block that finished `done` chunks of `member`, after the block's barrier:\n"
+      "/// the last block done with the member writes the 0-d inputs every element reads\n"
+      "/// (deferred writes), so no block reads a value already replaced, in any block order.\n"
       "WF_DEVICE void {0}_deferred(const {1}& params, const {2}& entry, const {0}_uniform& u, "
-      "i32 member) {{\n"
+      "i32 member, i32 done) {{\n"
       "  __threadfence();\n"
       "  const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {3}) / {4}) : 1;\n"
-      "  if (atomicAdd(params.tickets + member, 1u) == u32(chunks - 1)) {{\n"
+      "  if (atomicAdd(params.tickets + member, u32(done)) == u32(chunks - done)) {{\n"
       "{5}"
       "    params.tickets[member] = 0u; // ready for the next launch\n"
       "  }}\n}}\n\n",
@@ -421,50 +468,61 @@ std::string BodyEmitter::deferredFunction() const {
 
 std::string BodyEmitter::elementsFunction() const {
   std::string text = fmt::format(
-      "/// The elements of chunk `chunk` of one member of {0}: [begin, end) of its domain.\n"
+      "/// Elements [begin, end) of one member of {0}: the threads of the block stride through them.\n"
       "WF_DEVICE void {0}_elements(const {1}& params, const {2}& entry, const {0}_uniform& u, "
-      "i32 chunk) {{\n"
-      "  const {3} begin = {3}(chunk - entry.header.first_chunk) * {4};\n"
-      "  const {3} end = begin + {4} < entry.header.numel ? begin + {4} : "
-      "{3}(entry.header.numel);\n",
-      body_.name, parameterTypeName(plan_), memberTypeName(body_), indexType_, body_.chunkElements);
+      "const {3} begin, const {3} end) {{\n",
+      body_.name, parameterTypeName(plan_), memberTypeName(body_), indexType_);
   text += body_.indexing == Indexing::Flat ? flatLoops() : stridedLoop();
   text += zeroDimensionalOutputs();
   return text + "}\n\n";
 }
 
-std::string BodyEmitter::chunkFunction() const {
+std::string BodyEmitter::elementRange() const {
+  return fmt::format("  const {0} begin = {0}(first - entry.header.first_chunk) * {1};\n"
+                     "  const {0} limit = {0}(end - entry.header.first_chunk) * {1};\n"
+                     "  const {0} stop = limit < entry.header.numel ? limit : {0}(entry.header.numel);\n",
+                     indexType_, body_.chunkElements);
+}
+
+std::string BodyEmitter::runFunction() const {
   std::string text = fmt::format(
-      "/// Chunk `chunk` of member `member` of {0}, on the device.\n"
-      "WF_DEVICE void {0}_chunk(const {1}& params, const {2}& entry, i32 member, i32 chunk) {{\n"
-      "  const {0}_uniform u = {0}_prologue(params, entry);\n"
-      "  {0}_elements(params, entry, u, chunk);\n",
+      "/// Chunks [first, end) of member `member` of {0}, one block's share of it, on the device:\n"
+      "/// the values every element shares are computed once for the whole run.\n"
+      "WF_DEVICE void {0}_run(const {1}& params, const {2}& entry, i32 member, i32 first, "
+      "i32 end) {{\n"
+      "  const {0}_uniform u = {0}_prologue(params, entry);\n",
       body_.name, parameterTypeName(plan_), memberTypeName(body_));
+  text += elementRange();
+  text += fmt::format("  {}_elements(params, entry, u, begin, stop);\n", body_.name);
   if (body_.hasDeferredWrites)
     text += fmt::format("  __syncthreads(); // every thread of the block has read the 0-d inputs\n"
                         "  if (threadIdx.x == 0)\n"
-                        "    {}_deferred(params, entry, u, member);\n",
+                        "    {}_deferred(params, entry, u, member, end - first);\n",
                         body_.name);
+  else
+    text += "  (void)member;\n";
   return text + "}\n\n";
 }
 
-std::string BodyEmitter::hostChunkFunction() const {
+std::string BodyEmitter::hostRunFunction() const {
   std::string text = fmt::format(
       "#ifndef __CUDACC__\n"
-      "/// Chunk `chunk` of member `member` of {0} on the host backend: the block's threads run\n"
-      "/// one after another in `thread_order`, up to the barrier; then thread 0 goes on.\n"
-      "inline void {0}_host_chunk(const {1}& params, const {2}& entry, i32 member, i32 chunk,\n"
-      "                           u32 block, u32 grid, const u32* thread_order) {{\n"
-      "  for (u32 t = 0; t < {3}; ++t) {{\n"
-      "    wf_host_enter_thread(thread_order[t], block, {3}, grid);\n"
-      "    const {0}_uniform u = {0}_prologue(params, entry);\n"
-      "    {0}_elements(params, entry, u, chunk);\n"
-      "  }}\n",
-      body_.name, parameterTypeName(plan_), memberTypeName(body_), plan_.threadsPerBlock);
+      "/// Chunks [first, end) of member `member` of {0} on the host backend: the block's threads\n"
+      "/// run one after another in `thread_order`, up to the barrier; then thread 0 goes on.\n"
+      "inline void {0}_host_run(const {1}& params, const {2}& entry, i32 member, i32 first,\n"
+      "                         i32 end, u32 block, u32 grid, const u32* thread_order) {{\n",
+      body_.name, parameterTypeName(plan_), memberTypeName(body_));
+  text += elementRange();
+  text += fmt::format("  for (u32 t = 0; t < {1}; ++t) {{\n"
+                      "    wf_host_enter_thread(thread_order[t], block, {1}, grid);\n"
+                      "    const {0}_uniform u = {0}_prologue(params, entry);\n"
+                      "    {0}_elements(params, entry, u, begin, stop);\n"
+                      "  }}\n",
+                      body_.name, plan_.threadsPerBlock);
   if (body_.hasDeferredWrites)
     text += fmt::format("  wf_host_enter_thread(0, block, {1}, grid);\n"
                         "  const {0}_uniform u = {0}_prologue(params, entry);\n"
-                        "  {0}_deferred(params, entry, u, member);\n",
+                        "  {0}_deferred(params, entry, u, member, end - first);\n",
                         body_.name, plan_.threadsPerBlock);
   else
     text += "  (void)member;\n";
@@ -473,8 +531,8 @@ std::string BodyEmitter::hostChunkFunction() const {
 
 std::string BodyEmitter::functions() const {
   return uniformStruct() + prologue() + elementFunction() + elementsFunction() +
-         (body_.hasDeferredWrites ? deferredFunction() : std::string()) + chunkFunction() +
-         hostChunkFunction();
+         (body_.hasDeferredWrites ? deferredFunction() : std::string()) + runFunction() +
+         hostRunFunction();
 }
 
 } // namespace

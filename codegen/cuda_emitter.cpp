@@ -65,13 +65,9 @@ template <typename T> WF_DEVICE T* wf_global(T* pointer) {
   return pointer;
 }
 
-/// The member whose chunks include `chunk`: `hint` (the previous member of this block) when
-/// it still matches, else a binary search over the first_chunk prefix sums.
-template <typename Entry>
-WF_DEVICE i32 wf_find_member(const Entry* table, i32 count, i32 chunk, i32 hint) {
-  if (table[hint].header.first_chunk <= chunk &&
-      (hint + 1 == count || chunk < table[hint + 1].header.first_chunk))
-    return hint;
+/// The member whose chunks include `chunk`: a binary search over the first_chunk prefix
+/// sums (every member has at least one chunk, so they increase strictly).
+template <typename Entry> WF_DEVICE i32 wf_find_member(const Entry* table, i32 count, i32 chunk) {
   i32 low = 0, high = count - 1;
   while (low < high) {
     const i32 middle = (low + high + 1) / 2;
@@ -135,35 +131,51 @@ std::string parameterType(const KernelPlan& plan) {
                             (plan.parameterBytes + 7) / 8 * 8);
 }
 
-/// The walk both entry points share: the member table, then chunks `first`, `first + step`,
-/// ... each handed to its body's `<body><chunkFunction>(params, entry, member, chunk<extra>)`.
-std::string chunkWalk(const KernelPlan& plan, llvm::StringRef first, llvm::StringRef step,
-                      llvm::StringRef chunkFunction, llvm::StringRef extra) {
+/// The walk both entry points share: block `block` of `grid` takes the contiguous chunks
+/// [block * per_block, (block + 1) * per_block) and hands each member's run of them to its
+/// body's `<body><runFunction>(params, entry, member, first, end<extra>)`, so a block finds a
+/// member once and computes its per-member values once.
+std::string chunkWalk(const KernelPlan& plan, llvm::StringRef block, llvm::StringRef grid,
+                      llvm::StringRef runFunction, llvm::StringRef extra) {
   std::string text = fmt::format(
       "  const {}* table = {};\n", entryTypeName(plan),
       plan.tableLocation == TableLocation::KernelParameters ? "params.members" : "params.table");
-  text += fmt::format("  i32 member = 0;\n"
-                      "  for (i32 chunk = {}; chunk < params.num_chunks; chunk += {}) {{\n"
-                      "    member = wf_find_member(table, params.num_members, chunk, member);\n",
-                      first.str(), step.str());
-  if (plan.bodies.size() == 1)
-    return text + fmt::format("    {}{}(params, table[member], member, chunk{});\n  }}\n",
-                              plan.bodies.front().name, chunkFunction.str(), extra.str());
-  text += "    switch (table[member].header.body) {\n";
-  for (const BodyPlan& body : plan.bodies)
-    text += fmt::format("    case {0}:\n      {1}{2}(params, table[member].body{0}, member, "
-                        "chunk{3});\n      break;\n",
-                        body.index, body.name, chunkFunction.str(), extra.str());
-  return text + "    }\n  }\n";
+  text += fmt::format(
+      "  const i32 per_block = (params.num_chunks + i32({1}) - 1) / i32({1});\n"
+      "  i32 chunk = i32({0}) * per_block;\n"
+      "  const i32 last = params.num_chunks - chunk < per_block ? params.num_chunks : chunk + "
+      "per_block;\n"
+      "  if (chunk >= last)\n    return;\n"
+      "  for (i32 member = wf_find_member(table, params.num_members, chunk); chunk < last; "
+      "++member) {{\n"
+      "    const i32 next = member + 1 < params.num_members ? table[member + 1].header.first_chunk "
+      ": params.num_chunks;\n"
+      "    const i32 end = next < last ? next : last;\n",
+      block.str(), grid.str());
+  std::string call;
+  if (plan.bodies.size() == 1) {
+    call = fmt::format("    {}{}(params, table[member], member, chunk, end{});\n",
+                       plan.bodies.front().name, runFunction.str(), extra.str());
+  } else {
+    call = "    switch (table[member].header.body) {\n";
+    for (const BodyPlan& body : plan.bodies)
+      call += fmt::format("    case {0}:\n      {1}{2}(params, table[member].body{0}, member, "
+                          "chunk, end{3});\n      break;\n",
+                          body.index, body.name, runFunction.str(), extra.str());
+    call += "    }\n";
+  }
+  return text + call + "    chunk = end;\n  }\n";
 }
 
 std::string kernel(const KernelPlan& plan) {
   std::string text = fmt::format(
-      "/// A persistent grid: block b runs chunks b, b + gridDim.x, ... of all members.\n"
-      "extern \"C\" __global__ void __launch_bounds__({}, {}) {}(const __grid_constant__ {} "
-      "params) {{\n",
-      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor, plan.name, parameterTypeName(plan));
-  text += chunkWalk(plan, "i32(blockIdx.x)", "i32(gridDim.x)", "_chunk", "");
+      "/// A persistent grid: block b runs the b-th of gridDim.x equal shares of all members'\n"
+      "/// chunks, in order.\n"
+      "/// No __launch_bounds__: it would override the register cap NVRTC is given "
+      "(--maxrregcount),\n/// which compileFusion raises for a kernel that spills.\n"
+      "extern \"C\" __global__ void {}(const __grid_constant__ {} params) {{\n",
+      plan.name, parameterTypeName(plan));
+  text += chunkWalk(plan, "blockIdx.x", "gridDim.x", "_run", "");
   return text + "}\n";
 }
 
@@ -176,7 +188,7 @@ std::string hostEntry(const KernelPlan& plan) {
       "                                 const u32* thread_order) {{\n"
       "  const {1}& params = *static_cast<const {1}*>(parameters);\n",
       plan.name, parameterTypeName(plan));
-  text += chunkWalk(plan, "i32(block)", "i32(grid)", "_host_chunk", ", block, grid, thread_order");
+  text += chunkWalk(plan, "block", "grid", "_host_run", ", block, grid, thread_order");
   return text + "}\n#endif\n";
 }
 

@@ -474,6 +474,15 @@ WF_DEVICE bool wf_is_aligned(const void* address, unsigned bytes) {
   return (reinterpret_cast<wf_u64>(address) & (bytes - 1u)) == 0;
 }
 
+/// How many elements of `Size` bytes lie before `address` reaches a multiple of `Alignment`
+/// bytes (a power of two); -1 when it never does (the address is not a multiple of Size).
+template <unsigned Alignment, unsigned Size> WF_DEVICE int wf_head(const void* address) {
+  const wf_u64 offset = reinterpret_cast<wf_u64>(address) & (Alignment - 1u);
+  if (offset % Size != 0)
+    return -1;
+  return int(((Alignment - offset) & (Alignment - 1u)) / Size);
+}
+
 // The device moves whole units through typed pointers (one vector instruction each); the host
 // copies the same bytes with memcpy, which keeps to strict aliasing.
 
@@ -487,6 +496,10 @@ template <typename T, int N> WF_DEVICE void wf_load(T (&values)[N], const T* add
     memcpy(reinterpret_cast<char*>(values) + i * sizeof(Unit), &unit, sizeof(Unit));
   }
 #else
+  // The device faults on a misaligned vector access; the host traps too, so that the host
+  // backend's tests catch a codegen bug the device would hit.
+  if (!wf_is_aligned(address, wf_access<T, N>::bytes))
+    __builtin_trap();
   memcpy(values, address, sizeof(values));
 #endif
 }
@@ -502,6 +515,8 @@ template <typename T, int N> WF_DEVICE void wf_store(T* address, const T (&value
     reinterpret_cast<Unit*>(address)[i] = unit;
   }
 #else
+  if (!wf_is_aligned(address, wf_access<T, N>::bytes))
+    __builtin_trap();
   memcpy(address, values, sizeof(values));
 #endif
 }

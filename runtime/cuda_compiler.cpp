@@ -113,6 +113,8 @@ std::vector<std::string> nvrtcOptions(const CompileOptions& options) {
                                     fmt::format("-arch={}", options.arch), "-Xptxas=-v"};
   if (!options.fmad)
     flags.push_back("--fmad=false");
+  if (options.maxRegisters)
+    flags.push_back(fmt::format("--maxrregcount={}", options.maxRegisters));
   return flags;
 }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -258,6 +259,15 @@ CUfunction CudaModule::function(llvm::StringRef name) const {
       device_->driver().cuModuleGetFunction(&found, module_, name.str().c_str()),
       "cuModuleGetFunction", name);
   return found;
+}
+
+unsigned CudaModule::residentBlocks(unsigned threadsPerBlock) const {
+  CudaDevice::ContextScope scope(*device_);
+  int blocks = 0;
+  device_->driver().check(device_->driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                              &blocks, function_, int(threadsPerBlock), 0),
+                          "cuOccupancyMaxActiveBlocksPerMultiprocessor", kernelName_);
+  return unsigned(std::max(1, blocks));
 }
 
 void CudaModule::release() noexcept {

@@ -137,6 +137,9 @@ public:
   CUfunction function() const { return function_; }
   /// Any entry function of the module; throws Error naming `name` when there is none.
   CUfunction function(llvm::StringRef name) const;
+  /// How many blocks of `threadsPerBlock` threads of the kernel fit on one multiprocessor
+  /// at once (its registers and shared memory decide; at least 1).
+  unsigned residentBlocks(unsigned threadsPerBlock) const;
   /// The size of the kernel's single parameter in bytes; nullopt when the driver cannot tell
   /// (before 12.4) or the kernel does not take exactly one parameter.
   std::optional<size_t> parameterBytes() const { return parameterBytes_; }

@@ -116,6 +116,8 @@ std::unique_ptr<CudaDriver> CudaDriver::fromResolver(Resolver resolver, llvm::St
       resolve(resolver, "cuModuleUnload", d.cuModuleUnload, reason) &&
       resolve(resolver, "cuModuleGetFunction", d.cuModuleGetFunction, reason) &&
       resolve(resolver, "cuFuncGetAttribute", d.cuFuncGetAttribute, reason) &&
+      resolve(resolver, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+              d.cuOccupancyMaxActiveBlocksPerMultiprocessor, reason) &&
       resolve(resolver, "cuLaunchKernel", d.cuLaunchKernel, reason) &&
       resolve(resolver, "cuMemAlloc_v2", d.cuMemAlloc, reason) &&
       resolve(resolver, "cuMemFree_v2", d.cuMemFree, reason) &&

@@ -128,6 +128,10 @@ public:
   /// cuFuncGetParamInfo; optional (null before driver 12.4), used to check parameter sizes.
   CUresult (*cuFuncGetParamInfo)(CUfunction function, size_t index, size_t* offset,
                                  size_t* size) = nullptr;
+  /// cuOccupancyMaxActiveBlocksPerMultiprocessor.
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int* blocks, CUfunction function,
+                                                          int threadsPerBlock,
+                                                          size_t dynamicSharedBytes) = nullptr;
   /// cuLaunchKernel.
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX, unsigned gridY, unsigned gridZ,
                              unsigned blockX, unsigned blockY, unsigned blockZ,

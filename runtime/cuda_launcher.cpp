@@ -24,6 +24,10 @@ CudaLaunches::CudaLaunches(const CudaDevice& device, const CompiledFusion& compi
            "(CUDA 12.1 or newer accepts 32764): update the driver or use backend=host",
            kernel.plan->name, kernel.plan->parameterBytes, device.maxParameterBytes());
     modules_.emplace_back(device, *kernel.compiled);
+    // As many blocks as the compiled kernel keeps resident: its registers decide, not the
+    // plan's launch bounds alone.
+    gridLimits_.push_back(modules_.back().residentBlocks(kernel.plan->threadsPerBlock) *
+                          device.description().multiprocessorCount);
   }
   for (const KernelLaunch& launch : compiled.scheduled.launches) {
     const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
@@ -56,9 +60,8 @@ void CudaLaunches::launch(const CompiledFusion& compiled, std::vector<LaunchBind
       tickets_[i].zeroAsync(stream); // every later launch finds them zeroed by the kernel
       ticketsZeroed_[i] = true;
     }
-    unsigned grid = std::max(1u, std::min(binding.numChunks, plan.maxGridBlocks));
-    device_.launch(modules_[launch.plan], plan.name, binding.parameters, grid, plan.threadsPerBlock,
-                   stream);
+    device_.launch(modules_[launch.plan], plan.name, binding.parameters,
+                   gridBlocks(binding, gridLimits_[launch.plan]), plan.threadsPerBlock, stream);
     if (synchronizeEachLaunch()) {
       try {
         device_.synchronize(stream);

@@ -31,6 +31,8 @@ public:
 private:
   const CudaDevice& device_;
   std::vector<CudaModule> modules_;
+  /// Per plan: the persistent grid's size, resident blocks x multiprocessors.
+  std::vector<unsigned> gridLimits_;
   std::vector<DeviceBuffer> tables_;
   std::vector<DeviceBuffer> tickets_;
   std::vector<bool> ticketsZeroed_;

@@ -4,6 +4,8 @@
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 
 namespace widefuse {
@@ -12,6 +14,36 @@ namespace {
 double millisecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
+}
+
+/// Below two resident blocks of 256 threads a multiprocessor has too few warps to keep
+/// memory busy; a kernel that still spills with 128 registers keeps its spills.
+constexpr unsigned kFewestBlocksPerMultiprocessor = 2;
+
+/// Compiles `kernel` with the register cap of `plan`'s blocks per multiprocessor. A spilling
+/// kernel is bound by local memory traffic, so it is compiled again with more registers
+/// (fewer resident blocks, which `plan` records) until ptxas stops spilling; the source does
+/// not change. The runtime sizes the grid from the occupancy the final kernel has.
+void compileWithoutSpills(KernelPlan& plan, FusionKernel& kernel, KernelCache& cache,
+                          CompileOptions options) {
+  options.maxRegisters = registerCap(plan);
+  CacheResult compiled = cache.compile(kernel.source, plan.name, options);
+  kernel.milliseconds = compiled.milliseconds;
+  while (compiled.kernel->stats.spillBytes() > 0 &&
+         plan.minBlocksPerMultiprocessor > kFewestBlocksPerMultiprocessor) {
+    unsigned spilled = unsigned(compiled.kernel->stats.spillBytes());
+    --plan.minBlocksPerMultiprocessor;
+    plan.maxGridBlocks = plan.device.multiprocessorCount * plan.minBlocksPerMultiprocessor;
+    plan.notes.push_back(fmt::format("with {} registers it spilled {} bytes; compiled again "
+                                     "with {} ({} blocks per multiprocessor)",
+                                     options.maxRegisters, spilled, registerCap(plan),
+                                     plan.minBlocksPerMultiprocessor));
+    options.maxRegisters = registerCap(plan);
+    compiled = cache.compile(kernel.source, plan.name, options);
+    kernel.milliseconds += compiled.milliseconds;
+  }
+  kernel.compiled = compiled.kernel;
+  kernel.cache = compiled.outcome;
 }
 
 } // namespace
@@ -29,11 +61,9 @@ CompiledFusion compileFusion(const Fusion& fusion, const FusionCompileOptions& o
     writeDump(dumps, fusion.name() + ".segments.txt", formatSegmentedFusion(*result.segmented));
 
   InputSignature declared = declaredSignature(*result.segmented);
-  result.scheduled = schedule(*result.segmented, signature ? *signature : declared, options.device);
-  for (const KernelPlan& plan : result.scheduled.plans)
-    if (dumps.launch)
-      writeDump(dumps, plan.name + ".plan.txt", formatKernelPlan(plan));
-
+  result.scheduled =
+      schedule(*result.segmented, signature ? *signature : declared, options.device,
+               options.schedule);
   result.kernels.resize(result.scheduled.plans.size());
   for (const KernelLaunch& launch : result.scheduled.launches)
     ++result.kernels[launch.plan].launches;
@@ -42,17 +72,17 @@ CompiledFusion compileFusion(const Fusion& fusion, const FusionCompileOptions& o
     FusionKernel& kernel = result.kernels[i];
     kernel.plan = &result.scheduled.plans[i];
     kernel.source = emitCuda(*kernel.plan);
+    if (!options.emitOnly)
+      compileWithoutSpills(result.scheduled.plans[i], kernel, cache, compileOptions);
     if (dumps.cuda)
       writeDump(dumps, kernel.plan->name + ".cu", kernel.source);
-    if (options.emitOnly)
-      continue;
-    CacheResult compiled = cache.compile(kernel.source, kernel.plan->name, compileOptions);
-    kernel.compiled = compiled.kernel;
-    kernel.cache = compiled.outcome;
-    kernel.milliseconds = compiled.milliseconds;
-    if (dumps.ptx)
+    if (dumps.ptx && kernel.compiled)
       writeDump(dumps, kernel.plan->name + ".ptx", kernel.compiled->ptx);
   }
+  // Plans are final only now (a spilling kernel is recompiled with a lower block count).
+  for (const KernelPlan& plan : result.scheduled.plans)
+    if (dumps.launch)
+      writeDump(dumps, plan.name + ".plan.txt", formatKernelPlan(plan));
   result.milliseconds = millisecondsSince(start);
   return result;
 }

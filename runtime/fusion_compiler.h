@@ -21,6 +21,8 @@ struct FusionCompileOptions {
   DeviceDescription device = defaultDevice();
   /// Let NVRTC contract a*b+c into fma.
   bool fmad = true;
+  /// The scheduler's tuning knobs.
+  ScheduleOptions schedule;
   /// Stop after codegen: plans and sources, no NVRTC.
   bool emitOnly = false;
   /// What to dump after each stage.

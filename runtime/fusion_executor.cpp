@@ -221,6 +221,7 @@ FusionExecutorCache::entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeS
   options.mode = options_.mode;
   options.device = device_;
   options.fmad = options_.fmad;
+  options.schedule = options_.schedule;
   options.dumps = *options_.dumps;
   // The host backend needs only the sources; NVRTC runs for the device and for `none`.
   options.emitOnly = backend_ == Backend::Host;
@@ -311,8 +312,8 @@ void FusionExecutorCache::bindAndLaunch(
       for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
         const KernelPlan& plan = compiled.scheduled.plans[compiled.scheduled.launches[i].plan];
         runHostGrid(*entry.hostKernels[compiled.scheduled.launches[i].plan], bindings[i].parameters,
-                    std::max(1u, bindings[i].numChunks), plan.threadsPerBlock, options_.blockOrder,
-                    options_.hostThreads);
+                    gridBlocks(bindings[i], plan.maxGridBlocks), plan.threadsPerBlock,
+                    options_.blockOrder, options_.hostThreads);
       }
     }
   } catch (...) {

@@ -43,6 +43,8 @@ struct ExecutorOptions {
   unsigned hostThreads = 1;
   /// Let NVRTC contract a*b+c into fma (device only; the host never contracts).
   bool fmad = true;
+  /// The scheduler's tuning knobs (benchmarks compare settings; the defaults are measured).
+  ScheduleOptions schedule;
   /// The target when there is no device to ask (default sm_90).
   std::optional<std::string> arch;
   /// Dumps after each stage (default: from WIDEFUSE_DUMP / WIDEFUSE_DUMP_DIR).

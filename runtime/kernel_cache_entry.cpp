@@ -105,6 +105,7 @@ std::string kernelCacheKey(llvm::StringRef source, llvm::StringRef kernelName,
   key.bytes(nvrtcVersion);
   key.bytes(options.arch);
   key.u32(options.fmad ? 1 : 0);
+  key.u32(options.maxRegisters);
   key.bytes(kernelName);
   key.bytes(source);
   return std::move(key.text());

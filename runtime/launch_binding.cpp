@@ -6,6 +6,7 @@
 
 #include <llvm/ADT/DenseMap.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace widefuse {
@@ -191,6 +192,10 @@ LaunchBinding bindLaunch(const KernelPlan& plan, const KernelLaunch& launch,
                          const RuntimeShapes& shapes, TensorLookup tensorOf,
                          ScalarLookup scalarOf) {
   return Binder(plan, shapes, tensorOf, scalarOf).bind(launch);
+}
+
+unsigned gridBlocks(const LaunchBinding& binding, unsigned maxBlocks) {
+  return std::max(1u, std::min(binding.numChunks, maxBlocks));
 }
 
 void setTableAddresses(LaunchBinding& binding, const void* table, const void* tickets) {

@@ -36,6 +36,10 @@ using ScalarLookup = llvm::function_ref<ScalarArgument(const Value*)>;
 LaunchBinding bindLaunch(const KernelPlan& plan, const KernelLaunch& launch,
                          const RuntimeShapes& shapes, TensorLookup tensorOf, ScalarLookup scalarOf);
 
+/// The grid of a launch: one block per chunk up to `maxBlocks` (then blocks take several
+/// chunks each), at least one block.
+unsigned gridBlocks(const LaunchBinding& binding, unsigned maxBlocks);
+
 /// Writes the ticket workspace and (device-memory tables) the table addresses into the header.
 void setTableAddresses(LaunchBinding& binding, const void* table, const void* tickets);
 

@@ -19,8 +19,9 @@ constexpr unsigned kMaxBytesPerThreadAccess = 32;
 /// written): beyond it a body with many tensors would spill under the 64-register cap, so it
 /// takes fewer elements per access.
 constexpr unsigned kMaxBytesInFlight = 192;
-/// Vector iterations per thread in one chunk: enough work per chunk that the member lookup
-/// and the per-chunk values cost little, few enough that small members balance well.
+/// Vector iterations per thread in one chunk, the unit blocks share work in: blocks take
+/// contiguous runs of chunks and compute a member's shared values once per run, so a chunk
+/// only needs to be small enough that small members and the last shares balance well.
 constexpr unsigned kIterationsPerChunk = 4;
 
 const AliasPlan* aliasPlanFor(const SegmentedFusion& segmented, unsigned component,
@@ -259,6 +260,11 @@ void BodyPlanner::chooseVectorWidth() {
   }
   body_.chunkElements =
       int64_t(request_.threadsPerBlock) * body_.vectorElements * kIterationsPerChunk;
+  body_.prefetch = request_.prefetch && body_.vectorElements > 1;
+  if (body_.prefetch)
+    notes_.push_back(fmt::format("{}: each thread loads its next vector of every tensor before "
+                                 "computing the current one (loads in flight while it computes)",
+                                 body_.name));
 }
 
 /// Places `bytes` at the next multiple of `alignment`.

@@ -20,6 +20,8 @@ struct BodyRequest {
   unsigned threadsPerBlock = 256;
   /// The members this kernel launch runs (decides which slots are shared by all).
   llvm::ArrayRef<unsigned> members;
+  /// Flat vector loops load the next vector before computing the current one.
+  bool prefetch = true;
 };
 
 /// Plans one body of `signature`, written with the names of its first member. Slot offsets

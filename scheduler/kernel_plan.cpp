@@ -62,6 +62,11 @@ std::string formatSlot(const Slot& slot) {
 
 } // namespace
 
+unsigned registerCap(const KernelPlan& plan) {
+  unsigned perThread = 65536 / (plan.threadsPerBlock * std::max(1u, plan.minBlocksPerMultiprocessor));
+  return std::min(255u, perThread / 8 * 8);
+}
+
 unsigned widestAccessBytes(const KernelPlan& plan) {
   unsigned widest = 0;
   for (const BodyPlan& body : plan.bodies)
@@ -86,10 +91,11 @@ std::string formatKernelPlan(const KernelPlan& plan) {
                       plan.needsTickets ? ", ticket workspace" : "");
   for (const BodyPlan& body : plan.bodies) {
     text += fmt::format("  body {} {}: signature class {}, names of component {}, {}, domain "
-                        "rank {}, {} elements per access, chunk {} elements, entry {} bytes\n",
+                        "rank {}, {} elements per access{}, chunk {} elements, entry {} bytes\n",
                         body.index, body.name, body.signatureClass, body.representative,
                         indexingName(body.indexing).str(), body.domainRank, body.vectorElements,
-                        body.chunkElements, body.entryBytes);
+                        body.prefetch ? " (prefetched)" : "", body.chunkElements,
+                        body.entryBytes);
     if (body.indexing == Indexing::Strided)
       text += fmt::format("    entry extents: i64[{}] @{}\n", body.domainRank, body.extentsOffset);
     for (const Slot& slot : body.slots)

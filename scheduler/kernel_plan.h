@@ -100,8 +100,10 @@ struct BodyPlan {
   unsigned domainRank = 1;
   /// Elements per thread per access; 1 in strided bodies.
   unsigned vectorElements = 1;
-  /// Elements one block handles per chunk.
+  /// Elements per chunk, the unit blocks share the members' elements in.
   int64_t chunkElements = 0;
+  /// Flat vector loops load each thread's next vector before computing the current one.
+  bool prefetch = false;
   std::vector<Slot> slots;
   /// Element values in emission order, with their views.
   std::vector<ElementInstance> elementInstances;
@@ -124,8 +126,8 @@ struct KernelPlan {
   DeviceDescription device;
   llvm::SmallVector<BodyPlan, 1> bodies;
   unsigned threadsPerBlock = 256;
-  /// Blocks per multiprocessor the kernel is compiled for (`__launch_bounds__`), which also
-  /// caps registers at 65536 / (threadsPerBlock * minBlocksPerMultiprocessor).
+  /// Blocks per multiprocessor the kernel is compiled for: its registers are capped at
+  /// registerCap(plan) (NVRTC's --maxrregcount, so the source does not change with it).
   unsigned minBlocksPerMultiprocessor = 4;
   /// Upper bound of the persistent grid: multiprocessors x resident blocks.
   unsigned maxGridBlocks = 0;
@@ -175,6 +177,11 @@ inline constexpr unsigned kEntryHeaderBytes = 16;
 /// Largest parameter block a kernel may take with CUDA 12.1 and newer on Volta and newer (the
 /// default of DeviceDescription::maxParameterBytes; older drivers take 4096).
 inline constexpr unsigned kMaxParameterBytes = 32764;
+
+/// Registers per thread that let minBlocksPerMultiprocessor blocks of threadsPerBlock threads
+/// share a multiprocessor's 65536 (allocated in units of 8, at most 255): 64 for 4 blocks of
+/// 256, 80 for 3, 128 for 2.
+unsigned registerCap(const KernelPlan& plan);
 
 /// The name of an indexing mode: flat, strided.
 llvm::StringRef indexingName(Indexing indexing);

@@ -42,8 +42,8 @@ std::vector<unsigned> membersOfClass(const SegmentedFusion& segmented, const Ker
 class KernelPlanner {
 public:
   KernelPlanner(const SegmentedFusion& segmented, const InputSignature& signature,
-                const DeviceDescription& device)
-      : segmented_(segmented), signature_(signature), device_(device) {}
+                const DeviceDescription& device, const ScheduleOptions& options)
+      : segmented_(segmented), signature_(signature), device_(device), options_(options) {}
 
   KernelPlan plan(const KernelGroup& group);
 
@@ -54,6 +54,7 @@ private:
   const SegmentedFusion& segmented_;
   const InputSignature& signature_;
   const DeviceDescription& device_;
+  const ScheduleOptions& options_;
 };
 
 KernelPlan KernelPlanner::plan(const KernelGroup& group) {
@@ -64,15 +65,10 @@ KernelPlan KernelPlanner::plan(const KernelGroup& group) {
   plan.name = group.signatureClasses.size() == 1
                   ? fmt::format("{}_class{}", fusionName, group.signatureClasses.front())
                   : fmt::format("{}_pack{}", fusionName, group.id);
+  plan.minBlocksPerMultiprocessor = std::max(1u, options_.minBlocksPerMultiprocessor);
   addBodies(plan, group);
   plan.maxGridBlocks = device_.multiprocessorCount * plan.minBlocksPerMultiprocessor;
-  plan.notes.push_back(fmt::format(
-      "{} threads per block, compiled for {} resident blocks per multiprocessor (at most {} "
-      "registers); a persistent grid of up to {} blocks ({} multiprocessors x {}) walks the "
-      "members' chunks",
-      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor,
-      65536 / (plan.threadsPerBlock * plan.minBlocksPerMultiprocessor), plan.maxGridBlocks,
-      device_.multiprocessorCount, plan.minBlocksPerMultiprocessor));
+  plan.notes.push_back(describeGrid(plan));
   bool wide = llvm::any_of(group.members,
                            [&](unsigned member) { return signature_.needsInt64Index[member]; });
   plan.indexBits = wide ? 64 : 32;
@@ -94,6 +90,7 @@ void KernelPlanner::addBodies(KernelPlan& plan, const KernelGroup& group) {
     request.indexing = chooseIndexing(segmented_, members, signature_);
     request.threadsPerBlock = plan.threadsPerBlock;
     request.members = members;
+    request.prefetch = options_.prefetch;
     plan.bodies.push_back(
         planBody(segmented_, segmented_.signatureClasses[classId], request, plan.notes));
     plan.needsTickets |= plan.bodies.back().hasDeferredWrites;
@@ -160,13 +157,24 @@ InputSignature declaredSignature(const SegmentedFusion& segmented) {
   return signature;
 }
 
+std::string describeGrid(const KernelPlan& plan) {
+  return fmt::format(
+      "{} threads per block, compiled for {} resident blocks per multiprocessor (at most {} "
+      "registers); a persistent grid of up to {} blocks ({} multiprocessors x {}, or what the "
+      "device's occupancy query allows) splits the members' chunks into equal contiguous "
+      "shares",
+      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor,
+      65536 / (plan.threadsPerBlock * plan.minBlocksPerMultiprocessor), plan.maxGridBlocks,
+      plan.device.multiprocessorCount, plan.minBlocksPerMultiprocessor);
+}
+
 ScheduledFusion schedule(const SegmentedFusion& segmented, const InputSignature& signature,
-                         const DeviceDescription& device) {
+                         const DeviceDescription& device, const ScheduleOptions& options) {
   WF_ASSERT(signature.denseInputs.size() == segmented.fusion->inputs().size());
   WF_ASSERT(signature.needsInt64Index.size() == segmented.components.size());
   ScheduledFusion scheduled;
   scheduled.segmented = &segmented;
-  KernelPlanner planner(segmented, signature, device);
+  KernelPlanner planner(segmented, signature, device, options);
   // Per-component groups of one class plan to the same kernel: keep one plan, many launches.
   llvm::StringMap<unsigned> planOfText;
   for (const KernelGroup& group : segmented.groups) {

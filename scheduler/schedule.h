@@ -23,6 +23,18 @@ struct InputSignature {
   std::vector<bool> needsInt64Index;
 };
 
+/// Tuning knobs of the scheduler. The defaults are the choices benchmarks/gpu measured on an
+/// H200 (docs/performance.md); the benchmarks set others to compare.
+struct ScheduleOptions {
+  /// Resident blocks per multiprocessor a kernel is first compiled for (its register cap),
+  /// which caps registers at 65536 / (threadsPerBlock x this). compileFusion lowers it while
+  /// ptxas reports spills.
+  unsigned minBlocksPerMultiprocessor = 4;
+  /// Flat bodies load each thread's next vector of every tensor before computing the current
+  /// one, so that its loads are in flight while it computes.
+  bool prefetch = true;
+};
+
 /// Members below this many elements (and tensor spans) use 32-bit indices: 2^31 less one
 /// megabyte, so that `begin + chunkElements` cannot overflow.
 inline constexpr int64_t kMaxInt32IndexElements = (int64_t(1) << 31) - (int64_t(1) << 20);
@@ -31,11 +43,15 @@ inline constexpr int64_t kMaxInt32IndexElements = (int64_t(1) << 31) - (int64_t(
 /// domain needs them.
 InputSignature declaredSignature(const SegmentedFusion& segmented);
 
+/// The plan note on the block size, register cap and grid (rewritten when compileFusion
+/// lowers minBlocksPerMultiprocessor).
+std::string describeGrid(const KernelPlan& plan);
+
 /// Plans every kernel of `segmented`. Groups that compile to the same kernel (the members of
 /// one signature class in per-component mode) share one plan and differ only in their
 /// launches. Throws Error for what codegen cannot emit (a deferred write of a tensor that is
 /// not 0-d).
 ScheduledFusion schedule(const SegmentedFusion& segmented, const InputSignature& signature,
-                         const DeviceDescription& device);
+                         const DeviceDescription& device, const ScheduleOptions& options = {});
 
 } // namespace widefuse

@@ -73,6 +73,7 @@ nlohmann::json compileReportJson(const CompiledFusion& compiled) {
     nlohmann::json entry = {{"name", kernel.plan->name},
                             {"vector_bytes", widestAccessBytes(*kernel.plan)},
                             {"index_bits", kernel.plan->indexBits},
+                            {"blocks_per_multiprocessor", kernel.plan->minBlocksPerMultiprocessor},
                             {"launches", kernel.launches},
                             {"members", membersOf(compiled, kernel.plan)}};
     if (kernel.compiled) {
@@ -108,8 +109,10 @@ std::string formatCompileReport(const CompiledFusion& compiled) {
                         membersOf(compiled, kernel.plan), widestAccessBytes(*kernel.plan),
                         kernel.plan->indexBits);
     if (kernel.compiled)
-      text += fmt::format("; {} registers, {} spill bytes; NVRTC {}",
-                          kernel.compiled->stats.registers, kernel.compiled->stats.spillBytes(),
+      text += fmt::format("; {} registers ({} blocks per multiprocessor), {} spill bytes; NVRTC {}",
+                          kernel.compiled->stats.registers,
+                          kernel.plan->minBlocksPerMultiprocessor,
+                          kernel.compiled->stats.spillBytes(),
                           kernel.cache == CacheOutcome::Miss
                               ? fmt::format("{:.0f} ms", kernel.compiled->nvrtcMilliseconds)
                               : std::string("cache hit"));

@@ -2,12 +2,11 @@
 # The GPU check, run on the GPU machine in one call (see docs/performance.md, "GPU"):
 #   device run: bash benchmarks/gpu/run.sh   with carry: ["gpu-bundle"]
 # after benchmarks/gpu/bundle.sh here. In order: the gpu-labelled tests; the Adam benchmark
-# (widefuse batched and per-component over real parameter lists, f32 and bf16) next to
-# torch's fused and foreach Adam and a device copy of the same bytes, joined into one table;
-# the dispatch benchmark; `widefuse adam` verified against the oracle; one Nsight Compute
-# profile of the batched GPT-2 kernel. Results go to $OUT (or ./gpu-results): log.txt, table.md and
-# the JSON behind it, adam.json, ncu.txt. About four
-# minutes on an H200.
+# (widefuse batched and per-component over real parameter lists, f32 and bf16, and the batched
+# kernel under other schedules) next to torch's fused and foreach Adam and a device copy of
+# the same bytes, joined into tables; `widefuse adam` verified against the oracle; Nsight
+# Compute profiles of two batched kernels. Results go to $OUT (or ./gpu-results): log.txt,
+# table.md and the JSON behind it, adam.json, ncu.txt. About five minutes on an H200.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 RESULTS=${OUT:-gpu-results}
@@ -26,37 +25,33 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max
 
 step tests
 for test in runtime_cuda_device_test runtime_cuda_executor_test runtime_cuda_adam_test; do
-  timeout 120 "$BUNDLE/$test" --gtest_brief=1 2>&1 || status=1
+  timeout 60 "$BUNDLE/$test" --gtest_brief=1 2>&1 || status=1
 done
 
 step adam benchmark
 "$BUNDLE/cuda_benchmark" --list-cases >"$RESULTS/cases.json" || status=1
-timeout 150 "$BUNDLE/cuda_benchmark" --benchmark_repetitions=3 --benchmark_min_time=0.2 \
+timeout 200 "$BUNDLE/cuda_benchmark" --benchmark_repetitions=3 --benchmark_min_time=0.2 \
   --benchmark_report_aggregates_only=true --benchmark_out="$RESULTS/cuda_benchmark.json" \
   2>&1 || status=1
-LD_LIBRARY_PATH= timeout 150 python3 benchmarks/gpu/torch_adam.py "$RESULTS/cases.json" "$RESULTS/torch.json" \
+LD_LIBRARY_PATH= timeout 120 python3 benchmarks/gpu/torch_adam.py "$RESULTS/cases.json" "$RESULTS/torch.json" \
   2>&1 || status=1
 LD_LIBRARY_PATH= python3 benchmarks/gpu/report.py "$RESULTS/cases.json" "$RESULTS/cuda_benchmark.json" \
   "$RESULTS/torch.json" | tee "$RESULTS/table.md" || status=1
 
-step dispatch
-timeout 40 "$BUNDLE/dispatch_benchmark" --benchmark_filter=dispatch --benchmark_min_time=0.2 \
-  2>&1 || status=1
-
 step widefuse adam
 for model in seed tiny; do
-  timeout 60 "$BUNDLE/widefuse" adam --model $model --backend cuda --verify --json \
+  timeout 30 "$BUNDLE/widefuse" adam --model $model --backend cuda --verify --json \
     >>"$RESULTS/adam.json" 2>&1 || status=1
 done
-timeout 60 "$BUNDLE/widefuse" adam --model gpt2 --backend cuda --steps 3 --no-verify \
-  2>&1 || status=1
 
 step profile
 if command -v ncu >/dev/null; then
-  timeout 60 ncu --clock-control none --set basic --section MemoryWorkloadAnalysis \
-    --kernel-name regex:adam --launch-skip 3 --launch-count 1 \
-    "$BUNDLE/cuda_benchmark" --benchmark_filter='adam/gpt2-f32/batched' \
-    --benchmark_min_time=0.01 >"$RESULTS/ncu.txt" 2>&1 || echo "ncu failed (see ncu.txt)"
+  for case in gpt2-f32 llama7b-8layers-bf16; do
+    timeout 45 ncu --clock-control none --set basic --section MemoryWorkloadAnalysis \
+      --section Occupancy --kernel-name regex:adam --launch-skip 3 --launch-count 1 \
+      "$BUNDLE/cuda_benchmark" --benchmark_filter="adam/$case/batched" \
+      --benchmark_min_time=0.01 >>"$RESULTS/ncu.txt" 2>&1 || echo "ncu failed (see ncu.txt)"
+  done
 fi
 step done "status $status"
 exit $status

@@ -1,6 +1,6 @@
 // Every op of the IR, in every dtype its typing rule accepts, on both code paths (per
 // element and once per chunk), plus every cast and bitcast pair and broadcast_in_dim: the
-// generated kernels must compile with NVRTC for sm_80 and sm_90 within the 64-register cap.
+// generated kernels must compile with NVRTC for sm_80 and sm_90 within their register cap.
 // No GPU is needed. These kernels hold ~100 outputs each, far more live values than a real
 // fusion, so spills are allowed here; the optimizer kernels' spill-free budget is checked in
 // tests/runtime/fusion_compiler_test.cpp.
@@ -31,7 +31,11 @@ void expectCompiles(const Fusion& fusion, llvm::StringRef arch, SegmentationMode
     ASSERT_TRUE(kernel.compiled);
     EXPECT_FALSE(kernel.compiled->cubin.empty());
     EXPECT_GT(kernel.compiled->stats.registers, 0) << kernel.plan->name;
-    EXPECT_LE(kernel.compiled->stats.registers, 64) << kernel.plan->name;
+    // The register cap of the blocks per multiprocessor the kernel ended up compiled for
+    // (compileFusion lowers it while a kernel spills).
+    EXPECT_LE(kernel.compiled->stats.registers,
+              65536 / (256 * int(kernel.plan->minBlocksPerMultiprocessor)))
+        << kernel.plan->name;
   }
 }
 

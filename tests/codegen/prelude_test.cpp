@@ -454,5 +454,30 @@ TEST(PreludeMemory, AccessSizeIsTheLargestUnitDividingTheBytes) {
   EXPECT_FALSE(wf_is_aligned(buffer + 2, 4));
 }
 
+TEST(PreludeMemoryDeathTest, AMisalignedVectorAccessTrapsOnTheHostAsOnTheDevice) {
+  alignas(16) f32 buffer[12] = {};
+  alignas(16) f32 values[4] = {};
+  EXPECT_DEATH(wf_load(values, buffer + 1), "");
+  EXPECT_DEATH(wf_store(buffer + 2, values), "");
+  wf_load(values, buffer + 4); // aligned: fine
+  wf_store(buffer + 8, values);
+}
+
+TEST(PreludeMemory, HeadCountsTheElementsBeforeTheNextAlignedAddress) {
+  alignas(16) char buffer[64];
+  EXPECT_EQ((wf_head<16, 4>(buffer)), 0);
+  EXPECT_EQ((wf_head<16, 4>(buffer + 4)), 3);
+  EXPECT_EQ((wf_head<16, 4>(buffer + 12)), 1);
+  EXPECT_EQ((wf_head<16, 2>(buffer + 2)), 7);
+  EXPECT_EQ((wf_head<8, 2>(buffer + 6)), 1);
+  EXPECT_EQ((wf_head<16, 8>(buffer + 8)), 1);
+  // An address that is not a multiple of the element size never aligns by whole elements.
+  EXPECT_EQ((wf_head<16, 4>(buffer + 2)), -1);
+  EXPECT_EQ((wf_head<16, 2>(buffer + 1)), -1);
+  // Every head leads to an aligned address.
+  for (int offset = 0; offset < 16; offset += 2)
+    EXPECT_TRUE(wf_is_aligned(buffer + offset + 2 * wf_head<16, 2>(buffer + offset), 16));
+}
+
 } // namespace
 } // namespace widefuse

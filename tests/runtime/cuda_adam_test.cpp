@@ -230,6 +230,59 @@ TEST(CudaAdam, SixHundredParametersUseADeviceTableAndAPreparedRun) {
   expectClose(onDevice, reference, "600 parameters, prepared");
 }
 
+TEST(CudaAdam, ViewsStartingMidVectorPeelAHeadOrStayScalar) {
+  WF_REQUIRE_DEVICE();
+  // Device tensors that start 0-3 elements past an aligned address (views into larger
+  // allocations): a misaligned 16-byte access would fault, so this checks the head peeling
+  // (every tensor of a member off by the same amount) and the scalar fallback (off by different
+  // amounts) on the hardware.
+  const CudaDevice& device = CudaDevice::get();
+  for (bool samePhase : {true, false}) {
+    optim::AdamConfig config = baseConfig(DataType::Float);
+    config.groups[0].shapes = {{4097}, {64, 32}, {3}, {100003}, {8}};
+    optim::AdamFusion adam = optim::buildAdam(config);
+    AdamState onDevice = initialAdamState(adam);
+    AdamState reference = onDevice.clone();
+    std::vector<DeviceBuffer> buffers;
+    std::vector<int64_t> offsets;
+    std::vector<Argument> arguments;
+    for (const Argument& argument : onDevice.arguments(*adam.fusion)) {
+      const TensorRef* tensor = std::get_if<TensorRef>(&argument);
+      if (!tensor) {
+        arguments.push_back(argument);
+        continue;
+      }
+      const optim::AdamInput& role = adam.inputs[arguments.size()];
+      int64_t offset = tensor->shape.empty() ? 0
+                       : samePhase           ? int64_t(role.index % 4)
+                                             : int64_t(role.role == optim::AdamRole::Grad);
+      size_t bytes = size_t(tensor->numel()) * 4;
+      buffers.emplace_back(device, bytes + 16);
+      buffers.back().upload({static_cast<const std::byte*>(tensor->data), bytes},
+                            size_t(offset) * 4);
+      TensorRef view = *tensor;
+      view.data = static_cast<std::byte*>(buffers.back().pointer()) + offset * 4;
+      arguments.push_back(view);
+      offsets.push_back(offset);
+    }
+    ExecutorOptions options;
+    options.backend = Backend::Cuda;
+    options.mode = SegmentationMode::Batched;
+    options.fmad = false;
+    FusionExecutorCache executor(*adam.fusion, options);
+    for (int step = 0; step < 3; ++step) {
+      executor.run(arguments);
+      evaluate(*adam.fusion, reference.arguments(*adam.fusion));
+    }
+    device.synchronize(nullptr);
+    for (size_t t = 0; t < onDevice.tensors.size(); ++t)
+      buffers[t].download({static_cast<std::byte*>(onDevice.tensors[t].data()),
+                           onDevice.tensors[t].byteSize()},
+                          size_t(offsets[t]) * 4);
+    expectClose(onDevice, reference, samePhase ? "same phase" : "mixed phases");
+  }
+}
+
 TEST(CudaAdam, RunsLeaveTheCallersContextCurrent) {
   WF_REQUIRE_DEVICE();
   const CudaDriver& driver = CudaDevice::get().driver();

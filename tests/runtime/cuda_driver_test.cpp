@@ -128,6 +128,9 @@ std::map<std::string, void*> fakeSymbols() {
            return kCudaErrorInvalidValue;
          return ok(*offset = 0, *size = fake.parameterBytes);
        })},
+      {"cuOccupancyMaxActiveBlocksPerMultiprocessor",
+       entry<&D::cuOccupancyMaxActiveBlocksPerMultiprocessor>(
+           [](int* blocks, CUfunction, int, size_t) { return ok(*blocks = 4); })},
       {"cuLaunchKernel",
        entry<&D::cuLaunchKernel>([](CUfunction, unsigned gridX, unsigned, unsigned, unsigned blockX,
                                     unsigned, unsigned, unsigned, CUstream stream,

@@ -312,7 +312,9 @@ TEST_F(CliTest, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
   for (const auto& kernel : report["kernel_stats"]) {
     EXPECT_EQ(kernel["cache"], "miss");
     EXPECT_GT(kernel["registers"].get<int>(), 0);
-    EXPECT_LE(kernel["registers"].get<int>(), 64);
+    // Within the register cap of the blocks per multiprocessor it was compiled for.
+    EXPECT_LE(kernel["registers"].get<int>(),
+              65536 / (256 * kernel["blocks_per_multiprocessor"].get<int>()));
     EXPECT_EQ(kernel["spill_bytes"], 0);
     EXPECT_EQ(kernel["index_bits"], 32);
     EXPECT_GT(kernel["nvrtc_ms"].get<double>(), 0);
@@ -329,7 +331,7 @@ TEST_F(CliTest, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
 TEST_F(CliTest, CompileEmitsCudaOrPtxAndDumpsIntoADirectory) {
   CliResult cuda = run("compile axpy.wf --emit cuda");
   ASSERT_EQ(cuda.exitCode, 0) << cuda.err;
-  EXPECT_NE(cuda.out.find("extern \"C\" __global__ void __launch_bounds__(256, 4) axpy_class0("),
+  EXPECT_NE(cuda.out.find("extern \"C\" __global__ void axpy_class0("),
             std::string::npos);
   EXPECT_NE(cuda.out.find("// fusion 'axpy', batched mode"), std::string::npos);
   CliResult ptx = run("compile axpy.wf --emit ptx --arch sm_80");
