@@ -119,7 +119,7 @@ struct Variant {
 };
 
 const Variant kVariants[] = {
-    {"no-prefetch", {4, false}},
+    {"prefetch", {4, true}},
     {"prefetch-128-registers", {2, true}},
 };
 
@@ -156,7 +156,8 @@ void adamStep(benchmark::State& state, const Case& c, SegmentationMode mode,
   state.counters["params"] = double(c.shapes.size());
   state.counters["kernels"] = double(compiled.numLaunches());
   state.counters["registers"] = double(compiled.kernels.front().compiled->stats.registers);
-  state.counters["blocks_per_sm"] = double(compiled.kernels.front().plan->minBlocksPerMultiprocessor);
+  state.counters["blocks_per_sm"] =
+      double(compiled.kernels.front().plan->minBlocksPerMultiprocessor);
   state.counters["bytes_per_second"] =
       benchmark::Counter(double(elements) * double(bytesPerElement(c.dtype)),
                          benchmark::Counter::kIsIterationInvariantRate);
@@ -173,11 +174,11 @@ void registerAll() {
   // Other schedules, batched: what the defaults were chosen against.
   for (const Case& c : cases())
     for (const Variant& variant : kVariants)
-      benchmark::RegisterBenchmark(
-          fmt::format("schedule/{}/{}", c.name, variant.name).c_str(),
-          [&c, &variant](benchmark::State& state) {
-            adamStep(state, c, SegmentationMode::Batched, variant.schedule);
-          })
+      benchmark::RegisterBenchmark(fmt::format("schedule/{}/{}", c.name, variant.name).c_str(),
+                                   [&c, &variant](benchmark::State& state) {
+                                     adamStep(state, c, SegmentationMode::Batched,
+                                              variant.schedule);
+                                   })
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
 }

@@ -310,9 +310,10 @@ std::string BodyEmitter::elementCall(const std::string& readOf) const {
 std::string BodyEmitter::flatLoops() const {
   unsigned vector = body_.vectorElements;
   unsigned threads = plan_.threadsPerBlock;
-  std::string scalarLoop = fmt::format("  for ({0} i = {{}} + {0}(threadIdx.x); i < {{}}; i += {1}) {{{{ "
-                                       "// {{}}\n    ",
-                                       indexType_, threads);
+  std::string scalarLoop =
+      fmt::format("  for ({0} i = {{}} + {0}(threadIdx.x); i < {{}}; i += {1}) {{{{ "
+                  "// {{}}\n    ",
+                  indexType_, threads);
   std::string scalarBody = elementCall("wf_global(entry.{})[i]");
   for (const Slot& slot : body_.slots)
     if (slot.kind == SlotKind::ElementTensor && slot.written)
@@ -346,12 +347,12 @@ std::string BodyEmitter::flatLoops() const {
                       vector);
   text += vectorLoop();
   text += "  }\n";
-  text += fmt::format(fmt::runtime(scalarLoop), "begin",
-                      "body_begin", "elements before the vector path (or all of them)") +
+  text += fmt::format(fmt::runtime(scalarLoop), "begin", "body_begin",
+                      "elements before the vector path (or all of them)") +
           scalarBody;
-  text += fmt::format(fmt::runtime(scalarLoop), "tail_begin", "end",
-                      "elements after the vector path") +
-          scalarBody;
+  text +=
+      fmt::format(fmt::runtime(scalarLoop), "tail_begin", "end", "elements after the vector path") +
+      scalarBody;
   return text;
 }
 
@@ -361,7 +362,8 @@ std::string BodyEmitter::vectorLoop() const {
   auto forEach = [&](bool read, bool written, const std::string& pattern) {
     std::string text;
     for (const Slot& slot : body_.slots)
-      if (slot.kind == SlotKind::ElementTensor && ((read && slot.read) || (written && slot.written)))
+      if (slot.kind == SlotKind::ElementTensor &&
+          ((read && slot.read) || (written && slot.written)))
         text += fmt::format(fmt::runtime(pattern), cppType(slot.dtype), slot.field, vector,
                             pointerOf(slot));
     return text;
@@ -383,8 +385,9 @@ std::string BodyEmitter::vectorLoop() const {
   if (body_.prefetch) {
     text += forEach(true, false, "      alignas(16) {0} next_{1}[{2}];\n");
     text += fmt::format("      if (i + {} * {} < tail_begin) {{\n", threads, vector);
-    text += forEach(true, false, fmt::format("        wf_load(next_{{1}}, {{3}} + i + {} * {});\n",
-                                             threads, vector));
+    text += forEach(
+        true, false,
+        fmt::format("        wf_load(next_{{1}}, {{3}} + i + {} * {});\n", threads, vector));
     text += "      }\n";
   } else {
     text += forEach(true, false, "      wf_load(load_{1}, {3} + i);\n");
@@ -451,7 +454,8 @@ std::string BodyEmitter::deferredFunction() const {
       writes += fmt::format("    *{} = {}; // deferred copy_ into {}\n", pointerOf(slot),
                             writtenValueText(slot), slot.name);
   return fmt::format(
-      "/// Thread 0 of a block that finished `done` chunks of `member`, after the block's barrier:\n"
+      "/// Thread 0 of a block that finished `done` chunks of `member`, after the block's "
+      "barrier:\n"
       "/// the last block done with the member writes the 0-d inputs every element reads\n"
       "/// (deferred writes), so no block reads a value already replaced, in any block order.\n"
       "WF_DEVICE void {0}_deferred(const {1}& params, const {2}& entry, const {0}_uniform& u, "
@@ -468,7 +472,8 @@ std::string BodyEmitter::deferredFunction() const {
 
 std::string BodyEmitter::elementsFunction() const {
   std::string text = fmt::format(
-      "/// Elements [begin, end) of one member of {0}: the threads of the block stride through them.\n"
+      "/// Elements [begin, end) of one member of {0}: the threads of the block stride through "
+      "them.\n"
       "WF_DEVICE void {0}_elements(const {1}& params, const {2}& entry, const {0}_uniform& u, "
       "const {3} begin, const {3} end) {{\n",
       body_.name, parameterTypeName(plan_), memberTypeName(body_), indexType_);
@@ -478,10 +483,11 @@ std::string BodyEmitter::elementsFunction() const {
 }
 
 std::string BodyEmitter::elementRange() const {
-  return fmt::format("  const {0} begin = {0}(first - entry.header.first_chunk) * {1};\n"
-                     "  const {0} limit = {0}(end - entry.header.first_chunk) * {1};\n"
-                     "  const {0} stop = limit < entry.header.numel ? limit : {0}(entry.header.numel);\n",
-                     indexType_, body_.chunkElements);
+  return fmt::format(
+      "  const {0} begin = {0}(first - entry.header.first_chunk) * {1};\n"
+      "  const {0} limit = {0}(end - entry.header.first_chunk) * {1};\n"
+      "  const {0} stop = limit < entry.header.numel ? limit : {0}(entry.header.numel);\n",
+      indexType_, body_.chunkElements);
 }
 
 std::string BodyEmitter::runFunction() const {

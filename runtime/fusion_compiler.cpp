@@ -61,9 +61,8 @@ CompiledFusion compileFusion(const Fusion& fusion, const FusionCompileOptions& o
     writeDump(dumps, fusion.name() + ".segments.txt", formatSegmentedFusion(*result.segmented));
 
   InputSignature declared = declaredSignature(*result.segmented);
-  result.scheduled =
-      schedule(*result.segmented, signature ? *signature : declared, options.device,
-               options.schedule);
+  result.scheduled = schedule(*result.segmented, signature ? *signature : declared, options.device,
+                              options.schedule);
   result.kernels.resize(result.scheduled.plans.size());
   for (const KernelLaunch& launch : result.scheduled.launches)
     ++result.kernels[launch.plan].launches;

@@ -21,7 +21,7 @@ struct BodyRequest {
   /// The members this kernel launch runs (decides which slots are shared by all).
   llvm::ArrayRef<unsigned> members;
   /// Flat vector loops load the next vector before computing the current one.
-  bool prefetch = true;
+  bool prefetch = false;
 };
 
 /// Plans one body of `signature`, written with the names of its first member. Slot offsets

@@ -63,7 +63,8 @@ std::string formatSlot(const Slot& slot) {
 } // namespace
 
 unsigned registerCap(const KernelPlan& plan) {
-  unsigned perThread = 65536 / (plan.threadsPerBlock * std::max(1u, plan.minBlocksPerMultiprocessor));
+  unsigned perThread =
+      65536 / (plan.threadsPerBlock * std::max(1u, plan.minBlocksPerMultiprocessor));
   return std::min(255u, perThread / 8 * 8);
 }
 
@@ -94,8 +95,7 @@ std::string formatKernelPlan(const KernelPlan& plan) {
                         "rank {}, {} elements per access{}, chunk {} elements, entry {} bytes\n",
                         body.index, body.name, body.signatureClass, body.representative,
                         indexingName(body.indexing).str(), body.domainRank, body.vectorElements,
-                        body.prefetch ? " (prefetched)" : "", body.chunkElements,
-                        body.entryBytes);
+                        body.prefetch ? " (prefetched)" : "", body.chunkElements, body.entryBytes);
     if (body.indexing == Indexing::Strided)
       text += fmt::format("    entry extents: i64[{}] @{}\n", body.domainRank, body.extentsOffset);
     for (const Slot& slot : body.slots)

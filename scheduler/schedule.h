@@ -23,16 +23,17 @@ struct InputSignature {
   std::vector<bool> needsInt64Index;
 };
 
-/// Tuning knobs of the scheduler. The defaults are the choices benchmarks/gpu measured on an
-/// H200 (docs/performance.md); the benchmarks set others to compare.
+/// Tuning knobs of the scheduler; benchmarks/gpu compares settings on a GPU
+/// (docs/performance.md says what was measured and why the defaults are what they are).
 struct ScheduleOptions {
   /// Resident blocks per multiprocessor a kernel is first compiled for (its register cap),
   /// which caps registers at 65536 / (threadsPerBlock x this). compileFusion lowers it while
   /// ptxas reports spills.
   unsigned minBlocksPerMultiprocessor = 4;
   /// Flat bodies load each thread's next vector of every tensor before computing the current
-  /// one, so that its loads are in flight while it computes.
-  bool prefetch = true;
+  /// one, so that its loads are in flight while it computes. Off by default until measured:
+  /// it costs registers (Adam f32: 78 instead of 53, so 3 resident blocks instead of 4).
+  bool prefetch = false;
 };
 
 /// Members below this many elements (and tensor spans) use 32-bit indices: 2^31 less one

@@ -217,6 +217,7 @@ void runAdam(const AdamArguments& arguments) {
     options.blockOrder = order;
     options.hostThreads = arguments.threads;
     options.fmad = !arguments.compile.noFmad;
+    options.schedule = arguments.compile.schedule;
     // --dump-dir and WIDEFUSE_DUMP; --arch only when given (else the device's own).
     options.dumps = fusionCompileOptions(arguments.compile, false).dumps;
     if (arguments.compile.arch != CompileArguments{}.arch)

@@ -20,11 +20,24 @@ void addCompileOptions(CLI::App& command, CompileArguments& arguments) {
   command.add_flag("--no-fmad", arguments.noFmad,
                    "Do not contract a*b+c into fma: one rounding per IR operation, as the "
                    "reference evaluator computes");
+  command.add_flag("--prefetch", arguments.schedule.prefetch,
+                   "Flat loops load each thread's next vector before computing the current one "
+                   "(more registers, loads in flight while computing)");
+  command
+      .add_option("--blocks-per-sm", arguments.schedule.minBlocksPerMultiprocessor,
+                  "Resident 256-thread blocks per multiprocessor to compile for (the register "
+                  "cap; lowered while a kernel spills)")
+      ->check(CLI::Range(1, 8))
+      ->capture_default_str();
 }
 
 bool hasCompileOnlyOptions(const CompileArguments& arguments) {
-  return arguments.arch != CompileArguments{}.arch || !arguments.dumpDirectory.empty() ||
-         !arguments.emit.empty() || arguments.noFmad;
+  const CompileArguments defaults;
+  return arguments.arch != defaults.arch || !arguments.dumpDirectory.empty() ||
+         !arguments.emit.empty() || arguments.noFmad ||
+         arguments.schedule.prefetch != defaults.schedule.prefetch ||
+         arguments.schedule.minBlocksPerMultiprocessor !=
+             defaults.schedule.minBlocksPerMultiprocessor;
 }
 
 FusionCompileOptions fusionCompileOptions(const CompileArguments& arguments, bool jsonReport) {
@@ -34,6 +47,7 @@ FusionCompileOptions fusionCompileOptions(const CompileArguments& arguments, boo
   options.mode = parseMode(arguments.mode);
   options.device = deviceForArch(arguments.arch);
   options.fmad = !arguments.noFmad;
+  options.schedule = arguments.schedule;
   options.dumps = dumpOptionsFromEnvironment();
   if (!arguments.dumpDirectory.empty()) {
     options.dumps.directory = arguments.dumpDirectory;
@@ -110,8 +124,7 @@ std::string formatCompileReport(const CompiledFusion& compiled) {
                         kernel.plan->indexBits);
     if (kernel.compiled)
       text += fmt::format("; {} registers ({} blocks per multiprocessor), {} spill bytes; NVRTC {}",
-                          kernel.compiled->stats.registers,
-                          kernel.plan->minBlocksPerMultiprocessor,
+                          kernel.compiled->stats.registers, kernel.plan->minBlocksPerMultiprocessor,
                           kernel.compiled->stats.spillBytes(),
                           kernel.cache == CacheOutcome::Miss
                               ? fmt::format("{:.0f} ms", kernel.compiled->nvrtcMilliseconds)

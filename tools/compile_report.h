@@ -22,9 +22,12 @@ struct CompileArguments {
   /// "", "cuda" or "ptx": print that text of every kernel to standard output.
   std::string emit;
   bool noFmad = false;
+  /// The scheduler's knobs (--prefetch, --blocks-per-sm).
+  ScheduleOptions schedule;
 };
 
-/// Registers --mode, --arch, --dump-dir, --emit and --no-fmad on `command`.
+/// Registers --mode, --arch, --dump-dir, --emit, --no-fmad, --prefetch and --blocks-per-sm on
+/// `command`.
 void addCompileOptions(CLI::App& command, CompileArguments& arguments);
 
 /// The pipeline options the arguments ask for (dumps from the environment plus --dump-dir,

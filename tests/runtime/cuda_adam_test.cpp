@@ -71,8 +71,8 @@ void expectClose(const AdamState& actual, const AdamState& expected, const std::
       double x = valueAt(a, i), y = valueAt(e, i);
       if (!std::isfinite(y)) { // f16 Adam overflows where torch's does (eps rounds to 0)
         ASSERT_TRUE(std::isnan(y) ? std::isnan(x) : x == y)
-            << what << " tensor " << t << " element " << i << ": device " << x
-            << ", reference " << y;
+            << what << " tensor " << t << " element " << i << ": device " << x << ", reference "
+            << y;
         continue;
       }
       ASSERT_LE(std::fabs(x - y), ulps * ulpNear(a.dtype(), std::fabs(y)))
@@ -114,7 +114,7 @@ enum class Residency { Host, Device };
 
 /// Three steps of `config` on the GPU and on the reference evaluator, compared.
 void checkAdam(const optim::AdamConfig& config, SegmentationMode mode, Residency residency,
-               void* stream, const std::string& what) {
+               void* stream, const std::string& what, const ScheduleOptions& schedule = {}) {
   const CudaDevice& device = CudaDevice::get();
   optim::AdamFusion adam = optim::buildAdam(config);
   AdamState onDevice = initialAdamState(adam);
@@ -124,6 +124,7 @@ void checkAdam(const optim::AdamConfig& config, SegmentationMode mode, Residency
   options.mode = mode;
   options.fmad = false;
   options.stream = stream;
+  options.schedule = schedule;
   FusionExecutorCache executor(*adam.fusion, options);
   std::optional<DeviceState> resident;
   if (residency == Residency::Device)
@@ -189,6 +190,19 @@ TEST(CudaAdam, EveryVariantDtypeAndModeMatchesTheReference) {
           SCOPED_TRACE(what);
           checkAdam(config, mode, residency, nullptr, what);
         }
+}
+
+TEST(CudaAdam, OtherSchedulesMatchTheReference) {
+  WF_REQUIRE_DEVICE();
+  // The schedules benchmarks/gpu compares: prefetching loops, and a 128-register cap.
+  for (ScheduleOptions schedule : {ScheduleOptions{4, true}, ScheduleOptions{2, true}})
+    for (DataType dtype : {DataType::Float, DataType::BFloat16}) {
+      optim::AdamConfig config = baseConfig(dtype);
+      config.amsgrad = true;
+      std::string what = fmt::format("{} blocks per SM, prefetch, {}",
+                                     schedule.minBlocksPerMultiprocessor, shortName(dtype).str());
+      checkAdam(config, SegmentationMode::Batched, Residency::Device, nullptr, what, schedule);
+    }
 }
 
 TEST(CudaAdam, NonBlockingStreamOrdersStagingTicketsAndTables) {
@@ -276,9 +290,9 @@ TEST(CudaAdam, ViewsStartingMidVectorPeelAHeadOrStayScalar) {
     }
     device.synchronize(nullptr);
     for (size_t t = 0; t < onDevice.tensors.size(); ++t)
-      buffers[t].download({static_cast<std::byte*>(onDevice.tensors[t].data()),
-                           onDevice.tensors[t].byteSize()},
-                          size_t(offsets[t]) * 4);
+      buffers[t].download(
+          {static_cast<std::byte*>(onDevice.tensors[t].data()), onDevice.tensors[t].byteSize()},
+          size_t(offsets[t]) * 4);
     expectClose(onDevice, reference, samePhase ? "same phase" : "mixed phases");
   }
 }

@@ -311,14 +311,16 @@ TEST_P(AdamOnTheHost, EqualsTheReferenceWithBlocksOverlappingOnTwoThreads) {
   EXPECT_EQ(stateDifferences(state, expected()), 0);
 }
 
-/// Compiles the fixture's Adam for the host (batched), with `edit` applied to each kernel's
-/// source, and runs kSteps steps on `state` with a `grid`-block launch in `order`.
-void runOnHostWithGrid(const Fusion& fusion, AdamState& state, unsigned grid,
-                       const BlockOrder& order,
-                       const std::function<void(std::string&)>& edit = [](std::string&) {}) {
+/// Compiles the fixture's Adam for the host (batched, with `schedule`), with `edit` applied to
+/// each kernel's source, and runs kSteps steps on `state` with a `grid`-block launch in `order`.
+void runOnHostWithGrid(
+    const Fusion& fusion, AdamState& state, unsigned grid, const BlockOrder& order,
+    const ScheduleOptions& schedule = {},
+    const std::function<void(std::string&)>& edit = [](std::string&) {}) {
   KernelCache nvrtc(KernelCacheOptions{std::nullopt, false});
   FusionCompileOptions options;
   options.mode = SegmentationMode::Batched;
+  options.schedule = schedule;
   options.emitOnly = true;
   std::vector<Argument> arguments = state.arguments();
   InputSignature signature = declaredSignature(segment(fusion, {options.mode}));
@@ -361,12 +363,15 @@ TEST_P(AdamOnTheHost, BlocksTakingSeveralChunksEqualTheReferenceInEveryOrder) {
   // Small grids: each block takes a contiguous share of many chunks spanning several members
   // (a member's shared values computed once per share, its deferred step written by whichever
   // block finishes the member's last share).
-  for (unsigned grid : {1u, 2u, 3u, 7u, 40u})
-    for (const char* order : {"forward", "reverse", "shuffle:5"}) {
-      AdamState state = initial().clone();
-      runOnHostWithGrid(*fusion_, state, grid, parseBlockOrder(order));
-      EXPECT_EQ(stateDifferences(state, expected()), 0) << grid << " blocks, " << order;
-    }
+  // Both loop shapes: plain and prefetching the next vector.
+  for (bool prefetch : {false, true})
+    for (unsigned grid : {1u, 2u, 3u, 7u, 40u})
+      for (const char* order : {"forward", "reverse", "shuffle:5"}) {
+        AdamState state = initial().clone();
+        runOnHostWithGrid(*fusion_, state, grid, parseBlockOrder(order), {4, prefetch});
+        EXPECT_EQ(stateDifferences(state, expected()), 0)
+            << grid << " blocks, " << order << (prefetch ? ", prefetching" : "");
+      }
 }
 
 TEST_P(AdamOnTheHost, AnImmediateStepWriteFailsTheComparison) {
@@ -374,15 +379,16 @@ TEST_P(AdamOnTheHost, AnImmediateStepWriteFailsTheComparison) {
   // step when it finishes its share of a member) must be caught in reverse order.
   AdamState state = initial().clone();
   bool planted = false;
-  runOnHostWithGrid(*fusion_, state, 1u << 30, parseBlockOrder("reverse"), [&](std::string& source) {
-    std::string ticket =
-        "if (atomicAdd(params.tickets + member, u32(done)) == u32(chunks - done)) {";
-    size_t at = source.find(ticket);
-    if (at == std::string::npos)
-      return;
-    source.replace(at, ticket.size(), "if ((void)chunks, (void)done, true) {");
-    planted = true;
-  });
+  runOnHostWithGrid(
+      *fusion_, state, 1u << 30, parseBlockOrder("reverse"), {}, [&](std::string& source) {
+        std::string ticket =
+            "if (atomicAdd(params.tickets + member, u32(done)) == u32(chunks - done)) {";
+        size_t at = source.find(ticket);
+        if (at == std::string::npos)
+          return;
+        source.replace(at, ticket.size(), "if ((void)chunks, (void)done, true) {");
+        planted = true;
+      });
   ASSERT_TRUE(planted) << "the deferred write's ticket test was not found in the kernel";
   int64_t differences = 0;
   for (size_t i = 0; i < state.buffers.size(); ++i)
@@ -405,56 +411,63 @@ TEST(HostBackend, ViewsStartingMidVectorEqualTheReference) {
   // way every element equals the reference's.
   std::vector<optim::Shape> shapes = {{4097}, {64, 32}, {3}, {100003}, {8}};
   auto fusion = optim::buildSeedAdam(shapes);
-  for (bool samePhase : {true, false}) {
-    SCOPED_TRACE(samePhase ? "every tensor of a member off by the same elements"
-                           : "one tensor off by one element");
-    std::vector<HostTensor> device, reference;
-    std::vector<Argument> onDevice, onReference;
-    std::mt19937 random(5);
-    std::normal_distribution<float> normal;
-    for (size_t i = 0; i < fusion->inputs().size(); ++i) {
-      const Value* input = fusion->inputs()[i];
-      if (!input->isTensor())
-        break;
-      size_t member = i / 5, role = i % 5; // p, g, m, v, step
-      int64_t offset = role == 4 ? 0 : samePhase ? int64_t(member % 4) : int64_t(role == 1);
-      int64_t count = numElements(input->extents());
-      HostTensor buffer(DataType::Float, {count + 3});
-      for (int64_t k = 0; k < count + 3; ++k)
-        buffer.as<float>()[k] = role == 4 ? 2.0f : role == 3 ? std::fabs(normal(random)) : normal(random);
-      device.push_back(buffer);
-      reference.push_back(buffer);
-      for (auto [tensors, arguments] : {std::pair(&device, &onDevice), std::pair(&reference, &onReference)}) {
-        TensorRef view{DataType::Float,
-                       llvm::SmallVector<int64_t, 4>(input->extents().begin(), input->extents().end()),
-                       contiguousStrides(input->extents()), tensors->back().as<float>() + offset};
-        arguments->push_back(view);
+  for (bool prefetch : {false, true})
+    for (bool samePhase : {true, false}) {
+      SCOPED_TRACE(samePhase ? "every tensor of a member off by the same elements"
+                             : "one tensor off by one element");
+      SCOPED_TRACE(prefetch ? "prefetching" : "plain loop");
+      std::vector<HostTensor> device, reference;
+      std::vector<Argument> onDevice, onReference;
+      std::mt19937 random(5);
+      std::normal_distribution<float> normal;
+      for (size_t i = 0; i < fusion->inputs().size(); ++i) {
+        const Value* input = fusion->inputs()[i];
+        if (!input->isTensor())
+          break;
+        size_t member = i / 5, role = i % 5; // p, g, m, v, step
+        int64_t offset = role == 4 ? 0 : samePhase ? int64_t(member % 4) : int64_t(role == 1);
+        int64_t count = numElements(input->extents());
+        HostTensor buffer(DataType::Float, {count + 3});
+        for (int64_t k = 0; k < count + 3; ++k)
+          buffer.as<float>()[k] = role == 4   ? 2.0f
+                                  : role == 3 ? std::fabs(normal(random))
+                                              : normal(random);
+        device.push_back(buffer);
+        reference.push_back(buffer);
+        for (auto [tensors, arguments] :
+             {std::pair(&device, &onDevice), std::pair(&reference, &onReference)}) {
+          TensorRef view{
+              DataType::Float,
+              llvm::SmallVector<int64_t, 4>(input->extents().begin(), input->extents().end()),
+              contiguousStrides(input->extents()), tensors->back().as<float>() + offset};
+          arguments->push_back(view);
+        }
       }
+      // The buffers moved while the vectors grew: point the views at their final addresses.
+      for (size_t t = 0; t < device.size(); ++t) {
+        auto& a = std::get<TensorRef>(onDevice[t]);
+        auto& b = std::get<TensorRef>(onReference[t]);
+        int64_t offset = t % 5 == 4 ? 0 : samePhase ? int64_t(t / 5 % 4) : int64_t(t % 5 == 1);
+        a.data = device[t].as<float>() + offset;
+        b.data = reference[t].as<float>() + offset;
+      }
+      for (double scalar : {1e-3, 0.9, 0.999, 1e-8}) {
+        onDevice.push_back(ScalarArgument(scalar));
+        onReference.push_back(ScalarArgument(scalar));
+      }
+      ExecutorOptions options;
+      options.backend = Backend::Host;
+      options.mode = SegmentationMode::Batched;
+      options.blockOrder = parseBlockOrder("shuffle:3");
+      options.schedule.prefetch = prefetch;
+      FusionExecutorCache executor(*fusion, options);
+      for (int step = 0; step < 3; ++step) {
+        executor.run(onDevice);
+        evaluate(*fusion, onReference);
+      }
+      for (size_t t = 0; t < device.size(); ++t)
+        EXPECT_EQ(countDifferences(device[t], reference[t], fmt::format("tensor {}", t)), 0);
     }
-    // The buffers moved while the vectors grew: point the views at their final addresses.
-    for (size_t t = 0; t < device.size(); ++t) {
-      auto& a = std::get<TensorRef>(onDevice[t]);
-      auto& b = std::get<TensorRef>(onReference[t]);
-      int64_t offset = t % 5 == 4 ? 0 : samePhase ? int64_t(t / 5 % 4) : int64_t(t % 5 == 1);
-      a.data = device[t].as<float>() + offset;
-      b.data = reference[t].as<float>() + offset;
-    }
-    for (double scalar : {1e-3, 0.9, 0.999, 1e-8}) {
-      onDevice.push_back(ScalarArgument(scalar));
-      onReference.push_back(ScalarArgument(scalar));
-    }
-    ExecutorOptions options;
-    options.backend = Backend::Host;
-    options.mode = SegmentationMode::Batched;
-    options.blockOrder = parseBlockOrder("shuffle:3");
-    FusionExecutorCache executor(*fusion, options);
-    for (int step = 0; step < 3; ++step) {
-      executor.run(onDevice);
-      evaluate(*fusion, onReference);
-    }
-    for (size_t t = 0; t < device.size(); ++t)
-      EXPECT_EQ(countDifferences(device[t], reference[t], fmt::format("tensor {}", t)), 0);
-  }
 }
 
 TEST(HostBackendConcurrency, EightThreadsShareOneCacheWithTheirOwnInputs) {

@@ -331,8 +331,7 @@ TEST_F(CliTest, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
 TEST_F(CliTest, CompileEmitsCudaOrPtxAndDumpsIntoADirectory) {
   CliResult cuda = run("compile axpy.wf --emit cuda");
   ASSERT_EQ(cuda.exitCode, 0) << cuda.err;
-  EXPECT_NE(cuda.out.find("extern \"C\" __global__ void axpy_class0("),
-            std::string::npos);
+  EXPECT_NE(cuda.out.find("extern \"C\" __global__ void axpy_class0("), std::string::npos);
   EXPECT_NE(cuda.out.find("// fusion 'axpy', batched mode"), std::string::npos);
   CliResult ptx = run("compile axpy.wf --emit ptx --arch sm_80");
   ASSERT_EQ(ptx.exitCode, 0) << ptx.err;
