@@ -37,6 +37,16 @@ std::string headerComment(const KernelPlan& plan) {
   return text + "\n";
 }
 
+/// The offsets of the entry header's fields, as scheduler/kernel_abi.h names them.
+std::string entryHeaderPins() {
+  return fmt::format("WF_CHECK_OFFSET(wf_entry_header, numel, {});\n"
+                     "WF_CHECK_OFFSET(wf_entry_header, first_chunk, {});\n"
+                     "WF_CHECK_OFFSET(wf_entry_header, body, {});\n"
+                     "static_assert(sizeof(wf_entry_header) == {}, \"entry header\");\n",
+                     abi::kEntryNumelOffset, abi::kEntryFirstChunkOffset, abi::kEntryBodyOffset,
+                     abi::kEntryHeaderBytes);
+}
+
 /// What every kernel shares: the entry header and the chunk -> member lookup.
 std::string skeletonHelpers() {
   return R"(// ---- kernel skeleton ----
@@ -55,6 +65,8 @@ struct wf_entry_header {
   i32 first_chunk; // global index of the member's first chunk (prefix sum)
   i32 body;        // which body runs the member (packed kernels)
 };
+)" + entryHeaderPins() +
+         R"(
 
 /// Tells the compiler that a pointer read from the member table addresses global memory, so
 /// it emits ld.global/st.global (and their 16-byte forms) instead of generic accesses.
@@ -121,8 +133,10 @@ std::string parameterType(const KernelPlan& plan) {
   auto pin = [&](const std::string& field, unsigned offset) {
     text += fmt::format("WF_CHECK_OFFSET({}, {}, {});\n", name, field, offset);
   };
-  pin("tickets", 8);
-  pin("table", 16);
+  pin("num_members", abi::kNumMembersOffset);
+  pin("num_chunks", abi::kNumChunksOffset);
+  pin("tickets", abi::kTicketsOffset);
+  pin("table", abi::kTableOffset);
   for (const Slot* slot : shared)
     pin(slot->field, slot->offset);
   if (plan.tableLocation == TableLocation::KernelParameters)
@@ -179,6 +193,29 @@ std::string kernel(const KernelPlan& plan) {
   return text + "}\n";
 }
 
+/// The kernel's pointer fields for a checker that runs its launches on the host (the CUDA
+/// driver double checks that each is a live device allocation written before the launch).
+std::string launchAbi(const KernelPlan& plan) {
+  llvm::SmallVector<std::string, 16> fields;
+  for (const BodyPlan& body : plan.bodies)
+    for (const Slot& slot : body.slots)
+      if (slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor)
+        fields.push_back(
+            fmt::format("{{{}, {}}}", slot.shared ? -1 : int(body.index), slot.offset));
+  if (fields.empty())
+    fields.push_back("{-2, 0}"); // no array of size 0 in C++
+  bool inParameters = plan.tableLocation == TableLocation::KernelParameters;
+  return fmt::format(
+      "/// Where the launch's pointers are (body -1: the parameter block; else offsets in that\n"
+      "/// body's member entry), for a checker that runs launches on the host.\n"
+      "static const wf_pointer_field {0}_pointer_fields[] = {{{1}}};\n"
+      "extern \"C\" const wf_launch_abi {0}_launch_abi = {{{2}, {3}, {4}, {5}, {6}, "
+      "{0}_pointer_fields}};\n",
+      plan.name, fmt::join(fields, ", "), (plan.parameterBytes + 7) / 8 * 8,
+      inParameters ? plan.tableOffset : 0, inParameters ? 1 : 0, plan.entryBytes,
+      fields.front() == "{-2, 0}" ? 0 : fields.size());
+}
+
 /// The host backend's entry point: one block of the grid on the calling CPU thread.
 std::string hostEntry(const KernelPlan& plan) {
   std::string text = fmt::format(
@@ -189,7 +226,7 @@ std::string hostEntry(const KernelPlan& plan) {
       "  const {1}& params = *static_cast<const {1}*>(parameters);\n",
       plan.name, parameterTypeName(plan));
   text += chunkWalk(plan, "block", "grid", "_host_run", ", block, grid, thread_order");
-  return text + "}\n#endif\n";
+  return text + "}\n\n" + launchAbi(plan) + "#endif\n";
 }
 
 } // namespace

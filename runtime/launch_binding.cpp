@@ -148,9 +148,9 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
   int64_t chunks = std::max<int64_t>(1, (numel + body.chunkElements - 1) / body.chunkElements);
   if (int64_t(binding.numChunks) + chunks >= (int64_t(1) << 31))
     fail("a kernel launch of '{}' would need 2^31 chunks or more; split the fusion", plan_.name);
-  put(entries, entryOffset, numel);
-  put(entries, entryOffset + 8, int32_t(binding.numChunks));
-  put(entries, entryOffset + 12, int32_t(body.index));
+  put(entries, entryOffset + abi::kEntryNumelOffset, numel);
+  put(entries, entryOffset + abi::kEntryFirstChunkOffset, int32_t(binding.numChunks));
+  put(entries, entryOffset + abi::kEntryBodyOffset, int32_t(body.index));
   binding.numChunks += unsigned(chunks);
   if (body.indexing == Indexing::Strided)
     for (unsigned d = 0; d < body.domainRank; ++d)
@@ -181,8 +181,8 @@ LaunchBinding Binder::bind(const KernelLaunch& launch) {
     seenBody[body.index] = true;
     bindMember(member, entries, base + i * plan_.entryBytes, binding, first);
   }
-  put(binding.parameters, 0, int32_t(launch.members.size()));
-  put(binding.parameters, 4, int32_t(binding.numChunks));
+  put(binding.parameters, abi::kNumMembersOffset, int32_t(launch.members.size()));
+  put(binding.parameters, abi::kNumChunksOffset, int32_t(binding.numChunks));
   return binding;
 }
 
@@ -199,8 +199,8 @@ unsigned gridBlocks(const LaunchBinding& binding, unsigned maxBlocks) {
 }
 
 void setTableAddresses(LaunchBinding& binding, const void* table, const void* tickets) {
-  put(binding.parameters, 8, tickets);
-  put(binding.parameters, 16, table);
+  put(binding.parameters, abi::kTicketsOffset, tickets);
+  put(binding.parameters, abi::kTableOffset, table);
 }
 
 } // namespace widefuse

@@ -276,7 +276,7 @@ unsigned place(unsigned& cursor, unsigned bytes, unsigned alignment) {
 }
 
 void BodyPlanner::layOutEntry() {
-  unsigned cursor = kEntryHeaderBytes;
+  unsigned cursor = abi::kEntryHeaderBytes;
   if (body_.indexing == Indexing::Strided)
     body_.extentsOffset = place(cursor, 8 * body_.domainRank, 8);
   for (Slot& slot : body_.slots) {

@@ -5,6 +5,7 @@
 /// tables from the plan alone.
 
 #include "scheduler/device_description.h"
+#include "scheduler/kernel_abi.h"
 #include "segmenter/segmented_fusion.h"
 
 #include <llvm/ADT/SmallVector.h>
@@ -168,12 +169,6 @@ struct ScheduledFusion {
   std::vector<KernelLaunch> launches;
 };
 
-/// Fixed fields at the start of every parameter block: `i32 num_members; i32 num_chunks;
-/// u32* tickets; const entry* table;`.
-inline constexpr unsigned kParameterHeaderBytes = 24;
-/// Fixed fields at the start of every member-table entry: `i64 numel; i32 first_chunk;
-/// i32 body;`.
-inline constexpr unsigned kEntryHeaderBytes = 16;
 /// Largest parameter block a kernel may take with CUDA 12.1 and newer on Volta and newer (the
 /// default of DeviceDescription::maxParameterBytes; older drivers take 4096).
 inline constexpr unsigned kMaxParameterBytes = 32764;

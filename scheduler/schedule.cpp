@@ -103,7 +103,7 @@ void KernelPlanner::addBodies(KernelPlan& plan, const KernelGroup& group) {
 }
 
 void KernelPlanner::layOutParameters(KernelPlan& plan, size_t memberCount) {
-  unsigned cursor = kParameterHeaderBytes;
+  unsigned cursor = abi::kParameterHeaderBytes;
   auto place = [&](unsigned bytes, unsigned alignment) {
     cursor = (cursor + alignment - 1) / alignment * alignment;
     unsigned offset = cursor;

@@ -78,7 +78,7 @@ TEST(Scheduler, BatchedAdamIsOnePlanWithOneLaunchOverAllMembers) {
   ASSERT_NE(lr, nullptr);
   EXPECT_TRUE(lr->shared);
   EXPECT_EQ(lr->kind, SlotKind::Scalar);
-  EXPECT_GE(lr->offset, kParameterHeaderBytes);
+  EXPECT_GE(lr->offset, widefuse::abi::kParameterHeaderBytes);
   EXPECT_LT(lr->offset, plan.tableOffset);
 }
 
