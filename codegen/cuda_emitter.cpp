@@ -200,20 +200,20 @@ std::string launchAbi(const KernelPlan& plan) {
   for (const BodyPlan& body : plan.bodies)
     for (const Slot& slot : body.slots)
       if (slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor)
-        fields.push_back(
-            fmt::format("{{{}, {}}}", slot.shared ? -1 : int(body.index), slot.offset));
+        fields.push_back(fmt::format("{{{}, {}, \"{}\"}}", slot.shared ? -1 : int(body.index),
+                                     slot.offset, slot.field));
   if (fields.empty())
-    fields.push_back("{-2, 0}"); // no array of size 0 in C++
+    fields.push_back("{-2, 0, \"\"}"); // no array of size 0 in C++
   bool inParameters = plan.tableLocation == TableLocation::KernelParameters;
   return fmt::format(
       "/// Where the launch's pointers are (body -1: the parameter block; else offsets in that\n"
       "/// body's member entry), for a checker that runs launches on the host.\n"
-      "static const wf_pointer_field {0}_pointer_fields[] = {{{1}}};\n"
-      "extern \"C\" const wf_launch_abi {0}_launch_abi = {{{2}, {3}, {4}, {5}, {6}, "
+      "static const wf_pointer_field {0}_pointer_fields[] = {{\n    {1}}};\n"
+      "extern \"C\" const wf_launch_abi {0}_launch_abi = {{{7}, {2}, {3}, {4}, {5}, {6}, "
       "{0}_pointer_fields}};\n",
-      plan.name, fmt::join(fields, ", "), (plan.parameterBytes + 7) / 8 * 8,
+      plan.name, fmt::join(fields, ",\n    "), (plan.parameterBytes + 7) / 8 * 8,
       inParameters ? plan.tableOffset : 0, inParameters ? 1 : 0, plan.entryBytes,
-      fields.front() == "{-2, 0}" ? 0 : fields.size());
+      fields.front() == "{-2, 0, \"\"}" ? 0 : fields.size(), plan.threadsPerBlock);
 }
 
 /// The host backend's entry point: one block of the grid on the calling CPU thread.

@@ -3,18 +3,8 @@
 #include "ir/error.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 namespace widefuse {
-
-bool synchronizeEachLaunch() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("WIDEFUSE_CUDA_SYNC");
-    return value && *value && std::strcmp(value, "0") != 0;
-  }();
-  return enabled;
-}
 
 CudaLaunches::CudaLaunches(const CudaDevice& device, const CompiledFusion& compiled)
     : device_(device) {
@@ -43,7 +33,7 @@ CudaLaunches::CudaLaunches(const CudaDevice& device, const CompiledFusion& compi
 }
 
 void CudaLaunches::launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings,
-                          bool rebound, void* stream) {
+                          bool rebound, void* stream, bool synchronizeEach) {
   for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
     const KernelLaunch& launch = compiled.scheduled.launches[i];
     const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
@@ -62,12 +52,12 @@ void CudaLaunches::launch(const CompiledFusion& compiled, std::vector<LaunchBind
     }
     device_.launch(modules_[launch.plan], plan.name, binding.parameters,
                    gridBlocks(binding, gridLimits_[launch.plan]), plan.threadsPerBlock, stream);
-    if (synchronizeEachLaunch()) {
+    if (synchronizeEach) {
       try {
         device_.synchronize(stream);
       } catch (const Error& error) {
-        fail("kernel '{}' failed (found by WIDEFUSE_CUDA_SYNC=1, which waits after each "
-             "launch): {}",
+        fail("kernel '{}' failed (found by synchronizing after each launch, "
+             "WIDEFUSE_CUDA_SYNC=1): {}",
              plan.name, error.what());
       }
     }

@@ -23,10 +23,10 @@ public:
   CudaLaunches(const CudaDevice& device, const CompiledFusion& compiled);
 
   /// Points each binding at its device table and tickets, uploads the tables when `rebound`,
-  /// and launches every kernel on `stream` without synchronising (unless WIDEFUSE_CUDA_SYNC
-  /// is set: then it waits after each kernel and names the one that failed).
+  /// and launches every kernel on `stream` without synchronising (unless `synchronizeEach`:
+  /// then it waits after each kernel and names the one that failed).
   void launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings, bool rebound,
-              void* stream);
+              void* stream, bool synchronizeEach);
 
 private:
   const CudaDevice& device_;
@@ -37,9 +37,5 @@ private:
   std::vector<DeviceBuffer> tickets_;
   std::vector<bool> ticketsZeroed_;
 };
-
-/// True when WIDEFUSE_CUDA_SYNC is set (and not "0"): a debugging mode that waits for each
-/// kernel, so that an asynchronous fault is reported by the launch that caused it.
-bool synchronizeEachLaunch();
 
 } // namespace widefuse

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace widefuse {
@@ -27,6 +28,11 @@ llvm::StringRef backendName(Backend backend) {
     return "none";
   }
   WF_UNREACHABLE("unknown backend");
+}
+
+bool synchronizeEachLaunchFromEnvironment() {
+  const char* value = std::getenv("WIDEFUSE_CUDA_SYNC");
+  return value && *value && std::strcmp(value, "0") != 0;
 }
 
 Backend parseBackend(llvm::StringRef name) {
@@ -307,7 +313,8 @@ void FusionExecutorCache::bindAndLaunch(
   }
   try {
     if (entry.cuda) {
-      entry.cuda->launch(compiled, bindings, !reuse, options_.stream);
+      entry.cuda->launch(compiled, bindings, !reuse, options_.stream,
+                         options_.synchronizeEachLaunch);
     } else {
       for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
         const KernelPlan& plan = compiled.scheduled.plans[compiled.scheduled.launches[i].plan];
@@ -409,8 +416,21 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
     return prepared; // the evaluator has nothing to prepare
   prepared->entry_ = entryFor(arguments, *shapes);
   prepared->shapes_ = shapes;
-  prepared->fingerprint_ =
-      std::make_shared<const std::vector<int64_t>>(fingerprintOf(arguments, 0));
+  auto fingerprint = std::make_shared<const std::vector<int64_t>>(fingerprintOf(arguments, 0));
+  // One fingerprint object for equal arguments: what the cache keys on it (reusable bindings,
+  // tensors known to be in device memory) then holds for run() and the PreparedRun alike,
+  // instead of being re-established, argument by argument, whenever they alternate.
+  if (fusion_.outputs().empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (lastFingerprint_ && *lastFingerprint_ == *fingerprint) {
+      fingerprint = lastFingerprint_;
+    } else {
+      lastFingerprint_ = fingerprint;
+      lastEntry_ = std::static_pointer_cast<Entry>(prepared->entry_);
+      lastShapes_ = shapes;
+    }
+  }
+  prepared->fingerprint_ = fingerprint;
   return prepared;
 }
 

@@ -33,6 +33,10 @@ llvm::StringRef backendName(Backend backend);
 /// Parses a backend name; throws Error listing the valid ones.
 Backend parseBackend(llvm::StringRef name);
 
+/// True when WIDEFUSE_CUDA_SYNC is set (and not "0"): the default of
+/// ExecutorOptions::synchronizeEachLaunch.
+bool synchronizeEachLaunchFromEnvironment();
+
 /// How a FusionExecutorCache compiles and runs.
 struct ExecutorOptions {
   SegmentationMode mode = SegmentationMode::Auto;
@@ -51,6 +55,9 @@ struct ExecutorOptions {
   std::optional<DumpOptions> dumps;
   /// CUDA backend: the stream (a CUstream) launches go to; null is the default stream.
   void* stream = nullptr;
+  /// CUDA backend: wait for each kernel and name the one whose asynchronous fault surfaced
+  /// (debugging; slow). Default: the environment variable WIDEFUSE_CUDA_SYNC (set, not "0").
+  bool synchronizeEachLaunch = synchronizeEachLaunchFromEnvironment();
 };
 
 /// What one run returns.

@@ -72,6 +72,10 @@ std::shared_ptr<const HostKernel> loadKernel(const std::string& path, llvm::Stri
 
 } // namespace
 
+void* HostKernel::symbol(llvm::StringRef name) const {
+  return dlsym(library_, name.str().c_str());
+}
+
 std::string HostKernelCache::compilerCommand() {
   const char* compiler = std::getenv("WIDEFUSE_HOST_CXX");
   return compiler && *compiler ? compiler : "c++";

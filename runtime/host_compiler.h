@@ -31,6 +31,9 @@ public:
     function_(parameters, block, grid, threadOrder);
   }
   const std::string& name() const { return name_; }
+  /// Another symbol of the kernel's shared object (its `<name>_launch_abi`, say); null when
+  /// there is none.
+  void* symbol(llvm::StringRef name) const;
 
 private:
   std::string name_;

@@ -43,22 +43,4 @@ inline unsigned atomicAdd(unsigned* address, unsigned value) {
   return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
 }
 
-/// One pointer field of a launch: in the parameter block (body -1) or in the member entries
-/// of a body, at a byte offset.
-struct wf_pointer_field {
-  int body;
-  unsigned offset;
-};
-
-/// What a checker needs to find every pointer of a launch: generated kernels export one as
-/// `<kernel>_launch_abi` (the header fields are at the offsets of scheduler/kernel_abi.h).
-struct wf_launch_abi {
-  unsigned parameter_bytes;    // size of the kernel's single argument
-  unsigned table_offset;       // of the member table in the parameter block
-  unsigned table_in_parameters; // 1: entries at table_offset; 0: at the header's table pointer
-  unsigned entry_bytes;        // size of one member entry
-  unsigned field_count;
-  const wf_pointer_field* fields;
-};
-
 #endif // WIDEFUSE_HOST_SHIM

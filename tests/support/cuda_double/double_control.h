@@ -1,0 +1,34 @@
+#pragma once
+/// The CUDA driver double's own entry points (beside the cu* functions it stands in for):
+/// tests reach them with dlsym on the library WIDEFUSE_CUDA_DRIVER_LIBRARY names. See
+/// tests/support/driver_double.h for the test-side wrapper.
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+/// How often the runtime called the driver since the last reset, by kind.
+struct wf_double_counters {
+  uint64_t launches;           ///< cuLaunchKernel
+  uint64_t allocations;        ///< cuMemAlloc
+  uint64_t frees;              ///< cuMemFree
+  uint64_t uploads;            ///< cuMemcpyHtoD and cuMemcpyHtoDAsync
+  uint64_t downloads;          ///< cuMemcpyDtoH and cuMemcpyDtoHAsync
+  uint64_t memsets;            ///< cuMemsetD8 and cuMemsetD8Async
+  uint64_t pointerQueries;     ///< cuPointerGetAttribute
+  uint64_t synchronizations;   ///< cuStreamSynchronize and cuCtxSynchronize
+  uint64_t legacyStreamWrites; ///< copies, memsets and launches on the legacy default stream
+};
+
+/// Forgets the recorded violations, the sticky error, the counters and any planted failure.
+void wf_double_reset();
+/// The protocol violations recorded since the reset, one per line ("" when none).
+const char* wf_double_violations();
+/// The counters since the reset.
+void wf_double_read_counters(wf_double_counters* counters);
+/// Makes the `nth` cuLaunchKernel from now (1: the next) fail with `result`.
+void wf_double_fail_launch(int nth, int result);
+/// Allocations not freed yet.
+size_t wf_double_live_allocations();
+}

@@ -1,0 +1,572 @@
+// The CUDA driver double: a libcuda stand-in the runtime loads instead of the real driver when
+// WIDEFUSE_CUDA_DRIVER_LIBRARY names it (with WIDEFUSE_NVRTC_LIBRARY naming the NVRTC double,
+// whose "cubins" carry the kernel source). It lets the CUDA backend's protocol be tested on
+// machines without a GPU:
+//
+// - contexts: every call that needs one fails with CUDA_ERROR_INVALID_CONTEXT unless a context
+//   is current in the calling thread, as on the real driver;
+// - memory and streams follow the documented ordering rules, played adversarially
+//   (stream_model.h): a write the runtime did not order before its reader is reported;
+// - each launch is decoded with the kernel's own description of its pointers
+//   (`<kernel>_launch_abi`, named by scheduler/kernel_abi.h and runtime/launch_abi.h): every
+//   pointer must lie in a live allocation of the launching device whose queued writes were
+//   ordered before the launch; then the launch runs, block by block in a shuffled order, through
+//   the host build of the same kernel, so the values it writes are checked too.
+//
+// A violation makes the error sticky (CUDA_ERROR_ILLEGAL_ADDRESS), as a faulting kernel does.
+// What it does not model: timing, races between kernels on unordered streams that touch the
+// same memory (only copies and memsets are tracked as writers), events, graphs, peer access.
+
+#include "tests/support/cuda_double/double_control.h"
+#include "tests/support/cuda_double/double_format.h"
+#include "tests/support/cuda_double/stream_model.h"
+
+#include "runtime/host_compiler.h"
+#include "runtime/launch_abi.h"
+#include "scheduler/kernel_abi.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+#include <random>
+
+#define WF_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using namespace widefuse;
+using namespace widefuse::cuda_double;
+
+// The driver's results the double returns (values of cuda.h).
+constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNoDevice = 100,
+              kInvalidDevice = 101, kInvalidImage = 200, kInvalidContext = 201,
+              kInvalidHandle = 400, kNotFound = 500, kNotSupported = 801;
+// Attributes (cuda.h).
+constexpr int kAttributeMultiprocessors = 16, kAttributeMajor = 75, kAttributeMinor = 76;
+constexpr int kPointerContext = 1, kPointerMemoryType = 2, kPointerDeviceOrdinal = 9;
+constexpr unsigned kMemoryTypeDevice = 2;
+
+/// Two devices of four multiprocessors with four resident blocks each: small grids, so that
+/// blocks take several chunks, and a second device for the wrong-device checks.
+constexpr int kDevices = 2, kMultiprocessors = 4, kResidentBlocks = 4;
+
+std::recursive_mutex mutex;
+StreamModel& model() {
+  static StreamModel* instance = new StreamModel(); // never destroyed, like a driver
+  return *instance;
+}
+wf_double_counters counters{};
+int failLaunchIn = 0, failLaunchResult = 0;
+thread_local int currentDevice = -1;
+
+void* contextOf(int device) {
+  return reinterpret_cast<void*>(uintptr_t(0x1000 + device));
+}
+
+/// A loaded image: the host build of its one kernel and what it says about its launches.
+struct Module {
+  std::string name;
+  std::shared_ptr<const HostKernel> kernel;
+  const wf_launch_abi* abi = nullptr;
+  /// Generic kernels (no `_host_block` of their own): the block size the wrapper runs.
+  unsigned* blockThreads = nullptr;
+  /// The size of the kernel's single parameter.
+  size_t parameterBytes = 0;
+  int device = 0;
+};
+
+/// The wrapper the double appends to a kernel that has no host entry of its own (a plain
+/// CUDA kernel taking one struct by value): each thread of the block in turn. No barriers.
+std::string genericHostEntry(const std::string& name, const std::string& type) {
+  return "\nextern \"C\" unsigned wf_double_block_threads = 0;\n"
+         "extern \"C\" const unsigned wf_double_parameter_bytes = sizeof(" +
+         type +
+         ");\n"
+         "extern \"C\" void " +
+         name +
+         "_host_block(const void* parameters, unsigned block, "
+         "unsigned grid, const unsigned* thread_order) {\n"
+         "  for (unsigned t = 0; t < wf_double_block_threads; ++t) {\n"
+         "    wf_host_enter_thread(thread_order[t], block, wf_double_block_threads, grid);\n"
+         "    " +
+         name + "(*static_cast<const " + type +
+         "*>(parameters));\n"
+         "  }\n}\n";
+}
+
+#define WF_LOCK std::lock_guard<std::recursive_mutex> lock(mutex)
+#define WF_NEED_CONTEXT                                                                            \
+  if (currentDevice < 0)                                                                           \
+    return kInvalidContext;                                                                        \
+  if (model().stickyError())                                                                       \
+  return model().stickyError()
+
+template <typename T> T readAt(const std::byte* bytes, unsigned offset) {
+  T value;
+  std::memcpy(&value, bytes + offset, sizeof(T));
+  return value;
+}
+
+/// Checks one pointer a launch passes: a live allocation of its device, written in order.
+void checkPointer(const Operation& launch, int device, const void* pointer,
+                  const std::string& where) {
+  if (!pointer)
+    return; // empty tensors may have no memory; a dereference would crash the host build
+  Allocation* allocation = model().find(reinterpret_cast<uintptr_t>(pointer));
+  if (!allocation) {
+    model().violate(launch.what + " passes " + where +
+                    " pointing outside every live device allocation (host memory, or freed)");
+    return;
+  }
+  if (allocation->device != device)
+    model().violate(launch.what + " on device " + std::to_string(device) + " passes " + where +
+                    " in the memory of device " + std::to_string(allocation->device));
+  model().checkOrdered(launch, *allocation, where);
+}
+
+/// Every pointer of a widefuse launch, found with the kernel's own description.
+void checkLaunchPointers(const Operation& launch, const Module& module,
+                         const std::vector<std::byte>& parameters) {
+  const wf_launch_abi& abi = *module.abi;
+  const std::byte* block = parameters.data();
+  checkPointer(launch, module.device, readAt<void*>(block, abi::kTicketsOffset), "the tickets");
+  const std::byte* table = block + abi.table_offset;
+  if (!abi.table_in_parameters) {
+    void* tablePointer = readAt<void*>(block, abi::kTableOffset);
+    checkPointer(launch, module.device, tablePointer, "the member table");
+    if (model().stickyError())
+      return; // do not read through a bad table pointer
+    table = static_cast<const std::byte*>(tablePointer);
+  }
+  int members = readAt<int32_t>(block, abi::kNumMembersOffset);
+  for (unsigned f = 0; f < abi.field_count; ++f)
+    if (abi.fields[f].body == -1)
+      checkPointer(launch, module.device, readAt<void*>(block, abi.fields[f].offset),
+                   std::string("the shared tensor '") + abi.fields[f].name + "'");
+  for (int m = 0; m < members; ++m) {
+    const std::byte* entry = table + size_t(m) * abi.entry_bytes;
+    int body = readAt<int32_t>(entry, abi::kEntryBodyOffset);
+    for (unsigned f = 0; f < abi.field_count; ++f)
+      if (abi.fields[f].body == body)
+        checkPointer(launch, module.device, readAt<void*>(entry, abi.fields[f].offset),
+                     "member " + std::to_string(m) + "'s tensor '" + abi.fields[f].name + "'");
+  }
+}
+
+/// Runs a launch on the host: blocks in a shuffled order, each block's threads shuffled.
+void runLaunch(const Module& module, const std::vector<std::byte>& parameters, unsigned grid,
+               unsigned threads, uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::vector<unsigned> blocks(grid), order(threads);
+  std::iota(blocks.begin(), blocks.end(), 0u);
+  std::iota(order.begin(), order.end(), 0u);
+  std::shuffle(blocks.begin(), blocks.end(), random);
+  std::shuffle(order.begin(), order.end(), random);
+  if (module.blockThreads)
+    *module.blockThreads = threads;
+  for (unsigned block : blocks)
+    module.kernel->runBlock(parameters.data(), block, grid, order.data());
+}
+
+} // namespace
+
+// --- the double's own entry points ----------------------------------------------------------
+
+WF_EXPORT void wf_double_reset() {
+  WF_LOCK;
+  model().clearViolations();
+  counters = {};
+  failLaunchIn = failLaunchResult = 0;
+}
+
+WF_EXPORT const char* wf_double_violations() {
+  WF_LOCK;
+  return model().violations().c_str();
+}
+
+WF_EXPORT void wf_double_read_counters(wf_double_counters* out) {
+  WF_LOCK;
+  *out = counters;
+}
+
+WF_EXPORT void wf_double_fail_launch(int nth, int result) {
+  WF_LOCK;
+  failLaunchIn = nth;
+  failLaunchResult = result;
+}
+
+WF_EXPORT size_t wf_double_live_allocations() {
+  WF_LOCK;
+  return model().liveAllocations();
+}
+
+// --- devices and contexts -------------------------------------------------------------------
+
+WF_EXPORT int cuInit(unsigned) {
+  return kSuccess;
+}
+
+WF_EXPORT int cuDriverGetVersion(int* version) {
+  *version = 13000;
+  return kSuccess;
+}
+
+WF_EXPORT int cuDeviceGetCount(int* count) {
+  *count = kDevices;
+  return kSuccess;
+}
+
+WF_EXPORT int cuDeviceGet(int* device, int ordinal) {
+  if (ordinal < 0 || ordinal >= kDevices)
+    return kInvalidDevice;
+  *device = ordinal;
+  return kSuccess;
+}
+
+WF_EXPORT int cuDeviceGetAttribute(int* value, int attribute, int) {
+  switch (attribute) {
+  case kAttributeMultiprocessors:
+    *value = kMultiprocessors;
+    return kSuccess;
+  case kAttributeMajor:
+    *value = 9;
+    return kSuccess;
+  case kAttributeMinor:
+    *value = 0;
+    return kSuccess;
+  default:
+    return kInvalidValue;
+  }
+}
+
+WF_EXPORT int cuDeviceGetName(char* name, int length, int device) {
+  std::snprintf(name, size_t(length), "widefuse CUDA driver double %d", device);
+  return kSuccess;
+}
+
+WF_EXPORT int cuDevicePrimaryCtxRetain(void** context, int device) {
+  *context = contextOf(device);
+  return kSuccess;
+}
+
+WF_EXPORT int cuDevicePrimaryCtxRelease_v2(int) {
+  return kSuccess;
+}
+
+WF_EXPORT int cuCtxSetCurrent(void* context) {
+  if (!context) {
+    currentDevice = -1;
+    return kSuccess;
+  }
+  auto device = int(reinterpret_cast<uintptr_t>(context) - 0x1000);
+  if (device < 0 || device >= kDevices)
+    return kInvalidContext;
+  currentDevice = device;
+  return kSuccess;
+}
+
+WF_EXPORT int cuCtxGetCurrent(void** context) {
+  *context = currentDevice < 0 ? nullptr : contextOf(currentDevice);
+  return kSuccess;
+}
+
+WF_EXPORT int cuCtxSynchronize() {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  ++counters.synchronizations;
+  model().synchronizeAll();
+  return model().stickyError();
+}
+
+WF_EXPORT int cuGetErrorName(int result, const char** name) {
+  switch (result) {
+  case 700:
+    *name = "CUDA_ERROR_ILLEGAL_ADDRESS";
+    return kSuccess;
+  case 201:
+    *name = "CUDA_ERROR_INVALID_CONTEXT";
+    return kSuccess;
+  case 701:
+    *name = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    return kSuccess;
+  default:
+    return kInvalidValue;
+  }
+}
+
+WF_EXPORT int cuGetErrorString(int result, const char** text) {
+  if (result == 700) {
+    *text = wf_double_violations(); // what the double saw, in place of "an illegal address"
+    return kSuccess;
+  }
+  return kInvalidValue;
+}
+
+// --- memory ---------------------------------------------------------------------------------
+
+WF_EXPORT int cuMemAlloc_v2(uintptr_t* address, size_t bytes) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  if (bytes == 0)
+    return kInvalidValue;
+  ++counters.allocations;
+  *address = model().allocate(bytes, currentDevice).base;
+  return *address ? kSuccess : kOutOfMemory;
+}
+
+WF_EXPORT int cuMemFree_v2(uintptr_t address) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  ++counters.frees;
+  return model().free(address) ? kSuccess : kInvalidValue;
+}
+
+WF_EXPORT int cuPointerGetAttribute(void* value, int attribute, uintptr_t address) {
+  WF_LOCK;
+  ++counters.pointerQueries;
+  Allocation* allocation = model().find(address);
+  if (!allocation)
+    return kInvalidValue; // host memory the driver does not know
+  switch (attribute) {
+  case kPointerMemoryType:
+    *static_cast<unsigned*>(value) = kMemoryTypeDevice;
+    return kSuccess;
+  case kPointerDeviceOrdinal:
+    *static_cast<int*>(value) = allocation->device;
+    return kSuccess;
+  case kPointerContext:
+    *static_cast<void**>(value) = contextOf(allocation->device);
+    return kSuccess;
+  default:
+    return kNotSupported;
+  }
+}
+
+namespace {
+
+/// Queues a copy into device memory of `bytes` host bytes, staged now (pageable memory).
+int queueUpload(Stream& stream, uintptr_t to, const void* from, size_t bytes, const char* call) {
+  Allocation* allocation = model().find(to, bytes);
+  if (!allocation)
+    return kInvalidValue;
+  ++counters.uploads;
+  counters.legacyStreamWrites += stream.legacy;
+  auto staged = std::make_shared<std::vector<std::byte>>(
+      static_cast<const std::byte*>(from), static_cast<const std::byte*>(from) + bytes);
+  model().enqueue(stream, call, {allocation}, [to, staged](Operation&) {
+    std::memcpy(reinterpret_cast<void*>(to), staged->data(), staged->size());
+  });
+  return kSuccess;
+}
+
+/// Runs a copy out of device memory into host memory, checking that nothing unordered is
+/// still writing what it reads.
+Operation& queueDownload(Stream& stream, void* to, uintptr_t from, size_t bytes, const char* call) {
+  Allocation* allocation = model().find(from, bytes);
+  ++counters.downloads;
+  return model().enqueue(stream, call, {}, [=](Operation& self) {
+    model().checkOrdered(self, *allocation, "device memory");
+    std::memcpy(to, reinterpret_cast<const void*>(from), bytes);
+  });
+}
+
+int queueMemset(Stream& stream, uintptr_t to, unsigned char value, size_t bytes, const char* call) {
+  Allocation* allocation = model().find(to, bytes);
+  if (!allocation)
+    return kInvalidValue;
+  ++counters.memsets;
+  counters.legacyStreamWrites += stream.legacy;
+  model().enqueue(stream, call, {allocation},
+                  [=](Operation&) { std::memset(reinterpret_cast<void*>(to), value, bytes); });
+  return kSuccess;
+}
+
+} // namespace
+
+WF_EXPORT int cuMemcpyHtoD_v2(uintptr_t to, const void* from, size_t bytes) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  // "For transfers from pageable host memory to device memory, a stream sync is performed
+  // before the copy is initiated. The function will return once the pageable buffer has been
+  // copied to the staging memory for DMA transfer to device memory, but the DMA to final
+  // destination may not have completed."
+  Stream& legacy = model().legacyStream(currentDevice);
+  model().synchronize(legacy);
+  return queueUpload(legacy, to, from, bytes, "cuMemcpyHtoD");
+}
+
+WF_EXPORT int cuMemcpyHtoDAsync_v2(uintptr_t to, const void* from, size_t bytes, void* stream) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  Stream* queue = model().streamOf(stream, currentDevice);
+  return queue ? queueUpload(*queue, to, from, bytes, "cuMemcpyHtoDAsync") : kInvalidHandle;
+}
+
+WF_EXPORT int cuMemcpyDtoH_v2(void* to, uintptr_t from, size_t bytes) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  if (!model().find(from, bytes))
+    return kInvalidValue;
+  // Synchronous: returns once the copy is done, after the legacy stream's earlier work.
+  model().execute(
+      queueDownload(model().legacyStream(currentDevice), to, from, bytes, "cuMemcpyDtoH"));
+  return model().stickyError();
+}
+
+WF_EXPORT int cuMemcpyDtoHAsync_v2(void* to, uintptr_t from, size_t bytes, void* stream) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  Stream* queue = model().streamOf(stream, currentDevice);
+  if (!queue || !model().find(from, bytes))
+    return kInvalidValue;
+  queueDownload(*queue, to, from, bytes, "cuMemcpyDtoHAsync");
+  return kSuccess;
+}
+
+WF_EXPORT int cuMemsetD8_v2(uintptr_t to, unsigned char value, size_t bytes) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  // "The synchronous memset functions are asynchronous with respect to the host except when
+  // the target is pinned host memory": queued on the legacy stream.
+  return queueMemset(model().legacyStream(currentDevice), to, value, bytes, "cuMemsetD8");
+}
+
+WF_EXPORT int cuMemsetD8Async(uintptr_t to, unsigned char value, size_t bytes, void* stream) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  Stream* queue = model().streamOf(stream, currentDevice);
+  return queue ? queueMemset(*queue, to, value, bytes, "cuMemsetD8Async") : kInvalidHandle;
+}
+
+// --- streams --------------------------------------------------------------------------------
+
+WF_EXPORT int cuStreamCreate(void** stream, unsigned flags) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  *stream = model().createStream(currentDevice, (flags & 1u) != 0);
+  return kSuccess;
+}
+
+WF_EXPORT int cuStreamDestroy_v2(void* stream) {
+  WF_LOCK;
+  Stream* queue = model().streamOf(stream, std::max(currentDevice, 0));
+  if (!stream || !queue)
+    return kInvalidHandle;
+  model().destroyStream(queue);
+  return kSuccess;
+}
+
+WF_EXPORT int cuStreamSynchronize(void* stream) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  Stream* queue = model().streamOf(stream, currentDevice);
+  if (!queue)
+    return kInvalidHandle;
+  ++counters.synchronizations;
+  model().synchronize(*queue);
+  return model().stickyError();
+}
+
+// --- modules and launches -------------------------------------------------------------------
+
+WF_EXPORT int cuModuleLoadData(Module** module, const void* image) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  const char* text = static_cast<const char*>(image);
+  size_t magic = std::strlen(kImageMagic);
+  if (std::strncmp(text, kImageMagic, magic) != 0)
+    return kInvalidImage; // a real cubin: the double runs only what its NVRTC double made
+  std::string source = text + magic;
+  std::string name = entryName(source);
+  bool generic = source.find("extern \"C\" void " + name + "_host_block(") == std::string::npos;
+  if (generic)
+    source += genericHostEntry(name, parameterType(source, name));
+  auto loaded = std::make_unique<Module>();
+  loaded->name = name;
+  loaded->device = currentDevice;
+  try {
+    loaded->kernel = HostKernelCache::global().compile(source, name);
+  } catch (const std::exception&) {
+    return kInvalidImage;
+  }
+  loaded->abi = static_cast<const wf_launch_abi*>(loaded->kernel->symbol(name + "_launch_abi"));
+  if (generic) {
+    loaded->blockThreads =
+        static_cast<unsigned*>(loaded->kernel->symbol("wf_double_block_threads"));
+    loaded->parameterBytes =
+        *static_cast<const unsigned*>(loaded->kernel->symbol("wf_double_parameter_bytes"));
+  } else if (loaded->abi) {
+    loaded->parameterBytes = loaded->abi->parameter_bytes;
+  } else {
+    return kInvalidImage; // a widefuse kernel without its launch description
+  }
+  *module = loaded.release();
+  return kSuccess;
+}
+
+WF_EXPORT int cuModuleUnload(Module* module) {
+  WF_LOCK;
+  delete module;
+  return kSuccess;
+}
+
+WF_EXPORT int cuModuleGetFunction(Module** function, Module* module, const char* name) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  if (module->name != name)
+    return kNotFound;
+  *function = module; // one kernel per module
+  return kSuccess;
+}
+
+WF_EXPORT int cuFuncGetAttribute(int* value, int, Module*) {
+  *value = 0;
+  return kSuccess;
+}
+
+WF_EXPORT int cuFuncGetParamInfo(Module* function, size_t index, size_t* offset, size_t* size) {
+  if (index != 0)
+    return kInvalidValue;
+  *offset = 0;
+  *size = function->parameterBytes;
+  return kSuccess;
+}
+
+WF_EXPORT int cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, Module*, int, size_t) {
+  *blocks = kResidentBlocks;
+  return kSuccess;
+}
+
+WF_EXPORT int cuLaunchKernel(Module* function, unsigned gridX, unsigned gridY, unsigned gridZ,
+                             unsigned blockX, unsigned blockY, unsigned blockZ, unsigned,
+                             void* stream, void** parameters, void**) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  if (failLaunchIn > 0 && --failLaunchIn == 0)
+    return failLaunchResult;
+  Stream* queue = model().streamOf(stream, currentDevice);
+  if (!queue || gridY != 1 || gridZ != 1 || blockY != 1 || blockZ != 1 || !parameters)
+    return kInvalidValue;
+  if (function->device != currentDevice)
+    return kInvalidHandle;
+  if (function->abi && blockX != function->abi->threads_per_block)
+    return kInvalidValue; // the host entry is written for the kernel's own block size
+  ++counters.launches;
+  counters.legacyStreamWrites += queue->legacy;
+  // The driver copies the argument during the call.
+  auto block = std::make_shared<std::vector<std::byte>>(
+      static_cast<const std::byte*>(parameters[0]),
+      static_cast<const std::byte*>(parameters[0]) + function->parameterBytes);
+  uint64_t seed = counters.launches;
+  model().enqueue(*queue, "the launch of kernel '" + function->name + "'", {},
+                  [function, block, gridX, blockX, seed](Operation& self) {
+                    if (model().stickyError())
+                      return; // the context is lost: nothing more runs
+                    if (function->abi)
+                      checkLaunchPointers(self, *function, *block);
+                    if (!model().stickyError())
+                      runLaunch(*function, *block, gridX, blockX, seed);
+                  });
+  return kSuccess;
+}

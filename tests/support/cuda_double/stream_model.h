@@ -1,0 +1,108 @@
+#pragma once
+/// The CUDA driver double's model of device memory and streams, as the CUDA driver
+/// documentation specifies them ("API synchronization behavior", "Stream synchronization
+/// behavior"), played adversarially: queued work runs only when something forces it (a
+/// synchronisation, or a later operation that must wait for it), so any operation the runtime
+/// failed to order is still pending when its reader runs, and is reported.
+///
+/// - Each stream is a FIFO of operations. The legacy default stream (null) waits for the
+///   earlier work of every blocking stream of its device, and blocking streams wait for the
+///   legacy stream's earlier work; non-blocking streams (CU_STREAM_NON_BLOCKING, torch's pool
+///   streams) wait for nothing but themselves.
+/// - Device memory is host memory; each allocation remembers the writes queued for it that
+///   have not run. A reader (a kernel, a download) that runs while such a write queued before
+///   it is still pending was not ordered after it: a violation.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace widefuse::cuda_double {
+
+struct Operation;
+
+/// One cuMemAlloc.
+struct Allocation {
+  uintptr_t base = 0;
+  size_t size = 0;
+  int device = 0;
+  /// Queued writes into it that have not run yet.
+  std::vector<Operation*> pendingWrites;
+};
+
+/// A stream (null handle: the device's legacy default stream).
+struct Stream {
+  int device = 0;
+  bool legacy = false;
+  bool nonBlocking = false;
+  /// The last operation queued on it.
+  Operation* last = nullptr;
+  std::string name;
+};
+
+/// One queued piece of work.
+struct Operation {
+  uint64_t id = 0;
+  Stream* stream = nullptr;
+  std::string what;
+  std::vector<Operation*> waitsFor;
+  std::vector<Allocation*> writes;
+  std::function<void(Operation&)> run;
+  bool done = false;
+};
+
+/// Allocations, streams and the queue of one process; not thread-safe (the driver double
+/// serialises every entry point).
+class StreamModel {
+public:
+  /// Records a violation (one line) and makes the context's error sticky.
+  void violate(const std::string& line);
+  const std::string& violations() const { return violations_; }
+  /// The sticky error of a faulting launch (0 when none), as the real driver keeps it.
+  int stickyError() const { return stickyError_; }
+  /// Forgets violations and the sticky error.
+  void clearViolations();
+
+  Allocation& allocate(size_t bytes, int device);
+  /// Runs every pending operation first (cuMemFree waits for the device), then frees.
+  bool free(uintptr_t base);
+  /// The allocation holding [address, address + bytes), or null.
+  Allocation* find(uintptr_t address, size_t bytes = 1);
+  size_t liveAllocations() const { return allocations_.size(); }
+
+  /// The legacy default stream of `device`.
+  Stream& legacyStream(int device);
+  Stream* createStream(int device, bool nonBlocking);
+  void destroyStream(Stream* stream);
+  /// The stream a handle names (null: the legacy stream of `device`).
+  Stream* streamOf(void* handle, int device);
+
+  /// Queues `run` on `stream` after what it must wait for; it writes `writes`.
+  Operation& enqueue(Stream& stream, std::string what, std::vector<Allocation*> writes,
+                     std::function<void(Operation&)> run);
+  /// Runs `operation` and everything it waits for.
+  void execute(Operation& operation);
+  /// Runs everything queued on `stream` (and what that waits for).
+  void synchronize(Stream& stream);
+  /// Runs everything queued, in order.
+  void synchronizeAll();
+  /// Checks that `reader`, about to run, reads no allocation with a write queued before it
+  /// that has not run; records a violation naming `where` otherwise.
+  void checkOrdered(const Operation& reader, const Allocation& allocation,
+                    const std::string& where);
+
+private:
+  std::map<uintptr_t, std::unique_ptr<Allocation>> allocations_;
+  std::map<int, std::unique_ptr<Stream>> legacy_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::deque<std::unique_ptr<Operation>> operations_;
+  uint64_t nextId_ = 1;
+  std::string violations_;
+  int stickyError_ = 0;
+};
+
+} // namespace widefuse::cuda_double

@@ -1,0 +1,62 @@
+#pragma once
+/// The CUDA driver double as a test sees it: its control functions, found in the driver the
+/// runtime loaded (tests/support/cuda_double/driver_double.cpp says what it checks).
+
+#include "runtime/cuda_driver.h"
+#include "tests/support/cuda_double/double_control.h"
+
+#include <dlfcn.h>
+
+#include <string>
+
+namespace widefuse::testing {
+
+class DriverDouble {
+public:
+  /// The double when the process's CUDA driver is the double (loaded by CudaDriver), else null.
+  static DriverDouble* get() {
+    static DriverDouble* instance = []() -> DriverDouble* {
+      try {
+        CudaDriver::instance();
+      } catch (const Error&) {
+        return nullptr;
+      }
+      void* handle = dlopen(CudaDriver::libraryPath().c_str(), RTLD_NOW | RTLD_NOLOAD);
+      if (!handle || !dlsym(handle, "wf_double_reset"))
+        return nullptr;
+      return new DriverDouble(handle);
+    }();
+    return instance;
+  }
+
+  /// Forgets violations, the sticky error, counters and planted failures.
+  void reset() { reset_(); }
+  /// The violations since the reset, one per line.
+  std::string violations() { return violations_(); }
+  wf_double_counters counters() {
+    wf_double_counters values{};
+    readCounters_(&values);
+    return values;
+  }
+  /// Makes the `nth` launch from now fail with `result`.
+  void failLaunch(int nth, int result) { failLaunch_(nth, result); }
+  size_t liveAllocations() { return liveAllocations_(); }
+
+private:
+  explicit DriverDouble(void* handle)
+      : reset_(reinterpret_cast<void (*)()>(dlsym(handle, "wf_double_reset"))),
+        violations_(reinterpret_cast<const char* (*)()>(dlsym(handle, "wf_double_violations"))),
+        readCounters_(reinterpret_cast<void (*)(wf_double_counters*)>(
+            dlsym(handle, "wf_double_read_counters"))),
+        failLaunch_(reinterpret_cast<void (*)(int, int)>(dlsym(handle, "wf_double_fail_launch"))),
+        liveAllocations_(
+            reinterpret_cast<size_t (*)()>(dlsym(handle, "wf_double_live_allocations"))) {}
+
+  void (*reset_)();
+  const char* (*violations_)();
+  void (*readCounters_)(wf_double_counters*);
+  void (*failLaunch_)(int, int);
+  size_t (*liveAllocations_)();
+};
+
+} // namespace widefuse::testing
