@@ -202,7 +202,7 @@ std::string BodyEmitter::entry() const {
 }
 
 std::string BodyEmitter::uniformStruct() const {
-  std::string text = fmt::format("/// Values of {} computed once per chunk: scalars, 0-d tensors, "
+  std::string text = fmt::format("/// Values of {} computed once per run of chunks: scalars, 0-d tensors, "
                                  "lifted constants.\nstruct {}_uniform {{\n",
                                  body_.name, body_.name);
   for (const ElementInstance& value : body_.uniformValues)

@@ -116,73 +116,24 @@ Val applyOp(OpKind op, std::initializer_list<Operand> operands, OpAttributes att
 
 } // namespace
 
-#define WF_DEFINE_UNARY(function, kind)                                                            \
-  Val function(const Operand& x) {                                                                 \
+#define WF_DEFINE_1(name, kind)                                                                    \
+  Val name(const Operand& x) {                                                                     \
     return applyOp(OpKind::kind, {x});                                                             \
   }
-#define WF_DEFINE_BINARY(function, kind)                                                           \
-  Val function(const Operand& a, const Operand& b) {                                               \
+#define WF_DEFINE_2(name, kind)                                                                    \
+  Val name(const Operand& a, const Operand& b) {                                                   \
     return applyOp(OpKind::kind, {a, b});                                                          \
   }
-#define WF_DEFINE_TERNARY(function, kind)                                                          \
-  Val function(const Operand& a, const Operand& b, const Operand& c) {                             \
+#define WF_DEFINE_3(name, kind)                                                                    \
+  Val name(const Operand& a, const Operand& b, const Operand& c) {                                 \
     return applyOp(OpKind::kind, {a, b, c});                                                       \
   }
-WF_DEFINE_UNARY(neg, Neg)
-WF_DEFINE_UNARY(abs, Abs)
-WF_DEFINE_UNARY(sqrt, Sqrt)
-WF_DEFINE_UNARY(rsqrt, Rsqrt)
-WF_DEFINE_UNARY(reciprocal, Reciprocal)
-WF_DEFINE_UNARY(exp, Exp)
-WF_DEFINE_UNARY(exp2, Exp2)
-WF_DEFINE_UNARY(log, Log)
-WF_DEFINE_UNARY(log2, Log2)
-WF_DEFINE_UNARY(log1p, Log1p)
-WF_DEFINE_UNARY(expm1, Expm1)
-WF_DEFINE_UNARY(sin, Sin)
-WF_DEFINE_UNARY(cos, Cos)
-WF_DEFINE_UNARY(tanh, Tanh)
-WF_DEFINE_UNARY(sigmoid, Sigmoid)
-WF_DEFINE_UNARY(floor, Floor)
-WF_DEFINE_UNARY(ceil, Ceil)
-WF_DEFINE_UNARY(round, Round)
-WF_DEFINE_UNARY(trunc, Trunc)
-WF_DEFINE_UNARY(sign, Sign)
-WF_DEFINE_UNARY(isnan, IsNan)
-WF_DEFINE_UNARY(isinf, IsInf)
-WF_DEFINE_UNARY(isfinite, IsFinite)
-WF_DEFINE_UNARY(logical_not, LogicalNot)
-WF_DEFINE_UNARY(bitwise_not, BitwiseNot)
-WF_DEFINE_UNARY(set, Set)
-WF_DEFINE_BINARY(add, Add)
-WF_DEFINE_BINARY(sub, Sub)
-WF_DEFINE_BINARY(mul, Mul)
-WF_DEFINE_BINARY(div, Div)
-WF_DEFINE_BINARY(pow, Pow)
-WF_DEFINE_BINARY(fmod, Fmod)
-WF_DEFINE_BINARY(maximum, Maximum)
-WF_DEFINE_BINARY(minimum, Minimum)
-WF_DEFINE_BINARY(atan2, Atan2)
-WF_DEFINE_BINARY(eq, Eq)
-WF_DEFINE_BINARY(ne, Ne)
-WF_DEFINE_BINARY(lt, Lt)
-WF_DEFINE_BINARY(le, Le)
-WF_DEFINE_BINARY(gt, Gt)
-WF_DEFINE_BINARY(ge, Ge)
-WF_DEFINE_BINARY(logical_and, LogicalAnd)
-WF_DEFINE_BINARY(logical_or, LogicalOr)
-WF_DEFINE_BINARY(bitwise_and, BitwiseAnd)
-WF_DEFINE_BINARY(bitwise_or, BitwiseOr)
-WF_DEFINE_BINARY(bitwise_xor, BitwiseXor)
-WF_DEFINE_BINARY(shift_left, ShiftLeft)
-WF_DEFINE_BINARY(shift_right, ShiftRight)
-WF_DEFINE_TERNARY(where, Where)
-WF_DEFINE_TERNARY(lerp, Lerp)
-WF_DEFINE_TERNARY(fma, Fma)
-WF_DEFINE_TERNARY(clamp, Clamp)
-#undef WF_DEFINE_UNARY
-#undef WF_DEFINE_BINARY
-#undef WF_DEFINE_TERNARY
+#define WF_OP(Enum, name, arity, rule) WF_DEFINE_##arity(name, Enum)
+#define WF_ATTRIBUTE_OP(Enum, name, arity, rule)
+#include "ir/op_kinds.def"
+#undef WF_DEFINE_1
+#undef WF_DEFINE_2
+#undef WF_DEFINE_3
 
 Val cast(const Operand& x, DataType dtype) {
   OpAttributes attributes;

@@ -97,65 +97,15 @@ private:
 
 /// Op functions: one per IR op, named as in the text form. Numbers become weak literals;
 /// at least one argument must be a Val, which decides the FusionDefinition.
-#define WF_DECLARE_UNARY(function) Val function(const Operand& x);
-#define WF_DECLARE_BINARY(function) Val function(const Operand& a, const Operand& b);
-#define WF_DECLARE_TERNARY(function)                                                               \
-  Val function(const Operand& a, const Operand& b, const Operand& c);
-WF_DECLARE_UNARY(neg)
-WF_DECLARE_UNARY(abs)
-WF_DECLARE_UNARY(sqrt)
-WF_DECLARE_UNARY(rsqrt)
-WF_DECLARE_UNARY(reciprocal)
-WF_DECLARE_UNARY(exp)
-WF_DECLARE_UNARY(exp2)
-WF_DECLARE_UNARY(log)
-WF_DECLARE_UNARY(log2)
-WF_DECLARE_UNARY(log1p)
-WF_DECLARE_UNARY(expm1)
-WF_DECLARE_UNARY(sin)
-WF_DECLARE_UNARY(cos)
-WF_DECLARE_UNARY(tanh)
-WF_DECLARE_UNARY(sigmoid)
-WF_DECLARE_UNARY(floor)
-WF_DECLARE_UNARY(ceil)
-WF_DECLARE_UNARY(round)
-WF_DECLARE_UNARY(trunc)
-WF_DECLARE_UNARY(sign)
-WF_DECLARE_UNARY(isnan)
-WF_DECLARE_UNARY(isinf)
-WF_DECLARE_UNARY(isfinite)
-WF_DECLARE_UNARY(logical_not)
-WF_DECLARE_UNARY(bitwise_not)
-WF_DECLARE_UNARY(set)
-WF_DECLARE_BINARY(add)
-WF_DECLARE_BINARY(sub)
-WF_DECLARE_BINARY(mul)
-WF_DECLARE_BINARY(div)
-WF_DECLARE_BINARY(pow)
-WF_DECLARE_BINARY(fmod)
-WF_DECLARE_BINARY(maximum)
-WF_DECLARE_BINARY(minimum)
-WF_DECLARE_BINARY(atan2)
-WF_DECLARE_BINARY(eq)
-WF_DECLARE_BINARY(ne)
-WF_DECLARE_BINARY(lt)
-WF_DECLARE_BINARY(le)
-WF_DECLARE_BINARY(gt)
-WF_DECLARE_BINARY(ge)
-WF_DECLARE_BINARY(logical_and)
-WF_DECLARE_BINARY(logical_or)
-WF_DECLARE_BINARY(bitwise_and)
-WF_DECLARE_BINARY(bitwise_or)
-WF_DECLARE_BINARY(bitwise_xor)
-WF_DECLARE_BINARY(shift_left)
-WF_DECLARE_BINARY(shift_right)
-WF_DECLARE_TERNARY(where)
-WF_DECLARE_TERNARY(lerp)
-WF_DECLARE_TERNARY(fma)
-WF_DECLARE_TERNARY(clamp)
-#undef WF_DECLARE_UNARY
-#undef WF_DECLARE_BINARY
-#undef WF_DECLARE_TERNARY
+#define WF_DECLARE_1(name) Val name(const Operand& x);
+#define WF_DECLARE_2(name) Val name(const Operand& a, const Operand& b);
+#define WF_DECLARE_3(name) Val name(const Operand& a, const Operand& b, const Operand& c);
+#define WF_OP(Enum, name, arity, rule) WF_DECLARE_##arity(name)
+#define WF_ATTRIBUTE_OP(Enum, name, arity, rule)
+#include "ir/op_kinds.def"
+#undef WF_DECLARE_1
+#undef WF_DECLARE_2
+#undef WF_DECLARE_3
 
 /// Converts the value to `dtype` (rounding to nearest even for floating targets).
 Val cast(const Operand& x, DataType dtype);

@@ -10,7 +10,7 @@ struct OpInfo {
 };
 
 constexpr OpInfo kOpInfo[] = {
-#define WF_OP(Enum, name, arity, rule) {name, arity, TypeRule::rule},
+#define WF_OP(Enum, name, arity, rule) {#name, arity, TypeRule::rule},
 #include "ir/op_kinds.def"
 };
 

@@ -18,8 +18,7 @@ struct CompileOptions {
   /// Let the compiler contract a*b+c into fma. Off makes device results match a host
   /// evaluation that rounds every operation.
   bool fmad = true;
-  /// Registers per thread ptxas may use (--maxrregcount); 0 leaves it to the source's
-  /// launch bounds and ptxas.
+  /// Registers per thread ptxas may use (--maxrregcount); 0 leaves the choice to ptxas.
   unsigned maxRegisters = 0;
 };
 

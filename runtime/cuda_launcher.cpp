@@ -15,7 +15,7 @@ CudaLaunches::CudaLaunches(const CudaDevice& device, const CompiledFusion& compi
            kernel.plan->name, kernel.plan->parameterBytes, device.maxParameterBytes());
     modules_.emplace_back(device, *kernel.compiled);
     // As many blocks as the compiled kernel keeps resident: its registers decide, not the
-    // plan's launch bounds alone.
+    // plan's register cap alone.
     gridLimits_.push_back(modules_.back().residentBlocks(kernel.plan->threadsPerBlock) *
                           device.description().multiprocessorCount);
   }

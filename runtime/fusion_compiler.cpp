@@ -32,8 +32,11 @@ void compileWithoutSpills(KernelPlan& plan, FusionKernel& kernel, KernelCache& c
   while (compiled.kernel->stats.spillBytes() > 0 &&
          plan.minBlocksPerMultiprocessor > kFewestBlocksPerMultiprocessor) {
     unsigned spilled = unsigned(compiled.kernel->stats.spillBytes());
+    auto gridNote = llvm::find(plan.notes, describeGrid(plan));
     --plan.minBlocksPerMultiprocessor;
     plan.maxGridBlocks = plan.device.multiprocessorCount * plan.minBlocksPerMultiprocessor;
+    if (gridNote != plan.notes.end())
+      *gridNote = describeGrid(plan);
     plan.notes.push_back(fmt::format("with {} registers it spilled {} bytes; compiled again "
                                      "with {} ({} blocks per multiprocessor)",
                                      options.maxRegisters, spilled, registerCap(plan),

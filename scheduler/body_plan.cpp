@@ -248,7 +248,7 @@ void BodyPlanner::chooseVectorWidth() {
     body_.vectorElements = largestPowerOfTwoAtMost(std::max(1u, std::min(byAccess, byRegisters)));
     notes_.push_back(fmt::format(
         "{}: flat 1-D indexing; {} elements per thread: the narrowest type ({} bytes) moves {} "
-        "bytes per access and the widest ({} bytes) {}{}; a runtime alignment check picks "
+        "bytes per access and the widest ({} bytes) {}{}; at run time a scalar head brings every tensor to its alignment (when one head does) and a scalar loop does the tail; "
         "this vector path, a scalar loop does the tail",
         body_.name, body_.vectorElements, narrowest, narrowest * body_.vectorElements, widest,
         widest * body_.vectorElements,

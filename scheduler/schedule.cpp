@@ -163,9 +163,8 @@ std::string describeGrid(const KernelPlan& plan) {
       "registers); a persistent grid of up to {} blocks ({} multiprocessors x {}, or what the "
       "device's occupancy query allows) splits the members' chunks into equal contiguous "
       "shares",
-      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor,
-      65536 / (plan.threadsPerBlock * plan.minBlocksPerMultiprocessor), plan.maxGridBlocks,
-      plan.device.multiprocessorCount, plan.minBlocksPerMultiprocessor);
+      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor, registerCap(plan),
+      plan.maxGridBlocks, plan.device.multiprocessorCount, plan.minBlocksPerMultiprocessor);
 }
 
 ScheduledFusion schedule(const SegmentedFusion& segmented, const InputSignature& signature,

@@ -174,8 +174,8 @@ void runAdam(const AdamArguments& arguments) {
   if (!arguments.compile.emit.empty() && backend != Backend::None)
     fail("--emit prints the kernels without running them: add --backend none");
   if (backend == Backend::Reference && hasCompileOnlyOptions(arguments.compile))
-    fail("--arch, --dump-dir, --emit and --no-fmad apply to compiled kernels: the reference "
-         "backend runs no kernels");
+    fail("--arch, --dump-dir, --emit, --no-fmad, --prefetch and --blocks-per-sm apply to "
+         "compiled kernels: the reference backend runs no kernels");
   auto [shapes, source] = modelShapes(arguments);
   optim::AdamConfig config = adamConfig(arguments, std::move(shapes));
   int64_t elements = 0;

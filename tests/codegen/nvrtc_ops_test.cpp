@@ -3,7 +3,7 @@
 // generated kernels must compile with NVRTC for sm_80 and sm_90 within their register cap.
 // No GPU is needed. These kernels hold ~100 outputs each, far more live values than a real
 // fusion, so spills are allowed here; the optimizer kernels' spill-free budget is checked in
-// tests/runtime/fusion_compiler_test.cpp.
+// tests/runtime/fusion_compiler_test.cpp and tests/optim/adam_kernel_stats_test.cpp.
 
 #include "runtime/fusion_compiler.h"
 
@@ -33,8 +33,7 @@ void expectCompiles(const Fusion& fusion, llvm::StringRef arch, SegmentationMode
     EXPECT_GT(kernel.compiled->stats.registers, 0) << kernel.plan->name;
     // The register cap of the blocks per multiprocessor the kernel ended up compiled for
     // (compileFusion lowers it while a kernel spills).
-    EXPECT_LE(kernel.compiled->stats.registers,
-              65536 / (256 * int(kernel.plan->minBlocksPerMultiprocessor)))
+    EXPECT_LE(kernel.compiled->stats.registers, int(registerCap(*kernel.plan)))
         << kernel.plan->name;
   }
 }

@@ -63,8 +63,7 @@ TEST_P(AdamThousandParameters, BatchedIsOneSpillFreeCompileWithSixteenByteAccess
   EXPECT_EQ(kernel.compiled->stats.spillBytes(), 0);
   EXPECT_EQ(kernel.compiled->stats.stackBytes, 0);
   EXPECT_GT(kernel.compiled->stats.registers, 0);
-  EXPECT_LE(kernel.compiled->stats.registers,
-            65536 / (256 * int(kernel.plan->minBlocksPerMultiprocessor)));
+  EXPECT_LE(kernel.compiled->stats.registers, int(registerCap(*kernel.plan)));
   EXPECT_EQ(widestAccessBytes(*kernel.plan), 16u);
   EXPECT_TRUE(hasVectorAccesses(kernel.compiled->ptx));
   EXPECT_EQ(kernel.plan->tableLocation, TableLocation::DeviceMemory);

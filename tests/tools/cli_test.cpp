@@ -314,7 +314,7 @@ TEST_F(CliTest, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
     EXPECT_GT(kernel["registers"].get<int>(), 0);
     // Within the register cap of the blocks per multiprocessor it was compiled for.
     EXPECT_LE(kernel["registers"].get<int>(),
-              65536 / (256 * kernel["blocks_per_multiprocessor"].get<int>()));
+              65536 / (256 * kernel["blocks_per_multiprocessor"].get<int>()) / 8 * 8);
     EXPECT_EQ(kernel["spill_bytes"], 0);
     EXPECT_EQ(kernel["index_bits"], 32);
     EXPECT_GT(kernel["nvrtc_ms"].get<double>(), 0);
