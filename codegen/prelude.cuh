@@ -371,6 +371,16 @@ template <typename T> WF_DEVICE T wf_atan2(T a, T b) {
   WF_BY_PRECISION(atan2f(a, b), atan2(a, b));
 }
 
+template <typename T> WF_DEVICE T wf_hypot(T a, T b) {
+  WF_REQUIRE(wf_is_floating, "hypot");
+  WF_BY_PRECISION(hypotf(a, b), hypot(a, b));
+}
+
+template <typename T> WF_DEVICE T wf_copysign(T a, T b) {
+  WF_REQUIRE(wf_is_floating, "copysign");
+  WF_BY_PRECISION(copysignf(a, b), copysign(a, b));
+}
+
 #define WF_BOOL_BINARY(op, symbol)                                                                 \
   template <typename T> WF_DEVICE b8 wf_##op(T a, T b) {                                           \
     return a symbol b;                                                                             \

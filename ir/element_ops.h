@@ -232,6 +232,22 @@ template <typename T> T Atan2(T a, T b) {
     return unreachable<T>("atan2");
 }
 
+/// sqrt(a^2 + b^2) without intermediate overflow or underflow (C's hypot).
+template <typename T> T Hypot(T a, T b) {
+  if constexpr (kFloating<T>)
+    return std::hypot(a, b);
+  else
+    return unreachable<T>("hypot");
+}
+
+/// The magnitude of a with the sign of b (signed zeros and NaNs included).
+template <typename T> T Copysign(T a, T b) {
+  if constexpr (kFloating<T>)
+    return std::copysign(a, b);
+  else
+    return unreachable<T>("copysign");
+}
+
 template <typename T> bool Eq(T a, T b) {
   return a == b;
 }

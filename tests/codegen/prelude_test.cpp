@@ -199,6 +199,7 @@ void checkTernary(const char* op, Prelude prelude, Reference reference) {
   X(add, Add, NumberTypes) X(sub, Sub, NumberTypes) X(mul, Mul, NumberTypes)                       \
   X(div, Div, FloatTypes) X(pow, Pow, NumberTypes) X(fmod, Fmod, NumberTypes)                      \
   X(maximum, Maximum, ComputeTypes) X(minimum, Minimum, ComputeTypes) X(atan2, Atan2, FloatTypes)  \
+  X(hypot, Hypot, FloatTypes) X(copysign, Copysign, FloatTypes)                                    \
   X(eq, Eq, ComputeTypes) X(ne, Ne, ComputeTypes) X(lt, Lt, ComputeTypes) X(le, Le, ComputeTypes)  \
   X(gt, Gt, ComputeTypes) X(ge, Ge, ComputeTypes) X(logical_and, LogicalAnd, ComputeTypes)         \
   X(logical_or, LogicalOr, ComputeTypes) X(bitwise_and, BitwiseAnd, BitwiseTypes)                  \

@@ -206,6 +206,11 @@ TEST(EvaluatorOps, FloatingPointBinaryAndTernary) {
       "minimum", binary(minimum), [](auto a, auto b, auto) { return a < b ? a : b; }, two);
   expectFloatOp(
       "atan2", binary(atan2), [](auto a, auto b, auto) { return std::atan2(a, b); }, two);
+  expectFloatOp(
+      "hypot", binary(hypot), [](auto a, auto b, auto) { return std::hypot(a, b); }, two);
+  expectFloatOp(
+      "copysign", binary(copysign), [](auto a, auto b, auto) { return std::copysign(a, b); },
+      two);
   expectFloatOp("lerp", ternary(lerp),
                 [](auto s, auto e, auto w) {
                   using T = decltype(s);

@@ -39,7 +39,7 @@ _RULES = [
      lambda d: d is not DataType.Bool),
     ("maximum minimum set where isnan isinf isfinite eq ne lt le gt ge logical_not logical_and "
      "logical_or sqrt rsqrt reciprocal exp exp2 log log2 log1p expm1 sin cos tanh sigmoid atan2 "
-     "div", lambda d: True),
+     "hypot copysign div", lambda d: True),
     ("bitwise_not bitwise_and bitwise_or bitwise_xor",
      lambda d: d is DataType.Bool or d in INTEGER),
     ("shift_left shift_right", lambda d: d in INTEGER),
@@ -241,6 +241,8 @@ SPECS = [
     Spec("maximum", "maximum", "ab", _arith(lambda x, y: _extremum(x, y, True))),
     Spec("minimum", "minimum", "ab", _arith(lambda x, y: _extremum(x, y, False))),
     Spec("atan2", "atan2", "ab", _float_math(np.arctan2, oracle=True), U),
+    Spec("hypot", "hypot", "ab", _float_math(np.hypot, oracle=True), U),
+    Spec("copysign", "copysign", "ab", _float_math(np.copysign)),
     *(Spec(op, op, "ab", lambda a, b, f=getattr(np, name): f(_exact(a), _exact(b)))
       for op, name in [("eq", "equal"), ("ne", "not_equal"), ("lt", "less"),
                        ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal")]),
