@@ -1,5 +1,8 @@
 #include "ir/host_tensor.h"
 
+#include "ir/error.h"
+#include "ir/half_float.h"
+
 #include <algorithm>
 
 namespace widefuse {
@@ -40,6 +43,40 @@ TensorRef HostTensor::ref() {
   view.strides = contiguousStrides(shape_);
   view.data = bytes_.data();
   return view;
+}
+
+double floatingElement(const HostTensor& tensor, int64_t i) {
+  switch (tensor.dtype()) {
+  case DataType::Float:
+    return tensor.as<float>()[i];
+  case DataType::Double:
+    return tensor.as<double>()[i];
+  case DataType::Half:
+    return halfBitsToFloat(tensor.as<uint16_t>()[i]);
+  case DataType::BFloat16:
+    return bfloat16BitsToFloat(tensor.as<uint16_t>()[i]);
+  default:
+    WF_UNREACHABLE("floatingElement of a {} tensor", shortName(tensor.dtype()).str());
+  }
+}
+
+void setFloatingElement(HostTensor& tensor, int64_t i, double value) {
+  switch (tensor.dtype()) {
+  case DataType::Float:
+    tensor.as<float>()[i] = float(value);
+    return;
+  case DataType::Double:
+    tensor.as<double>()[i] = value;
+    return;
+  case DataType::Half:
+    tensor.as<uint16_t>()[i] = toHalfBits(value);
+    return;
+  case DataType::BFloat16:
+    tensor.as<uint16_t>()[i] = toBFloat16Bits(value);
+    return;
+  default:
+    WF_UNREACHABLE("setFloatingElement of a {} tensor", shortName(tensor.dtype()).str());
+  }
 }
 
 } // namespace widefuse

@@ -58,4 +58,11 @@ private:
   std::vector<std::byte> bytes_;
 };
 
+/// Element i of a dense floating-point tensor as a double (f16/bf16 decoded exactly). Throws
+/// InternalError for other dtypes.
+double floatingElement(const HostTensor& tensor, int64_t i);
+/// Stores `value` into element i of a dense floating-point tensor, rounded to its dtype
+/// (nearest even). Throws InternalError for other dtypes.
+void setFloatingElement(HostTensor& tensor, int64_t i, double value);
+
 } // namespace widefuse

@@ -47,18 +47,6 @@ const char* fallbackErrorName(CUresult result) {
   }
 }
 
-// Resolves `name` into `slot`; returns false (with the reason set) when it is absent.
-template <typename Function>
-bool resolve(CudaDriver::Resolver resolver, const char* name, Function& slot, std::string& reason) {
-  void* symbol = resolver(name);
-  if (!symbol) {
-    reason = fmt::format("it lacks {}", name);
-    return false;
-  }
-  slot = reinterpret_cast<Function>(symbol);
-  return true;
-}
-
 } // namespace
 
 std::string CudaDriver::libraryPath() {
@@ -101,38 +89,39 @@ std::unique_ptr<CudaDriver> CudaDriver::fromResolver(Resolver resolver, llvm::St
   CudaDriver& d = *driver;
   std::string reason;
   bool ok =
-      resolve(resolver, "cuInit", d.cuInit, reason) &&
-      resolve(resolver, "cuDriverGetVersion", d.cuDriverGetVersion, reason) &&
-      resolve(resolver, "cuDeviceGetCount", d.cuDeviceGetCount, reason) &&
-      resolve(resolver, "cuDeviceGet", d.cuDeviceGet, reason) &&
-      resolve(resolver, "cuDeviceGetAttribute", d.cuDeviceGetAttribute, reason) &&
-      resolve(resolver, "cuDeviceGetName", d.cuDeviceGetName, reason) &&
-      resolve(resolver, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain, reason) &&
-      resolve(resolver, "cuDevicePrimaryCtxRelease_v2", d.cuDevicePrimaryCtxRelease, reason) &&
-      resolve(resolver, "cuCtxSetCurrent", d.cuCtxSetCurrent, reason) &&
-      resolve(resolver, "cuCtxGetCurrent", d.cuCtxGetCurrent, reason) &&
-      resolve(resolver, "cuCtxSynchronize", d.cuCtxSynchronize, reason) &&
-      resolve(resolver, "cuModuleLoadData", d.cuModuleLoadData, reason) &&
-      resolve(resolver, "cuModuleUnload", d.cuModuleUnload, reason) &&
-      resolve(resolver, "cuModuleGetFunction", d.cuModuleGetFunction, reason) &&
-      resolve(resolver, "cuFuncGetAttribute", d.cuFuncGetAttribute, reason) &&
-      resolve(resolver, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-              d.cuOccupancyMaxActiveBlocksPerMultiprocessor, reason) &&
-      resolve(resolver, "cuLaunchKernel", d.cuLaunchKernel, reason) &&
-      resolve(resolver, "cuMemAlloc_v2", d.cuMemAlloc, reason) &&
-      resolve(resolver, "cuMemFree_v2", d.cuMemFree, reason) &&
-      resolve(resolver, "cuMemcpyHtoD_v2", d.cuMemcpyHtoD, reason) &&
-      resolve(resolver, "cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync, reason) &&
-      resolve(resolver, "cuMemcpyDtoH_v2", d.cuMemcpyDtoH, reason) &&
-      resolve(resolver, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync, reason) &&
-      resolve(resolver, "cuMemsetD8_v2", d.cuMemsetD8, reason) &&
-      resolve(resolver, "cuMemsetD8Async", d.cuMemsetD8Async, reason) &&
-      resolve(resolver, "cuStreamCreate", d.cuStreamCreate, reason) &&
-      resolve(resolver, "cuStreamDestroy_v2", d.cuStreamDestroy, reason) &&
-      resolve(resolver, "cuStreamSynchronize", d.cuStreamSynchronize, reason) &&
-      resolve(resolver, "cuGetErrorName", d.cuGetErrorName, reason) &&
-      resolve(resolver, "cuGetErrorString", d.cuGetErrorString, reason) &&
-      resolve(resolver, "cuPointerGetAttribute", d.cuPointerGetAttribute, reason);
+      resolveSymbol(resolver, "cuInit", d.cuInit, reason) &&
+      resolveSymbol(resolver, "cuDriverGetVersion", d.cuDriverGetVersion, reason) &&
+      resolveSymbol(resolver, "cuDeviceGetCount", d.cuDeviceGetCount, reason) &&
+      resolveSymbol(resolver, "cuDeviceGet", d.cuDeviceGet, reason) &&
+      resolveSymbol(resolver, "cuDeviceGetAttribute", d.cuDeviceGetAttribute, reason) &&
+      resolveSymbol(resolver, "cuDeviceGetName", d.cuDeviceGetName, reason) &&
+      resolveSymbol(resolver, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain, reason) &&
+      resolveSymbol(resolver, "cuDevicePrimaryCtxRelease_v2", d.cuDevicePrimaryCtxRelease,
+                    reason) &&
+      resolveSymbol(resolver, "cuCtxSetCurrent", d.cuCtxSetCurrent, reason) &&
+      resolveSymbol(resolver, "cuCtxGetCurrent", d.cuCtxGetCurrent, reason) &&
+      resolveSymbol(resolver, "cuCtxSynchronize", d.cuCtxSynchronize, reason) &&
+      resolveSymbol(resolver, "cuModuleLoadData", d.cuModuleLoadData, reason) &&
+      resolveSymbol(resolver, "cuModuleUnload", d.cuModuleUnload, reason) &&
+      resolveSymbol(resolver, "cuModuleGetFunction", d.cuModuleGetFunction, reason) &&
+      resolveSymbol(resolver, "cuFuncGetAttribute", d.cuFuncGetAttribute, reason) &&
+      resolveSymbol(resolver, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                    d.cuOccupancyMaxActiveBlocksPerMultiprocessor, reason) &&
+      resolveSymbol(resolver, "cuLaunchKernel", d.cuLaunchKernel, reason) &&
+      resolveSymbol(resolver, "cuMemAlloc_v2", d.cuMemAlloc, reason) &&
+      resolveSymbol(resolver, "cuMemFree_v2", d.cuMemFree, reason) &&
+      resolveSymbol(resolver, "cuMemcpyHtoD_v2", d.cuMemcpyHtoD, reason) &&
+      resolveSymbol(resolver, "cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync, reason) &&
+      resolveSymbol(resolver, "cuMemcpyDtoH_v2", d.cuMemcpyDtoH, reason) &&
+      resolveSymbol(resolver, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync, reason) &&
+      resolveSymbol(resolver, "cuMemsetD8_v2", d.cuMemsetD8, reason) &&
+      resolveSymbol(resolver, "cuMemsetD8Async", d.cuMemsetD8Async, reason) &&
+      resolveSymbol(resolver, "cuStreamCreate", d.cuStreamCreate, reason) &&
+      resolveSymbol(resolver, "cuStreamDestroy_v2", d.cuStreamDestroy, reason) &&
+      resolveSymbol(resolver, "cuStreamSynchronize", d.cuStreamSynchronize, reason) &&
+      resolveSymbol(resolver, "cuGetErrorName", d.cuGetErrorName, reason) &&
+      resolveSymbol(resolver, "cuGetErrorString", d.cuGetErrorString, reason) &&
+      resolveSymbol(resolver, "cuPointerGetAttribute", d.cuPointerGetAttribute, reason);
   if (!ok)
     fail("no CUDA driver: {} is not a usable CUDA driver ({}); {}", origin, reason, kHostHint);
   // Optional: drivers before 12.4 lack it, and launches then skip the parameter size check.

@@ -5,6 +5,7 @@
 /// header is needed at build time and nothing links against libcuda.
 
 #include "ir/error.h"
+#include "runtime/shared_library.h"
 
 #include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/ADT/StringRef.h>
@@ -61,7 +62,7 @@ inline constexpr unsigned kCudaMemoryTypeDevice = 2;
 class CudaDriver {
 public:
   /// Finds a symbol by name; null when absent. Lets tests build a driver from fake functions.
-  using Resolver = llvm::function_ref<void*(const char* symbol)>;
+  using Resolver = SymbolLookup;
 
   /// The driver of this process, loaded on first use (thread-safe) from libraryPath(). Throws
   /// Error "no CUDA driver: could not load libcuda.so.1 (<reason>); use backend=host to run

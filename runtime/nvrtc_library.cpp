@@ -1,5 +1,7 @@
 #include "runtime/nvrtc_library.h"
 
+#include "runtime/shared_library.h"
+
 #include "ir/error.h"
 
 #include <fmt/format.h>
@@ -28,19 +30,6 @@ constexpr const char* kDefaultPaths[] = {
 std::string lastDlError() {
   const char* message = dlerror();
   return message ? message : "unknown error";
-}
-
-// Resolves `name` into `slot`; returns false (with the reason appended) when it is absent.
-template <typename Function>
-bool resolve(void* handle, const char* name, Function& slot, std::string& reason) {
-  dlerror(); // Clears a stale message so the one below belongs to this lookup.
-  void* symbol = dlsym(handle, name);
-  if (!symbol) {
-    reason = fmt::format("it lacks {} ({})", name, lastDlError());
-    return false;
-  }
-  slot = reinterpret_cast<Function>(symbol);
-  return true;
 }
 
 std::string joinAttempts(llvm::ArrayRef<std::pair<std::string, std::string>> attempts) {
@@ -103,19 +92,20 @@ std::unique_ptr<NvrtcLibrary> NvrtcLibrary::tryLoad(llvm::StringRef path, std::s
   }
   std::unique_ptr<NvrtcLibrary> library(new NvrtcLibrary());
   NvrtcLibrary& l = *library;
-  bool ok = resolve(handle, "nvrtcCreateProgram", l.createProgram, reason) &&
-            resolve(handle, "nvrtcCompileProgram", l.compileProgram, reason) &&
-            resolve(handle, "nvrtcDestroyProgram", l.destroyProgram, reason) &&
-            resolve(handle, "nvrtcGetProgramLogSize", l.getProgramLogSize, reason) &&
-            resolve(handle, "nvrtcGetProgramLog", l.getProgramLog, reason) &&
-            resolve(handle, "nvrtcGetPTXSize", l.getPtxSize, reason) &&
-            resolve(handle, "nvrtcGetPTX", l.getPtx, reason) &&
-            resolve(handle, "nvrtcGetCUBINSize", l.getCubinSize, reason) &&
-            resolve(handle, "nvrtcGetCUBIN", l.getCubin, reason) &&
-            resolve(handle, "nvrtcVersion", l.version, reason) &&
-            resolve(handle, "nvrtcGetErrorString", l.getErrorString, reason) &&
-            resolve(handle, "nvrtcGetNumSupportedArchs", l.getNumSupportedArchs, reason) &&
-            resolve(handle, "nvrtcGetSupportedArchs", l.getSupportedArchs, reason);
+  auto symbols = [handle](const char* name) { return dlsym(handle, name); };
+  bool ok = resolveSymbol(symbols, "nvrtcCreateProgram", l.createProgram, reason) &&
+            resolveSymbol(symbols, "nvrtcCompileProgram", l.compileProgram, reason) &&
+            resolveSymbol(symbols, "nvrtcDestroyProgram", l.destroyProgram, reason) &&
+            resolveSymbol(symbols, "nvrtcGetProgramLogSize", l.getProgramLogSize, reason) &&
+            resolveSymbol(symbols, "nvrtcGetProgramLog", l.getProgramLog, reason) &&
+            resolveSymbol(symbols, "nvrtcGetPTXSize", l.getPtxSize, reason) &&
+            resolveSymbol(symbols, "nvrtcGetPTX", l.getPtx, reason) &&
+            resolveSymbol(symbols, "nvrtcGetCUBINSize", l.getCubinSize, reason) &&
+            resolveSymbol(symbols, "nvrtcGetCUBIN", l.getCubin, reason) &&
+            resolveSymbol(symbols, "nvrtcVersion", l.version, reason) &&
+            resolveSymbol(symbols, "nvrtcGetErrorString", l.getErrorString, reason) &&
+            resolveSymbol(symbols, "nvrtcGetNumSupportedArchs", l.getNumSupportedArchs, reason) &&
+            resolveSymbol(symbols, "nvrtcGetSupportedArchs", l.getSupportedArchs, reason);
   if (!ok) {
     // Not NVRTC (or one too old for cubin output): leave it loaded rather than risk running
     // an arbitrary library's unload-time code.

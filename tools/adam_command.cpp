@@ -7,6 +7,7 @@
 #include "tools/adam_state.h"
 #include "tools/commands.h"
 #include "tools/compile_report.h"
+#include "tools/host_backend_options.h"
 
 #include "ir/error.h"
 #include "optim/model_presets.h"
@@ -34,8 +35,7 @@ namespace {
 struct AdamArguments {
   CompileArguments compile;
   std::string backend = "auto";
-  std::string blockOrder = "forward";
-  unsigned threads = 1;
+  HostBackendArguments host;
   std::string model;
   std::string shapes;
   std::string optimizer = "adam";
@@ -166,11 +166,10 @@ void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
 
 void runAdam(const AdamArguments& arguments) {
   Backend backend = parseBackend(arguments.backend);
-  BlockOrder order = parseBlockOrder(arguments.blockOrder);
+  BlockOrder order = checkHostBackendArguments(arguments.host);
   if (arguments.steps < 0)
     fail("--steps must be 0 or more, got {}", arguments.steps);
-  if (arguments.threads < 1)
-    fail("--threads must be 1 or more, got {}", arguments.threads);
+
   if (!arguments.compile.emit.empty() && backend != Backend::None)
     fail("--emit prints the kernels without running them: add --backend none");
   if (backend == Backend::Reference && hasCompileOnlyOptions(arguments.compile))
@@ -215,7 +214,7 @@ void runAdam(const AdamArguments& arguments) {
     options.backend = backend;
     options.mode = parseMode(arguments.compile.mode);
     options.blockOrder = order;
-    options.hostThreads = arguments.threads;
+    options.hostThreads = arguments.host.threads;
     options.fmad = !arguments.compile.noFmad;
     options.schedule = arguments.compile.schedule;
     // --dump-dir and WIDEFUSE_DUMP; --arch only when given (else the device's own).
@@ -329,14 +328,7 @@ void addAdamCommand(CLI::App& app) {
                    "auto (cuda when a GPU is present, else host), cuda, host, reference (the "
                    "evaluator) or none (compile only)")
       ->capture_default_str();
-  command
-      ->add_option("--block-order", arguments->blockOrder,
-                   "Host backend: forward, reverse or shuffle:SEED")
-      ->capture_default_str();
-  command
-      ->add_option("--threads", arguments->threads,
-                   "Host backend: CPU threads running blocks (1 keeps the block order exact)")
-      ->capture_default_str();
+  addHostBackendOptions(*command, arguments->host);
   command->add_option("--steps", arguments->steps, "Optimizer steps to run")->capture_default_str();
   command->add_flag_callback(
       "--verify", [arguments] { arguments->verify = true; },

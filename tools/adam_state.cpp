@@ -27,45 +27,6 @@ double groupLearningRate(unsigned group) {
   return 1e-3 * (group + 1);
 }
 
-namespace {
-
-/// Stores `value` into element i of a floating-point tensor (rounded to its dtype).
-void setElement(HostTensor& tensor, int64_t i, double value) {
-  switch (tensor.dtype()) {
-  case DataType::Float:
-    tensor.as<float>()[i] = float(value);
-    return;
-  case DataType::Double:
-    tensor.as<double>()[i] = value;
-    return;
-  case DataType::Half:
-    tensor.as<uint16_t>()[i] = toHalfBits(value);
-    return;
-  case DataType::BFloat16:
-    tensor.as<uint16_t>()[i] = toBFloat16Bits(value);
-    return;
-  default:
-    WF_UNREACHABLE("Adam state of dtype {}", shortName(tensor.dtype()).str());
-  }
-}
-
-double getElement(const HostTensor& tensor, int64_t i) {
-  switch (tensor.dtype()) {
-  case DataType::Float:
-    return tensor.as<float>()[i];
-  case DataType::Double:
-    return tensor.as<double>()[i];
-  case DataType::Half:
-    return halfBitsToFloat(tensor.as<uint16_t>()[i]);
-  case DataType::BFloat16:
-    return bfloat16BitsToFloat(tensor.as<uint16_t>()[i]);
-  default:
-    WF_UNREACHABLE("Adam state of dtype {}", shortName(tensor.dtype()).str());
-  }
-}
-
-} // namespace
-
 AdamState initialAdamState(const optim::AdamFusion& adam) {
   AdamState state;
   std::mt19937 random(0);
@@ -86,7 +47,7 @@ AdamState initialAdamState(const optim::AdamFusion& adam) {
         value = groupLearningRate(role.group);
       if (role.role == optim::AdamRole::GradScale)
         value = 1.0;
-      setElement(tensor, k, value);
+      setFloatingElement(tensor, k, value);
     }
     state.tensors.push_back(std::move(tensor));
   }
@@ -106,7 +67,7 @@ StateComparison compareStates(const AdamState& actual, const AdamState& expected
       if (std::memcmp(left, right, size) == 0)
         continue;
       ++result.different;
-      double x = getElement(a, i), y = getElement(b, i);
+      double x = floatingElement(a, i), y = floatingElement(b, i);
       result.maxAbsolute = std::max(result.maxAbsolute, std::fabs(x - y));
       if (y != 0)
         result.maxRelative = std::max(result.maxRelative, std::fabs(x - y) / std::fabs(y));
@@ -129,7 +90,7 @@ double maxErrorAgainstOracle(const Fusion& fusion, const AdamState& state,
     const HostTensor& value = state.tensors[tensorIndex[input]];
     const HostTensor& exact = oracle.aliasFinalValues[k];
     for (int64_t i = 0; i < value.numel(); ++i)
-      worst = std::max(worst, std::fabs(getElement(value, i) - exact.as<double>()[i]));
+      worst = std::max(worst, std::fabs(floatingElement(value, i) - exact.as<double>()[i]));
   }
   return worst;
 }

@@ -4,6 +4,7 @@
 
 #include "tools/commands.h"
 #include "tools/fusion_file.h"
+#include "tools/host_backend_options.h"
 #include "tools/npy_file.h"
 #include "tools/run_arguments.h"
 
@@ -35,8 +36,7 @@ struct RunOptions {
   std::string outDir;
   std::string backend = "auto";
   std::string mode = "auto";
-  std::string blockOrder = "forward";
-  unsigned threads = 1;
+  HostBackendArguments host;
 };
 
 /// One tensor to write: its file name stem and where the evaluator left its value.
@@ -123,8 +123,8 @@ EvaluationResult runKernels(const Fusion& fusion, BoundArguments& bound, Backend
   ExecutorOptions executorOptions;
   executorOptions.backend = backend;
   executorOptions.mode = parseMode(options.mode);
-  executorOptions.blockOrder = parseBlockOrder(options.blockOrder);
-  executorOptions.hostThreads = options.threads;
+  executorOptions.blockOrder = checkHostBackendArguments(options.host);
+  executorOptions.hostThreads = options.host.threads;
   FusionExecutorCache executor(fusion, executorOptions);
   resolvedBackend = backendName(executor.backend()).str();
   RunResult run = executor.run(bound.arguments);
@@ -142,9 +142,7 @@ EvaluationResult runKernels(const Fusion& fusion, BoundArguments& bound, Backend
 
 void runRun(const RunOptions& options) {
   Backend backend = parseBackend(options.backend);
-  parseBlockOrder(options.blockOrder);
-  if (options.threads < 1)
-    fail("--threads must be 1 or more, got {}", options.threads);
+  checkHostBackendArguments(options.host);
   std::unique_ptr<Fusion> fusion = loadFusionFile(options.file);
   BoundArguments bound = bindArguments(*fusion, parseAssignments(options.inputs, "--input"),
                                        parseAssignments(options.scalars, "--scalar"));
@@ -191,14 +189,7 @@ void addRunCommand(CLI::App& app) {
       ->add_option("--backend", options->backend,
                    "auto (cuda when a GPU is present, else host), cuda, host or reference")
       ->capture_default_str();
-  command
-      ->add_option("--block-order", options->blockOrder,
-                   "Host backend: forward, reverse or shuffle:SEED")
-      ->capture_default_str();
-  command
-      ->add_option("--threads", options->threads,
-                   "Host backend: CPU threads running blocks (1 keeps the block order exact)")
-      ->capture_default_str();
+  addHostBackendOptions(*command, options->host);
   command->add_option("--mode", options->mode, "per-component, batched, packed or auto")
       ->capture_default_str();
   command->callback([options] { runRun(*options); });

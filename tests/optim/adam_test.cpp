@@ -73,45 +73,10 @@ void referenceAdamStep(ReferenceParameter& r, const std::vector<double>& gradien
 
 // ---- state of the fusion's inputs ----------------------------------------------------------
 
-double toDouble(const HostTensor& t, int64_t i) {
-  switch (t.dtype()) {
-  case DataType::Float:
-    return t.as<float>()[i];
-  case DataType::Double:
-    return t.as<double>()[i];
-  case DataType::Half:
-    return halfBitsToFloat(t.as<uint16_t>()[i]);
-  case DataType::BFloat16:
-    return bfloat16BitsToFloat(t.as<uint16_t>()[i]);
-  default:
-    ADD_FAILURE() << "unexpected dtype";
-    return 0;
-  }
-}
-
-void store(HostTensor& t, int64_t i, double value) {
-  switch (t.dtype()) {
-  case DataType::Float:
-    t.as<float>()[i] = float(value);
-    return;
-  case DataType::Double:
-    t.as<double>()[i] = value;
-    return;
-  case DataType::Half:
-    t.as<uint16_t>()[i] = toHalfBits(value);
-    return;
-  case DataType::BFloat16:
-    t.as<uint16_t>()[i] = toBFloat16Bits(value);
-    return;
-  default:
-    ADD_FAILURE() << "unexpected dtype";
-  }
-}
-
 std::vector<double> toDoubles(const HostTensor& t) {
   std::vector<double> values(t.numel());
   for (int64_t i = 0; i < t.numel(); ++i)
-    values[i] = toDouble(t, i);
+    values[i] = floatingElement(t, i);
   return values;
 }
 
@@ -164,10 +129,10 @@ AdamState initialState(const AdamConfig& config, const AdamFusion& adam, std::mt
     switch (adam.inputs[k].role) {
     case AdamRole::Param:
       for (int64_t i = 0; i < tensor.numel(); ++i)
-        store(tensor, i, normal(random));
+        setFloatingElement(tensor, i, normal(random));
       break;
     case AdamRole::Lr:
-      store(tensor, 0, state.lrs[adam.inputs[k].group]);
+      setFloatingElement(tensor, 0, state.lrs[adam.inputs[k].group]);
       break;
     default: // moments and step start at 0; grads, grad_scale and found_inf are set per step
       break;
@@ -192,7 +157,7 @@ void expectClose(const HostTensor& actual, const std::vector<double>& expected, 
                  double rtol, const std::string& what) {
   ASSERT_EQ(size_t(actual.numel()), expected.size()) << what;
   for (size_t i = 0; i < expected.size(); ++i) {
-    double a = toDouble(actual, int64_t(i)), b = expected[i];
+    double a = floatingElement(actual, int64_t(i)), b = expected[i];
     if (!(std::fabs(a - b) <= atol + rtol * std::fabs(b))) {
       ADD_FAILURE() << what << " element " << i << ": " << a << " vs expected " << b;
       return;
@@ -273,16 +238,16 @@ size_t runAndCompare(const AdamConfig& config, int steps, const StepSchedule& sc
         double value = normal(random) * (gradScale ? schedule.gradScale : 1.0);
         if (skip && i % 3 == 0) // an overflowed backward pass
           value = i % 2 ? NAN : INFINITY;
-        store(grad, i, value);
+        setFloatingElement(grad, i, value);
       }
       reference.tensors[k] = grad;
       gradients.push_back(toDoubles(grad));
     }
     for (AdamState* state : {&host, &reference}) {
       if (gradScale)
-        store(state->tensors[*gradScale], 0, schedule.gradScale);
+        setFloatingElement(state->tensors[*gradScale], 0, schedule.gradScale);
       if (foundInf)
-        store(state->tensors[*foundInf], 0, skip ? 1.0 : 0.0);
+        setFloatingElement(state->tensors[*foundInf], 0, skip ? 1.0 : 0.0);
     }
     AdamState before = host;
 
@@ -311,7 +276,7 @@ size_t runAndCompare(const AdamConfig& config, int steps, const StepSchedule& sc
   for (size_t j = 0; j < params.size(); ++j) {
     std::string name = adam.fusion->inputs()[params[j]]->name();
     const ReferenceParameter& r = loop[j];
-    EXPECT_EQ(toDouble(host.tensors[stepPositions[j]], 0), r.step) << name;
+    EXPECT_EQ(floatingElement(host.tensors[stepPositions[j]], 0), r.step) << name;
     expectClose(host.tensors[params[j]], r.param, tolerance.atol, tolerance.rtol, name);
     expectClose(host.tensors[expAvgs[j]], r.expAvg, tolerance.atol, tolerance.rtol,
                 name + " exp_avg");

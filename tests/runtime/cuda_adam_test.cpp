@@ -31,23 +31,6 @@ namespace {
   if (!CudaDevice::available())                                                                    \
   GTEST_SKIP() << "no CUDA device"
 
-/// The element of a floating-point tensor as a double.
-double valueAt(const HostTensor& tensor, int64_t i) {
-  switch (tensor.dtype()) {
-  case DataType::Float:
-    return tensor.as<float>()[i];
-  case DataType::Double:
-    return tensor.as<double>()[i];
-  case DataType::Half:
-    return halfBitsToFloat(tensor.as<uint16_t>()[i]);
-  case DataType::BFloat16:
-    return bfloat16BitsToFloat(tensor.as<uint16_t>()[i]);
-  default:
-    ADD_FAILURE() << "unexpected dtype " << shortName(tensor.dtype()).str();
-    return 0;
-  }
-}
-
 /// The spacing of the type's values near `value`: what one rounding the other way moves.
 double ulpNear(DataType dtype, double value) {
   int mantissaBits = dtype == DataType::BFloat16 ? 7
@@ -68,7 +51,7 @@ void expectClose(const AdamState& actual, const AdamState& expected, const std::
     bool counter = a.shape().empty();
     double ulps = counter ? 0 : byteSize(a.dtype()) == 2 ? 1 : 8;
     for (int64_t i = 0; i < a.numel(); ++i) {
-      double x = valueAt(a, i), y = valueAt(e, i);
+      double x = floatingElement(a, i), y = floatingElement(e, i);
       if (!std::isfinite(y)) { // f16 Adam overflows where torch's does (eps rounds to 0)
         ASSERT_TRUE(std::isnan(y) ? std::isnan(x) : x == y)
             << what << " tensor " << t << " element " << i << ": device " << x << ", reference "
