@@ -1,6 +1,7 @@
 #include "codegen/cuda_emitter.h"
 
 #include "codegen/body_emitter.h"
+#include "codegen/code_writer.h"
 #include "codegen/constant_literal.h"
 #include "codegen/prelude.h"
 
@@ -17,24 +18,22 @@ std::string inputNames(const Component& component) {
   return fmt::format("{}", fmt::join(names, " "));
 }
 
-std::string headerComment(const KernelPlan& plan) {
+void headerComment(const KernelPlan& plan, CodeWriter& out) {
   const SegmentedFusion& segmented = *plan.segmented;
-  std::string text = fmt::format("// widefuse kernel {} for {}\n", plan.name, plan.device.arch);
-  text += fmt::format("// fusion '{}', {} mode\n", segmented.fusion->name(),
-                      modeName(segmented.mode).str());
+  out.line("// widefuse kernel {} for {}", plan.name, plan.device.arch);
+  out.line("// fusion '{}', {} mode", segmented.fusion->name(), modeName(segmented.mode).str());
   for (const BodyPlan& body : plan.bodies) {
     const SignatureClass& signature = segmented.signatureClasses[body.signatureClass];
-    text += fmt::format("// body {}: signature class {} ({} members in the fusion), written with "
-                        "the names of component {} ({})\n",
-                        body.index, body.signatureClass, signature.members.size(),
-                        body.representative, inputNames(segmented.components[body.representative]));
-    text += fmt::format("//   {} indexing, {} elements per access, chunks of {} elements\n",
-                        indexingName(body.indexing).str(), body.vectorElements, body.chunkElements);
+    out.line("// body {}: signature class {} ({} members in the fusion), written with the names "
+             "of component {}",
+             body.index, body.signatureClass, signature.members.size(), body.representative);
+    out.line("//   inputs {}", inputNames(segmented.components[body.representative]));
+    out.line("//   {} indexing, {} elements per access, chunks of {} elements",
+             indexingName(body.indexing).str(), body.vectorElements, body.chunkElements);
   }
-  text += fmt::format("// {} threads per block, {}-bit indices, member table in {}\n",
-                      plan.threadsPerBlock, plan.indexBits,
-                      tableLocationName(plan.tableLocation).str());
-  return text + "\n";
+  out.line("// {} threads per block, {}-bit indices, member table in {}", plan.threadsPerBlock,
+           plan.indexBits, tableLocationName(plan.tableLocation).str());
+  out.line();
 }
 
 /// The offsets of the entry header's fields, as scheduler/kernel_abi.h names them.
@@ -94,26 +93,32 @@ template <typename Entry> WF_DEVICE i32 wf_find_member(const Entry* table, i32 c
 )";
 }
 
-std::string entryType(const KernelPlan& plan) {
-  if (plan.bodies.size() == 1)
-    return fmt::format("typedef {} {};\n\n", memberTypeName(plan.bodies.front()),
-                       entryTypeName(plan));
-  std::string text = fmt::format("/// One member-table entry: the member's body says which "
-                                 "field is in use.\nunion {} {{\n  wf_entry_header header;\n",
-                                 entryTypeName(plan));
+void entryType(const KernelPlan& plan, CodeWriter& out) {
+  if (plan.bodies.size() == 1) {
+    out.line("typedef {} {};", memberTypeName(plan.bodies.front()), entryTypeName(plan));
+    out.line();
+    return;
+  }
+  out.line("/// One member-table entry: the member's body says which field is in use.");
+  out.open("union {}", entryTypeName(plan));
+  out.line("wf_entry_header header;");
   for (const BodyPlan& body : plan.bodies)
-    text += fmt::format("  {} body{};\n", memberTypeName(body), body.index);
-  return text + fmt::format("}};\nstatic_assert(sizeof({}) == {}, \"member table layout\");\n\n",
-                            entryTypeName(plan), plan.entryBytes);
+    out.line("{} body{};", memberTypeName(body), body.index);
+  out.close(";");
+  out.line("static_assert(sizeof({}) == {}, \"member table layout\");", entryTypeName(plan),
+           plan.entryBytes);
+  out.line();
 }
 
-std::string parameterType(const KernelPlan& plan) {
+void parameterType(const KernelPlan& plan, CodeWriter& out) {
   std::string name = parameterTypeName(plan);
-  std::string text = fmt::format(
-      "/// The kernel's single argument.\nstruct {} {{\n  i32 num_members;\n  i32 num_chunks;\n"
-      "  u32* tickets; // one per member, zero between launches (deferred writes)\n"
-      "  const {}* table; // the member table when it lives in device memory\n",
-      name, entryTypeName(plan));
+  out.line("/// The kernel's single argument.");
+  out.open("struct {}", name);
+  out.line("i32 num_members;");
+  out.line("i32 num_chunks;");
+  out.line("u32* tickets; // one per member, zero between launches (deferred writes)");
+  out.line("const {}* table; // the member table when it lives in device memory",
+           entryTypeName(plan));
   std::vector<const Slot*> shared;
   for (const BodyPlan& body : plan.bodies)
     for (const Slot& slot : body.slots)
@@ -122,16 +127,17 @@ std::string parameterType(const KernelPlan& plan) {
   llvm::sort(shared, [](const Slot* a, const Slot* b) { return a->offset < b->offset; });
   for (const Slot* slot : shared) {
     std::string type = cppType(slot->dtype);
-    bool pointer = slot->kind == SlotKind::UniformTensor || slot->kind == SlotKind::ElementTensor;
-    text += pointer ? fmt::format("  const {}* {}; // 0-d tensor read by every member\n", type,
-                                  slot->field)
-                    : fmt::format("  {} {}; // the same for every member\n", type, slot->field);
+    if (slot->kind == SlotKind::UniformTensor || slot->kind == SlotKind::ElementTensor)
+      out.line("const {}* {}; // 0-d tensor read by every member", type, slot->field);
+    else
+      out.line("{} {}; // the same for every member", type, slot->field);
   }
-  if (plan.tableLocation == TableLocation::KernelParameters)
-    text += fmt::format("  {} members[{}];\n", entryTypeName(plan), plan.tableCapacity);
-  text += "};\n";
-  auto pin = [&](const std::string& field, unsigned offset) {
-    text += fmt::format("WF_CHECK_OFFSET({}, {}, {});\n", name, field, offset);
+  bool inParameters = plan.tableLocation == TableLocation::KernelParameters;
+  if (inParameters)
+    out.line("{} members[{}];", entryTypeName(plan), plan.tableCapacity);
+  out.close(";");
+  auto pin = [&](llvm::StringRef field, unsigned offset) {
+    out.line("WF_CHECK_OFFSET({}, {}, {});", name, field.str(), offset);
   };
   pin("num_members", abi::kNumMembersOffset);
   pin("num_chunks", abi::kNumChunksOffset);
@@ -139,113 +145,139 @@ std::string parameterType(const KernelPlan& plan) {
   pin("table", abi::kTableOffset);
   for (const Slot* slot : shared)
     pin(slot->field, slot->offset);
-  if (plan.tableLocation == TableLocation::KernelParameters)
+  if (inParameters)
     pin("members", plan.tableOffset);
-  return text + fmt::format("static_assert(sizeof({}) == {}, \"parameter layout\");\n\n", name,
-                            (plan.parameterBytes + 7) / 8 * 8);
+  out.line("static_assert(sizeof({}) == {}, \"parameter layout\");", name,
+           (plan.parameterBytes + 7) / 8 * 8);
+  out.line();
 }
 
 /// The walk both entry points share: block `block` of `grid` takes the contiguous chunks
 /// [block * per_block, (block + 1) * per_block) and hands each member's run of them to its
-/// body's `<body><runFunction>(params, entry, member, first, end<extra>)`, so a block finds a
-/// member once and computes its per-member values once.
-std::string chunkWalk(const KernelPlan& plan, llvm::StringRef block, llvm::StringRef grid,
-                      llvm::StringRef runFunction, llvm::StringRef extra) {
-  std::string text = fmt::format(
-      "  const {}* table = {};\n", entryTypeName(plan),
-      plan.tableLocation == TableLocation::KernelParameters ? "params.members" : "params.table");
-  text += fmt::format(
-      "  const i32 per_block = (params.num_chunks + i32({1}) - 1) / i32({1});\n"
-      "  i32 chunk = i32({0}) * per_block;\n"
-      "  const i32 last = params.num_chunks - chunk < per_block ? params.num_chunks : chunk + "
-      "per_block;\n"
-      "  if (chunk >= last)\n    return;\n"
-      "  for (i32 member = wf_find_member(table, params.num_members, chunk); chunk < last; "
-      "++member) {{\n"
-      "    const i32 next = member + 1 < params.num_members ? table[member + 1].header.first_chunk "
-      ": params.num_chunks;\n"
-      "    const i32 end = next < last ? next : last;\n",
-      block.str(), grid.str());
-  std::string call;
+/// body's `<body><runFunction>(params, entry, member, first, end)` (the host entry adds `block,
+/// grid, thread_order`), so a block finds a member once and computes its per-member values once.
+void chunkWalk(const KernelPlan& plan, llvm::StringRef block, llvm::StringRef grid,
+               llvm::StringRef runFunction, bool hostArguments, CodeWriter& out) {
+  out.line("const {}* table = {};", entryTypeName(plan),
+           plan.tableLocation == TableLocation::KernelParameters ? "params.members"
+                                                                 : "params.table");
+  out.line("const i32 per_block = (params.num_chunks + i32({0}) - 1) / i32({0});", grid.str());
+  out.line("i32 chunk = i32({}) * per_block;", block.str());
+  out.line("const i32 last = params.num_chunks - chunk < per_block ? params.num_chunks : chunk + "
+           "per_block;");
+  out.line("if (chunk >= last)");
+  out.indent();
+  out.line("return;");
+  out.dedent();
+  out.open("for (i32 member = wf_find_member(table, params.num_members, chunk); chunk < last; "
+           "++member)");
+  out.line("const i32 next =");
+  out.line("    member + 1 < params.num_members ? table[member + 1].header.first_chunk : "
+           "params.num_chunks;");
+  out.line("const i32 end = next < last ? next : last;");
+  auto call = [&](const BodyPlan& body, const std::string& entry) {
+    std::vector<std::string> arguments = {"params", entry, "member", "chunk", "end"};
+    if (hostArguments)
+      arguments.insert(arguments.end(), {"block", "grid", "thread_order"});
+    out.wrapped(body.name + runFunction.str() + "(", arguments, ", ", ");");
+  };
   if (plan.bodies.size() == 1) {
-    call = fmt::format("    {}{}(params, table[member], member, chunk, end{});\n",
-                       plan.bodies.front().name, runFunction.str(), extra.str());
+    call(plan.bodies.front(), "table[member]");
   } else {
-    call = "    switch (table[member].header.body) {\n";
-    for (const BodyPlan& body : plan.bodies)
-      call += fmt::format("    case {0}:\n      {1}{2}(params, table[member].body{0}, member, "
-                          "chunk, end{3});\n      break;\n",
-                          body.index, body.name, runFunction.str(), extra.str());
-    call += "    }\n";
+    out.open("switch (table[member].header.body)");
+    out.dedent(); // case labels at the switch's depth, as .clang-format has them
+    for (const BodyPlan& body : plan.bodies) {
+      out.line("case {}:", body.index);
+      out.indent();
+      call(body, fmt::format("table[member].body{}", body.index));
+      out.line("break;");
+      out.dedent();
+    }
+    out.indent();
+    out.close();
   }
-  return text + call + "    chunk = end;\n  }\n";
+  out.line("chunk = end;");
+  out.close();
 }
 
-std::string kernel(const KernelPlan& plan) {
-  std::string text = fmt::format(
-      "/// A persistent grid: block b runs the b-th of gridDim.x equal shares of all members'\n"
-      "/// chunks, in order.\n"
-      "/// No __launch_bounds__: it would override the register cap NVRTC is given "
-      "(--maxrregcount),\n/// which compileFusion raises for a kernel that spills.\n"
-      "extern \"C\" __global__ void {}(const __grid_constant__ {} params) {{\n",
-      plan.name, parameterTypeName(plan));
-  text += chunkWalk(plan, "blockIdx.x", "gridDim.x", "_run", "");
-  return text + "}\n";
+void kernel(const KernelPlan& plan, CodeWriter& out) {
+  out.line(
+      "/// A persistent grid: block b runs the b-th of gridDim.x equal shares of all members'");
+  out.line("/// chunks, in order.");
+  out.line("/// No __launch_bounds__: it would override the register cap NVRTC is given "
+           "(--maxrregcount),");
+  out.line("/// which compileFusion raises for a kernel that spills.");
+  out.openWrapped(fmt::format("extern \"C\" __global__ void {}(", plan.name),
+                  {fmt::format("const __grid_constant__ {} params", parameterTypeName(plan))},
+                  ", ");
+  chunkWalk(plan, "blockIdx.x", "gridDim.x", "_run", /*hostArguments=*/false, out);
+  out.close();
 }
 
 /// The kernel's pointer fields for a checker that runs its launches on the host (the CUDA
 /// driver double checks that each is a live device allocation written before the launch).
-std::string launchAbi(const KernelPlan& plan) {
+void launchAbi(const KernelPlan& plan, CodeWriter& out) {
   llvm::SmallVector<std::string, 16> fields;
   for (const BodyPlan& body : plan.bodies)
     for (const Slot& slot : body.slots)
       if (slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor)
         fields.push_back(fmt::format("{{{}, {}, \"{}\"}}", slot.shared ? -1 : int(body.index),
                                      slot.offset, slot.field));
+  size_t count = fields.size();
   if (fields.empty())
     fields.push_back("{-2, 0, \"\"}"); // no array of size 0 in C++
   bool inParameters = plan.tableLocation == TableLocation::KernelParameters;
-  return fmt::format(
-      "/// Where the launch's pointers are (body -1: the parameter block; else offsets in that\n"
-      "/// body's member entry), for a checker that runs launches on the host.\n"
-      "static const wf_pointer_field {0}_pointer_fields[] = {{\n    {1}}};\n"
-      "extern \"C\" const wf_launch_abi {0}_launch_abi = {{{7}, {2}, {3}, {4}, {5}, {6}, "
-      "{0}_pointer_fields}};\n",
-      plan.name, fmt::join(fields, ",\n    "), (plan.parameterBytes + 7) / 8 * 8,
-      inParameters ? plan.tableOffset : 0, inParameters ? 1 : 0, plan.entryBytes,
-      fields.front() == "{-2, 0, \"\"}" ? 0 : fields.size(), plan.threadsPerBlock);
+  out.line(
+      "/// Where the launch's pointers are (body -1: the parameter block; else offsets in that");
+  out.line("/// body's member entry), for a checker that runs launches on the host.");
+  out.open("static const wf_pointer_field {}_pointer_fields[] =", plan.name);
+  for (size_t i = 0; i < fields.size(); ++i)
+    out.line("{}{}", fields[i], i + 1 < fields.size() ? "," : "");
+  out.close(";");
+  out.wrapped(
+      fmt::format("extern \"C\" const wf_launch_abi {}_launch_abi = {{", plan.name),
+      {std::to_string(plan.threadsPerBlock), std::to_string((plan.parameterBytes + 7) / 8 * 8),
+       std::to_string(inParameters ? plan.tableOffset : 0), std::to_string(inParameters ? 1 : 0),
+       std::to_string(plan.entryBytes), std::to_string(count), plan.name + "_pointer_fields"},
+      ", ", "};");
 }
 
 /// The host backend's entry point: one block of the grid on the calling CPU thread.
-std::string hostEntry(const KernelPlan& plan) {
-  std::string text = fmt::format(
-      "\n#ifndef __CUDACC__\n"
-      "/// Host backend: runs block `block` of a `grid`-block launch of {0} on this CPU thread.\n"
-      "extern \"C\" void {0}_host_block(const void* parameters, u32 block, u32 grid,\n"
-      "                                 const u32* thread_order) {{\n"
-      "  const {1}& params = *static_cast<const {1}*>(parameters);\n",
-      plan.name, parameterTypeName(plan));
-  text += chunkWalk(plan, "block", "grid", "_host_run", ", block, grid, thread_order");
-  return text + "}\n\n" + launchAbi(plan) + "#endif\n";
+void hostEntry(const KernelPlan& plan, CodeWriter& out) {
+  out.line();
+  out.directive("#ifndef __CUDACC__");
+  out.line(
+      "/// Host backend: runs block `block` of a `grid`-block launch of {} on this CPU thread.",
+      plan.name);
+  out.openWrapped(fmt::format("extern \"C\" void {}_host_block(", plan.name),
+                  {"const void* parameters", "u32 block", "u32 grid", "const u32* thread_order"},
+                  ", ");
+  out.line("const {0}& params = *static_cast<const {0}*>(parameters);", parameterTypeName(plan));
+  chunkWalk(plan, "block", "grid", "_host_run", /*hostArguments=*/true, out);
+  out.close();
+  out.line();
+  launchAbi(plan, out);
+  out.directive("#endif");
 }
 
 } // namespace
 
 std::string emitCuda(const KernelPlan& plan) {
-  std::string text = headerComment(plan);
-  text += devicePrelude().str();
-  text += "\n";
-  text += skeletonHelpers();
-  text += fmt::format("// ---- {} ----\n", plan.name);
+  CodeWriter out;
+  headerComment(plan, out);
+  out.verbatim(devicePrelude());
+  out.line();
+  out.verbatim(skeletonHelpers());
+  out.line("// ---- {} ----", plan.name);
   for (const BodyPlan& body : plan.bodies)
-    text += emitBodyEntry(plan, body);
-  text += entryType(plan);
-  text += parameterType(plan);
+    emitBodyEntry(plan, body, out);
+  entryType(plan, out);
+  parameterType(plan, out);
   for (const BodyPlan& body : plan.bodies)
-    text += emitBodyFunctions(plan, body);
-  text += kernel(plan);
-  text += hostEntry(plan);
-  return text;
+    emitBodyFunctions(plan, body, out);
+  kernel(plan, out);
+  hostEntry(plan, out);
+  return out.text();
 }
 
 } // namespace widefuse

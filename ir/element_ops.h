@@ -103,24 +103,18 @@ template <typename T> T Sign(T a) {
     return static_cast<T>(int(T(0) < a) - int(a < T(0)));
 }
 
-template <typename T> bool IsNan(T a) {
-  if constexpr (kFloating<T>)
-    return std::isnan(a);
-  else
-    return false;
-}
-template <typename T> bool IsInf(T a) {
-  if constexpr (kFloating<T>)
-    return std::isinf(a);
-  else
-    return false;
-}
-template <typename T> bool IsFinite(T a) {
-  if constexpr (kFloating<T>)
-    return std::isfinite(a);
-  else
-    return true;
-}
+// IEEE classification; integer and bool operands are never NaN or infinite.
+#define WF_CLASSIFY(Name, function, otherwise)                                                     \
+  template <typename T> bool Name(T a) {                                                           \
+    if constexpr (kFloating<T>)                                                                    \
+      return function(a);                                                                          \
+    else                                                                                           \
+      return otherwise;                                                                            \
+  }
+WF_CLASSIFY(IsNan, std::isnan, false)
+WF_CLASSIFY(IsInf, std::isinf, false)
+WF_CLASSIFY(IsFinite, std::isfinite, true)
+#undef WF_CLASSIFY
 
 template <typename T> bool LogicalNot(T a) {
   return !a;
@@ -225,28 +219,21 @@ template <typename T> T Minimum(T a, T b) {
   return a < b ? a : b;
 }
 
-template <typename T> T Atan2(T a, T b) {
-  if constexpr (kFloating<T>)
-    return std::atan2(a, b);
-  else
-    return unreachable<T>("atan2");
-}
-
-/// sqrt(a^2 + b^2) without intermediate overflow or underflow (C's hypot).
-template <typename T> T Hypot(T a, T b) {
-  if constexpr (kFloating<T>)
-    return std::hypot(a, b);
-  else
-    return unreachable<T>("hypot");
-}
-
+// Floating-point binary functions of C (integer operands never reach them: the typing rule
+// computes them in a floating type).
+#define WF_FLOAT_BINARY(Name, expression)                                                          \
+  template <typename T> T Name(T a, T b) {                                                         \
+    if constexpr (kFloating<T>)                                                                    \
+      return expression;                                                                           \
+    else                                                                                           \
+      return unreachable<T>(#Name);                                                                \
+  }
+WF_FLOAT_BINARY(Atan2, std::atan2(a, b))
+/// sqrt(a^2 + b^2) without intermediate overflow or underflow.
+WF_FLOAT_BINARY(Hypot, std::hypot(a, b))
 /// The magnitude of a with the sign of b (signed zeros and NaNs included).
-template <typename T> T Copysign(T a, T b) {
-  if constexpr (kFloating<T>)
-    return std::copysign(a, b);
-  else
-    return unreachable<T>("copysign");
-}
+WF_FLOAT_BINARY(Copysign, std::copysign(a, b))
+#undef WF_FLOAT_BINARY
 
 template <typename T> bool Eq(T a, T b) {
   return a == b;
