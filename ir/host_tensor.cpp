@@ -32,6 +32,15 @@ bool TensorRef::isContiguous() const {
   return true;
 }
 
+int64_t TensorRef::span() const {
+  if (numel() == 0)
+    return 0;
+  int64_t last = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    last += (shape[d] - 1) * strides[d];
+  return last + 1;
+}
+
 HostTensor::HostTensor(DataType dtype, llvm::ArrayRef<int64_t> shape)
     : dtype_(dtype), shape_(shape.begin(), shape.end()),
       bytes_(static_cast<size_t>(numElements(shape)) * widefuse::byteSize(dtype)) {}

@@ -31,6 +31,9 @@ struct TensorRef {
   /// True when the strides are the dense row-major ones (size-1 dimensions ignored; a tensor
   /// without elements is always dense).
   bool isContiguous() const;
+  /// Elements from the first addressed one to one past the last (0 without elements): what a
+  /// copy of the tensor's memory must cover.
+  int64_t span() const;
 };
 
 /// A dense row-major tensor owning its host memory (zero-initialised).

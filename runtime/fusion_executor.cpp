@@ -3,7 +3,7 @@
 #include "ir/error.h"
 #include "ir/runtime_shapes.h"
 #include "runtime/cuda_launcher.h"
-#include "runtime/launch_binding.h"
+#include "runtime/device_staging.h"
 
 #include "segmenter/segment.h"
 
@@ -43,8 +43,8 @@ Backend parseBackend(llvm::StringRef name) {
   fail("unknown backend '{}': use auto, cuda, host, reference or none", name.str());
 }
 
-/// One compiled input signature and the bindings of its last run.
-struct FusionExecutorCache::Entry {
+/// One compiled specialization and the bindings of its last run.
+struct CompiledSpecialization {
   std::shared_ptr<const CompiledFusion> compiled;
   /// Host backend: one loaded kernel per plan.
   std::vector<std::shared_ptr<const HostKernel>> hostKernels;
@@ -52,11 +52,12 @@ struct FusionExecutorCache::Entry {
   std::unique_ptr<CudaLaunches> cuda;
   /// CUDA backend: the fingerprint whose tensors were all found in device memory, so that
   /// the steady state asks the driver about no pointer (guarded by bindingMutex).
-  std::shared_ptr<const std::vector<int64_t>> deviceResident;
+  Fingerprint deviceResident;
   /// Guards the cached bindings below; a run that finds it taken binds privately.
   std::mutex bindingMutex;
-  /// What the cached bindings were built from: pointers, shapes, strides, scalar bits.
-  std::shared_ptr<const std::vector<int64_t>> fingerprint;
+  /// What the cached bindings were built from: pointers, shapes, strides, scalar bits. Null
+  /// while they are not reusable (none yet, or their launch failed).
+  Fingerprint fingerprint;
   std::vector<LaunchBinding> bindings;
   std::vector<std::vector<uint32_t>> tickets;
 };
@@ -73,98 +74,11 @@ Backend resolveBackend(Backend requested) {
   return requested;
 }
 
-/// Elements from the first to one past the last addressed element.
-int64_t spanOf(const TensorRef& tensor) {
-  if (tensor.numel() == 0)
-    return 0;
-  int64_t span = 1;
-  for (size_t d = 0; d < tensor.shape.size(); ++d)
-    span += (tensor.shape[d] - 1) * tensor.strides[d];
-  return span;
-}
-
-/// Copies the elements of `tensor` (and nothing between them) from `source`, a buffer laid
-/// out like the tensor's span.
-void copyElements(const TensorRef& tensor, const std::byte* source) {
-  size_t element = byteSize(tensor.dtype);
-  llvm::SmallVector<int64_t, 4> index(tensor.shape.size(), 0);
-  auto* target = static_cast<std::byte*>(tensor.data);
-  for (int64_t i = 0, count = tensor.numel(); i < count; ++i) {
-    int64_t offset = 0;
-    for (size_t d = 0; d < index.size(); ++d)
-      offset += index[d] * tensor.strides[d];
-    std::memcpy(target + offset * int64_t(element), source + offset * int64_t(element), element);
-    for (size_t d = index.size(); d-- > 0;) {
-      if (++index[d] < tensor.shape[d])
-        break;
-      index[d] = 0;
-    }
-  }
-}
-
-/// True when `data` is in `device`'s memory, false in host memory; Error when it is in
-/// another device's memory (a kernel of this device cannot use it).
-bool inDeviceMemory(const CudaDevice& device, const void* data, llvm::StringRef role,
-                    const Value& value) {
-  std::optional<int> ordinal = device.deviceOrdinalOf(data);
-  if (ordinal && *ordinal != device.ordinal())
-    fail("{} '{}' is in the memory of CUDA device {}, but widefuse runs on device {}: move it "
-         "there first",
-         role.str(), value.name(), *ordinal, device.ordinal());
-  return ordinal.has_value();
-}
-
-/// The signature key: one dense flag per input, then one 64-bit-index flag per component.
-std::vector<bool> signatureKey(const InputSignature& signature) {
+/// The specialization key: one dense flag per input, then one 64-bit-index flag per component.
+std::vector<bool> specializationKey(const InputSignature& signature) {
   std::vector<bool> key(signature.denseInputs.begin(), signature.denseInputs.end());
   key.insert(key.end(), signature.needsInt64Index.begin(), signature.needsInt64Index.end());
   return key;
-}
-
-/// Everything checkArguments, inferRuntimeShapes and the bindings depend on: per tensor its
-/// dtype, rank, pointer, shape and strides; per scalar its kind and bits. Equal fingerprints
-/// give equal checks, shapes, signature and bindings. `visit` sees the words in order.
-template <typename Visit>
-bool forEachFingerprintWord(llvm::ArrayRef<Argument> arguments, Visit visit) {
-  for (const Argument& argument : arguments) {
-    if (const TensorRef* tensor = std::get_if<TensorRef>(&argument)) {
-      if (!visit(int64_t(tensor->dtype) << 8 | int64_t(tensor->shape.size())) ||
-          !visit(int64_t(reinterpret_cast<intptr_t>(tensor->data))))
-        return false;
-      for (int64_t extent : tensor->shape)
-        if (!visit(extent))
-          return false;
-      for (int64_t stride : tensor->strides)
-        if (!visit(stride))
-          return false;
-      continue;
-    }
-    const ScalarArgument& scalar = std::get<ScalarArgument>(argument);
-    int64_t bits = 0;
-    std::visit([&](auto value) { std::memcpy(&bits, &value, sizeof value); }, scalar);
-    if (!visit(-1 - int64_t(scalar.index())) || !visit(bits))
-      return false;
-  }
-  return true;
-}
-
-std::vector<int64_t> fingerprintOf(llvm::ArrayRef<Argument> arguments, size_t expectedSize) {
-  std::vector<int64_t> fingerprint;
-  fingerprint.reserve(expectedSize);
-  forEachFingerprintWord(arguments, [&](int64_t word) {
-    fingerprint.push_back(word);
-    return true;
-  });
-  return fingerprint;
-}
-
-/// Compares without building the fingerprint: the steady state allocates nothing.
-bool hasFingerprint(llvm::ArrayRef<Argument> arguments, const std::vector<int64_t>& fingerprint) {
-  size_t position = 0;
-  bool same = forEachFingerprintWord(arguments, [&](int64_t word) {
-    return position < fingerprint.size() && fingerprint[position++] == word;
-  });
-  return same && position == fingerprint.size();
 }
 
 } // namespace
@@ -191,11 +105,12 @@ std::shared_ptr<const CompiledFusion> FusionExecutorCache::lastCompiled() const 
 
 size_t FusionExecutorCache::numSignatures() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return entries_.size();
+  return specializations_.size();
 }
 
-std::shared_ptr<FusionExecutorCache::Entry>
-FusionExecutorCache::entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes) {
+std::shared_ptr<CompiledSpecialization>
+FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
+                                       const RuntimeShapes& shapes) {
   // The signature: which inputs are dense, which components need 64-bit indices.
   InputSignature signature;
   for (const Argument& argument : arguments) {
@@ -213,16 +128,16 @@ FusionExecutorCache::entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeS
     int64_t largest = component.domainValue ? numElements(shapes.of(component.domainValue)) : 1;
     for (const Value* input : component.inputs)
       if (const TensorRef* tensor = tensorOfInput[input->id()])
-        largest = std::max(largest, spanOf(*tensor));
+        largest = std::max(largest, tensor->span());
     signature.needsInt64Index.push_back(largest >= kMaxInt32IndexElements);
   }
-  std::vector<bool> key = signatureKey(signature);
-  auto found = entries_.find(key);
-  if (found != entries_.end()) {
+  std::vector<bool> key = specializationKey(signature);
+  auto found = specializations_.find(key);
+  if (found != specializations_.end()) {
     last_ = found->second->compiled;
     return found->second;
   }
-  auto entry = std::make_shared<Entry>();
+  auto entry = std::make_shared<CompiledSpecialization>();
   FusionCompileOptions options;
   options.mode = options_.mode;
   options.device = device_;
@@ -241,97 +156,103 @@ FusionExecutorCache::entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeS
     entry->cuda = std::make_unique<CudaLaunches>(CudaDevice::get(), *compiled);
   entry->compiled = compiled;
   last_ = compiled;
-  entries_.emplace(std::move(key), entry);
+  specializations_.emplace(std::move(key), entry);
   return entry;
 }
 
-void FusionExecutorCache::bindAndLaunch(
-    Entry& entry, llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
-    llvm::ArrayRef<TensorRef> outputs, bool launch,
-    const std::shared_ptr<const std::vector<int64_t>>& checked) {
-  const CompiledFusion& compiled = *entry.compiled;
+void FusionExecutorCache::bind(const CompiledFusion& compiled, llvm::ArrayRef<Argument> arguments,
+                               const RuntimeShapes& shapes, llvm::ArrayRef<TensorRef> outputs,
+                               std::vector<LaunchBinding>& bindings,
+                               std::vector<std::vector<uint32_t>>& tickets) {
+  std::vector<int> inputIndex(fusion_.numValues(), -1);
+  for (size_t i = 0; i < fusion_.inputs().size(); ++i)
+    inputIndex[fusion_.inputs()[i]->id()] = int(i);
+  std::vector<int> outputIndex(fusion_.numValues(), -1);
+  for (size_t i = 0; i < fusion_.outputs().size(); ++i)
+    outputIndex[fusion_.outputs()[i]->id()] = int(i);
+  auto tensorOf = [&](const Value* value, bool asOutput) -> const TensorRef& {
+    if (asOutput)
+      return outputs[size_t(outputIndex[value->id()])];
+    return std::get<TensorRef>(arguments[size_t(inputIndex[value->id()])]);
+  };
+  auto scalarOf = [&](const Value* value) {
+    return std::get<ScalarArgument>(arguments[size_t(inputIndex[value->id()])]);
+  };
+  bindings.clear();
+  tickets.clear();
+  for (const KernelLaunch& launch : compiled.scheduled.launches) {
+    const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
+    bindings.push_back(bindLaunch(plan, launch, shapes, tensorOf, scalarOf));
+    tickets.emplace_back(launch.members.size(), 0u);
+    LaunchBinding& binding = bindings.back();
+    setTableAddresses(binding, binding.table.empty() ? nullptr : binding.table.data(),
+                      tickets.back().data());
+  }
+}
+
+void FusionExecutorCache::runBound(CompiledSpecialization& specialization,
+                                   std::vector<LaunchBinding>& bindings, bool rebound) {
+  const CompiledFusion& compiled = *specialization.compiled;
+  if (specialization.cuda) {
+    specialization.cuda->launch(compiled, bindings, rebound, options_.stream,
+                                options_.synchronizeEachLaunch);
+    return;
+  }
+  for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
+    unsigned planIndex = compiled.scheduled.launches[i].plan;
+    const KernelPlan& plan = compiled.scheduled.plans[planIndex];
+    runHostGrid(*specialization.hostKernels[planIndex], bindings[i].parameters,
+                gridBlocks(bindings[i], plan.maxGridBlocks), plan.threadsPerBlock,
+                options_.blockOrder, options_.hostThreads);
+  }
+}
+
+void FusionExecutorCache::bindAndLaunch(CompiledSpecialization& specialization,
+                                        llvm::ArrayRef<Argument> arguments,
+                                        const RuntimeShapes& shapes,
+                                        llvm::ArrayRef<TensorRef> outputs, bool launch,
+                                        const Fingerprint& checked) {
   // Host runs proceed in parallel, binding privately when the cache is busy; device runs
   // share the device tables and tickets, so they take turns.
-  std::unique_lock<std::mutex> cached(entry.bindingMutex, std::defer_lock);
-  if (entry.cuda)
+  std::unique_lock<std::mutex> cached(specialization.bindingMutex, std::defer_lock);
+  if (specialization.cuda)
     cached.lock();
   else
     cached.try_lock();
   std::vector<LaunchBinding> privateBindings;
   std::vector<std::vector<uint32_t>> privateTickets;
-  auto& bindings = cached.owns_lock() ? entry.bindings : privateBindings;
-  auto& tickets = cached.owns_lock() ? entry.tickets : privateTickets;
+  auto& bindings = cached.owns_lock() ? specialization.bindings : privateBindings;
+  auto& tickets = cached.owns_lock() ? specialization.tickets : privateTickets;
+  Fingerprint& reusable = specialization.fingerprint;
   // Fresh outputs have fresh addresses: only fusions without plain outputs reuse bindings.
-  bool reuse = cached.owns_lock() && outputs.empty() && !bindings.empty() && entry.fingerprint &&
-               (entry.fingerprint == checked || hasFingerprint(arguments, *entry.fingerprint));
+  bool reuse = cached.owns_lock() && outputs.empty() && !bindings.empty() && reusable &&
+               (reusable == checked || hasFingerprint(arguments, *reusable));
   // Equal contents: adopt the caller's fingerprint, so that its next call (a PreparedRun's, say)
   // matches by pointer instead of comparing every argument again.
   if (reuse && checked)
-    entry.fingerprint = checked;
+    reusable = checked;
   if (!reuse) {
-    std::vector<int> inputIndex(fusion_.numValues(), -1);
-    for (size_t i = 0; i < fusion_.inputs().size(); ++i)
-      inputIndex[fusion_.inputs()[i]->id()] = int(i);
-    std::vector<int> outputIndex(fusion_.numValues(), -1);
-    for (size_t i = 0; i < fusion_.outputs().size(); ++i)
-      outputIndex[fusion_.outputs()[i]->id()] = int(i);
-    auto tensorOf = [&](const Value* value, bool asOutput) -> const TensorRef& {
-      if (asOutput)
-        return outputs[size_t(outputIndex[value->id()])];
-      return std::get<TensorRef>(arguments[size_t(inputIndex[value->id()])]);
-    };
-    auto scalarOf = [&](const Value* value) {
-      return std::get<ScalarArgument>(arguments[size_t(inputIndex[value->id()])]);
-    };
-    bindings.clear();
-    tickets.clear();
-    for (const KernelLaunch& launch : compiled.scheduled.launches) {
-      const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
-      bindings.push_back(bindLaunch(plan, launch, shapes, tensorOf, scalarOf));
-      tickets.emplace_back(launch.members.size(), 0u);
-      LaunchBinding& binding = bindings.back();
-      setTableAddresses(binding, binding.table.empty() ? nullptr : binding.table.data(),
-                        tickets.back().data());
-    }
+    bind(*specialization.compiled, arguments, shapes, outputs, bindings, tickets);
     // Not reusable until a launch with them has succeeded: a failure half way (an upload, a
     // launch) must not leave bindings that a retry or a PreparedRun would trust.
     if (cached.owns_lock())
-      entry.fingerprint = nullptr;
-  }
-  // What the bindings were built from, recorded once they have launched (fusions with plain
-  // outputs bind their fresh outputs every time and are never reused).
-  auto recordFingerprint = [&] {
-    if (reuse || !cached.owns_lock() || !outputs.empty())
-      return;
-    entry.fingerprint =
-        checked ? checked
-                : std::make_shared<const std::vector<int64_t>>(fingerprintOf(arguments, 0));
-  };
-  if (!launch) {
-    recordFingerprint();
-    return;
+      reusable = nullptr;
   }
   try {
-    if (entry.cuda) {
-      entry.cuda->launch(compiled, bindings, !reuse, options_.stream,
-                         options_.synchronizeEachLaunch);
-    } else {
-      for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
-        const KernelPlan& plan = compiled.scheduled.plans[compiled.scheduled.launches[i].plan];
-        runHostGrid(*entry.hostKernels[compiled.scheduled.launches[i].plan], bindings[i].parameters,
-                    gridBlocks(bindings[i], plan.maxGridBlocks), plan.threadsPerBlock,
-                    options_.blockOrder, options_.hostThreads);
-      }
-    }
+    if (launch)
+      runBound(specialization, bindings, !reuse);
   } catch (...) {
     if (cached.owns_lock()) {
-      entry.fingerprint = nullptr;
-      entry.bindings.clear();
-      entry.deviceResident = nullptr;
+      reusable = nullptr;
+      specialization.bindings.clear();
+      specialization.deviceResident = nullptr;
     }
     throw;
   }
-  recordFingerprint();
+  // What the bindings were built from, recorded once they have launched (fusions with plain
+  // outputs bind their fresh outputs every time and are never reused).
+  if (!reuse && cached.owns_lock() && outputs.empty())
+    reusable = checked ? checked : fingerprintOf(arguments);
 }
 
 namespace {
@@ -378,32 +299,32 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
   // The steady state: the same arguments as the last accepted run (same pointers, shapes,
   // strides, dtypes and scalars) passed every check then, so they pass now, with the same
   // shapes and signature. Fusions with plain outputs allocate them and always bind anew.
-  std::shared_ptr<Entry> entry;
+  std::shared_ptr<CompiledSpecialization> specialization;
   std::shared_ptr<const RuntimeShapes> shapes;
-  std::shared_ptr<const std::vector<int64_t>> fingerprint;
+  Fingerprint fingerprint;
   if (fusion_.outputs().empty()) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (lastEntry_ && hasFingerprint(arguments, *lastFingerprint_)) {
-      entry = lastEntry_;
+    if (lastSpecialization_ && hasFingerprint(arguments, *lastFingerprint_)) {
+      specialization = lastSpecialization_;
       shapes = lastShapes_;
       fingerprint = lastFingerprint_;
     }
   }
-  if (!entry) {
+  if (!specialization) {
     checkArguments(fusion_, arguments);
     shapes = std::make_shared<RuntimeShapes>(inferRuntimeShapes(fusion_, arguments));
     if (!outputs.empty())
       checkCallerOutputs(fusion_, outputs, *shapes);
-    entry = entryFor(arguments, *shapes);
+    specialization = specializationFor(arguments, *shapes);
     if (fusion_.outputs().empty()) {
-      fingerprint = std::make_shared<const std::vector<int64_t>>(fingerprintOf(arguments, 0));
+      fingerprint = fingerprintOf(arguments);
       std::lock_guard<std::mutex> lock(mutex_);
       lastFingerprint_ = fingerprint;
-      lastEntry_ = entry;
+      lastSpecialization_ = specialization;
       lastShapes_ = shapes;
     }
   }
-  return launchEntry(*entry, arguments, *shapes, fingerprint, outputs);
+  return launch(*specialization, arguments, *shapes, fingerprint, outputs);
 }
 
 std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argument> arguments) {
@@ -414,9 +335,9 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
   prepared->arguments_.assign(arguments.begin(), arguments.end());
   if (backend_ == Backend::Reference)
     return prepared; // the evaluator has nothing to prepare
-  prepared->entry_ = entryFor(arguments, *shapes);
+  prepared->specialization_ = specializationFor(arguments, *shapes);
   prepared->shapes_ = shapes;
-  auto fingerprint = std::make_shared<const std::vector<int64_t>>(fingerprintOf(arguments, 0));
+  Fingerprint fingerprint = fingerprintOf(arguments);
   // One fingerprint object for equal arguments: what the cache keys on it (reusable bindings,
   // tensors known to be in device memory) then holds for run() and the PreparedRun alike,
   // instead of being re-established, argument by argument, whenever they alternate.
@@ -426,7 +347,7 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
       fingerprint = lastFingerprint_;
     } else {
       lastFingerprint_ = fingerprint;
-      lastEntry_ = std::static_pointer_cast<Entry>(prepared->entry_);
+      lastSpecialization_ = prepared->specialization_;
       lastShapes_ = shapes;
     }
   }
@@ -435,20 +356,18 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
 }
 
 RunResult PreparedRun::launch() {
-  if (!entry_)
+  if (!specialization_)
     return executor_->run(arguments_);
-  auto& entry = *std::static_pointer_cast<FusionExecutorCache::Entry>(entry_);
-  return executor_->launchEntry(entry, arguments_, *shapes_, fingerprint_, {});
+  return executor_->launch(*specialization_, arguments_, *shapes_, fingerprint_, {});
 }
 
-RunResult
-FusionExecutorCache::launchEntry(Entry& entry, llvm::ArrayRef<Argument> arguments,
-                                 const RuntimeShapes& shapes,
-                                 const std::shared_ptr<const std::vector<int64_t>>& checked,
-                                 llvm::ArrayRef<TensorRef> callerOutputs) {
+RunResult FusionExecutorCache::launch(CompiledSpecialization& specialization,
+                                      llvm::ArrayRef<Argument> arguments,
+                                      const RuntimeShapes& shapes, const Fingerprint& checked,
+                                      llvm::ArrayRef<TensorRef> callerOutputs) {
   RunResult result;
   if (backend_ == Backend::Cuda)
-    return launchOnDevice(entry, arguments, shapes, checked, callerOutputs);
+    return launchOnDevice(specialization, arguments, shapes, checked, callerOutputs);
   std::vector<TensorRef> outputs(callerOutputs.begin(), callerOutputs.end());
   if (callerOutputs.empty()) { // backend none binds them too, for a faithful dispatch
     for (const Value* output : fusion_.outputs())
@@ -457,41 +376,28 @@ FusionExecutorCache::launchEntry(Entry& entry, llvm::ArrayRef<Argument> argument
     for (HostTensor& output : result.outputs)
       outputs.push_back(output.ref());
   }
-  bindAndLaunch(entry, arguments, shapes, outputs, backend_ != Backend::None, checked);
+  bindAndLaunch(specialization, arguments, shapes, outputs, backend_ != Backend::None, checked);
   if (backend_ == Backend::None)
     result.outputs.clear(); // nothing ran: no values to return
   return result;
 }
 
-RunResult
-FusionExecutorCache::launchOnDevice(Entry& entry, llvm::ArrayRef<Argument> arguments,
-                                    const RuntimeShapes& shapes,
-                                    const std::shared_ptr<const std::vector<int64_t>>& checked,
-                                    llvm::ArrayRef<TensorRef> callerOutputs) {
-  const CudaDevice& device = CudaDevice::get();
-  // Tensors in host memory are staged through device buffers (and the run synchronises);
-  // device tensors are used in place with no host synchronisation.
-  std::vector<Argument> staged(arguments.begin(), arguments.end());
-  std::vector<std::pair<size_t, DeviceBuffer>> copies;
+RunResult FusionExecutorCache::launchOnDevice(CompiledSpecialization& specialization,
+                                              llvm::ArrayRef<Argument> arguments,
+                                              const RuntimeShapes& shapes,
+                                              const Fingerprint& checked,
+                                              llvm::ArrayRef<TensorRef> callerOutputs) {
+  DeviceStaging staging(CudaDevice::get(), fusion_, options_.stream);
+  // Tensors known to be in device memory (the same arguments as a run that found them there)
+  // are not asked about again.
   bool knownResident = false;
   if (checked) {
-    std::lock_guard<std::mutex> lock(entry.bindingMutex);
-    knownResident = entry.deviceResident == checked;
+    std::lock_guard<std::mutex> lock(specialization.bindingMutex);
+    knownResident = specialization.deviceResident == checked;
   }
-  for (size_t i = 0; i < staged.size() && !knownResident; ++i) {
-    TensorRef* tensor = std::get_if<TensorRef>(&staged[i]);
-    // An empty tensor is never dereferenced: nothing to stage.
-    if (!tensor || !tensor->data || tensor->numel() == 0 ||
-        inDeviceMemory(device, tensor->data, "input", *fusion_.inputs()[i]))
-      continue;
-    size_t bytes = size_t(spanOf(*tensor)) * byteSize(tensor->dtype);
-    DeviceBuffer buffer(device, bytes);
-    // On the launch stream: a synchronous copy from pageable memory returns before the data
-    // has arrived, and a non-blocking stream would not wait for it.
-    buffer.uploadAsync({static_cast<const std::byte*>(tensor->data), bytes}, options_.stream);
-    tensor->data = buffer.pointer();
-    copies.emplace_back(i, std::move(buffer));
-  }
+  std::vector<Argument> inputs = knownResident
+                                     ? std::vector<Argument>(arguments.begin(), arguments.end())
+                                     : staging.stageInputs(arguments);
   // Outputs: the caller's device tensors as they are; anything in host memory (the caller's
   // or ones widefuse allocates) is written on the device and copied back after the run.
   RunResult result;
@@ -502,37 +408,14 @@ FusionExecutorCache::launchOnDevice(Entry& entry, llvm::ArrayRef<Argument> argum
     for (HostTensor& output : result.outputs)
       hostOutputs.push_back(output.ref());
   }
-  std::vector<TensorRef> outputs = hostOutputs;
-  std::vector<std::pair<size_t, DeviceBuffer>> outputCopies;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].numel() == 0 ||
-        inDeviceMemory(device, outputs[i].data, "output", *fusion_.outputs()[i]))
-      continue; // an empty output has nothing to write or copy back
-    size_t bytes = size_t(outputs[i].numel()) * byteSize(outputs[i].dtype);
-    DeviceBuffer buffer(device, bytes);
-    outputs[i].data = buffer.pointer();
-    outputCopies.emplace_back(i, std::move(buffer));
+  std::vector<TensorRef> outputs = staging.stageOutputs(hostOutputs);
+  bool resident = !staging.stagedInputs();
+  if (resident && checked) {
+    std::lock_guard<std::mutex> lock(specialization.bindingMutex);
+    specialization.deviceResident = checked;
   }
-  if (copies.empty() && checked) {
-    std::lock_guard<std::mutex> lock(entry.bindingMutex);
-    entry.deviceResident = checked;
-  }
-  bindAndLaunch(entry, staged, shapes, outputs, true, copies.empty() ? checked : nullptr);
-  if (copies.empty() && outputCopies.empty())
-    return result;
-  device.synchronize(options_.stream);
-  for (auto& [index, buffer] : copies) {
-    const TensorRef& original = std::get<TensorRef>(arguments[index]);
-    if (!fusion_.aliasOf(fusion_.inputs()[index]))
-      continue; // only copy_ destinations change
-    // Only the tensor's own elements: a strided destination may interleave with another.
-    std::vector<std::byte> span(size_t(spanOf(original)) * byteSize(original.dtype));
-    buffer.download(span);
-    copyElements(original, span.data());
-  }
-  for (auto& [index, buffer] : outputCopies)
-    buffer.download({static_cast<std::byte*>(hostOutputs[index].data),
-                     size_t(hostOutputs[index].numel()) * byteSize(hostOutputs[index].dtype)});
+  bindAndLaunch(specialization, inputs, shapes, outputs, true, resident ? checked : nullptr);
+  staging.copyBack(arguments, hostOutputs);
   return result;
 }
 

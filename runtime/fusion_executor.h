@@ -5,8 +5,10 @@
 /// rebuild; a PreparedRun does not even compare the arguments.
 
 #include "ir/runtime_shapes.h"
+#include "runtime/argument_fingerprint.h"
 #include "runtime/fusion_compiler.h"
 #include "runtime/host_launcher.h"
+#include "runtime/launch_binding.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
@@ -68,6 +70,8 @@ struct RunResult {
 };
 
 class FusionExecutorCache;
+/// One compiled specialization of an executor: its kernels and the bindings of its last run.
+struct CompiledSpecialization;
 
 /// A run whose tensors stay where they are (their contents change from step to step, as an
 /// optimizer's state does): prepared once, then launched with no argument checks, so dispatch
@@ -83,9 +87,9 @@ private:
   PreparedRun() = default;
   FusionExecutorCache* executor_ = nullptr;
   std::vector<Argument> arguments_;
-  std::shared_ptr<void> entry_; // FusionExecutorCache::Entry
+  std::shared_ptr<CompiledSpecialization> specialization_;
   std::shared_ptr<const RuntimeShapes> shapes_;
-  std::shared_ptr<const std::vector<int64_t>> fingerprint_;
+  Fingerprint fingerprint_;
 };
 
 /// Compiles a fusion once per input signature and runs it; thread-safe.
@@ -117,26 +121,31 @@ public:
   /// Number of input signatures compiled so far.
   size_t numSignatures() const;
 
-  struct Entry; // one compiled signature, with its cached launch bindings
-
 private:
   friend class PreparedRun;
-  std::shared_ptr<Entry> entryFor(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes);
-  /// `checked`: the fingerprint the arguments were found equal to (null when unknown).
-  RunResult launchEntry(Entry& entry, llvm::ArrayRef<Argument> arguments,
-                        const RuntimeShapes& shapes,
-                        const std::shared_ptr<const std::vector<int64_t>>& checked,
-                        llvm::ArrayRef<TensorRef> callerOutputs);
-  /// The CUDA backend's run: host tensors staged through device buffers.
-  RunResult launchOnDevice(Entry& entry, llvm::ArrayRef<Argument> arguments,
-                           const RuntimeShapes& shapes,
-                           const std::shared_ptr<const std::vector<int64_t>>& checked,
-                           llvm::ArrayRef<TensorRef> callerOutputs);
-  /// Binds every launch (reusing the last bindings when nothing changed) and, unless
-  /// `launch` is false (backend none: everything up to the launch call), runs them.
-  void bindAndLaunch(Entry& entry, llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
-                     llvm::ArrayRef<TensorRef> outputs, bool launch,
-                     const std::shared_ptr<const std::vector<int64_t>>& checked);
+  std::shared_ptr<CompiledSpecialization> specializationFor(llvm::ArrayRef<Argument> arguments,
+                                                            const RuntimeShapes& shapes);
+  /// One step of `specialization`. `checked`: the fingerprint the arguments were found equal
+  /// to (null when unknown).
+  RunResult launch(CompiledSpecialization& specialization, llvm::ArrayRef<Argument> arguments,
+                   const RuntimeShapes& shapes, const Fingerprint& checked,
+                   llvm::ArrayRef<TensorRef> callerOutputs);
+  /// The CUDA backend's step: host tensors staged through device buffers.
+  RunResult launchOnDevice(CompiledSpecialization& specialization,
+                           llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
+                           const Fingerprint& checked, llvm::ArrayRef<TensorRef> callerOutputs);
+  /// Binds every launch (reusing the last bindings when nothing changed) and, unless `launch`
+  /// is false (backend none: everything up to the launch call), runs them.
+  void bindAndLaunch(CompiledSpecialization& specialization, llvm::ArrayRef<Argument> arguments,
+                     const RuntimeShapes& shapes, llvm::ArrayRef<TensorRef> outputs, bool launch,
+                     const Fingerprint& checked);
+  /// The bindings of every launch of `compiled` for these arguments and outputs.
+  void bind(const CompiledFusion& compiled, llvm::ArrayRef<Argument> arguments,
+            const RuntimeShapes& shapes, llvm::ArrayRef<TensorRef> outputs,
+            std::vector<LaunchBinding>& bindings, std::vector<std::vector<uint32_t>>& tickets);
+  /// Runs the bound launches on the backend.
+  void runBound(CompiledSpecialization& specialization, std::vector<LaunchBinding>& bindings,
+                bool rebound);
 
   const Fusion& fusion_;
   ExecutorOptions options_;
@@ -145,12 +154,12 @@ private:
   mutable std::mutex mutex_;
   /// The fusion's components (for the 64-bit index flags of a signature).
   std::unique_ptr<SegmentedFusion> components_;
-  std::map<std::vector<bool>, std::shared_ptr<Entry>> entries_;
+  std::map<std::vector<bool>, std::shared_ptr<CompiledSpecialization>> specializations_;
   std::shared_ptr<const CompiledFusion> last_;
-  /// The last accepted arguments without plain outputs, their entry and shapes: the steady
-  /// state skips every check for them.
-  std::shared_ptr<const std::vector<int64_t>> lastFingerprint_;
-  std::shared_ptr<Entry> lastEntry_;
+  /// The last accepted arguments without plain outputs, their specialization and shapes: the
+  /// steady state skips every check for them.
+  Fingerprint lastFingerprint_;
+  std::shared_ptr<CompiledSpecialization> lastSpecialization_;
   std::shared_ptr<const RuntimeShapes> lastShapes_;
 };
 

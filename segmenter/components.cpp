@@ -98,10 +98,10 @@ void assignDomain(const Fusion& fusion, Component& component) {
     component.domainValue = written.front().first; // a 0-d program (a lone step counter)
 }
 
-} // namespace
-
-std::vector<Component> findComponents(const Fusion& fusion) {
-  llvm::DenseSet<const Value*> shared = findSharedValues(fusion);
+/// Joins values into classes: an expression with its operands, a copy_'s source with its
+/// destination; shared values (read by several components) join nothing.
+llvm::IntEqClasses unionOfConnectedValues(const Fusion& fusion,
+                                          const llvm::DenseSet<const Value*>& shared) {
   // Union-find over value ids: a flat array, much cheaper than a set of nodes for thousands
   // of parameters.
   llvm::IntEqClasses classes(unsigned(fusion.numValues()));
@@ -118,7 +118,42 @@ std::vector<Component> findComponents(const Fusion& fusion) {
   }
   for (const Alias& alias : fusion.aliases())
     join(alias.source, alias.destination);
+  return classes;
+}
 
+/// Orders a component's expressions canonically and lists its inputs: shared scalar
+/// expressions first (they read only shared values), then its own, each in fusion order,
+/// whatever member first built them.
+void finishComponent(const Fusion& fusion, Component& component,
+                     const llvm::DenseSet<const Expr*>& exprs,
+                     const llvm::DenseSet<const Value*>& shared) {
+  component.exprs.assign(exprs.begin(), exprs.end());
+  llvm::sort(component.exprs, [&](const Expr* a, const Expr* b) {
+    bool aShared = shared.count(a->result()), bShared = shared.count(b->result());
+    return aShared != bShared ? aShared : a->id() < b->id();
+  });
+  llvm::DenseSet<const Value*> seen;
+  auto addInput = [&](const Value* value) {
+    if (value->isInput() && seen.insert(value).second)
+      component.inputs.push_back(value);
+  };
+  for (const Expr* expr : component.exprs)
+    for (const Value* operand : expr->operands())
+      addInput(operand);
+  for (const Alias& alias : component.aliases) {
+    addInput(alias.source);
+    addInput(alias.destination);
+  }
+  for (const Value* output : component.outputs)
+    addInput(output);
+  assignDomain(fusion, component);
+}
+
+} // namespace
+
+std::vector<Component> findComponents(const Fusion& fusion) {
+  llvm::DenseSet<const Value*> shared = findSharedValues(fusion);
+  llvm::IntEqClasses classes = unionOfConnectedValues(fusion, shared);
   // Number components by their first expression (or written input) in fusion order.
   constexpr unsigned kNone = ~0u;
   std::vector<unsigned> componentOfLeader(fusion.numValues(), kNone);
@@ -148,31 +183,8 @@ std::vector<Component> findComponents(const Fusion& fusion) {
   for (const Value* output : fusion.outputs())
     componentOf(output).outputs.push_back(output);
   exprSets.resize(components.size());
-
-  for (Component& component : components) {
-    component.exprs.assign(exprSets[component.id].begin(), exprSets[component.id].end());
-    // Shared scalar expressions first (they read only shared values), then the component's
-    // own, each in fusion order: a canonical order whatever member first built them.
-    llvm::sort(component.exprs, [&](const Expr* a, const Expr* b) {
-      bool aShared = shared.count(a->result()), bShared = shared.count(b->result());
-      return aShared != bShared ? aShared : a->id() < b->id();
-    });
-    llvm::DenseSet<const Value*> seen;
-    auto addInput = [&](const Value* value) {
-      if (value->isInput() && seen.insert(value).second)
-        component.inputs.push_back(value);
-    };
-    for (const Expr* expr : component.exprs)
-      for (const Value* operand : expr->operands())
-        addInput(operand);
-    for (const Alias& alias : component.aliases) {
-      addInput(alias.source);
-      addInput(alias.destination);
-    }
-    for (const Value* output : component.outputs)
-      addInput(output);
-    assignDomain(fusion, component);
-  }
+  for (Component& component : components)
+    finishComponent(fusion, component, exprSets[component.id], shared);
   return components;
 }
 

@@ -164,17 +164,135 @@ void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
              plan.aliasPlans.size() - deferred, deferred);
 }
 
-void runAdam(const AdamArguments& arguments) {
+/// What the steps measured and checked.
+struct AdamOutcome {
+  std::string backend;
+  double seconds = 0;
+  /// The double-precision oracle (a reference evaluation per step) for runs up to 20M elements.
+  std::optional<double> worstError;
+  std::optional<StateComparison> verification;
+};
+
+/// The executor the arguments ask for; null for the reference backend (the evaluator steps).
+std::unique_ptr<FusionExecutorCache> makeExecutor(const AdamArguments& arguments,
+                                                  const Fusion& fusion, Backend backend,
+                                                  BlockOrder order) {
+  if (backend == Backend::Reference)
+    return nullptr;
+  ExecutorOptions options;
+  options.backend = backend;
+  options.mode = parseMode(arguments.compile.mode);
+  options.blockOrder = order;
+  options.hostThreads = arguments.host.threads;
+  options.fmad = !arguments.compile.noFmad;
+  options.schedule = arguments.compile.schedule;
+  // --dump-dir and WIDEFUSE_DUMP; --arch only when given (else the device's own).
+  options.dumps = fusionCompileOptions(arguments.compile, false).dumps;
+  if (arguments.compile.arch != CompileArguments{}.arch)
+    options.arch = arguments.compile.arch;
+  return std::make_unique<FusionExecutorCache>(fusion, options);
+}
+
+/// Runs the steps on `state` (timed), checking each against the oracle when it is small, then
+/// the final state against the reference evaluator's steps from `initial` (when given).
+AdamOutcome runSteps(const AdamArguments& arguments, const Fusion& fusion,
+                     FusionExecutorCache* executor, AdamState& state,
+                     std::optional<AdamState>& initial, int64_t elements) {
+  AdamOutcome outcome;
+  outcome.backend = executor ? backendName(executor->backend()).str() : "reference";
+  bool slow = elements * std::max(1, arguments.steps) > 8'000'000 && !arguments.json;
+  bool oracle = elements <= 20'000'000;
+  if (oracle)
+    outcome.worstError = 0;
+  for (int step = 0; step < arguments.steps; ++step) {
+    std::vector<Argument> stepArguments = state.arguments(fusion);
+    std::optional<EvaluationResult> exact;
+    if (oracle) // first: it reads the state without writing it back
+      exact = evaluate(fusion, stepArguments, {.oracle = true});
+    progress(slow, fmt::format("step {} of {} on the {} backend", step + 1, arguments.steps,
+                               outcome.backend));
+    auto start = std::chrono::steady_clock::now();
+    if (executor)
+      executor->run(stepArguments);
+    else
+      evaluate(fusion, stepArguments);
+    outcome.seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (exact)
+      outcome.worstError =
+          std::max(*outcome.worstError, maxErrorAgainstOracle(fusion, state, *exact));
+  }
+  if (initial) {
+    progress(slow, "verifying against the reference evaluator");
+    for (int step = 0; step < arguments.steps; ++step)
+      evaluate(fusion, initial->arguments(fusion));
+    outcome.verification = compareStates(state, *initial);
+  }
+  return outcome;
+}
+
+void printJsonReport(const AdamArguments& arguments, const Fusion& fusion,
+                     const SegmentedFusion& segmented, const AdamOutcome& outcome, int64_t elements,
+                     int64_t bytesPerStep, const BlockOrder& order) {
+  nlohmann::json report = {{"fusion", fusion.name()},
+                           {"optimizer", arguments.optimizer},
+                           {"params", segmented.components.size()},
+                           {"elements", elements},
+                           {"bytes_per_step", bytesPerStep},
+                           {"backend", outcome.backend},
+                           {"steps", arguments.steps},
+                           {"kernels", segmented.numKernels()},
+                           {"segments", segmentedFusionToJson(segmented)},
+                           {"seconds", outcome.seconds}};
+  if (outcome.worstError)
+    report["max_abs_error_vs_oracle"] = *outcome.worstError;
+  if (outcome.backend == "host")
+    report["block_order"] = formatBlockOrder(order);
+  if (const auto& v = outcome.verification)
+    report["verify"] = {{"max_abs_error", v->maxAbsolute},
+                        {"max_rel_error", v->maxRelative},
+                        {"different_elements", v->different},
+                        {"elements", v->elements}};
+  fmt::print("{}\n", report.dump(2));
+}
+
+void printTextReport(const AdamArguments& arguments, const AdamOutcome& outcome,
+                     int64_t bytesPerStep) {
+  fmt::print("  ran {} step(s) on the {} backend in {:.2f} s ({:.2f} GB/s moved); step "
+             "counters are now {}\n",
+             arguments.steps, outcome.backend, outcome.seconds,
+             outcome.seconds > 0 ? double(bytesPerStep) * arguments.steps / outcome.seconds / 1e9
+                                 : 0.0,
+             arguments.steps);
+  if (outcome.worstError)
+    fmt::print("  max |result - double oracle| over every updated tensor: {:.3g}\n",
+               *outcome.worstError);
+  if (const auto& v = outcome.verification)
+    fmt::print("  verify against the reference evaluator: {} of {} elements differ (max abs "
+               "{:.3g}, max rel {:.3g}){}\n",
+               v->different, v->elements, v->maxAbsolute, v->maxRelative,
+               v->different == 0 ? ": bit for bit identical" : "");
+  if (!arguments.exportDirectory.empty())
+    fmt::print("  exported the initial and final state to {} (manifest.json)\n",
+               arguments.exportDirectory);
+}
+
+/// The arguments' backend and block order, after the checks that need no model.
+std::pair<Backend, BlockOrder> checkAdamArguments(const AdamArguments& arguments) {
   Backend backend = parseBackend(arguments.backend);
   BlockOrder order = checkHostBackendArguments(arguments.host);
   if (arguments.steps < 0)
     fail("--steps must be 0 or more, got {}", arguments.steps);
-
   if (!arguments.compile.emit.empty() && backend != Backend::None)
     fail("--emit prints the kernels without running them: add --backend none");
   if (backend == Backend::Reference && hasCompileOnlyOptions(arguments.compile))
     fail("--arch, --dump-dir, --emit, --no-fmad, --prefetch and --blocks-per-sm apply to "
          "compiled kernels: the reference backend runs no kernels");
+  return {backend, order};
+}
+
+void runAdam(const AdamArguments& arguments) {
+  auto [backend, order] = checkAdamArguments(arguments);
   auto [shapes, source] = modelShapes(arguments);
   optim::AdamConfig config = adamConfig(arguments, std::move(shapes));
   int64_t elements = 0;
@@ -185,15 +303,14 @@ void runAdam(const AdamArguments& arguments) {
   if (backend == Backend::None)
     return compileOnly(adam, arguments, source, elements, bytesPerStep);
   const Fusion& fusion = *adam.fusion;
-  // The state, its initial copy for --verify, and the evaluator's own copies.
+  // The state, its initial copy for --verify, and the evaluator's own copies. The reference
+  // evaluator takes about a second per 10M elements and step: verify by default only what it
+  // checks quickly.
   int64_t stateBytes = elements * int64_t(byteSize(config.dtype)) * (config.amsgrad ? 5 : 4);
-  // The reference evaluator takes about a second per 10M elements and step: verify by default
-  // only what it checks quickly.
   bool verify = arguments.verify.value_or(elements * std::max(1, arguments.steps) <= 20'000'000);
   checkMemory(stateBytes * (verify ? 4 : 2), source);
-  bool slow = elements * std::max(1, arguments.steps) > 8'000'000 && !arguments.json;
 
-  SegmentedFusion plan = segment(fusion, {parseMode(arguments.compile.mode)});
+  SegmentedFusion segmented = segment(fusion, {parseMode(arguments.compile.mode)});
   AdamState state = initialAdamState(adam);
   std::optional<AdamState> initial;
   if (verify)
@@ -207,96 +324,18 @@ void runAdam(const AdamArguments& arguments) {
       manifest["scalars"][fmt::format("lr{}", g)] = groupLearningRate(g);
     exportAdamState(arguments.exportDirectory, adam, state, "initial", manifest);
   }
-
-  std::unique_ptr<FusionExecutorCache> executor;
-  if (backend != Backend::Reference) {
-    ExecutorOptions options;
-    options.backend = backend;
-    options.mode = parseMode(arguments.compile.mode);
-    options.blockOrder = order;
-    options.hostThreads = arguments.host.threads;
-    options.fmad = !arguments.compile.noFmad;
-    options.schedule = arguments.compile.schedule;
-    // --dump-dir and WIDEFUSE_DUMP; --arch only when given (else the device's own).
-    options.dumps = fusionCompileOptions(arguments.compile, false).dumps;
-    if (arguments.compile.arch != CompileArguments{}.arch)
-      options.arch = arguments.compile.arch;
-    executor = std::make_unique<FusionExecutorCache>(fusion, options);
-  }
-  std::string backendUsed = executor ? backendName(executor->backend()).str() : "reference";
-  // The double-precision oracle costs a reference evaluation per step: small runs only.
-  bool oracle = elements <= 20'000'000;
-  double worstError = 0, seconds = 0;
-  for (int step = 0; step < arguments.steps; ++step) {
-    std::vector<Argument> stepArguments = state.arguments(fusion);
-    std::optional<EvaluationResult> exact;
-    if (oracle) // first: it reads the state without writing it back
-      exact = evaluate(fusion, stepArguments, {.oracle = true});
-    progress(slow, fmt::format("step {} of {} on the {} backend", step + 1, arguments.steps,
-                               backendUsed));
-    auto start = std::chrono::steady_clock::now();
-    if (executor)
-      executor->run(stepArguments);
-    else
-      evaluate(fusion, stepArguments);
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (exact)
-      worstError = std::max(worstError, maxErrorAgainstOracle(fusion, state, *exact));
-  }
-  std::optional<StateComparison> verification;
-  if (initial) {
-    progress(slow, "verifying against the reference evaluator");
-    for (int step = 0; step < arguments.steps; ++step)
-      evaluate(fusion, initial->arguments(fusion));
-    verification = compareStates(state, *initial);
-  }
+  std::unique_ptr<FusionExecutorCache> executor = makeExecutor(arguments, fusion, backend, order);
+  AdamOutcome outcome = runSteps(arguments, fusion, executor.get(), state, initial, elements);
   if (!arguments.exportDirectory.empty()) {
     exportAdamState(arguments.exportDirectory, adam, state, "final", manifest);
     std::ofstream(arguments.exportDirectory + "/manifest.json") << manifest.dump(2) << "\n";
   }
-
-  if (arguments.json) {
-    nlohmann::json report = {{"fusion", fusion.name()},
-                             {"optimizer", arguments.optimizer},
-                             {"params", plan.components.size()},
-                             {"elements", elements},
-                             {"bytes_per_step", bytesPerStep},
-                             {"backend", backendUsed},
-                             {"steps", arguments.steps},
-                             {"kernels", plan.numKernels()},
-                             {"segments", segmentedFusionToJson(plan)},
-                             {"seconds", seconds}};
-    if (oracle)
-      report["max_abs_error_vs_oracle"] = worstError;
-    if (executor && executor->backend() == Backend::Host)
-      report["block_order"] = formatBlockOrder(order);
-    if (verification)
-      report["verify"] = {{"max_abs_error", verification->maxAbsolute},
-                          {"max_rel_error", verification->maxRelative},
-                          {"different_elements", verification->different},
-                          {"elements", verification->elements}};
-    fmt::print("{}\n", report.dump(2));
-    return;
-  }
-  printSummary(adam, arguments, source, elements, plan);
+  if (arguments.json)
+    return printJsonReport(arguments, fusion, segmented, outcome, elements, bytesPerStep, order);
+  printSummary(adam, arguments, source, elements, segmented);
   if (executor && executor->lastCompiled())
     fmt::print("{}", formatCompileReport(*executor->lastCompiled()));
-  fmt::print("  ran {} step(s) on the {} backend in {:.2f} s ({:.2f} GB/s moved); step "
-             "counters are now {}\n",
-             arguments.steps, backendUsed, seconds,
-             seconds > 0 ? double(bytesPerStep) * arguments.steps / seconds / 1e9 : 0.0,
-             arguments.steps);
-  if (oracle)
-    fmt::print("  max |result - double oracle| over every updated tensor: {:.3g}\n", worstError);
-  if (verification)
-    fmt::print("  verify against the reference evaluator: {} of {} elements differ (max abs "
-               "{:.3g}, max rel {:.3g}){}\n",
-               verification->different, verification->elements, verification->maxAbsolute,
-               verification->maxRelative,
-               verification->different == 0 ? ": bit for bit identical" : "");
-  if (!arguments.exportDirectory.empty())
-    fmt::print("  exported the initial and final state to {} (manifest.json)\n",
-               arguments.exportDirectory);
+  printTextReport(arguments, outcome, bytesPerStep);
 }
 
 } // namespace
