@@ -36,8 +36,7 @@ bool synchronizeEachLaunchFromEnvironment() {
 }
 
 Backend parseBackend(llvm::StringRef name) {
-  for (Backend backend :
-       {Backend::Auto, Backend::Cuda, Backend::Host, Backend::Reference, Backend::None})
+  for (Backend backend : kAllBackends)
     if (backendName(backend) == name)
       return backend;
   fail("unknown backend '{}': use auto, cuda, host, reference or none", name.str());

@@ -30,6 +30,10 @@ enum class Backend {
   None,      ///< compile the kernels, run nothing
 };
 
+/// Every backend, in the order messages list them.
+inline constexpr Backend kAllBackends[] = {Backend::Auto, Backend::Cuda, Backend::Host,
+                                           Backend::Reference, Backend::None};
+
 /// The command-line name of a backend: auto, cuda, host, reference, none.
 llvm::StringRef backendName(Backend backend);
 /// Parses a backend name; throws Error listing the valid ones.

@@ -8,10 +8,12 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "python_frontend/python_printer.h"
+#include "runtime/fusion_executor.h"
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -194,14 +196,23 @@ void bindValue(nb::module_& module) {
 void bindDefinition(nb::module_& module) {
   nb::exception<Error>(module, "Error", PyExc_RuntimeError);
   module.def(
-      "data_type_names",
+      "data_types",
+      [] {
+        std::vector<std::pair<std::string, std::string>> types;
+        for (DataType type : kAllDataTypes)
+          types.emplace_back(pythonDataTypeName(type).str(), shortName(type).str());
+        return types;
+      },
+      "Every data type as (its name in widefuse.DataType, its text-form short name).");
+  module.def(
+      "backend_names",
       [] {
         std::vector<std::string> names;
-        for (DataType type : kAllDataTypes)
-          names.push_back(shortName(type).str());
+        for (Backend backend : kAllBackends)
+          names.push_back(backendName(backend).str());
         return names;
       },
-      "The short names of every data type, in DataType order.");
+      "The backends execute() takes, as the C++ executor names them.");
   module.def(
       "op_names",
       [] {

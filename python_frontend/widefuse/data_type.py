@@ -7,25 +7,12 @@ import enum
 import ml_dtypes
 import numpy as np
 
+from . import _widefuse
 from ._widefuse import Error
 
 
-class DataType(enum.Enum):
+class _DataTypeBase(enum.Enum):
     """The element type of a tensor or scalar. Values are the text form's short names."""
-
-    Bool = "b8"
-    Int8 = "i8"
-    Int16 = "i16"
-    Int32 = "i32"
-    Int = "i64"
-    Int64 = "i64"  # alias of Int (nvFuser calls int64 `Int`)
-    UInt8 = "u8"
-    UInt16 = "u16"
-    UInt32 = "u32"
-    Half = "f16"
-    BFloat16 = "bf16"
-    Float = "f32"
-    Double = "f64"
 
     def __repr__(self) -> str:
         return f"DataType.{self.name}"
@@ -35,28 +22,33 @@ class DataType(enum.Enum):
     @property
     def numpy(self) -> np.dtype:
         """The NumPy dtype holding this type (ml_dtypes.bfloat16 for BFloat16)."""
-        return _NUMPY_OF[self]
+        return _numpy_of(self.value)
 
     @property
     def is_floating_point(self) -> bool:
-        return self in (DataType.Half, DataType.BFloat16, DataType.Float, DataType.Double)
+        return self.value.startswith(("f", "bf"))
 
 
-_NUMPY_OF = {
-    DataType.Bool: np.dtype(np.bool_),
-    DataType.Int8: np.dtype(np.int8),
-    DataType.Int16: np.dtype(np.int16),
-    DataType.Int32: np.dtype(np.int32),
-    DataType.Int: np.dtype(np.int64),
-    DataType.UInt8: np.dtype(np.uint8),
-    DataType.UInt16: np.dtype(np.uint16),
-    DataType.UInt32: np.dtype(np.uint32),
-    DataType.Half: np.dtype(np.float16),
-    DataType.BFloat16: np.dtype(ml_dtypes.bfloat16),
-    DataType.Float: np.dtype(np.float32),
-    DataType.Double: np.dtype(np.float64),
-}
-_OF_NUMPY = {dtype: data_type for data_type, dtype in _NUMPY_OF.items()}
+# The members come from the extension, which lists the IR's types (nvFuser's names, the text
+# form's short names); Int64 is an alias of Int, nvFuser's name for int64.
+DataType = _DataTypeBase(  # type: ignore[misc]
+    "DataType", [*_widefuse.data_types(), ("Int64", "i64")], module=__name__,
+    qualname="DataType")
+DataType.__doc__ = _DataTypeBase.__doc__
+
+
+def _numpy_of(short_name: str) -> np.dtype:
+    """The NumPy dtype of a short name: b8 is bool, bf16 ml_dtypes.bfloat16, and the others
+    say their kind and width (i32: int32, u16: uint16, f64: float64)."""
+    if short_name == "b8":
+        return np.dtype(np.bool_)
+    if short_name == "bf16":
+        return np.dtype(ml_dtypes.bfloat16)
+    kind = {"i": "int", "u": "uint", "f": "float"}[short_name[0]]
+    return np.dtype(f"{kind}{short_name[1:]}")
+
+
+_OF_NUMPY = {member.numpy: member for member in DataType}
 
 
 def from_short_name(name: str) -> DataType:

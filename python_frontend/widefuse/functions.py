@@ -10,16 +10,22 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ._widefuse import Error
-from .values import Tensor, Value, _scaled, checked_arguments
+from .values import Tensor, Value, _scaled, checked_arguments, rebind
+
+
+def _checked(function: Any) -> Any:
+    """checked_arguments for a torch-style function of this module."""
+    return checked_arguments(function, f"widefuse.{function.__name__}")
 
 
 def _definition_of(function: str, *arguments: Any) -> Any:
     for argument in arguments:
         if isinstance(argument, Value):
-            return argument._fd
+            return argument.definition
     raise Error(f"widefuse.{function}: at least one argument must be a traced tensor")
 
 
+@_checked
 def copy_(source: Any, destination: Tensor) -> Any:
     """In-place update with the seed's semantics: `destination` (a tensor input) receives
     `source` when the fusion ends; reads of `destination` before then see its entry value.
@@ -27,8 +33,7 @@ def copy_(source: Any, destination: Tensor) -> Any:
     if not isinstance(destination, Tensor):
         raise Error(f"copy_: the destination must be a traced tensor input, got "
                     f"{type(destination).__name__}")
-    fd = destination._fd
-    fd._live().copy_(fd._operand(source, "copy_"), destination._input)
+    destination.definition.copy_(source, destination)
     return source
 
 
@@ -40,28 +45,28 @@ def _with_out(result: Value, out: Optional[Tensor], function: str) -> Value:
     copy_(result, out)
     # torch semantics: later reads see the written value, in out's dtype.
     written = result if result.dtype is out.dtype else result.to(out.dtype)
-    out._value = written._value
+    rebind(out, written)
     return out
 
 
 def _binary(op: str) -> Any:
     def function(input: Any, other: Any, *, out: Optional[Tensor] = None) -> Value:
         fd = _definition_of(op, input, other)
-        return _with_out(fd._apply(op, (input, other)), out, op)
+        return _with_out(fd.apply_op(op, (input, other)), out, op)
 
     function.__name__ = op
     function.__doc__ = f"Elementwise {op} (torch.{op})."
-    return function
+    return checked_arguments(function, f"widefuse.{op}")
 
 
 def _unary(op: str) -> Any:
     def function(input: Any, *, out: Optional[Tensor] = None) -> Value:
         fd = _definition_of(op, input)
-        return _with_out(fd._apply(op, (input,)), out, op)
+        return _with_out(fd.apply_op(op, (input,)), out, op)
 
     function.__name__ = op
     function.__doc__ = f"Elementwise {op} (torch.{op})."
-    return function
+    return checked_arguments(function, f"widefuse.{op}")
 
 
 maximum = _binary("maximum")
@@ -88,41 +93,47 @@ isinf = _unary("isinf")
 isfinite = _unary("isfinite")
 
 
+@_checked
 def add(input: Any, other: Any, *, alpha: Any = 1, out: Optional[Tensor] = None) -> Value:
     """input + alpha * other (torch.add)."""
     fd = _definition_of("add", input, other)
     scaled = _scaled(other, alpha)
-    return _with_out(fd._apply("add", (input, scaled)), out, "add")
+    return _with_out(fd.apply_op("add", (input, scaled)), out, "add")
 
 
+@_checked
 def sub(input: Any, other: Any, *, alpha: Any = 1, out: Optional[Tensor] = None) -> Value:
     """input - alpha * other (torch.sub)."""
     fd = _definition_of("sub", input, other)
     scaled = _scaled(other, alpha)
-    return _with_out(fd._apply("sub", (input, scaled)), out, "sub")
+    return _with_out(fd.apply_op("sub", (input, scaled)), out, "sub")
 
 
+@_checked
 def div(input: Any, other: Any, *, rounding_mode: Any = None,
         out: Optional[Tensor] = None) -> Value:
     """True division (torch.div without rounding_mode)."""
     if rounding_mode is not None:
         raise Error(f"widefuse.div: rounding_mode={rounding_mode!r} is not supported")
     fd = _definition_of("div", input, other)
-    return _with_out(fd._apply("div", (input, other)), out, "div")
+    return _with_out(fd.apply_op("div", (input, other)), out, "div")
 
 
+@_checked
 def where(condition: Any, input: Any, other: Any) -> Value:
     """input where condition holds, else other (torch.where)."""
-    return _definition_of("where", condition, input, other)._apply("where",
-                                                                   (condition, input, other))
+    return _definition_of("where", condition, input, other).apply_op("where",
+                                                                     (condition, input, other))
 
 
+@_checked
 def lerp(input: Any, end: Any, weight: Any, *, out: Optional[Tensor] = None) -> Value:
     """input + weight * (end - input) (torch.lerp)."""
     fd = _definition_of("lerp", input, end, weight)
-    return _with_out(fd._apply("lerp", (input, end, weight)), out, "lerp")
+    return _with_out(fd.apply_op("lerp", (input, end, weight)), out, "lerp")
 
 
+@_checked
 def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1,
             out: Optional[Tensor] = None) -> Value:
     """input + value * tensor1 * tensor2 (torch.addcmul)."""
@@ -131,6 +142,7 @@ def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1,
                      "addcmul")
 
 
+@_checked
 def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1,
             out: Optional[Tensor] = None) -> Value:
     """input + value * tensor1 / tensor2 (torch.addcdiv)."""
@@ -139,6 +151,7 @@ def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1,
                      "addcdiv")
 
 
+@_checked
 def clamp(input: Any, min: Any = None, max: Any = None, *,
           out: Optional[Tensor] = None) -> Value:
     """Elementwise clamp to [min, max] (torch.clamp); either bound may be None."""
@@ -147,9 +160,4 @@ def clamp(input: Any, min: Any = None, max: Any = None, *,
     return _with_out(input.clamp(min, max), out, "clamp")
 
 
-for _name in ("copy_", "maximum", "minimum", "mul", "pow", "atan2", "fmod", "sqrt", "rsqrt",
-              "reciprocal", "exp", "log", "log1p", "expm1", "neg", "abs", "sign", "sigmoid",
-              "tanh", "isnan", "isinf", "isfinite", "add", "sub", "div", "where", "lerp",
-              "addcmul", "addcdiv", "clamp"):
-    globals()[_name] = checked_arguments(globals()[_name], f"widefuse.{_name}")
-negative = neg  # noqa: F821 (neg is rebound by the loop above)
+negative = neg

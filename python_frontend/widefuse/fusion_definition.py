@@ -22,9 +22,9 @@ from .data_type import DataType, data_type_of, from_short_name
 from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
                            tensor_shape, tensor_stride_order)
 from .operators import Operators
-from .values import Scalar, Tensor, Value
+from .values import Scalar, Tensor, Value, handle, input_handle
 
-_BACKENDS = ("auto", "cuda", "host", "reference", "none")
+_BACKENDS = tuple(_widefuse.backend_names())
 # NumPy types the buffer protocol describes (bfloat16 has no buffer format).
 _BUFFER_TYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
                                                 np.uint8, np.uint16, np.uint32, np.float16,
@@ -102,17 +102,20 @@ class FusionDefinition:
 
     def _operand(self, operand: Any, op: str) -> Any:
         if isinstance(operand, Value):
-            if operand._fd is not self:
+            if operand.definition is not self:
                 raise Error(f"{op}: value '{operand.name}' belongs to another FusionDefinition")
-            return operand._value
+            return handle(operand)
         operand = _python_number(operand)
         if isinstance(operand, (bool, int, float)):
             return operand
         raise Error(f"{op}: arguments must be values of this definition or Python numbers, "
                     f"got {type(operand).__name__}")
 
-    def _apply(self, op: str, operands: Sequence[Any], dtype: Optional[DataType] = None,
-               shape: Sequence[int] = (), broadcast_dims: Sequence[int] = ()) -> Value:
+    def apply_op(self, op: str, operands: Sequence[Any], dtype: Optional[DataType] = None,
+                 shape: Sequence[int] = (), broadcast_dims: Sequence[int] = ()) -> Value:
+        """Adds op `op` (its IR name) of `operands`, values of this definition or Python
+        numbers; `dtype` for cast and bitcast, `shape` and `broadcast_dims` for
+        broadcast_in_dim. fd.ops and the values' operators and methods call it."""
         values = [self._operand(operand, op) for operand in operands]
         result = self._live().apply(op, values, None if dtype is None else dtype.value,
                                     list(shape), list(broadcast_dims))
@@ -122,15 +125,25 @@ class FusionDefinition:
         """Marks `output` as a plain output, or with `alias_input` as an in-place update:
         the input receives the value when the fusion ends (torch's copy_) and execute() does
         not return it."""
-        value = self._operand(output, "add_output")
-        if alias_input is None:
-            if not isinstance(output, Value):
-                raise Error("add_output: an output must be a value of this definition")
-            self._live().add_output(value)
+        if alias_input is not None:
+            self._copy(output, alias_input, "add_output")
             return
-        if not isinstance(alias_input, Tensor) or alias_input._fd is not self:
-            raise Error("add_output: alias_input must be a tensor input of this definition")
-        self._live().copy_(value, alias_input._input)
+        value = self._operand(output, "add_output")
+        if not isinstance(output, Value):
+            raise Error("add_output: an output must be a value of this definition")
+        self._live().add_output(value)
+
+    def copy_(self, source: Any, destination: Tensor) -> None:
+        """In-place update (torch's copy_): the tensor input `destination` receives `source`
+        when the fusion ends; reads of it before then see its entry value."""
+        self._copy(source, destination, "copy_")
+
+    def _copy(self, source: Any, destination: Tensor, op: str) -> None:
+        value = self._operand(source, op)
+        if not isinstance(destination, Tensor) or destination.definition is not self:
+            what = "alias_input" if op == "add_output" else "the destination"
+            raise Error(f"{op}: {what} must be a tensor input of this definition")
+        self._live().copy_(value, input_handle(destination))
 
     # Inspecting
     def _finished(self, what: str) -> Any:

@@ -28,16 +28,16 @@ class Operators:
 
     def cast(self, x: Any, dtype: Any) -> Value:
         """Converts to `dtype`, rounding to nearest even for floating-point targets."""
-        return self._fd._apply("cast", (x,), dtype=data_type_of(dtype, "cast"))
+        return self._fd.apply_op("cast", (x,), dtype=data_type_of(dtype, "cast"))
 
     def bitcast(self, x: Any, dtype: Any) -> Value:
         """Reinterprets the bits as `dtype` (same width)."""
-        return self._fd._apply("bitcast", (x,), dtype=data_type_of(dtype, "bitcast"))
+        return self._fd.apply_op("bitcast", (x,), dtype=data_type_of(dtype, "bitcast"))
 
     def broadcast_in_dim(self, x: Any, shape: Sequence[int],
                          broadcast_dims: Sequence[int]) -> Value:
         """Broadcasts `x` to `shape`; operand dimension i becomes dimension broadcast_dims[i]."""
-        return self._fd._apply("broadcast_in_dim", (x,), shape=list(shape),
+        return self._fd.apply_op("broadcast_in_dim", (x,), shape=list(shape),
                                broadcast_dims=list(broadcast_dims))
 
     def __dir__(self) -> list[str]:
@@ -67,7 +67,7 @@ def _op_function(op: str, arity: int) -> Callable[..., Value]:
 
             raise Error(f"fd.ops.{NVFUSER_NAMES.get(op, op)} takes {arity} argument"
                         f"{'s' if arity != 1 else ''}, got {len(operands)}")
-        return fd._apply(op, operands)
+        return fd.apply_op(op, operands)
 
     return apply
 

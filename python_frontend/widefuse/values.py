@@ -38,6 +38,11 @@ class Value:
         self._input = value
 
     @property
+    def definition(self) -> FusionDefinition:
+        """The FusionDefinition the value belongs to."""
+        return self._fd
+
+    @property
     def dtype(self) -> DataType:
         return from_short_name(self._value.dtype)
 
@@ -47,7 +52,7 @@ class Value:
         return self._value.name
 
     def _apply(self, op: str, *operands: Any, **attributes: Any) -> Value:
-        return self._fd._apply(op, operands, **attributes)
+        return self._fd.apply_op(op, operands, **attributes)
 
     # Python operators
     def __add__(self, other: Any) -> Value:
@@ -186,6 +191,36 @@ class Scalar(Value):
     __slots__ = ()
 
 
+def checked_arguments(function: Callable[..., Any], display_name: str) -> Callable[..., Any]:
+    """`function` raising UnsupportedOperationError, not TypeError, for arguments it lacks
+    (torch's `out=` on a method, `memory_format=`, ...), so tracing stops with widefuse's error."""
+    signature = inspect.signature(function)
+    shown = signature.replace(
+        parameters=[p.replace(annotation=inspect.Parameter.empty)
+                    for p in signature.parameters.values()],
+        return_annotation=inspect.Signature.empty)
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise UnsupportedOperationError(
+                f"{display_name}(): {error}; widefuse supports {display_name}{shown}") from None
+        return function(*args, **kwargs)
+
+    return checked
+
+
+def _checked_methods(cls: type) -> type:
+    """Wraps every public method of `cls` with checked_arguments (see there)."""
+    for name, method in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.isfunction(method):
+            setattr(cls, name, checked_arguments(method, f"{cls.__name__}.{name}"))
+    return cls
+
+
+@_checked_methods
 class Tensor(Value):
     """A tensor of a fusion; in a traced function, the proxy for an array argument."""
 
@@ -275,6 +310,82 @@ class Tensor(Value):
     def bfloat16(self) -> Value:
         return self.to(DataType.BFloat16)
 
+    # Elementwise functions (torch's method names)
+    def sqrt(self) -> Value:
+        return self._apply("sqrt", self)
+
+    def rsqrt(self) -> Value:
+        return self._apply("rsqrt", self)
+
+    def reciprocal(self) -> Value:
+        return self._apply("reciprocal", self)
+
+    def exp(self) -> Value:
+        return self._apply("exp", self)
+
+    def exp2(self) -> Value:
+        return self._apply("exp2", self)
+
+    def log(self) -> Value:
+        return self._apply("log", self)
+
+    def log2(self) -> Value:
+        return self._apply("log2", self)
+
+    def log1p(self) -> Value:
+        return self._apply("log1p", self)
+
+    def expm1(self) -> Value:
+        return self._apply("expm1", self)
+
+    def sin(self) -> Value:
+        return self._apply("sin", self)
+
+    def cos(self) -> Value:
+        return self._apply("cos", self)
+
+    def tanh(self) -> Value:
+        return self._apply("tanh", self)
+
+    def sigmoid(self) -> Value:
+        return self._apply("sigmoid", self)
+
+    def floor(self) -> Value:
+        return self._apply("floor", self)
+
+    def ceil(self) -> Value:
+        return self._apply("ceil", self)
+
+    def round(self) -> Value:
+        return self._apply("round", self)
+
+    def trunc(self) -> Value:
+        return self._apply("trunc", self)
+
+    def sign(self) -> Value:
+        return self._apply("sign", self)
+
+    def isnan(self) -> Value:
+        return self._apply("isnan", self)
+
+    def isinf(self) -> Value:
+        return self._apply("isinf", self)
+
+    def isfinite(self) -> Value:
+        return self._apply("isfinite", self)
+
+    def logical_not(self) -> Value:
+        return self._apply("logical_not", self)
+
+    def neg(self) -> Value:
+        return self._apply("neg", self)
+
+    def abs(self) -> Value:
+        return self._apply("abs", self)
+
+    def negative(self) -> Value:
+        return self._apply("neg", self)
+
     def __getitem__(self, index: Any) -> Any:
         raise UnsupportedOperationError("indexing a Tensor is not supported (pointwise ops only)")
 
@@ -300,46 +411,8 @@ class Tensor(Value):
             "docs/python.md for the list)")
 
 
-def _unary_method(op: str) -> Any:
-    def method(self: Tensor) -> Value:
-        return self._apply(op, self)
-
-    method.__name__ = op
-    method.__doc__ = f"Elementwise {op}."
-    return method
 
 
-for _op in ("sqrt", "rsqrt", "reciprocal", "exp", "exp2", "log", "log2", "log1p", "expm1",
-            "sin", "cos", "tanh", "sigmoid", "floor", "ceil", "round", "trunc", "sign",
-            "isnan", "isinf", "isfinite", "logical_not", "neg", "abs"):
-    setattr(Tensor, _op, _unary_method(_op))
-Tensor.negative = Tensor.neg  # type: ignore[attr-defined]
-
-
-def checked_arguments(function: Callable[..., Any], display_name: str) -> Callable[..., Any]:
-    """`function` raising UnsupportedOperationError, not TypeError, for arguments it lacks
-    (torch's `out=` on a method, `memory_format=`, ...), so tracing stops with widefuse's error."""
-    signature = inspect.signature(function)
-    shown = signature.replace(
-        parameters=[p.replace(annotation=inspect.Parameter.empty)
-                    for p in signature.parameters.values()],
-        return_annotation=inspect.Signature.empty)
-
-    @functools.wraps(function)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        try:
-            signature.bind(*args, **kwargs)
-        except TypeError as error:
-            raise UnsupportedOperationError(
-                f"{display_name}(): {error}; widefuse supports {display_name}{shown}") from None
-        return function(*args, **kwargs)
-
-    return checked
-
-
-for _name, _method in list(vars(Tensor).items()):
-    if not _name.startswith("_") and inspect.isfunction(_method):
-        setattr(Tensor, _name, checked_arguments(_method, f"Tensor.{_name}"))
 
 
 def _scaled(value: Any, factor: Any) -> Any:
@@ -347,3 +420,22 @@ def _scaled(value: Any, factor: Any) -> Any:
     if isinstance(factor, (bool, int, float)) and factor == 1 and not isinstance(factor, bool):
         return value
     return factor * value if isinstance(value, Value) else value * factor
+
+
+# ---- for the rest of the package (fusion_definition, functions) ----------------------------
+
+
+def handle(value: Value) -> Any:
+    """The binding's handle of the value a Value stands for now."""
+    return value._value
+
+
+def input_handle(tensor: Tensor) -> Any:
+    """The fusion input a Tensor handle stands for, even after rebind()."""
+    return tensor._input
+
+
+def rebind(tensor: Tensor, value: Value) -> None:
+    """Makes later reads of `tensor` see `value` (torch's out=: the array was written)."""
+    tensor._value = value._value
+
