@@ -154,7 +154,7 @@ void adamStep(benchmark::State& state, const Case& c, SegmentationMode mode,
   const CompiledFusion& compiled = *executor.lastCompiled();
   int64_t elements = optim::totalElements(c.shapes);
   state.counters["params"] = double(c.shapes.size());
-  state.counters["kernels"] = double(compiled.numLaunches());
+  state.counters["launches"] = double(compiled.numLaunches());
   state.counters["registers"] = double(compiled.kernels.front().compiled->stats.registers);
   state.counters["blocks_per_sm"] =
       double(compiled.kernels.front().plan->minBlocksPerMultiprocessor);

@@ -19,8 +19,8 @@ std::vector<widefuse::optim::Shape> mixedShapes(int64_t count) {
 void segmentAdam(benchmark::State& state) {
   auto fusion = widefuse::optim::buildSeedAdam(mixedShapes(state.range(0)));
   for (auto _ : state) {
-    widefuse::SegmentedFusion plan = widefuse::segment(*fusion);
-    benchmark::DoNotOptimize(plan.groups.data());
+    widefuse::SegmentedFusion segmented = widefuse::segment(*fusion);
+    benchmark::DoNotOptimize(segmented.groups.data());
   }
   state.SetComplexityN(state.range(0));
 }

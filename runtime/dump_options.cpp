@@ -26,12 +26,12 @@ DumpOptions parseDumpList(llvm::StringRef list) {
       options.cuda = true;
     if (all || item == "ptx")
       options.ptx = true;
-    if (all || item == "launch")
-      options.launch = true;
+    if (all || item == "plan")
+      options.plan = true;
     if (!all && item != "fusion" && item != "segments" && item != "cuda" && item != "ptx" &&
-        item != "launch")
+        item != "plan")
       fail("WIDEFUSE_DUMP: unknown item '{}': use a comma-separated list of fusion, segments, "
-           "cuda, ptx, launch (or all)",
+           "cuda, ptx, plan (or all)",
            item.str());
   }
   return options;

@@ -1,5 +1,5 @@
 #pragma once
-/// What the pipeline dumps (`WIDEFUSE_DUMP=fusion,segments,cuda,ptx,launch`) and where
+/// What the pipeline dumps (`WIDEFUSE_DUMP=fusion,segments,plan,cuda,ptx`) and where
 /// (`WIDEFUSE_DUMP_DIR`, or the CLI's `--dump-dir`; standard error when neither is set).
 
 #include <llvm/ADT/StringRef.h>
@@ -15,12 +15,12 @@ struct DumpOptions {
   bool segments = false; ///< the segmenter's report
   bool cuda = false;     ///< each kernel's .cu
   bool ptx = false;      ///< each kernel's .ptx
-  bool launch = false;   ///< each kernel plan
+  bool plan = false;     ///< each kernel plan
   /// Directory for dump files; standard error when unset.
   std::optional<std::string> directory;
 
   /// True when anything is dumped.
-  bool any() const { return fusion || segments || cuda || ptx || launch; }
+  bool any() const { return fusion || segments || cuda || ptx || plan; }
 };
 
 /// Parses a WIDEFUSE_DUMP list (`cuda,ptx`, or `all`). Throws Error naming an unknown item

@@ -52,7 +52,7 @@ void compileWithoutSpills(KernelPlan& plan, FusionKernel& kernel, KernelCache& c
 } // namespace
 
 CompiledFusion compileFusion(const Fusion& fusion, const FusionCompileOptions& options,
-                             KernelCache& cache, const InputSignature* signature) {
+                             KernelCache& cache, const Specialization* specialization) {
   auto start = std::chrono::steady_clock::now();
   const DumpOptions& dumps = options.dumps;
   if (dumps.fusion)
@@ -63,8 +63,8 @@ CompiledFusion compileFusion(const Fusion& fusion, const FusionCompileOptions& o
   if (dumps.segments)
     writeDump(dumps, fusion.name() + ".segments.txt", formatSegmentedFusion(*result.segmented));
 
-  InputSignature declared = declaredSignature(*result.segmented);
-  result.scheduled = schedule(*result.segmented, signature ? *signature : declared, options.device,
+  Specialization declared = declaredSpecialization(*result.segmented);
+  result.scheduled = schedule(*result.segmented, specialization ? *specialization : declared, options.device,
                               options.schedule);
   result.kernels.resize(result.scheduled.plans.size());
   for (const KernelLaunch& launch : result.scheduled.launches)
@@ -83,7 +83,7 @@ CompiledFusion compileFusion(const Fusion& fusion, const FusionCompileOptions& o
   }
   // Plans are final only now (a spilling kernel is recompiled with a lower block count).
   for (const KernelPlan& plan : result.scheduled.plans)
-    if (dumps.launch)
+    if (dumps.plan)
       writeDump(dumps, plan.name + ".plan.txt", formatKernelPlan(plan));
   result.milliseconds = millisecondsSince(start);
   return result;

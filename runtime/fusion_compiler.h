@@ -60,6 +60,6 @@ struct CompiledFusion {
 /// signature, or with `signature` when given. Throws Error for an unsupported fusion, arch,
 /// a missing NVRTC or a failed compilation.
 CompiledFusion compileFusion(const Fusion& fusion, const FusionCompileOptions& options,
-                             KernelCache& cache, const InputSignature* signature = nullptr);
+                             KernelCache& cache, const Specialization* specialization = nullptr);
 
 } // namespace widefuse

@@ -74,9 +74,10 @@ Backend resolveBackend(Backend requested) {
 }
 
 /// The specialization key: one dense flag per input, then one 64-bit-index flag per component.
-std::vector<bool> specializationKey(const InputSignature& signature) {
-  std::vector<bool> key(signature.denseInputs.begin(), signature.denseInputs.end());
-  key.insert(key.end(), signature.needsInt64Index.begin(), signature.needsInt64Index.end());
+std::vector<bool> specializationKey(const Specialization& specialization) {
+  std::vector<bool> key(specialization.denseInputs.begin(), specialization.denseInputs.end());
+  key.insert(key.end(), specialization.needsInt64Index.begin(),
+             specialization.needsInt64Index.end());
   return key;
 }
 
@@ -102,7 +103,7 @@ std::shared_ptr<const CompiledFusion> FusionExecutorCache::lastCompiled() const 
   return last_;
 }
 
-size_t FusionExecutorCache::numSignatures() const {
+size_t FusionExecutorCache::numSpecializations() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return specializations_.size();
 }
@@ -110,11 +111,11 @@ size_t FusionExecutorCache::numSignatures() const {
 std::shared_ptr<CompiledSpecialization>
 FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
                                        const RuntimeShapes& shapes) {
-  // The signature: which inputs are dense, which components need 64-bit indices.
-  InputSignature signature;
+  // The specialization: which inputs are dense, which components need 64-bit indices.
+  Specialization specialization;
   for (const Argument& argument : arguments) {
     const TensorRef* tensor = std::get_if<TensorRef>(&argument);
-    signature.denseInputs.push_back(!tensor || tensor->isContiguous());
+    specialization.denseInputs.push_back(!tensor || tensor->isContiguous());
   }
   std::vector<const TensorRef*> tensorOfInput(fusion_.numValues(), nullptr);
   for (size_t i = 0; i < arguments.size(); ++i)
@@ -128,9 +129,9 @@ FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
     for (const Value* input : component.inputs)
       if (const TensorRef* tensor = tensorOfInput[input->id()])
         largest = std::max(largest, tensor->span());
-    signature.needsInt64Index.push_back(largest >= kMaxInt32IndexElements);
+    specialization.needsInt64Index.push_back(largest >= kMaxInt32IndexElements);
   }
-  std::vector<bool> key = specializationKey(signature);
+  std::vector<bool> key = specializationKey(specialization);
   auto found = specializations_.find(key);
   if (found != specializations_.end()) {
     last_ = found->second->compiled;
@@ -146,7 +147,7 @@ FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
   // The host backend needs only the sources; NVRTC runs for the device and for `none`.
   options.emitOnly = backend_ == Backend::Host;
   auto compiled = std::make_shared<CompiledFusion>(
-      compileFusion(fusion_, options, KernelCache::global(), &signature));
+      compileFusion(fusion_, options, KernelCache::global(), &specialization));
   if (backend_ == Backend::Host)
     for (const FusionKernel& kernel : compiled->kernels)
       entry->hostKernels.push_back(
@@ -297,7 +298,7 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
   }
   // The steady state: the same arguments as the last accepted run (same pointers, shapes,
   // strides, dtypes and scalars) passed every check then, so they pass now, with the same
-  // shapes and signature. Fusions with plain outputs allocate them and always bind anew.
+  // shapes and specialization. Fusions with plain outputs allocate them and always bind anew.
   std::shared_ptr<CompiledSpecialization> specialization;
   std::shared_ptr<const RuntimeShapes> shapes;
   Fingerprint fingerprint;

@@ -1,6 +1,6 @@
 #pragma once
 /// FusionExecutorCache: the one place that strings define -> segment -> schedule -> codegen ->
-/// compile -> launch together. Keyed by input signature; the steady state (the same tensors
+/// compile -> launch together. Keyed by specialization; the steady state (the same tensors
 /// as the last run) skips the checks, the lookup and the rebinding: no recompilation, no table
 /// rebuild; a PreparedRun does not even compare the arguments.
 
@@ -96,7 +96,8 @@ private:
   Fingerprint fingerprint_;
 };
 
-/// Compiles a fusion once per input signature and runs it; thread-safe.
+/// Compiles a fusion once per specialization (what the arguments decide about the kernels:
+/// dense inputs, index widths) and runs it; thread-safe.
 class FusionExecutorCache {
 public:
   /// `fusion` must outlive the cache.
@@ -120,10 +121,10 @@ public:
 
   /// The backend runs use (auto resolved).
   Backend backend() const { return backend_; }
-  /// The compiled kernels of the last run's signature (null before the first run).
+  /// The compiled kernels of the last run's specialization (null before the first run).
   std::shared_ptr<const CompiledFusion> lastCompiled() const;
-  /// Number of input signatures compiled so far.
-  size_t numSignatures() const;
+  /// Number of specializations compiled so far.
+  size_t numSpecializations() const;
 
 private:
   friend class PreparedRun;
@@ -156,7 +157,7 @@ private:
   Backend backend_ = Backend::Host;
   DeviceDescription device_;
   mutable std::mutex mutex_;
-  /// The fusion's components (for the 64-bit index flags of a signature).
+  /// The fusion's components (for the 64-bit index flags of a specialization).
   std::unique_ptr<SegmentedFusion> components_;
   std::map<std::vector<bool>, std::shared_ptr<CompiledSpecialization>> specializations_;
   std::shared_ptr<const CompiledFusion> last_;

@@ -2,7 +2,7 @@
 
 #include "ir/error.h"
 #include "runtime/host_shim.h"
-#include "runtime/kernel_cache_entry.h"
+#include "runtime/kernel_cache_record.h"
 
 #include <fmt/format.h>
 
@@ -108,7 +108,7 @@ HostKernelCache& HostKernelCache::global() {
 
 std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
                                                const std::string& keyMaterial) {
-  std::string stem = cacheEntryFileName(keyMaterial);
+  std::string stem = cacheRecordFileName(keyMaterial);
   stem = stem.substr(0, stem.find('.'));
   fs::path object = fs::path(directory_) / (stem + ".so");
   fs::path sourcePath =
@@ -148,7 +148,7 @@ std::shared_ptr<const HostKernel> HostKernelCache::compile(llvm::StringRef sourc
     if (found != kernels_.end())
       return found->second;
   }
-  std::string stem = cacheEntryFileName(keyMaterial);
+  std::string stem = cacheRecordFileName(keyMaterial);
   fs::path object = fs::path(directory_) / (stem.substr(0, stem.find('.')) + ".so");
   std::string problem;
   std::shared_ptr<const HostKernel> kernel;

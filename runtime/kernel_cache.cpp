@@ -1,6 +1,6 @@
 #include "runtime/kernel_cache.h"
 
-#include "runtime/kernel_cache_entry.h"
+#include "runtime/kernel_cache_record.h"
 #include "runtime/nvrtc_library.h"
 
 #include <fmt/format.h>
@@ -31,7 +31,7 @@ std::string joinPath(llvm::StringRef directory, llvm::StringRef name) {
 }
 
 // Writes `bytes` to a fresh file in `directory` and renames it over `path`, so a reader (in
-// this or another process) sees either the old entry or the whole new one, never a part.
+// this or another process) sees either the old record or the whole new one, never a part.
 // Returns an empty string on success, else the reason.
 std::string writeAtomically(const std::string& path, llvm::StringRef bytes) {
   int fd = -1;
@@ -126,14 +126,14 @@ bool KernelCache::diskEnabled() const {
   return diskEnabled_;
 }
 
-std::string KernelCache::entryPath(llvm::StringRef source, llvm::StringRef kernelName,
+std::string KernelCache::recordPath(llvm::StringRef source, llvm::StringRef kernelName,
                                    const CompileOptions& options) const {
   std::string key =
       kernelCacheKey(source, kernelName, options, NvrtcLibrary::instance().versionString());
-  return joinPath(directory_, cacheEntryFileName(key));
+  return joinPath(directory_, cacheRecordFileName(key));
 }
 
-size_t KernelCache::memoryEntries() const {
+size_t KernelCache::memoryRecords() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return kernels_.size();
 }
@@ -167,7 +167,7 @@ CacheResult KernelCache::compile(llvm::StringRef source, llvm::StringRef kernelN
     disk = diskEnabled_;
   }
 
-  std::string path = disk ? joinPath(directory_, cacheEntryFileName(key)) : std::string();
+  std::string path = disk ? joinPath(directory_, cacheRecordFileName(key)) : std::string();
   if (disk) {
     if (std::shared_ptr<const CompiledKernel> loaded = loadFromDisk(path, key))
       return finish(publish(std::move(loaded)), CacheOutcome::DiskHit);
@@ -185,15 +185,15 @@ std::shared_ptr<const CompiledKernel> KernelCache::loadFromDisk(const std::strin
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer) {
     if (buffer.getError() != std::errc::no_such_file_or_directory)
-      warn(fmt::format("kernel cache entry {} cannot be read ({}); recompiling", path,
+      warn(fmt::format("kernel cache record {} cannot be read ({}); recompiling", path,
                        buffer.getError().message()));
     return nullptr;
   }
   std::string problem;
   std::optional<CompiledKernel> kernel =
-      decodeCacheEntry((*buffer)->getBuffer(), keyMaterial, problem);
+      decodeCacheRecord((*buffer)->getBuffer(), keyMaterial, problem);
   if (!kernel) {
-    warn(fmt::format("kernel cache entry {} is corrupt; recompiling ({})", path, problem));
+    warn(fmt::format("kernel cache record {} is corrupt; recompiling ({})", path, problem));
     return nullptr;
   }
   return std::make_shared<const CompiledKernel>(std::move(*kernel));
@@ -201,7 +201,7 @@ std::shared_ptr<const CompiledKernel> KernelCache::loadFromDisk(const std::strin
 
 void KernelCache::storeToDisk(const std::string& path, llvm::StringRef keyMaterial,
                               const CompiledKernel& kernel) {
-  std::string reason = writeAtomically(path, encodeCacheEntry(keyMaterial, kernel));
+  std::string reason = writeAtomically(path, encodeCacheRecord(keyMaterial, kernel));
   if (!reason.empty())
     disableDisk(fmt::format("writing {} failed: {}", path, reason));
 }

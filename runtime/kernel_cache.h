@@ -15,7 +15,7 @@
 
 namespace widefuse {
 
-/// Where and whether a KernelCache stores entries on disk.
+/// Where and whether a KernelCache stores records on disk.
 struct KernelCacheOptions {
   /// The directory of the on-disk store; nullopt means defaultDirectory().
   std::optional<std::string> directory;
@@ -42,7 +42,7 @@ llvm::StringRef cacheOutcomeName(CacheOutcome outcome);
 /// A thread-safe kernel cache. Concurrent compile() calls proceed in parallel (the lock is
 /// not held while NVRTC runs or files are read); two threads missing on one key may both
 /// compile, and then both get the kernel that reached the memory map first. Disk problems
-/// are never errors: a corrupt entry is recompiled and overwritten, and a directory that
+/// are never errors: a corrupt record is recompiled and overwritten, and a directory that
 /// cannot be written leaves the cache in memory only; each gives a warning on stderr.
 class KernelCache {
 public:
@@ -57,16 +57,16 @@ public:
   CacheResult compile(llvm::StringRef source, llvm::StringRef kernelName,
                       const CompileOptions& options);
 
-  /// The on-disk store's directory ("" when there is none to use); entries are written there
+  /// The on-disk store's directory ("" when there is none to use); records are written there
   /// only when diskEnabled().
   std::string directory() const { return directory_; }
-  /// Whether entries are read from and written to directory().
+  /// Whether records are read from and written to directory().
   bool diskEnabled() const;
-  /// The path of the entry file a compilation would use (for tests and diagnostics).
-  std::string entryPath(llvm::StringRef source, llvm::StringRef kernelName,
+  /// The path of the record file a compilation would use (for tests and diagnostics).
+  std::string recordPath(llvm::StringRef source, llvm::StringRef kernelName,
                         const CompileOptions& options) const;
   /// The number of kernels held in memory.
-  size_t memoryEntries() const;
+  size_t memoryRecords() const;
   /// Forgets the in-memory kernels (the disk store is kept), so the next compile() of each
   /// reads the disk.
   void clearMemory();

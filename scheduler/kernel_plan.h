@@ -147,7 +147,7 @@ struct KernelPlan {
   /// True when some body writes deferred: the runtime passes a zeroed `u32[members]`
   /// workspace once; the kernel leaves it zeroed again.
   bool needsTickets = false;
-  /// Why each choice was made, in words (`WIDEFUSE_DUMP=launch`).
+  /// Why each choice was made, in words (`WIDEFUSE_DUMP=plan`).
   std::vector<std::string> notes;
 };
 
@@ -187,7 +187,7 @@ llvm::StringRef tableLocationName(TableLocation location);
 /// vectorize, the element size otherwise.
 unsigned widestAccessBytes(const KernelPlan& plan);
 
-/// Human-readable plan: bodies, slots with offsets, and the notes (`WIDEFUSE_DUMP=launch`).
+/// Human-readable plan: bodies, slots with offsets, and the notes (`WIDEFUSE_DUMP=plan`).
 std::string formatKernelPlan(const KernelPlan& plan);
 
 } // namespace widefuse

@@ -13,7 +13,7 @@ namespace {
 
 /// Flat when every member of the class in this launch is flattenable and has dense inputs.
 Indexing chooseIndexing(const SegmentedFusion& segmented, llvm::ArrayRef<unsigned> members,
-                        const InputSignature& signature) {
+                        const Specialization& specialization) {
   llvm::DenseMap<const Value*, unsigned> inputIndex;
   const Fusion& fusion = *segmented.fusion;
   for (unsigned i = 0; i < fusion.inputs().size(); ++i)
@@ -23,7 +23,7 @@ Indexing chooseIndexing(const SegmentedFusion& segmented, llvm::ArrayRef<unsigne
     if (!isFlattenable(component))
       return Indexing::Strided;
     for (const Value* input : component.inputs)
-      if (!signature.denseInputs[inputIndex[input]])
+      if (!specialization.denseInputs[inputIndex[input]])
         return Indexing::Strided;
   }
   return Indexing::Flat;
@@ -41,9 +41,9 @@ std::vector<unsigned> membersOfClass(const SegmentedFusion& segmented, const Ker
 
 class KernelPlanner {
 public:
-  KernelPlanner(const SegmentedFusion& segmented, const InputSignature& signature,
+  KernelPlanner(const SegmentedFusion& segmented, const Specialization& specialization,
                 const DeviceDescription& device, const ScheduleOptions& options)
-      : segmented_(segmented), signature_(signature), device_(device), options_(options) {}
+      : segmented_(segmented), specialization_(specialization), device_(device), options_(options) {}
 
   KernelPlan plan(const KernelGroup& group);
 
@@ -52,7 +52,7 @@ private:
   void layOutParameters(KernelPlan& plan, size_t memberCount);
 
   const SegmentedFusion& segmented_;
-  const InputSignature& signature_;
+  const Specialization& specialization_;
   const DeviceDescription& device_;
   const ScheduleOptions& options_;
 };
@@ -70,7 +70,7 @@ KernelPlan KernelPlanner::plan(const KernelGroup& group) {
   plan.maxGridBlocks = device_.multiprocessorCount * plan.minBlocksPerMultiprocessor;
   plan.notes.push_back(describeGrid(plan));
   bool wide = llvm::any_of(group.members,
-                           [&](unsigned member) { return signature_.needsInt64Index[member]; });
+                           [&](unsigned member) { return specialization_.needsInt64Index[member]; });
   plan.indexBits = wide ? 64 : 32;
   plan.notes.push_back(plan.indexBits == 32
                            ? "32-bit element indices: every member spans fewer than 2^31 elements"
@@ -87,7 +87,7 @@ void KernelPlanner::addBodies(KernelPlan& plan, const KernelGroup& group) {
     request.name = group.signatureClasses.size() == 1
                        ? plan.name
                        : fmt::format("{}_class{}", plan.name, classId);
-    request.indexing = chooseIndexing(segmented_, members, signature_);
+    request.indexing = chooseIndexing(segmented_, members, specialization_);
     request.threadsPerBlock = plan.threadsPerBlock;
     request.members = members;
     request.prefetch = options_.prefetch;
@@ -144,17 +144,17 @@ void KernelPlanner::layOutParameters(KernelPlan& plan, size_t memberCount) {
 
 } // namespace
 
-InputSignature declaredSignature(const SegmentedFusion& segmented) {
-  InputSignature signature;
+Specialization declaredSpecialization(const SegmentedFusion& segmented) {
+  Specialization specialization;
   for (const Value* input : segmented.fusion->inputs())
-    signature.denseInputs.push_back(input->isScalar() || input->layout().isDefault());
+    specialization.denseInputs.push_back(input->isScalar() || input->layout().isDefault());
   for (const Component& component : segmented.components) {
     int64_t elements = 1;
     for (int64_t extent : component.domain)
       elements = extent == kSymbolicExtent ? elements : elements * extent;
-    signature.needsInt64Index.push_back(elements >= kMaxInt32IndexElements);
+    specialization.needsInt64Index.push_back(elements >= kMaxInt32IndexElements);
   }
-  return signature;
+  return specialization;
 }
 
 std::string describeGrid(const KernelPlan& plan) {
@@ -167,13 +167,13 @@ std::string describeGrid(const KernelPlan& plan) {
       plan.maxGridBlocks, plan.device.multiprocessorCount, plan.minBlocksPerMultiprocessor);
 }
 
-ScheduledFusion schedule(const SegmentedFusion& segmented, const InputSignature& signature,
+ScheduledFusion schedule(const SegmentedFusion& segmented, const Specialization& specialization,
                          const DeviceDescription& device, const ScheduleOptions& options) {
-  WF_ASSERT(signature.denseInputs.size() == segmented.fusion->inputs().size());
-  WF_ASSERT(signature.needsInt64Index.size() == segmented.components.size());
+  WF_ASSERT(specialization.denseInputs.size() == segmented.fusion->inputs().size());
+  WF_ASSERT(specialization.needsInt64Index.size() == segmented.components.size());
   ScheduledFusion scheduled;
   scheduled.segmented = &segmented;
-  KernelPlanner planner(segmented, signature, device, options);
+  KernelPlanner planner(segmented, specialization, device, options);
   // Per-component groups of one class plan to the same kernel: keep one plan, many launches.
   llvm::StringMap<unsigned> planOfText;
   for (const KernelGroup& group : segmented.groups) {

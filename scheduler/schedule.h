@@ -1,6 +1,6 @@
 #pragma once
 /// The scheduler: turns the segmenter's kernel groups into KernelPlans for one input
-/// signature and one device.
+/// specialization and one device.
 
 #include "scheduler/kernel_plan.h"
 
@@ -13,7 +13,7 @@ namespace widefuse {
 /// What the scheduler needs to know about the arguments of a run beyond the fusion's
 /// declared types: the runtime computes it from the actual tensors, and the compile command
 /// derives it from the declarations.
-struct InputSignature {
+struct Specialization {
   /// Per fusion input: true when the tensor is dense in its declared order (scalars: true).
   /// A member with a non-dense tensor is indexed with strides.
   llvm::SmallVector<bool, 16> denseInputs;
@@ -40,9 +40,9 @@ struct ScheduleOptions {
 /// megabyte, so that `begin + chunkElements` cannot overflow.
 inline constexpr int64_t kMaxInt32IndexElements = (int64_t(1) << 31) - (int64_t(1) << 20);
 
-/// The signature the declarations imply: dense inputs, 64-bit indices only when a static
+/// The specialization the declarations imply: dense inputs, 64-bit indices only when a static
 /// domain needs them.
-InputSignature declaredSignature(const SegmentedFusion& segmented);
+Specialization declaredSpecialization(const SegmentedFusion& segmented);
 
 /// The plan note on the block size, register cap and grid (rewritten when compileFusion
 /// lowers minBlocksPerMultiprocessor).
@@ -52,7 +52,7 @@ std::string describeGrid(const KernelPlan& plan);
 /// one signature class in per-component mode) share one plan and differ only in their
 /// launches. Throws Error for what codegen cannot emit (a deferred write of a tensor that is
 /// not 0-d).
-ScheduledFusion schedule(const SegmentedFusion& segmented, const InputSignature& signature,
+ScheduledFusion schedule(const SegmentedFusion& segmented, const Specialization& specialization,
                          const DeviceDescription& device, const ScheduleOptions& options = {});
 
 } // namespace widefuse

@@ -33,51 +33,51 @@ SegmentationMode parseMode(llvm::StringRef name) {
 
 namespace {
 
-void groupPerComponent(SegmentedFusion& plan) {
-  for (const Component& component : plan.components)
-    plan.groups.push_back(
-        {unsigned(plan.groups.size()), {plan.classOfComponent[component.id]}, {component.id}});
-  plan.decisions.push_back(fmt::format(
+void groupPerComponent(SegmentedFusion& segmented) {
+  for (const Component& component : segmented.components)
+    segmented.groups.push_back(
+        {unsigned(segmented.groups.size()), {segmented.classOfComponent[component.id]}, {component.id}});
+  segmented.decisions.push_back(fmt::format(
       "per-component: one kernel per component ({} kernels); components of one signature "
       "share a compiled body ({} bodies)",
-      plan.groups.size(), plan.signatureClasses.size()));
+      segmented.groups.size(), segmented.signatureClasses.size()));
 }
 
-void groupBatched(SegmentedFusion& plan) {
-  for (const SignatureClass& signature : plan.signatureClasses)
-    plan.groups.push_back({unsigned(plan.groups.size()),
+void groupBatched(SegmentedFusion& segmented) {
+  for (const SignatureClass& signature : segmented.signatureClasses)
+    segmented.groups.push_back({unsigned(segmented.groups.size()),
                            {signature.id},
                            {signature.members.begin(), signature.members.end()}});
-  plan.decisions.push_back(fmt::format(
+  segmented.decisions.push_back(fmt::format(
       "batched: one kernel per signature class; {} components in {} classes give {} kernels",
-      plan.components.size(), plan.signatureClasses.size(), plan.groups.size()));
+      segmented.components.size(), segmented.signatureClasses.size(), segmented.groups.size()));
 }
 
-void groupPacked(SegmentedFusion& plan) {
-  for (const SignatureClass& signature : plan.signatureClasses) {
-    if (plan.groups.empty() || plan.groups.back().signatureClasses.size() == kMaxSignaturesPerPack)
-      plan.groups.push_back({unsigned(plan.groups.size()), {}, {}});
-    KernelGroup& group = plan.groups.back();
+void groupPacked(SegmentedFusion& segmented) {
+  for (const SignatureClass& signature : segmented.signatureClasses) {
+    if (segmented.groups.empty() || segmented.groups.back().signatureClasses.size() == kMaxSignaturesPerPack)
+      segmented.groups.push_back({unsigned(segmented.groups.size()), {}, {}});
+    KernelGroup& group = segmented.groups.back();
     group.signatureClasses.push_back(signature.id);
     group.members.insert(group.members.end(), signature.members.begin(), signature.members.end());
   }
-  for (KernelGroup& group : plan.groups)
+  for (KernelGroup& group : segmented.groups)
     llvm::sort(group.members);
-  plan.decisions.push_back(fmt::format(
+  segmented.decisions.push_back(fmt::format(
       "packed: up to {} signature classes per kernel, each block running one member's body; "
       "{} classes give {} kernels",
-      kMaxSignaturesPerPack, plan.signatureClasses.size(), plan.groups.size()));
+      kMaxSignaturesPerPack, segmented.signatureClasses.size(), segmented.groups.size()));
 }
 
-void explainLifting(SegmentedFusion& plan) {
-  for (const SignatureClass& signature : plan.signatureClasses)
+void explainLifting(SegmentedFusion& segmented) {
+  for (const SignatureClass& signature : segmented.signatureClasses)
     for (const LiftedConstant& lifted : signature.lifted) {
       std::string values;
       for (size_t i = 0; i < lifted.values.size() && i < 4; ++i)
         values += (i ? ", " : "") + formatConstant(lifted.values[i]);
       if (lifted.values.size() > 4)
         values += ", ...";
-      plan.decisions.push_back(fmt::format(
+      segmented.decisions.push_back(fmt::format(
           "signature class {}: constant #{} ({}) differs between members ({}); lifted into "
           "the member table",
           signature.id, lifted.position, shortName(lifted.dtype).str(), values));
@@ -87,37 +87,37 @@ void explainLifting(SegmentedFusion& plan) {
 } // namespace
 
 SegmentedFusion segment(const Fusion& fusion, const SegmentOptions& options) {
-  SegmentedFusion plan;
-  plan.fusion = &fusion;
-  plan.requestedMode = options.mode;
-  plan.components = findComponents(fusion);
-  plan.signatureClasses = classifySignatures(plan.components);
-  plan.classOfComponent.resize(plan.components.size());
-  for (const SignatureClass& signature : plan.signatureClasses)
+  SegmentedFusion segmented;
+  segmented.fusion = &fusion;
+  segmented.requestedMode = options.mode;
+  segmented.components = findComponents(fusion);
+  segmented.signatureClasses = classifySignatures(segmented.components);
+  segmented.classOfComponent.resize(segmented.components.size());
+  for (const SignatureClass& signature : segmented.signatureClasses)
     for (unsigned member : signature.members)
-      plan.classOfComponent[member] = signature.id;
-  plan.aliasPlans = planAliases(plan.components);
+      segmented.classOfComponent[member] = signature.id;
+  segmented.aliasPlans = planAliases(segmented.components);
 
-  plan.mode = options.mode;
+  segmented.mode = options.mode;
   if (options.mode == SegmentationMode::Auto) {
-    plan.mode = SegmentationMode::Batched;
-    plan.decisions.push_back(
+    segmented.mode = SegmentationMode::Batched;
+    segmented.decisions.push_back(
         "auto chose batched: the fewest launches whose kernels each run one body; use "
         "packed to merge classes further, per-component for one kernel per component");
   }
-  switch (plan.mode) {
+  switch (segmented.mode) {
   case SegmentationMode::PerComponent:
-    groupPerComponent(plan);
+    groupPerComponent(segmented);
     break;
   case SegmentationMode::Packed:
-    groupPacked(plan);
+    groupPacked(segmented);
     break;
   default:
-    groupBatched(plan);
+    groupBatched(segmented);
     break;
   }
-  explainLifting(plan);
-  return plan;
+  explainLifting(segmented);
+  return segmented;
 }
 
 } // namespace widefuse

@@ -11,11 +11,11 @@ llvm::StringRef resolutionName(HazardResolution resolution) {
 }
 
 /// "p0 [4, 8], p1 [7], ... (N more)": members of a group, capped for long lists.
-std::string describeMembers(const SegmentedFusion& plan, const std::vector<unsigned>& members) {
+std::string describeMembers(const SegmentedFusion& segmented, const std::vector<unsigned>& members) {
   constexpr size_t kShown = 6;
   std::string text;
   for (size_t i = 0; i < members.size() && i < kShown; ++i) {
-    const Component& component = plan.components[members[i]];
+    const Component& component = segmented.components[members[i]];
     text += fmt::format("{}{} {}", i ? ", " : "", componentName(component),
                         formatExtents(component.domain));
   }
@@ -34,57 +34,57 @@ std::string componentName(const Component& component) {
   return fmt::format("component{}", component.id);
 }
 
-std::string formatSegmentedFusion(const SegmentedFusion& plan) {
+std::string formatSegmentedFusion(const SegmentedFusion& segmented) {
   std::string text = fmt::format(
       "segments of fusion '{}' (mode {}, requested {}): {} components, {} signature "
       "classes, {} kernels\n",
-      plan.fusion->name(), modeName(plan.mode).str(), modeName(plan.requestedMode).str(),
-      plan.components.size(), plan.signatureClasses.size(), plan.numKernels());
-  for (const KernelGroup& group : plan.groups) {
+      segmented.fusion->name(), modeName(segmented.mode).str(), modeName(segmented.requestedMode).str(),
+      segmented.components.size(), segmented.signatureClasses.size(), segmented.numLaunches());
+  for (const KernelGroup& group : segmented.groups) {
     std::string classes;
     for (unsigned id : group.signatureClasses)
       classes += fmt::format("{}{}", classes.empty() ? "" : ", ", id);
     text += fmt::format("  kernel {}: class {}; {} members: {}\n", group.id, classes,
-                        group.members.size(), describeMembers(plan, group.members));
+                        group.members.size(), describeMembers(segmented, group.members));
   }
-  for (const SignatureClass& signature : plan.signatureClasses) {
-    const Component& first = plan.components[signature.members.front()];
+  for (const SignatureClass& signature : segmented.signatureClasses) {
+    const Component& first = segmented.components[signature.members.front()];
     text += fmt::format("  class {} ({:016x}): {} expressions, {} inputs, {} lifted constants\n",
                         signature.id, signature.key.hash(), first.exprs.size(), first.inputs.size(),
                         signature.lifted.size());
   }
   size_t deferred = 0;
-  for (const AliasPlan& alias : plan.aliasPlans)
+  for (const AliasPlan& alias : segmented.aliasPlans)
     deferred += alias.resolution == HazardResolution::DeferredWrite;
   text += fmt::format("  copies: {} in place, {} deferred writes\n",
-                      plan.aliasPlans.size() - deferred, deferred);
+                      segmented.aliasPlans.size() - deferred, deferred);
   constexpr size_t kShownCopies = 8;
-  for (size_t i = 0; i < plan.aliasPlans.size() && i < kShownCopies; ++i) {
-    const AliasPlan& alias = plan.aliasPlans[i];
+  for (size_t i = 0; i < segmented.aliasPlans.size() && i < kShownCopies; ++i) {
+    const AliasPlan& alias = segmented.aliasPlans[i];
     text += fmt::format("    copy_({}, {}): {}: {}\n", alias.alias.source->name(),
                         alias.alias.destination->name(), resolutionName(alias.resolution).str(),
                         alias.reason);
   }
-  if (plan.aliasPlans.size() > kShownCopies)
-    text += fmt::format("    ... ({} more)\n", plan.aliasPlans.size() - kShownCopies);
+  if (segmented.aliasPlans.size() > kShownCopies)
+    text += fmt::format("    ... ({} more)\n", segmented.aliasPlans.size() - kShownCopies);
   text += "  decisions:\n";
-  for (const std::string& decision : plan.decisions)
+  for (const std::string& decision : segmented.decisions)
     text += "    - " + decision + "\n";
   return text;
 }
 
-nlohmann::json segmentedFusionToJson(const SegmentedFusion& plan) {
+nlohmann::json segmentedFusionToJson(const SegmentedFusion& segmented) {
   using nlohmann::json;
   json groups = json::array();
-  for (const KernelGroup& group : plan.groups) {
+  for (const KernelGroup& group : segmented.groups) {
     json members = json::array();
     for (unsigned id : group.members)
-      members.push_back(componentName(plan.components[id]));
+      members.push_back(componentName(segmented.components[id]));
     groups.push_back(
         {{"id", group.id}, {"signature_classes", group.signatureClasses}, {"members", members}});
   }
   json classes = json::array();
-  for (const SignatureClass& signature : plan.signatureClasses) {
+  for (const SignatureClass& signature : segmented.signatureClasses) {
     json lifted = json::array();
     for (const LiftedConstant& constant : signature.lifted) {
       json values = json::array();
@@ -100,21 +100,21 @@ nlohmann::json segmentedFusionToJson(const SegmentedFusion& plan) {
                        {"lifted_constants", lifted}});
   }
   json copies = json::array();
-  for (const AliasPlan& alias : plan.aliasPlans)
-    copies.push_back({{"component", componentName(plan.components[alias.component])},
+  for (const AliasPlan& alias : segmented.aliasPlans)
+    copies.push_back({{"component", componentName(segmented.components[alias.component])},
                       {"source", alias.alias.source->name()},
                       {"destination", alias.alias.destination->name()},
                       {"resolution", resolutionName(alias.resolution).str()},
                       {"reason", alias.reason}});
-  return {{"fusion", plan.fusion->name()},
-          {"mode", modeName(plan.mode).str()},
-          {"requested_mode", modeName(plan.requestedMode).str()},
-          {"kernels", plan.numKernels()},
-          {"components", plan.components.size()},
+  return {{"fusion", segmented.fusion->name()},
+          {"mode", modeName(segmented.mode).str()},
+          {"requested_mode", modeName(segmented.requestedMode).str()},
+          {"launches", segmented.numLaunches()},
+          {"components", segmented.components.size()},
           {"groups", groups},
           {"signature_classes", classes},
           {"copies", copies},
-          {"decisions", plan.decisions}};
+          {"decisions", segmented.decisions}};
 }
 
 } // namespace widefuse

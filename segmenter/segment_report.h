@@ -13,10 +13,10 @@ namespace widefuse {
 /// A readable name for a component: its first written input, else its first output.
 std::string componentName(const Component& component);
 
-/// The plan as indented text: kernels, signature classes, copies and decisions.
-std::string formatSegmentedFusion(const SegmentedFusion& plan);
+/// The segmentation as indented text: groups, signature classes, copies and decisions.
+std::string formatSegmentedFusion(const SegmentedFusion& segmented);
 
-/// The plan as JSON, with `"kernels": K` and the groups.
-nlohmann::json segmentedFusionToJson(const SegmentedFusion& plan);
+/// The segmentation as JSON, with `"launches": K` and the groups.
+nlohmann::json segmentedFusionToJson(const SegmentedFusion& segmented);
 
 } // namespace widefuse

@@ -106,8 +106,8 @@ struct SegmentedFusion {
   /// Sentences explaining the decisions, in order.
   std::vector<std::string> decisions;
 
-  /// Number of kernels launched per run.
-  size_t numKernels() const { return groups.size(); }
+  /// Number of kernel launches per run (one per group).
+  size_t numLaunches() const { return groups.size(); }
   /// The signature class of each component, by component id.
   std::vector<unsigned> classOfComponent;
 };

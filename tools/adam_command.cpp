@@ -138,30 +138,30 @@ void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
 }
 
 void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
-                  const std::string& source, int64_t elements, const SegmentedFusion& plan) {
+                  const std::string& source, int64_t elements, const SegmentedFusion& segmented) {
   const Fusion& fusion = *adam.fusion;
-  size_t perComponent = segment(fusion, {SegmentationMode::PerComponent}).numKernels();
-  size_t batched = segment(fusion, {SegmentationMode::Batched}).numKernels();
+  size_t perComponent = segment(fusion, {SegmentationMode::PerComponent}).numLaunches();
+  size_t batched = segment(fusion, {SegmentationMode::Batched}).numLaunches();
   size_t deferred = 0;
-  for (const AliasPlan& alias : plan.aliasPlans)
+  for (const AliasPlan& alias : segmented.aliasPlans)
     deferred += alias.resolution == HazardResolution::DeferredWrite;
   fmt::print("widefuse adam: {}{}{} over {}: {} parameters, {} elements\n", arguments.optimizer,
              arguments.amsgrad ? " (amsgrad)" : "", arguments.maximize ? " (maximize)" : "", source,
-             plan.components.size(), elements);
+             segmented.components.size(), elements);
   fmt::print("  fusion: {} inputs, {} expressions, {} in-place updates (copy_ deferred to "
              "the end)\n",
              fusion.inputs().size(), fusion.numExprs(), fusion.aliases().size());
   fmt::print("  segmenter: {} disconnected components in {} signature class(es)\n",
-             plan.components.size(), plan.signatureClasses.size());
+             segmented.components.size(), segmented.signatureClasses.size());
   fmt::print("    per-component: {} kernels (one per parameter, where nvFuser refuses to fuse "
              "across them)\n",
              perComponent);
   fmt::print("    batched:       {} kernel{} for all parameters\n", batched,
              batched == 1 ? "" : "s");
   fmt::print("    chosen ({}): {} -> {} kernel(s)\n", arguments.compile.mode,
-             modeName(plan.mode).str(), plan.numKernels());
+             modeName(segmented.mode).str(), segmented.numLaunches());
   fmt::print("    copies: {} in place, {} deferred writes (0-d step read by every element)\n",
-             plan.aliasPlans.size() - deferred, deferred);
+             segmented.aliasPlans.size() - deferred, deferred);
 }
 
 /// What the steps measured and checked.
@@ -241,7 +241,7 @@ void printJsonReport(const AdamArguments& arguments, const Fusion& fusion,
                            {"bytes_per_step", bytesPerStep},
                            {"backend", outcome.backend},
                            {"steps", arguments.steps},
-                           {"kernels", segmented.numKernels()},
+                           {"launches", segmented.numLaunches()},
                            {"segments", segmentedFusionToJson(segmented)},
                            {"seconds", outcome.seconds}};
   if (outcome.worstError)

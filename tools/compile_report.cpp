@@ -101,8 +101,8 @@ nlohmann::json compileReportJson(const CompiledFusion& compiled) {
     }
     stats.push_back(std::move(entry));
   }
-  return {{"kernels", compiled.numLaunches()},
-          {"compiled_kernels", compiled.kernels.size()},
+  return {{"launches", compiled.numLaunches()},
+          {"kernels", compiled.kernels.size()},
           {"arch", compiled.scheduled.plans.empty() ? std::string()
                                                     : compiled.scheduled.plans[0].device.arch},
           {"compile_ms", compiled.milliseconds},

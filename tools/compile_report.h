@@ -43,7 +43,7 @@ bool hasCompileOnlyOptions(const CompileArguments& arguments);
 /// Prints the sources or PTX that --emit asks for; false when --emit was not given.
 bool printEmitted(const CompiledFusion& compiled, const CompileArguments& arguments);
 
-/// `kernels` (launches per run), `compiled_kernels`, `compile_ms`, `arch` and
+/// `launches` (per run), `kernels` (distinct compiled kernels), `compile_ms`, `arch` and
 /// `kernel_stats` (per compiled kernel: name, registers, spill_bytes, stack_bytes,
 /// vector_bytes, index_bits, nvrtc_ms, cache, launches, members).
 nlohmann::json compileReportJson(const CompiledFusion& compiled);

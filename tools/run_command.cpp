@@ -148,7 +148,7 @@ void runRun(const RunOptions& options) {
                                        parseAssignments(options.scalars, "--scalar"));
   checkArguments(*fusion, bound.arguments);
   checkDistinctFileNames(*fusion);
-  SegmentedFusion plan = segment(*fusion, {parseMode(options.mode)});
+  SegmentedFusion segmented = segment(*fusion, {parseMode(options.mode)});
   EvaluationResult result;
   std::string resolvedBackend = "reference";
   if (backend == Backend::Reference) {
@@ -161,9 +161,9 @@ void runRun(const RunOptions& options) {
   }
   nlohmann::ordered_json report = writeResults(*fusion, result, options);
   report["backend"] = resolvedBackend;
-  nlohmann::json segments = segmentedFusionToJson(plan);
+  nlohmann::json segments = segmentedFusionToJson(segmented);
   report["mode"] = segments["mode"];
-  report["kernels"] = segments["kernels"];
+  report["launches"] = segments["launches"];
   report["groups"] = segments["groups"];
   fmt::print("{}\n", report.dump(2));
 }

@@ -25,11 +25,11 @@ struct SegmentArguments {
 
 void runSegment(const SegmentArguments& arguments) {
   std::unique_ptr<Fusion> fusion = loadFusionFile(arguments.path);
-  SegmentedFusion plan = segment(*fusion, {parseMode(arguments.mode)});
+  SegmentedFusion segmented = segment(*fusion, {parseMode(arguments.mode)});
   if (arguments.json)
-    fmt::print("{}\n", segmentedFusionToJson(plan).dump(2));
+    fmt::print("{}\n", segmentedFusionToJson(segmented).dump(2));
   else
-    fmt::print("{}", formatSegmentedFusion(plan));
+    fmt::print("{}", formatSegmentedFusion(segmented));
 }
 
 } // namespace
@@ -42,7 +42,7 @@ void addSegmentCommand(CLI::App& app) {
       ->required();
   command->add_option("--mode", arguments->mode, "per-component, batched, packed or auto")
       ->capture_default_str();
-  command->add_flag("--json", arguments->json, "Print the plan as JSON");
+  command->add_flag("--json", arguments->json, "Print the segmentation as JSON");
   command->callback([arguments] { runSegment(*arguments); });
 }
 

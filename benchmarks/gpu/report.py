@@ -22,7 +22,7 @@ def main() -> None:
             continue
         kind, case, name = row["run_name"].split("/")[:3]
         unit = {"us": 1e-6, "ms": 1e-3, "ns": 1e-9, "s": 1.0}[row["time_unit"]]
-        measured = (row["real_time"] * unit, int(row.get("kernels", 0)),
+        measured = (row["real_time"] * unit, int(row.get("launches", 0)),
                     int(row.get("registers", 0)), int(row.get("blocks_per_sm", 0)))
         (widefuse if kind == "adam" else variants)[(case, name)] = measured
     torch = json.load(open(sys.argv[3]))

@@ -7,7 +7,7 @@ namespace widefuse::python {
 
 /// Error, DataType helpers, _Definition (the builder), _Value and _Fusion (a finished fusion).
 void bindDefinition(nanobind::module_& module);
-/// _Executor (compile once per input signature, run on NumPy or device memory) and the DLPack
+/// _Executor (compile once per specialization, run on NumPy or device memory) and the DLPack
 /// import helper.
 void bindExecutor(nanobind::module_& module);
 

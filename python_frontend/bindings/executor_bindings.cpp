@@ -156,7 +156,7 @@ private:
   std::vector<HeldBuffer> held_;
 };
 
-/// Compiles a fusion once per input signature and runs it (FusionExecutorCache).
+/// Compiles a fusion once per specialization and runs it (FusionExecutorCache).
 class PyExecutor {
 public:
   PyExecutor(const FusionHandle& handle, const std::string& backend, const std::string& mode,
@@ -222,7 +222,7 @@ public:
     return kernels;
   }
 
-  size_t numSignatures() const { return cache_->numSignatures(); }
+  size_t numSpecializations() const { return cache_->numSpecializations(); }
 
 private:
   /// Plain outputs allocated in device memory and handed over as DLPack-capable arrays.
@@ -294,7 +294,7 @@ nb::tuple dlpackView(nb::handle object) {
 void bindExecutor(nb::module_& module) {
   nb::class_<PyPreparedRun>(module, "_PreparedRun", "A run prepared once, launched many times.")
       .def("launch", &PyPreparedRun::launch, "One step; returns the plain outputs.");
-  nb::class_<PyExecutor>(module, "_Executor", "Runs one fusion; compiles once per signature.")
+  nb::class_<PyExecutor>(module, "_Executor", "Runs one fusion; compiles once per specialization.")
       .def(nb::init<const FusionHandle&, const std::string&, const std::string&, const std::string&,
                     unsigned, bool, const std::optional<std::string>&, uintptr_t>(),
            nb::arg("fusion"), nb::arg("backend"), nb::arg("mode"), nb::arg("block_order"),
@@ -305,7 +305,7 @@ void bindExecutor(nb::module_& module) {
            "Checks, compiles and binds once for arguments that stay in place.")
       .def("last_kernels", &PyExecutor::lastKernels,
            "The kernels of the last run: name, launches per run, CUDA source.")
-      .def("num_signatures", &PyExecutor::numSignatures);
+      .def("num_specializations", &PyExecutor::numSpecializations);
   module.def("dlpack_view", &dlpackView, nb::arg("object"),
              "(address, dtype, shape, strides, device_type, device_id, read_only) of a DLPack "
              "exporter.");

@@ -1,4 +1,4 @@
-"""``widefuse.trace(fn)``: runs `fn` on proxies once per input signature, records the
+"""``widefuse.trace(fn)``: runs `fn` on proxies once per trace key, records the
 FusionDefinition it builds, and executes that definition on every call.
 
 Array arguments (anywhere in nested lists, tuples and dicts) become tensor inputs; the same
@@ -34,7 +34,7 @@ class _Leaf:
 
 def _collect(value: Any, arrays: list, seen: dict, key: list) -> None:
     """Appends every distinct array in `value` to `arrays` (`seen` maps id -> index) and the
-    signature of `value` to `key`. This runs on every call, so NumPy arrays, including those
+    trace key of `value` to `key`. This runs on every call, so NumPy arrays, including those
     directly in a list (an optimizer's parameters), are handled without a further call."""
     if type(value) is np.ndarray:
         _collect_array(value, arrays, seen, key, (value.dtype, value.shape, value.strides))
@@ -88,7 +88,7 @@ def _constant_key(value: Any) -> tuple:
 
 def _structure(value: Any, seen: dict) -> Any:
     """`value` with each array replaced by _Leaf(its input index), as _collect numbered them;
-    built only when a new signature is recorded."""
+    built only when a new trace key is recorded."""
     if id(value) in seen and (type(value) is np.ndarray or _is_array(value)):
         return _Leaf(seen[id(value)])
     if isinstance(value, (list, tuple)):
@@ -117,7 +117,7 @@ def _substitute(structure: Any, proxies: list) -> Any:
 
 @dataclass
 class _Recording:
-    """One input signature's definition and where its outputs go in the return value."""
+    """One trace key's definition and where its outputs go in the return value."""
 
     definition: FusionDefinition
     result: Any  # the return structure with _Leaf(i) for output i
@@ -138,7 +138,7 @@ class TracedFunction:
 
     @property
     def cache_size(self) -> int:
-        """Number of input signatures recorded so far."""
+        """Number of trace keys recorded so far."""
         return len(self._recordings)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -150,7 +150,7 @@ class TracedFunction:
     def prepare(self, *args: Any, **kwargs: Any) -> Callable[[], Any]:
         """Records (if needed) and prepares a call for arrays that stay in place: the result,
         called with no arguments, runs the step again on the same arrays without building the
-        signature or checking anything (FusionDefinition.prepare), which makes a step's cost
+        trace key or checking anything (FusionDefinition.prepare), which makes a step's cost
         independent of the number of parameters. The arrays must keep their shape, strides
         and memory while it is used; Python values are those of this call."""
         recording, arrays = self._recording_for(args, kwargs)
@@ -159,16 +159,16 @@ class TracedFunction:
         return lambda: _substitute(recording.result, prepared())
 
     def _recording_for(self, args: tuple, kwargs: dict) -> tuple[_Recording, list]:
-        """The recording of this call's signature (made now if new) and its arrays."""
+        """The recording of this call's trace key (made now if new) and its arrays."""
         arrays: list = []
         key: list = []
         seen: dict = {}
         _collect((args, kwargs), arrays, seen, key)
-        signature = tuple(key)
-        recording = self._recordings.get(signature)
+        trace_key = tuple(key)
+        recording = self._recordings.get(trace_key)
         if recording is None:
             recording = self._record(_structure((args, kwargs), seen), arrays)
-            self._recordings[signature] = recording
+            self._recordings[trace_key] = recording
         self.last_definition = recording.definition
         return recording, arrays
 
@@ -207,7 +207,7 @@ class TracedFunction:
 
 def trace(function: Optional[Callable[..., Any]] = None, *, mode: str = "auto",
           backend: str = "auto", **execute_options: Any) -> Any:
-    """Traces `function` into a fusion per input signature and runs it on each call.
+    """Traces `function` into a fusion per trace key and runs it on each call.
 
     Usable as ``trace(fn)``, ``@trace`` or ``@trace(mode="batched")``. `mode`, `backend` and
     further options (block_order, threads, fmad, arch) are passed to

@@ -55,7 +55,7 @@ TEST_P(CompileForArch, GivesCubinPtxAndStats) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, CompileForArch, ::testing::Values("sm_80", "sm_90"));
 
-TEST(CudaCompilerTest, FmadOffKeepsMultiplyAndAddSeparate) {
+TEST(CudaCompiler, FmadOffKeepsMultiplyAndAddSeparate) {
   std::string source = "extern \"C\" __global__ void muladd(float* out, const float* a,\n"
                        "                                   const float* b, const float* c) {\n"
                        "  int i = threadIdx.x;\n"
@@ -73,7 +73,7 @@ TEST(CudaCompilerTest, FmadOffKeepsMultiplyAndAddSeparate) {
   EXPECT_TRUE(contains(off.ptx, "add.rn.f32")) << off.ptx;
 }
 
-TEST(CudaCompilerTest, OptionsFollowCompileOptions) {
+TEST(CudaCompiler, OptionsFollowCompileOptions) {
   CompileOptions options;
   options.arch = "sm_80";
   std::vector<std::string> expected = {"--std=c++17", "-default-device", "-arch=sm_80",
@@ -84,7 +84,7 @@ TEST(CudaCompilerTest, OptionsFollowCompileOptions) {
   EXPECT_EQ(nvrtcOptions(options), expected);
 }
 
-TEST(CudaCompilerTest, SyntaxErrorGivesTheLogAndASourceFile) {
+TEST(CudaCompiler, SyntaxErrorGivesTheLogAndASourceFile) {
   ScopedEnvironment noDumpDir("WIDEFUSE_DUMP_DIR", std::nullopt);
   std::string message = errorOf([] { compileCuda(kBrokenSource, "broken", {}); });
   EXPECT_TRUE(contains(message, "kernel 'broken'")) << message;
@@ -96,7 +96,7 @@ TEST(CudaCompilerTest, SyntaxErrorGivesTheLogAndASourceFile) {
   std::filesystem::remove(path);
 }
 
-TEST(CudaCompilerTest, SyntaxErrorSourceGoesToTheDumpDirectory) {
+TEST(CudaCompiler, SyntaxErrorSourceGoesToTheDumpDirectory) {
   TempDir dumps;
   std::string directory = dumps.file("nested");
   ScopedEnvironment dumpDir("WIDEFUSE_DUMP_DIR", directory);
@@ -106,14 +106,14 @@ TEST(CudaCompilerTest, SyntaxErrorSourceGoesToTheDumpDirectory) {
   EXPECT_EQ(readFile(expectedPath), kBrokenSource);
 }
 
-TEST(CudaCompilerTest, SourceWithoutTheEntryIsAnError) {
+TEST(CudaCompiler, SourceWithoutTheEntryIsAnError) {
   std::string message = errorOf([] { compileCuda(addKernelSource("add_one"), "add_two", {}); });
   EXPECT_TRUE(contains(message, "defines no entry function")) << message;
   EXPECT_TRUE(contains(message, "extern \"C\" __global__ void add_two")) << message;
   std::filesystem::remove(sourcePathOf(message));
 }
 
-TEST(CudaCompilerTest, UnsupportedArchListsTheSupportedOnes) {
+TEST(CudaCompiler, UnsupportedArchListsTheSupportedOnes) {
   std::string version = NvrtcLibrary::instance().versionString();
   std::string message = errorOf([] { checkArch("sm_91"); });
   EXPECT_TRUE(contains(message, "unsupported arch 'sm_91': NVRTC " + version + " supports ") &&
@@ -127,7 +127,7 @@ TEST(CudaCompilerTest, UnsupportedArchListsTheSupportedOnes) {
   EXPECT_EQ(viaCompile, message);
 }
 
-TEST(CudaCompilerTest, MalformedArchListsTheSupportedOnes) {
+TEST(CudaCompiler, MalformedArchListsTheSupportedOnes) {
   for (const char* arch : {"banana", "sm_", "compute_90", "sm_90x", "90", "sm_-90"}) {
     std::string message = errorOf([&] { checkArch(arch); });
     EXPECT_TRUE(contains(message, std::string("invalid arch '") + arch + "'")) << message;
@@ -137,7 +137,7 @@ TEST(CudaCompilerTest, MalformedArchListsTheSupportedOnes) {
   checkArch("sm_90");
 }
 
-TEST(PtxasStatsTest, PicksTheEntryFunctionsOwnLines) {
+TEST(PtxasStats, PicksTheEntryFunctionsOwnLines) {
   const char* log = "ptxas info    : 0 bytes gmem\n"
                     "ptxas info    : Compiling entry function 'other' for 'sm_90'\n"
                     "ptxas info    : Function properties for other\n"

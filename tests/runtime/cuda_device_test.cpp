@@ -71,7 +71,7 @@ std::vector<float> expectedFill(int n, float value) {
   return expected;
 }
 
-TEST(CudaDeviceTest, DescribesTheDevice) {
+TEST(CudaDevice, DescribesTheDevice) {
   WF_REQUIRE_DEVICE();
   CudaDevice& device = CudaDevice::get();
   EXPECT_EQ(&device, &CudaDevice::get(0));
@@ -89,7 +89,7 @@ TEST(CudaDeviceTest, DescribesTheDevice) {
             << device.maxParameterBytes() << " bytes\n";
 }
 
-TEST(CudaDeviceTest, LaunchFillsTheOutput) {
+TEST(CudaDevice, LaunchFillsTheOutput) {
   WF_REQUIRE_DEVICE();
   CudaDevice& device = CudaDevice::get();
   CudaModule module(device, compileFor(device, kFillSource, "fill"));
@@ -104,7 +104,7 @@ TEST(CudaDeviceTest, LaunchFillsTheOutput) {
   EXPECT_EQ(out.downloadValues<float>(), expectedFill(n, 0.5f));
 }
 
-TEST(CudaDeviceTest, LaunchOnAStreamFromAnotherThread) {
+TEST(CudaDevice, LaunchOnAStreamFromAnotherThread) {
   WF_REQUIRE_DEVICE();
   CudaDevice& device = CudaDevice::get();
   CudaModule module(device, compileFor(device, kFillSource, "fill"));
@@ -126,7 +126,7 @@ TEST(CudaDeviceTest, LaunchOnAStreamFromAnotherThread) {
   EXPECT_EQ(result, expectedFill(n, 3.0f));
 }
 
-TEST(CudaDeviceTest, LaunchErrorsNameTheKernel) {
+TEST(CudaDevice, LaunchErrorsNameTheKernel) {
   WF_REQUIRE_DEVICE();
   CudaDevice& device = CudaDevice::get();
   CudaModule module(device, compileFor(device, kFillSource, "fill"));
@@ -147,7 +147,7 @@ TEST(CudaDeviceTest, LaunchErrorsNameTheKernel) {
   EXPECT_EQ(out.downloadValues<float>(), expectedFill(16, 1.0f));
 }
 
-TEST(CudaDeviceTest, LaunchesA32KilobyteParameterBlock) {
+TEST(CudaDevice, LaunchesA32KilobyteParameterBlock) {
   WF_REQUIRE_DEVICE();
   CudaDevice& device = CudaDevice::get();
   const size_t blockBytes = 16 + kLargeCount * sizeof(float);
@@ -170,7 +170,7 @@ TEST(CudaDeviceTest, LaunchesA32KilobyteParameterBlock) {
   EXPECT_EQ(out.downloadValues<float>(), values);
 }
 
-TEST(CudaDeviceTest, BufferCopiesAtOffsets) {
+TEST(CudaDevice, BufferCopiesAtOffsets) {
   WF_REQUIRE_DEVICE();
   CudaDevice& device = CudaDevice::get();
   DeviceBuffer buffer(device, 8 * sizeof(int));

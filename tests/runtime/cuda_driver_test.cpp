@@ -220,20 +220,20 @@ std::unique_ptr<CudaDriver> fakeDriver(const std::set<std::string>& omit = {},
 
 // --- Loading the driver --------------------------------------------------------------------
 
-TEST(CudaDriverTest, MissingLibraryNamesTheHostBackend) {
+TEST(CudaDriver, MissingLibraryNamesTheHostBackend) {
   std::string message = errorOf([] { CudaDriver::load("/nonexistent/libcuda.so.1"); });
   EXPECT_TRUE(contains(message, "no CUDA driver: could not load /nonexistent/libcuda.so.1 ("))
       << message;
   EXPECT_TRUE(contains(message, "; use backend=host to run on the CPU")) << message;
 }
 
-TEST(CudaDriverTest, LibraryWithoutDriverEntryPointsIsRejected) {
+TEST(CudaDriver, LibraryWithoutDriverEntryPointsIsRejected) {
   std::string message = errorOf([] { CudaDriver::load("libm.so.6"); });
   EXPECT_EQ(message, "no CUDA driver: libm.so.6 is not a usable CUDA driver (it lacks cuInit); "
                      "use backend=host to run on the CPU");
 }
 
-TEST(CudaDriverTest, ToolkitStubExportsEveryEntryPoint) {
+TEST(CudaDriver, ToolkitStubExportsEveryEntryPoint) {
   // The toolkit's link stub exports the real driver's symbols and fails every call, which
   // checks the (versioned) names against a real export list without a GPU. Its soname is
   // libcuda.so.1, so from here on instance() finds it too (CUDA_ERROR_STUB_LIBRARY).
@@ -250,7 +250,7 @@ TEST(CudaDriverTest, ToolkitStubExportsEveryEntryPoint) {
                          "backend=host to run on the CPU");
 }
 
-TEST(CudaDriverTest, ResolvesVersionedSymbols) {
+TEST(CudaDriver, ResolvesVersionedSymbols) {
   std::vector<std::string> requested;
   fakeDriver({}, &requested);
   for (const char* name :
@@ -262,14 +262,14 @@ TEST(CudaDriverTest, ResolvesVersionedSymbols) {
     EXPECT_FALSE(llvm::is_contained(requested, legacy)) << legacy;
 }
 
-TEST(CudaDriverTest, MissingEntryPointIsNamedAndParamInfoIsOptional) {
+TEST(CudaDriver, MissingEntryPointIsNamedAndParamInfoIsOptional) {
   std::string message = errorOf([] { fakeDriver({"cuLaunchKernel"}); });
   EXPECT_EQ(message, "no CUDA driver: fake-libcuda is not a usable CUDA driver (it lacks "
                      "cuLaunchKernel); use backend=host to run on the CPU");
   EXPECT_EQ(fakeDriver({"cuFuncGetParamInfo"})->cuFuncGetParamInfo, nullptr);
 }
 
-TEST(CudaDriverTest, CheckNamesTheCallTheKernelAndTheError) {
+TEST(CudaDriver, CheckNamesTheCallTheKernelAndTheError) {
   std::unique_ptr<CudaDriver> driver = fakeDriver();
   EXPECT_EQ(errorOf([&] { driver->check(kCudaErrorInvalidValue, "cuLaunchKernel", "adam"); }),
             "cuLaunchKernel failed for kernel 'adam': CUDA_ERROR_INVALID_VALUE (invalid argument)");
@@ -280,7 +280,7 @@ TEST(CudaDriverTest, CheckNamesTheCallTheKernelAndTheError) {
   EXPECT_EQ(driver->path(), "fake-libcuda");
 }
 
-TEST(CudaDriverTest, LibraryPathFollowsTheEnvironment) {
+TEST(CudaDriver, LibraryPathFollowsTheEnvironment) {
   {
     ScopedEnvironment unset("WIDEFUSE_CUDA_DRIVER_LIBRARY", std::nullopt);
     EXPECT_EQ(CudaDriver::libraryPath(), "libcuda.so.1");
@@ -289,7 +289,7 @@ TEST(CudaDriverTest, LibraryPathFollowsTheEnvironment) {
   EXPECT_EQ(CudaDriver::libraryPath(), "/opt/driver/libcuda.so.1");
 }
 
-TEST(CudaDriverTest, UnavailableWithoutADriver) {
+TEST(CudaDriver, UnavailableWithoutADriver) {
   ScopedEnvironment missing("WIDEFUSE_CUDA_DRIVER_LIBRARY", "/nonexistent/libcuda.so.1");
   try {
     CudaDriver::instance();
@@ -303,7 +303,7 @@ TEST(CudaDriverTest, UnavailableWithoutADriver) {
   EXPECT_TRUE(contains(message, "backend=host")) << message;
 }
 
-TEST(CudaDriverTest, InstanceWorksOrExplainsTheHostBackend) {
+TEST(CudaDriver, InstanceWorksOrExplainsTheHostBackend) {
   try {
     EXPECT_EQ(&CudaDriver::instance(), &CudaDriver::instance());
   } catch (const Error& error) {
@@ -315,7 +315,7 @@ TEST(CudaDriverTest, InstanceWorksOrExplainsTheHostBackend) {
 
 // --- CudaDevice on the fake driver ----------------------------------------------------------
 
-class FakeDeviceTest : public ::testing::Test {
+class FakeDevice : public ::testing::Test {
 protected:
   void SetUp() override {
     fake = FakeState{};
@@ -331,7 +331,7 @@ CompiledKernel fakeKernel(std::string arch = "sm_90", std::string image = "FAKEC
   return CompiledKernel{"fill", std::move(arch), {image.begin(), image.end()}, {}, {}, {}, 0};
 }
 
-TEST_F(FakeDeviceTest, DescribesTheDevice) {
+TEST_F(FakeDevice, DescribesTheDevice) {
   std::unique_ptr<CudaDevice> device = openDevice();
   DeviceDescription description = device->description();
   EXPECT_EQ(description.arch, "sm_90");
@@ -353,7 +353,7 @@ TEST_F(FakeDeviceTest, DescribesTheDevice) {
   EXPECT_EQ(openDevice()->maxParameterBytes(), 4096u);
 }
 
-TEST_F(FakeDeviceTest, MissingDevicesNameTheHostBackend) {
+TEST_F(FakeDevice, MissingDevicesNameTheHostBackend) {
   const char* none = "no CUDA device: the driver sees 0 GPUs; use backend=host to run on the CPU";
   fake.deviceCount = 0;
   EXPECT_EQ(errorOf([&] { openDevice(); }), none);
@@ -364,7 +364,7 @@ TEST_F(FakeDeviceTest, MissingDevicesNameTheHostBackend) {
             "no CUDA device 3: the driver sees 1 GPU");
 }
 
-TEST_F(FakeDeviceTest, LaunchPassesTheBlockAsTheOnlyArgument) {
+TEST_F(FakeDevice, LaunchPassesTheBlockAsTheOnlyArgument) {
   std::unique_ptr<CudaDevice> device = openDevice();
   CudaModule module(*device, fakeKernel());
   EXPECT_EQ(module.parameterBytes(), std::optional<size_t>(16));
@@ -382,7 +382,7 @@ TEST_F(FakeDeviceTest, LaunchPassesTheBlockAsTheOnlyArgument) {
   EXPECT_EQ(fakeCurrent, nullptr); // and the caller's (none) is current again afterwards
 }
 
-TEST_F(FakeDeviceTest, EveryCallRestoresTheCallersContext) {
+TEST_F(FakeDevice, EveryCallRestoresTheCallersContext) {
   std::unique_ptr<CudaDevice> device = openDevice();
   // torch working on another device has its context current in this thread.
   const auto torchContext = reinterpret_cast<CUcontext>(0x1111);
@@ -400,7 +400,7 @@ TEST_F(FakeDeviceTest, EveryCallRestoresTheCallersContext) {
   EXPECT_EQ(fakeCurrent, torchContext);
 }
 
-TEST_F(FakeDeviceTest, LaunchErrorsNameTheKernel) {
+TEST_F(FakeDevice, LaunchErrorsNameTheKernel) {
   std::unique_ptr<CudaDevice> device = openDevice();
   CudaModule module(*device, fakeKernel());
   std::vector<std::byte> block(16);
@@ -418,7 +418,7 @@ TEST_F(FakeDeviceTest, LaunchErrorsNameTheKernel) {
             "device 0 with driver 12080 accepts");
 }
 
-TEST_F(FakeDeviceTest, ModuleErrorsNameTheKernelAndUnload) {
+TEST_F(FakeDevice, ModuleErrorsNameTheKernelAndUnload) {
   std::unique_ptr<CudaDevice> device = openDevice();
   // (Fake images are at least 9 bytes: the fake compares that many.)
   EXPECT_EQ(errorOf([&] { CudaModule module(*device, fakeKernel("sm_80", "not a cubin")); }),
@@ -441,7 +441,7 @@ TEST_F(FakeDeviceTest, ModuleErrorsNameTheKernelAndUnload) {
   EXPECT_EQ(fake.liveModules, 0);
 }
 
-TEST_F(FakeDeviceTest, BuffersCopyAndFree) {
+TEST_F(FakeDevice, BuffersCopyAndFree) {
   std::unique_ptr<CudaDevice> device = openDevice();
   {
     DeviceBuffer buffer(*device, 4 * sizeof(float));
@@ -473,7 +473,7 @@ TEST_F(FakeDeviceTest, BuffersCopyAndFree) {
   EXPECT_TRUE(empty.downloadValues<float>().empty());
 }
 
-TEST_F(FakeDeviceTest, StreamsAreBlockingAndDestroyed) {
+TEST_F(FakeDevice, StreamsAreBlockingAndDestroyed) {
   std::unique_ptr<CudaDevice> device = openDevice();
   {
     CudaStream stream(*device);

@@ -58,7 +58,7 @@ TEST_P(AdamThousandParameters, BatchedIsOneSpillFreeCompileWithSixteenByteAccess
   EXPECT_EQ(compiled.numLaunches(), 1u);
   ASSERT_EQ(compiled.kernels.size(), 1u);
   const FusionKernel& kernel = compiled.kernels[0];
-  EXPECT_EQ(cache.memoryEntries(), 1u + recompilations(*kernel.plan)); // one kernel
+  EXPECT_EQ(cache.memoryRecords(), 1u + recompilations(*kernel.plan)); // one kernel
   EXPECT_EQ(kernel.cache, CacheOutcome::Miss);
   EXPECT_EQ(kernel.compiled->stats.spillBytes(), 0);
   EXPECT_EQ(kernel.compiled->stats.stackBytes, 0);
@@ -77,7 +77,7 @@ TEST_P(AdamThousandParameters, PerComponentCompilesOneBodyForAllMembers) {
   EXPECT_EQ(compiled.numLaunches(), 1000u);
   ASSERT_EQ(compiled.kernels.size(), 1u);
   EXPECT_EQ(compiled.kernels[0].launches, 1000u);
-  EXPECT_EQ(cache.memoryEntries(), 1u + recompilations(*compiled.kernels[0].plan));
+  EXPECT_EQ(cache.memoryRecords(), 1u + recompilations(*compiled.kernels[0].plan));
   EXPECT_EQ(compiled.kernels[0].compiled->stats.spillBytes(), 0);
   EXPECT_EQ(compiled.kernels[0].plan->tableCapacity, 1u);
 }
@@ -107,7 +107,7 @@ TEST(FusionCompiler, DumpsEveryStageIntoTheDumpDirectory) {
   TempDir directory;
   auto fusion = optim::buildSeedAdam(mixedShapes(2));
   FusionCompileOptions options = optionsFor(SegmentationMode::Batched);
-  options.dumps = parseDumpList("fusion,segments,cuda,ptx,launch");
+  options.dumps = parseDumpList("fusion,segments,cuda,ptx,plan");
   options.dumps.directory = directory.path();
   KernelCache cache = memoryCache();
   CompiledFusion compiled = compileFusion(*fusion, options, cache);
@@ -120,7 +120,7 @@ TEST(FusionCompiler, DumpsEveryStageIntoTheDumpDirectory) {
 }
 
 TEST(FusionCompiler, DumpListsAreCheckedAndEmitOnlySkipsNvrtc) {
-  EXPECT_TRUE(parseDumpList("all").launch);
+  EXPECT_TRUE(parseDumpList("all").plan);
   EXPECT_TRUE(parseDumpList(" cuda , ptx ").ptx);
   EXPECT_FALSE(parseDumpList("").any());
   try {
@@ -134,7 +134,7 @@ TEST(FusionCompiler, DumpListsAreCheckedAndEmitOnlySkipsNvrtc) {
   options.emitOnly = true;
   KernelCache cache = memoryCache();
   CompiledFusion compiled = compileFusion(*fusion, options, cache);
-  EXPECT_EQ(cache.memoryEntries(), 0u);
+  EXPECT_EQ(cache.memoryRecords(), 0u);
   EXPECT_EQ(compiled.kernels[0].compiled, nullptr);
   EXPECT_NE(compiled.kernels[0].source.find("extern \"C\" __global__"), std::string::npos);
 }

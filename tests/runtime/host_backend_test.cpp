@@ -294,7 +294,7 @@ TEST_P(AdamOnTheHost, EqualsTheReferenceBitwiseInEveryBlockOrderAndMode) {
       for (size_t p = 0; p < state.views.size() / 5; ++p)
         EXPECT_EQ(state.buffers[5 * p + 4].as<float>()[0],
                   initial().buffers[5 * p + 4].as<float>()[0] + kSteps);
-      EXPECT_EQ(executor.numSignatures(), 1u);
+      EXPECT_EQ(executor.numSpecializations(), 1u);
     }
 }
 
@@ -323,11 +323,11 @@ void runOnHostWithGrid(
   options.schedule = schedule;
   options.emitOnly = true;
   std::vector<Argument> arguments = state.arguments();
-  InputSignature signature = declaredSignature(segment(fusion, {options.mode}));
+  Specialization specialization = declaredSpecialization(segment(fusion, {options.mode}));
   for (size_t i = 0; i < arguments.size(); ++i)
     if (const TensorRef* tensor = std::get_if<TensorRef>(&arguments[i]))
-      signature.denseInputs[i] = tensor->isContiguous();
-  CompiledFusion compiled = compileFusion(fusion, options, nvrtc, &signature);
+      specialization.denseInputs[i] = tensor->isContiguous();
+  CompiledFusion compiled = compileFusion(fusion, options, nvrtc, &specialization);
   HostKernelCache hostCache(KernelCacheOptions{std::nullopt, false});
   std::vector<std::shared_ptr<const HostKernel>> kernels;
   for (const FusionKernel& kernel : compiled.kernels) {
@@ -501,7 +501,7 @@ TEST(HostBackendConcurrency, EightThreadsShareOneCacheWithTheirOwnInputs) {
     thread.join();
   for (int t = 0; t < 8; ++t)
     EXPECT_EQ(stateDifferences(states[t], expected[t]), 0) << "thread " << t;
-  EXPECT_EQ(executor.numSignatures(), 1u);
+  EXPECT_EQ(executor.numSpecializations(), 1u);
 }
 
 TEST(Backends, CudaWithoutADeviceNamesTheHostBackendAndAutoFallsBackToIt) {

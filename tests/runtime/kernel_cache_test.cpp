@@ -48,7 +48,7 @@ void expectSameKernel(const CompiledKernel& a, const CompiledKernel& b) {
   EXPECT_EQ(a.nvrtcMilliseconds, b.nvrtcMilliseconds);
 }
 
-TEST(KernelCacheTest, MissThenMemoryHit) {
+TEST(KernelCache, MissThenMemoryHit) {
   KernelCache cache(inMemory());
   EXPECT_FALSE(cache.diskEnabled());
   EXPECT_EQ(cache.directory(), "");
@@ -59,10 +59,10 @@ TEST(KernelCacheTest, MissThenMemoryHit) {
   CacheResult second = cache.compile(source, "add_one", {});
   EXPECT_EQ(second.outcome, CacheOutcome::MemoryHit);
   EXPECT_EQ(second.kernel, first.kernel); // The very same object.
-  EXPECT_EQ(cache.memoryEntries(), 1u);
+  EXPECT_EQ(cache.memoryRecords(), 1u);
 }
 
-TEST(KernelCacheTest, EveryOptionIsPartOfTheKey) {
+TEST(KernelCache, EveryOptionIsPartOfTheKey) {
   KernelCache cache(inMemory());
   std::string source = addKernelSource("add_one");
   CompileOptions sm80;
@@ -75,10 +75,10 @@ TEST(KernelCacheTest, EveryOptionIsPartOfTheKey) {
   EXPECT_EQ(cache.compile(addKernelSource("add_one", 2), "add_one", {}).outcome,
             CacheOutcome::Miss);
   EXPECT_EQ(cache.compile(source, "add_one", sm80).kernel->arch, "sm_80");
-  EXPECT_EQ(cache.memoryEntries(), 4u);
+  EXPECT_EQ(cache.memoryRecords(), 4u);
 }
 
-TEST(KernelCacheTest, SecondCacheLoadsFromDisk) {
+TEST(KernelCache, SecondCacheLoadsFromDisk) {
   TempDir directory;
   std::string source = addKernelSource("add_one");
   std::shared_ptr<const CompiledKernel> compiled;
@@ -89,7 +89,7 @@ TEST(KernelCacheTest, SecondCacheLoadsFromDisk) {
     CacheResult result = cache.compile(source, "add_one", {});
     EXPECT_EQ(result.outcome, CacheOutcome::Miss);
     compiled = result.kernel;
-    EXPECT_TRUE(std::filesystem::exists(cache.entryPath(source, "add_one", {})));
+    EXPECT_TRUE(std::filesystem::exists(cache.recordPath(source, "add_one", {})));
   }
   KernelCache later(onDisk(directory));
   CacheResult loaded = later.compile(source, "add_one", {});
@@ -115,7 +115,7 @@ void expectDamagedEntryIsRecompiled(const std::function<std::string(std::string)
   std::string source = addKernelSource("add_one");
   KernelCache first(onDisk(directory));
   std::shared_ptr<const CompiledKernel> compiled = first.compile(source, "add_one", {}).kernel;
-  std::string path = first.entryPath(source, "add_one", {});
+  std::string path = first.recordPath(source, "add_one", {});
   std::string entry = readFile(path);
   writeFile(path, damage(entry));
 
@@ -124,7 +124,7 @@ void expectDamagedEntryIsRecompiled(const std::function<std::string(std::string)
   CacheResult result = second.compile(source, "add_one", {});
   std::string warnings = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(result.outcome, CacheOutcome::Miss);
-  EXPECT_TRUE(contains(warnings, "widefuse: warning: kernel cache entry " + path +
+  EXPECT_TRUE(contains(warnings, "widefuse: warning: kernel cache record " + path +
                                      " is corrupt; recompiling"))
       << warnings;
   EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
@@ -137,38 +137,38 @@ void expectDamagedEntryIsRecompiled(const std::function<std::string(std::string)
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
-TEST(KernelCacheTest, TruncatedEntryIsRecompiled) {
+TEST(KernelCache, TruncatedEntryIsRecompiled) {
   expectDamagedEntryIsRecompiled(
       [](std::string entry) { return entry.substr(0, entry.size() / 2); });
 }
 
-TEST(KernelCacheTest, EmptyEntryIsRecompiled) {
+TEST(KernelCache, EmptyEntryIsRecompiled) {
   expectDamagedEntryIsRecompiled([](std::string) { return std::string(); });
 }
 
-TEST(KernelCacheTest, FlippedByteIsRecompiled) {
+TEST(KernelCache, FlippedByteIsRecompiled) {
   expectDamagedEntryIsRecompiled([](std::string entry) {
     entry[entry.size() / 2] ^= 0x01;
     return entry;
   });
 }
 
-TEST(KernelCacheTest, BadMagicIsRecompiled) {
+TEST(KernelCache, BadMagicIsRecompiled) {
   expectDamagedEntryIsRecompiled([](std::string entry) {
     entry[0] = 'X';
     return entry;
   });
 }
 
-TEST(KernelCacheTest, EntryOfAnotherKernelIsRecompiled) {
+TEST(KernelCache, EntryOfAnotherKernelIsRecompiled) {
   TempDir directory;
   KernelCache cache(onDisk(directory));
   std::string one = addKernelSource("add_one", 1);
   std::string two = addKernelSource("add_two", 2);
   cache.compile(one, "add_one", {});
   // Put add_one's (valid) entry where add_two's belongs.
-  std::filesystem::copy_file(cache.entryPath(one, "add_one", {}),
-                             cache.entryPath(two, "add_two", {}));
+  std::filesystem::copy_file(cache.recordPath(one, "add_one", {}),
+                             cache.recordPath(two, "add_two", {}));
   ::testing::internal::CaptureStderr();
   CacheResult result = cache.compile(two, "add_two", {});
   std::string warnings = ::testing::internal::GetCapturedStderr();
@@ -178,7 +178,7 @@ TEST(KernelCacheTest, EntryOfAnotherKernelIsRecompiled) {
   EXPECT_TRUE(contains(warnings, "is corrupt; recompiling")) << warnings;
 }
 
-TEST(KernelCacheTest, UnwritableDirectoryCachesInMemory) {
+TEST(KernelCache, UnwritableDirectoryCachesInMemory) {
   TempDir directory;
   // A regular file where a parent directory should be: unwritable even for root.
   writeFile(directory.file("blocker"), "not a directory");
@@ -201,21 +201,21 @@ TEST(KernelCacheTest, UnwritableDirectoryCachesInMemory) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), ""); // Warned once, at construction.
 }
 
-TEST(KernelCacheTest, CompileErrorsPropagateAndCacheNothing) {
+TEST(KernelCache, CompileErrorsPropagateAndCacheNothing) {
   TempDir directory;
   KernelCache cache(onDisk(directory));
   ScopedEnvironment dumpDir("WIDEFUSE_DUMP_DIR", directory.file("dumps"));
   std::string message = errorOf([&] { cache.compile("this is not CUDA", "nothing", {}); });
   EXPECT_TRUE(contains(message, "kernel 'nothing'")) << message;
-  EXPECT_EQ(cache.memoryEntries(), 0u);
+  EXPECT_EQ(cache.memoryRecords(), 0u);
   CompileOptions badArch;
   badArch.arch = "sm_91";
   message = errorOf([&] { cache.compile(addKernelSource("add_one"), "add_one", badArch); });
   EXPECT_TRUE(contains(message, "unsupported arch 'sm_91'")) << message;
-  EXPECT_EQ(cache.memoryEntries(), 0u);
+  EXPECT_EQ(cache.memoryRecords(), 0u);
 }
 
-TEST(KernelCacheTest, ConcurrentCompilesAgree) {
+TEST(KernelCache, ConcurrentCompilesAgree) {
   TempDir directory;
   KernelCache cache(onDisk(directory));
   constexpr int kThreads = 8;
@@ -244,7 +244,7 @@ TEST(KernelCacheTest, ConcurrentCompilesAgree) {
     EXPECT_EQ(own[t].kernel->name, groupName(t));
     EXPECT_TRUE(contains(own[t].kernel->ptx, ".entry " + groupName(t) + "(")) << "thread " << t;
   }
-  EXPECT_EQ(cache.memoryEntries(), 5u);
+  EXPECT_EQ(cache.memoryRecords(), 5u);
 
   // What reached the disk is what a new process would load.
   KernelCache later(onDisk(directory));
@@ -256,7 +256,7 @@ TEST(KernelCacheTest, ConcurrentCompilesAgree) {
   }
 }
 
-TEST(KernelCacheTest, DefaultDirectoryFollowsTheEnvironment) {
+TEST(KernelCache, DefaultDirectoryFollowsTheEnvironment) {
   ScopedEnvironment cacheDir("WIDEFUSE_CACHE_DIR", "/tmp/wf-cache");
   ScopedEnvironment xdg("XDG_CACHE_HOME", "/tmp/xdg");
   ScopedEnvironment home("HOME", "/tmp/home");
@@ -273,7 +273,7 @@ TEST(KernelCacheTest, DefaultDirectoryFollowsTheEnvironment) {
   }
 }
 
-TEST(KernelCacheTest, DefaultOptionsUseTheEnvironmentsDirectory) {
+TEST(KernelCache, DefaultOptionsUseTheEnvironmentsDirectory) {
   TempDir directory;
   ScopedEnvironment cacheDir("WIDEFUSE_CACHE_DIR", directory.file("from-env"));
   KernelCache cache;
@@ -282,7 +282,7 @@ TEST(KernelCacheTest, DefaultOptionsUseTheEnvironmentsDirectory) {
   EXPECT_TRUE(std::filesystem::is_directory(directory.file("from-env")));
 }
 
-TEST(KernelCacheTest, OutcomeNames) {
+TEST(KernelCache, OutcomeNames) {
   EXPECT_EQ(cacheOutcomeName(CacheOutcome::Miss), "miss");
   EXPECT_EQ(cacheOutcomeName(CacheOutcome::MemoryHit), "memory hit");
   EXPECT_EQ(cacheOutcomeName(CacheOutcome::DiskHit), "disk hit");

@@ -13,7 +13,7 @@ using widefuse::testing::ScopedEnvironment;
 
 namespace {
 
-TEST(NvrtcLibraryTest, ReportsVersionAndSupportedArchs) {
+TEST(NvrtcLibrary, ReportsVersionAndSupportedArchs) {
   const NvrtcLibrary& nvrtc = NvrtcLibrary::instance();
   EXPECT_GE(nvrtc.versionMajor(), 12);
   EXPECT_EQ(nvrtc.versionString(),
@@ -25,38 +25,38 @@ TEST(NvrtcLibraryTest, ReportsVersionAndSupportedArchs) {
   EXPECT_FALSE(nvrtc.path().empty());
 }
 
-TEST(NvrtcLibraryTest, InstanceIsLoadedOnce) {
+TEST(NvrtcLibrary, InstanceIsLoadedOnce) {
   EXPECT_EQ(&NvrtcLibrary::instance(), &NvrtcLibrary::instance());
 }
 
-TEST(NvrtcLibraryTest, ErrorStringNamesTheResult) {
+TEST(NvrtcLibrary, ErrorStringNamesTheResult) {
   const NvrtcLibrary& nvrtc = NvrtcLibrary::instance();
   EXPECT_EQ(nvrtc.errorString(6), "NVRTC_ERROR_COMPILATION");
   std::string message = errorOf([&] { nvrtc.check(6, "nvrtcCompileProgram"); });
   EXPECT_EQ(message, "nvrtcCompileProgram failed: NVRTC_ERROR_COMPILATION");
 }
 
-TEST(NvrtcLibraryTest, MissingLibraryNamesThePathAndTheVariable) {
+TEST(NvrtcLibrary, MissingLibraryNamesThePathAndTheVariable) {
   std::string message = errorOf([] { NvrtcLibrary::load("/nonexistent/libnvrtc.so"); });
   EXPECT_NE(message.find("NVRTC not found"), std::string::npos) << message;
   EXPECT_NE(message.find("/nonexistent/libnvrtc.so"), std::string::npos) << message;
   EXPECT_NE(message.find("WIDEFUSE_NVRTC_LIBRARY"), std::string::npos) << message;
 }
 
-TEST(NvrtcLibraryTest, LibraryWithoutNvrtcEntryPointsIsRejected) {
+TEST(NvrtcLibrary, LibraryWithoutNvrtcEntryPointsIsRejected) {
   // libm loads fine but is not NVRTC.
   std::string message = errorOf([] { NvrtcLibrary::load("libm.so.6"); });
   EXPECT_NE(message.find("libm.so.6"), std::string::npos) << message;
   EXPECT_NE(message.find("lacks nvrtcCreateProgram"), std::string::npos) << message;
 }
 
-TEST(NvrtcLibraryTest, ExplicitLoadGivesAWorkingLibrary) {
+TEST(NvrtcLibrary, ExplicitLoadGivesAWorkingLibrary) {
   std::unique_ptr<NvrtcLibrary> nvrtc = NvrtcLibrary::load(NvrtcLibrary::instance().path());
   EXPECT_EQ(nvrtc->versionString(), NvrtcLibrary::instance().versionString());
   EXPECT_EQ(nvrtc->supportedArchs(), NvrtcLibrary::instance().supportedArchs());
 }
 
-TEST(NvrtcLibraryTest, CandidatePathsFollowTheEnvironment) {
+TEST(NvrtcLibrary, CandidatePathsFollowTheEnvironment) {
   {
     ScopedEnvironment unset("WIDEFUSE_NVRTC_LIBRARY", std::nullopt);
     std::vector<std::string> paths = NvrtcLibrary::candidatePaths();

@@ -31,7 +31,7 @@ Scheduled scheduleFusion(std::unique_ptr<Fusion> fusion, SegmentationMode mode) 
   result.fusion = std::move(fusion);
   result.segmented = segment(*result.fusion, {mode});
   result.scheduled =
-      schedule(result.segmented, declaredSignature(result.segmented), defaultDevice());
+      schedule(result.segmented, declaredSpecialization(result.segmented), defaultDevice());
   return result;
 }
 
@@ -95,10 +95,10 @@ TEST(Scheduler, OldDriversWithSmallParameterBlocksGetDeviceMemoryTables) {
   auto fusion = optim::buildSeedAdam(mixedShapes(100));
   SegmentedFusion segmented = segment(*fusion, {SegmentationMode::Batched});
   DeviceDescription device = defaultDevice();
-  EXPECT_EQ(schedule(segmented, declaredSignature(segmented), device).plans[0].tableLocation,
+  EXPECT_EQ(schedule(segmented, declaredSpecialization(segmented), device).plans[0].tableLocation,
             TableLocation::KernelParameters);
   device.maxParameterBytes = 4096; // drivers before CUDA 12.1
-  const KernelPlan plan = schedule(segmented, declaredSignature(segmented), device).plans[0];
+  const KernelPlan plan = schedule(segmented, declaredSpecialization(segmented), device).plans[0];
   EXPECT_EQ(plan.tableLocation, TableLocation::DeviceMemory);
   EXPECT_LE(plan.parameterBytes, 4096u);
 }
@@ -274,7 +274,7 @@ TEST(Scheduler, DeferredWriteOfABroadcastReadTensorIsAClearError) {
   auto fusion = fd.finalize();
   SegmentedFusion segmented = segment(*fusion, {SegmentationMode::Batched});
   std::string message =
-      errorOf([&] { schedule(segmented, declaredSignature(segmented), defaultDevice()); });
+      errorOf([&] { schedule(segmented, declaredSpecialization(segmented), defaultDevice()); });
   EXPECT_NE(message.find("copy_("), std::string::npos) << message;
   EXPECT_NE(message.find("'b'"), std::string::npos) << message;
   EXPECT_NE(message.find("0-d"), std::string::npos) << message;

@@ -50,13 +50,13 @@ TEST(Segmenter, SeedAdamGivesOneKernelPerParameterOrOneBatched) {
   for (size_t count : {1u, 2u, 5u, 100u, 1000u}) {
     auto fusion = optim::buildSeedAdam(mixedShapes(count));
     SegmentedFusion perComponent = segment(*fusion, {SegmentationMode::PerComponent});
-    EXPECT_EQ(perComponent.numKernels(), count);
+    EXPECT_EQ(perComponent.numLaunches(), count);
     EXPECT_EQ(perComponent.components.size(), count);
     SegmentedFusion batched = segment(*fusion, {SegmentationMode::Batched});
-    EXPECT_EQ(batched.numKernels(), 1u) << count << " parameters";
+    EXPECT_EQ(batched.numLaunches(), 1u) << count << " parameters";
     EXPECT_EQ(batched.signatureClasses.size(), 1u);
     EXPECT_EQ(batched.groups[0].members.size(), count);
-    EXPECT_EQ(segment(*fusion).numKernels(), 1u); // auto = batched
+    EXPECT_EQ(segment(*fusion).numLaunches(), 1u); // auto = batched
     ASSERT_EQ(batched.aliasPlans.size(), 4 * count);
     for (const AliasPlan& plan : batched.aliasPlans) {
       bool isStep = plan.alias.destination->rank() == 0;
@@ -69,12 +69,12 @@ TEST(Segmenter, SeedAdamGivesOneKernelPerParameterOrOneBatched) {
 
 TEST(Segmenter, ComponentsFollowTheParameters) {
   auto fusion = optim::buildSeedAdam({{4, 8}, {3}});
-  SegmentedFusion plan = segment(*fusion);
-  ASSERT_EQ(plan.components.size(), 2u);
-  const Component& first = plan.components[0];
+  SegmentedFusion segmented = segment(*fusion);
+  ASSERT_EQ(segmented.components.size(), 2u);
+  const Component& first = segmented.components[0];
   EXPECT_EQ(componentName(first), "p0");
   EXPECT_EQ(first.domain, (llvm::SmallVector<int64_t, 4>{4, 8}));
-  EXPECT_EQ(plan.components[1].domain, (llvm::SmallVector<int64_t, 4>{3}));
+  EXPECT_EQ(segmented.components[1].domain, (llvm::SmallVector<int64_t, 4>{3}));
   // p0, g0, m0, v0, step0 plus the four shared scalars, in order of first use.
   std::vector<std::string> names;
   for (const Value* input : first.inputs)
@@ -91,14 +91,14 @@ TEST(Segmenter, ParamGroupsWithDifferentLiteralsShareOneKernel) {
   addAdamMember(fd, 1, {4, 4}, 0.01, lr);
   addAdamMember(fd, 2, {9}, 0.0, lr);
   auto fusion = fd.finalize();
-  SegmentedFusion plan = segment(*fusion, {SegmentationMode::Batched});
-  EXPECT_EQ(plan.numKernels(), 1u);
-  ASSERT_EQ(plan.signatureClasses.size(), 1u);
-  ASSERT_EQ(plan.signatureClasses[0].lifted.size(), 1u); // only weight_decay differs
-  const LiftedConstant& lifted = plan.signatureClasses[0].lifted[0];
+  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::Batched});
+  EXPECT_EQ(segmented.numLaunches(), 1u);
+  ASSERT_EQ(segmented.signatureClasses.size(), 1u);
+  ASSERT_EQ(segmented.signatureClasses[0].lifted.size(), 1u); // only weight_decay differs
+  const LiftedConstant& lifted = segmented.signatureClasses[0].lifted[0];
   EXPECT_EQ(std::get<double>(lifted.values[0]), 0.01);
   EXPECT_EQ(std::get<double>(lifted.values[2]), 0.0);
-  std::string report = formatSegmentedFusion(plan);
+  std::string report = formatSegmentedFusion(segmented);
   EXPECT_NE(report.find("lifted into the member table"), std::string::npos) << report;
 }
 
@@ -110,11 +110,11 @@ TEST(Segmenter, MixedOptimizersBatchIntoTwoAndPackIntoOne) {
   addAdamMember(fd, 1, {32}, 0.0, lr);
   addSgdMember(fd, 1, {5, 5}, lr);
   auto fusion = fd.finalize();
-  EXPECT_EQ(segment(*fusion, {SegmentationMode::Batched}).numKernels(), 2u);
-  EXPECT_EQ(segment(*fusion, {SegmentationMode::Packed}).numKernels(), 1u);
-  EXPECT_EQ(segment(*fusion, {SegmentationMode::PerComponent}).numKernels(), 4u);
+  EXPECT_EQ(segment(*fusion, {SegmentationMode::Batched}).numLaunches(), 2u);
+  EXPECT_EQ(segment(*fusion, {SegmentationMode::Packed}).numLaunches(), 1u);
+  EXPECT_EQ(segment(*fusion, {SegmentationMode::PerComponent}).numLaunches(), 4u);
   nlohmann::json json = segmentedFusionToJson(segment(*fusion, {SegmentationMode::Packed}));
-  EXPECT_EQ(json["kernels"], 1);
+  EXPECT_EQ(json["launches"], 1);
   EXPECT_EQ(json["groups"][0]["members"].size(), 4u);
   EXPECT_EQ(json["groups"][0]["signature_classes"].size(), 2u);
 }
@@ -130,10 +130,10 @@ TEST(Segmenter, SharedReadOnlyZeroDimTensorsDoNotJoinComponents) {
     fd.copy_(where(eq(foundInf, 0.0), p - g * inverse, p), p);
   }
   auto fusion = fd.finalize();
-  SegmentedFusion plan = segment(*fusion, {SegmentationMode::PerComponent});
-  EXPECT_EQ(plan.components.size(), 3u);
+  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::PerComponent});
+  EXPECT_EQ(segmented.components.size(), 3u);
   // Each component carries the shared division it reads.
-  for (const Component& component : plan.components)
+  for (const Component& component : segmented.components)
     EXPECT_TRUE(llvm::any_of(component.exprs,
                              [&](const Expr* e) { return e->result() == inverse.value(); }));
 }
@@ -189,7 +189,7 @@ TEST(Segmenter, ReusedSharedExpressionsKeepOneSignature) {
     fd.copy_(p - half * p, p);
   }
   auto fusion = fd.finalize();
-  EXPECT_EQ(segment(*fusion, {SegmentationMode::Batched}).numKernels(), 1u);
+  EXPECT_EQ(segment(*fusion, {SegmentationMode::Batched}).numLaunches(), 1u);
 }
 
 TEST(Segmenter, SignedZeroLiteralsAreLifted) {

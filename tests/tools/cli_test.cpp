@@ -44,7 +44,7 @@ struct CliResult {
   std::string err;
 };
 
-class CliTest : public ::testing::Test {
+class Cli : public ::testing::Test {
 protected:
   void SetUp() override {
     writeFile(file("axpy.wf"), kAxpyText);
@@ -110,7 +110,7 @@ uint16_t bf16Bits(float value) {
 
 } // namespace
 
-TEST_F(CliTest, CheckPrintsTheCanonicalText) {
+TEST_F(Cli, CheckPrintsTheCanonicalText) {
   CliResult result = run("check axpy.wf");
   EXPECT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.err, "");
@@ -120,7 +120,7 @@ TEST_F(CliTest, CheckPrintsTheCanonicalText) {
   EXPECT_EQ(run("check - < axpy.wf").out, result.out);
 }
 
-TEST_F(CliTest, RunWritesOutputsAndUpdatedInputs) {
+TEST_F(Cli, RunWritesOutputsAndUpdatedInputs) {
   CliResult result = runAxpy(kGoodInputs);
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_EQ(result.err, "");
@@ -143,7 +143,7 @@ TEST_F(CliTest, RunWritesOutputsAndUpdatedInputs) {
   EXPECT_EQ(report["fusion"], "axpy");
   // auto: the generated kernels, on the GPU when there is one, else on the host backend.
   EXPECT_TRUE(report["backend"] == "host" || report["backend"] == "cuda") << report["backend"];
-  EXPECT_EQ(report["kernels"], 2); // z/h and the lone step counter: two signatures
+  EXPECT_EQ(report["launches"], 2); // z/h and the lone step counter: two signatures
   EXPECT_EQ(report["groups"].size(), 2u);
   ASSERT_EQ(report["outputs"].size(), 2u);
   EXPECT_EQ(report["outputs"][0]["name"], "z");
@@ -159,21 +159,21 @@ TEST_F(CliTest, RunWritesOutputsAndUpdatedInputs) {
             std::string::npos);
 }
 
-TEST_F(CliTest, RunCreatesTheOutputDirectory) {
+TEST_F(Cli, RunCreatesTheOutputDirectory) {
   CliResult result =
       run(fmt::format("run axpy.wf {} --scalar a=1 --scalar n=1 --out deep/er/out", kGoodInputs));
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_TRUE(llvm::sys::fs::exists(file("deep/er/out/z.npy")));
 }
 
-TEST_F(CliTest, RunNamesAMissingInputOrScalar) {
+TEST_F(Cli, RunNamesAMissingInputOrScalar) {
   expectOneLineError(runAxpy("--input x=x.npy --input step=step.npy"),
                      "fusion 'axpy' needs --input y=FILE.npy (f32[?, 3])");
   expectOneLineError(runAxpy(kGoodInputs, "--scalar a=2.5"), "needs --scalar n=VALUE (i32)");
   EXPECT_FALSE(llvm::sys::fs::exists(file("out")));
 }
 
-TEST_F(CliTest, RunRejectsExtraAndRepeatedInputs) {
+TEST_F(Cli, RunRejectsExtraAndRepeatedInputs) {
   expectOneLineError(runAxpy(std::string(kGoodInputs) + " --input w=x.npy"),
                      "--input w: fusion 'axpy' has no input named 'w'");
   expectOneLineError(runAxpy(kGoodInputs, "--scalar a=2.5 --scalar n=3 --scalar q=1"),
@@ -184,7 +184,7 @@ TEST_F(CliTest, RunRejectsExtraAndRepeatedInputs) {
                      "'a' is a scalar input; give it as --scalar a=VALUE (f64)");
 }
 
-TEST_F(CliTest, RunRejectsMalformedNpyFiles) {
+TEST_F(Cli, RunRejectsMalformedNpyFiles) {
   writeFile(file("garbage.npy"), "this is not numpy");
   expectOneLineError(runAxpy("--input x=garbage.npy --input y=y.npy --input step=step.npy"),
                      "input 'x': garbage.npy: not a .npy file (bad magic string");
@@ -196,7 +196,7 @@ TEST_F(CliTest, RunRejectsMalformedNpyFiles) {
                      "input 'x': cannot read 'absent.npy': No such file or directory");
 }
 
-TEST_F(CliTest, RunRejectsNpyFilesThatDisagreeWithTheDeclaration) {
+TEST_F(Cli, RunRejectsNpyFilesThatDisagreeWithTheDeclaration) {
   writeNpy(file("x64.npy"), HostTensor(DataType::Double, {2, 3}));
   expectOneLineError(runAxpy("--input x=x64.npy --input y=y.npy --input step=step.npy"),
                      "input 'x': x64.npy: holds f64 data (descr '<f8') but f32 was expected");
@@ -210,14 +210,14 @@ TEST_F(CliTest, RunRejectsNpyFilesThatDisagreeWithTheDeclaration) {
   EXPECT_FALSE(llvm::sys::fs::exists(file("out")));
 }
 
-TEST_F(CliTest, RunRejectsScalarsThatDoNotFit) {
+TEST_F(Cli, RunRejectsScalarsThatDoNotFit) {
   expectOneLineError(runAxpy(kGoodInputs, "--scalar a=2.5 --scalar n=3000000000"),
                      "scalar 'n' (i32): 3000000000 does not fit in i32");
   expectOneLineError(runAxpy(kGoodInputs, "--scalar a=fast --scalar n=3"),
                      "scalar 'a' (f64): expected a number, got 'fast'");
 }
 
-TEST_F(CliTest, ReportsFusionTextErrors) {
+TEST_F(Cli, ReportsFusionTextErrors) {
   writeFile(file("undefined.wf"), "fusion f(x: f32[2]) {\n  y = add(x, q)\n  return y\n}\n");
   expectOneLineError(run("check undefined.wf"), "undefined.wf:2:");
   expectOneLineError(run("check undefined.wf"), "'q'");
@@ -225,7 +225,7 @@ TEST_F(CliTest, ReportsFusionTextErrors) {
   expectOneLineError(run("check nowhere.wf"), "cannot read 'nowhere.wf'");
 }
 
-TEST_F(CliTest, RunOnTheHostBackendEqualsTheReferenceInEveryBlockOrder) {
+TEST_F(Cli, RunOnTheHostBackendEqualsTheReferenceInEveryBlockOrder) {
   CliResult reference = runAxpy(std::string(kGoodInputs) + " --backend reference");
   ASSERT_EQ(reference.exitCode, 0) << reference.err;
   std::string z = readFile(file("out/z.npy")), h = readFile(file("out/h.npy")),
@@ -250,7 +250,7 @@ TEST_F(CliTest, RunOnTheHostBackendEqualsTheReferenceInEveryBlockOrder) {
                      "--backend none compiles without running, so there is nothing to write");
 }
 
-TEST_F(CliTest, UsageErrorsExitWithStatus2) {
+TEST_F(Cli, UsageErrorsExitWithStatus2) {
   EXPECT_EQ(run("").exitCode, 2);
   EXPECT_EQ(run("frobnicate").exitCode, 2);
   EXPECT_EQ(run("run axpy.wf").exitCode, 2) << "--out is required";
@@ -260,7 +260,7 @@ TEST_F(CliTest, UsageErrorsExitWithStatus2) {
   EXPECT_NE(help.out.find("run"), std::string::npos);
 }
 
-TEST_F(CliTest, SegmentPrintsThePlanAsTextAndJson) {
+TEST_F(Cli, SegmentPrintsThePlanAsTextAndJson) {
   CliResult text = run("segment axpy.wf --mode per-component");
   ASSERT_EQ(text.exitCode, 0) << text.err;
   // z/h and the lone step counter are two components with two signatures.
@@ -270,12 +270,12 @@ TEST_F(CliTest, SegmentPrintsThePlanAsTextAndJson) {
   CliResult json = run("segment axpy.wf --json --mode packed");
   ASSERT_EQ(json.exitCode, 0) << json.err;
   nlohmann::json report = nlohmann::json::parse(json.out);
-  EXPECT_EQ(report["kernels"], 1);
+  EXPECT_EQ(report["launches"], 1);
   EXPECT_EQ(report["mode"], "packed");
   expectOneLineError(run("segment axpy.wf --mode fastest"), "unknown mode 'fastest'");
 }
 
-TEST_F(CliTest, AdamRunsTheSeedExampleInEachMode) {
+TEST_F(Cli, AdamRunsTheSeedExampleInEachMode) {
   CliResult summary = run("adam --steps 1");
   ASSERT_EQ(summary.exitCode, 0) << summary.err;
   EXPECT_NE(summary.out.find("per-component: 2 kernels"), std::string::npos) << summary.out;
@@ -291,7 +291,7 @@ TEST_F(CliTest, AdamRunsTheSeedExampleInEachMode) {
     CliResult json = run(fmt::format("adam --steps 1 --json --mode {}", mode));
     ASSERT_EQ(json.exitCode, 0) << json.err;
     nlohmann::json report = nlohmann::json::parse(json.out);
-    EXPECT_EQ(report["kernels"], kernels) << mode;
+    EXPECT_EQ(report["launches"], kernels) << mode;
     EXPECT_EQ(report["params"], 2);
     EXPECT_LT(report["max_abs_error_vs_oracle"].get<double>(), 1e-5);
   }
@@ -299,13 +299,13 @@ TEST_F(CliTest, AdamRunsTheSeedExampleInEachMode) {
   expectOneLineError(run("adam --block-order backwards"), "unknown block order 'backwards'");
 }
 
-TEST_F(CliTest, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
+TEST_F(Cli, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
   CliResult first = run("compile axpy.wf --json");
   ASSERT_EQ(first.exitCode, 0) << first.err;
   nlohmann::json report = nlohmann::json::parse(first.out);
   // z/h and the lone step counter: two signature classes, two kernels.
+  EXPECT_EQ(report["launches"], 2);
   EXPECT_EQ(report["kernels"], 2);
-  EXPECT_EQ(report["compiled_kernels"], 2);
   EXPECT_EQ(report["arch"], "sm_90");
   EXPECT_GT(report["compile_ms"].get<double>(), 0);
   ASSERT_EQ(report["kernel_stats"].size(), 2u);
@@ -328,7 +328,7 @@ TEST_F(CliTest, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
     EXPECT_EQ(kernel["cache"], "hit");
 }
 
-TEST_F(CliTest, CompileEmitsCudaOrPtxAndDumpsIntoADirectory) {
+TEST_F(Cli, CompileEmitsCudaOrPtxAndDumpsIntoADirectory) {
   CliResult cuda = run("compile axpy.wf --emit cuda");
   ASSERT_EQ(cuda.exitCode, 0) << cuda.err;
   EXPECT_NE(cuda.out.find("extern \"C\" __global__ void axpy_class0("), std::string::npos);
@@ -346,7 +346,7 @@ TEST_F(CliTest, CompileEmitsCudaOrPtxAndDumpsIntoADirectory) {
             cuda.out.substr(0, readFile(file("dumps/axpy_class0.cu")).size() + 1));
 }
 
-TEST_F(CliTest, CompileRejectsBadArchesAndEmitKinds) {
+TEST_F(Cli, CompileRejectsBadArchesAndEmitKinds) {
   expectOneLineError(run("compile axpy.wf --arch banana"), "invalid arch 'banana'");
   CliResult unsupported = run("compile axpy.wf --arch sm_91");
   EXPECT_EQ(unsupported.exitCode, 1);
@@ -356,7 +356,7 @@ TEST_F(CliTest, CompileRejectsBadArchesAndEmitKinds) {
   expectOneLineError(run("compile missing.wf"), "missing.wf");
 }
 
-TEST_F(CliTest, CompileWithoutNvrtcIsAClearError) {
+TEST_F(Cli, CompileWithoutNvrtcIsAClearError) {
   CliResult result = run("compile axpy.wf", "WIDEFUSE_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13");
   EXPECT_EQ(result.exitCode, 1);
   EXPECT_NE(result.err.find("NVRTC not found"), std::string::npos) << result.err;
@@ -367,23 +367,23 @@ TEST_F(CliTest, CompileWithoutNvrtcIsAClearError) {
   EXPECT_EQ(cuda.exitCode, 0) << cuda.err;
 }
 
-TEST_F(CliTest, CompileWithAnUnwritableCacheWarnsAndKeepsGoing) {
+TEST_F(Cli, CompileWithAnUnwritableCacheWarnsAndKeepsGoing) {
   writeFile(file("not-a-directory"), "x");
   CliResult result = run("compile axpy.wf --json",
                          fmt::format("WIDEFUSE_CACHE_DIR='{}'", file("not-a-directory/cache")));
   ASSERT_EQ(result.exitCode, 0) << result.err;
   EXPECT_NE(result.err.find("warning: kernel cache directory"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("caching in memory only"), std::string::npos) << result.err;
-  EXPECT_EQ(nlohmann::json::parse(result.out)["compiled_kernels"], 2);
+  EXPECT_EQ(nlohmann::json::parse(result.out)["kernels"], 2);
 }
 
-TEST_F(CliTest, AdamWithBackendNoneCompilesWithoutRunning) {
+TEST_F(Cli, AdamWithBackendNoneCompilesWithoutRunning) {
   for (auto [mode, kernels] : {std::pair{"per-component", 2}, std::pair{"batched", 1}}) {
     CliResult json = run(fmt::format("adam --backend none --json --mode {}", mode));
     ASSERT_EQ(json.exitCode, 0) << json.err;
     nlohmann::json report = nlohmann::json::parse(json.out);
-    EXPECT_EQ(report["kernels"], kernels) << mode;
-    EXPECT_EQ(report["compiled_kernels"], 1) << mode;
+    EXPECT_EQ(report["launches"], kernels) << mode;
+    EXPECT_EQ(report["kernels"], 1) << mode;
     EXPECT_EQ(report["kernel_stats"][0]["spill_bytes"], 0);
     EXPECT_EQ(report["kernel_stats"][0]["vector_bytes"], 16);
   }
@@ -399,7 +399,7 @@ TEST_F(CliTest, AdamWithBackendNoneCompilesWithoutRunning) {
                      "the reference backend runs no kernels");
 }
 
-TEST_F(CliTest, AdamOnTheHostBackendVerifiesAndExports) {
+TEST_F(Cli, AdamOnTheHostBackendVerifiesAndExports) {
   CliResult json = run("adam --steps 2 --backend host --block-order shuffle:5 --verify --json "
                        "--export state");
   ASSERT_EQ(json.exitCode, 0) << json.err;
@@ -422,24 +422,24 @@ TEST_F(CliTest, AdamOnTheHostBackendVerifiesAndExports) {
   EXPECT_EQ(p0.shape(), llvm::ArrayRef<int64_t>({1024, 1024}));
 }
 
-TEST_F(CliTest, AdamTakesModelsOptionsAndParamGroups) {
+TEST_F(Cli, AdamTakesModelsOptionsAndParamGroups) {
   CliResult llama = run("adam --model llama-7b --backend none --json");
   ASSERT_EQ(llama.exitCode, 0) << llama.err;
   nlohmann::json batched = nlohmann::json::parse(llama.out);
-  EXPECT_EQ(batched["kernels"], 1);
+  EXPECT_EQ(batched["launches"], 1);
   EXPECT_EQ(batched["params"], 291);
   EXPECT_EQ(batched["elements"], int64_t(6738415616));
   CliResult perComponent = run("adam --model llama-7b --backend none --json --mode per-component");
   ASSERT_EQ(perComponent.exitCode, 0) << perComponent.err;
   nlohmann::json split = nlohmann::json::parse(perComponent.out);
-  EXPECT_EQ(split["kernels"], 291); // one per tensor
-  EXPECT_EQ(split["compiled_kernels"], 1);
+  EXPECT_EQ(split["launches"], 291); // one per tensor
+  EXPECT_EQ(split["kernels"], 1);
 
   CliResult adamw = run("adam --model tiny --optimizer adamw --amsgrad --maximize --weight-decay "
                         "0.01 --capturable --param-groups 3 --steps 3 --verify --json");
   ASSERT_EQ(adamw.exitCode, 0) << adamw.err;
   nlohmann::json report = nlohmann::json::parse(adamw.out);
-  EXPECT_EQ(report["kernels"], 1) << "three param groups, one batched kernel";
+  EXPECT_EQ(report["launches"], 1) << "three param groups, one batched kernel";
   EXPECT_EQ(report["verify"]["different_elements"], 0);
   EXPECT_EQ(report["params"], 6);
   EXPECT_EQ(report["bytes_per_step"], 67 * 4 * 9);
@@ -456,7 +456,7 @@ TEST_F(CliTest, AdamTakesModelsOptionsAndParamGroups) {
   expectOneLineError(run("adam --model llama-7b --steps 1"), "--backend none");
 }
 
-TEST_F(CliTest, ModelsListsThePresets) {
+TEST_F(Cli, ModelsListsThePresets) {
   CliResult table = run("models");
   ASSERT_EQ(table.exitCode, 0) << table.err;
   EXPECT_NE(table.out.find("gpt2"), std::string::npos);

@@ -1,4 +1,4 @@
-#include "runtime/kernel_cache_entry.h"
+#include "runtime/kernel_cache_record.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 namespace widefuse {
 namespace {
 
-// Bump kFormatVersion whenever the layout below changes: old entries then read as corrupt
+// Bump kFormatVersion whenever the layout below changes: old records then read as corrupt
 // and are recompiled and overwritten.
 constexpr llvm::StringLiteral kMagic("WFKCACHE");
 constexpr uint32_t kFormatVersion = 1;
@@ -38,7 +38,7 @@ uint64_t fnv1Mixed(llvm::StringRef bytes) {
   return hash ^ (hash >> 31);
 }
 
-// Little-endian fields, so an entry means the same on every host that reads it.
+// Little-endian fields, so an record means the same on every host that reads it.
 class Writer {
 public:
   void u32(uint32_t value) { integer(value, 4); }
@@ -115,34 +115,34 @@ KeyHash hashKey(llvm::StringRef keyMaterial) {
   return {fnv1a(keyMaterial), fnv1Mixed(keyMaterial)};
 }
 
-std::string cacheEntryFileName(llvm::StringRef keyMaterial) {
+std::string cacheRecordFileName(llvm::StringRef keyMaterial) {
   return fmt::format("{:016x}.wfkernel", hashKey(keyMaterial).first);
 }
 
-std::string encodeCacheEntry(llvm::StringRef keyMaterial, const CompiledKernel& kernel) {
+std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CompiledKernel& kernel) {
   KeyHash key = hashKey(keyMaterial);
-  Writer entry;
-  entry.raw(kMagic);
-  entry.u32(kFormatVersion);
-  entry.u64(keyMaterial.size());
-  entry.u64(key.first);
-  entry.u64(key.second);
-  entry.bytes(kernel.name);
-  entry.bytes(kernel.arch);
-  entry.i32(kernel.stats.registers);
-  entry.i32(kernel.stats.spillStoreBytes);
-  entry.i32(kernel.stats.spillLoadBytes);
-  entry.i32(kernel.stats.stackBytes);
-  entry.bytes(kernel.log);
-  entry.bytes(kernel.ptx);
-  entry.bytes(llvm::StringRef(kernel.cubin.data(), kernel.cubin.size()));
-  entry.f64(kernel.nvrtcMilliseconds);
-  uint64_t checksum = fnv1a(entry.text());
-  entry.u64(checksum);
-  return std::move(entry.text());
+  Writer record;
+  record.raw(kMagic);
+  record.u32(kFormatVersion);
+  record.u64(keyMaterial.size());
+  record.u64(key.first);
+  record.u64(key.second);
+  record.bytes(kernel.name);
+  record.bytes(kernel.arch);
+  record.i32(kernel.stats.registers);
+  record.i32(kernel.stats.spillStoreBytes);
+  record.i32(kernel.stats.spillLoadBytes);
+  record.i32(kernel.stats.stackBytes);
+  record.bytes(kernel.log);
+  record.bytes(kernel.ptx);
+  record.bytes(llvm::StringRef(kernel.cubin.data(), kernel.cubin.size()));
+  record.f64(kernel.nvrtcMilliseconds);
+  uint64_t checksum = fnv1a(record.text());
+  record.u64(checksum);
+  return std::move(record.text());
 }
 
-std::optional<CompiledKernel> decodeCacheEntry(llvm::StringRef bytes, llvm::StringRef keyMaterial,
+std::optional<CompiledKernel> decodeCacheRecord(llvm::StringRef bytes, llvm::StringRef keyMaterial,
                                                std::string& problem) {
   // The checksum first: after it passes, every later mismatch is a real difference of key
   // or format, not damage.

@@ -1,5 +1,5 @@
 #pragma once
-/// The kernel cache's on-disk entry: the key it belongs to and one CompiledKernel, in a
+/// The kernel cache's on-disk record: the key it belongs to and one CompiledKernel, in a
 /// self-checking binary format, so a truncated, altered or foreign file is recognised and
 /// recompiled instead of being handed to the driver.
 
@@ -19,7 +19,7 @@ std::string kernelCacheKey(llvm::StringRef source, llvm::StringRef kernelName,
                            const CompileOptions& options, llvm::StringRef nvrtcVersion);
 
 /// A 128-bit hash of key material: two independent 64-bit FNV-style hashes, so a stored
-/// entry matches its key with negligible chance of a collision.
+/// record matches its key with negligible chance of a collision.
 struct KeyHash {
   uint64_t first = 0;
   uint64_t second = 0;
@@ -29,17 +29,17 @@ struct KeyHash {
 /// The 128-bit hash of `keyMaterial`.
 KeyHash hashKey(llvm::StringRef keyMaterial);
 
-/// The file name of the entry for `keyMaterial`: 16 hex digits of KeyHash::first and an
+/// The file name of the record for `keyMaterial`: 16 hex digits of KeyHash::first and an
 /// extension.
-std::string cacheEntryFileName(llvm::StringRef keyMaterial);
+std::string cacheRecordFileName(llvm::StringRef keyMaterial);
 
-/// The entry's bytes: magic, format version, key length and hash, the kernel's fields with
+/// The record's bytes: magic, format version, key length and hash, the kernel's fields with
 /// their lengths, and a trailing checksum over all of it.
-std::string encodeCacheEntry(llvm::StringRef keyMaterial, const CompiledKernel& kernel);
+std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CompiledKernel& kernel);
 
 /// The kernel stored in `bytes`, or nullopt with `problem` set (e.g. "checksum mismatch")
-/// when the bytes are not a well-formed entry for exactly `keyMaterial`.
-std::optional<CompiledKernel> decodeCacheEntry(llvm::StringRef bytes, llvm::StringRef keyMaterial,
+/// when the bytes are not a well-formed record for exactly `keyMaterial`.
+std::optional<CompiledKernel> decodeCacheRecord(llvm::StringRef bytes, llvm::StringRef keyMaterial,
                                                std::string& problem);
 
 } // namespace widefuse

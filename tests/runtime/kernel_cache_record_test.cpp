@@ -1,4 +1,4 @@
-#include "runtime/kernel_cache_entry.h"
+#include "runtime/kernel_cache_record.h"
 
 #include <gtest/gtest.h>
 
@@ -23,12 +23,12 @@ std::string sampleKey() {
   return kernelCacheKey("extern \"C\" __global__ void k() {}", "k", options, "13.0");
 }
 
-TEST(KernelCacheEntryTest, RoundTripsEveryField) {
+TEST(KernelCacheRecord, RoundTripsEveryField) {
   CompiledKernel kernel = sampleKernel();
   std::string key = sampleKey();
   std::string problem;
   std::optional<CompiledKernel> decoded =
-      decodeCacheEntry(encodeCacheEntry(key, kernel), key, problem);
+      decodeCacheRecord(encodeCacheRecord(key, kernel), key, problem);
   ASSERT_TRUE(decoded) << problem;
   EXPECT_EQ(decoded->name, kernel.name);
   EXPECT_EQ(decoded->arch, kernel.arch);
@@ -42,42 +42,42 @@ TEST(KernelCacheEntryTest, RoundTripsEveryField) {
   EXPECT_EQ(decoded->nvrtcMilliseconds, 12.5);
 }
 
-TEST(KernelCacheEntryTest, EveryTruncationIsRejected) {
+TEST(KernelCacheRecord, EveryTruncationIsRejected) {
   std::string key = sampleKey();
-  std::string entry = encodeCacheEntry(key, sampleKernel());
-  for (size_t size = 0; size < entry.size(); ++size) {
+  std::string record = encodeCacheRecord(key, sampleKernel());
+  for (size_t size = 0; size < record.size(); ++size) {
     std::string problem;
-    EXPECT_FALSE(decodeCacheEntry(llvm::StringRef(entry).take_front(size), key, problem))
+    EXPECT_FALSE(decodeCacheRecord(llvm::StringRef(record).take_front(size), key, problem))
         << "accepted a prefix of " << size << " bytes";
     EXPECT_FALSE(problem.empty());
   }
   std::string problem;
-  EXPECT_FALSE(decodeCacheEntry(entry + "x", key, problem));
+  EXPECT_FALSE(decodeCacheRecord(record + "x", key, problem));
 }
 
-TEST(KernelCacheEntryTest, EveryFlippedByteIsRejected) {
+TEST(KernelCacheRecord, EveryFlippedByteIsRejected) {
   std::string key = sampleKey();
-  std::string entry = encodeCacheEntry(key, sampleKernel());
-  for (size_t at = 0; at < entry.size(); ++at) {
-    std::string damaged = entry;
+  std::string record = encodeCacheRecord(key, sampleKernel());
+  for (size_t at = 0; at < record.size(); ++at) {
+    std::string damaged = record;
     damaged[at] ^= 0x20;
     std::string problem;
-    EXPECT_FALSE(decodeCacheEntry(damaged, key, problem)) << "accepted a flip at byte " << at;
+    EXPECT_FALSE(decodeCacheRecord(damaged, key, problem)) << "accepted a flip at byte " << at;
   }
 }
 
-TEST(KernelCacheEntryTest, EntryOfAnotherKeyIsRejected) {
+TEST(KernelCacheRecord, EntryOfAnotherKeyIsRejected) {
   std::string key = sampleKey();
-  std::string entry = encodeCacheEntry(key, sampleKernel());
+  std::string record = encodeCacheRecord(key, sampleKernel());
   CompileOptions noFmad;
   noFmad.fmad = false;
   std::string other = kernelCacheKey("extern \"C\" __global__ void k() {}", "k", noFmad, "13.0");
   std::string problem;
-  EXPECT_FALSE(decodeCacheEntry(entry, other, problem));
+  EXPECT_FALSE(decodeCacheRecord(record, other, problem));
   EXPECT_EQ(problem, "it belongs to another key");
 }
 
-TEST(KernelCacheEntryTest, KeyCoversEveryInput) {
+TEST(KernelCacheRecord, KeyCoversEveryInput) {
   CompileOptions base;
   CompileOptions sm80;
   sm80.arch = "sm_80";
@@ -99,7 +99,7 @@ TEST(KernelCacheEntryTest, KeyCoversEveryInput) {
       EXPECT_NE(keys[i], keys[j]) << i << " vs " << j;
       EXPECT_NE(hashKey(keys[i]).first, hashKey(keys[j]).first) << i << " vs " << j;
       EXPECT_NE(hashKey(keys[i]).second, hashKey(keys[j]).second) << i << " vs " << j;
-      EXPECT_NE(cacheEntryFileName(keys[i]), cacheEntryFileName(keys[j]));
+      EXPECT_NE(cacheRecordFileName(keys[i]), cacheRecordFileName(keys[j]));
     }
   EXPECT_EQ(hashKey(keys[0]), hashKey(kernelCacheKey("a", "k", base, "13.0")));
   // Two independent halves: not the same function of the key.
