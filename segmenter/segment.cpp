@@ -35,27 +35,29 @@ namespace {
 
 void groupPerComponent(SegmentedFusion& segmented) {
   for (const Component& component : segmented.components)
-    segmented.groups.push_back(
-        {unsigned(segmented.groups.size()), {segmented.classOfComponent[component.id]}, {component.id}});
+    segmented.groups.push_back({unsigned(segmented.groups.size()),
+                                {segmented.classOfComponent[component.id]},
+                                {component.id}});
   segmented.decisions.push_back(fmt::format(
-      "per-component: one kernel per component ({} kernels); components of one signature "
-      "share a compiled body ({} bodies)",
+      "per-component: one launch per component ({} launches); components of one signature "
+      "class share a compiled kernel ({} kernels)",
       segmented.groups.size(), segmented.signatureClasses.size()));
 }
 
 void groupBatched(SegmentedFusion& segmented) {
   for (const SignatureClass& signature : segmented.signatureClasses)
     segmented.groups.push_back({unsigned(segmented.groups.size()),
-                           {signature.id},
-                           {signature.members.begin(), signature.members.end()}});
+                                {signature.id},
+                                {signature.members.begin(), signature.members.end()}});
   segmented.decisions.push_back(fmt::format(
-      "batched: one kernel per signature class; {} components in {} classes give {} kernels",
+      "batched: one launch per signature class; {} components in {} classes give {} launches",
       segmented.components.size(), segmented.signatureClasses.size(), segmented.groups.size()));
 }
 
 void groupPacked(SegmentedFusion& segmented) {
   for (const SignatureClass& signature : segmented.signatureClasses) {
-    if (segmented.groups.empty() || segmented.groups.back().signatureClasses.size() == kMaxSignaturesPerPack)
+    if (segmented.groups.empty() ||
+        segmented.groups.back().signatureClasses.size() == kMaxSignaturesPerPack)
       segmented.groups.push_back({unsigned(segmented.groups.size()), {}, {}});
     KernelGroup& group = segmented.groups.back();
     group.signatureClasses.push_back(signature.id);
@@ -65,7 +67,7 @@ void groupPacked(SegmentedFusion& segmented) {
     llvm::sort(group.members);
   segmented.decisions.push_back(fmt::format(
       "packed: up to {} signature classes per kernel, each block running one member's body; "
-      "{} classes give {} kernels",
+      "{} classes give {} launches",
       kMaxSignaturesPerPack, segmented.signatureClasses.size(), segmented.groups.size()));
 }
 

@@ -11,7 +11,8 @@ llvm::StringRef resolutionName(HazardResolution resolution) {
 }
 
 /// "p0 [4, 8], p1 [7], ... (N more)": members of a group, capped for long lists.
-std::string describeMembers(const SegmentedFusion& segmented, const std::vector<unsigned>& members) {
+std::string describeMembers(const SegmentedFusion& segmented,
+                            const std::vector<unsigned>& members) {
   constexpr size_t kShown = 6;
   std::string text;
   for (size_t i = 0; i < members.size() && i < kShown; ++i) {
@@ -35,16 +36,17 @@ std::string componentName(const Component& component) {
 }
 
 std::string formatSegmentedFusion(const SegmentedFusion& segmented) {
-  std::string text = fmt::format(
-      "segments of fusion '{}' (mode {}, requested {}): {} components, {} signature "
-      "classes, {} kernels\n",
-      segmented.fusion->name(), modeName(segmented.mode).str(), modeName(segmented.requestedMode).str(),
-      segmented.components.size(), segmented.signatureClasses.size(), segmented.numLaunches());
+  std::string text =
+      fmt::format("segments of fusion '{}' (mode {}, requested {}): {} components, {} signature "
+                  "classes, {} launches\n",
+                  segmented.fusion->name(), modeName(segmented.mode).str(),
+                  modeName(segmented.requestedMode).str(), segmented.components.size(),
+                  segmented.signatureClasses.size(), segmented.numLaunches());
   for (const KernelGroup& group : segmented.groups) {
     std::string classes;
     for (unsigned id : group.signatureClasses)
       classes += fmt::format("{}{}", classes.empty() ? "" : ", ", id);
-    text += fmt::format("  kernel {}: class {}; {} members: {}\n", group.id, classes,
+    text += fmt::format("  group {}: class {}; {} members: {}\n", group.id, classes,
                         group.members.size(), describeMembers(segmented, group.members));
   }
   for (const SignatureClass& signature : segmented.signatureClasses) {

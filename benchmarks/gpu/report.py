@@ -22,7 +22,7 @@ def main() -> None:
             continue
         kind, case, name = row["run_name"].split("/")[:3]
         unit = {"us": 1e-6, "ms": 1e-3, "ns": 1e-9, "s": 1.0}[row["time_unit"]]
-        measured = (row["real_time"] * unit, int(row.get("launches", 0)),
+        measured = (row["real_time"] * unit, int(row.get("launches", row.get("kernels", 0))),
                     int(row.get("registers", 0)), int(row.get("blocks_per_sm", 0)))
         (widefuse if kind == "adam" else variants)[(case, name)] = measured
     torch = json.load(open(sys.argv[3]))
@@ -35,8 +35,8 @@ def main() -> None:
         cells = []
         for mode in ("batched", "per-component"):
             if (name, mode) in widefuse:
-                seconds, kernels, _, _ = widefuse[(name, mode)]
-                cells.append(f"{cell(seconds, size)} ({kernels} kernels)")
+                seconds, launches, _, _ = widefuse[(name, mode)]
+                cells.append(f"{cell(seconds, size)} ({launches} launches)")
             else:
                 cells.append("—")
         measured = torch["cases"].get(name, {})

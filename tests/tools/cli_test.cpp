@@ -260,11 +260,11 @@ TEST_F(Cli, UsageErrorsExitWithStatus2) {
   EXPECT_NE(help.out.find("run"), std::string::npos);
 }
 
-TEST_F(Cli, SegmentPrintsThePlanAsTextAndJson) {
+TEST_F(Cli, SegmentPrintsTheSegmentationAsTextAndJson) {
   CliResult text = run("segment axpy.wf --mode per-component");
   ASSERT_EQ(text.exitCode, 0) << text.err;
   // z/h and the lone step counter are two components with two signatures.
-  EXPECT_NE(text.out.find("2 components, 2 signature classes, 2 kernels"), std::string::npos)
+  EXPECT_NE(text.out.find("2 components, 2 signature classes, 2 launches"), std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("copy_("), std::string::npos) << text.out;
   CliResult json = run("segment axpy.wf --json --mode packed");
