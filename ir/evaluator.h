@@ -2,6 +2,7 @@
 /// The reference evaluator: runs a Fusion on host buffers, element by element, in the
 /// declared data types. It is the ground truth every backend is compared with.
 
+#include "ir/arguments.h"
 #include "ir/host_tensor.h"
 #include "ir/value.h"
 
@@ -14,14 +15,6 @@
 namespace widefuse {
 
 class Fusion;
-
-/// The value of a runtime scalar input: a bool, an integer or a floating-point number
-/// (converted to the scalar's declared type).
-using ScalarArgument = ConstantValue;
-
-/// One argument of a fusion run, in the order of Fusion::inputs(): a tensor view for a tensor
-/// input, a number for a runtime scalar.
-using Argument = std::variant<TensorRef, ScalarArgument>;
 
 /// How the evaluator computes.
 struct EvaluatorOptions {
@@ -39,10 +32,6 @@ struct EvaluationResult {
   /// f64 for floating types in oracle mode).
   std::vector<HostTensor> aliasFinalValues;
 };
-
-/// Checks every argument against the fusion's inputs (count, kind, dtype, rank, extents,
-/// strides of written inputs) and throws Error naming the first bad one. Nothing is written.
-void checkArguments(const Fusion& fusion, llvm::ArrayRef<Argument> arguments);
 
 /// Runs the fusion. Arguments are checked first; then every expression is evaluated; only
 /// then, in normal mode, the aliased inputs receive their new values (copy_ deferred to the
