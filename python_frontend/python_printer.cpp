@@ -65,10 +65,7 @@ std::string pythonNumber(const ConstantValue& constant) {
     return "float(\"nan\")";
   if (std::isinf(number))
     return number > 0 ? "float(\"inf\")" : "float(\"-inf\")";
-  std::string text = fmt::format("{}", number);
-  if (text.find_first_of(".e") == std::string::npos)
-    text += ".0";
-  return text;
+  return formatConstant(constant); // the shortest text that reads back, with a '.' or exponent
 }
 
 std::string pythonList(llvm::ArrayRef<int64_t> values) {

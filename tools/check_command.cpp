@@ -29,7 +29,7 @@ void addCheckCommand(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   CLI::App* command = app.add_subcommand(
       "check", "Parse and verify a fusion text file and print it in canonical form");
-  command->add_option("file", *path, "Fusion text file ('-' for standard input)")->required();
+  addFusionFileArgument(*command, *path);
   command->callback([path] { runCheck(*path); });
 }
 

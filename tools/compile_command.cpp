@@ -49,8 +49,7 @@ void addCompileCommand(CLI::App& app) {
   auto arguments = std::make_shared<CompileCommandArguments>();
   CLI::App* command = app.add_subcommand(
       "compile", "Generate and compile a fusion's CUDA kernels (NVRTC, no GPU needed)");
-  command->add_option("file", arguments->path, "Fusion text file ('-' for standard input)")
-      ->required();
+  addFusionFileArgument(*command, arguments->path);
   addCompileOptions(*command, arguments->compile);
   command->add_flag("--json", arguments->json, "Print a JSON report with kernel_stats");
   command->callback([arguments] { runCompile(*arguments); });

@@ -1,5 +1,7 @@
 #include "tools/fusion_file.h"
 
+#include <CLI/CLI.hpp>
+
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
@@ -7,6 +9,10 @@
 #include <llvm/Support/MemoryBuffer.h>
 
 namespace widefuse {
+
+void addFusionFileArgument(CLI::App& command, std::string& path) {
+  command.add_option("file", path, "Fusion text file ('-' for standard input)")->required();
+}
 
 std::unique_ptr<Fusion> loadFusionFile(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);

@@ -174,8 +174,7 @@ void addRunCommand(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* command = app.add_subcommand(
       "run", "Run a fusion on .npy inputs and write its outputs and updated inputs as .npy");
-  command->add_option("file", options->file, "Fusion text file ('-' for standard input)")
-      ->required();
+  addFusionFileArgument(*command, options->file);
   // One NAME=VALUE per flag, so that a value list never swallows the positional FILE.
   command
       ->add_option("--input", options->inputs,

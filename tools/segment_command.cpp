@@ -38,8 +38,7 @@ void addSegmentCommand(CLI::App& app) {
   auto arguments = std::make_shared<SegmentArguments>();
   CLI::App* command =
       app.add_subcommand("segment", "Show how a fusion is grouped into kernels (no run)");
-  command->add_option("file", arguments->path, "Fusion text file ('-' for standard input)")
-      ->required();
+  addFusionFileArgument(*command, arguments->path);
   command->add_option("--mode", arguments->mode, "per-component, batched, packed or auto")
       ->capture_default_str();
   command->add_flag("--json", arguments->json, "Print the segmentation as JSON");
