@@ -56,16 +56,16 @@ namespace {
 
 /// A number as Python source: floats keep a decimal point, non-finite values use float().
 std::string pythonNumber(const ConstantValue& constant) {
+  // Python spells booleans and non-finite floats its own way; every other number as the
+  // text form does (the shortest text that reads back, with a '.' or exponent for floats).
   if (const bool* flag = std::get_if<bool>(&constant))
     return *flag ? "True" : "False";
-  if (const int64_t* integer = std::get_if<int64_t>(&constant))
-    return fmt::format("{}", *integer);
-  double number = std::get<double>(constant);
-  if (std::isnan(number))
+  const double* number = std::get_if<double>(&constant);
+  if (number && std::isnan(*number))
     return "float(\"nan\")";
-  if (std::isinf(number))
-    return number > 0 ? "float(\"inf\")" : "float(\"-inf\")";
-  return formatConstant(constant); // the shortest text that reads back, with a '.' or exponent
+  if (number && std::isinf(*number))
+    return *number > 0 ? "float(\"inf\")" : "float(\"-inf\")";
+  return formatConstant(constant);
 }
 
 std::string pythonList(llvm::ArrayRef<int64_t> values) {
