@@ -219,13 +219,19 @@ void kernel(const KernelPlan& plan, CodeWriter& out) {
 void launchAbi(const KernelPlan& plan, CodeWriter& out) {
   llvm::SmallVector<std::string, 16> fields;
   for (const BodyPlan& body : plan.bodies)
-    for (const Slot& slot : body.slots)
-      if (slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor)
-        fields.push_back(fmt::format("{{{}, {}, \"{}\"}}", slot.shared ? -1 : int(body.index),
-                                     slot.offset, slot.field));
+    for (const Slot& slot : body.slots) {
+      if (slot.kind != SlotKind::ElementTensor && slot.kind != SlotKind::UniformTensor)
+        continue;
+      // Shared element tensors have no one numel to bound them by.
+      const char* reach = slot.kind == SlotKind::UniformTensor              ? "wf_reach_one"
+                          : body.indexing == Indexing::Flat && !slot.shared ? "wf_reach_numel"
+                                                                            : "wf_reach_first";
+      fields.push_back(fmt::format("{{{}, {}, \"{}\", {}, {}}}", slot.shared ? -1 : int(body.index),
+                                   slot.offset, slot.field, byteSize(slot.dtype), reach));
+    }
   size_t count = fields.size();
   if (fields.empty())
-    fields.push_back("{-2, 0, \"\"}"); // no array of size 0 in C++
+    fields.push_back("{-2, 0, \"\", 0, wf_reach_one}"); // no array of size 0 in C++
   bool inParameters = plan.tableLocation == TableLocation::KernelParameters;
   out.line(
       "/// Where the launch's pointers are (body -1: the parameter block; else offsets in that");

@@ -6,12 +6,21 @@
 #ifndef WIDEFUSE_LAUNCH_ABI
 #define WIDEFUSE_LAUNCH_ABI
 
+/// How much memory a pointer field reaches, so a checker can bound it.
+enum wf_pointer_reach {
+  wf_reach_one = 0,   // one element (a 0-d tensor read by every element)
+  wf_reach_numel = 1, // numel contiguous elements of the member (flat bodies)
+  wf_reach_first = 2  // at least the first element when numel > 0 (strided bodies)
+};
+
 /// One pointer field of a launch: in the parameter block (body -1) or in the member entries
 /// run by body `body`, at a byte offset.
 struct wf_pointer_field {
   int body;
   unsigned offset;
-  const char* name; // the field's name in the generated code
+  const char* name;       // the field's name in the generated code
+  unsigned element_bytes; // size of one element of the tensor
+  int reach;              // a wf_pointer_reach
 };
 
 /// Where every pointer of a launch is; generated kernels export one as `<kernel>_launch_abi`.

@@ -238,3 +238,27 @@ TEST(CudaProtocol, TheDoubleCatchesAnUnorderedLegacyStreamWrite) {
       << driverDouble->violations();
   driverDouble->reset();
 }
+
+TEST(CudaProtocol, TheDoubleCatchesATensorReachingPastItsAllocation) {
+  // The test of the test: a flat body's tensor whose elements run past the end of its device
+  // allocation is reported before the launch touches it.
+  WF_REQUIRE_DOUBLE();
+  const CudaDevice& device = CudaDevice::get();
+  optim::AdamFusion adam = adamOver(3);
+  AdamState state = initialAdamState(adam);
+  DeviceCopy copy(device, *adam.fusion, state);
+  TensorRef* tensor = nullptr;
+  for (Argument& argument : copy.arguments)
+    if (auto* candidate = std::get_if<TensorRef>(&argument); candidate && candidate->numel() > 1)
+      tensor = tensor ? tensor : candidate;
+  ASSERT_NE(tensor, nullptr);
+  // The last element's worth of bytes further on: numel elements now end past the buffer.
+  tensor->data = static_cast<std::byte*>(tensor->data) + byteSize(tensor->dtype);
+  FusionExecutorCache executor(*adam.fusion, onTheDevice(SegmentationMode::Batched));
+  executor.run(copy.arguments);
+  std::string message = errorOf([&] { device.synchronize(nullptr); });
+  EXPECT_NE(message.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << message;
+  EXPECT_NE(driverDouble->violations().find("past the end of its allocation"), std::string::npos)
+      << driverDouble->violations();
+  driverDouble->reset();
+}

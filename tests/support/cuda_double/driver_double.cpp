@@ -108,12 +108,14 @@ template <typename T> T readAt(const std::byte* bytes, unsigned offset) {
   return value;
 }
 
-/// Checks one pointer a launch passes: a live allocation of its device, written in order.
-void checkPointer(const Operation& launch, int device, const void* pointer,
+/// Checks one pointer a launch passes: [pointer, pointer + bytes) inside a live allocation of
+/// its device, written in order.
+void checkPointer(const Operation& launch, int device, const void* pointer, size_t bytes,
                   const std::string& where) {
-  if (!pointer)
+  if (!pointer || bytes == 0)
     return; // empty tensors may have no memory; a dereference would crash the host build
-  Allocation* allocation = model().find(reinterpret_cast<uintptr_t>(pointer));
+  uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
+  Allocation* allocation = model().find(address);
   if (!allocation) {
     model().violate(launch.what + " passes " + where +
                     " pointing outside every live device allocation (host memory, or freed)");
@@ -122,7 +124,37 @@ void checkPointer(const Operation& launch, int device, const void* pointer,
   if (allocation->device != device)
     model().violate(launch.what + " on device " + std::to_string(device) + " passes " + where +
                     " in the memory of device " + std::to_string(allocation->device));
+  if (!model().find(address, bytes))
+    model().violate(launch.what + " passes " + where + " reaching " + std::to_string(bytes) +
+                    " bytes, past the end of its allocation");
   model().checkOrdered(launch, *allocation, where);
+}
+
+/// The bytes a pointer field reaches for a member of `numel` elements (0: nothing to check).
+size_t reachBytes(const wf_pointer_field& field, int64_t numel) {
+  if (field.reach == wf_reach_one)
+    return field.element_bytes;
+  if (numel <= 0)
+    return 0; // an empty member reads nothing; its pointer may be anything
+  return field.reach == wf_reach_numel ? size_t(numel) * field.element_bytes : field.element_bytes;
+}
+
+/// The member table a launch reads, or null after reporting why it cannot be read.
+const std::byte* memberTable(const Operation& launch, const Module& module,
+                             const std::vector<std::byte>& parameters, int members) {
+  const wf_launch_abi& abi = *module.abi;
+  size_t tableBytes = size_t(members) * abi.entry_bytes;
+  if (abi.table_in_parameters) {
+    if (abi.table_offset + tableBytes > parameters.size()) {
+      model().violate(launch.what + " names " + std::to_string(members) +
+                      " members, more than its parameter block holds");
+      return nullptr;
+    }
+    return parameters.data() + abi.table_offset;
+  }
+  void* table = readAt<void*>(parameters.data(), abi::kTableOffset);
+  checkPointer(launch, module.device, table, tableBytes, "the member table");
+  return model().stickyError() ? nullptr : static_cast<const std::byte*>(table);
 }
 
 /// Every pointer of a widefuse launch, found with the kernel's own description.
@@ -130,26 +162,29 @@ void checkLaunchPointers(const Operation& launch, const Module& module,
                          const std::vector<std::byte>& parameters) {
   const wf_launch_abi& abi = *module.abi;
   const std::byte* block = parameters.data();
-  checkPointer(launch, module.device, readAt<void*>(block, abi::kTicketsOffset), "the tickets");
-  const std::byte* table = block + abi.table_offset;
-  if (!abi.table_in_parameters) {
-    void* tablePointer = readAt<void*>(block, abi::kTableOffset);
-    checkPointer(launch, module.device, tablePointer, "the member table");
-    if (model().stickyError())
-      return; // do not read through a bad table pointer
-    table = static_cast<const std::byte*>(tablePointer);
-  }
   int members = readAt<int32_t>(block, abi::kNumMembersOffset);
+  if (members < 0) {
+    model().violate(launch.what + " names a negative number of members");
+    return;
+  }
+  checkPointer(launch, module.device, readAt<void*>(block, abi::kTicketsOffset),
+               size_t(members) * sizeof(uint32_t), "the tickets");
   for (unsigned f = 0; f < abi.field_count; ++f)
     if (abi.fields[f].body == -1)
       checkPointer(launch, module.device, readAt<void*>(block, abi.fields[f].offset),
+                   reachBytes(abi.fields[f], 1),
                    std::string("the shared tensor '") + abi.fields[f].name + "'");
+  const std::byte* table = memberTable(launch, module, parameters, members);
+  if (!table)
+    return; // do not read through a bad table
   for (int m = 0; m < members; ++m) {
     const std::byte* entry = table + size_t(m) * abi.entry_bytes;
     int body = readAt<int32_t>(entry, abi::kEntryBodyOffset);
+    int64_t numel = readAt<int64_t>(entry, abi::kEntryNumelOffset);
     for (unsigned f = 0; f < abi.field_count; ++f)
       if (abi.fields[f].body == body)
         checkPointer(launch, module.device, readAt<void*>(entry, abi.fields[f].offset),
+                     reachBytes(abi.fields[f], numel),
                      "member " + std::to_string(m) + "'s tensor '" + abi.fields[f].name + "'");
   }
 }
@@ -408,9 +443,11 @@ WF_EXPORT int cuMemcpyDtoH_v2(void* to, uintptr_t from, size_t bytes) {
   WF_NEED_CONTEXT;
   if (!model().find(from, bytes))
     return kInvalidValue;
-  // Synchronous: returns once the copy is done, after the legacy stream's earlier work.
-  model().execute(
-      queueDownload(model().legacyStream(currentDevice), to, from, bytes, "cuMemcpyDtoH"));
+  // Synchronous: returns once the copy is done, after the legacy stream's earlier work; the
+  // host has then seen everything before it on that stream complete.
+  Stream& legacy = model().legacyStream(currentDevice);
+  queueDownload(legacy, to, from, bytes, "cuMemcpyDtoH");
+  model().synchronize(legacy);
   return model().stickyError();
 }
 
@@ -450,8 +487,8 @@ WF_EXPORT int cuStreamCreate(void** stream, unsigned flags) {
 
 WF_EXPORT int cuStreamDestroy_v2(void* stream) {
   WF_LOCK;
-  Stream* queue = model().streamOf(stream, std::max(currentDevice, 0));
-  if (!stream || !queue)
+  Stream* queue = model().anyStream(stream);
+  if (!queue)
     return kInvalidHandle;
   model().destroyStream(queue);
   return kSuccess;
@@ -507,6 +544,7 @@ WF_EXPORT int cuModuleLoadData(Module** module, const void* image) {
 
 WF_EXPORT int cuModuleUnload(Module* module) {
   WF_LOCK;
+  model().drainAll(); // queued launches of the module still need it
   delete module;
   return kSuccess;
 }

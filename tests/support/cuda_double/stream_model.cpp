@@ -34,7 +34,7 @@ bool StreamModel::free(uintptr_t base) {
   auto found = allocations_.find(base);
   if (found == allocations_.end())
     return false;
-  synchronizeAll();
+  drainAll(); // the memory must outlive queued work; this orders nothing for the host
   std::free(reinterpret_cast<void*>(base));
   allocations_.erase(found);
   return true;
@@ -72,18 +72,35 @@ Stream* StreamModel::createStream(int device, bool nonBlocking) {
 }
 
 void StreamModel::destroyStream(Stream* stream) {
-  synchronize(*stream); // the driver lets queued work finish
+  if (stream->last)
+    execute(*stream->last); // the driver lets queued work finish; the host learns nothing
   stream->last = nullptr;
 }
 
 Stream* StreamModel::streamOf(void* handle, int device) {
   if (!handle)
     return &legacyStream(device);
+  Stream* stream = anyStream(handle);
+  // A stream of another device's context is not a valid handle here.
+  return stream && stream->device == device ? stream : nullptr;
+}
+
+Stream* StreamModel::anyStream(void* handle) {
   for (const auto& stream : streams_)
     if (stream.get() == handle)
       return stream.get();
   return nullptr;
 }
+
+namespace {
+
+/// `into` also covers what `other` covers.
+void join(Clock& into, const Clock& other) {
+  for (const auto& [stream, id] : other)
+    into[stream] = std::max(into[stream], id);
+}
+
+} // namespace
 
 Operation& StreamModel::enqueue(Stream& stream, std::string what, std::vector<Allocation*> writes,
                                 std::function<void(Operation&)> run) {
@@ -94,56 +111,87 @@ Operation& StreamModel::enqueue(Stream& stream, std::string what, std::vector<Al
   operation.what = std::move(what);
   operation.writes = std::move(writes);
   operation.run = std::move(run);
-  auto waitFor = [&](Operation* earlier) {
-    if (earlier && !earlier->done)
+  operation.clock = hostKnows_;
+  auto after = [&](Operation* earlier) {
+    if (!earlier)
+      return;
+    join(operation.clock, earlier->clock);
+    if (!earlier->done)
       operation.waitsFor.push_back(earlier);
   };
-  waitFor(stream.last);
+  after(stream.last);
   // The legacy stream's implicit synchronisation with the device's blocking streams.
   if (stream.legacy) {
     for (const auto& other : streams_)
       if (other->device == stream.device && !other->nonBlocking)
-        waitFor(other->last);
+        after(other->last);
   } else if (!stream.nonBlocking) {
-    waitFor(legacyStream(stream.device).last);
+    after(legacyStream(stream.device).last);
   }
+  operation.clock[&stream] = operation.id;
   stream.last = &operation;
   for (Allocation* allocation : operation.writes)
-    allocation->pendingWrites.push_back(&operation);
+    allocation->writes[&stream].push_back(&operation);
   return operation;
 }
 
 void StreamModel::execute(Operation& operation) {
-  if (operation.done)
-    return;
-  for (Operation* earlier : operation.waitsFor)
-    execute(*earlier);
+  // The operation and everything it waits for, run in queue order (what it waits for was
+  // queued earlier); iterative, so long queues do not deepen the stack.
+  std::vector<Operation*> pending = {&operation}, closure;
+  while (!pending.empty()) {
+    Operation* next = pending.back();
+    pending.pop_back();
+    if (next->done || std::find(closure.begin(), closure.end(), next) != closure.end())
+      continue;
+    closure.push_back(next);
+    pending.insert(pending.end(), next->waitsFor.begin(), next->waitsFor.end());
+  }
+  std::sort(closure.begin(), closure.end(),
+            [](const Operation* a, const Operation* b) { return a->id < b->id; });
+  for (Operation* next : closure)
+    runNow(*next);
+}
+
+void StreamModel::runNow(Operation& operation) {
   operation.run(operation);
   operation.run = nullptr; // frees what it captured (staged host data)
   operation.done = true;
-  for (Allocation* allocation : operation.writes) {
-    auto& pending = allocation->pendingWrites;
-    pending.erase(std::remove(pending.begin(), pending.end(), &operation), pending.end());
-  }
 }
 
 void StreamModel::synchronize(Stream& stream) {
-  if (stream.last)
-    execute(*stream.last);
+  if (!stream.last)
+    return;
+  execute(*stream.last);
+  join(hostKnows_, stream.last->clock);
+}
+
+void StreamModel::drainAll() {
+  for (const auto& operation : operations_)
+    if (!operation->done)
+      runNow(*operation); // queue order respects every wait
 }
 
 void StreamModel::synchronizeAll() {
+  drainAll();
   for (const auto& operation : operations_)
-    execute(*operation);
+    hostKnows_[operation->stream] = std::max(hostKnows_[operation->stream], operation->id);
 }
 
 void StreamModel::checkOrdered(const Operation& reader, const Allocation& allocation,
                                const std::string& where) {
-  for (const Operation* write : allocation.pendingWrites)
-    if (write->id < reader.id)
+  for (const auto& [stream, writes] : allocation.writes) {
+    // The last write of that stream queued before the reader: ordering it orders the rest.
+    const Operation* latest = nullptr;
+    for (const Operation* write : writes)
+      if (write->id < reader.id)
+        latest = write;
+    auto known = reader.clock.find(stream);
+    if (latest && (known == reader.clock.end() || known->second < latest->id))
       violate(reader.what + " on " + reader.stream->name + " reads " + where + ", which " +
-              write->what + " queued on " + write->stream->name +
+              latest->what + " queued on " + latest->stream->name +
               " earlier writes, but nothing orders that write before it");
+  }
 }
 
 } // namespace widefuse::cuda_double

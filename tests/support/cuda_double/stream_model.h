@@ -9,9 +9,12 @@
 ///   earlier work of every blocking stream of its device, and blocking streams wait for the
 ///   legacy stream's earlier work; non-blocking streams (CU_STREAM_NON_BLOCKING, torch's pool
 ///   streams) wait for nothing but themselves.
-/// - Device memory is host memory; each allocation remembers the writes queued for it that
-///   have not run. A reader (a kernel, a download) that runs while such a write queued before
-///   it is still pending was not ordered after it: a violation.
+/// - Device memory is host memory; each allocation remembers the writes queued for it. Order is
+///   decided when work is queued, not by when it happens to run: every operation carries a
+///   vector clock (per stream, the last operation of that stream ordered before it: through its
+///   own stream, the legacy stream's implicit synchronisation, or a host synchronisation that
+///   came first). A reader whose clock does not cover a write queued before it was not ordered
+///   after that write: a violation, whatever order the double later runs them in.
 
 #include <cstdint>
 #include <deque>
@@ -24,14 +27,18 @@
 namespace widefuse::cuda_double {
 
 struct Operation;
+struct Stream;
+
+/// Per stream, the id of its last operation known to come before (0: none).
+using Clock = std::map<const Stream*, uint64_t>;
 
 /// One cuMemAlloc.
 struct Allocation {
   uintptr_t base = 0;
   size_t size = 0;
   int device = 0;
-  /// Queued writes into it that have not run yet.
-  std::vector<Operation*> pendingWrites;
+  /// The writes queued into it, per stream, in queue order.
+  std::map<const Stream*, std::vector<const Operation*>> writes;
 };
 
 /// A stream (null handle: the device's legacy default stream).
@@ -53,6 +60,8 @@ struct Operation {
   std::vector<Allocation*> writes;
   std::function<void(Operation&)> run;
   bool done = false;
+  /// What is ordered before this operation (its own stream's entry is its id).
+  Clock clock;
 };
 
 /// Allocations, streams and the queue of one process; not thread-safe (the driver double
@@ -78,29 +87,41 @@ public:
   Stream& legacyStream(int device);
   Stream* createStream(int device, bool nonBlocking);
   void destroyStream(Stream* stream);
-  /// The stream a handle names (null: the legacy stream of `device`).
+  /// The stream a handle names in `device`'s context (null handle: its legacy stream); null
+  /// when the handle names no stream of that device.
   Stream* streamOf(void* handle, int device);
+  /// The created stream a handle names, of any device; null when none.
+  Stream* anyStream(void* handle);
 
   /// Queues `run` on `stream` after what it must wait for; it writes `writes`.
   Operation& enqueue(Stream& stream, std::string what, std::vector<Allocation*> writes,
                      std::function<void(Operation&)> run);
   /// Runs `operation` and everything it waits for.
   void execute(Operation& operation);
-  /// Runs everything queued on `stream` (and what that waits for).
+  /// Runs everything queued on `stream` (and what that waits for); the host has then seen it
+  /// complete.
   void synchronize(Stream& stream);
-  /// Runs everything queued, in order.
+  /// Runs everything queued, in order; the host has then seen all of it complete.
   void synchronizeAll();
-  /// Checks that `reader`, about to run, reads no allocation with a write queued before it
-  /// that has not run; records a violation naming `where` otherwise.
+  /// Runs everything queued, in order, without the host learning anything (work that must
+  /// finish before memory or a module goes away).
+  void drainAll();
+  /// Checks that every write into `allocation` queued before `reader` is ordered before it;
+  /// records a violation naming `where` otherwise.
   void checkOrdered(const Operation& reader, const Allocation& allocation,
                     const std::string& where);
 
 private:
+  void runNow(Operation& operation);
+
   std::map<uintptr_t, std::unique_ptr<Allocation>> allocations_;
   std::map<int, std::unique_ptr<Stream>> legacy_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::deque<std::unique_ptr<Operation>> operations_;
   uint64_t nextId_ = 1;
+  /// What the host has seen complete (synchronisations); everything queued later is ordered
+  /// after it.
+  Clock hostKnows_;
   std::string violations_;
   int stickyError_ = 0;
 };
