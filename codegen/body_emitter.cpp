@@ -328,9 +328,13 @@ void BodyEmitter::vectorLoop() {
     out_.line("wf_store({} + i, store_{});", pointerOf(slot), slot.field);
   });
   if (body_.prefetch) {
+    // next_ holds a vector only when there is a next iteration; copying it otherwise would
+    // read uninitialised registers.
+    out_.open("if (i + {} < tail_begin)", stride);
     out_.directive("#pragma unroll");
     out_.open("for (int k = 0; k < {}; ++k)", vector);
     reads([&](const Slot& slot) { out_.line("load_{0}[k] = next_{0}[k];", slot.field); });
+    out_.close();
     out_.close();
   }
   out_.close();

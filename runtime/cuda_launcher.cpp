@@ -41,8 +41,12 @@ void CudaLaunches::launch(const CompiledFusion& compiled, std::vector<LaunchBind
     if (rebound) {
       setTableAddresses(binding, tables_[i].size() ? tables_[i].pointer() : nullptr,
                         tickets_[i].pointer());
-      // Pageable host memory is staged before the call returns, so the binding may change
-      // afterwards; the copy itself runs in stream order, after earlier kernels read the table.
+      // The copy runs in stream order, after earlier kernels read the old table. The binding
+      // is pageable host memory, which the driver stages into pinned memory before the call
+      // returns (the driver API's "API synchronization behavior": such a copy "might be
+      // synchronous with respect to host" and may be staged), so the binding may change
+      // afterwards. The documentation describes this staging but does not promise it; a
+      // pinned, event-guarded table would not depend on it (docs/runtime.md, limitations).
       if (!binding.table.empty())
         tables_[i].uploadAsync(binding.table, stream);
     }

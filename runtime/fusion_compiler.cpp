@@ -64,27 +64,32 @@ CompiledFusion compileFusion(const Fusion& fusion, const FusionCompileOptions& o
     writeDump(dumps, fusion.name() + ".segments.txt", formatSegmentedFusion(*result.segmented));
 
   Specialization declared = declaredSpecialization(*result.segmented);
-  result.scheduled = schedule(*result.segmented, specialization ? *specialization : declared, options.device,
-                              options.schedule);
+  result.scheduled = schedule(*result.segmented, specialization ? *specialization : declared,
+                              options.device, options.schedule);
   result.kernels.resize(result.scheduled.plans.size());
   for (const KernelLaunch& launch : result.scheduled.launches)
     ++result.kernels[launch.plan].launches;
   CompileOptions compileOptions{options.device.arch, options.fmad};
   for (size_t i = 0; i < result.scheduled.plans.size(); ++i) {
     FusionKernel& kernel = result.kernels[i];
-    kernel.plan = &result.scheduled.plans[i];
-    kernel.source = emitCuda(*kernel.plan);
-    if (!options.emitOnly)
-      compileWithoutSpills(result.scheduled.plans[i], kernel, cache, compileOptions);
+    KernelPlan& plan = result.scheduled.plans[i];
+    kernel.plan = &plan;
+    kernel.source = emitCuda(plan);
+    // Written before compiling, so a kernel NVRTC rejects can still be read.
     if (dumps.cuda)
-      writeDump(dumps, kernel.plan->name + ".cu", kernel.source);
-    if (dumps.ptx && kernel.compiled)
-      writeDump(dumps, kernel.plan->name + ".ptx", kernel.compiled->ptx);
-  }
-  // Plans are final only now (a spilling kernel is recompiled with a lower block count).
-  for (const KernelPlan& plan : result.scheduled.plans)
+      writeDump(dumps, plan.name + ".cu", kernel.source);
     if (dumps.plan)
       writeDump(dumps, plan.name + ".plan.txt", formatKernelPlan(plan));
+    if (options.emitOnly)
+      continue;
+    unsigned blocks = plan.minBlocksPerMultiprocessor;
+    compileWithoutSpills(plan, kernel, cache, compileOptions);
+    // A spilling kernel was compiled again with fewer blocks: the plan changed.
+    if (dumps.plan && plan.minBlocksPerMultiprocessor != blocks)
+      writeDump(dumps, plan.name + ".plan.txt", formatKernelPlan(plan));
+    if (dumps.ptx)
+      writeDump(dumps, plan.name + ".ptx", kernel.compiled->ptx);
+  }
   result.milliseconds = millisecondsSince(start);
   return result;
 }

@@ -146,8 +146,9 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
     domain.insert(domain.begin(),
                   body.domainRank - std::min<size_t>(domain.size(), body.domainRank), 1);
   int64_t chunks = std::max<int64_t>(1, (numel + body.chunkElements - 1) / body.chunkElements);
-  if (int64_t(binding.numChunks) + chunks >= (int64_t(1) << 31))
-    fail("a kernel launch of '{}' would need 2^31 chunks or more; split the fusion", plan_.name);
+  if (int64_t(binding.numChunks) + chunks > kMaxChunks)
+    fail("a kernel launch of '{}' would need more than {} chunks; split the fusion", plan_.name,
+         kMaxChunks);
   put(entries, entryOffset + abi::kEntryNumelOffset, numel);
   put(entries, entryOffset + abi::kEntryFirstChunkOffset, int32_t(binding.numChunks));
   put(entries, entryOffset + abi::kEntryBodyOffset, int32_t(body.index));
@@ -195,7 +196,7 @@ LaunchBinding bindLaunch(const KernelPlan& plan, const KernelLaunch& launch,
 }
 
 unsigned gridBlocks(const LaunchBinding& binding, unsigned maxBlocks) {
-  return std::max(1u, std::min(binding.numChunks, maxBlocks));
+  return std::max(1u, std::min({binding.numChunks, maxBlocks, kMaxGridBlocks}));
 }
 
 void setTableAddresses(LaunchBinding& binding, const void* table, const void* tickets) {

@@ -29,6 +29,12 @@ using TensorLookup = llvm::function_ref<const TensorRef&(const Value*, bool asOu
 /// The scalar a runtime scalar input is bound to in this run.
 using ScalarLookup = llvm::function_ref<ScalarArgument(const Value*)>;
 
+/// The most blocks a launch's grid has; with kMaxChunks it keeps the kernels' i32 share
+/// arithmetic (`num_chunks + grid - 1`) from overflowing.
+inline constexpr unsigned kMaxGridBlocks = 1u << 16;
+/// The most chunks one launch may have.
+inline constexpr int64_t kMaxChunks = (int64_t(1) << 31) - kMaxGridBlocks;
+
 /// Fills the parameter block and table of `launch`. Member m gets max(1, ceil(numel /
 /// chunkElements)) chunks (a 0-element member still runs its 0-d writes); strided slots get
 /// effective strides (0 along broadcast dimensions). The table and ticket pointers of the
@@ -36,8 +42,8 @@ using ScalarLookup = llvm::function_ref<ScalarArgument(const Value*)>;
 LaunchBinding bindLaunch(const KernelPlan& plan, const KernelLaunch& launch,
                          const RuntimeShapes& shapes, TensorLookup tensorOf, ScalarLookup scalarOf);
 
-/// The grid of a launch: one block per chunk up to `maxBlocks` (then blocks take several
-/// chunks each), at least one block.
+/// The grid of a launch: one block per chunk up to `maxBlocks` and kMaxGridBlocks (then blocks
+/// take several chunks each), at least one block.
 unsigned gridBlocks(const LaunchBinding& binding, unsigned maxBlocks);
 
 /// Writes the ticket workspace and (device-memory tables) the table addresses into the header.

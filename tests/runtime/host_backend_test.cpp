@@ -22,6 +22,8 @@
 #include <random>
 #include <thread>
 
+#include <sys/mman.h>
+
 using namespace widefuse;
 using namespace widefuse::testing;
 
@@ -581,4 +583,35 @@ TEST(CallerOutputs, PlainOutputsGoWhereTheCallerSaysAndAreChecked) {
     }
     EXPECT_THROW(executor.run(arguments, {first.ref()}), Error);
   }
+}
+
+TEST(HostBackend, AViewSpanning2To31ElementsIsIndexedWith64Bits) {
+  // Two elements 2^31 elements apart (a strided view, as a column of a huge matrix is): the
+  // span asks for 64-bit indices, and with 32-bit ones the second element's offset would
+  // wrap. The 8 GiB of address space is reserved, not touched: only two pages are written.
+  const int64_t stride = int64_t(1) << 31;
+  size_t bytes = size_t(stride + 1) * sizeof(float);
+  void* reserved = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED)
+    GTEST_SKIP() << "cannot reserve " << bytes << " bytes of address space";
+  auto* x = static_cast<float*>(reserved);
+  x[0] = 1.5f;
+  x[stride] = -3.25f;
+  FusionDefinition fd("wide");
+  Val view = fd.defineTensor({2}, DataType::Float, "x");
+  fd.copy_(view * 2.0f + 1.0f, view); // in place, through the same 64-bit offsets
+  auto fusion = fd.finalize();
+  TensorRef argument{DataType::Float, {2}, {stride}, x};
+  ExecutorOptions options;
+  options.backend = Backend::Host;
+  FusionExecutorCache executor(*fusion, options);
+  executor.run({argument});
+  EXPECT_EQ(x[0], 1.5f * 2.0f + 1.0f);
+  EXPECT_EQ(x[stride], -3.25f * 2.0f + 1.0f);
+  EXPECT_EQ(x[stride - 1], 0.0f); // the element a wrapped offset would be nearer
+  ASSERT_NE(executor.lastCompiled(), nullptr);
+  for (const KernelPlan& plan : executor.lastCompiled()->scheduled.plans)
+    EXPECT_EQ(plan.indexBits, 64u) << plan.name;
+  munmap(reserved, bytes);
 }
