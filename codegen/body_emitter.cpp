@@ -106,6 +106,7 @@ private:
   void scalarLoop(llvm::StringRef from, llvm::StringRef to, llvm::StringRef comment);
   void flatLoops();
   void vectorLoop();
+  void vectorLoads(llvm::StringRef prefix, llvm::StringRef past);
   void stridedLoop();
 
   const KernelPlan& plan_;
@@ -278,6 +279,14 @@ void BodyEmitter::flatLoops() {
   scalarLoop("tail_begin", "end", "elements after the vector path");
 }
 
+/// One vector of every read tensor into `<prefix>_<field>`, from element i + `past`.
+void BodyEmitter::vectorLoads(llvm::StringRef prefix, llvm::StringRef past) {
+  forEachElementTensor(true, false, [&](const Slot& slot) {
+    out_.line("wf_load({}_{}, {} + i{});", prefix.str(), slot.field, pointerOf(slot),
+              past.empty() ? "" : " + " + past.str());
+  });
+}
+
 void BodyEmitter::vectorLoop() {
   unsigned vector = body_.vectorElements;
   std::string stride = fmt::format("{} * {}", plan_.threadsPerBlock, vector);
@@ -300,23 +309,17 @@ void BodyEmitter::vectorLoop() {
   reads(declare("load"));
   if (body_.prefetch) {
     out_.open("if (i < tail_begin)");
-    reads([&](const Slot& slot) {
-      out_.line("wf_load(load_{}, {} + i);", slot.field, pointerOf(slot));
-    });
+    vectorLoads("load", "");
     out_.close();
   }
   out_.open("for (; i < tail_begin; i += {})", stride);
   if (body_.prefetch) {
     reads(declare("next"));
     out_.open("if (i + {} < tail_begin)", stride);
-    reads([&](const Slot& slot) {
-      out_.line("wf_load(next_{}, {} + i + {});", slot.field, pointerOf(slot), stride);
-    });
+    vectorLoads("next", stride);
     out_.close();
   } else {
-    reads([&](const Slot& slot) {
-      out_.line("wf_load(load_{}, {} + i);", slot.field, pointerOf(slot));
-    });
+    vectorLoads("load", "");
   }
   writes(declare("store"));
   out_.directive("#pragma unroll");
