@@ -74,6 +74,15 @@ struct DeviceCopy {
   }
 };
 
+/// An Adam step over `count` mixed parameters, its state, and the state's device copy.
+struct AdamOnDevice {
+  optim::AdamFusion adam;
+  AdamState state;
+  DeviceCopy copy;
+  AdamOnDevice(const CudaDevice& device, size_t count)
+      : adam(adamOver(count)), state(initialAdamState(adam)), copy(device, *adam.fusion, state) {}
+};
+
 ExecutorOptions onTheDevice(SegmentationMode mode, void* stream = nullptr) {
   ExecutorOptions options;
   options.backend = Backend::Cuda;
@@ -109,9 +118,8 @@ TEST(CudaProtocol, AFailedLaunchLeavesNoBindingsToReuse) {
   // next run (or PreparedRun) to launch with.
   WF_REQUIRE_DOUBLE();
   const CudaDevice& device = CudaDevice::get();
-  optim::AdamFusion adam = adamOver(5);
-  AdamState state = initialAdamState(adam);
-  DeviceCopy copy(device, *adam.fusion, state);
+  AdamOnDevice setup(device, 5);
+  auto& [adam, state, copy] = setup;
   FusionExecutorCache executor(*adam.fusion, onTheDevice(SegmentationMode::PerComponent));
   driverDouble->failLaunch(3, /*CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES*/ 701);
   std::string failure = errorOf([&] { executor.run(copy.arguments); });
@@ -164,9 +172,8 @@ TEST(CudaProtocol, SynchronizingEachLaunchNamesTheKernelThatFaulted) {
   // Defect 6: an asynchronous fault surfaced as the error of some later call.
   WF_REQUIRE_DOUBLE();
   const CudaDevice& device = CudaDevice::get();
-  optim::AdamFusion adam = adamOver(2);
-  AdamState state = initialAdamState(adam);
-  DeviceCopy copy(device, *adam.fusion, state);
+  AdamOnDevice setup(device, 2);
+  auto& [adam, state, copy] = setup;
   // A write on a non-blocking stream that nothing orders before the step: its kernel faults.
   CudaStream other(device, /*nonBlocking=*/true);
   copy.buffers[0].zeroAsync(other.handle());
@@ -189,9 +196,8 @@ TEST(CudaProtocol, TheSteadyStateAsksTheDriverNothingButLaunches) {
   // table lives in device memory).
   WF_REQUIRE_DOUBLE();
   const CudaDevice& device = CudaDevice::get();
-  optim::AdamFusion adam = adamOver(600);
-  AdamState state = initialAdamState(adam);
-  DeviceCopy copy(device, *adam.fusion, state);
+  AdamOnDevice setup(device, 600);
+  auto& [adam, state, copy] = setup;
   for (SegmentationMode mode : {SegmentationMode::Batched, SegmentationMode::PerComponent}) {
     FusionExecutorCache executor(*adam.fusion, onTheDevice(mode));
     executor.run(copy.arguments);
@@ -222,10 +228,9 @@ TEST(CudaProtocol, TheDoubleCatchesAnUnorderedLegacyStreamWrite) {
   // The test of the test: the protocol defect 1 had, played on purpose, is reported.
   WF_REQUIRE_DOUBLE();
   const CudaDevice& device = CudaDevice::get();
-  optim::AdamFusion adam = adamOver(2);
-  AdamState state = initialAdamState(adam);
+  AdamOnDevice setup(device, 2);
+  auto& [adam, state, copy] = setup;
   CudaStream stream(device, /*nonBlocking=*/true);
-  DeviceCopy copy(device, *adam.fusion, state);
   copy.buffers[1].upload({static_cast<const std::byte*>(state.tensors[1].data()),
                           state.tensors[1].byteSize()}); // legacy stream, not waited for
   FusionExecutorCache executor(*adam.fusion,
@@ -244,9 +249,8 @@ TEST(CudaProtocol, TheDoubleCatchesATensorReachingPastItsAllocation) {
   // allocation is reported before the launch touches it.
   WF_REQUIRE_DOUBLE();
   const CudaDevice& device = CudaDevice::get();
-  optim::AdamFusion adam = adamOver(3);
-  AdamState state = initialAdamState(adam);
-  DeviceCopy copy(device, *adam.fusion, state);
+  AdamOnDevice setup(device, 3);
+  auto& [adam, state, copy] = setup;
   TensorRef* tensor = nullptr;
   for (Argument& argument : copy.arguments)
     if (auto* candidate = std::get_if<TensorRef>(&argument); candidate && candidate->numel() > 1)
