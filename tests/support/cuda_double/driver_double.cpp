@@ -390,7 +390,8 @@ int queueUpload(Stream& stream, uintptr_t to, const void* from, size_t bytes, co
   auto staged = std::make_shared<std::vector<std::byte>>(
       static_cast<const std::byte*>(from), static_cast<const std::byte*>(from) + bytes);
   model().enqueue(stream, call, {allocation}, [to, staged](Operation&) {
-    std::memcpy(reinterpret_cast<void*>(to), staged->data(), staged->size());
+    if (!staged->empty()) // memcpy from an empty vector's null data() is undefined
+      std::memcpy(reinterpret_cast<void*>(to), staged->data(), staged->size());
   });
   return kSuccess;
 }
@@ -402,7 +403,8 @@ Operation& queueDownload(Stream& stream, void* to, uintptr_t from, size_t bytes,
   ++counters.downloads;
   return model().enqueue(stream, call, {}, [=](Operation& self) {
     model().checkOrdered(self, *allocation, "device memory");
-    std::memcpy(to, reinterpret_cast<const void*>(from), bytes);
+    if (bytes != 0) // a zero-byte copy may name a null host pointer
+      std::memcpy(to, reinterpret_cast<const void*>(from), bytes);
   });
 }
 
