@@ -19,27 +19,6 @@ std::string describeArgument(const Argument& argument) {
   return fmt::format("the number {}", formatConstant(std::get<ScalarArgument>(argument)));
 }
 
-void checkScalarArgument(const Value& input, const ScalarArgument& scalar) {
-  DataType type = input.dtype();
-  bool isBool = std::holds_alternative<bool>(scalar);
-  bool isInt = std::holds_alternative<int64_t>(scalar);
-  if (type == DataType::Bool && !isBool)
-    fail("scalar '{}' is b8 and needs true or false, got {}", input.name(), formatConstant(scalar));
-  if (isInteger(type)) {
-    if (!isInt)
-      fail("scalar '{}' is {} and needs an integer, got {}", input.name(), shortName(type).str(),
-           formatConstant(scalar));
-    int64_t value = std::get<int64_t>(scalar);
-    auto [low, high] = integerRange(type);
-    bool fits = value >= low && value <= high;
-    if (!fits)
-      fail("scalar '{}': {} does not fit in {}", input.name(), value, shortName(type).str());
-  }
-  if (isFloatingPoint(type) && isBool)
-    fail("scalar '{}' is {} and needs a number, got {}", input.name(), shortName(type).str(),
-         formatConstant(scalar));
-}
-
 /// Written tensors must not overlap themselves, or the deferred copy would be ambiguous.
 void checkWritable(const Value& input, const TensorRef& tensor) {
   llvm::SmallVector<std::pair<int64_t, int64_t>, 4> dims; // (stride, extent)
@@ -135,6 +114,27 @@ void checkWrittenInputsDoNotOverlap(const Fusion& fusion, llvm::ArrayRef<Argumen
 }
 
 } // namespace
+
+void checkScalarArgument(const Value& input, const ScalarArgument& scalar) {
+  DataType type = input.dtype();
+  bool isBool = std::holds_alternative<bool>(scalar);
+  bool isInt = std::holds_alternative<int64_t>(scalar);
+  if (type == DataType::Bool && !isBool)
+    fail("scalar '{}' is b8 and needs true or false, got {}", input.name(), formatConstant(scalar));
+  if (isInteger(type)) {
+    if (!isInt)
+      fail("scalar '{}' is {} and needs an integer, got {}", input.name(), shortName(type).str(),
+           formatConstant(scalar));
+    int64_t value = std::get<int64_t>(scalar);
+    auto [low, high] = integerRange(type);
+    bool fits = value >= low && value <= high;
+    if (!fits)
+      fail("scalar '{}': {} does not fit in {}", input.name(), value, shortName(type).str());
+  }
+  if (isFloatingPoint(type) && isBool)
+    fail("scalar '{}' is {} and needs a number, got {}", input.name(), shortName(type).str(),
+         formatConstant(scalar));
+}
 
 void checkArguments(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {
   auto inputs = fusion.inputs();

@@ -26,4 +26,8 @@ using Argument = std::variant<TensorRef, ScalarArgument>;
 /// naming the first bad one. Nothing is written.
 void checkArguments(const Fusion& fusion, llvm::ArrayRef<Argument> arguments);
 
+/// Checks the number given for runtime scalar input `input` (kind and range) as
+/// checkArguments does; throws Error naming the input.
+void checkScalarArgument(const Value& input, const ScalarArgument& scalar);
+
 } // namespace widefuse

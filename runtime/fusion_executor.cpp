@@ -329,14 +329,12 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
 
 std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argument> arguments) {
   checkArguments(fusion_, arguments);
+  std::vector<Argument> copied(arguments.begin(), arguments.end());
+  if (backend_ == Backend::Reference) // the evaluator has nothing to prepare
+    return std::unique_ptr<PreparedRun>(
+        new PreparedRun(*this, std::move(copied), nullptr, nullptr, nullptr));
   auto shapes = std::make_shared<RuntimeShapes>(inferRuntimeShapes(fusion_, arguments));
-  std::unique_ptr<PreparedRun> prepared(new PreparedRun());
-  prepared->executor_ = this;
-  prepared->arguments_.assign(arguments.begin(), arguments.end());
-  if (backend_ == Backend::Reference)
-    return prepared; // the evaluator has nothing to prepare
-  prepared->specialization_ = specializationFor(arguments, *shapes);
-  prepared->shapes_ = shapes;
+  std::shared_ptr<CompiledSpecialization> specialization = specializationFor(arguments, *shapes);
   Fingerprint fingerprint = fingerprintOf(arguments);
   // One fingerprint object for equal arguments: what the cache keys on it (reusable bindings,
   // tensors known to be in device memory) then holds for run() and the PreparedRun alike,
@@ -347,18 +345,12 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
       fingerprint = lastFingerprint_;
     } else {
       lastFingerprint_ = fingerprint;
-      lastSpecialization_ = prepared->specialization_;
+      lastSpecialization_ = specialization;
       lastShapes_ = shapes;
     }
   }
-  prepared->fingerprint_ = fingerprint;
-  return prepared;
-}
-
-RunResult PreparedRun::launch() {
-  if (!specialization_)
-    return executor_->run(arguments_);
-  return executor_->launch(*specialization_, arguments_, *shapes_, fingerprint_, {});
+  return std::unique_ptr<PreparedRun>(new PreparedRun(
+      *this, std::move(copied), std::move(specialization), std::move(shapes), fingerprint));
 }
 
 RunResult FusionExecutorCache::launch(CompiledSpecialization& specialization,

@@ -9,6 +9,7 @@
 #include "runtime/fusion_compiler.h"
 #include "runtime/host_launcher.h"
 #include "runtime/launch_binding.h"
+#include "runtime/prepared_run.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
@@ -73,28 +74,8 @@ struct RunResult {
   std::vector<HostTensor> outputs;
 };
 
-class FusionExecutorCache;
 /// One compiled specialization of an executor: its kernels and the bindings of its last run.
 struct CompiledSpecialization;
-
-/// A run whose tensors stay where they are (their contents change from step to step, as an
-/// optimizer's state does): prepared once, then launched with no argument checks, so dispatch
-/// does not grow with the number of parameters. Not for concurrent use of one object; must
-/// not outlive the FusionExecutorCache that made it.
-class PreparedRun {
-public:
-  /// One step with the prepared arguments (scalars included).
-  RunResult launch();
-
-private:
-  friend class FusionExecutorCache;
-  PreparedRun() = default;
-  FusionExecutorCache* executor_ = nullptr;
-  std::vector<Argument> arguments_;
-  std::shared_ptr<CompiledSpecialization> specialization_;
-  std::shared_ptr<const RuntimeShapes> shapes_;
-  Fingerprint fingerprint_;
-};
 
 /// Compiles a fusion once per specialization (what the arguments decide about the kernels:
 /// dense inputs, index widths) and runs it; thread-safe.

@@ -34,8 +34,9 @@ namespace {
 int64_t differingTensors(const AdamState& a, const AdamState& b) {
   int64_t different = 0;
   for (size_t t = 0; t < a.tensors.size(); ++t)
-    different += a.tensors[t].byteSize() != 0 && // empty tensors have no data pointer
-                 std::memcmp(a.tensors[t].data(), b.tensors[t].data(), a.tensors[t].byteSize()) != 0;
+    different +=
+        a.tensors[t].byteSize() != 0 && // empty tensors have no data pointer
+        std::memcmp(a.tensors[t].data(), b.tensors[t].data(), a.tensors[t].byteSize()) != 0;
   return different;
 }
 

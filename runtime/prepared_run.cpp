@@ -1,0 +1,99 @@
+#include "runtime/prepared_run.h"
+
+#include "ir/error.h"
+#include "ir/fusion.h"
+#include "runtime/fusion_executor.h"
+
+#include <algorithm>
+
+namespace widefuse {
+
+PreparedRun::PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
+                         std::shared_ptr<CompiledSpecialization> specialization,
+                         std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint)
+    : executor_(&executor), arguments_(std::move(arguments)),
+      specialization_(std::move(specialization)), shapes_(std::move(shapes)),
+      fingerprint_(std::move(fingerprint)) {
+  collectWrittenSpans();
+}
+
+void PreparedRun::collectWrittenSpans() {
+  const Fusion& fusion = executor_->fusion_;
+  writtenSpans_.clear();
+  for (size_t i = 0; i < arguments_.size(); ++i) {
+    const TensorRef* tensor = std::get_if<TensorRef>(&arguments_[i]);
+    if (!tensor || tensor->numel() == 0 || !fusion.aliasOf(fusion.inputs()[i]))
+      continue;
+    auto start = reinterpret_cast<uintptr_t>(tensor->data);
+    writtenSpans_.push_back(
+        {start, start + uintptr_t(tensor->span()) * byteSize(tensor->dtype), i});
+  }
+  // checkArguments refused overlapping destinations, so start order is also end order.
+  std::sort(writtenSpans_.begin(), writtenSpans_.end(),
+            [](const WrittenSpan& a, const WrittenSpan& b) { return a.start < b.start; });
+}
+
+RunResult PreparedRun::launch() {
+  if (!specialization_) // the reference evaluator: nothing was prepared
+    return executor_->run(arguments_);
+  if (!fingerprint_)
+    fingerprint_ = fingerprintOf(arguments_);
+  return executor_->launch(*specialization_, arguments_, *shapes_, fingerprint_, {});
+}
+
+void PreparedRun::rebindTensor(size_t index, void* data) {
+  const Fusion& fusion = executor_->fusion_;
+  if (index >= arguments_.size())
+    fail("rebindTensor: fusion '{}' has {} inputs, not an input {}", fusion.name(),
+         arguments_.size(), index);
+  const Value& input = *fusion.inputs()[index];
+  auto* tensor = std::get_if<TensorRef>(&arguments_[index]);
+  if (!tensor)
+    fail("rebindTensor: input '{}' is a scalar", input.name());
+  if (data == tensor->data)
+    return;
+  if (!data && tensor->numel() > 0)
+    fail("input '{}': null data pointer", input.name());
+  if (reinterpret_cast<uintptr_t>(data) % byteSize(tensor->dtype) != 0)
+    fail("input '{}': the new memory is not aligned to its element size", input.name());
+  TensorRef moved = *tensor;
+  moved.data = data;
+  if (fusion.aliasOf(&input)) { // rare (a parameter's storage replaced): check everything
+    std::vector<Argument> candidate = arguments_;
+    candidate[index] = moved;
+    checkArguments(fusion, candidate);
+    arguments_ = std::move(candidate);
+    collectWrittenSpans();
+  } else {
+    if (moved.numel() > 0) {
+      auto start = reinterpret_cast<uintptr_t>(data);
+      uintptr_t end = start + uintptr_t(moved.span()) * byteSize(moved.dtype);
+      // The first destination ending after this start is the only one that can overlap.
+      auto first = std::upper_bound(
+          writtenSpans_.begin(), writtenSpans_.end(), start,
+          [](uintptr_t address, const WrittenSpan& span) { return address < span.end; });
+      if (first != writtenSpans_.end() && first->start < end)
+        fail("input '{}' shares memory with input '{}', which is written by copy_; every "
+             "read must see the entry value (pass a copy)",
+             input.name(), fusion.inputs()[first->index]->name());
+    }
+    *tensor = moved;
+  }
+  fingerprint_ = nullptr;
+}
+
+void PreparedRun::setScalar(size_t index, ScalarArgument value) {
+  const Fusion& fusion = executor_->fusion_;
+  if (index >= arguments_.size())
+    fail("setScalar: fusion '{}' has {} inputs, not an input {}", fusion.name(), arguments_.size(),
+         index);
+  const Value& input = *fusion.inputs()[index];
+  auto* scalar = std::get_if<ScalarArgument>(&arguments_[index]);
+  if (!scalar)
+    fail("setScalar: input '{}' is a tensor", input.name());
+  checkScalarArgument(input, value);
+  *scalar = value;
+  fingerprint_ = nullptr;
+}
+
+} // namespace widefuse

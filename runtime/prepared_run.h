@@ -1,0 +1,61 @@
+#pragma once
+/// PreparedRun: one fusion's arguments checked, compiled for and bound once, then launched
+/// step after step with no checks, as an optimizer's step is; the arguments that do change
+/// between steps (a new grad tensor, a scheduled learning rate) are replaced one at a time.
+
+#include "ir/arguments.h"
+#include "runtime/argument_fingerprint.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace widefuse {
+
+class FusionExecutorCache;
+struct CompiledSpecialization;
+struct RunResult;
+struct RuntimeShapes;
+
+/// A run whose tensors stay where they are (their contents change from step to step, as an
+/// optimizer's state does): prepared once, then launched with no argument checks, so dispatch
+/// does not grow with the number of parameters. Not for concurrent use of one object; must
+/// not outlive the FusionExecutorCache that made it.
+class PreparedRun {
+public:
+  /// One step with the prepared arguments (scalars included).
+  RunResult launch();
+
+  /// Points tensor argument `index` at `data` for the following launches: memory laid out as
+  /// the prepared tensor is (same dtype, shape and strides), as a fresh grad tensor of a
+  /// parameter is. Checks the pointer (null, element alignment) and that the memory does not
+  /// overlap a copy_ destination (a binary search; a new destination is checked against every
+  /// argument); throws Error and changes nothing when a check fails.
+  void rebindTensor(size_t index, void* data);
+
+  /// Sets runtime scalar argument `index` for the following launches (a scheduled learning
+  /// rate); checked as run() checks it.
+  void setScalar(size_t index, ScalarArgument value);
+
+private:
+  friend class FusionExecutorCache;
+  PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
+              std::shared_ptr<CompiledSpecialization> specialization,
+              std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint);
+  /// The byte spans of the copy_ destinations, in address order (they never overlap).
+  void collectWrittenSpans();
+
+  FusionExecutorCache* executor_;
+  std::vector<Argument> arguments_;
+  std::shared_ptr<CompiledSpecialization> specialization_;
+  std::shared_ptr<const RuntimeShapes> shapes_;
+  /// Null after a change, until the next launch fingerprints the arguments again.
+  Fingerprint fingerprint_;
+  struct WrittenSpan {
+    uintptr_t start, end;
+    size_t index;
+  };
+  std::vector<WrittenSpan> writtenSpans_;
+};
+
+} // namespace widefuse

@@ -1,0 +1,149 @@
+// A PreparedRun launches the steps run() would, and its argument changes (a new grad tensor, a
+// scheduled learning rate) land in the next launch after the checks run() would make; a refused
+// change leaves the prepared arguments as they were.
+
+#include "runtime/fusion_executor.h"
+
+#include "ir/error.h"
+#include "ir/fusion_definition.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+
+using namespace widefuse;
+
+namespace {
+
+/// p <- p - lr * g, the shape of every optimizer's last line.
+std::unique_ptr<Fusion> descent() {
+  FusionDefinition fd("descent");
+  Val p = fd.defineTensor({-1}, DataType::Float, "p");
+  Val g = fd.defineTensor({-1}, DataType::Float, "g");
+  Val lr = fd.defineScalar(DataType::Double, "lr");
+  fd.copy_(p - lr * g, p);
+  return fd.finalize();
+}
+
+HostTensor filled(int64_t numel, float first, float step) {
+  HostTensor tensor(DataType::Float, {numel});
+  for (int64_t i = 0; i < numel; ++i)
+    tensor.as<float>()[i] = first + step * float(i);
+  return tensor;
+}
+
+/// `numel` dense floats at `data`.
+TensorRef view(float* data, int64_t numel) {
+  TensorRef ref;
+  ref.data = data;
+  ref.shape = {numel};
+  ref.strides = {1};
+  return ref;
+}
+
+bool sameBits(const HostTensor& a, const HostTensor& b) {
+  return a.byteSize() == b.byteSize() && std::memcmp(a.data(), b.data(), a.byteSize()) == 0;
+}
+
+std::string messageOf(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+struct PreparedDescent : ::testing::TestWithParam<Backend> {
+  std::unique_ptr<Fusion> fusion = descent();
+  HostTensor p = filled(1000, 1.0f, 0.25f);
+  HostTensor expected = p;
+  HostTensor g1 = filled(1000, -2.0f, 0.5f), g2 = filled(1000, 3.0f, -0.125f);
+  std::unique_ptr<FusionExecutorCache> executor;
+  std::unique_ptr<PreparedRun> prepared;
+
+  void SetUp() override {
+    ExecutorOptions options;
+    options.backend = GetParam();
+    executor = std::make_unique<FusionExecutorCache>(*fusion, options);
+    prepared = executor->prepare({p.ref(), g1.ref(), ScalarArgument(0.5)});
+  }
+  /// One step of the reference evaluator on `expected`.
+  void expectStep(HostTensor& g, double lr) {
+    evaluate(*fusion, {expected.ref(), g.ref(), ScalarArgument(lr)});
+  }
+};
+
+TEST_P(PreparedDescent, ChangedGradsAndScalarsLandInTheNextLaunch) {
+  prepared->launch();
+  expectStep(g1, 0.5);
+  prepared->rebindTensor(1, g2.data());
+  prepared->setScalar(2, ScalarArgument(0.125));
+  prepared->launch();
+  expectStep(g2, 0.125);
+  prepared->setScalar(2, ScalarArgument(int64_t(2))); // an integer converts, as in run()
+  prepared->launch();
+  expectStep(g2, 2.0);
+  EXPECT_TRUE(sameBits(p, expected));
+  EXPECT_NE(p.as<float>()[7], filled(1000, 1.0f, 0.25f).as<float>()[7]); // it did run
+}
+
+TEST_P(PreparedDescent, AGradOverlappingTheWrittenParameterIsRefusedAndNothingChanges) {
+  // The parameter in the middle of an arena; the grad moves around it.
+  HostTensor arena = filled(3000, -1.0f, 0.001f);
+  TensorRef middle = view(arena.as<float>() + 1000, 1000);
+  HostTensor expectedArena = arena;
+  TensorRef expectedMiddle = view(expectedArena.as<float>() + 1000, 1000);
+  auto run = executor->prepare({middle, g1.ref(), ScalarArgument(0.5)});
+  for (int64_t start : {1, 999, 1999}) {
+    std::string message = messageOf([&] { run->rebindTensor(1, arena.as<float>() + start); });
+    EXPECT_NE(message.find("input 'g' shares memory with input 'p'"), std::string::npos)
+        << start << ": " << message;
+  }
+  run->launch(); // still the old grad
+  evaluate(*fusion, {expectedMiddle, g1.ref(), ScalarArgument(0.5)});
+  // Ending where the parameter starts, or starting where it ends, is no overlap.
+  for (int64_t start : {0, 2000}) {
+    run->rebindTensor(1, arena.as<float>() + start);
+    run->launch();
+    evaluate(*fusion,
+             {expectedMiddle, view(expectedArena.as<float>() + start, 1000), ScalarArgument(0.5)});
+  }
+  EXPECT_TRUE(sameBits(arena, expectedArena));
+  // The parameter itself may move (its storage replaced), but not onto the grad.
+  EXPECT_NE(messageOf([&] { run->rebindTensor(0, arena.as<float>() + 2500); }).find("share"),
+            std::string::npos);
+  run->rebindTensor(0, p.data());
+  run->launch();
+  evaluate(*fusion,
+           {expected.ref(), view(expectedArena.as<float>() + 2000, 1000), ScalarArgument(0.5)});
+  EXPECT_TRUE(sameBits(p, expected));
+  EXPECT_TRUE(sameBits(arena, expectedArena)); // the old place is no longer written
+}
+
+TEST_P(PreparedDescent, BadChangesAreClearErrors) {
+  EXPECT_NE(messageOf([&] { prepared->rebindTensor(2, g2.data()); }).find("'lr' is a scalar"),
+            std::string::npos);
+  EXPECT_NE(messageOf([&] { prepared->rebindTensor(3, g2.data()); }).find("not an input 3"),
+            std::string::npos);
+  EXPECT_NE(messageOf([&] { prepared->rebindTensor(1, nullptr); }).find("null data pointer"),
+            std::string::npos);
+  auto* misaligned = reinterpret_cast<float*>(reinterpret_cast<char*>(g2.data()) + 2);
+  EXPECT_NE(messageOf([&] { prepared->rebindTensor(1, misaligned); }).find("aligned"),
+            std::string::npos);
+  EXPECT_NE(messageOf([&] { prepared->setScalar(1, ScalarArgument(0.5)); }).find("is a tensor"),
+            std::string::npos);
+  EXPECT_NE(messageOf([&] { prepared->setScalar(2, ScalarArgument(true)); }).find("'lr'"),
+            std::string::npos);
+  prepared->launch(); // the prepared arguments are untouched
+  expectStep(g1, 0.5);
+  EXPECT_TRUE(sameBits(p, expected));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PreparedDescent,
+                         ::testing::Values(Backend::Host, Backend::Reference),
+                         [](const auto& info) { return backendName(info.param).str(); });
+
+} // namespace
