@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what a fresh machine lacks and builds widefuse into build/ (binaries in build/bin/).
+# Installs what a fresh machine lacks and builds widefuse into build/ (binaries in build/bin/);
+# `setup.sh --test` also installs what the test suite needs (see below).
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,16 +36,27 @@ fi
 
 # Python frontend: a virtual environment (.venv) with nanobind, scikit-build-core, numpy,
 # ml_dtypes and pytest from the Python package index; reinstalled when the list changes.
+# `--test` adds the test suite's requirements (torch and Lightning Thunder, about 3 GB with
+# torch's CUDA libraries), which widefuse itself does not need.
 VENV=${WIDEFUSE_VENV:-.venv}
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating the Python environment $VENV"
   python3 -m venv "$VENV"
 fi
-REQUIREMENTS=python_frontend/requirements.txt
-if ! cmp -s "$REQUIREMENTS" "$VENV/.widefuse-requirements"; then
-  echo "setup: installing Python packages into $VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQUIREMENTS"
-  cp "$REQUIREMENTS" "$VENV/.widefuse-requirements"
+# Installs requirements file $1 when it differs from what stamp file $2 says was installed.
+install_requirements() {
+  if ! cmp -s "$1" "$VENV/$2"; then
+    echo "setup: installing $1 into $VENV"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$1"
+    cp "$1" "$VENV/$2"
+  fi
+}
+install_requirements python_frontend/requirements.txt .widefuse-requirements
+# The test requirements download while the C++ build runs (most of the time is the network).
+TEST_INSTALL=""
+if [ "${1:-}" = "--test" ]; then
+  install_requirements python_frontend/requirements-test.txt .widefuse-test-requirements &
+  TEST_INSTALL=$!
 fi
 PYTHON=$(cd "$VENV/bin" && pwd)/python
 
@@ -55,3 +67,4 @@ if [ ! -f "$BUILD_DIR/build.ninja" ] ||
     -DPython_EXECUTABLE="$PYTHON" >/dev/null
 fi
 cmake --build "$BUILD_DIR"
+[ -z "$TEST_INSTALL" ] || wait "$TEST_INSTALL"

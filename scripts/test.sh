@@ -5,10 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-./scripts/setup.sh
+./scripts/setup.sh --test
 
 echo "== tests (release build)"
-ctest --test-dir build --output-on-failure
+ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 echo "== tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 if [ ! -f build-asan/build.ninja ]; then
@@ -17,4 +17,4 @@ if [ ! -f build-asan/build.ninja ]; then
 fi
 cmake --build build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -LE no_sanitizer
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE no_sanitizer
