@@ -82,6 +82,24 @@ TensorRef tensorOf(const nb::tuple& description) {
   return ref;
 }
 
+/// A Python bool, int or float for runtime scalar input `input`.
+ScalarArgument scalarOf(nb::handle argument, const Value& input) {
+  if (nb::isinstance<nb::bool_>(argument))
+    return ScalarArgument(nb::cast<bool>(argument));
+  if (nb::isinstance<nb::int_>(argument)) {
+    int64_t value = 0;
+    if (!nb::try_cast(argument, value))
+      fail("input '{}': the integer {} does not fit in 64 bits", input.name(),
+           nb::cast<std::string>(nb::str(argument)));
+    return ScalarArgument(value);
+  }
+  double value = 0;
+  if (!nb::try_cast(argument, value))
+    fail("input '{}': expected a number, got {}", input.name(),
+         nb::cast<std::string>(nb::str(argument.type())));
+  return ScalarArgument(value);
+}
+
 /// One argument per fusion input: a described tensor (tuple), a number, or a NumPy array
 /// read through the buffer protocol.
 std::vector<Argument> argumentsOf(const nb::list& arguments, const Fusion& fusion,
@@ -97,16 +115,8 @@ std::vector<Argument> argumentsOf(const nb::list& arguments, const Fusion& fusio
           tensorFromBuffer(argument, input, fusion.aliasOf(&input) != nullptr, held));
     else if (nb::isinstance<nb::tuple>(argument))
       converted.emplace_back(tensorOf(nb::borrow<nb::tuple>(argument)));
-    else if (nb::isinstance<nb::bool_>(argument))
-      converted.emplace_back(ScalarArgument(nb::cast<bool>(argument)));
-    else if (nb::isinstance<nb::int_>(argument)) {
-      int64_t value = 0;
-      if (!nb::try_cast(argument, value))
-        fail("input '{}': the integer {} does not fit in 64 bits", input.name(),
-             nb::cast<std::string>(nb::str(argument)));
-      converted.emplace_back(ScalarArgument(value));
-    } else
-      converted.emplace_back(ScalarArgument(nb::cast<double>(argument)));
+    else
+      converted.emplace_back(scalarOf(argument, input));
   }
   return converted;
 }
@@ -139,8 +149,29 @@ nb::list hostArrays(RunResult result) {
 /// check. Holds the buffer views of its NumPy arguments; the Python side holds the arrays.
 class PyPreparedRun {
 public:
-  PyPreparedRun(std::unique_ptr<PreparedRun> run, std::vector<HeldBuffer> held)
-      : run_(std::move(run)), held_(std::move(held)) {}
+  PyPreparedRun(std::unique_ptr<PreparedRun> run, std::vector<HeldBuffer> held,
+                std::shared_ptr<const Fusion> fusion)
+      : fusion_(std::move(fusion)), run_(std::move(run)), held_(std::move(held)) {}
+
+  /// Tensor arguments `indices[i]` now at `addresses[i]`, laid out as before (a new grad).
+  void rebind(const std::vector<size_t>& indices, const std::vector<uintptr_t>& addresses) {
+    if (indices.size() != addresses.size())
+      fail("rebind: {} indices for {} addresses", indices.size(), addresses.size());
+    for (size_t i = 0; i < indices.size(); ++i)
+      run_->rebindTensor(indices[i], reinterpret_cast<void*>(addresses[i]));
+  }
+
+  /// Runtime scalar arguments `indices[i]` now `values[i]` (a scheduled learning rate).
+  void setScalars(const std::vector<size_t>& indices, const nb::list& values) {
+    if (indices.size() != values.size())
+      fail("set_scalars: {} indices for {} values", indices.size(), values.size());
+    for (size_t i = 0; i < indices.size(); ++i) {
+      if (indices[i] >= fusion_->inputs().size())
+        fail("set_scalars: fusion '{}' has {} inputs, not an input {}", fusion_->name(),
+             fusion_->inputs().size(), indices[i]);
+      run_->setScalar(indices[i], scalarOf(values[i], *fusion_->inputs()[indices[i]]));
+    }
+  }
 
   nb::list launch() {
     RunResult result;
@@ -152,6 +183,7 @@ public:
   }
 
 private:
+  std::shared_ptr<const Fusion> fusion_; // declared first: outlives the run
   std::unique_ptr<PreparedRun> run_;
   std::vector<HeldBuffer> held_;
 };
@@ -204,7 +236,7 @@ public:
       nb::gil_scoped_release release;
       run = cache_->prepare(converted);
     }
-    return PyPreparedRun(std::move(run), std::move(held));
+    return PyPreparedRun(std::move(run), std::move(held), fusion_);
   }
 
   nb::list lastKernels() const {
@@ -293,7 +325,11 @@ nb::tuple dlpackView(nb::handle object) {
 
 void bindExecutor(nb::module_& module) {
   nb::class_<PyPreparedRun>(module, "_PreparedRun", "A run prepared once, launched many times.")
-      .def("launch", &PyPreparedRun::launch, "One step; returns the plain outputs.");
+      .def("launch", &PyPreparedRun::launch, "One step; returns the plain outputs.")
+      .def("rebind", &PyPreparedRun::rebind, nb::arg("indices"), nb::arg("addresses"),
+           "Points tensor arguments at new memory laid out as before.")
+      .def("set_scalars", &PyPreparedRun::setScalars, nb::arg("indices"), nb::arg("values"),
+           "Sets runtime scalar arguments for the following launches.");
   nb::class_<PyExecutor>(module, "_Executor", "Runs one fusion; compiles once per specialization.")
       .def(nb::init<const FusionHandle&, const std::string&, const std::string&, const std::string&,
                     unsigned, bool, const std::optional<std::string>&, uintptr_t>(),

@@ -1,9 +1,9 @@
 """What execute() hands to the executor: each input checked against the definition and
 described as (address, dtype, shape, strides in elements), or a Python number.
 
-Host arrays are NumPy arrays (bfloat16 through ml_dtypes) or CPU DLPack exporters; device
-arrays are objects with ``__cuda_array_interface__`` (torch, CuPy, Numba) or a CUDA
-``__dlpack__``. Every check happens here or in the C++ executor before anything is written.
+Host arrays are NumPy arrays (bfloat16 through ml_dtypes), CPU torch tensors or CPU DLPack
+exporters; device arrays are CUDA torch tensors or objects with ``__cuda_array_interface__``
+(CuPy, Numba) or a CUDA ``__dlpack__``. Every check happens here or in the C++ executor before anything is written.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from . import torch_tensors
 from ._widefuse import Error, dlpack_view
 from .data_type import DataType, from_numpy
 
@@ -33,6 +34,7 @@ class ArrayView:
     read_only: bool
     on_device: bool
     stream: Optional[int] = None  # the producer's stream (CUDA array interface)
+    torch_device: Optional[str] = None  # 'cpu' or 'cuda:0' for a torch tensor
 
     def argument(self) -> tuple[int, str, list[int], list[int]]:
         return (self.address, self.dtype.value, list(self.shape), list(self.strides))
@@ -134,10 +136,21 @@ def _dlpack_view(value: Any, name: str) -> ArrayView:
                      stream=_producer_stream(value, {}) if on_device else None)
 
 
+def _torch_view(tensor: Any, name: str) -> ArrayView:
+    dtype = torch_tensors.check_tensor(tensor, name)
+    on_device = tensor.device.type == "cuda"
+    return ArrayView(address=tensor.data_ptr(), dtype=dtype, shape=tuple(tensor.shape),
+                     strides=tuple(tensor.stride()), read_only=False, on_device=on_device,
+                     stream=torch_tensors.current_stream(tensor) if on_device else None,
+                     torch_device=torch_tensors.device_name(tensor))
+
+
 def array_view(value: Any, name: str) -> ArrayView:
     """Describes an array given for tensor input `name`; raises Error for anything else."""
     if isinstance(value, np.ndarray):
         return _numpy_view(value, name)
+    if torch_tensors.is_tensor(value):
+        return _torch_view(value, name)
     interface = None
     try:
         interface = getattr(value, "__cuda_array_interface__", None)
@@ -158,6 +171,9 @@ def scalar_argument(value: Any, name: str, dtype: DataType) -> Any:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
     elif isinstance(value, np.generic):
+        value = value.item()
+    elif torch_tensors.is_tensor(value) and value.ndim == 0:
+        torch_tensors.check_tensor(value, name)
         value = value.item()
     if isinstance(value, (bool, numbers.Integral)):
         return bool(value) if isinstance(value, bool) else int(value)

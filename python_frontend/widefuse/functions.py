@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ._widefuse import Error
-from .values import Tensor, Value, _scaled, checked_arguments, rebind
+from .values import Tensor, Value, _scaled, checked_arguments
 
 
 def _checked(function: Any) -> Any:
@@ -41,11 +41,8 @@ def _with_out(result: Value, out: Optional[Tensor], function: str) -> Value:
     if out is None:
         return result
     if not isinstance(out, Tensor):
-        raise Error(f"widefuse.{function}: out= must be a traced tensor input")
-    copy_(result, out)
-    # torch semantics: later reads see the written value, in out's dtype.
-    written = result if result.dtype is out.dtype else result.to(out.dtype)
-    rebind(out, written)
+        raise Error(f"widefuse.{function}: out= must be a traced tensor")
+    out.definition.assign_in_place(out, result)  # later reads see it, in out's dtype (torch)
     return out
 
 

@@ -15,14 +15,14 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _widefuse
+from . import _widefuse, torch_tensors
 from ._widefuse import Error
 from .arguments import array_view, check_layout, scalar_argument
 from .data_type import DataType, data_type_of, from_short_name
 from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
                            tensor_shape, tensor_stride_order)
 from .operators import Operators
-from .values import Scalar, Tensor, Value, handle, input_handle
+from .values import Scalar, Tensor, Value, depends_of, handle, input_handle, rebind
 
 _BACKENDS = tuple(_widefuse.backend_names())
 # NumPy types the buffer protocol describes (bfloat16 has no buffer format).
@@ -51,6 +51,9 @@ class FusionDefinition:
         self._inputs: list[dict] = []
         self._executors: dict[tuple, Any] = {}
         self._last_executor: Optional[Any] = None
+        # The tensor inputs' handles by id (held, so that no other handle gets their id).
+        self._tensor_inputs: dict[int, Any] = {}
+        self._in_place: dict[int, Tensor] = {}  # tensor inputs written in place, by handle id
         self.ops = Operators(self)
 
     # Building
@@ -64,7 +67,12 @@ class FusionDefinition:
 
     def finalize(self) -> None:
         """Verifies the definition and freezes it (the end of the ``with`` block does this)."""
-        self._fusion = self._live().finalize()
+        builder = self._live()
+        for tensor in self._in_place.values():  # in-place writes land when the fusion ends
+            if handle(tensor) is not input_handle(tensor):
+                builder.copy_(handle(tensor), input_handle(tensor))
+        self._in_place.clear()
+        self._fusion = builder.finalize()
         self._builder = None
         self._inputs = self._fusion.inputs()
 
@@ -87,6 +95,7 @@ class FusionDefinition:
         order = tensor_stride_order(stride_order, len(shape))
         value = self._live().define_tensor(shape, data_type_of(dtype, "define_tensor").value,
                                            order, contiguity)
+        self._tensor_inputs[id(value)] = value
         return Tensor(self, value)
 
     def define_scalar(self, value: Any = None, dtype: Any = None) -> Scalar:
@@ -119,7 +128,24 @@ class FusionDefinition:
         values = [self._operand(operand, op) for operand in operands]
         result = self._live().apply(op, values, None if dtype is None else dtype.value,
                                     list(shape), list(broadcast_dims))
-        return (Tensor if result.is_tensor else Scalar)(self, result)
+        return (Tensor if result.is_tensor else Scalar)(self, result, depends_of(operands))
+
+    def assign_in_place(self, tensor: Tensor, value: Any) -> None:
+        """Writes `value` into `tensor` in place, as torch's in-place methods and ``out=`` do:
+        later reads of `tensor` see it (cast to the tensor's dtype), and a tensor input
+        receives its last value when the fusion ends (one copy_)."""
+        if not isinstance(tensor, Tensor) or tensor.definition is not self:
+            raise Error("an in-place write needs a tensor of this FusionDefinition")
+        if not isinstance(value, Value) or value.definition is not self:
+            raise Error(f"in-place write into '{tensor.name}': the new value must be a value of "
+                        f"this definition, got {type(value).__name__}")
+        self._live()
+        if value.dtype is not tensor.dtype:
+            value = value.to(tensor.dtype)
+        rebind(tensor, value)
+        destination = input_handle(tensor)
+        if self._tensor_inputs.get(id(destination)) is destination:
+            self._in_place[id(destination)] = tensor
 
     def add_output(self, output: Value, alias_input: Optional[Tensor] = None) -> None:
         """Marks `output` as a plain output, or with `alias_input` as an in-place update:
@@ -197,11 +223,18 @@ class FusionDefinition:
         cuda, host, reference, none; `mode` one of auto, per-component, batched, packed.
         `device` (nvFuser's argument) may only name CUDA device 0, the one widefuse runs on.
         """
-        executor, arguments, on_device = self._executor_for(
+        executor, arguments, on_device, torch_device = self._executor_for(
             "execute()", inputs, backend=backend, mode=mode, block_order=block_order,
             threads=threads, fmad=fmad, arch=arch, device=device)
-        outputs = executor.run(arguments, on_device)
-        return outputs if on_device else self._host_outputs(outputs)
+        return self._outputs_for(executor.run(arguments, on_device), on_device, torch_device)
+
+    def _outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str]) -> list:
+        """The executor's outputs as the caller's kind of array: torch tensors for torch
+        inputs, else NumPy arrays (host) or DLPack-capable device arrays."""
+        if torch_device is not None:
+            return (torch_tensors.device_outputs(raw) if on_device else
+                    torch_tensors.host_outputs(raw, self._output_types()))
+        return raw if on_device else self._host_outputs(raw)
 
     def prepare(self, inputs: Sequence[Any], **options: Any) -> PreparedExecution:
         """Checks `inputs`, compiles and binds once, for steps on arrays that stay where they
@@ -209,17 +242,19 @@ class FusionDefinition:
         no checks at all, so its cost does not grow with the number of inputs. The arrays
         must keep their shape, strides and memory while the result is used (the result holds
         them; NumPy then refuses to resize them). Takes execute()'s options."""
-        executor, arguments, on_device = self._executor_for("prepare()", inputs, **options)
+        executor, arguments, on_device, torch_device = self._executor_for(
+            "prepare()", inputs, **options)
         if on_device and self._fusion.outputs():
             raise Error("prepare() on CUDA arrays needs a fusion without plain outputs (the "
                         "outputs would land in host memory); use execute()")
-        return PreparedExecution(self, executor.prepare(arguments), list(inputs))
+        return PreparedExecution(self, executor.prepare(arguments), list(inputs), torch_device)
 
     def _executor_for(self, what: str, inputs: Sequence[Any], *, backend: str = "auto",
                       mode: str = "auto", block_order: str = "forward", threads: int = 1,
                       fmad: bool = True, arch: Optional[str] = None,
-                      device: Any = None) -> tuple[Any, list, bool]:
-        """The executor for these options and the checked arguments (see execute())."""
+                      device: Any = None) -> tuple[Any, list, bool, Optional[str]]:
+        """The executor for these options, the checked arguments, whether they are on the
+        device, and the torch device of torch inputs (None without torch tensors)."""
         fusion = self._finished(what)
         if device not in (None, 0, "cuda", "cuda:0"):
             raise Error(f"{what[:-2]}(device={device!r}): widefuse runs on CUDA device 0 only")
@@ -233,7 +268,7 @@ class FusionDefinition:
             names = ", ".join(facts["name"] for facts in self._inputs)
             raise Error(f"{what} expects {len(self._inputs)} inputs ({names}), "
                         f"got {len(inputs)}")
-        arguments, on_device, stream = self._arguments(inputs)
+        arguments, on_device, stream, torch_device = self._arguments(inputs)
         if backend == "auto":
             backend = "cuda" if on_device else "host"
         elif on_device and backend != "cuda":
@@ -245,7 +280,7 @@ class FusionDefinition:
                                            arch, stream or 0)
             self._executors[key] = executor
         self._last_executor = executor
-        return executor, arguments, on_device and backend == "cuda"
+        return executor, arguments, on_device and backend == "cuda", torch_device
 
     def _host_outputs(self, outputs: list) -> list:
         """NumPy outputs in their real dtypes (the extension returns bool, f16 and bf16 as
@@ -256,9 +291,10 @@ class FusionDefinition:
     def _output_types(self) -> list[DataType]:
         return [from_short_name(facts["dtype"]) for facts in self._fusion.outputs()]
 
-    def _arguments(self, inputs: Sequence[Any]) -> tuple[list, bool, Optional[int]]:
+    def _arguments(self, inputs: Sequence[Any]) -> tuple[list, bool, Optional[int], Optional[str]]:
         arguments: list = []
         on_device, stream = False, None
+        torch_input: Optional[tuple[str, str]] = None  # (name, device) of the first torch tensor
         for value, facts in zip(inputs, self._inputs):
             is_tensor = facts["is_tensor"]
             if is_tensor and type(value) is np.ndarray and value.dtype in _BUFFER_TYPES:
@@ -276,21 +312,30 @@ class FusionDefinition:
             if facts["written"] and view.read_only:
                 raise Error(f"input '{name}' is updated in place (add_output alias / copy_) "
                             "but the array is read-only")
+            if view.torch_device is not None:
+                if torch_input is None:
+                    torch_input = (name, view.torch_device)
+                elif view.torch_device != torch_input[1]:
+                    raise Error(f"input '{name}' is on {view.torch_device} but input "
+                                f"'{torch_input[0]}' is on {torch_input[1]}; the tensors of "
+                                "one run must be on one device")
             if view.on_device:
                 on_device = True
                 stream = view.stream if stream is None else stream
             arguments.append(view.argument())
-        return arguments, on_device, stream
+        return arguments, on_device, stream, None if torch_input is None else torch_input[1]
 
 
 class PreparedExecution:
     """A step prepared by FusionDefinition.prepare(): call it to run one step."""
 
-    def __init__(self, fd: FusionDefinition, prepared: Any, inputs: list) -> None:
+    def __init__(self, fd: FusionDefinition, prepared: Any, inputs: list,
+                 torch_device: Optional[str] = None) -> None:
         self._fd = fd
         self._prepared = prepared
         self._inputs = inputs  # keeps the arrays (and so their memory) alive
+        self._torch_device = torch_device
 
     def __call__(self) -> list[Any]:
         """Runs one step on the prepared inputs; returns the plain outputs."""
-        return self._fd._host_outputs(self._prepared.launch())
+        return self._fd._outputs_for(self._prepared.launch(), False, self._torch_device)

@@ -26,16 +26,31 @@ class UnsupportedOperationError(Error, AttributeError):
     """
 
 
+class SpecializationRequest(Error):
+    """Python control flow (``if weight_decay != 0:``) on a scalar computed only from runtime
+    scalars that may be specialized, such as an optimizer's hyperparameters: whoever defined
+    them catches this and traces again with `names` as constants."""
+
+    def __init__(self, value: Value, names: frozenset) -> None:
+        super().__init__(
+            f"the value of '{value.name}' depends on the runtime scalar(s) "
+            f"{', '.join(sorted(names))}, which are only known when the fusion runs")
+        self.names = names
+
+
 class Value:
     """A tensor or scalar of one FusionDefinition."""
 
-    __slots__ = ("_fd", "_value", "_input")
+    __slots__ = ("_fd", "_value", "_input", "_depends")
 
-    def __init__(self, fd: FusionDefinition, value: Any) -> None:
+    def __init__(self, fd: FusionDefinition, value: Any, depends: frozenset = frozenset()) -> None:
         self._fd = fd
         self._value = value
         # The fusion input this handle stands for, kept when `out=` rebinds `_value`.
         self._input = value
+        # The specializable runtime scalars this value is computed from (see
+        # SpecializationRequest); empty for everything else.
+        self._depends = depends
 
     @property
     def definition(self) -> FusionDefinition:
@@ -154,6 +169,13 @@ class Value:
     # NumPy scalars on the left defer to our reflected operators instead of making arrays.
     __array_ufunc__ = None
 
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        """torch's functions on traced values (``torch.maximum(a, b)``, ``torch.sqrt(x)``):
+        the widefuse function of the same name, so torch-style optimizer code traces as is."""
+        from .torch_functions import dispatch  # imported late: it imports widefuse.functions
+        return dispatch(func, args, kwargs or {})
+
     def __mod__(self, other: Any) -> Value:
         raise UnsupportedOperationError(
             "'%' (Python's remainder) is not supported; fd.ops.fmod is C's fmod")
@@ -172,10 +194,14 @@ class Value:
     __rmatmul__ = __matmul__
 
     def __bool__(self) -> bool:
+        if self._depends:
+            raise SpecializationRequest(self, self._depends)
         raise Error(f"the truth value of '{self.name}' is only known when the fusion runs; "
                     "data-dependent Python control flow cannot be traced (use where())")
 
     def __float__(self) -> float:
+        if self._depends:
+            raise SpecializationRequest(self, self._depends)
         raise Error(f"'{self.name}' has no value while the fusion is being defined")
 
     __int__ = __float__
@@ -386,6 +412,57 @@ class Tensor(Value):
     def negative(self) -> Value:
         return self._apply("neg", self)
 
+    # torch's in-place methods: the tensor holds the result from here on (later reads see it),
+    # and a tensor input receives it when the fusion ends, as torch's optimizers update
+    # parameters and state in place. The result is cast to the tensor's dtype, as in torch.
+    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._assign(self.add(other, alpha=alpha))
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._assign(self.sub(other, alpha=alpha))
+
+    def mul_(self, other: Any) -> Tensor:
+        return self._assign(self.mul(other))
+
+    def div_(self, other: Any, *, rounding_mode: Any = None) -> Tensor:
+        return self._assign(self.div(other, rounding_mode=rounding_mode))
+
+    def pow_(self, exponent: Any) -> Tensor:
+        return self._assign(self.pow(exponent))
+
+    def lerp_(self, end: Any, weight: Any) -> Tensor:
+        return self._assign(self.lerp(end, weight))
+
+    def addcmul_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        return self._assign(self.addcmul(tensor1, tensor2, value=value))
+
+    def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        return self._assign(self.addcdiv(tensor1, tensor2, value=value))
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
+        return self._assign(self.clamp(min, max))
+
+    def sqrt_(self) -> Tensor:
+        return self._assign(self.sqrt())
+
+    def neg_(self) -> Tensor:
+        return self._assign(self.neg())
+
+    def abs_(self) -> Tensor:
+        return self._assign(self.abs())
+
+    def sign_(self) -> Tensor:
+        return self._assign(self.sign())
+
+    def copy_(self, src: Any) -> Tensor:
+        """torch's Tensor.copy_: later reads see `src` (widefuse.copy_(src, dst) is the
+        deferred form, whose later reads see the entry value)."""
+        return self._assign(src)
+
+    def _assign(self, value: Any) -> Tensor:
+        self._fd.assign_in_place(self, value)
+        return self
+
     def __getitem__(self, index: Any) -> Any:
         raise UnsupportedOperationError("indexing a Tensor is not supported (pointwise ops only)")
 
@@ -404,8 +481,8 @@ class Tensor(Value):
             raise AttributeError(name)
         if name.endswith("_") and not name.endswith("__"):
             raise UnsupportedOperationError(
-                f"in-place method Tensor.{name}() is not supported: write "
-                f"widefuse.copy_({name[:-1]}(...), tensor) (the update lands when the fusion ends)")
+                f"in-place method Tensor.{name}() is not supported (see docs/python.md for the "
+                f"in-place methods that are); write tensor.copy_({name[:-1]}(...))")
         raise UnsupportedOperationError(
             f"Tensor.{name} is not supported by widefuse (pointwise ops only; see "
             "docs/python.md for the list)")
@@ -435,7 +512,24 @@ def input_handle(tensor: Tensor) -> Any:
     return tensor._input
 
 
+def specializable(scalar: Scalar, name: str) -> Scalar:
+    """Marks runtime scalar input `scalar` as one a tracer may turn into a constant named
+    `name` when Python control flow needs its value (see SpecializationRequest)."""
+    scalar._depends = frozenset((name,))
+    return scalar
+
+
+def depends_of(operands: Any) -> frozenset:
+    """The specializable scalars the values among `operands` are computed from."""
+    depends: frozenset = frozenset()
+    for operand in operands:
+        if isinstance(operand, Value) and operand._depends:
+            depends = depends | operand._depends
+    return depends
+
+
 def rebind(tensor: Tensor, value: Value) -> None:
-    """Makes later reads of `tensor` see `value` (torch's out=: the array was written)."""
+    """Makes later reads of `tensor` see `value` (an in-place write or torch's out=)."""
     tensor._value = value._value
+    tensor._depends = value._depends
 

@@ -1,7 +1,26 @@
 """Shared fixtures of the Python frontend's tests."""
 
+import os
+
 import numpy as np
 import pytest
+
+# The torch-facing tests (torch tensors, widefuse.optim, Thunder): marked `torch`, so that
+# ctest runs them as a test of their own; they skip without torch unless
+# WIDEFUSE_REQUIRE_TORCH is set (as CI sets it), where a missing torch is a failure.
+_TORCH_TEST_PREFIXES = ("test_optim_", "test_torch_", "test_thunder_")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "torch: needs torch (and runs in its own ctest test)")
+    if os.environ.get("WIDEFUSE_REQUIRE_TORCH"):
+        import torch  # noqa: F401  (fails loudly where the test requirements are missing)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name.startswith(_TORCH_TEST_PREFIXES):
+            item.add_marker(pytest.mark.torch)
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ and the errors for what cannot be traced."""
 
 import numpy as np
 import pytest
+from conftest import assert_close
 
 import widefuse
 
@@ -127,7 +128,7 @@ def test_unsupported_operations_are_clear_errors():
         return t.sum()
 
     def in_place(t):
-        t.add_(1)
+        t.exp_()
 
     def branch(t):
         if t > 0:
@@ -155,7 +156,7 @@ def test_unsupported_operations_are_clear_errors():
                               (unknown_keyword, r"Tensor.add\(\).*beta.*widefuse supports"),
                               (method_out, r"Tensor.sqrt\(\).*out"),
                               (indexing, "indexing"), (assignment, "copy_"),
-                              (in_place, r"in-place method Tensor.add_\(\).*copy_"),
+                              (in_place, r"in-place method Tensor.exp_\(\) is not supported.*copy_"),
                               (branch, "truth value"),
                               (rounding, "rounding_mode"),
                               (remainder, "remainder")]:
@@ -169,6 +170,30 @@ def test_unsupported_operations_are_clear_errors():
     widefuse.trace(probe)(x)
     with pytest.raises(widefuse.Error, match="set"):
         widefuse.trace(lambda t, s: t)(x, {1, 2})
+
+
+def test_in_place_methods_follow_torch(rng):
+    # Later reads see the written value; the input receives its last value when the fusion
+    # ends, cast to its dtype; a temporary written in place is just rebound.
+    p = rng.standard_normal(64).astype(np.float32)
+    m = rng.standard_normal(64).astype(np.float32)
+    g = rng.standard_normal(64).astype(np.float64)
+    p0, m0 = p.copy(), m.copy()
+
+    def step(p, m, g):
+        m.mul_(0.9).add_(g, alpha=0.1)        # f64 result cast back to f32
+        denom = m.abs()
+        denom.add_(1.0)
+        p.addcdiv_(m, denom, value=-0.5)
+        p.clamp_(min=-1.0)
+        return p * 2
+
+    doubled = widefuse.trace(step)(p, m, g)
+    m_expected = (m0 * np.float32(0.9) + g * 0.1).astype(np.float32)
+    p_expected = np.maximum(p0 + np.float32(-0.5) * m_expected / (np.abs(m_expected) + 1), -1)
+    assert_close(m, m_expected, "m")
+    assert_close(p, p_expected, "p")
+    assert_close(doubled, 2 * p_expected, "returned")
 
 
 def test_numpy_scalars_on_the_left_are_numbers(rng):

@@ -1,0 +1,14 @@
+"""Optimizers for PyTorch whose step is one widefuse fusion: drop-in ``Adam`` and ``AdamW``,
+the ``PointwiseOptimizer`` base class for your own, and examples built on it (``SGD``,
+``RMSprop``, ``Adagrad``, ``Lion``). Needs torch (``pip install widefuse[torch]``); the rest
+of widefuse does not."""
+
+try:
+    import torch  # noqa: F401
+except ImportError as error:  # pragma: no cover - exercised only without torch
+    raise ImportError("widefuse.optim needs torch: pip install 'widefuse[torch]'") from error
+
+from .adam import Adam, AdamW
+from .pointwise_optimizer import PointwiseOptimizer
+
+__all__ = ["Adam", "AdamW", "PointwiseOptimizer"]

@@ -1,0 +1,257 @@
+"""``PointwiseOptimizer``: a ``torch.optim.Optimizer`` whose step is written one parameter at a
+time in ordinary torch style and runs as one widefuse fusion over all parameters.
+
+    class Lion(PointwiseOptimizer):
+        def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
+            super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
+
+        def init_state(self, param):
+            return {"exp_avg": torch.zeros_like(param, memory_format=torch.preserve_format)}
+
+        def update(self, param, grad, state, *, lr, betas, weight_decay):
+            beta1, beta2 = betas
+            exp_avg = state["exp_avg"]
+            param.mul_(1 - lr * weight_decay)
+            param.add_(torch.sign(exp_avg.lerp(grad, 1 - beta1)), alpha=-lr)
+            exp_avg.lerp_(grad, 1 - beta2)
+
+``update`` receives proxies: in-place methods and ``out=`` update the parameter and its state
+(the writes land when the step's kernel ends, later reads in ``update`` see them), and numbers
+among the group's hyperparameters are runtime scalars, so a scheduled ``lr`` never recompiles.
+A hyperparameter that Python control flow branches on (``if weight_decay != 0:``) becomes a
+constant of the traced step: changing it traces again.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Optional
+
+import torch
+
+from .._widefuse import Error
+from ..values import SpecializationRequest
+from .step_fusion import (Entry, PreparedStep, StepFusion, group_key, layout, local,
+                          trace_key, trace_step)
+
+
+class PointwiseOptimizer(torch.optim.Optimizer):
+    """Base class of widefuse's optimizers: subclasses write ``init_state`` and ``update``.
+
+    `mode` is the segmentation mode of the step's fusion: "packed" (default) runs every
+    parameter in one kernel launch, up to 8 signature classes (distinct dtypes, param groups
+    with different branches) per kernel; "batched" one launch per signature class;
+    "per-component" one launch per parameter. ``launches_per_step`` is the number of
+    kernel launches of the last step.
+    """
+
+    def __init__(self, params: Any, defaults: dict, *, mode: str = "packed") -> None:
+        self._prepared: Optional[PreparedStep] = None  # add_param_group runs in super().__init__
+        self._traced: dict[tuple, StepFusion] = {}
+        self._specialized: set[str] = set()
+        self._mode = mode
+        self.launches_per_step = 0
+        super().__init__(params, defaults)
+        self._hyperparameters = list(self.defaults)
+        self._init_takes_hyperparameters = len(
+            inspect.signature(self.init_state).parameters) > 1
+
+    # What subclasses write
+    def init_state(self, param: torch.Tensor, **hyperparameters: Any) -> dict:
+        """The state tensors of a parameter before its first step (e.g. zeros like it). A
+        subclass may also accept the group's hyperparameters as keyword arguments."""
+        return {}
+
+    def update(self, param: Any, grad: Any, state: dict, **hyperparameters: Any) -> None:
+        """One parameter's step, in torch style, on proxies (see the module's docstring)."""
+        raise NotImplementedError(f"{type(self).__name__} must define update()")
+
+    # torch.optim.Optimizer
+    def add_param_group(self, param_group: dict) -> None:
+        super().add_param_group(param_group)
+        self._prepared = None
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """torch's load_state_dict, after checking that every state tensor fits its parameter
+        (nothing changes when one does not); 0-d state such as ``step`` moves to its
+        parameter's device as float32, as torch's fused and capturable optimizers keep it."""
+        self._check_loaded_state(state_dict)
+        super().load_state_dict(state_dict)
+        for param, state in self.state.items():
+            for key, value in state.items():
+                if isinstance(value, torch.Tensor) and value.dim() == 0:
+                    state[key] = value.to(device=local(param).device, dtype=torch.float32)
+        self._prepared = None
+
+    @torch.no_grad()
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """One optimizer step over every parameter with a grad: a single fusion launch (per
+        signature class in batched mode). Returns the closure's loss, if given."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        scaling = (getattr(self, "grad_scale", None), getattr(self, "found_inf", None))
+        if not self._launch_prepared(scaling):
+            self._prepare_and_launch(scaling)
+        return loss
+
+    # torch.amp.GradScaler hands its scale and inf flag to step() as attributes.
+    _step_supports_amp_scaling = True
+
+    # The steady state
+    def _launch_prepared(self, scaling: tuple) -> bool:
+        """Runs the step with the prepared bindings when only grads (same layout) and numbers
+        changed; False when something else did (the caller traces or prepares again)."""
+        prepared = self._prepared
+        if prepared is None:
+            return False
+        params, grads, addresses = prepared.params, prepared.grads, prepared.param_addresses
+        count = len(params)
+        changed = []
+        k = 0
+        for group in self.param_groups:
+            for param in group["params"]:
+                grad = param.grad
+                if grad is None:
+                    continue
+                if k == count or param is not params[k] or \
+                        local(param).data_ptr() != addresses[k]:
+                    return False
+                if grad is not grads[k]:
+                    if layout(local(grad)) != layout(local(grads[k])) or grad.is_sparse:
+                        return False
+                    changed.append((k, grad))
+                k += 1
+        scaling_tensors = [t for t in scaling if t is not None]
+        if k != count or not prepared.same_scaling(scaling) or \
+                prepared.group_key != self._group_key(prepared.groups):
+            return False
+        try:
+            prepared.launch(changed, self.param_groups, scaling_tensors)
+        except Exception:
+            self._prepared = None
+            raise
+        self.launches_per_step = prepared.launches
+        return True
+
+    def _group_key(self, groups: list[int]) -> tuple:
+        return group_key(self.param_groups, groups, self._hyperparameters, self._specialized)
+
+    # Tracing and preparing
+    def _prepare_and_launch(self, scaling: tuple) -> None:
+        """Checks every parameter with a grad, traces the step (once per trace key), binds it
+        and launches it. Nothing is written, not even new state, until every check passed."""
+        self._prepared = None
+        entries = self._entries()
+        if not entries:
+            self.launches_per_step = 0
+            return
+        present = (scaling[0] is not None, scaling[1] is not None)
+        step = self._traced_step(entries, present)
+        groups = sorted({entry.group for entry in entries})
+        prepared = PreparedStep(step, entries, self.param_groups, scaling, self._mode,
+                                self._group_key(groups), groups)
+        for entry in entries:
+            self.state[entry.param] = entry.state
+        prepared.launch([], self.param_groups, [t for t in scaling if t is not None])
+        self._prepared = prepared
+        self.launches_per_step = prepared.launches
+
+    def _traced_step(self, entries: list[Entry], present: tuple[bool, bool]) -> StepFusion:
+        while True:
+            key = (self._mode, trace_key(entries, self.param_groups, self._hyperparameters,
+                                         self._specialized, present))
+            step = self._traced.get(key)
+            if step is not None:
+                return step
+            try:
+                step = trace_step(type(self).__name__, self.update, entries, self.param_groups,
+                                  self._hyperparameters, self._specialized, present)
+            except SpecializationRequest as request:
+                if request.names <= self._specialized:
+                    raise
+                self._specialized |= request.names  # a constant from now on: trace again
+                continue
+            self._traced[key] = step
+            return step
+
+    def _entries(self) -> list[Entry]:
+        """The parameters with a grad, checked, with their state (new state not yet stored)."""
+        entries: list[Entry] = []
+        first: Optional[tuple[str, torch.device]] = None
+        for g, group in enumerate(self.param_groups):
+            hyperparameters = {name: group[name] for name in self._hyperparameters}
+            for i, param in enumerate(group["params"]):
+                grad = param.grad
+                if grad is None:
+                    continue
+                where = f"parameter {i} of param group {g} (shape {list(param.shape)})"
+                _check_grad(param, grad, where)
+                device = local(param).device
+                if first is None:
+                    first = (where, device)
+                elif device != first[1]:
+                    raise Error(f"{where} is on {device} but {first[0]} is on {first[1]}; a "
+                                "widefuse optimizer steps the parameters of one device")
+                entries.append(Entry(g, i, param, grad,
+                                     self._state_of(param, hyperparameters, where)))
+        return entries
+
+    def _state_of(self, param: Any, hyperparameters: dict, where: str) -> dict:
+        """A copy of the parameter's state, made by init_state before its first step; numbers
+        (as old checkpoints hold ``step``) become 0-d float32 tensors."""
+        state = self.state.get(param)
+        if not state:
+            made = (self.init_state(param, **hyperparameters) if self._init_takes_hyperparameters
+                    else self.init_state(param))
+            if not isinstance(made, dict):
+                raise Error(f"{type(self).__name__}.init_state must return a dict of tensors, "
+                            f"got {type(made).__name__}")
+            state = made
+        device = local(param).device
+        copied = {}
+        for key, value in state.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = torch.tensor(float(value), dtype=torch.float32, device=device)
+            if not isinstance(value, torch.Tensor):
+                raise Error(f"state '{key}' of {where} is a {type(value).__name__}; widefuse "
+                            "optimizers keep tensors in their state")
+            if local(value).device != device:
+                raise Error(f"state '{key}' of {where} is on {local(value).device}; the "
+                            f"parameter is on {device}")
+            if value.dim() != 0 and value.shape != param.shape:
+                raise Error(f"state '{key}' of {where} has shape {list(value.shape)}")
+            copied[key] = value
+        return copied
+
+    def _check_loaded_state(self, state_dict: dict) -> None:
+        saved_groups = state_dict.get("param_groups", [])
+        if len(saved_groups) != len(self.param_groups):
+            return  # torch's load_state_dict names this mismatch
+        for g, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
+            if len(saved.get("params", ())) != len(group["params"]):
+                return
+            for i, (index, param) in enumerate(zip(saved["params"], group["params"])):
+                for key, value in state_dict.get("state", {}).get(index, {}).items():
+                    if isinstance(value, torch.Tensor) and value.dim() != 0 and \
+                            value.shape != param.shape:
+                        raise Error(
+                            f"load_state_dict: state '{key}' of parameter {i} of param group "
+                            f"{g} has shape {list(value.shape)}; the parameter has shape "
+                            f"{list(param.shape)} (nothing was loaded)")
+
+
+def _check_grad(param: Any, grad: Any, where: str) -> None:
+    if grad.is_sparse:
+        raise Error(f"{where}: its grad is sparse; widefuse optimizers take dense grads")
+    if grad.shape != param.shape:
+        raise Error(f"{where}: its grad has shape {list(grad.shape)}")
+    if grad.dtype != param.dtype:
+        raise Error(f"{where} is {param.dtype} but its grad is {grad.dtype}")
+    if local(grad).device != local(param).device:
+        raise Error(f"{where} is on {local(param).device} but its grad is on "
+                    f"{local(grad).device}")
+    if local(grad).shape != local(param).shape:
+        raise Error(f"{where}: its grad's local shard has shape {list(local(grad).shape)}, the "
+                    f"parameter's {list(local(param).shape)}")

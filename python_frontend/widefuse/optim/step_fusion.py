@@ -1,0 +1,260 @@
+"""One optimizer step as one fusion: the optimizer's ``update`` traced over every parameter that
+has a grad, each group's numbers as runtime scalars, and the bindings a later step changes
+(new grad tensors, a scheduled learning rate) without tracing or checking anything else."""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+
+from .._widefuse import Error
+from ..arguments import layout_of
+from ..fusion_definition import FusionDefinition, PreparedExecution
+from ..torch_tensors import check_tensor
+from ..values import SpecializationRequest, Tensor, specializable
+
+
+def local(tensor: Any) -> torch.Tensor:
+    """The tensor whose memory a step updates: a DTensor's local shard, else the tensor."""
+    shard = getattr(tensor, "_local_tensor", None)
+    return tensor if shard is None else shard
+
+
+def layout(tensor: torch.Tensor) -> tuple:
+    """What a traced fusion assumes about a tensor besides its address."""
+    return (tensor.dtype, tuple(tensor.shape), tensor.stride(), tensor.device)
+
+
+@dataclass
+class Entry:
+    """A parameter that has a grad this step, with its group and state."""
+
+    group: int
+    index: int  # within its group, for messages
+    param: Any
+    grad: Any
+    state: dict
+
+
+def hyperparameter_kind(value: Any, specialized: bool) -> tuple:
+    """How a group's hyperparameter enters the fusion: ("scalar",) for a number (a runtime
+    scalar), ("scalars", n) for a tuple of n numbers (betas), else ("constant", value), which
+    is part of the trace key. A number that Python control flow branched on is `specialized`:
+    a constant from then on."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if not specialized:
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return ("scalar",)
+        if (isinstance(value, (tuple, list)) and value and
+                all(isinstance(v, numbers.Real) and not isinstance(v, bool) or
+                    isinstance(v, torch.Tensor) and v.numel() == 1 for v in value)):
+            return ("scalars", len(value), type(value))
+    if isinstance(value, (tuple, list)):
+        value = tuple(v.item() if isinstance(v, torch.Tensor) else v for v in value)
+    try:
+        hash(value)
+    except TypeError:
+        raise Error(f"hyperparameter value {value!r} is neither a number nor hashable") from None
+    return ("constant", value)
+
+
+def number(value: Any) -> Any:
+    """A hyperparameter number as a Python float or int (a 1-element tensor read once)."""
+    if isinstance(value, torch.Tensor):
+        value = value.item()
+    return float(value) if isinstance(value, float) else value
+
+
+@dataclass
+class Source:
+    """Where one fusion input comes from at each step."""
+
+    kind: str  # "param", "grad", "state", "scalar", "grad_scale", "found_inf"
+    entry: int = -1
+    name: str = ""  # state key or hyperparameter name
+    group: int = -1
+    element: Optional[int] = None  # within a tuple hyperparameter
+
+
+@dataclass
+class StepFusion:
+    """The fusion of one trace key and the source of each of its inputs."""
+
+    definition: FusionDefinition
+    sources: list[Source] = field(default_factory=list)
+
+
+def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], groups: list[dict],
+               hyperparameters: list[str], specialized: set[str],
+               scaling: tuple[bool, bool]) -> StepFusion:
+    """Traces `update` over `entries`; raises SpecializationRequest when Python control flow
+    needs a hyperparameter's value (the caller adds it to `specialized` and traces again).
+    `scaling`: whether a grad scale and a found-inf flag (torch.amp.GradScaler) are inputs."""
+    fd = FusionDefinition(name)
+    step = StepFusion(fd)
+    with fd:
+        keywords = {g: _hyperparameter_inputs(fd, step, g, groups[g], hyperparameters, specialized)
+                    for g in sorted({entry.group for entry in entries})}
+        grad_scale = found_inf = None
+        if scaling[0]:
+            grad_scale = _tensor_input(fd, step, _scale_layout(entries), Source("grad_scale"))
+        if scaling[1]:
+            found_inf = _tensor_input(fd, step, _scale_layout(entries), Source("found_inf"))
+        for k, entry in enumerate(entries):
+            param = _tensor_input(fd, step, local(entry.param), Source("param", k))
+            grad = _tensor_input(fd, step, local(entry.grad), Source("grad", k))
+            state = {key: _tensor_input(fd, step, local(value), Source("state", k, key))
+                     for key, value in entry.state.items()}
+            entry_values = [param, *state.values()]
+            entries_before = {id(t): Tensor(fd, t._value) for t in entry_values}
+            if grad_scale is not None:
+                grad = grad / grad_scale.to(grad.dtype)
+            update(param, grad, state, **keywords[entry.group])
+            if found_inf is not None:  # a step with an inf or NaN grad changes nothing
+                skip = found_inf != 0
+                for tensor in entry_values:
+                    before = entries_before[id(tensor)]
+                    if tensor._value is not before._value:
+                        tensor.copy_(torch.where(skip, before, tensor))
+    return step
+
+
+def _scale_layout(entries: list[Entry]) -> torch.Tensor:
+    """A 0-d f32 tensor on the parameters' device: what GradScaler's scale and flag are."""
+    return torch.empty((), dtype=torch.float32, device=local(entries[0].param).device)
+
+
+def _tensor_input(fd: FusionDefinition, step: StepFusion, tensor: torch.Tensor,
+                  source: Source) -> Tensor:
+    stride_order, contiguity = layout_of(tuple(tensor.shape), tensor.stride())
+    data_type = check_tensor(tensor, source.name or source.kind, allow_grad=True)
+    step.sources.append(source)
+    return fd.define_tensor(shape=tuple(tensor.shape), contiguity=contiguity, dtype=data_type,
+                            stride_order=stride_order)
+
+
+def _hyperparameter_inputs(fd: FusionDefinition, step: StepFusion, g: int, group: dict,
+                           names: list[str], specialized: set[str]) -> dict:
+    """The keyword arguments `update` receives for group `g`: runtime scalars for numbers,
+    the values themselves for everything else."""
+    keywords = {}
+    for name in names:
+        value = group[name]
+        kind = hyperparameter_kind(value, name in specialized)
+        if kind[0] == "constant":
+            keywords[name] = kind[1]
+        elif kind[0] == "scalar":
+            step.sources.append(Source("scalar", name=name, group=g))
+            keywords[name] = specializable(fd.define_scalar(), name)
+        else:
+            elements = []
+            for i in range(kind[1]):
+                step.sources.append(Source("scalar", name=name, group=g, element=i))
+                elements.append(specializable(fd.define_scalar(), name))
+            keywords[name] = kind[2](elements)
+    return keywords
+
+
+def group_key(groups: list[dict], used: list[int], hyperparameters: list[str],
+              specialized: set[str]) -> tuple:
+    """How the hyperparameters of groups `used` enter a traced step (constants by value)."""
+    return tuple((g, tuple((name, hyperparameter_kind(groups[g][name], name in specialized))
+                           for name in hyperparameters)) for g in used)
+
+
+def trace_key(entries: list[Entry], groups: list[dict], hyperparameters: list[str],
+              specialized: set[str], scaling: tuple[bool, bool]) -> tuple:
+    """Everything a traced step depends on besides the tensors' addresses and the numbers."""
+    used = sorted({entry.group for entry in entries})
+    return (
+        scaling,
+        group_key(groups, used, hyperparameters, specialized),
+        tuple((entry.group, layout(local(entry.param)), layout(local(entry.grad)),
+               tuple((key, layout(local(value))) for key, value in entry.state.items()))
+              for entry in entries))
+
+
+class PreparedStep:
+    """A traced step bound to this step's tensors; later steps with the same parameters
+    rebind what changed (grads, numbers) and launch."""
+
+    def __init__(self, step: StepFusion, entries: list[Entry], groups: list[dict],
+                 scaling_tensors: tuple, mode: str, key: tuple, used_groups: list[int]) -> None:
+        self.fusion = step
+        self.group_key = key  # the groups' part of the trace key
+        self.groups = used_groups
+        self.scaling_present = tuple(t is not None for t in scaling_tensors)
+        self.params = [entry.param for entry in entries]
+        self.param_addresses = [local(entry.param).data_ptr() for entry in entries]
+        self.grads = [entry.grad for entry in entries]
+        self.grad_inputs = [i for i, s in enumerate(step.sources) if s.kind == "grad"]
+        self.scalar_inputs = [i for i, s in enumerate(step.sources) if s.kind == "scalar"]
+        arguments = [self._argument(source, entries, groups, scaling_tensors)
+                     for source in step.sources]
+        self.scalars = [arguments[i] for i in self.scalar_inputs]
+        self.scaling_inputs = [i for i, s in enumerate(step.sources)
+                               if s.kind in ("grad_scale", "found_inf")]
+        self.scaling_tensors = [t for t in scaling_tensors if t is not None]
+        self.execution: PreparedExecution = step.definition.prepare(arguments, mode=mode)
+        self.launches = 0  # known after the first launch
+
+    @staticmethod
+    def _argument(source: Source, entries: list[Entry], groups: list[dict],
+                  scaling_tensors: tuple) -> Any:
+        if source.kind == "scalar":
+            value = groups[source.group][source.name]
+            return number(value if source.element is None else value[source.element])
+        if source.kind == "grad_scale":
+            return scaling_tensors[0]
+        if source.kind == "found_inf":
+            return scaling_tensors[1]
+        entry = entries[source.entry]
+        if source.kind == "param":
+            return local(entry.param)
+        if source.kind == "grad":
+            return local(entry.grad)
+        return local(entry.state[source.name])
+
+    def same_scaling(self, scaling: tuple) -> bool:
+        """True when GradScaler's tensors (or their absence) match the prepared ones."""
+        if tuple(t is not None for t in scaling) != self.scaling_present:
+            return False
+        return all(layout(t) == layout(old) for t, old in
+                   zip([t for t in scaling if t is not None], self.scaling_tensors))
+
+    def launch(self, changed_grads: list[tuple[int, Any]], groups: list[dict],
+               scaling_tensors: list) -> None:
+        """Rebinds `changed_grads` ((entry, grad) pairs) and GradScaler's tensors (laid out as
+        the prepared ones: the caller checked), sets the numbers of `groups`, and runs the
+        step. On an error nothing has run; the caller drops this object."""
+        indices = [self.grad_inputs[k] for k, _ in changed_grads]
+        addresses = [local(grad).data_ptr() for _, grad in changed_grads]
+        for i, tensor in enumerate(scaling_tensors):
+            if tensor is not self.scaling_tensors[i]:
+                indices.append(self.scaling_inputs[i])
+                addresses.append(tensor.data_ptr())
+                self.scaling_tensors[i] = tensor
+        if indices:
+            self.execution._prepared.rebind(indices, addresses)
+            for k, grad in changed_grads:
+                self.grads[k] = grad
+        indices, values = [], []
+        sources = self.fusion.sources
+        for position, i in enumerate(self.scalar_inputs):
+            source = sources[i]
+            value = groups[source.group][source.name]
+            value = number(value if source.element is None else value[source.element])
+            if value != self.scalars[position] or type(value) is not type(self.scalars[position]):
+                indices.append(i)
+                values.append(value)
+                self.scalars[position] = value
+        if indices:
+            self.execution._prepared.set_scalars(indices, values)
+        self.execution._prepared.launch()
+        if not self.launches:
+            self.launches = sum(kernel["launches"]
+                                for kernel in self.fusion.definition.last_kernels())

@@ -1,0 +1,112 @@
+"""torch tensors as arguments and results, without widefuse importing torch: a value is a
+torch tensor only when the caller has imported torch and ``isinstance`` says so.
+
+A tensor's memory is read in place (``data_ptr``, ``stride``: no DLPack export, no copy);
+CPU tensors run on the host backend, CUDA tensors on the GPU on torch's current stream.
+Plain outputs come back as torch tensors on the inputs' device.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ._widefuse import Error
+from .data_type import DataType
+
+_data_types: Optional[dict] = None  # torch.dtype -> DataType, built on first use
+
+
+def loaded_torch() -> Any:
+    """The torch module when the program has imported it, else None."""
+    return sys.modules.get("torch")
+
+
+def is_tensor(value: Any) -> bool:
+    """True for a torch.Tensor (and subclasses such as nn.Parameter)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def data_type_of_tensor(dtype: Any) -> Optional[DataType]:
+    """The DataType of a torch dtype, or None for one widefuse lacks (complex, float8, ...)."""
+    global _data_types
+    if _data_types is None:
+        torch = loaded_torch()
+        _data_types = {
+            torch.bool: DataType.Bool, torch.int8: DataType.Int8, torch.int16: DataType.Int16,
+            torch.int32: DataType.Int32, torch.int64: DataType.Int, torch.uint8: DataType.UInt8,
+            torch.uint16: DataType.UInt16, torch.uint32: DataType.UInt32,
+            torch.float16: DataType.Half, torch.bfloat16: DataType.BFloat16,
+            torch.float32: DataType.Float, torch.float64: DataType.Double,
+        }
+    return _data_types.get(dtype)
+
+
+def torch_dtype(data_type: DataType) -> Any:
+    """The torch dtype of a DataType."""
+    data_type_of_tensor(None)  # builds the table
+    return next(t for t, d in _data_types.items() if d is data_type)
+
+
+def check_tensor(tensor: Any, name: str, allow_grad: bool = False) -> DataType:
+    """Raises Error for a tensor widefuse cannot read or write in place; returns its DataType.
+    A tensor that requires grad is refused while grad mode is on (widefuse records no autograd
+    graph); under torch.no_grad(), as in an optimizer step, it is read and written in place as
+    torch's own in-place ops would."""
+    torch = loaded_torch()
+    what = f"input '{name}'"
+    if tensor.layout is not torch.strided:
+        raise Error(f"{what} is a {tensor.layout} tensor; widefuse reads dense (strided) tensors "
+                    "only (pass tensor.to_dense())")
+    if tensor.is_quantized:
+        raise Error(f"{what} is a quantized tensor ({tensor.dtype}); dequantize it first")
+    if tensor.is_complex():
+        raise Error(f"{what} is complex ({tensor.dtype}); widefuse has no complex types "
+                    "(pass torch.view_as_real(tensor))")
+    if tensor.device.type == "meta":
+        raise Error(f"{what} is a meta tensor: it has no data to run on")
+    if tensor.device.type not in ("cpu", "cuda"):
+        raise Error(f"{what} is on device '{tensor.device}'; widefuse runs on the CPU and "
+                    "on CUDA device 0")
+    if tensor.device.type == "cuda" and tensor.device.index not in (None, 0):
+        raise Error(f"{what} is on CUDA device {tensor.device.index}; widefuse runs on device 0")
+    if tensor.requires_grad and not allow_grad and torch.is_grad_enabled():
+        raise Error(f"{what} requires grad: widefuse does not record autograd, so it runs on "
+                    "such tensors only under torch.no_grad() (or pass tensor.detach())")
+    data_type = data_type_of_tensor(tensor.dtype)
+    if data_type is None:
+        raise Error(f"{what}: torch dtype {tensor.dtype} is not supported by widefuse")
+    return data_type
+
+
+def device_name(tensor: Any) -> str:
+    """'cpu' or 'cuda:0': where a tensor is, for the mixed-device check."""
+    return "cpu" if tensor.device.type == "cpu" else "cuda:0"
+
+
+def current_stream(tensor: Any) -> Optional[int]:
+    """torch's current stream on a CUDA tensor's device (None for the CPU)."""
+    if tensor.device.type != "cuda":
+        return None
+    return loaded_torch().cuda.current_stream(tensor.device).cuda_stream
+
+
+def host_outputs(raw: Sequence[np.ndarray], data_types: Sequence[DataType]) -> list:
+    """The host backend's outputs (bool, f16 and bf16 as unsigned integers of the same
+    width) as CPU torch tensors sharing their memory."""
+    torch = loaded_torch()
+    outputs = []
+    for array, data_type in zip(raw, data_types):
+        tensor = torch.from_numpy(array)
+        target = torch_dtype(data_type)
+        outputs.append(tensor if tensor.dtype is target else tensor.view(target))
+    return outputs
+
+
+def device_outputs(raw: Sequence[Any]) -> list:
+    """Device outputs (DLPack-capable arrays) as CUDA torch tensors sharing their memory."""
+    torch = loaded_torch()
+    return [torch.from_dlpack(array) for array in raw]

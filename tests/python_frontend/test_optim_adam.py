@@ -1,0 +1,163 @@
+"""widefuse.optim.Adam / AdamW against torch.optim.Adam / AdamW (foreach=False) on a small real
+model: 100 training steps with backward, zero_grad and a StepLR schedule, one launch per step,
+and state_dict moving both ways mid-training."""
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import widefuse.optim  # noqa: E402
+from torch_models import (assert_same_parameters, batches, small_model,  # noqa: E402
+                          train_step)
+
+CASES = {
+    "adamw": (widefuse.optim.AdamW, torch.optim.AdamW, dict(lr=1e-2)),
+    "adam amsgrad": (widefuse.optim.Adam, torch.optim.Adam, dict(lr=1e-2, amsgrad=True)),
+    "adam maximize": (widefuse.optim.Adam, torch.optim.Adam, dict(lr=1e-2, maximize=True)),
+    "adam weight decay": (widefuse.optim.Adam, torch.optim.Adam,
+                          dict(lr=1e-2, weight_decay=0.1, betas=(0.8, 0.99), eps=1e-6)),
+    "adamw amsgrad weight decay": (widefuse.optim.AdamW, torch.optim.AdamW,
+                                   dict(lr=3e-3, weight_decay=0.3, amsgrad=True)),
+    # torch refuses capturable=True on the CPU; its step is the same computation there.
+    "adam capturable tensor lr": (widefuse.optim.Adam, torch.optim.Adam,
+                                  dict(lr=torch.tensor(1e-2), capturable=True),
+                                  dict(lr=torch.tensor(1e-2))),
+}
+
+
+def two_groups(model):
+    """Weights and the rest, with different hyperparameters."""
+    weights = [p for name, p in model.named_parameters() if name.endswith("weight")]
+    others = [p for name, p in model.named_parameters() if not name.endswith("weight")]
+    return [{"params": weights}, {"params": others, "lr": 5e-3, "weight_decay": 0.0}]
+
+
+def train_both(ours_class, theirs_class, options, their_options=None, steps=100,
+               grouped=False):
+    ours_model, theirs_model = small_model(), small_model()
+    params = (two_groups if grouped else lambda m: m.parameters())
+    copy = lambda o: {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in o.items()}
+    ours = ours_class(params(ours_model), **copy(options))
+    theirs = theirs_class(params(theirs_model), foreach=False,
+                          **copy(options if their_options is None else their_options))
+    schedules = [torch.optim.lr_scheduler.StepLR(o, step_size=30, gamma=0.5)
+                 for o in (ours, theirs)]
+    for step, batch in enumerate(batches(steps)):
+        train_step(ours_model, ours, batch, schedules[0])
+        train_step(theirs_model, theirs, batch, schedules[1])
+        assert ours.launches_per_step == 1
+        if step % 25 == 24:
+            assert_same_parameters(ours_model, theirs_model, f"step {step}")
+    return ours_model, theirs_model, ours, theirs
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_training_equals_torch(case):
+    ours_model, theirs_model, ours, theirs = train_both(*CASES[case])
+    assert_same_parameters(ours_model, theirs_model, case)
+    for p_ours, p_theirs in zip(ours_model.parameters(), theirs_model.parameters()):
+        for key, value in theirs.state[p_theirs].items():
+            torch.testing.assert_close(ours.state[p_ours][key].cpu(), value.cpu(),
+                                       msg=lambda m: f"{case} state {key}: {m}")
+
+
+def test_two_param_groups_in_one_launch():
+    ours_model, theirs_model, ours, _ = train_both(
+        widefuse.optim.AdamW, torch.optim.AdamW, dict(lr=1e-2, weight_decay=0.05),
+        steps=60, grouped=True)
+    assert_same_parameters(ours_model, theirs_model)
+    assert ours.param_groups[1]["lr"] == pytest.approx(5e-3 * 0.25)  # two StepLR decays
+
+
+def test_state_dict_moves_both_ways_mid_training():
+    data = batches(40)
+    ours_model, theirs_model = small_model(), small_model()
+    ours = widefuse.optim.AdamW(ours_model.parameters(), lr=1e-2, amsgrad=True)
+    theirs = torch.optim.AdamW(theirs_model.parameters(), lr=1e-2, amsgrad=True, foreach=False)
+    for batch in data[:15]:
+        train_step(ours_model, ours, batch)
+        train_step(theirs_model, theirs, batch)
+    # Deep copies, as torch.save would write: a state_dict shares the optimizer's tensors.
+    saved_ours, saved_theirs = copy.deepcopy(ours.state_dict()), copy.deepcopy(theirs.state_dict())
+    without_foreach = lambda groups: [{k: v for k, v in g.items() if k != "foreach"}
+                                      for g in groups]
+    assert without_foreach(saved_ours["param_groups"]) == \
+        without_foreach(saved_theirs["param_groups"])
+    assert {k: sorted(v) for k, v in saved_ours["state"].items()} == \
+        {k: sorted(v) for k, v in saved_theirs["state"].items()}
+    for index, state in saved_theirs["state"].items():
+        for key, value in state.items():
+            assert saved_ours["state"][index][key].dtype == value.dtype, key
+
+    # Swap: torch continues from widefuse's checkpoint and widefuse from torch's, each on a
+    # copy of the other's model.
+    torch_continues = small_model()
+    torch_continues.load_state_dict(ours_model.state_dict())
+    continued_theirs = torch.optim.AdamW(torch_continues.parameters(), lr=1e-2, amsgrad=True,
+                                         foreach=False)
+    continued_theirs.load_state_dict(saved_ours)
+    ours_continues = small_model()
+    ours_continues.load_state_dict(theirs_model.state_dict())
+    continued_ours = widefuse.optim.AdamW(ours_continues.parameters(), lr=1e-2, amsgrad=True)
+    continued_ours.load_state_dict(saved_theirs)
+    for batch in data[15:]:
+        for model, optimizer in ((ours_model, ours), (theirs_model, theirs),
+                                 (torch_continues, continued_theirs),
+                                 (ours_continues, continued_ours)):
+            train_step(model, optimizer, batch)
+    assert_same_parameters(ours_continues, theirs_model, "widefuse from torch's checkpoint")
+    assert_same_parameters(torch_continues, ours_model, "torch from widefuse's checkpoint")
+    assert_same_parameters(ours_model, theirs_model, "uninterrupted")
+
+
+def test_changed_lr_and_new_grads_do_not_retrace():
+    model = small_model()
+    optimizer = widefuse.optim.Adam(model.parameters(), lr=1e-2)
+    schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)
+    for batch in batches(5):
+        train_step(model, optimizer, batch, schedule)
+    assert len(optimizer._traced) == 1
+    prepared = optimizer._prepared
+    for batch in batches(5, seed=2):
+        train_step(model, optimizer, batch, schedule, set_to_none=False)
+    assert optimizer._prepared is prepared  # no new binding either
+    # A hyperparameter that Python control flow reads (weight_decay != 0) is a constant:
+    # changing it traces again, once.
+    optimizer.param_groups[0]["weight_decay"] = 0.1
+    for batch in batches(3, seed=3):
+        train_step(model, optimizer, batch)
+    assert len(optimizer._traced) == 2
+
+
+def test_a_parameter_without_grad_is_skipped_without_retracing_later():
+    ours_model, theirs_model = small_model(), small_model()
+    ours = widefuse.optim.Adam(ours_model.parameters(), lr=1e-2)
+    theirs = torch.optim.Adam(theirs_model.parameters(), lr=1e-2, foreach=False)
+    for step, batch in enumerate(batches(12)):
+        frozen = step % 3 == 1  # the head gets no grad every third step
+        for model, optimizer in ((ours_model, ours), (theirs_model, theirs)):
+            model.head.weight.requires_grad_(not frozen)
+            train_step(model, optimizer, batch)
+    assert_same_parameters(ours_model, theirs_model)
+    assert len(ours._traced) == 2
+    for p_ours, p_theirs in zip(ours_model.parameters(), theirs_model.parameters()):
+        assert float(ours.state[p_ours]["step"]) == float(theirs.state[p_theirs]["step"])
+
+
+def test_closure_returns_the_loss():
+    model = small_model()
+    optimizer = widefuse.optim.AdamW(model.parameters())
+    tokens, targets = batches(1)[0]
+
+    def closure():
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(tokens).reshape(-1, 4),
+                                                 targets.reshape(-1))
+        loss.backward()
+        return loss
+
+    before = closure().item()
+    assert optimizer.step(closure).item() == pytest.approx(before)
+    assert optimizer.launches_per_step == 1
