@@ -309,6 +309,14 @@ class Tensor(Value):
     def where(self, condition: Any, other: Any) -> Value:
         return self._apply("where", condition, self, other)
 
+    def clone(self) -> Value:
+        """A copy (torch.clone): a new value, even in an output."""
+        return self._apply("set", self)
+
+    def detach(self) -> Value:
+        """The value itself: traced values have no autograd graph to detach from."""
+        return self
+
     def to(self, dtype: Any) -> Value:
         return self._apply("cast", self, dtype=data_type_of(dtype, "to"))
 

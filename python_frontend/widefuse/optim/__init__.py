@@ -8,7 +8,11 @@ try:
 except ImportError as error:  # pragma: no cover - exercised only without torch
     raise ImportError("widefuse.optim needs torch: pip install 'widefuse[torch]'") from error
 
+from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .lion import Lion
 from .pointwise_optimizer import PointwiseOptimizer
+from .rmsprop import RMSprop
+from .sgd import SGD
 
-__all__ = ["Adam", "AdamW", "PointwiseOptimizer"]
+__all__ = ["Adagrad", "Adam", "AdamW", "Lion", "PointwiseOptimizer", "RMSprop", "SGD"]

@@ -32,7 +32,7 @@ import torch
 from .._widefuse import Error
 from ..values import SpecializationRequest
 from .step_fusion import (Entry, PreparedStep, StepFusion, group_key, layout, local,
-                          trace_key, trace_step)
+                          run_once, trace_key, trace_step)
 
 
 class PointwiseOptimizer(torch.optim.Optimizer):
@@ -149,6 +149,12 @@ class PointwiseOptimizer(torch.optim.Optimizer):
             return
         present = (scaling[0] is not None, scaling[1] is not None)
         step = self._traced_step(entries, present)
+        if step.new_state:
+            self.launches_per_step = run_once(step, entries, self.param_groups, scaling,
+                                              self._mode)
+            for entry in entries:
+                self.state[entry.param] = entry.state
+            return
         groups = sorted({entry.group for entry in entries})
         prepared = PreparedStep(step, entries, self.param_groups, scaling, self._mode,
                                 self._group_key(groups), groups)

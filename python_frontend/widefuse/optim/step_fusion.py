@@ -82,10 +82,13 @@ class Source:
 
 @dataclass
 class StepFusion:
-    """The fusion of one trace key and the source of each of its inputs."""
+    """The fusion of one trace key, the source of each of its inputs, and the state that
+    ``update`` created (``state[key] = value`` for a key the state lacked, as torch's SGD
+    creates its momentum buffer at the first step): (entry, key) per plain output."""
 
     definition: FusionDefinition
     sources: list[Source] = field(default_factory=list)
+    new_state: list[tuple[int, str]] = field(default_factory=list)
 
 
 def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], groups: list[dict],
@@ -113,7 +116,9 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
             entries_before = {id(t): Tensor(fd, t._value) for t in entry_values}
             if grad_scale is not None:
                 grad = grad / grad_scale.to(grad.dtype)
+            given = dict(state)
             update(param, grad, state, **keywords[entry.group])
+            _add_new_state(fd, step, k, given, state)
             if found_inf is not None:  # a step with an inf or NaN grad changes nothing
                 skip = found_inf != 0
                 for tensor in entry_values:
@@ -121,6 +126,25 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
                     if tensor._value is not before._value:
                         tensor.copy_(torch.where(skip, before, tensor))
     return step
+
+
+def _add_new_state(fd: FusionDefinition, step: StepFusion, k: int, given: dict,
+                   state: dict) -> None:
+    """Makes each state entry `update` added an output (a fresh value, even for an input)."""
+    for key, value in state.items():
+        if key in given:
+            if value is not given[key]:
+                raise Error(f"update() replaced state['{key}']; write into it in place "
+                            f"(state['{key}'].copy_(...))")
+            continue
+        if not isinstance(value, Tensor) or value.definition is not fd:
+            raise Error(f"update() stored a {type(value).__name__} in state['{key}']; new "
+                        "state must be a tensor computed in update()")
+        fd.add_output(value.clone())
+        step.new_state.append((k, key))
+    for key in given:
+        if key not in state:
+            raise Error(f"update() removed state['{key}']")
 
 
 def _scale_layout(entries: list[Entry]) -> torch.Tensor:
@@ -178,6 +202,45 @@ def trace_key(entries: list[Entry], groups: list[dict], hyperparameters: list[st
               for entry in entries))
 
 
+def step_arguments(step: StepFusion, entries: list[Entry], groups: list[dict],
+                   scaling_tensors: tuple) -> list:
+    """This step's argument for every input of `step`."""
+    return [_argument(source, entries, groups, scaling_tensors) for source in step.sources]
+
+
+def _argument(source: Source, entries: list[Entry], groups: list[dict],
+              scaling_tensors: tuple) -> Any:
+    if source.kind == "scalar":
+        value = groups[source.group][source.name]
+        return number(value if source.element is None else value[source.element])
+    if source.kind == "grad_scale":
+        return scaling_tensors[0]
+    if source.kind == "found_inf":
+        return scaling_tensors[1]
+    entry = entries[source.entry]
+    if source.kind == "param":
+        return local(entry.param)
+    if source.kind == "grad":
+        return local(entry.grad)
+    return local(entry.state[source.name])
+
+
+def run_once(step: StepFusion, entries: list[Entry], groups: list[dict],
+             scaling_tensors: tuple, mode: str) -> int:
+    """Runs a step that creates state (no binding is kept: the next step's state differs),
+    stores the new state in the entries, and returns the kernel launches it took."""
+    outputs = step.definition.execute(step_arguments(step, entries, groups, scaling_tensors),
+                                      mode=mode)
+    for (k, key), output in zip(step.new_state, outputs):
+        param = entries[k].param
+        if hasattr(param, "device_mesh"):  # a DTensor parameter gets DTensor state, as in torch
+            from torch.distributed.tensor import DTensor
+            output = DTensor.from_local(output, param.device_mesh, param.placements,
+                                        shape=param.shape, stride=param.stride())
+        entries[k].state[key] = output
+    return sum(kernel["launches"] for kernel in step.definition.last_kernels())
+
+
 class PreparedStep:
     """A traced step bound to this step's tensors; later steps with the same parameters
     rebind what changed (grads, numbers) and launch."""
@@ -193,31 +256,13 @@ class PreparedStep:
         self.grads = [entry.grad for entry in entries]
         self.grad_inputs = [i for i, s in enumerate(step.sources) if s.kind == "grad"]
         self.scalar_inputs = [i for i, s in enumerate(step.sources) if s.kind == "scalar"]
-        arguments = [self._argument(source, entries, groups, scaling_tensors)
-                     for source in step.sources]
+        arguments = step_arguments(step, entries, groups, scaling_tensors)
         self.scalars = [arguments[i] for i in self.scalar_inputs]
         self.scaling_inputs = [i for i, s in enumerate(step.sources)
                                if s.kind in ("grad_scale", "found_inf")]
         self.scaling_tensors = [t for t in scaling_tensors if t is not None]
         self.execution: PreparedExecution = step.definition.prepare(arguments, mode=mode)
         self.launches = 0  # known after the first launch
-
-    @staticmethod
-    def _argument(source: Source, entries: list[Entry], groups: list[dict],
-                  scaling_tensors: tuple) -> Any:
-        if source.kind == "scalar":
-            value = groups[source.group][source.name]
-            return number(value if source.element is None else value[source.element])
-        if source.kind == "grad_scale":
-            return scaling_tensors[0]
-        if source.kind == "found_inf":
-            return scaling_tensors[1]
-        entry = entries[source.entry]
-        if source.kind == "param":
-            return local(entry.param)
-        if source.kind == "grad":
-            return local(entry.grad)
-        return local(entry.state[source.name])
 
     def same_scaling(self, scaling: tuple) -> bool:
         """True when GradScaler's tensors (or their absence) match the prepared ones."""

@@ -1,0 +1,50 @@
+"""``SGD``: torch.optim.SGD (momentum, dampening, Nesterov, weight decay, maximize) written on
+PointwiseOptimizer in torch's own single-tensor style; an example of a user-written
+optimizer as much as a drop-in one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .._widefuse import Error
+from .pointwise_optimizer import PointwiseOptimizer
+
+
+class SGD(PointwiseOptimizer):
+    """torch.optim.SGD's algorithm, arguments and state (``momentum_buffer``, created by the
+    first step as a copy of the grad)."""
+
+    def __init__(self, params: Any, lr: Any = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: Any = None, differentiable: bool = False, fused: Any = None,
+                 mode: str = "packed") -> None:
+        if differentiable:
+            raise Error("differentiable=True is not supported")
+        if float(lr) < 0.0 or momentum < 0.0 or weight_decay < 0.0:
+            raise Error(f"Invalid SGD arguments: lr={float(lr)}, momentum={momentum}, "
+                        f"weight_decay={weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise Error("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize, foreach=foreach,
+                                      differentiable=differentiable, fused=fused), mode=mode)
+
+    def update(self, param: Any, grad: Any, state: dict, *, lr: Any, momentum: Any,
+               dampening: Any, weight_decay: Any, nesterov: bool, maximize: bool,
+               **_: Any) -> None:
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = torch.clone(grad).detach()
+                state["momentum_buffer"] = buf
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+            grad = grad.add(buf, alpha=momentum) if nesterov else buf
+        param.add_(grad, alpha=-lr)

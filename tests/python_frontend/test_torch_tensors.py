@@ -1,0 +1,137 @@
+"""torch tensors in FusionDefinition.execute(), prepare() and traced functions: read and written
+in place (no copies), plain outputs back as torch tensors of the right dtype, clear errors for
+tensors widefuse cannot run on, and widefuse importing and running without torch."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import widefuse  # noqa: E402
+from widefuse import DataType, FusionDefinition  # noqa: E402
+
+
+def axpy_definition(dtype=DataType.Float):
+    """y <- y + a * x in place, and a plain output x * a in `dtype`."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], dtype=dtype)
+        y = fd.define_tensor(shape=[-1, -1], dtype=dtype)
+        a = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(y + a * x, alias_input=y)
+        fd.add_output(fd.ops.cast(x * a, dtype))
+    return fd
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_in_place_update_and_outputs_match_torch(dtype):
+    data_type = {torch.float32: DataType.Float, torch.float64: DataType.Double,
+                 torch.bfloat16: DataType.BFloat16, torch.float16: DataType.Half}[dtype]
+    torch.manual_seed(0)
+    x = torch.randn(37, 19, dtype=dtype)
+    y = torch.randn(37, 19, dtype=dtype)
+    expected_y = (y.double() + 0.5 * x.double()).to(dtype)
+    expected_out = (x.double() * 0.5).to(dtype)
+    address = y.data_ptr()
+    (out,) = axpy_definition(data_type).execute([x, y, 0.5])
+    assert isinstance(out, torch.Tensor) and out.dtype == dtype and out.device == x.device
+    assert y.data_ptr() == address  # updated where it is
+    torch.testing.assert_close(y, expected_y)
+    torch.testing.assert_close(out, expected_out)
+
+
+def test_strided_views_and_bool_outputs():
+    base = torch.arange(60, dtype=torch.float32).reshape(6, 10)
+    view = base[:, 2:7]  # not contiguous
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[False, True], dtype=DataType.Float)
+        fd.add_output(t > 20.0)
+        fd.add_output(t * 2.0, alias_input=t)
+    (mask,) = fd.execute([view])
+    assert mask.dtype == torch.bool
+    expected = torch.arange(60, dtype=torch.float32).reshape(6, 10)
+    torch.testing.assert_close(mask, expected[:, 2:7] > 20)
+    expected[:, 2:7] *= 2
+    torch.testing.assert_close(base, expected)  # the columns outside the view untouched
+
+
+def test_traced_functions_and_prepare_take_torch_tensors():
+    @widefuse.trace
+    def step(p, g, lr):
+        p.sub_(g, alpha=lr)
+        return p * 2
+
+    p, g = torch.ones(1000), torch.full((1000,), 0.25)
+    doubled = step(p, g, 0.5)
+    assert isinstance(doubled, torch.Tensor)
+    torch.testing.assert_close(p, torch.full((1000,), 0.875))
+    torch.testing.assert_close(doubled, torch.full((1000,), 1.75))
+    again = step.prepare(p, g, 0.5)
+    again()
+    torch.testing.assert_close(p, torch.full((1000,), 0.75))
+
+
+def test_numpy_stays_numpy():
+    x, y = np.ones((2, 3), np.float32), np.zeros((2, 3), np.float32)
+    (out,) = axpy_definition().execute([x, y, 2.0])
+    assert isinstance(out, np.ndarray)
+
+
+def bad_tensors():
+    grad_needed = torch.ones(2, 3, requires_grad=True)
+    return {
+        "requires grad": (grad_needed, "requires grad"),
+        "sparse": (torch.ones(2, 3).to_sparse(), "sparse_coo"),
+        "complex": (torch.ones(2, 3, dtype=torch.complex64), "complex"),
+        "quantized": (torch.quantize_per_tensor(torch.ones(2, 3), 0.1, 0, torch.quint8),
+                      "quantized"),
+        "meta": (torch.ones(2, 3, device="meta"), "meta tensor"),
+        "unsupported dtype": (torch.ones(2, 3, dtype=torch.uint64), "torch.uint64"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(bad_tensors()))
+def test_bad_tensors_are_clear_errors_and_nothing_is_written(case):
+    bad, message = bad_tensors()[case]
+    x, y = torch.ones(2, 3), torch.ones(2, 3)
+    for arguments, name in (([bad, y, 1.0], "T0"), ([x, bad, 1.0], "T1")):
+        with pytest.raises(widefuse.Error, match=f"input '{name}'.*{message}"):
+            axpy_definition().execute(arguments)
+        torch.testing.assert_close(y, torch.ones(2, 3))  # y is written only after all checks
+
+
+def test_a_tensor_that_requires_grad_runs_under_no_grad():
+    x, y = torch.ones(3, 2), torch.ones(3, 2, requires_grad=True)
+    with torch.no_grad():
+        axpy_definition().execute([x, y, 1.0])
+    torch.testing.assert_close(y.detach(), torch.full((3, 2), 2.0))
+
+
+def test_widefuse_imports_and_runs_without_torch():
+    script = textwrap.dedent("""
+        import sys
+        sys.modules["torch"] = None  # `import torch` now raises ImportError
+        import numpy as np
+        import widefuse
+        from widefuse import FusionDefinition, DataType
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+            fd.add_output(t * 2.0, alias_input=t)
+        x = np.ones(5, np.float32)
+        fd.execute([x])
+        assert (x == 2).all()
+        try:
+            import widefuse.optim
+        except ImportError as error:
+            assert "widefuse.optim needs torch" in str(error), error
+        else:
+            raise AssertionError("widefuse.optim imported without torch")
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
