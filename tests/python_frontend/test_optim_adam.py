@@ -161,3 +161,33 @@ def test_closure_returns_the_loss():
     before = closure().item()
     assert optimizer.step(closure).item() == pytest.approx(before)
     assert optimizer.launches_per_step == 1
+
+
+def test_grad_scaler_unscales_in_the_kernel_and_skips_steps_with_inf():
+    # widefuse's optimizers take GradScaler's scale and inf flag into the step's launch (as
+    # torch's fused Adam does); torch's AdamW(foreach=False) gets unscaled grads and skipped
+    # steps from the scaler. Step 7's grads hold an inf: both skip it and halve the scale.
+    ours_model, theirs_model = small_model(), small_model()
+    ours = widefuse.optim.AdamW(ours_model.parameters(), lr=1e-2)
+    theirs = torch.optim.AdamW(theirs_model.parameters(), lr=1e-2, foreach=False)
+    scalers = [torch.amp.GradScaler("cpu", init_scale=2.0**10) for _ in range(2)]
+    for step, (tokens, targets) in enumerate(batches(20)):
+        for model, optimizer, scaler in ((ours_model, ours, scalers[0]),
+                                         (theirs_model, theirs, scalers[1])):
+            optimizer.zero_grad()
+            logits = model(tokens)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 4), targets.reshape(-1))
+            scaler.scale(loss).backward()
+            if step == 7:
+                model.head.weight.grad[1, 2] = float("inf")
+            scaler.step(optimizer)
+            scaler.update()
+        assert ours.launches_per_step == 1
+        assert scalers[0].get_scale() == scalers[1].get_scale()
+        if step == 7:
+            assert scalers[0].get_scale() == 2.0**9
+    assert_same_parameters(ours_model, theirs_model)
+    for p_ours, p_theirs in zip(ours_model.parameters(), theirs_model.parameters()):
+        assert float(ours.state[p_ours]["step"]) == float(theirs.state[p_theirs]["step"]) == 19
+        torch.testing.assert_close(ours.state[p_ours]["exp_avg_sq"],
+                                   theirs.state[p_theirs]["exp_avg_sq"])

@@ -6,24 +6,27 @@ from torch import nn
 
 
 class SmallModel(nn.Module):
-    def __init__(self, vocabulary: int = 32, width: int = 16, classes: int = 4) -> None:
+    def __init__(self, vocabulary: int = 32, width: int = 16, classes: int = 4,
+                 with_empty: bool = True) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocabulary, width)
         self.linear = nn.Linear(width, width)
         self.norm = nn.LayerNorm(width)
         self.head = nn.Linear(width, classes, bias=False)
-        self.empty = nn.Parameter(torch.zeros(0))
+        # FSDP2 cannot shard a 0-element parameter (torch._chunk_cat refuses it).
+        self.empty = nn.Parameter(torch.zeros(0)) if with_empty else None
         self.scale = nn.Parameter(torch.ones(1))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         hidden = torch.tanh(self.linear(self.embedding(tokens)))
-        return self.head(self.norm(hidden)) * self.scale + self.empty.sum()
+        logits = self.head(self.norm(hidden)) * self.scale
+        return logits if self.empty is None else logits + self.empty.sum()
 
 
-def small_model(seed: int = 0) -> SmallModel:
+def small_model(seed: int = 0, with_empty: bool = True) -> SmallModel:
     """The same initial weights for the same seed."""
     torch.manual_seed(seed)
-    return SmallModel()
+    return SmallModel(with_empty=with_empty)
 
 
 def batches(steps: int, seed: int = 1, vocabulary: int = 32, classes: int = 4):
