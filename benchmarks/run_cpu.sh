@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the CPU benchmarks (segment, compile cold/warm, dispatch, host-backend throughput, the
-# Python frontend's per-step overhead) and
+# Python frontend's per-step overhead, widefuse.optim next to torch's AdamW when torch is
+# installed: scripts/setup.sh --test) and
 # writes their tables, with the machine they ran on, to docs/performance_tables.md.
 # Usage: benchmarks/run_cpu.sh [BUILD_DIR]   (default build; run ./scripts/setup.sh first)
 set -euo pipefail
@@ -19,6 +20,11 @@ if [ -d "$BUILD_DIR/python/widefuse" ]; then
   echo "benchmarks: running python_dispatch_benchmark" >&2
   PYTHONPATH="$BUILD_DIR/python" "${WIDEFUSE_PYTHON:-.venv/bin/python}" \
     benchmarks/python_dispatch_benchmark.py >"$RESULTS/python_dispatch_benchmark.json"
+  if "${WIDEFUSE_PYTHON:-.venv/bin/python}" -c "import torch" 2>/dev/null; then
+    echo "benchmarks: running torch_optimizer_benchmark" >&2
+    PYTHONPATH="$BUILD_DIR/python" "${WIDEFUSE_PYTHON:-.venv/bin/python}" \
+      benchmarks/torch_optimizer_benchmark.py >"$RESULTS/torch_optimizer_benchmark.json"
+  fi
 fi
 python3 benchmarks/report.py "$RESULTS"/*.json >docs/performance_tables.md
 echo "benchmarks: wrote docs/performance_tables.md" >&2

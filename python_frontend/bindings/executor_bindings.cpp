@@ -8,6 +8,7 @@
 
 #include "ir/error.h"
 #include "ir/runtime_shapes.h"
+#include "optim/model_presets.h"
 #include "runtime/cuda_device.h"
 #include "runtime/fusion_executor.h"
 
@@ -346,6 +347,17 @@ void bindExecutor(nb::module_& module) {
              "(address, dtype, shape, strides, device_type, device_id, read_only) of a DLPack "
              "exporter.");
   module.def("cuda_available", &CudaDevice::available, "True when a CUDA device can be used.");
+  module.def(
+      "model_shapes",
+      [](const std::string& name) {
+        std::vector<std::vector<int64_t>> shapes;
+        for (const optim::Shape& shape : optim::modelPreset(name).shapes)
+          shapes.emplace_back(shape.begin(), shape.end());
+        return shapes;
+      },
+      nb::arg("name"),
+      "The parameter shapes of a model preset (`widefuse models` lists them), in "
+      "named_parameters() order.");
 }
 
 } // namespace widefuse::python

@@ -7,7 +7,7 @@
 Errors raise ``widefuse.Error`` (a RuntimeError) with the C++ message.
 """
 
-from ._widefuse import Error
+from ._widefuse import Error, model_shapes
 from . import prims
 from .data_type import DataType
 from .fusion_definition import FusionDefinition, PreparedExecution
@@ -31,7 +31,8 @@ float64 = double = DataType.Double
 # `from widefuse import *` exports no name that would shadow a builtin (abs, pow, bool,
 # float); those stay available as widefuse.abs, ... for `import widefuse as torch`.
 __all__ = [
-    "DataType", "Error", "FusionDefinition", "PreparedExecution", "Scalar", "Tensor", "TracedFunction",
+    "DataType", "Error", "FusionDefinition", "PreparedExecution", "Scalar", "Tensor",
+    "TracedFunction", "model_shapes",
     "UnsupportedOperationError", "Value", "copy_", "prims", "trace",
     "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod", "isfinite",
     "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg", "negative",

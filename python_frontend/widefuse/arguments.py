@@ -3,7 +3,8 @@ described as (address, dtype, shape, strides in elements), or a Python number.
 
 Host arrays are NumPy arrays (bfloat16 through ml_dtypes), CPU torch tensors or CPU DLPack
 exporters; device arrays are CUDA torch tensors or objects with ``__cuda_array_interface__``
-(CuPy, Numba) or a CUDA ``__dlpack__``. Every check happens here or in the C++ executor before anything is written.
+(CuPy, Numba) or a CUDA ``__dlpack__``. Every check happens here or in the C++ executor
+before anything is written.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ _TORCH_TEST_PREFIXES = ("test_optim_", "test_torch_", "test_thunder_")
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "torch: needs torch (and runs in its own ctest test)")
+    config.addinivalue_line("markers", "gpu: needs a CUDA device (skips without one)")
     if os.environ.get("WIDEFUSE_REQUIRE_TORCH"):
         import torch  # noqa: F401  (fails loudly where the test requirements are missing)
 

@@ -191,3 +191,20 @@ def test_grad_scaler_unscales_in_the_kernel_and_skips_steps_with_inf():
         assert float(ours.state[p_ours]["step"]) == float(theirs.state[p_theirs]["step"]) == 19
         torch.testing.assert_close(ours.state[p_ours]["exp_avg_sq"],
                                    theirs.state[p_theirs]["exp_avg_sq"])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("case", ["adamw", "adam amsgrad"])
+def test_training_on_cuda_tensors_equals_torch(case):
+    ours_class, theirs_class, options = CASES[case]
+    ours_model, theirs_model = small_model().cuda(), small_model().cuda()
+    ours = ours_class(ours_model.parameters(), **options)
+    theirs = theirs_class(theirs_model.parameters(), foreach=False, **options)
+    for batch in batches(100):
+        batch = tuple(t.cuda() for t in batch)
+        train_step(ours_model, ours, batch)
+        train_step(theirs_model, theirs, batch)
+        assert ours.launches_per_step == 1
+    torch.cuda.synchronize()
+    assert_same_parameters(ours_model, theirs_model, case)

@@ -135,3 +135,27 @@ def test_widefuse_imports_and_runs_without_torch():
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_tensors_on_two_devices_are_refused(monkeypatch):
+    # No second device here: the device one tensor reports is patched; the check is the same.
+    from widefuse import torch_tensors
+    x, y = torch.ones(2, 3), torch.ones(2, 3)
+    real = torch_tensors.device_name
+    monkeypatch.setattr(torch_tensors, "device_name",
+                        lambda tensor: "cuda:0" if tensor is y else real(tensor))
+    with pytest.raises(widefuse.Error, match="input 'T1' is on cuda:0 but input 'T0' is on cpu"):
+        axpy_definition().execute([x, y, 1.0])
+    torch.testing.assert_close(y, torch.ones(2, 3))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_tensors_run_on_the_gpu_and_a_cpu_tensor_among_them_is_refused():
+    x, y = torch.ones(4, 5, device="cuda"), torch.ones(4, 5, device="cuda")
+    (out,) = axpy_definition().execute([x, y, 0.5])
+    assert out.device.type == "cuda" and out.dtype == torch.float32
+    torch.testing.assert_close(y, torch.full((4, 5), 1.5, device="cuda"))
+    torch.testing.assert_close(out, torch.full((4, 5), 0.5, device="cuda"))
+    with pytest.raises(widefuse.Error, match="input 'T1' is on cpu but input 'T0' is on cuda:0"):
+        axpy_definition().execute([x, torch.ones(4, 5), 0.5])

@@ -3,7 +3,7 @@ maximize) on PointwiseOptimizer, in torch's single-tensor style; dense grads onl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -17,7 +17,7 @@ class Adagrad(PointwiseOptimizer):
     def __init__(self, params: Any, lr: Any = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: Any = None,
                  *, maximize: bool = False, differentiable: bool = False, fused: Any = None,
-                 mode: str = "packed") -> None:
+                 mode: str = "packed", threads: Optional[int] = None) -> None:
         if differentiable:
             raise Error("differentiable=True is not supported")
         if (float(lr) < 0.0 or lr_decay < 0.0 or weight_decay < 0.0 or
@@ -29,7 +29,8 @@ class Adagrad(PointwiseOptimizer):
                                       weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
                                       foreach=foreach, maximize=maximize,
-                                      differentiable=differentiable, fused=fused), mode=mode)
+                                      differentiable=differentiable, fused=fused),
+                         mode=mode, threads=threads)
 
     def init_state(self, param: torch.Tensor, *, initial_accumulator_value: Any,
                    **_: Any) -> dict:

@@ -9,7 +9,7 @@ are computed from it on the device, so a step never synchronizes with the host.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -25,13 +25,13 @@ class Adam(PointwiseOptimizer):
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: Any = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
                  fused: Any = None, decoupled_weight_decay: bool = False,
-                 mode: str = "packed") -> None:
+                 mode: str = "packed", threads: Optional[int] = None) -> None:
         _check_arguments(lr, betas, eps, weight_decay, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
-        super().__init__(params, defaults, mode=mode)
+        super().__init__(params, defaults, mode=mode, threads=threads)
 
     def init_state(self, param: torch.Tensor, *, amsgrad: bool, **_: Any) -> dict:
         state = {
@@ -77,11 +77,12 @@ class AdamW(Adam):
     def __init__(self, params: Any, lr: Any = 1e-3, betas: Any = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
                  foreach: Any = None, capturable: bool = False, differentiable: bool = False,
-                 fused: Any = None, mode: str = "packed") -> None:
+                 fused: Any = None, mode: str = "packed",
+                 threads: Optional[int] = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
                          maximize=maximize, capturable=capturable,
                          differentiable=differentiable, fused=fused,
-                         decoupled_weight_decay=True, mode=mode)
+                         decoupled_weight_decay=True, mode=mode, threads=threads)
 
 
 def _check_arguments(lr: Any, betas: Any, eps: Any, weight_decay: Any,

@@ -4,7 +4,7 @@ PointwiseOptimizer in a dozen lines, as a user would write their own optimizer."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -18,12 +18,13 @@ class Lion(PointwiseOptimizer):
 
     def __init__(self, params: Any, lr: Any = 1e-4, betas: Any = (0.9, 0.99),
                  weight_decay: float = 0.0, *, maximize: bool = False,
-                 mode: str = "packed") -> None:
+                 mode: str = "packed", threads: Optional[int] = None) -> None:
         if float(lr) < 0.0 or weight_decay < 0.0 or not all(0.0 <= b < 1.0 for b in betas):
             raise Error(f"Invalid Lion arguments: lr={float(lr)}, betas={betas}, "
                         f"weight_decay={weight_decay}")
         super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay,
-                                      maximize=maximize), mode=mode)
+                                      maximize=maximize),
+                         mode=mode, threads=threads)
 
     def init_state(self, param: torch.Tensor) -> dict:
         return {"exp_avg": torch.zeros_like(param, memory_format=torch.preserve_format)}

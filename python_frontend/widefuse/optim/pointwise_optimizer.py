@@ -42,14 +42,18 @@ class PointwiseOptimizer(torch.optim.Optimizer):
     parameter in one kernel launch, up to 8 signature classes (distinct dtypes, param groups
     with different branches) per kernel; "batched" one launch per signature class;
     "per-component" one launch per parameter. ``launches_per_step`` is the number of
-    kernel launches of the last step.
+    kernel launches of the last step. `threads`: CPU threads for parameters in host memory
+    (default torch.get_num_threads()).
     """
 
-    def __init__(self, params: Any, defaults: dict, *, mode: str = "packed") -> None:
+    def __init__(self, params: Any, defaults: dict, *, mode: str = "packed",
+                 threads: Optional[int] = None) -> None:
         self._prepared: Optional[PreparedStep] = None  # add_param_group runs in super().__init__
         self._traced: dict[tuple, StepFusion] = {}
         self._specialized: set[str] = set()
-        self._mode = mode
+        # How the step's fusion runs: `threads` CPU threads on the host backend (default:
+        # torch's intra-op thread count), ignored on the GPU.
+        self._options = dict(mode=mode, threads=threads or torch.get_num_threads())
         self.launches_per_step = 0
         super().__init__(params, defaults)
         self._hyperparameters = list(self.defaults)
@@ -151,12 +155,12 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         step = self._traced_step(entries, present)
         if step.new_state:
             self.launches_per_step = run_once(step, entries, self.param_groups, scaling,
-                                              self._mode)
+                                              self._options)
             for entry in entries:
                 self.state[entry.param] = entry.state
             return
         groups = sorted({entry.group for entry in entries})
-        prepared = PreparedStep(step, entries, self.param_groups, scaling, self._mode,
+        prepared = PreparedStep(step, entries, self.param_groups, scaling, self._options,
                                 self._group_key(groups), groups)
         for entry in entries:
             self.state[entry.param] = entry.state
@@ -166,8 +170,9 @@ class PointwiseOptimizer(torch.optim.Optimizer):
 
     def _traced_step(self, entries: list[Entry], present: tuple[bool, bool]) -> StepFusion:
         while True:
-            key = (self._mode, trace_key(entries, self.param_groups, self._hyperparameters,
-                                         self._specialized, present))
+            key = (self._options["mode"],
+                   trace_key(entries, self.param_groups, self._hyperparameters,
+                             self._specialized, present))
             step = self._traced.get(key)
             if step is not None:
                 return step

@@ -3,7 +3,7 @@ PointwiseOptimizer, in torch's single-tensor style."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -18,7 +18,8 @@ class RMSprop(PointwiseOptimizer):
     def __init__(self, params: Any, lr: Any = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False,
                  capturable: bool = False, foreach: Any = None, maximize: bool = False,
-                 differentiable: bool = False, mode: str = "packed") -> None:
+                 differentiable: bool = False, mode: str = "packed",
+                 threads: Optional[int] = None) -> None:
         if differentiable:
             raise Error("differentiable=True is not supported")
         if float(lr) < 0.0 or eps < 0.0 or momentum < 0.0 or weight_decay < 0.0 or alpha < 0.0:
@@ -27,7 +28,8 @@ class RMSprop(PointwiseOptimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps,
                                       centered=centered, weight_decay=weight_decay,
                                       capturable=capturable, foreach=foreach, maximize=maximize,
-                                      differentiable=differentiable), mode=mode)
+                                      differentiable=differentiable),
+                         mode=mode, threads=threads)
 
     def init_state(self, param: torch.Tensor, *, momentum: Any, centered: bool,
                    **_: Any) -> dict:

@@ -4,7 +4,7 @@ optimizer as much as a drop-in one."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -19,7 +19,7 @@ class SGD(PointwiseOptimizer):
     def __init__(self, params: Any, lr: Any = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: Any = None, differentiable: bool = False, fused: Any = None,
-                 mode: str = "packed") -> None:
+                 mode: str = "packed", threads: Optional[int] = None) -> None:
         if differentiable:
             raise Error("differentiable=True is not supported")
         if float(lr) < 0.0 or momentum < 0.0 or weight_decay < 0.0:
@@ -30,7 +30,8 @@ class SGD(PointwiseOptimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize, foreach=foreach,
-                                      differentiable=differentiable, fused=fused), mode=mode)
+                                      differentiable=differentiable, fused=fused),
+                         mode=mode, threads=threads)
 
     def update(self, param: Any, grad: Any, state: dict, *, lr: Any, momentum: Any,
                dampening: Any, weight_decay: Any, nesterov: bool, maximize: bool,

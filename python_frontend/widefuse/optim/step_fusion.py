@@ -226,11 +226,11 @@ def _argument(source: Source, entries: list[Entry], groups: list[dict],
 
 
 def run_once(step: StepFusion, entries: list[Entry], groups: list[dict],
-             scaling_tensors: tuple, mode: str) -> int:
+             scaling_tensors: tuple, options: dict) -> int:
     """Runs a step that creates state (no binding is kept: the next step's state differs),
     stores the new state in the entries, and returns the kernel launches it took."""
     outputs = step.definition.execute(step_arguments(step, entries, groups, scaling_tensors),
-                                      mode=mode)
+                                      **options)
     for (k, key), output in zip(step.new_state, outputs):
         param = entries[k].param
         if hasattr(param, "device_mesh"):  # a DTensor parameter gets DTensor state, as in torch
@@ -246,7 +246,8 @@ class PreparedStep:
     rebind what changed (grads, numbers) and launch."""
 
     def __init__(self, step: StepFusion, entries: list[Entry], groups: list[dict],
-                 scaling_tensors: tuple, mode: str, key: tuple, used_groups: list[int]) -> None:
+                 scaling_tensors: tuple, options: dict, key: tuple,
+                 used_groups: list[int]) -> None:
         self.fusion = step
         self.group_key = key  # the groups' part of the trace key
         self.groups = used_groups
@@ -261,7 +262,7 @@ class PreparedStep:
         self.scaling_inputs = [i for i, s in enumerate(step.sources)
                                if s.kind in ("grad_scale", "found_inf")]
         self.scaling_tensors = [t for t in scaling_tensors if t is not None]
-        self.execution: PreparedExecution = step.definition.prepare(arguments, mode=mode)
+        self.execution: PreparedExecution = step.definition.prepare(arguments, **options)
         self.launches = 0  # known after the first launch
 
     def same_scaling(self, scaling: tuple) -> bool:
