@@ -3,6 +3,7 @@ model: 100 training steps with backward, zero_grad and a StepLR schedule, one la
 and state_dict moving both ways mid-training."""
 
 import copy
+import weakref
 
 import pytest
 
@@ -208,3 +209,16 @@ def test_training_on_cuda_tensors_equals_torch(case):
         assert ours.launches_per_step == 1
     torch.cuda.synchronize()
     assert_same_parameters(ours_model, theirs_model, case)
+
+
+def test_last_steps_grads_are_not_kept_alive():
+    model = small_model()
+    optimizer = widefuse.optim.AdamW(model.parameters())
+    grads = []
+    for batch in batches(3):
+        train_step(model, optimizer, batch)  # the first step prepares, the others rebind
+        grads += [weakref.ref(p.grad) for p in model.parameters()]
+    optimizer.zero_grad(set_to_none=True)
+    assert all(grad() is None for grad in grads)  # freed: the optimizer held no reference
+    train_step(model, optimizer, batches(1, seed=9)[0])
+    assert optimizer.launches_per_step == 1

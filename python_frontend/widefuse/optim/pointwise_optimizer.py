@@ -111,6 +111,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         if prepared is None:
             return False
         params, grads, addresses = prepared.params, prepared.grads, prepared.param_addresses
+        grad_layouts = prepared.grad_layouts
         count = len(params)
         changed = []
         k = 0
@@ -122,8 +123,8 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                 if k == count or param is not params[k] or \
                         local(param).data_ptr() != addresses[k]:
                     return False
-                if grad is not grads[k]:
-                    if layout(local(grad)) != layout(local(grads[k])) or grad.is_sparse:
+                if grad is not grads[k]():
+                    if layout(local(grad)) != grad_layouts[k] or grad.is_sparse:
                         return False
                     changed.append((k, grad))
                 k += 1

@@ -5,6 +5,7 @@ has a grad, each group's numbers as runtime scalars, and the bindings a later st
 from __future__ import annotations
 
 import numbers
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -254,7 +255,10 @@ class PreparedStep:
         self.scaling_present = tuple(t is not None for t in scaling_tensors)
         self.params = [entry.param for entry in entries]
         self.param_addresses = [local(entry.param).data_ptr() for entry in entries]
-        self.grads = [entry.grad for entry in entries]
+        # Weak references: holding last step's grads would keep a whole set of grads alive
+        # after zero_grad(set_to_none=True), into the next forward and backward.
+        self.grads = [weakref.ref(entry.grad) for entry in entries]
+        self.grad_layouts = [layout(local(entry.grad)) for entry in entries]
         self.grad_inputs = [i for i, s in enumerate(step.sources) if s.kind == "grad"]
         self.scalar_inputs = [i for i, s in enumerate(step.sources) if s.kind == "scalar"]
         arguments = step_arguments(step, entries, groups, scaling_tensors)
@@ -263,6 +267,8 @@ class PreparedStep:
                                if s.kind in ("grad_scale", "found_inf")]
         self.scaling_tensors = [t for t in scaling_tensors if t is not None]
         self.execution: PreparedExecution = step.definition.prepare(arguments, **options)
+        # The optimizer keeps the parameters and state alive; the grads must not be kept.
+        self.execution._inputs = []
         self.launches = 0  # known after the first launch
 
     def same_scaling(self, scaling: tuple) -> bool:
@@ -287,7 +293,7 @@ class PreparedStep:
         if indices:
             self.execution._prepared.rebind(indices, addresses)
             for k, grad in changed_grads:
-                self.grads[k] = grad
+                self.grads[k] = weakref.ref(grad)
         indices, values = [], []
         sources = self.fusion.sources
         for position, i in enumerate(self.scalar_inputs):
