@@ -36,11 +36,11 @@ def two_groups(model):
 
 
 def train_both(ours_class, theirs_class, options, their_options=None, steps=100,
-               grouped=False):
+               grouped=False, mode="packed"):
     ours_model, theirs_model = small_model(), small_model()
     params = (two_groups if grouped else lambda m: m.parameters())
     copy = lambda o: {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in o.items()}
-    ours = ours_class(params(ours_model), **copy(options))
+    ours = ours_class(params(ours_model), **copy(options), mode=mode)
     theirs = theirs_class(params(theirs_model), foreach=False,
                           **copy(options if their_options is None else their_options))
     schedules = [torch.optim.lr_scheduler.StepLR(o, step_size=30, gamma=0.5)
@@ -64,10 +64,12 @@ def test_training_equals_torch(case):
                                        msg=lambda m: f"{case} state {key}: {m}")
 
 
-def test_two_param_groups_in_one_launch():
+@pytest.mark.parametrize("mode", ["packed", "batched"])
+def test_two_param_groups_in_one_launch(mode):
+    # The groups differ in lr and weight decay (0 in one): runtime scalars of one kernel body.
     ours_model, theirs_model, ours, _ = train_both(
         widefuse.optim.AdamW, torch.optim.AdamW, dict(lr=1e-2, weight_decay=0.05),
-        steps=60, grouped=True)
+        steps=60, grouped=True, mode=mode)
     assert_same_parameters(ours_model, theirs_model)
     assert ours.param_groups[1]["lr"] == pytest.approx(5e-3 * 0.25)  # two StepLR decays
 

@@ -51,11 +51,12 @@ class Adam(PointwiseOptimizer):
             grad = -grad
         step = state["step"]
         step.add_(1)
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        if decoupled_weight_decay:
+            # Unconditional (x * 1 is x, bit for bit), so that groups with and without weight
+            # decay share one kernel body and the weight decay stays a runtime scalar.
+            param.mul_(1 - lr * weight_decay)
+        elif weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
