@@ -11,10 +11,10 @@ echo "== tests (release build)"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 echo "== tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
-if [ ! -f build-asan/build.ninja ]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIDEFUSE_SANITIZE=ON \
-    -DWIDEFUSE_BUILD_BENCHMARKS=OFF -DWIDEFUSE_BUILD_PYTHON=OFF >/dev/null
-fi
+# -O1 -g1 (line tables: what sanitizer reports print) builds in half the time of -O2 -g.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIDEFUSE_SANITIZE=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+  -DWIDEFUSE_BUILD_BENCHMARKS=OFF -DWIDEFUSE_BUILD_PYTHON=OFF >/dev/null
 cmake --build build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE no_sanitizer

@@ -5,23 +5,29 @@ import os
 import numpy as np
 import pytest
 
-# The torch-facing tests (torch tensors, widefuse.optim, Thunder): marked `torch`, so that
-# ctest runs them as a test of their own; they skip without torch unless
-# WIDEFUSE_REQUIRE_TORCH is set (as CI sets it), where a missing torch is a failure.
-_TORCH_TEST_PREFIXES = ("test_optim_", "test_torch_", "test_thunder_")
+# The torch-facing tests (torch tensors, widefuse.optim) are marked `torch` and the Thunder
+# tests `thunder`, so that ctest runs each set as a test of its own, side by side; they skip
+# without torch (Thunder) unless WIDEFUSE_REQUIRE_TORCH is set (as ctest sets it), where a
+# missing torch is a failure.
+_TORCH_TEST_PREFIXES = ("test_optim_", "test_torch_")
+_THUNDER_TEST_PREFIXES = ("test_thunder_",)
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "torch: needs torch (and runs in its own ctest test)")
+    config.addinivalue_line("markers", "thunder: needs Lightning Thunder (its own ctest test)")
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skips without one)")
     if os.environ.get("WIDEFUSE_REQUIRE_TORCH"):
-        import torch  # noqa: F401  (fails loudly where the test requirements are missing)
+        import thunder  # noqa: F401  (fails loudly where the test requirements are missing)
+        import torch  # noqa: F401
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name.startswith(_TORCH_TEST_PREFIXES):
             item.add_marker(pytest.mark.torch)
+        if item.path.name.startswith(_THUNDER_TEST_PREFIXES):
+            item.add_marker(pytest.mark.thunder)
 
 
 @pytest.fixture
