@@ -24,6 +24,9 @@ if [ -d "$BUILD_DIR/python/widefuse" ]; then
     echo "benchmarks: running torch_optimizer_benchmark" >&2
     PYTHONPATH="$BUILD_DIR/python" "${WIDEFUSE_PYTHON:-.venv/bin/python}" \
       benchmarks/torch_optimizer_benchmark.py >"$RESULTS/torch_optimizer_benchmark.json"
+    echo "benchmarks: running thunder_benchmark" >&2
+    PYTHONPATH="$BUILD_DIR/python" "${WIDEFUSE_PYTHON:-.venv/bin/python}" \
+      benchmarks/thunder_benchmark.py >"$RESULTS/thunder_benchmark.json"
   fi
 fi
 python3 benchmarks/report.py "$RESULTS"/*.json >docs/performance_tables.md

@@ -1,0 +1,74 @@
+"""The seed issue's timing on the CPU: torch.optim.Adam's step() next to the Thunder-jitted
+seed step (tests/python_frontend/thunder_seed_adam.py) with widefuse's executor and with
+Thunder's default executors (its torch executor on the CPU), in the same run, for 2, 50 and
+1000 parameters of 64x64 float32.
+
+- seed_step/<runner>/N: median time of one step (after warm-up: traced and compiled).
+
+Prints Google Benchmark-style JSON (medians) for benchmarks/report.py.
+Usage: PYTHONPATH=build/python .venv/bin/python benchmarks/thunder_benchmark.py
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "python_frontend"))
+warnings.filterwarnings("ignore")
+import thunder  # noqa: E402
+
+import widefuse.thunder  # noqa: E402
+from thunder_seed_adam import _single_tensor_adam, jit_state, jit_step  # noqa: E402
+
+
+def parameters(count):
+    generator = torch.Generator().manual_seed(0)
+    params = [torch.randn(64, 64, generator=generator) for _ in range(count)]
+    for p in params:
+        p.grad = torch.randn(64, 64, generator=generator)
+    return params
+
+
+def median_microseconds(step, steps):
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1e6)
+    return statistics.median(times)
+
+
+def runners(count):
+    adam = torch.optim.Adam(parameters(count), foreach=False)
+    yield "torch_adam", adam.step
+    for name, executors in (("thunder_widefuse", [widefuse.thunder.executor]),
+                            ("thunder_default", None)):
+        params = parameters(count)
+        jitted = thunder.jit(_single_tensor_adam, executors=executors)
+        state = jit_state(params)
+        yield name, lambda: jit_step(jitted, params, state)
+
+
+def main():
+    rows = []
+    for count in (2, 50, 1000):
+        for name, step in runners(count):
+            for _ in range(3):  # warm-up: trace and compile
+                step()
+            micros = median_microseconds(step, 20 if count < 1000 else 5)
+            rows.append(dict(name=f"seed_step/{name}/{count}", run_name=f"seed_step/{name}/{count}",
+                             run_type="aggregate", aggregate_name="median", real_time=micros,
+                             cpu_time=micros, time_unit="us", iterations=20, params=count))
+    context = dict(date=time.strftime("%Y-%m-%d"), num_cpus=os.cpu_count(),
+                   load_avg=list(os.getloadavg()), library_build_type="release",
+                   torch=torch.__version__, thunder=thunder.__version__)
+    json.dump(dict(context=context, benchmarks=rows), sys.stdout, indent=1)
+
+
+if __name__ == "__main__":
+    main()
