@@ -139,9 +139,17 @@ template <typename T> bool isNan(T value) {
   return false;
 }
 
-/// Compares one op call with the reference bit for bit. When two operands are NaNs of
-/// different bits, IEEE 754 leaves open whose payload the result carries and the compiler may
-/// commute `a + b` (the reference's own choice depends on its codegen), so only NaN-ness counts.
+template <typename T> bool isInfinite(T value) {
+  if constexpr (std::is_floating_point_v<T>)
+    return value - value != value - value && value == value;
+  return false;
+}
+
+/// Compares one op call with the reference bit for bit. When two NaNs meet, IEEE 754 leaves
+/// open whose payload the result carries and the compiler may commute `a + b` (the
+/// reference's own choice depends on its codegen), so only NaN-ness counts: when two operands
+/// are NaNs of different bits, and when a NaN operand meets infinities, which can make an
+/// intermediate default NaN (lerp(inf, inf, nan): inf - inf, then times nan).
 template <typename T, typename Prelude, typename Reference, typename... Ts>
 ::testing::AssertionResult matches(const char* op, Prelude prelude, Reference reference,
                                    Ts... operands) {
@@ -150,7 +158,9 @@ template <typename T, typename Prelude, typename Reference, typename... Ts>
   uint64_t nans[sizeof...(Ts)] = {};
   int count = 0;
   ((isNan(operands) ? void(nans[count++] = bitsOf(operands)) : void()), ...);
-  bool payloadOpen = count > 1 && (nans[0] != nans[1] || (count > 2 && nans[0] != nans[2]));
+  bool infinities = (isInfinite(operands) || ...);
+  bool payloadOpen = (count > 1 && (nans[0] != nans[1] || (count > 2 && nans[0] != nans[2]))) ||
+                     (count > 0 && infinities);
   if (payloadOpen && isNan(actual) && isNan(expected))
     return ::testing::AssertionSuccess();
   return sameBits(actual, expected, [&] {
