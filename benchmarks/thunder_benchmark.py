@@ -6,7 +6,9 @@ Thunder's default executors (its torch executor on the CPU), in the same run, fo
 - seed_step/<runner>/N: median time of one step (after warm-up: traced and compiled).
 
 Prints Google Benchmark-style JSON (medians) for benchmarks/report.py.
-Usage: PYTHONPATH=build/python .venv/bin/python benchmarks/thunder_benchmark.py
+Usage: PYTHONPATH=build/python .venv/bin/python benchmarks/thunder_benchmark.py [COUNT ...]
+(default counts 2 50 1000). The first calls' time (Thunder's trace, widefuse's compile) goes
+to stderr.
 """
 
 import json
@@ -56,10 +58,14 @@ def runners(count):
 
 def main():
     rows = []
-    for count in (2, 50, 1000):
+    counts = [int(count) for count in sys.argv[1:]] or [2, 50, 1000]
+    for count in counts:
         for name, step in runners(count):
+            start = time.perf_counter()
             for _ in range(3):  # warm-up: trace and compile
                 step()
+            print(f"thunder_benchmark: {name}/{count}: first 3 steps "
+                  f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
             micros = median_microseconds(step, 20 if count < 1000 else 5)
             rows.append(dict(name=f"seed_step/{name}/{count}", run_name=f"seed_step/{name}/{count}",
                              run_type="aggregate", aggregate_name="median", real_time=micros,
