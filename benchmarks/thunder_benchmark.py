@@ -1,13 +1,14 @@
 """The seed issue's timing on the CPU: torch.optim.Adam's step() next to the Thunder-jitted
 seed step (tests/python_frontend/thunder_seed_adam.py) with widefuse's executor and with
 Thunder's default executors (its torch executor on the CPU), in the same run, for 2, 50 and
-1000 parameters of 64x64 float32.
+200 parameters of 64x64 float32 (Thunder 0.2.6 traces the 1000-parameter seed for more than
+15 minutes on 2 cores).
 
 - seed_step/<runner>/N: median time of one step (after warm-up: traced and compiled).
 
 Prints Google Benchmark-style JSON (medians) for benchmarks/report.py.
 Usage: PYTHONPATH=build/python .venv/bin/python benchmarks/thunder_benchmark.py [COUNT ...]
-(default counts 2 50 1000). The first calls' time (Thunder's trace, widefuse's compile) goes
+(default counts 2 50 200). The first calls' time (Thunder's trace, widefuse's compile) goes
 to stderr.
 """
 
@@ -58,7 +59,7 @@ def runners(count):
 
 def main():
     rows = []
-    counts = [int(count) for count in sys.argv[1:]] or [2, 50, 1000]
+    counts = [int(count) for count in sys.argv[1:]] or [2, 50, 200]
     for count in counts:
         for name, step in runners(count):
             start = time.perf_counter()
