@@ -127,7 +127,7 @@ bool KernelCache::diskEnabled() const {
 }
 
 std::string KernelCache::recordPath(llvm::StringRef source, llvm::StringRef kernelName,
-                                   const CompileOptions& options) const {
+                                    const CompileOptions& options) const {
   std::string key =
       kernelCacheKey(source, kernelName, options, NvrtcLibrary::instance().versionString());
   return joinPath(directory_, cacheRecordFileName(key));

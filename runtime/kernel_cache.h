@@ -64,7 +64,7 @@ public:
   bool diskEnabled() const;
   /// The path of the record file a compilation would use (for tests and diagnostics).
   std::string recordPath(llvm::StringRef source, llvm::StringRef kernelName,
-                        const CompileOptions& options) const;
+                         const CompileOptions& options) const;
   /// The number of kernels held in memory.
   size_t memoryRecords() const;
   /// Forgets the in-memory kernels (the disk store is kept), so the next compile() of each

@@ -143,7 +143,7 @@ std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CompiledKernel&
 }
 
 std::optional<CompiledKernel> decodeCacheRecord(llvm::StringRef bytes, llvm::StringRef keyMaterial,
-                                               std::string& problem) {
+                                                std::string& problem) {
   // The checksum first: after it passes, every later mismatch is a real difference of key
   // or format, not damage.
   if (bytes.size() < kMagic.size() + 8) {

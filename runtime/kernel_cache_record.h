@@ -40,6 +40,6 @@ std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CompiledKernel&
 /// The kernel stored in `bytes`, or nullopt with `problem` set (e.g. "checksum mismatch")
 /// when the bytes are not a well-formed record for exactly `keyMaterial`.
 std::optional<CompiledKernel> decodeCacheRecord(llvm::StringRef bytes, llvm::StringRef keyMaterial,
-                                               std::string& problem);
+                                                std::string& problem);
 
 } // namespace widefuse

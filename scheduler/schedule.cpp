@@ -43,7 +43,8 @@ class KernelPlanner {
 public:
   KernelPlanner(const SegmentedFusion& segmented, const Specialization& specialization,
                 const DeviceDescription& device, const ScheduleOptions& options)
-      : segmented_(segmented), specialization_(specialization), device_(device), options_(options) {}
+      : segmented_(segmented), specialization_(specialization), device_(device), options_(options) {
+  }
 
   KernelPlan plan(const KernelGroup& group);
 
@@ -69,8 +70,8 @@ KernelPlan KernelPlanner::plan(const KernelGroup& group) {
   addBodies(plan, group);
   plan.maxGridBlocks = device_.multiprocessorCount * plan.minBlocksPerMultiprocessor;
   plan.notes.push_back(describeGrid(plan));
-  bool wide = llvm::any_of(group.members,
-                           [&](unsigned member) { return specialization_.needsInt64Index[member]; });
+  bool wide = llvm::any_of(
+      group.members, [&](unsigned member) { return specialization_.needsInt64Index[member]; });
   plan.indexBits = wide ? 64 : 32;
   plan.notes.push_back(plan.indexBits == 32
                            ? "32-bit element indices: every member spans fewer than 2^31 elements"
@@ -163,8 +164,8 @@ std::string describeGrid(const KernelPlan& plan) {
       "registers); a persistent grid of up to {} blocks ({} multiprocessors x {}, or what the "
       "device's occupancy query allows) splits the members' chunks into equal contiguous "
       "shares",
-      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor, registerCap(plan),
-      plan.maxGridBlocks, plan.device.multiprocessorCount, plan.minBlocksPerMultiprocessor);
+      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor, registerCap(plan), plan.maxGridBlocks,
+      plan.device.multiprocessorCount, plan.minBlocksPerMultiprocessor);
 }
 
 ScheduledFusion schedule(const SegmentedFusion& segmented, const Specialization& specialization,

@@ -23,7 +23,6 @@ from typing import Any, Optional, Sequence
 try:
     import thunder
     import torch
-    from thunder.core import prims
     from thunder.core.prims import PrimIDs
     from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, unvariableify
     from thunder.core.symbol import BoundSymbol

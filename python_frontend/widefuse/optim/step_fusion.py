@@ -15,7 +15,7 @@ from .._widefuse import Error
 from ..arguments import layout_of
 from ..fusion_definition import FusionDefinition, PreparedExecution
 from ..torch_tensors import check_tensor
-from ..values import SpecializationRequest, Tensor, specializable
+from ..values import Tensor, specializable
 
 
 def local(tensor: Any) -> torch.Tensor:
