@@ -24,13 +24,12 @@ try:
     import thunder
     import torch
     from thunder.core.prims import PrimIDs
-    from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, unvariableify
+    from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, unvariableify, variableify
     from thunder.core.symbol import BoundSymbol
     from thunder.core.trace import TraceCtx, TraceProvenance, from_trace
-    from thunder.core.transform_common import dce
+    from thunder.core.transform_common import dce, order_proxies
     from thunder.executors.data_dependent_partition import Node, fuse_bound_symbols
     from thunder.executors.passes import update_fusion_call_ctx
-    from thunder.executors.utils import Region
     from thunder.extend import FusionExecutor, register_executor
 except ImportError as error:  # pragma: no cover - exercised only without Thunder
     raise ImportError("widefuse.thunder needs Lightning Thunder: pip install lightning-thunder"
@@ -62,6 +61,7 @@ _BINARY = {
     PrimIDs.BITWISE_RIGHT_SHIFT: "shift_right",
 }
 _TERNARY = {PrimIDs.WHERE: "where", PrimIDs.LERP: "lerp"}
+_COMMENTS = {PrimIDs.COMMENT, PrimIDs.UNPACK_TRIVIAL, PrimIDs.UNPACK_EMPTY_DICT}
 
 
 def _torch_dtype(dtype: Any) -> Any:
@@ -132,7 +132,9 @@ class WidefuseExecutor(FusionExecutor):
             return [bsym]
         return [flat for sub in bsym.subsymbols for flat in self.flatten(sub)]
 
-    def fuse(self, region: Region, fusion_counter: int) -> BoundSymbol:
+    def fuse(self, region: Any, fusion_counter: int) -> BoundSymbol:
+        # `region`: a _Region of fusion_pass, or Thunder's own (update_fusion_call_ctx
+        # re-fuses each fusion with a region holding Variables).
         inputs = [unvariableify(x) for x in region.inputs]
         outputs = [unvariableify(x) for x in region.outputs]
         bsyms = [flat for bsym in region.bound_symbols for flat in self.flatten(bsym)]
@@ -162,13 +164,45 @@ class WidefuseExecutor(FusionExecutor):
             if len(group) == 1 and not self.can_fuse(group[0]):
                 bsyms.append(group[0])
                 continue
-            bsyms.append(self.fuse(Region(producers, consumers, group), counter))
+            bsyms.append(self.fuse(_Region(producers, consumers, group), counter))
             counter += 1
         fused.bound_symbols = bsyms
         fused = update_fusion_call_ctx(dce(fused))
         elapsed = (time.perf_counter_ns() - start) // 1_000_000
         fused.set_provenance(TraceProvenance(f"widefuse fusion (took {elapsed} milliseconds)"))
         return fused
+
+
+class _Region:
+    """A group of symbols with the proxies it reads from before it (`inputs`) and those it
+    produces for symbols after it (`outputs`), each in order of first appearance.
+
+    Thunder's own Region tests membership with `in` on a list of BoundSymbols, whose `__eq__`
+    compares structurally: quadratic in the region's size, which for an optimizer step over
+    hundreds of parameters is minutes. Membership here is the same test in a set (BoundSymbols
+    hash consistently with their `__eq__`).
+    """
+
+    def __init__(self, producers: dict, consumers: dict, bsyms: list[BoundSymbol]) -> None:
+        self.bound_symbols = bsyms
+        members = set(bsyms)
+        consumed: dict[Any, Proxy] = {}
+        produced: dict[Any, Proxy] = {}
+        for bsym in bsyms:
+            for x in bsym.flat_outs:
+                if isinstance(x, Proxy) and producers.get(x, None) in members:
+                    produced.setdefault(variableify(x), x)
+            if bsym.sym.id in _COMMENTS:  # comments may produce but never consume
+                continue
+            for x in bsym.flat_args:
+                if isinstance(x, Proxy):
+                    consumed.setdefault(variableify(x), x)
+        order = order_proxies(bsyms)
+        inputs = [x for x in consumed.values() if producers.get(x, None) not in members]
+        outputs = [x for x in produced.values()
+                   if any(c not in members for c in consumers.get(x, ()))]
+        self.inputs = sorted(inputs, key=lambda p: order[p.name])
+        self.outputs = sorted(outputs, key=lambda p: order[p.name])
 
 
 class WidefuseFusion:
