@@ -72,18 +72,30 @@ std::string pythonList(llvm::ArrayRef<int64_t> values) {
   return fmt::format("[{}]", fmt::join(values, ", "));
 }
 
-/// define_tensor's contiguity and stride_order for a layout (the default is row-major dense).
-std::pair<std::string, std::string> layoutArguments(const Value& tensor) {
+/// define_tensor's layout arguments as nvFuser's printer writes them: contiguity listed in
+/// allocation order (outermost stride first), None for an extent-1 (broadcast) dimension,
+/// and stride_order only where it is not row-major.
+std::string layoutArguments(const Value& tensor) {
   unsigned rank = tensor.rank();
   const TensorLayout& layout = tensor.layout();
-  llvm::SmallVector<std::string, 4> contiguity;
   llvm::SmallVector<int64_t, 4> strideOrder;
+  bool rowMajor = true;
+  for (unsigned d = 0; d < rank; ++d) {
+    strideOrder.push_back(layout.strideOrder.empty() ? rank - 1 - d : layout.strideOrder[d]);
+    rowMajor = rowMajor && strideOrder.back() == static_cast<int64_t>(rank - 1 - d);
+  }
+  llvm::SmallVector<std::string, 4> contiguity(rank);
   for (unsigned d = 0; d < rank; ++d) {
     bool contiguous = layout.contiguity.empty() || layout.contiguity[d];
-    contiguity.push_back(contiguous ? "True" : "False");
-    strideOrder.push_back(layout.strideOrder.empty() ? rank - 1 - d : layout.strideOrder[d]);
+    contiguity[rank - 1 - strideOrder[d]] = tensor.extents()[d] == 1 ? "None"
+                                            : contiguous             ? "True"
+                                                                     : "False";
   }
-  return {fmt::format("[{}]", fmt::join(contiguity, ", ")), pythonList(strideOrder)};
+  std::string text = fmt::format("contiguity=[{}]", fmt::join(contiguity, ", "));
+  return text +
+         fmt::format(", dtype=DataType.{}, is_cpu=False",
+                     pythonDataTypeName(tensor.dtype()).str()) +
+         (rowMajor ? "" : ", stride_order=" + pythonList(strideOrder));
 }
 
 /// Names values as nvFuser's printer does and writes one line per definition.
@@ -92,22 +104,20 @@ public:
   explicit PythonPrinter(const Fusion& fusion) : fusion_(fusion) {}
 
   std::string print() {
-    // The prefix keeps the function clear of keywords and of the names the block uses.
-    bool plainName = isIdentifier(fusion_.name());
-    std::string function = "define_" + (plainName ? fusion_.name() : std::string("fusion"));
-    out_ = fmt::format("def {}(fd: FusionDefinition) -> None:\n", function);
+    out_ = "def nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n";
     for (size_t id = 0; id < fusion_.numValues(); ++id)
       printValue(*fusion_.value(static_cast<unsigned>(id)));
     for (const Alias& alias : fusion_.aliases())
-      line(fmt::format("fd.add_output({}, alias_input={})", use(alias.source),
-                       use(alias.destination)));
+      line(fmt::format("fd.add_output({}, {})", use(alias.source), use(alias.destination)));
     for (const Value* output : fusion_.outputs())
       line(fmt::format("fd.add_output({})", use(output)));
     if (fusion_.aliases().empty() && fusion_.outputs().empty())
       line("pass");
-    std::string nameArgument = plainName ? fmt::format("\"{}\"", fusion_.name()) : "";
-    out_ +=
-        fmt::format("\n\nwith FusionDefinition({}) as fd:\n    {}(fd)\n", nameArgument, function);
+    // nvFuser's FusionDefinition() takes no name: only a fusion named by the user says its name.
+    std::string nameArgument =
+        fusion_.name() == "fusion" ? "" : fmt::format("\"{}\"", fusion_.name());
+    out_ += fmt::format("\n\nwith FusionDefinition({}) as fd:\n    nvfuser_fusion_id0(fd)\n",
+                        nameArgument);
     return out_;
   }
 
@@ -133,11 +143,9 @@ private:
       return; // written inline where used
     std::string dtype = fmt::format("DataType.{}", pythonDataTypeName(value.dtype()).str());
     if (value.isInput() && value.isTensor()) {
-      auto [contiguity, strideOrder] = layoutArguments(value);
       std::string name = define(value);
-      line(fmt::format("{} = fd.define_tensor(shape={}, contiguity={}, dtype={}, is_cpu=False, "
-                       "stride_order={})",
-                       name, pythonList(value.extents()), contiguity, dtype, strideOrder));
+      line(fmt::format("{} = fd.define_tensor(shape={}, {})", name, pythonList(value.extents()),
+                       layoutArguments(value)));
     } else if (value.isInput()) {
       std::string name = define(value);
       line(fmt::format("{} = fd.define_scalar(None, dtype={})", name, dtype));

@@ -19,12 +19,15 @@ class Value;
 llvm::StringRef pythonDataTypeName(DataType type);
 /// The name of `op` under `fd.ops` (nvFuser's: `bitwise_left_shift` for shift_left).
 llvm::StringRef pythonOpName(OpKind op);
+/// nvFuser's printout of `fusion` (`def nvfuser_fusion_id0(fd : FusionDefinition) -> None :`
+/// and its lines), followed by the `with FusionDefinition() as fd:` block that calls it (the
+/// fusion's name as its argument when the user named it). Values are renamed T0, S1, ... in
+/// definition order as nvFuser's printer does. Untyped number literals are written inline, so
+/// that the printout rebuilds the very same fusion (nvFuser's own ops take define_scalar
+/// constants instead).
+std::string printPythonDefinition(const Fusion& fusion);
 /// True for the values the Python form writes inline as numbers (untyped literals) rather
 /// than naming them T<n> / S<n>.
 bool isWrittenInline(const Value& value);
-/// A function `def define_<name>(fd: FusionDefinition) -> None:` defining `fusion`, followed
-/// by the `with FusionDefinition("<name>") as fd:` block that calls it. Values are renamed T0, S1,
-/// ... in definition order as nvFuser's printer does; untyped number literals are written inline.
-std::string printPythonDefinition(const Fusion& fusion);
 
 } // namespace widefuse

@@ -70,8 +70,9 @@ std::optional<DataType> typeOfFormat(llvm::StringRef format, Py_ssize_t itemSize
 
 /// Raises when the strides break the declared layout: each contiguous dimension must have the
 /// dense stride over the next inner one (in stride order); non-contiguous dimensions may have
-/// any stride (0 for an expanded one), extent-1 dimensions never matter, and an empty stride
-/// order or contiguity means dense row-major.
+/// any stride; broadcast dimensions (extent 1, or non-contiguous of stride 0: expanded) are
+/// skipped, as nvFuser skips them; and an empty stride order or contiguity means dense
+/// row-major.
 void checkLayout(const TensorRef& ref, const Value& input) {
   size_t rank = ref.shape.size();
   if (rank != input.rank() || ref.numel() == 0)
@@ -86,9 +87,9 @@ void checkLayout(const TensorRef& ref, const Value& input) {
   int64_t expected = 1;
   for (size_t d : innerToOuter) {
     int64_t extent = ref.shape[d], stride = ref.strides[d];
-    if (extent == 1)
-      continue;
     bool contiguous = layout.contiguity.empty() || layout.contiguity[d];
+    if (extent == 1 || (stride == 0 && !contiguous))
+      continue;
     if (contiguous && stride != expected) {
       llvm::SmallVector<std::string, 4> flags;
       for (size_t e = 0; e < rank; ++e)

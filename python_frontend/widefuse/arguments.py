@@ -190,8 +190,9 @@ def check_layout(view: ArrayView, name: str, stride_order: Sequence[int],
                  contiguity: Sequence[bool]) -> None:
     """Raises Error when the array's strides break the layout the definition declared: each
     contiguous dimension needs the dense stride over the next inner one in stride order;
-    non-contiguous dimensions may have any stride (0 for an expanded one). Dimensions of
-    extent 1 are ignored; an empty stride_order or contiguity means row-major and dense.
+    non-contiguous dimensions may have any stride. Broadcast dimensions (extent 1, or
+    non-contiguous with stride 0: expanded) are skipped, as nvFuser skips them; an empty
+    stride_order or contiguity means row-major and dense.
     (The C++ twin for NumPy arrays is checkLayout in bindings/buffer_arguments.cpp.)
     """
     rank = len(view.shape)
@@ -205,7 +206,7 @@ def check_layout(view: ArrayView, name: str, stride_order: Sequence[int],
     expected = 1
     for d in inner_to_outer:
         extent, stride = view.shape[d], view.strides[d]
-        if extent == 1:
+        if extent == 1 or (stride == 0 and not contiguity[d]):
             continue
         if contiguity[d] and stride != expected:
             raise Error(
@@ -216,20 +217,31 @@ def check_layout(view: ArrayView, name: str, stride_order: Sequence[int],
         expected = stride * extent
 
 
-def layout_of(shape: Sequence[int], strides: Sequence[int]) -> tuple[list[int], list[bool]]:
-    """nvFuser's (stride_order, contiguity) describing an array with these element strides."""
+def layout_of(shape: Sequence[int],
+              strides: Sequence[int]) -> tuple[list[int], list[Optional[bool]]]:
+    """nvFuser's (stride_order, contiguity) for an array with these element strides, as its
+    define_tensor(sizes=, strides=) computes them: dimensions sorted by stride, outermost
+    first (ties keep their logical order; stride-0 dimensions keep their logical position),
+    and contiguity listed in that allocation order, None for broadcast dimensions (extent 1
+    or stride 0), True where the stride is dense over the next inner non-broadcast one."""
     rank = len(shape)
-    if 0 in shape:  # no element is ever addressed: any layout is the default one
+    if any(stride < 0 for stride in strides):
+        raise Error(f"strides {list(strides)}: negative strides are not supported")
+    if 0 in shape:  # no element is ever addressed: the default layout (one kernel body for all)
         return list(range(rank - 1, -1, -1)), [True] * rank
-    # Outermost first: larger strides, ties broken towards row-major order.
-    outer_to_inner = sorted(range(rank), key=lambda d: (-strides[d], d))
+    order = sorted((d for d in range(rank) if strides[d] != 0), key=lambda d: -strides[d])
+    for d in range(rank):
+        if strides[d] == 0:
+            order.insert(d, d)
     stride_order = [0] * rank
-    for position, d in enumerate(outer_to_inner):
+    for position, d in enumerate(order):
         stride_order[d] = rank - 1 - position
-    contiguity = [True] * rank
+    contiguity: list[Optional[bool]] = [None] * rank
     expected = 1
-    for d in reversed(outer_to_inner):
-        if shape[d] != 1:
-            contiguity[d] = strides[d] == expected
-            expected = strides[d] * shape[d]
+    for position in reversed(range(rank)):
+        d = order[position]
+        if shape[d] == 1 or strides[d] == 0:
+            continue
+        contiguity[position] = strides[d] == expected
+        expected = strides[d] * shape[d]
     return stride_order, contiguity

@@ -29,18 +29,32 @@ def tensor_shape(shape: Sequence[Any]) -> list[int]:
     return extents
 
 
-def tensor_contiguity(contiguity: Any, rank: int, shape: Sequence[int]) -> list[bool]:
-    """One flag per dimension. nvFuser's None (a broadcast or expanded dimension, possibly of
-    stride 0) is False: such a dimension may have any stride."""
+def tensor_contiguity(contiguity: Any, shape: Sequence[int], order: Sequence[int]) -> list[bool]:
+    """One flag per logical dimension, from nvFuser's contiguity: one bool (for every dimension
+    of extent other than 1) or one entry per dimension listed in allocation order (outermost
+    stride first; logical dimension d sits at rank-1-order[d], so with the default row-major
+    order the two orders coincide). None (a broadcast dimension: extent 1, or expanded with
+    stride 0) becomes False: such a dimension may have any stride. A dimension of static
+    extent 1 is always True: its stride never matters, and one spelling keeps fusions that
+    differ only there structurally equal (one kernel body for both)."""
+    rank = len(shape)
     if contiguity is None or (isinstance(contiguity, Sequence) and len(contiguity) == 0):
         return [True] * rank
     if isinstance(contiguity, bool):
-        return [contiguity] * rank
-    flags = [False if flag is None else bool(flag) for flag in contiguity]
+        return [contiguity or extent == 1 for extent in shape]
+    if not isinstance(contiguity, Sequence) or isinstance(contiguity, str):
+        raise Error(f"define_tensor: contiguity must be a bool or a list of True, False or "
+                    f"None, got {contiguity!r}")
+    flags = []
+    for flag in contiguity:
+        if flag is not None and not isinstance(flag, (bool, np.bool_)):
+            raise Error(f"define_tensor: contiguity {list(contiguity)} must hold True, False or "
+                        f"None, got {flag!r}")
+        flags.append(bool(flag))
     if len(flags) != rank:
         raise Error(f"define_tensor: contiguity {list(contiguity)} has {len(flags)} entries for "
                     f"the rank-{rank} shape {list(shape)}")
-    return flags
+    return [flags[rank - 1 - order[d]] or shape[d] == 1 for d in range(rank)]
 
 
 def tensor_stride_order(stride_order: Optional[Sequence[int]], rank: int) -> list[int]:

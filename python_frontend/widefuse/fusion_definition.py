@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _widefuse, torch_tensors
 from ._widefuse import Error
-from .arguments import array_view, check_layout, scalar_argument
+from .arguments import array_view, check_layout, layout_of, scalar_argument
 from .data_type import DataType, data_type_of, from_short_name
 from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
                            tensor_shape, tensor_stride_order)
@@ -38,6 +38,46 @@ def _python_number(value: Any) -> Any:
     return value
 
 
+def _assert_matches(output: Any, reference: Any, what: str) -> None:
+    """AssertionError unless `output` matches `reference` (see validate())."""
+    if torch_tensors.is_tensor(output) or torch_tensors.is_tensor(reference):
+        torch = torch_tensors.loaded_torch()
+        torch.testing.assert_close(torch.as_tensor(output), torch.as_tensor(reference),
+                                   check_device=False, msg=lambda m: f"validate: {what}: {m}")
+        return
+    output, reference = np.asarray(output), np.asarray(reference)
+    if output.shape != reference.shape:
+        raise AssertionError(f"validate: {what} has shape {output.shape}, the reference "
+                             f"{reference.shape}")
+    data_type = data_type_of(output.dtype, "validate")
+    if data_type.is_floating_point:  # torch.testing.assert_close's (rtol, atol) per dtype
+        rtol, atol = {DataType.Half: (1e-3, 1e-5), DataType.BFloat16: (1.6e-2, 1e-5),
+                      DataType.Float: (1.3e-6, 1e-5)}.get(data_type, (1e-7, 1e-7))
+        np.testing.assert_allclose(output.astype(np.float64), reference.astype(np.float64),
+                                   rtol=rtol, atol=atol, equal_nan=True,
+                                   err_msg=f"validate: {what}")
+    else:
+        np.testing.assert_array_equal(output, reference, err_msg=f"validate: {what}")
+
+
+def _descriptor(sizes: Any, strides: Any,
+                static_sizes: bool) -> tuple[list[int], list[int], list[Optional[bool]]]:
+    """define_tensor's (shape, stride_order, contiguity) for an array of `sizes` and element
+    `strides`, as nvFuser's define_tensor(sizes=, strides=) computes them."""
+    extents = tensor_shape(() if sizes is None else sizes)
+    if strides is None:
+        strides = [1] * len(extents)
+        for d in range(len(extents) - 2, -1, -1):
+            strides[d] = strides[d + 1] * max(extents[d + 1], 1)
+    strides = tensor_shape(strides)
+    if len(strides) != len(extents) or -1 in extents:
+        raise Error(f"define_tensor: sizes {extents} and strides {strides} must be two lists of "
+                    "non-negative ints of one length")
+    stride_order, contiguity = layout_of(extents, strides)
+    shape = extents if static_sizes else [1 if extent == 1 else -1 for extent in extents]
+    return shape, stride_order, contiguity
+
+
 class FusionDefinition:
     """Builds one fusion with nvFuser's Python API, then runs it with execute().
 
@@ -47,6 +87,7 @@ class FusionDefinition:
 
     def __init__(self, name: str = "fusion") -> None:
         self._builder: Optional[Any] = _widefuse._Definition(name)
+        self._builder_empty = True  # nothing defined yet (a subclass's definition() may run)
         self._fusion: Optional[Any] = None
         self._inputs: list[dict] = []
         self._executors: dict[tuple, Any] = {}
@@ -54,6 +95,10 @@ class FusionDefinition:
         # The tensor inputs' handles by id (held, so that no other handle gets their id).
         self._tensor_inputs: dict[int, Any] = {}
         self._in_place: dict[int, Tensor] = {}  # tensor inputs written in place, by handle id
+        # Outputs by handle id (index in the fusion's outputs, handle), and the index each
+        # add_output returns in execute()'s list.
+        self._output_handles: dict[int, tuple[int, Any]] = {}
+        self._output_slots: list[int] = []
         self.ops = Operators(self)
 
     # Building
@@ -77,6 +122,7 @@ class FusionDefinition:
         self._inputs = self._fusion.inputs()
 
     def _live(self) -> Any:
+        self._builder_empty = False
         if self._builder is None:
             raise Error("this FusionDefinition is finished (its `with` block ended); ops, "
                         "inputs and outputs can only be added inside it")
@@ -84,19 +130,43 @@ class FusionDefinition:
 
     def define_tensor(self, shape: Sequence[int] = (), contiguity: Any = None,
                       dtype: Any = DataType.Float, is_cpu: bool = False,
-                      stride_order: Optional[Sequence[int]] = None) -> Tensor:
-        """A tensor input. -1 in `shape` is an extent known only at run time; `contiguity`
-        (one bool or None per dimension, or one bool for all) and `stride_order` (rank of each
-        dimension's stride, rank-1 outermost) describe the layout execute() will accept.
-        `is_cpu` is accepted for nvFuser compatibility and ignored: where a tensor lives is
-        read from the array given to execute() (host arrays among CUDA arrays are staged)."""
+                      stride_order: Optional[Sequence[int]] = None, *,
+                      sizes: Optional[Sequence[int]] = None,
+                      strides: Optional[Sequence[int]] = None,
+                      static_sizes: bool = False) -> Tensor:
+        """A tensor input, declared as nvFuser declares one.
+
+        `shape`: -1 for an extent known only at run time. `stride_order`: the rank of each
+        dimension's stride (rank-1 outermost; default row-major). `contiguity`: one bool, or
+        one True/False/None per dimension listed in allocation order (outermost stride
+        first; None marks a broadcast dimension). Or, instead of all three, `sizes` and
+        `strides` of an example array, from which they are computed as nvFuser does (sizes
+        become -1 except extents of 1, or stay as given with `static_sizes`). `is_cpu` is
+        accepted and ignored: where a tensor lives is read from the array given to execute().
+        """
+        if sizes is not None or strides is not None:
+            if shape or contiguity is not None or stride_order is not None:
+                raise Error("define_tensor takes either sizes= and strides=, or shape=, "
+                            "contiguity= and stride_order=, not both")
+            shape, stride_order, contiguity = _descriptor(sizes, strides, static_sizes)
         shape = tensor_shape(shape)
-        contiguity = tensor_contiguity(contiguity, len(shape), shape)
         order = tensor_stride_order(stride_order, len(shape))
+        contiguity = tensor_contiguity(contiguity, shape, order)
         value = self._live().define_tensor(shape, data_type_of(dtype, "define_tensor").value,
                                            order, contiguity)
         self._tensor_inputs[id(value)] = value
         return Tensor(self, value)
+
+    def from_pytorch(self, tensor: Any, static_sizes: bool = False) -> Tensor:
+        """A tensor input laid out and typed like the torch tensor `tensor` (nvFuser's
+        from_pytorch; CPU tensors are welcome, widefuse runs on the host too)."""
+        if not torch_tensors.is_tensor(tensor):
+            raise Error(f"from_pytorch takes a torch.Tensor, got {type(tensor).__name__}")
+        dtype = torch_tensors.data_type_of_tensor(tensor.dtype)
+        if dtype is None:
+            raise Error(f"from_pytorch: widefuse has no data type for {tensor.dtype}")
+        return self.define_tensor(sizes=tuple(tensor.shape), strides=tuple(tensor.stride()),
+                                  dtype=dtype, static_sizes=static_sizes)
 
     def define_scalar(self, value: Any = None, dtype: Any = None) -> Scalar:
         """A runtime scalar input when `value` is None (default dtype Double), else a constant
@@ -108,6 +178,13 @@ class FusionDefinition:
             return Scalar(self, self._live().define_scalar(data_type.value))
         number, data_type = constant_value(value, dtype)
         return Scalar(self, self._live().constant(number, data_type.value))
+
+    def define_constant(self, value: Any, dtype: Any = None) -> Scalar:
+        """nvFuser's older name for a constant define_scalar."""
+        if value is None:
+            raise Error("define_constant needs a value (define_scalar(None, dtype=...) declares "
+                        "a runtime scalar)")
+        return self.define_scalar(value, dtype)
 
     def _operand(self, operand: Any, op: str) -> Any:
         if isinstance(operand, Value):
@@ -157,7 +234,11 @@ class FusionDefinition:
         value = self._operand(output, "add_output")
         if not isinstance(output, Value):
             raise Error("add_output: an output must be a value of this definition")
-        self._live().add_output(value)
+        slot = self._output_handles.get(id(value))
+        if slot is None:  # nvFuser allows one value as several outputs: the IR holds it once
+            self._live().add_output(value)
+            slot = self._output_handles[id(value)] = (len(self._output_handles), value)
+        self._output_slots.append(slot[0])
 
     def copy_(self, source: Any, destination: Tensor) -> None:
         """In-place update (torch's copy_): the tensor input `destination` receives `source`
@@ -171,8 +252,19 @@ class FusionDefinition:
             raise Error(f"{op}: {what} must be a tensor input of this definition")
         self._live().copy_(value, input_handle(destination))
 
+    def definition(self) -> None:
+        """Override in a subclass to define the fusion with ``self.define_tensor`` ...,
+        ``self.ops``, ``self.add_output`` (nvFuser's legacy style): the first execute() runs
+        it. Called on FusionDefinition itself it raises NotImplementedError."""
+        raise NotImplementedError("definition() should be implemented by a FusionDefinition "
+                                  "subclass (or define the fusion in a `with` block)")
+
     # Inspecting
     def _finished(self, what: str) -> Any:
+        if (self._fusion is None and self._builder is not None and self._builder_empty and
+                type(self).definition is not FusionDefinition.definition):
+            with self:
+                self.definition()
         if self._fusion is None:
             raise Error(f"{what} needs a finished definition: call it after the `with` block")
         return self._fusion
@@ -194,6 +286,11 @@ class FusionDefinition:
         fd._fusion = _widefuse._Fusion.from_text(text, name)
         fd._inputs = fd._fusion.inputs()
         return fd
+
+    def fusion_ir(self) -> str:
+        """The fusion before scheduling, as text (nvFuser's fusion_ir(); widefuse's text
+        form)."""
+        return self.to_text()
 
     def segments(self, mode: str = "auto") -> str:
         """The segmenter's report: components, signature classes and kernels per mode."""
@@ -228,13 +325,28 @@ class FusionDefinition:
             threads=threads, fmad=fmad, arch=arch, device=device)
         return self._outputs_for(executor.run(arguments, on_device), on_device, torch_device)
 
+    def validate(self, inputs: Sequence[Any], reference_outputs: Sequence[Any],
+                 **options: Any) -> None:
+        """Runs the fusion (execute()'s options) and raises AssertionError unless each output
+        matches its reference (nvFuser's validate): floating-point outputs within
+        torch.testing.assert_close's tolerances for their dtype, others exactly."""
+        outputs = self.execute(inputs, **options)
+        if len(outputs) != len(reference_outputs):
+            raise AssertionError(f"validate: the fusion has {len(outputs)} outputs, "
+                                 f"{len(reference_outputs)} references given")
+        for index, (output, reference) in enumerate(zip(outputs, reference_outputs)):
+            _assert_matches(output, reference, f"output {index}")
+
     def _outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str]) -> list:
-        """The executor's outputs as the caller's kind of array: torch tensors for torch
-        inputs, else NumPy arrays (host) or DLPack-capable device arrays."""
+        """The executor's outputs as the caller's kind of array (torch tensors for torch
+        inputs, else NumPy arrays (host) or DLPack-capable device arrays), one per add_output:
+        a value added twice comes back twice, as the same array."""
         if torch_device is not None:
-            return (torch_tensors.device_outputs(raw) if on_device else
-                    torch_tensors.host_outputs(raw, self._output_types()))
-        return raw if on_device else self._host_outputs(raw)
+            arrays = (torch_tensors.device_outputs(raw) if on_device else
+                      torch_tensors.host_outputs(raw, self._output_types()))
+        else:
+            arrays = raw if on_device else self._host_outputs(raw)
+        return [arrays[index] for index in self._output_slots] if self._output_slots else arrays
 
     def prepare(self, inputs: Sequence[Any], **options: Any) -> PreparedExecution:
         """Checks `inputs`, compiles and binds once, for steps on arrays that stay where they

@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import _widefuse
+from ._widefuse import Error
 from .data_type import data_type_of
-from .values import UnsupportedOperationError
+from .values import Tensor, UnsupportedOperationError, Value
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
-    from .values import Value
 
 # nvFuser's names for ops whose IR name differs.
 NVFUSER_NAMES = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
 _ATTRIBUTE_OPS = ("cast", "bitcast", "broadcast_in_dim")
+# nvFuser ops written here on top of the IR's ops.
+_COMPOSITE_OPS = ("addcmul", "broadcast", "segment_set")
+
+
+def _static_extents(shape: Any, op: str) -> list[int]:
+    """A broadcast's output shape as ints (-1: the operand's extent)."""
+    if isinstance(shape, Value) or isinstance(shape, (str, bytes)) or not isinstance(
+            shape, Sequence):
+        raise UnsupportedOperationError(
+            f"fd.ops.{op}: shape must be a list of ints, got {type(shape).__name__} (widefuse "
+            "has no shape vectors)")
+    extents = []
+    for extent in shape:
+        if isinstance(extent, Value):
+            raise UnsupportedOperationError(
+                f"fd.ops.{op}: shape {list(shape)!r} holds the scalar value '{extent.name}'; "
+                "widefuse's extents are ints known when the fusion is defined (-1 takes the "
+                "operand's extent), not values computed in the fusion")
+        try:
+            extents.append(operator.index(extent))
+        except TypeError:
+            raise Error(f"fd.ops.{op}: shape {list(shape)!r} must hold ints, got "
+                        f"{extent!r}") from None
+    return extents
 
 
 class Operators:
@@ -37,8 +62,31 @@ class Operators:
     def broadcast_in_dim(self, x: Any, shape: Sequence[int],
                          broadcast_dims: Sequence[int]) -> Value:
         """Broadcasts `x` to `shape`; operand dimension i becomes dimension broadcast_dims[i]."""
-        return self._fd.apply_op("broadcast_in_dim", (x,), shape=list(shape),
-                               broadcast_dims=list(broadcast_dims))
+        return self._fd.apply_op("broadcast_in_dim", (x,),
+                                 shape=_static_extents(shape, "broadcast_in_dim"),
+                                 broadcast_dims=_static_extents(broadcast_dims,
+                                                                "broadcast_in_dim"))
+
+    def broadcast(self, x: Any, is_broadcast_dim: Sequence[bool]) -> Value:
+        """Inserts a dimension of extent 1 wherever `is_broadcast_dim` is True (nvFuser's
+        broadcast: one flag per output dimension, False ones taking x's in order)."""
+        flags = [bool(flag) for flag in is_broadcast_dim]
+        kept = [d for d, flag in enumerate(flags) if not flag]
+        rank = x.ndim if isinstance(x, Tensor) else 0
+        if len(kept) != rank:
+            raise Error(f"fd.ops.broadcast: is_broadcast_dim {flags} keeps {len(kept)} "
+                        f"dimensions; the operand has {rank}")
+        return self.broadcast_in_dim(x, [1 if flag else -1 for flag in flags], kept)
+
+    def segment_set(self, x: Any) -> Value:
+        """A copy of `x` (nvFuser cuts its kernels there; widefuse's segmenter decides
+        kernels by itself, so here it is `set`)."""
+        return self._fd.apply_op("set", (x,))
+
+    def addcmul(self, a: Any, b: Any, c: Any, value: Any) -> Value:
+        """a + b * (c * value), as nvFuser composes it."""
+        scaled = self._fd.apply_op("mul", (c, value))
+        return self._fd.apply_op("add", (a, self._fd.apply_op("mul", (b, scaled))))
 
     def __dir__(self) -> list[str]:
         return sorted(set(object.__dir__(self)) | set(_OP_FUNCTIONS))
@@ -48,7 +96,7 @@ class Operators:
         if function is None:
             raise UnsupportedOperationError(
                 f"fd.ops has no op '{name}'; widefuse's ops: "
-                f"{', '.join(sorted([*_OP_FUNCTIONS, *_ATTRIBUTE_OPS]))}")
+                f"{', '.join(sorted([*_OP_FUNCTIONS, *_ATTRIBUTE_OPS, *_COMPOSITE_OPS]))}")
         fd = self._fd
 
         def op(*operands: Any, **keywords: Any) -> Value:

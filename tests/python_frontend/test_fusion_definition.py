@@ -89,7 +89,7 @@ def test_repr_is_runnable_python_that_rebuilds_the_same_fusion():
     rebuilt = namespace["fd"]
     assert rebuilt.to_text() == fd.to_text()
     assert repr(rebuilt) == repr(fd)
-    assert "fd.add_output(T" in repr(fd) and "alias_input=T0" in repr(fd)
+    assert "fd.add_output(T" in repr(fd) and "fd.add_output(T39, T0)" in repr(fd)
 
 
 def test_error_messages_use_the_names_repr_prints():
