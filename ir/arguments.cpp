@@ -49,6 +49,9 @@ void checkTensorArgument(const Fusion& fusion, const Value& input, const TensorR
       fail("input '{}' is declared {} but got shape {}", input.name(), formatType(input),
            formatExtents(tensor.shape));
   }
+  if (!checkedByteCount(tensor.shape, tensor.dtype))
+    fail("input '{}': shape {} of {} would take more than 2^63 bytes", input.name(),
+         formatExtents(tensor.shape), shortName(tensor.dtype).str());
   if (tensor.strides.size() != tensor.shape.size())
     fail("input '{}': {} strides for a rank-{} tensor", input.name(), tensor.strides.size(),
          tensor.shape.size());

@@ -1,6 +1,7 @@
 #include "ir/fusion.h"
 
 #include "ir/error.h"
+#include "ir/host_tensor.h"
 
 #include <fmt/format.h>
 
@@ -159,6 +160,10 @@ Value* Fusion::addTensorInput(llvm::StringRef name, DataType dtype, llvm::ArrayR
     if (extent < 0 && extent != kSymbolicExtent)
       fail("input '{}': extent {} is negative (use -1 or ? for a symbolic extent)", name.str(),
            extent);
+  if (!checkedByteCount(extents, dtype))
+    fail("input '{}': shape {} of {} would take more than 2^63 bytes; no tensor that large can "
+         "be addressed",
+         name.str(), formatExtents(extents), shortName(dtype).str());
   checkLayout(name, static_cast<unsigned>(extents.size()), layout);
   if (layout.isDefault())
     layout = {};
@@ -194,6 +199,10 @@ Value* Fusion::appendExpr(OpKind op, llvm::ArrayRef<Value*> operands, OpAttribut
   for (Value* operand : operands)
     WF_ASSERT(owns(operand), "operand '{}' of {} is not in fusion '{}'", operand->name(),
               opName(op).str(), name_);
+  if (!checkedByteCount(resultType.extents, resultType.dtype))
+    fail("{}: the result's shape {} of {} would take more than 2^63 bytes; no tensor that "
+         "large can be addressed",
+         opName(op).str(), formatExtents(resultType.extents), shortName(resultType.dtype).str());
   unsigned id = static_cast<unsigned>(values_.size());
   Value* result = addValue(
       resultType.kind == ValueKind::Tensor

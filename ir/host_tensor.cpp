@@ -3,6 +3,8 @@
 #include "ir/error.h"
 #include "ir/half_float.h"
 
+#include <llvm/ADT/STLExtras.h>
+
 #include <algorithm>
 
 namespace widefuse {
@@ -19,6 +21,16 @@ int64_t numElements(llvm::ArrayRef<int64_t> shape) {
   for (int64_t extent : shape)
     count *= extent;
   return count;
+}
+
+std::optional<int64_t> checkedByteCount(llvm::ArrayRef<int64_t> extents, DataType dtype) {
+  if (llvm::is_contained(extents, 0))
+    return 0;
+  int64_t bytes = static_cast<int64_t>(byteSize(dtype));
+  for (int64_t extent : extents)
+    if (extent > 0 && __builtin_mul_overflow(bytes, extent, &bytes))
+      return std::nullopt;
+  return bytes;
 }
 
 bool TensorRef::isContiguous() const {

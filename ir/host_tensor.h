@@ -9,14 +9,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace widefuse {
 
 /// Row-major strides (in elements) of a dense tensor of this shape.
 llvm::SmallVector<int64_t, 4> contiguousStrides(llvm::ArrayRef<int64_t> shape);
-/// Number of elements of a shape (1 for a 0-d shape).
+/// Number of elements of a shape (1 for a 0-d shape). The shape must fit in memory (see
+/// checkedByteCount): every shape that reaches a tensor has been checked.
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
+/// The bytes a tensor of these extents and element type occupies (a symbolic extent, -1,
+/// counts as 1), or nullopt past INT64_MAX: no such tensor can be addressed, so a shape
+/// that large is an error wherever it is declared or computed.
+std::optional<int64_t> checkedByteCount(llvm::ArrayRef<int64_t> extents, DataType dtype);
 
 /// A view of host memory holding a tensor: type, shape and strides in elements. Does not own
 /// the memory.

@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "ir/fusion.h"
+#include "ir/host_tensor.h"
 
 namespace widefuse {
 namespace {
@@ -36,6 +37,9 @@ llvm::SmallVector<int64_t, 4> broadcastShape(const Expr& expr, const RuntimeShap
            "broadcast to {}",
            expr.result()->name(), expr.operand(0)->name(), extent, i, shape[d]);
   }
+  if (!checkedByteCount(shape, expr.result()->dtype()))
+    fail("{}: at run time the broadcast shape {} would take more than 2^63 bytes",
+         expr.result()->name(), formatExtents(shape));
   return shape;
 }
 

@@ -131,6 +131,7 @@ BoundArguments bindArguments(const Fusion& fusion, llvm::ArrayRef<Assignment> te
   llvm::ArrayRef<Value*> inputs = fusion.inputs();
   BoundArguments bound;
   bound.arguments.resize(inputs.size());
+  bound.inputTensors.resize(inputs.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i]->isScalar())
       bound.arguments[i] = parseScalarValue(numbers.lookup(inputs[i]->name()), inputs[i]->dtype(),
@@ -144,6 +145,7 @@ BoundArguments bindArguments(const Fusion& fusion, llvm::ArrayRef<Assignment> te
       fail("input '{}': {}", inputs[i]->name(), error.what());
     }
     bound.arguments[i] = bound.tensors.back().ref();
+    bound.inputTensors[i] = &bound.tensors.back();
   }
   return bound;
 }

@@ -38,6 +38,9 @@ struct BoundArguments {
   std::deque<HostTensor> tensors;
   /// One argument per fusion input.
   std::vector<Argument> arguments;
+  /// Per fusion input, the tensor its argument points into (null for a scalar): the updated
+  /// inputs are found by position, since empty tensors may share one data address.
+  std::vector<const HostTensor*> inputTensors;
 };
 
 /// Reads every tensor input (checking its dtype against the declaration) and parses every

@@ -132,10 +132,7 @@ EvaluationResult runKernels(const Fusion& fusion, BoundArguments& bound, Backend
   result.outputs = std::move(run.outputs);
   for (const Alias& alias : fusion.aliases()) {
     size_t index = size_t(llvm::find(fusion.inputs(), alias.destination) - fusion.inputs().begin());
-    const TensorRef& updated = std::get<TensorRef>(bound.arguments[index]);
-    for (const HostTensor& tensor : bound.tensors)
-      if (tensor.data() == updated.data)
-        result.aliasFinalValues.push_back(tensor);
+    result.aliasFinalValues.push_back(*bound.inputTensors[index]);
   }
   return result;
 }

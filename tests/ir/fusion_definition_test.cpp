@@ -1,8 +1,11 @@
 #include "ir/error.h"
 #include "ir/fusion_definition.h"
+#include "ir/host_tensor.h"
 #include "tests/support/error_of.h"
 
 #include <gtest/gtest.h>
+
+#include <limits>
 
 using namespace widefuse;
 using widefuse::testing::errorOf;
@@ -52,6 +55,24 @@ TEST(FusionDefinition, ShapeMismatchWithoutBroadcastIsAnError) {
   EXPECT_NE(errorOf([&] { add(a, c); }).find("'c'"), std::string::npos);
   Val wide = broadcast_in_dim(c, {4, 8}, {1});
   EXPECT_EQ((a + wide).rank(), 2u);
+}
+
+TEST(FusionDefinition, ShapesPastTheAddressableBytesAreErrors) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  // 2^60 bytes of f32 is a shape; 2^61 elements of f32 (2^63 bytes) is not.
+  EXPECT_EQ(checkedByteCount({int64_t(1) << 29, int64_t(1) << 29}, DataType::Float), int64_t(1)
+                                                                                         << 60);
+  EXPECT_EQ(checkedByteCount({int64_t(1) << 61}, DataType::Float), std::nullopt);
+  EXPECT_EQ(checkedByteCount({kMax, 2}, DataType::Bool), std::nullopt);
+  EXPECT_EQ(checkedByteCount({kMax, 0}, DataType::Double), 0); // empty: no byte addressed
+  EXPECT_EQ(checkedByteCount({-1, kMax}, DataType::UInt8), kMax);
+  FusionDefinition fd;
+  std::string message = errorOf([&] { fd.defineTensor({kMax, 2}, DataType::Float, "x"); });
+  EXPECT_NE(message.find("input 'x': shape [9223372036854775807, 2] of f32"), std::string::npos)
+      << message;
+  Val y = fd.defineTensor({-1}, DataType::Float, "y");
+  message = errorOf([&] { broadcast_in_dim(y, {int64_t(1) << 32, int64_t(1) << 32}, {1}); });
+  EXPECT_NE(message.find("more than 2^63 bytes"), std::string::npos) << message;
 }
 
 TEST(FusionDefinition, SymbolicExtentsJoinWithStatic) {

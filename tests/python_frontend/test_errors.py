@@ -187,3 +187,13 @@ def test_what_no_kernel_can_run_is_refused_when_the_definition_ends():
             b = fd.define_tensor(shape=[4])
             fd.add_output(fd.ops.broadcast_in_dim(b, [2, 4], [1]) + a)
             fd.add_output(b * 3)  # a [4] output in the same subgraph as a [2, 4] one
+
+
+def test_shapes_past_the_addressable_bytes_are_errors():
+    with widefuse.FusionDefinition() as fd:
+        with pytest.raises(widefuse.Error, match=r"shape \[4611686018427387904, 4\] of f32 "
+                                                 r"would take more than 2\^63 bytes"):
+            fd.define_tensor(shape=[2**62, 4])
+        x = fd.define_tensor(shape=[-1])
+        with pytest.raises(widefuse.Error, match=r"more than 2\^63 bytes"):
+            fd.ops.broadcast_in_dim(x, shape=[2**32, 2**32], broadcast_dims=[1])

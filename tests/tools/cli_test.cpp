@@ -250,6 +250,52 @@ TEST_F(Cli, RunOnTheHostBackendEqualsTheReferenceInEveryBlockOrder) {
                      "--backend none compiles without running, so there is nothing to write");
 }
 
+TEST_F(Cli, RunUpdatesZeroElementInputsNextToOthers) {
+  // Empty tensors may share one data address: the updated inputs are found by position.
+  writeFile(file("empty.wf"), R"(fusion empty(a: f32[0, 3], b: f32[?], c: f32[0]) {
+  copy_(mul(a, 2.0), a)
+  copy_(add(b, 1.0), b)
+  copy_(neg(c), c)
+}
+)");
+  writeNpy(file("a.npy"), HostTensor(DataType::Float, {0, 3}));
+  HostTensor b(DataType::Float, {4});
+  for (int i = 0; i < 4; ++i)
+    b.as<float>()[i] = static_cast<float>(i);
+  writeNpy(file("b.npy"), b);
+  writeNpy(file("c.npy"), HostTensor(DataType::Float, {0}));
+  for (const char* backend : {"reference", "host"}) {
+    CliResult result =
+        run(fmt::format("run empty.wf --input a=a.npy --input b=b.npy --input c=c.npy --backend "
+                        "{} --out out",
+                        backend));
+    ASSERT_EQ(result.exitCode, 0) << backend << ": " << result.err;
+    auto report = nlohmann::json::parse(result.out);
+    ASSERT_EQ(report["updated_inputs"].size(), 3u) << backend;
+    EXPECT_EQ(report["updated_inputs"][0]["shape"], nlohmann::json::array({0, 3}));
+    HostTensor updated = readNpy(file("out/b.npy"), DataType::Float);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(updated.as<float>()[i], static_cast<float>(i) + 1.0f) << backend;
+    EXPECT_EQ(readNpy(file("out/c.npy"), DataType::Float).numel(), 0) << backend;
+  }
+}
+
+TEST_F(Cli, ShapesTooLargeToAddressAreErrorsInCheckAndCompile) {
+  writeFile(file("huge.wf"), R"(fusion huge(x: f32[9223372036854775807, 2]) {
+  return neg(x)
+}
+)");
+  for (const char* command : {"check huge.wf", "compile huge.wf --arch sm_90"})
+    expectOneLineError(run(command), "input 'x': shape [9223372036854775807, 2] of f32 would "
+                                     "take more than 2^63 bytes");
+  // A computed shape: a broadcast of two large extents.
+  writeFile(file("wide.wf"), R"(fusion wide(x: f32[?]) {
+  return broadcast_in_dim(x, [4294967296, 4294967296], [1])
+}
+)");
+  expectOneLineError(run("check wide.wf"), "would take more than 2^63 bytes");
+}
+
 TEST_F(Cli, UsageErrorsExitWithStatus2) {
   EXPECT_EQ(run("").exitCode, 2);
   EXPECT_EQ(run("frobnicate").exitCode, 2);
