@@ -53,6 +53,7 @@ const char* infixOperator(OpKind op, DataType compute) {
   case OpKind::Mul:
     return "*";
   case OpKind::Div:
+  case OpKind::TrueDiv:
     return "/";
   default:
     return nullptr;

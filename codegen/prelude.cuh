@@ -316,12 +316,6 @@ WF_ARITHMETIC(sub, a - b, -)
 WF_ARITHMETIC(mul, wf_mul_rn(a, b), *)
 #undef WF_ARITHMETIC
 
-/// True division (integer operands are computed in floating point).
-template <typename T> WF_DEVICE T wf_div(T a, T b) {
-  WF_REQUIRE(wf_is_floating, "div");
-  return a / b;
-}
-
 /// Integers: power by squaring, wrapping; a negative exponent keeps the powers of 1 and -1 and
 /// gives 0 for every other base (the integer part of the true result).
 template <typename T> WF_DEVICE T wf_pow(T a, T b) {
@@ -449,6 +443,9 @@ template <typename T> WF_DEVICE T wf_fma(T a, T b, T c) {
 template <typename T> WF_DEVICE T wf_clamp(T x, T low, T high) {
   return wf_minimum(wf_maximum(x, low), high);
 }
+
+// div, truediv and nvFuser's other element ops (inlined into the embedded prelude text).
+#include "codegen/prelude_special.cuh"
 
 #undef WF_BY_PRECISION
 #undef WF_REQUIRE

@@ -13,6 +13,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "ir/inverse_erf.h" // after <cmath>, which it uses
+
 namespace widefuse::element {
 
 template <typename T> inline constexpr bool kFloating = std::is_floating_point_v<T>;
@@ -75,6 +77,21 @@ WF_FLOAT_UNARY(Sin, std::sin(a))
 WF_FLOAT_UNARY(Cos, std::cos(a))
 WF_FLOAT_UNARY(Tanh, std::tanh(a))
 WF_FLOAT_UNARY(Sigmoid, T(1) / (T(1) + std::exp(-a)))
+WF_FLOAT_UNARY(Acos, std::acos(a))
+WF_FLOAT_UNARY(Acosh, std::acosh(a))
+WF_FLOAT_UNARY(Asin, std::asin(a))
+WF_FLOAT_UNARY(Asinh, std::asinh(a))
+WF_FLOAT_UNARY(Atan, std::atan(a))
+WF_FLOAT_UNARY(Atanh, std::atanh(a))
+WF_FLOAT_UNARY(Cosh, std::cosh(a))
+WF_FLOAT_UNARY(Sinh, std::sinh(a))
+WF_FLOAT_UNARY(Tan, std::tan(a))
+WF_FLOAT_UNARY(Log10, std::log10(a))
+WF_FLOAT_UNARY(Erf, std::erf(a))
+WF_FLOAT_UNARY(Erfc, std::erfc(a))
+WF_FLOAT_UNARY(Erfinv, wf_erfinv_host(a))   // no std:: version: ir/inverse_erf.h
+WF_FLOAT_UNARY(Erfcinv, wf_erfcinv_host(a)) // no std:: version: ir/inverse_erf.h
+WF_FLOAT_UNARY(Lgamma, std::lgamma(a))      // log|gamma(a)|
 #undef WF_FLOAT_UNARY
 
 /// Rounding ops leave integers unchanged.
@@ -103,6 +120,34 @@ template <typename T> T Sign(T a) {
     return static_cast<T>(int(T(0) < a) - int(a < T(0)));
 }
 
+/// max(a, 0) as nvFuser writes it, `a <= 0 ? 0 : a`: NaN stays NaN and -0.0 gives +0.0.
+template <typename T> T Relu(T a) {
+  if constexpr (kBool<T>)
+    return unreachable<T>("relu");
+  else
+    return a <= T(0) ? T(0) : a;
+}
+
+/// a - trunc(a) (sign of a; frac(+-inf) = NaN); integers have no fraction: 0.
+template <typename T> T Frac(T a) {
+  if constexpr (kFloating<T>)
+    return a - std::trunc(a);
+  else if constexpr (kInteger<T>)
+    return T(0);
+  else
+    return unreachable<T>("frac");
+}
+
+/// The sign bit: true for -0.0 and negative NaNs; integers: a < 0.
+template <typename T> bool Signbit(T a) {
+  if constexpr (kFloating<T>)
+    return std::signbit(a);
+  else if constexpr (std::is_signed_v<T>)
+    return a < T(0);
+  else
+    return false;
+}
+
 // IEEE classification; integer and bool operands are never NaN or infinite.
 #define WF_CLASSIFY(Name, function, otherwise)                                                     \
   template <typename T> bool Name(T a) {                                                           \
@@ -114,7 +159,14 @@ template <typename T> T Sign(T a) {
 WF_CLASSIFY(IsNan, std::isnan, false)
 WF_CLASSIFY(IsInf, std::isinf, false)
 WF_CLASSIFY(IsFinite, std::isfinite, true)
+WF_CLASSIFY(IsNegInf, a < 0 && std::isinf, false)
+WF_CLASSIFY(IsPosInf, a > 0 && std::isinf, false)
 #undef WF_CLASSIFY
+
+/// Every dtype of the IR is real (no complex types).
+template <typename T> bool IsReal(T) {
+  return true;
+}
 
 template <typename T> bool LogicalNot(T a) {
   return !a;
@@ -149,11 +201,28 @@ WF_ARITHMETIC_BINARY(Sub, -)
 WF_ARITHMETIC_BINARY(Mul, *)
 #undef WF_ARITHMETIC_BINARY
 
+/// nvFuser's div: floating point divides; integers truncate toward zero (C's `/`) and never
+/// trap: a / 0 gives 0 (as fmod(a, 0) does) and lowest / -1 wraps to lowest.
 template <typename T> T Div(T a, T b) {
   if constexpr (kFloating<T>)
     return a / b;
+  else if constexpr (kInteger<T>) {
+    if (b == 0)
+      return 0;
+    if constexpr (std::is_signed_v<T>)
+      if (b == -1)
+        return Neg(a);
+    return static_cast<T>(a / b);
+  } else
+    return unreachable<T>("div");
+}
+
+/// True division: integer operands are computed in a floating type (the typing rule).
+template <typename T> T TrueDiv(T a, T b) {
+  if constexpr (kFloating<T>)
+    return a / b;
   else
-    return unreachable<T>("div"); // integer division is true division in float
+    return unreachable<T>("truediv");
 }
 
 /// Integer power by squaring, wrapping. Negative exponents: 1 and -1 keep their powers,
@@ -201,6 +270,19 @@ template <typename T> T Fmod(T a, T b) {
     return unreachable<T>("fmod");
 }
 
+/// Remainder with the sign of the divisor (Python's %, torch.remainder): fmod, moved by b
+/// when its sign differs from b's. Integers: remainder(a, 0) = 0, as fmod.
+template <typename T> T Remainder(T a, T b) {
+  if constexpr (kFloating<T> || kInteger<T>) {
+    T m = Fmod(a, b);
+    if constexpr (std::is_signed_v<T>)
+      if (m != T(0) && ((b < T(0)) != (m < T(0))))
+        m = static_cast<T>(m + b); // |m| < |b| with opposite signs: no overflow
+    return m;
+  } else
+    return unreachable<T>("remainder");
+}
+
 /// NaN-propagating maximum (torch.maximum); ties give b.
 template <typename T> T Maximum(T a, T b) {
   if constexpr (kFloating<T>) {
@@ -233,7 +315,29 @@ WF_FLOAT_BINARY(Atan2, std::atan2(a, b))
 WF_FLOAT_BINARY(Hypot, std::hypot(a, b))
 /// The magnitude of a with the sign of b (signed zeros and NaNs included).
 WF_FLOAT_BINARY(Copysign, std::copysign(a, b))
+/// The next representable value after a in the direction of b.
+WF_FLOAT_BINARY(Nextafter, std::nextafter(a, b))
 #undef WF_FLOAT_BINARY
+
+/// Greatest common divisor of |a| and |b| by Euclid, in 64-bit unsigned arithmetic so that
+/// |lowest| does not overflow; gcd(0, 0) = 0, and a result of 2^(n-1) (gcd(lowest, 0))
+/// wraps to lowest, as the other integer ops do.
+template <typename T> T Gcd(T a, T b) {
+  if constexpr (kInteger<T>) {
+    uint64_t x = wide(a), y = wide(b);
+    if constexpr (std::is_signed_v<T>) {
+      x = a < 0 ? uint64_t(0) - x : x;
+      y = b < 0 ? uint64_t(0) - y : y;
+    }
+    while (y != 0) {
+      uint64_t rest = x % y;
+      x = y;
+      y = rest;
+    }
+    return narrow<T>(x);
+  } else
+    return unreachable<T>("gcd");
+}
 
 template <typename T> bool Eq(T a, T b) {
   return a == b;
@@ -303,6 +407,17 @@ template <typename T> T ShiftRight(T a, T b) {
     return static_cast<T>(a >> b);
   } else
     return unreachable<T>("shift_right");
+}
+
+/// Shifts the bits of a (as the unsigned type of its width) right, filling with zeros; a
+/// negative amount or the width or more gives 0.
+template <typename T> T LogicalRightShift(T a, T b) {
+  if constexpr (kInteger<T>) {
+    if (outOfShiftRange(b))
+      return 0;
+    return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) >> b);
+  } else
+    return unreachable<T>("logical_right_shift");
 }
 
 // ---- ternary --------------------------------------------------------------------------------

@@ -164,6 +164,10 @@ Val operator-(const Operand& a, const Operand& b) {
 Val operator*(const Operand& a, const Operand& b) {
   return mul(a, b);
 }
+Val mod(const Operand& a, const Operand& b) {
+  return fmod(a, b);
+}
+
 Val operator/(const Operand& a, const Operand& b) {
   return div(a, b);
 }

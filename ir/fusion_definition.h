@@ -114,7 +114,12 @@ Val bitcast(const Operand& x, DataType dtype);
 /// Broadcasts `x` to `shape`; operand dimension i becomes output dimension dims[i].
 Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> dims);
 
-/// Arithmetic operators on values and numbers, as in Python.
+/// nvFuser's mod: C's `%`, the remainder with the sign of the dividend. That is fmod for
+/// integers and floating point alike, so it is a name for fmod, not an op of its own.
+Val mod(const Operand& a, const Operand& b);
+
+/// Arithmetic operators on values and numbers. `/` is div, as in nvFuser's C++: true division
+/// of floating point, truncating division of integers (truediv is Python's `/`).
 Val operator+(const Operand& a, const Operand& b);
 Val operator-(const Operand& a, const Operand& b);
 Val operator*(const Operand& a, const Operand& b);

@@ -60,6 +60,10 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
     if (!allOperands(operands, isInteger))
       return reject("shifts take integer operands");
     return promoted;
+  case TypeRule::Integer:
+    if (!allOperands(operands, isInteger))
+      return reject(fmt::format("{} takes integer operands", opName(op).str()));
+    return promoted;
   case TypeRule::Select:
     if (operands[0]->dtype() != DataType::Bool)
       return reject("the condition of where must be bool (compare or cast it first)");
@@ -67,6 +71,12 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
   case TypeRule::FloatOnly:
     if (!allOperands(operands, isFloatingPoint))
       return reject(fmt::format("{} needs floating-point operands", opName(op).str()));
+    return promoted;
+  case TypeRule::SingleOrDouble:
+    // An f16/bf16 result computed in f32 would step by an f32 ulp, not by its own.
+    if (promoted != DataType::Float && promoted != DataType::Double)
+      return reject(fmt::format("{} needs f32 or f64 operands (promoted type is {})",
+                                opName(op).str(), shortName(promoted).str()));
     return promoted;
   case TypeRule::Identity:
   case TypeRule::Broadcast:

@@ -16,20 +16,22 @@ enum class OpKind : uint8_t {
 
 /// How an op's operand types are checked and its result type derived.
 enum class TypeRule : uint8_t {
-  Arithmetic,   ///< numeric operands (no bool result); result is the promoted type
-  FloatMath,    ///< result is the promoted type, or float when that is bool/integer
-  TrueDivision, ///< like FloatMath: integer division gives float (PyTorch's true divide)
-  Predicate,    ///< any operand; result bool
-  Comparison,   ///< operands compared in the promoted type; result bool
-  Logical,      ///< operands read as truth values; result bool
-  Bitwise,      ///< bool or integer operands; result is the promoted type
-  Shift,        ///< integer operands; result is the promoted type
-  Select,       ///< where(bool condition, a, b); result is the promotion of a and b
-  FloatOnly,    ///< floating-point operands only; result is the promoted type
-  Identity,     ///< result has the operand's type (set)
-  Cast,         ///< result has the attribute type; value conversion
-  Bitcast,      ///< result has the attribute type of the same width; bits reinterpreted
-  Broadcast,    ///< result has the operand's type and the attribute shape
+  Arithmetic,     ///< numeric operands (no bool result); result is the promoted type
+  FloatMath,      ///< result is the promoted type, or float when that is bool/integer
+  TrueDivision,   ///< like FloatMath: integer division gives float (PyTorch's true divide)
+  Predicate,      ///< any operand; result bool
+  Comparison,     ///< operands compared in the promoted type; result bool
+  Logical,        ///< operands read as truth values; result bool
+  Bitwise,        ///< bool or integer operands; result is the promoted type
+  Shift,          ///< integer operands; result is the promoted type
+  Integer,        ///< integer operands (gcd); result is the promoted type
+  Select,         ///< where(bool condition, a, b); result is the promotion of a and b
+  FloatOnly,      ///< floating-point operands only; result is the promoted type
+  SingleOrDouble, ///< the promoted type must be f32 or f64 (nextafter: f16 steps differ)
+  Identity,       ///< result has the operand's type (set)
+  Cast,           ///< result has the attribute type; value conversion
+  Bitcast,        ///< result has the attribute type of the same width; bits reinterpreted
+  Broadcast,      ///< result has the operand's type and the attribute shape
 };
 
 /// Number of ops in the table.

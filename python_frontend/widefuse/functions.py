@@ -113,7 +113,7 @@ def div(input: Any, other: Any, *, rounding_mode: Any = None,
     if rounding_mode is not None:
         raise Error(f"widefuse.div: rounding_mode={rounding_mode!r} is not supported")
     fd = _definition_of("div", input, other)
-    return _with_out(fd.apply_op("div", (input, other)), out, "div")
+    return _with_out(fd.apply_op("truediv", (input, other)), out, "div")
 
 
 @_checked

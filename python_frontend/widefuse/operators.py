@@ -129,6 +129,7 @@ def _all_op_functions() -> dict[str, Callable[..., Value]]:
         functions[op] = function
         if op in NVFUSER_NAMES:
             functions[NVFUSER_NAMES[op]] = function
+    functions["mod"] = functions["fmod"]  # nvFuser's mod is C's %: fmod, for ints and floats
     return functions
 
 

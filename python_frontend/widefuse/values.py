@@ -89,10 +89,10 @@ class Value:
         return self._apply("mul", other, self)
 
     def __truediv__(self, other: Any) -> Value:
-        return self._apply("div", self, other)
+        return self._apply("truediv", self, other)
 
     def __rtruediv__(self, other: Any) -> Value:
-        return self._apply("div", other, self)
+        return self._apply("truediv", other, self)
 
     def __pow__(self, other: Any) -> Value:
         return self._apply("pow", self, other)

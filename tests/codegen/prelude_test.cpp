@@ -83,10 +83,11 @@ constexpr int64_t kWideIntegerEdges[] = {2147483647,          4294967295, 900719
                                          4629700416936869889, 1077936129, 4629700418010611712};
 // Ties of rounding to integers, f16 and bf16 (normal, subnormal, overflow) and float limits.
 constexpr double kFloatEdges[] = {
-    0,        0.5,      1,           1.5,         2.5,         3,       0.49999997, 7.25,
-    100,      1e10,     0x1p31,      0x1p32,      0x1p63,      0x1p64,  0x1p53 + 1, 65504,
-    65519.99, 65520,    1 + 0x1p-11, 1 + 0x3p-11, 1 + 0x1p-8,  0x1p-25, 0x3p-25,    0x1p-24,
-    0x1p-133, 0x1p-126, 0x1p-149,    0x1p-1074,   3.4028235e38};
+    0, 0.5, 1, 1.5, 2.5, 3, 0.49999997, 7.25, 100, 1e10, 0x1p31, 0x1p32, 0x1p63, 0x1p64, 0x1p53 + 1,
+    65504, 65519.99, 65520, 1 + 0x1p-11, 1 + 0x3p-11, 1 + 0x1p-8, 0x1p-25, 0x3p-25, 0x1p-24,
+    0x1p-133, 0x1p-126, 0x1p-149, 0x1p-1074, 3.4028235e38,
+    // The branches of erfinv (|y| <= 0.7 and beyond) and erfcinv (tails below 0.3, above 1.7).
+    0.3, 0.7, 0.9, 0.999999, 1.9, 0.01, 1e-300};
 
 /// Edge values of T, their negations, the limits, infinities, NaNs and a few fixed-seed random
 /// values.
@@ -204,10 +205,21 @@ void checkTernary(const char* op, Prelude prelude, Reference reference) {
   X(floor, Floor, NumberTypes) X(ceil, Ceil, NumberTypes) X(round, Round, NumberTypes)             \
   X(trunc, Trunc, NumberTypes) X(sign, Sign, NumberTypes) X(isnan, IsNan, ComputeTypes)            \
   X(isinf, IsInf, ComputeTypes) X(isfinite, IsFinite, ComputeTypes)                                \
-  X(logical_not, LogicalNot, ComputeTypes) X(bitwise_not, BitwiseNot, BitwiseTypes)
+  X(logical_not, LogicalNot, ComputeTypes) X(bitwise_not, BitwiseNot, BitwiseTypes)            \
+  X(acos, Acos, FloatTypes) X(acosh, Acosh, FloatTypes) X(asin, Asin, FloatTypes)                  \
+  X(asinh, Asinh, FloatTypes) X(atan, Atan, FloatTypes) X(atanh, Atanh, FloatTypes)                \
+  X(cosh, Cosh, FloatTypes) X(sinh, Sinh, FloatTypes) X(tan, Tan, FloatTypes)                      \
+  X(log10, Log10, FloatTypes) X(erf, Erf, FloatTypes) X(erfc, Erfc, FloatTypes)                    \
+  X(erfinv, Erfinv, FloatTypes) X(erfcinv, Erfcinv, FloatTypes) X(lgamma, Lgamma, FloatTypes)      \
+  X(relu, Relu, NumberTypes) X(frac, Frac, NumberTypes) X(signbit, Signbit, ComputeTypes)          \
+  X(isneginf, IsNegInf, ComputeTypes) X(isposinf, IsPosInf, ComputeTypes)                          \
+  X(isreal, IsReal, ComputeTypes)
 #define BINARY_OPS(X)                                                                              \
   X(add, Add, NumberTypes) X(sub, Sub, NumberTypes) X(mul, Mul, NumberTypes)                       \
-  X(div, Div, FloatTypes) X(pow, Pow, NumberTypes) X(fmod, Fmod, NumberTypes)                      \
+  X(div, Div, NumberTypes) X(truediv, TrueDiv, FloatTypes) X(pow, Pow, NumberTypes)               \
+  X(fmod, Fmod, NumberTypes) X(remainder, Remainder, NumberTypes)                                  \
+  X(nextafter, Nextafter, FloatTypes) X(gcd, Gcd, IntegerTypes)                                    \
+  X(logical_right_shift, LogicalRightShift, IntegerTypes)                                          \
   X(maximum, Maximum, ComputeTypes) X(minimum, Minimum, ComputeTypes) X(atan2, Atan2, FloatTypes)  \
   X(hypot, Hypot, FloatTypes) X(copysign, Copysign, FloatTypes)                                    \
   X(eq, Eq, ComputeTypes) X(ne, Ne, ComputeTypes) X(lt, Lt, ComputeTypes) X(le, Le, ComputeTypes)  \
@@ -272,7 +284,10 @@ bool ruleAllows(OpKind op, DataType type) {
   case TypeRule::Bitwise:
     return isInteger(type) || type == DataType::Bool;
   case TypeRule::Shift:
+  case TypeRule::Integer:
     return isInteger(type);
+  case TypeRule::SingleOrDouble:
+    return type == DataType::Float || type == DataType::Double;
   default: // predicates, comparisons, logical ops and where: any compute type
     return true;
   }

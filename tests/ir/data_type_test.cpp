@@ -54,7 +54,8 @@ TEST(TypePromotion, WeakScalarsKeepTheTensorType) {
   EXPECT_EQ((f32zero * 2.0).dtype(), DataType::Float);
   EXPECT_EQ((f32zero + f64zero).dtype(), DataType::Double); // 0-d with 0-d: promote
   EXPECT_EQ((1.0 - lr).dtype(), DataType::Double);          // scalar-only arithmetic
-  EXPECT_EQ(div(i32, i32).dtype(), DataType::Float);        // true division
+  EXPECT_EQ(truediv(i32, i32).dtype(), DataType::Float);    // true division
+  EXPECT_EQ(div(i32, i32).dtype(), DataType::Int32);        // truncating, as nvFuser's div
   EXPECT_EQ(sqrt(i32).dtype(), DataType::Float);
   EXPECT_EQ(lt(half, 1).dtype(), DataType::Bool);
 }

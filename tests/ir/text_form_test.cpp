@@ -59,6 +59,7 @@ llvm::SmallVector<Val, 3> operandsFor(FusionDefinition& fd, OpKind op) {
     break;
   case TypeRule::Bitwise:
   case TypeRule::Shift:
+  case TypeRule::Integer:
     type = DataType::Int32;
     break;
   default:
@@ -93,6 +94,7 @@ Operand literalFor(OpKind op) {
     return Operand(true);
   case TypeRule::Bitwise:
   case TypeRule::Shift:
+  case TypeRule::Integer:
     return Operand(3);
   default:
     return Operand(2.5);

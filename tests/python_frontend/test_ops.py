@@ -35,14 +35,16 @@ TRANSCENDENTAL_ULPS = 2
 
 # The typing rules of docs/ir_reference.md section 5, for operands of one dtype.
 _RULES = [
-    ("neg abs floor ceil round trunc sign add sub mul pow fmod fma clamp",
+    ("neg abs floor ceil round trunc sign add sub mul pow fmod fma clamp relu frac div remainder",
      lambda d: d is not DataType.Bool),
     ("maximum minimum set where isnan isinf isfinite eq ne lt le gt ge logical_not logical_and "
      "logical_or sqrt rsqrt reciprocal exp exp2 log log2 log1p expm1 sin cos tanh sigmoid atan2 "
-     "hypot copysign div", lambda d: True),
+     "hypot copysign truediv acos acosh asin asinh atan atanh cosh sinh tan log10 erf erfc erfinv "
+     "erfcinv lgamma signbit isneginf isposinf isreal", lambda d: True),
     ("bitwise_not bitwise_and bitwise_or bitwise_xor",
      lambda d: d is DataType.Bool or d in INTEGER),
-    ("shift_left shift_right", lambda d: d in INTEGER),
+    ("shift_left shift_right logical_right_shift gcd", lambda d: d in INTEGER),
+    ("nextafter", lambda d: d in (DataType.Float, DataType.Double)),
     ("lerp", lambda d: d.is_floating_point),
 ]
 ACCEPTS = {op: rule for ops, rule in _RULES for op in ops.split()}
@@ -175,6 +177,64 @@ def _shift(a, s, left):
     return np.where(valid, shifted, np.where(a < 0, -1, 0)).astype(a.dtype)
 
 
+def _int_div(a, b):
+    """Truncating integer division; a / 0 gives 0 and lowest / -1 wraps (docs section 5)."""
+    if a.dtype in FLOAT_NP:
+        with np.errstate(all="ignore"):
+            return _store(_c(a) / _c(b), a.dtype)
+    return _wrap([0 if y == 0 else abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+                  for x, y in zip(a.tolist(), b.tolist())], a.dtype)
+
+
+def _remainder(a, b):
+    """fmod, moved by b where its sign differs from b's (torch.remainder)."""
+    m = _fmod(a, b)
+    if a.dtype.kind == "u":
+        return m
+    with np.errstate(all="ignore"):
+        move = (m != 0) & ((_c(b) < 0) != (_c(m) < 0))
+        return np.where(move, _store(_c(m) + _c(b), a.dtype), m).astype(a.dtype)
+
+
+def _gcd(a, b):
+    return _wrap([math.gcd(x, y) for x, y in zip(a.tolist(), b.tolist())], a.dtype)
+
+
+def _logical_shift(a, s):
+    """The bits of a shifted in as zeros; amounts below 0 or from the width up give 0."""
+    k = s.astype(np.int64)
+    valid = (k >= 0) & (k < 8 * a.dtype.itemsize)
+    unsigned = a.view(f"u{a.dtype.itemsize}")
+    shifted = unsigned >> np.where(valid, k, 0).astype(unsigned.dtype)
+    return np.where(valid, shifted, 0).astype(unsigned.dtype).view(a.dtype)
+
+
+def _lgamma(x):
+    """log|gamma(x)| by mpmath (CPython's math.lgamma is off by several ulps)."""
+    x = float(x)
+    if math.isnan(x) or math.isinf(x) or (x <= 0 and x == math.floor(x)):
+        return abs(x) if not math.isnan(x) and x != 0 and math.isinf(x) else (
+            math.nan if math.isnan(x) else math.inf)  # lgamma(+-inf) = inf, poles give inf
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workprec(200):
+        return float(mpmath.re(mpmath.loggamma(x)))
+
+
+def _mp_inverse(name):
+    """erfinv / erfcinv by mpmath (from torch's dependencies), exact enough for any input."""
+    def function(x):
+        if name == "erfinv" and x == 0:
+            return float(x)  # erfinv(-0) = -0; mpmath has no negative zero
+        mpmath = pytest.importorskip("mpmath")
+        with mpmath.workprec(1200):  # 1 - y is exact even for subnormal y
+            y = mpmath.mpf(float(x))
+            t = y if name == "erfinv" else 1 - y
+            if t < -1 or t > 1 or mpmath.isnan(t):
+                return math.nan
+            return float(mpmath.erfinv(t)) if abs(t) < 1 else math.copysign(math.inf, t)
+    return np.vectorize(function, otypes=[np.float64])
+
+
 def _arith(function):
     """Arithmetic rule: computed in the operands' compute type, stored in their dtype."""
     def expect(*xs):
@@ -220,6 +280,24 @@ SPECS = [
     *(Spec(op, op, "a", _float_math(getattr(np, op), oracle=True), U)
       for op in ("exp", "exp2", "log", "log2", "log1p", "expm1", "sin", "cos", "tanh")),
     Spec("sigmoid", "sigmoid", "a", _float_math(lambda x: 1 / (1 + _oracle(np.exp, -x))), U),
+    *(Spec(op, op, "a", _float_math(getattr(np, name), oracle=True), U)
+      for op, name in [("acos", "arccos"), ("acosh", "arccosh"), ("asin", "arcsin"),
+                       ("asinh", "arcsinh"), ("atan", "arctan"), ("atanh", "arctanh"),
+                       ("cosh", "cosh"), ("sinh", "sinh"), ("tan", "tan"), ("log10", "log10")]),
+    # glibc's erff/erfcf/lgammaf are within a few ulps (lgammaf up to 7 near its zeros).
+    Spec("erf", "erf", "a", _float_math(np.vectorize(math.erf, otypes=[F64]), oracle=True), 4),
+    Spec("erfc", "erfc", "a", _float_math(np.vectorize(math.erfc, otypes=[F64]), oracle=True), 4),
+    Spec("lgamma", "lgamma", "a", _float_math(np.vectorize(_lgamma, otypes=[F64]), oracle=True),
+         8),
+    Spec("erfinv", "erfinv", "a", _float_math(_mp_inverse("erfinv"), oracle=True), U),
+    Spec("erfcinv", "erfcinv", "a", _float_math(_mp_inverse("erfcinv"), oracle=True), U),
+    Spec("relu", "relu", "a", _arith(lambda x: np.where(x <= 0, x.dtype.type(0), x))),
+    Spec("frac", "frac", "a", lambda a: (np.zeros_like(a) if a.dtype not in FLOAT_NP else
+                                         _store(_c(a) - np.trunc(_c(a)), a.dtype))),
+    Spec("signbit", "signbit", "a", lambda a: np.signbit(_exact(a).astype(F64))),
+    Spec("isneginf", "isneginf", "a", lambda a: np.isneginf(_exact(a).astype(F64))),
+    Spec("isposinf", "isposinf", "a", lambda a: np.isposinf(_exact(a).astype(F64))),
+    Spec("isreal", "isreal", "a", lambda a: np.ones(a.shape, bool)),
     Spec("floor", "floor", "a", _rounding(np.floor)),
     Spec("ceil", "ceil", "a", _rounding(np.ceil)),
     Spec("round", "round", "a", _rounding(np.rint)),  # ties to even
@@ -234,7 +312,12 @@ SPECS = [
     Spec("add", "add", "ab", _arith(np.add)),
     Spec("sub", "sub", "ab", _arith(np.subtract)),
     Spec("mul", "mul", "ab", _arith(np.multiply)),
-    Spec("div", "div", "ab", _float_math(np.divide)),
+    Spec("div", "div", "ab", _int_div),
+    Spec("truediv", "truediv", "ab", _float_math(np.divide)),
+    Spec("remainder", "remainder", "ab", _remainder),
+    Spec("nextafter", "nextafter", "ab", lambda a, b: np.nextafter(a, b)),
+    Spec("gcd", "gcd", "ab", _gcd),
+    Spec("logical_right_shift", "logical_right_shift", "as", _logical_shift),
     Spec("pow", "pow", "as", _pow, U),
     Spec("pow_real", "pow", "ab", _pow, U, floating_only=True),
     Spec("fmod", "fmod", "ab", _fmod),
@@ -557,7 +640,9 @@ def test_python_numbers_promote_like_torch(backend):
     third, n, lr = np.array(1 / 3), np.array(1000), 0.1  # x0: f64[], n0: i64[], lr: f64 scalar
     cases = [  # (op, operands: names of inputs or Python numbers, expected)
         ("mul", ("i32", 2.5), x["i32"].astype(f32) * f32(2.5)),
-        ("div", ("i32", 2), x["i32"].astype(f32) / f32(2)),
+        ("truediv", ("i32", 2), x["i32"].astype(f32) / f32(2)),
+        ("div", ("i32", 2), (np.abs(x["i32"].astype(np.int64)) // 2 * np.sign(x["i32"])
+                             ).astype(np.int32)),
         ("lt", ("i32", 2.5), x["i32"].astype(f32) < f32(2.5)),
         ("mul", ("f16", 0.1), (x["f16"].astype(f32) * f32(0.1)).astype(F16)),
         ("add", ("u8", 1000), x["u8"] + u8_1000),
