@@ -37,8 +37,8 @@ WF_FLOAT_UNARY(tan, tanf(a), tan(a))
 WF_FLOAT_UNARY(log10, log10f(a), log10(a))
 WF_FLOAT_UNARY(erf, erff(a), erf(a))
 WF_FLOAT_UNARY(erfc, erfcf(a), erfc(a))
-WF_FLOAT_UNARY(lgamma, lgammaf(a), lgamma(a))
 #ifdef __CUDACC__
+WF_FLOAT_UNARY(lgamma, lgammaf(a), lgamma(a))
 WF_FLOAT_UNARY(erfinv, erfinvf(a), erfinv(a))
 WF_FLOAT_UNARY(erfcinv, erfcinvf(a), erfcinv(a))
 #else
@@ -46,6 +46,15 @@ WF_FLOAT_UNARY(erfinv, wf_erfinv_host(a), wf_erfinv_host(a))
 WF_FLOAT_UNARY(erfcinv, wf_erfcinv_host(a), wf_erfcinv_host(a))
 #endif
 #undef WF_FLOAT_UNARY
+
+#ifndef __CUDACC__
+/// lgamma writes the global signgam: the reentrant form keeps the host's threads apart.
+template <typename T> T wf_lgamma(T a) {
+  WF_REQUIRE(wf_is_floating, "lgamma");
+  int sign = 0;
+  WF_BY_PRECISION(lgammaf_r(a, &sign), lgamma_r(a, &sign));
+}
+#endif
 
 /// nvFuser's relu, `a <= 0 ? 0 : a`: NaN stays NaN, -0.0 gives +0.0.
 template <typename T> WF_DEVICE T wf_relu(T a) {

@@ -91,8 +91,19 @@ WF_FLOAT_UNARY(Erf, std::erf(a))
 WF_FLOAT_UNARY(Erfc, std::erfc(a))
 WF_FLOAT_UNARY(Erfinv, wf_erfinv_host(a))   // no std:: version: ir/inverse_erf.h
 WF_FLOAT_UNARY(Erfcinv, wf_erfcinv_host(a)) // no std:: version: ir/inverse_erf.h
-WF_FLOAT_UNARY(Lgamma, std::lgamma(a))      // log|gamma(a)|
 #undef WF_FLOAT_UNARY
+
+/// log|gamma(a)|, through glibc's reentrant lgamma(f)_r: std::lgamma also writes the global
+/// `signgam`, a data race between the host backend's threads (same values otherwise).
+template <typename T> T Lgamma(T a) {
+  int sign = 0;
+  if constexpr (std::is_same_v<T, float>)
+    return ::lgammaf_r(a, &sign);
+  else if constexpr (kFloating<T>)
+    return ::lgamma_r(a, &sign);
+  else
+    return unreachable<T>("Lgamma");
+}
 
 /// Rounding ops leave integers unchanged.
 #define WF_ROUNDING_UNARY(Name, function)                                                          \
