@@ -1,0 +1,342 @@
+#include "tests/fuzz/component_builder.h"
+
+#include "tests/fuzz/values.h"
+
+#include "ir/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace widefuse::fuzz {
+namespace {
+
+/// Every op of the table: the generator picks from it, so new ops are fuzzed automatically.
+constexpr OpKind kAllOps[] = {
+#define WF_OP(Enum, name, arity, rule) OpKind::Enum,
+#include "ir/op_kinds.def"
+};
+
+/// Extents worth hitting: 1, odd sizes, a power of two, sizes past a vector width.
+constexpr int64_t kExtents[] = {1, 2, 3, 5, 7, 8, 13, 17, 31, 64, 129};
+
+using ValuePredicate = std::function<bool(DataType)>;
+
+class ComponentBuilder {
+public:
+  ComponentBuilder(FusionDefinition& fd, FuzzCase& fuzzCase, const ComponentPlan& plan,
+                   std::string prefix, const std::vector<Val>& sharedScalars, GeneratorStats& stats)
+      : fd_(fd), case_(fuzzCase), plan_(plan), prefix_(std::move(prefix)), stats_(stats),
+        structure_(plan.structureSeed), values_(plan.valueSeed), scalars_(sharedScalars) {}
+
+  void build() {
+    chooseShape();
+    addInputs();
+    unsigned exprs = 2 + unsigned(pick(std::max(plan_.maxExprs, 2u) - 1));
+    for (unsigned i = 0; i < exprs; ++i)
+      for (int attempt = 0; attempt < 4; ++attempt)
+        if (addExpression())
+          break;
+    addCopies();
+    addOutputs();
+  }
+
+private:
+  /// Decisions that shape the component's structure (shared by clones).
+  size_t pick(size_t n) { return n == 0 ? 0 : size_t(structure_() % n); }
+  bool chance(unsigned percent) { return structure_() % 100 < percent; }
+  /// Decisions that only change extents, layouts and values (differ between clones).
+  size_t pickValue(size_t n) { return n == 0 ? 0 : size_t(values_() % n); }
+  DataType pickDtype() { return kAllDataTypes[pick(std::size(kAllDataTypes))]; }
+
+  void chooseShape() {
+    shape_.clear();
+    for (unsigned d = 0; d < plan_.rank; ++d) {
+      bool zero = plan_.allowZeroExtents && pickValue(8) == 0;
+      shape_.push_back(zero ? 0 : kExtents[pickValue(std::size(kExtents))]);
+    }
+    // Shrink the largest extents until the domain is small enough to run quickly.
+    while (numElements(shape_) > plan_.maxElements) {
+      auto largest = std::max_element(shape_.begin(), shape_.end());
+      *largest = std::max<int64_t>(1, *largest / 3);
+    }
+  }
+
+  void addInputs();
+  Val addTensorInput(llvm::ArrayRef<int64_t> runtimeShape, DataType dtype);
+  bool addExpression();
+  std::optional<Val> broadcastOperand(OpAttributes& attributes);
+  Operand pickOperand(const ValuePredicate& preferred);
+  Operand pickConstant();
+  void record(OpKind op, llvm::ArrayRef<Operand> operands, Val result);
+  void addCopies();
+  void addOutputs();
+
+  FusionDefinition& fd_;
+  FuzzCase& case_;
+  const ComponentPlan& plan_;
+  std::string prefix_;
+  GeneratorStats& stats_;
+  std::mt19937_64 structure_;
+  std::mt19937_64 values_;
+  llvm::SmallVector<int64_t, 4> shape_;
+  /// Values by shape: the component's domain, 0-d tensors, scalars.
+  std::vector<Val> full_, zeroD_, scalars_;
+  /// Lower-rank inputs for broadcast_in_dim, with the output dimensions they map to.
+  std::vector<std::pair<Val, llvm::SmallVector<int64_t, 4>>> lowRank_;
+  /// Tensor inputs a copy_ may write (domain-shaped and 0-d ones).
+  std::vector<Val> writable_;
+  /// Tensors computed by expressions (candidates for plain outputs).
+  std::vector<Val> computed_;
+  unsigned nextInput_ = 0;
+};
+
+void ComponentBuilder::addInputs() {
+  unsigned numFull = 1 + unsigned(pick(3));
+  for (unsigned i = 0; i < numFull; ++i) {
+    Val input = addTensorInput(shape_, pickDtype());
+    (plan_.rank == 0 ? zeroD_ : full_).push_back(input);
+    writable_.push_back(input);
+  }
+  for (size_t i = 0, n = pick(3); i < n; ++i) {
+    Val input = addTensorInput({}, pickDtype());
+    zeroD_.push_back(input);
+    writable_.push_back(input);
+  }
+  for (size_t i = 0, n = plan_.rank == 0 ? 0 : pick(3); i < n; ++i) {
+    llvm::SmallVector<int64_t, 4> runtimeShape, dims;
+    for (unsigned d = 0; d < plan_.rank; ++d)
+      if (chance(50)) {
+        dims.push_back(d);
+        runtimeShape.push_back(chance(50) ? 1 : shape_[d]);
+      }
+    lowRank_.push_back({addTensorInput(runtimeShape, pickDtype()), dims});
+  }
+  for (size_t i = 0, n = pick(2); i < n; ++i) {
+    DataType dtype = pickDtype();
+    std::string name = fmt::format("{}s{}", prefix_, nextInput_++);
+    scalars_.push_back(fd_.defineScalar(dtype, name));
+    InputData data;
+    data.isScalar = true;
+    data.dtype = dtype;
+    data.scalar = randomScalar(dtype, values_);
+    case_.inputs[name] = std::move(data);
+  }
+}
+
+/// A tensor input of `runtimeShape`: each extent declared static or symbolic, and a layout
+/// that is row-major, column-major, permuted and/or padded (strided), with the argument's
+/// strides following it.
+Val ComponentBuilder::addTensorInput(llvm::ArrayRef<int64_t> runtimeShape, DataType dtype) {
+  std::string name = fmt::format("{}x{}", prefix_, nextInput_++);
+  size_t rank = runtimeShape.size();
+  llvm::SmallVector<int64_t, 4> declared;
+  for (int64_t extent : runtimeShape)
+    declared.push_back(pickValue(2) == 0 ? kSymbolicExtent : extent);
+  InputData data;
+  data.dtype = dtype;
+  data.shape.assign(runtimeShape.begin(), runtimeShape.end());
+  data.strides = contiguousStrides(runtimeShape);
+  TensorLayout layout;
+  if (rank >= 1 && pickValue(3) == 0) {
+    // stride_order[d] = rank of d's stride; shuffle a permutation (identity = column-major).
+    llvm::SmallVector<int64_t, 4> order;
+    bool columnMajor = pickValue(2) == 0;
+    for (size_t d = 0; d < rank; ++d)
+      order.push_back(int64_t(columnMajor ? d : rank - 1 - d));
+    if (pickValue(2) == 0)
+      std::shuffle(order.begin(), order.end(), values_);
+    layout.strideOrder = order;
+    for (size_t d = 0; d < rank; ++d)
+      layout.contiguity.push_back(pickValue(4) != 0);
+    int64_t needed = 1;
+    for (int64_t position = 0; position < int64_t(rank); ++position) {
+      size_t d = size_t(std::find(order.begin(), order.end(), position) - order.begin());
+      data.strides[d] = layout.contiguity[d] ? needed : needed + 1 + int64_t(pickValue(3));
+      needed = data.strides[d] * std::max<int64_t>(runtimeShape[d], 1);
+    }
+  }
+  int64_t span = 0;
+  if (numElements(runtimeShape) > 0) {
+    span = 1;
+    for (size_t d = 0; d < rank; ++d)
+      span += data.strides[d] * (runtimeShape[d] - 1);
+  }
+  // A few guard elements past the end: a kernel writing there is caught by the comparison.
+  data.storage.resize(size_t(span + 3) * byteSize(dtype));
+  fillRandom(dtype, data.storage, values_);
+  Val input;
+  try {
+    input = fd_.defineTensor(declared, dtype, name, layout.isDefault() ? TensorLayout{} : layout);
+  } catch (const Error&) {
+    ++stats_.rejectedOps;
+    data.strides = contiguousStrides(runtimeShape);
+    input = fd_.defineTensor(declared, dtype, name);
+  }
+  stats_.dtypesCovered.insert(shortName(dtype).str());
+  case_.inputs[name] = std::move(data);
+  return input;
+}
+
+/// Applies a random op of the table to random operands; false when the typing rules reject
+/// the combination (counted).
+bool ComponentBuilder::addExpression() {
+  OpKind op = kAllOps[pick(std::size(kAllOps))];
+  TypeRule rule = opTypeRule(op);
+  OpAttributes attributes;
+  llvm::SmallVector<Operand, 3> operands;
+  if (rule == TypeRule::Broadcast) {
+    std::optional<Val> source = broadcastOperand(attributes);
+    if (!source)
+      return false;
+    operands.push_back(*source);
+  } else {
+    for (unsigned i = 0; i < opArity(op); ++i) {
+      ValuePredicate preferred = [](DataType) { return true; };
+      if (rule == TypeRule::Select && i == 0)
+        preferred = [](DataType t) { return t == DataType::Bool; };
+      else if (rule == TypeRule::Shift || rule == TypeRule::Bitwise)
+        preferred = [](DataType t) { return isInteger(t); };
+      else if (rule == TypeRule::FloatOnly)
+        preferred = [](DataType t) { return isFloatingPoint(t); };
+      operands.push_back(pickOperand(preferred));
+    }
+    attributes.targetType = pickDtype();
+    // A bitcast needs a target of the operand's width: pick among those.
+    if (rule == TypeRule::Bitcast && operands[0].val()) {
+      llvm::SmallVector<DataType, 4> sameWidth;
+      for (DataType t : kAllDataTypes)
+        if (byteSize(t) == byteSize(operands[0].val().dtype()) && t != DataType::Bool)
+          sameWidth.push_back(t);
+      attributes.targetType = sameWidth[pick(sameWidth.size())];
+    }
+  }
+  try {
+    Val result = fd_.apply(op, operands, attributes);
+    record(op, operands, result);
+    return true;
+  } catch (const Error&) {
+    ++stats_.rejectedOps;
+    return false;
+  }
+}
+
+/// A lower-rank input, a 0-d tensor or a scalar to broadcast to the component's domain.
+std::optional<Val> ComponentBuilder::broadcastOperand(OpAttributes& attributes) {
+  attributes.broadcastShape = shape_;
+  size_t choice = pick(3);
+  if (choice == 0 && !lowRank_.empty()) {
+    auto& [source, dims] = lowRank_[pick(lowRank_.size())];
+    attributes.broadcastDims = dims;
+    return source;
+  }
+  if (choice == 1 && !zeroD_.empty())
+    return zeroD_[pick(zeroD_.size())];
+  if (!scalars_.empty())
+    return scalars_[pick(scalars_.size())];
+  return std::nullopt;
+}
+
+/// An operand: mostly a recent domain-shaped value, else a 0-d tensor, a scalar or a constant.
+/// Most of the time one of the preferred dtype when there is one.
+Operand ComponentBuilder::pickOperand(const ValuePredicate& preferred) {
+  auto recent = [&](const std::vector<Val>& pool) {
+    size_t back = std::min(pick(pool.size()), pick(pool.size()));
+    return pool[pool.size() - 1 - back];
+  };
+  if (chance(80)) {
+    std::vector<Val> fitting;
+    for (const std::vector<Val>* pool : {&full_, &zeroD_, &scalars_})
+      for (const Val& v : *pool)
+        if (preferred(v.dtype()))
+          fitting.push_back(v);
+    if (!fitting.empty() && chance(70))
+      return recent(fitting);
+  }
+  size_t choice = pick(100);
+  if (choice < 55 && !full_.empty())
+    return recent(full_);
+  if (choice < 75 && !zeroD_.empty())
+    return recent(zeroD_);
+  if (choice < 85 && !scalars_.empty())
+    return scalars_[pick(scalars_.size())];
+  return pickConstant();
+}
+
+/// A weak literal (a Python number) or a typed constant. The kind and dtype are structure;
+/// the value is not, so clones of a component get different constants.
+Operand ComponentBuilder::pickConstant() {
+  switch (pick(4)) {
+  case 0:
+    return std::get<double>(randomConstant(DataType::Double, values_));
+  case 1:
+    return std::get<int64_t>(randomConstant(DataType::Int64, values_));
+  case 2:
+    return pickValue(2) == 0;
+  default: {
+    DataType dtype = pickDtype();
+    return fd_.constant(randomConstant(dtype, values_), dtype);
+  }
+  }
+}
+
+void ComponentBuilder::record(OpKind op, llvm::ArrayRef<Operand> operands, Val result) {
+  ++stats_.builtExprs;
+  stats_.opsCovered.insert(opName(op).str());
+  stats_.dtypesCovered.insert(shortName(result.dtype()).str());
+  if ((op == OpKind::Cast || op == OpKind::Bitcast) && operands[0].val())
+    stats_.castPairs.insert(fmt::format("{} {}->{}", opName(op).str(),
+                                        shortName(operands[0].val().dtype()).str(),
+                                        shortName(result.dtype()).str()));
+  const Value* value = result.value();
+  if (value->isScalar())
+    scalars_.push_back(result);
+  else if (value->rank() == 0)
+    zeroD_.push_back(result);
+  else
+    full_.push_back(result);
+  if (value->isTensor())
+    computed_.push_back(result);
+}
+
+/// copy_ into some of the writable inputs, from values other expressions may still read
+/// the destination next to (in place, 0-d deferred writes, broadcast reads of it).
+void ComponentBuilder::addCopies() {
+  for (const Val& destination : writable_) {
+    if (!chance(45))
+      continue;
+    bool zeroD = destination.value()->rank() == 0;
+    std::vector<Val> sources;
+    for (const std::vector<Val>* pool : {zeroD ? &zeroD_ : &full_, zeroD ? &scalars_ : &full_})
+      for (const Val& v : *pool)
+        if (v.value() != destination.value())
+          sources.push_back(v);
+    if (sources.empty())
+      continue;
+    try {
+      fd_.copy_(sources[sources.size() - 1 - std::min(pick(sources.size()), pick(3))], destination);
+    } catch (const Error&) {
+      ++stats_.rejectedOps;
+    }
+  }
+}
+
+void ComponentBuilder::addOutputs() {
+  for (size_t i = 0, n = computed_.empty() ? 0 : 1 + pick(3); i < n; ++i) {
+    Val output = computed_[computed_.size() - 1 - pick(std::min<size_t>(computed_.size(), 4))];
+    if (llvm::is_contained(fd_.fusion().outputs(), output.value()))
+      continue;
+    fd_.addOutput(output);
+  }
+}
+
+} // namespace
+
+void buildComponent(FusionDefinition& fd, FuzzCase& fuzzCase, const ComponentPlan& plan,
+                    const std::string& prefix, const std::vector<Val>& sharedScalars,
+                    GeneratorStats& stats) {
+  ComponentBuilder(fd, fuzzCase, plan, prefix, sharedScalars, stats).build();
+}
+
+} // namespace widefuse::fuzz

@@ -1,0 +1,56 @@
+#pragma once
+/// The differential fuzzer's data: a generated fusion with the arguments it runs on, and the
+/// figures a campaign reports.
+
+#include "ir/arguments.h"
+#include "ir/fusion.h"
+
+#include <llvm/ADT/SmallVector.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace widefuse::fuzz {
+
+/// The argument of one fusion input. Kept by input name, so that a reduced fusion (fewer
+/// inputs) still finds the same values for the inputs it keeps.
+struct InputData {
+  bool isScalar = false;
+  ScalarArgument scalar = 0.0;
+  DataType dtype = DataType::Float;
+  /// Run-time shape and strides (elements) of a tensor argument.
+  llvm::SmallVector<int64_t, 4> shape;
+  llvm::SmallVector<int64_t, 4> strides;
+  /// Backing memory: every element the strides address, plus the gaps between them (random
+  /// too; a kernel that writes a gap is caught by the comparison of the whole buffer).
+  std::vector<std::byte> storage;
+};
+
+/// One generated fusion and its arguments.
+struct FuzzCase {
+  std::unique_ptr<Fusion> fusion;
+  std::map<std::string, InputData> inputs;
+  /// Some component is a clone of another (one signature, other extents and constants).
+  bool hasClones = false;
+};
+
+/// Why the generator left a case or a piece of one out. Counted, never silent.
+struct GeneratorStats {
+  uint64_t builtExprs = 0;
+  /// Op applications the typing rules rejected (widefuse::Error from the builder).
+  uint64_t rejectedOps = 0;
+  /// Whole cases the reference evaluator rejected (bad arguments; a generator limitation).
+  uint64_t rejectedCases = 0;
+  /// Cases in which a documented exclusion (a known bug) changed the generated fusion.
+  std::map<std::string, uint64_t> exclusions;
+  std::set<std::string> opsCovered;
+  std::set<std::string> dtypesCovered;
+  std::set<std::string> castPairs;
+};
+
+} // namespace widefuse::fuzz

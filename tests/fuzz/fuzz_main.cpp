@@ -1,0 +1,151 @@
+// fuzz_differential: random fusions on the reference evaluator and the host backend in every
+// mode x block order x thread count, compared bit for bit and with a float64 oracle. A
+// failure is reduced and printed with the command that reproduces it. See docs/testing.md.
+
+#include "tests/fuzz/generator.h"
+#include "tests/fuzz/oracle.h"
+#include "tests/fuzz/reducer.h"
+#include "tests/fuzz/replay.h"
+#include "tests/fuzz/runner.h"
+
+#include "ir/parser.h"
+#include "ir/printer.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <optional>
+
+using namespace widefuse;
+using namespace widefuse::fuzz;
+
+namespace {
+
+struct Settings {
+  uint64_t seed = 20260601;
+  uint64_t cases = 300;
+  std::optional<uint64_t> onlyCase;
+  bool oracle = true;
+  bool reduce = true;
+  bool verbose = false;
+  bool knownBugs = false;
+  std::vector<std::string> replay;
+  GeneratorOptions generator;
+};
+
+struct Figures {
+  uint64_t cases = 0, passed = 0, mismatches = 0, configurationRuns = 0;
+  GeneratorStats generator;
+};
+
+/// Prints a failure: the message, the reduced text form and the command that reproduces it.
+void report(const Settings& settings, uint64_t index, const FuzzCase& fuzzCase,
+            const RunOutcome& outcome, const RunnerOptions& runner) {
+  std::string command =
+      fmt::format("build/tests/fuzz/fuzz_differential --seed {} --case {}{}", settings.seed, index,
+                  settings.knownBugs ? " --allow-known-bugs" : "");
+  fmt::print("MISMATCH in case {} ({}):\n  {}\n", index, outcome.signature, outcome.message);
+  if (!settings.reduce) {
+    fmt::print("{}\nreproduce: {}\n", printFusion(*fuzzCase.fusion), command);
+    return;
+  }
+  Reduction reduced = reduceCase(fuzzCase, outcome, runner);
+  // The run-time shapes, in the form tests/fuzz/regressions/*.wf read (tests/fuzz/replay.h).
+  std::string shapes;
+  for (const Value* input : parseFusion(reduced.text, "reduced")->inputs())
+    if (input->isTensor())
+      shapes += fmt::format("# shape {}: [{}]\n", input->name(),
+                            fmt::join(fuzzCase.inputs.at(input->name()).shape, ", "));
+  fmt::print("reduced ({} candidates tried) to:\n{}{}still: {}\nreproduce: {}\n",
+             reduced.candidatesTried, shapes, reduced.text, reduced.outcome.message, command);
+}
+
+void printFigures(const Settings& settings, const Figures& f, double seconds) {
+  const GeneratorStats& g = f.generator;
+  fmt::print("fuzz_differential: seed {}, {} cases in {:.1f} s\n", settings.seed, f.cases, seconds);
+  fmt::print("  configurations per case: {} ({} host runs), float64 oracle: {} ({} values "
+             "compared)\n",
+             allConfigs().size(), f.configurationRuns, settings.oracle ? "on" : "off",
+             oracleComparedValues());
+  fmt::print("  expressions built: {}; op applications the typing rules rejected (discards): {}; "
+             "cases the reference or the backend refused (documented limitations): {}\n",
+             g.builtExprs, g.rejectedOps, g.rejectedCases);
+  fmt::print("  ops covered ({}): {}\n", g.opsCovered.size(), fmt::join(g.opsCovered, " "));
+  fmt::print("  dtypes covered ({}): {}\n", g.dtypesCovered.size(),
+             fmt::join(g.dtypesCovered, " "));
+  fmt::print("  cast/bitcast pairs covered: {}\n", g.castPairs.size());
+  for (const auto& [what, count] : g.exclusions)
+    fmt::print("  excluded: {} cases changed: {}\n", count, what);
+  fmt::print("  excluded: {} cases ran without per-component mode (they have clones; known bug, "
+             "tests/fuzz/regressions/per_component_clone_extents.wf)\n",
+             skippedPerComponentCases());
+  fmt::print("  passed: {}, mismatches: {}\n", f.passed, f.mismatches);
+}
+
+int runCampaign(const Settings& settings) {
+  auto start = std::chrono::steady_clock::now();
+  RunnerOptions runner;
+  runner.oracle = settings.oracle;
+  runner.skipPerComponentWithClones = !settings.knownBugs;
+  Figures figures;
+  uint64_t first = settings.onlyCase.value_or(0);
+  uint64_t last = settings.onlyCase ? first + 1 : settings.cases;
+  for (uint64_t index = first; index < last; ++index) {
+    FuzzCase fuzzCase =
+        generateCase(caseSeed(settings.seed, index), settings.generator, figures.generator);
+    if (settings.verbose || settings.onlyCase)
+      fmt::print("case {}:\n{}", index, printFusion(*fuzzCase.fusion));
+    std::fflush(stdout); // a crash still shows which case it was
+    RunOutcome outcome = runCase(fuzzCase, runner);
+    ++figures.cases;
+    if (outcome.kind == RunOutcome::Kind::Rejected) {
+      ++figures.generator.rejectedCases;
+      if (settings.verbose)
+        fmt::print("  {}\n", outcome.message);
+      continue;
+    }
+    figures.configurationRuns +=
+        outcome.kind == RunOutcome::Kind::Pass ? runner.configs.size() : outcome.configIndex + 1;
+    if (outcome.kind == RunOutcome::Kind::Pass) {
+      ++figures.passed;
+      continue;
+    }
+    ++figures.mismatches;
+    report(settings, index, fuzzCase, outcome, runner);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  printFigures(settings, figures, seconds);
+  return figures.mismatches == 0 ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"widefuse differential fuzzer: random fusions, host backend vs reference"};
+  Settings settings;
+  app.add_option("--seed", settings.seed, "campaign seed (printed; cases derive from it)");
+  app.add_option("--cases", settings.cases, "number of cases");
+  app.add_option("--case", settings.onlyCase, "run only this case of the campaign (reproduce)");
+  app.add_flag("!--no-oracle", settings.oracle, "skip the float64 oracle comparison");
+  app.add_flag("!--no-reduce", settings.reduce, "print failures without reducing them");
+  app.add_flag("--verbose", settings.verbose, "print every case's text form");
+  app.add_flag("--allow-known-bugs", settings.knownBugs,
+               "generate the cases the documented exclusions leave out");
+  app.add_option("--replay", settings.replay, "run these regression .wf files instead")
+      ->check(CLI::ExistingFile);
+  app.add_option("--max-components", settings.generator.maxComponents, "components per fusion");
+  app.add_option("--max-exprs", settings.generator.maxExprsPerComponent,
+                 "expressions per component");
+  CLI11_PARSE(app, argc, argv);
+  settings.generator.excludeZeroElementWrites = !settings.knownBugs;
+  settings.generator.clones = settings.knownBugs;
+  try {
+    if (!settings.replay.empty())
+      return replayRegressions(settings.replay) ? 0 : 1;
+    return runCampaign(settings);
+  } catch (const std::exception& e) {
+    fmt::print("fuzz_differential: {}\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,105 @@
+#include "tests/fuzz/generator.h"
+
+#include "tests/fuzz/component_builder.h"
+#include "tests/fuzz/values.h"
+
+#include "ir/error.h"
+
+#include <fmt/format.h>
+
+#include <random>
+
+namespace widefuse::fuzz {
+namespace {
+
+/// splitmix64: spreads neighbouring seeds over the whole 64-bit space.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+void merge(GeneratorStats& into, const GeneratorStats& from) {
+  into.builtExprs += from.builtExprs;
+  into.rejectedOps += from.rejectedOps;
+  into.rejectedCases += from.rejectedCases;
+  for (const auto& [name, count] : from.exclusions)
+    into.exclusions[name] += count;
+  into.opsCovered.insert(from.opsCovered.begin(), from.opsCovered.end());
+  into.dtypesCovered.insert(from.dtypesCovered.begin(), from.dtypesCovered.end());
+  into.castPairs.insert(from.castPairs.begin(), from.castPairs.end());
+}
+
+/// Several components: new ones of random rank and clones of earlier ones (same structure,
+/// other extents and constants), plus runtime scalars shared by all of them.
+FuzzCase generateOnce(uint64_t seed, const GeneratorOptions& options, bool allowZero,
+                      GeneratorStats& stats) {
+  std::mt19937_64 random(seed);
+  FuzzCase result;
+  // One fusion name for every case: identical kernels of different cases share the cache.
+  FusionDefinition fd(fmt::format("fuzz{}", seed % 1000));
+  std::vector<Val> shared;
+  for (size_t i = 0, n = random() % 3; i < n; ++i) {
+    DataType dtype = kAllDataTypes[random() % std::size(kAllDataTypes)];
+    std::string name = fmt::format("s{}", i);
+    shared.push_back(fd.defineScalar(dtype, name));
+    InputData data;
+    data.isScalar = true;
+    data.dtype = dtype;
+    data.scalar = randomScalar(dtype, random);
+    result.inputs[name] = std::move(data);
+  }
+  bool zeroExtents = allowZero && random() % 3 == 0;
+  std::vector<ComponentPlan> plans;
+  unsigned numComponents = 1 + unsigned(random() % std::max(options.maxComponents, 1u));
+  for (unsigned k = 0; k < numComponents; ++k) {
+    ComponentPlan plan;
+    bool clone = random() % 5 < 2;
+    if (k > 0 && clone && options.clones) {
+      plan = plans[random() % plans.size()];
+      result.hasClones = true;
+    } else {
+      plan.structureSeed = random();
+      plan.rank = unsigned(random() % 5);
+    }
+    plan.valueSeed = random();
+    plan.allowZeroExtents = zeroExtents;
+    plan.maxExprs = options.maxExprsPerComponent;
+    plan.maxElements = options.maxElements;
+    plans.push_back(plan);
+    buildComponent(fd, result, plan, fmt::format("c{}_", k), shared, stats);
+  }
+  if (fd.fusion().outputs().empty() && fd.fusion().aliases().empty())
+    fd.addOutput(neg(Val(&fd, fd.fusion().inputs().back())));
+  result.fusion = fd.finalize();
+  return result;
+}
+
+bool hasZeroElementTensor(const FuzzCase& fuzzCase) {
+  for (const auto& [name, data] : fuzzCase.inputs)
+    if (!data.isScalar && numElements(data.shape) == 0)
+      return true;
+  return false;
+}
+
+} // namespace
+
+uint64_t caseSeed(uint64_t seed, uint64_t index) {
+  return mix(mix(seed) ^ index);
+}
+
+FuzzCase generateCase(uint64_t seed, const GeneratorOptions& options, GeneratorStats& stats) {
+  GeneratorStats attempt;
+  FuzzCase result = generateOnce(seed, options, true, attempt);
+  if (options.excludeZeroElementWrites && !result.fusion->aliases().empty() &&
+      hasZeroElementTensor(result)) {
+    ++stats.exclusions["zero-element tensor input in a fusion with copy_ (issue 18, known bug)"];
+    attempt = GeneratorStats();
+    result = generateOnce(seed, options, false, attempt);
+  }
+  merge(stats, attempt);
+  return result;
+}
+
+} // namespace widefuse::fuzz

@@ -1,0 +1,259 @@
+#include "tests/fuzz/oracle.h"
+
+#include "tests/fuzz/runner.h"
+
+#include "ir/half_float.h"
+
+#include <fmt/format.h>
+#include <llvm/ADT/DenseMap.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace widefuse::fuzz {
+namespace {
+
+uint64_t comparedValues = 0;
+
+/// What the analysis knows about a value: bounds on its magnitude and on the distance
+/// between its declared-precision and float64 values. `safe` false: not compared.
+struct Bound {
+  bool safe = false;
+  double magnitude = 0;
+  double error = 0;
+};
+
+/// Unit roundoff (doubled: one rounding in the compute type, one in the result) and the
+/// spacing of denormals of a floating-point type.
+double roundoff(DataType t) {
+  switch (t) {
+  case DataType::Half:
+    return 0x1p-10;
+  case DataType::BFloat16:
+    return 0x1p-7;
+  case DataType::Float:
+    return 0x1p-23;
+  default:
+    return 0x1p-52;
+  }
+}
+double denormal(DataType t) {
+  return t == DataType::Half ? 0x1p-24 : t == DataType::Float ? 0x1p-149 : 0x1p-133;
+}
+double largest(DataType t) {
+  switch (t) {
+  case DataType::Half:
+    return 65504.0;
+  case DataType::BFloat16:
+  case DataType::Float:
+    return double(std::numeric_limits<float>::max());
+  default:
+    return std::numeric_limits<double>::max();
+  }
+}
+
+double elementAsDouble(const std::byte* p, DataType dtype) {
+  switch (dtype) {
+  case DataType::Bool:
+    return p[0] != std::byte(0);
+  case DataType::Half:
+  case DataType::BFloat16: {
+    uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return dtype == DataType::Half ? halfBitsToFloat(bits) : bfloat16BitsToFloat(bits);
+  }
+  case DataType::Float: {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  case DataType::Double: {
+    double d;
+    std::memcpy(&d, p, 8);
+    return d;
+  }
+  default:
+    break;
+  }
+  int64_t value = 0;
+  std::memcpy(&value, p, byteSize(dtype));
+  size_t bits = byteSize(dtype) * 8;
+  if (bits < 64 && isSignedInteger(dtype)) // sign-extend without a signed shift
+    value = (value ^ (int64_t(1) << (bits - 1))) - (int64_t(1) << (bits - 1));
+  return double(value);
+}
+
+/// Rounding `b` (magnitude already updated) to floating type `t`: adds its error, and marks
+/// the value unsafe when it could overflow.
+void roundTo(Bound& b, DataType t) {
+  if (!isFloatingPoint(t))
+    return;
+  b.error += roundoff(t) * b.magnitude + denormal(t);
+  if (b.magnitude * 1.01 >= largest(t))
+    b.safe = false;
+}
+
+/// The bound of an input or constant: finite values only (a non-finite one makes the oracle
+/// value non-finite, which is never compared).
+Bound leafBound(const Value& value, const FuzzCase& fuzzCase) {
+  Bound b{true, 0, 0};
+  if (value.isConstant()) {
+    std::visit([&](auto v) { b.magnitude = std::fabs(double(v)); }, *value.constant());
+  } else if (auto found = fuzzCase.inputs.find(value.name()); found != fuzzCase.inputs.end()) {
+    const InputData& data = found->second;
+    if (data.isScalar) {
+      std::visit([&](auto v) { b.magnitude = std::fabs(double(v)); }, data.scalar);
+    } else {
+      size_t size = byteSize(data.dtype);
+      for (size_t at = 0; at + size <= data.storage.size(); at += size) {
+        double v = std::fabs(elementAsDouble(data.storage.data() + at, data.dtype));
+        if (std::isfinite(v))
+          b.magnitude = std::max(b.magnitude, v);
+      }
+    }
+  }
+  if (!std::isfinite(b.magnitude))
+    return Bound{};
+  if (isInteger(value.dtype()))
+    b.magnitude = std::max(b.magnitude, 1.0);
+  roundTo(b, value.dtype());
+  return b;
+}
+
+/// The bound of an expression's result from its operands' bounds; unsafe outside the subset.
+Bound exprBound(const Expr& expr, llvm::ArrayRef<Bound> in) {
+  DataType result = expr.result()->dtype();
+  for (const Bound& b : in)
+    if (!b.safe)
+      return Bound{};
+  // Float-to-integer conversions and comparisons turn small errors into large ones.
+  if (!isFloatingPoint(result))
+    for (const Value* operand : expr.operands())
+      if (isFloatingPoint(operand->dtype()))
+        return Bound{};
+  if (!isFloatingPoint(result)) {
+    // Integer and bool values are computed alike in both modes (wrapping included).
+    auto [low, high] = integerRange(result == DataType::Bool ? DataType::UInt8 : result);
+    return Bound{true, std::max(std::fabs(double(low)), double(high)), 0};
+  }
+  DataType compute = computeType(result);
+  // Each operand is converted to the compute type first (a runtime f64 scalar to f32, ...).
+  llvm::SmallVector<Bound, 3> ops(in.begin(), in.end());
+  for (Bound& b : ops)
+    roundTo(b, compute);
+  Bound r{true, 0, 0};
+  auto maxOf = [&](auto member) {
+    double m = 0;
+    for (const Bound& b : ops)
+      m = std::max(m, b.*member);
+    return m;
+  };
+  switch (expr.op()) {
+  case OpKind::Set:
+  case OpKind::BroadcastInDim:
+  case OpKind::Neg:
+  case OpKind::Abs:
+  case OpKind::Maximum:
+  case OpKind::Minimum:
+  case OpKind::Clamp:
+  case OpKind::Cast:
+    r = Bound{true, maxOf(&Bound::magnitude), maxOf(&Bound::error)};
+    break;
+  case OpKind::Where:
+    if (in[0].error != 0) // the condition must be exact (bool/integer operands only)
+      return Bound{};
+    r = Bound{true, std::max(ops[1].magnitude, ops[2].magnitude),
+              std::max(ops[1].error, ops[2].error)};
+    break;
+  case OpKind::Add:
+  case OpKind::Sub:
+    r = Bound{true, ops[0].magnitude + ops[1].magnitude, ops[0].error + ops[1].error};
+    break;
+  case OpKind::Mul:
+  case OpKind::Fma: {
+    const Bound& a = ops[0];
+    const Bound& b = ops[1];
+    r = Bound{true, a.magnitude * b.magnitude,
+              a.error * b.magnitude + b.error * a.magnitude + a.error * b.error};
+    if (expr.op() == OpKind::Fma) {
+      roundTo(r, compute);
+      r.magnitude += ops[2].magnitude;
+      r.error += ops[2].error;
+    }
+    break;
+  }
+  default:
+    return Bound{};
+  }
+  if (!std::isfinite(r.magnitude) || !std::isfinite(r.error))
+    return Bound{};
+  roundTo(r, compute);
+  roundTo(r, result);
+  return r;
+}
+
+/// Compares a declared-precision tensor with its float64 oracle within `bound`.
+std::optional<std::string> compare(const HostTensor& declared, const HostTensor& oracle,
+                                   const Bound& bound, const std::string& what) {
+  if (!bound.safe || !isFloatingPoint(declared.dtype()) || oracle.dtype() != DataType::Double)
+    return std::nullopt;
+  ++comparedValues;
+  // Twice the derived bound, plus a little for rounding in the bound's own arithmetic.
+  double tolerance = 2 * bound.error * (1 + 1e-6) + 1e-300;
+  size_t size = byteSize(declared.dtype());
+  auto* a = static_cast<const std::byte*>(declared.data());
+  for (int64_t i = 0; i < declared.numel(); ++i) {
+    double expected = oracle.as<double>()[i];
+    if (!std::isfinite(expected))
+      continue;
+    double actual = elementAsDouble(a + size_t(i) * size, declared.dtype());
+    if (!(std::fabs(actual - expected) <= tolerance))
+      return fmt::format("float64 oracle: {} element {}: declared {} but float64 gives {} "
+                         "(derived error bound {:g})",
+                         what, i, actual, expected, tolerance);
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+uint64_t oracleComparedValues() {
+  return comparedValues;
+}
+
+std::optional<std::string> checkOracle(const FuzzCase& fuzzCase, const EvaluationResult& declared) {
+  const Fusion& fusion = *fuzzCase.fusion;
+  llvm::DenseMap<const Value*, Bound> bounds;
+  for (size_t id = 0; id < fusion.numValues(); ++id)
+    if (!fusion.value(unsigned(id))->definition())
+      bounds[fusion.value(unsigned(id))] = leafBound(*fusion.value(unsigned(id)), fuzzCase);
+  for (size_t id = 0; id < fusion.numExprs(); ++id) {
+    const Expr& expr = *fusion.expr(unsigned(id));
+    llvm::SmallVector<Bound, 3> in;
+    for (const Value* operand : expr.operands())
+      in.push_back(bounds.lookup(operand));
+    bounds[expr.result()] = exprBound(expr, in);
+  }
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<Argument> arguments = bindArguments(fusion, fuzzCase.inputs, storage);
+  EvaluationResult oracle = evaluate(fusion, arguments, EvaluatorOptions{true});
+  for (size_t i = 0; i < fusion.outputs().size(); ++i)
+    if (auto problem =
+            compare(declared.outputs[i], oracle.outputs[i], bounds.lookup(fusion.outputs()[i]),
+                    "output " + fusion.outputs()[i]->name()))
+      return problem;
+  for (size_t i = 0; i < fusion.aliases().size(); ++i) {
+    const Alias& alias = fusion.aliases()[i];
+    Bound b = bounds.lookup(alias.source);
+    if (isFloatingPoint(alias.source->dtype()) && !isFloatingPoint(alias.destination->dtype()))
+      continue;
+    roundTo(b, alias.destination->dtype());
+    if (auto problem = compare(declared.aliasFinalValues[i], oracle.aliasFinalValues[i], b,
+                               "copy_ into " + alias.destination->name()))
+      return problem;
+  }
+  return std::nullopt;
+}
+
+} // namespace widefuse::fuzz
