@@ -81,6 +81,32 @@ std::vector<bool> specializationKey(const Specialization& specialization) {
   return key;
 }
 
+/// Every tensor a kernel writes spans its component's iteration domain. Ops check their
+/// operands' shapes, but a subgraph joined only through 0-d values (a step counter read by two
+/// parameters) may bind different symbolic extents: refused before anything runs. (Values
+/// computed before a broadcast legitimately have other shapes: only written ones count.)
+void checkIterationDomains(const Fusion& fusion, const SegmentedFusion& segmented,
+                           const RuntimeShapes& shapes) {
+  for (const Component& component : segmented.components) {
+    const Value* domain = component.domainValue;
+    if (!domain || !domain->isTensor() || domain->rank() == 0)
+      continue;
+    auto check = [&](const Value* value) {
+      if (!value->isTensor() || value->rank() == 0 || shapes.of(value) == shapes.of(domain))
+        return;
+      fail("fusion '{}': at run time '{}' has shape {} but '{}', written by the same kernel, "
+           "has shape {}; they are joined through 0-d values, and a kernel has one iteration "
+           "domain (give them one extent, or split the fusion)",
+           fusion.name(), value->name(), formatExtents(shapes.of(value)), domain->name(),
+           formatExtents(shapes.of(domain)));
+    };
+    for (const Alias& alias : component.aliases)
+      check(alias.destination);
+    for (const Value* output : component.outputs)
+      check(output);
+  }
+}
+
 } // namespace
 
 FusionExecutorCache::FusionExecutorCache(const Fusion& fusion, ExecutorOptions options)
@@ -124,6 +150,7 @@ FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
   // The components are those of the fusion, whatever the mode: compute them once.
   if (!components_)
     components_ = std::make_unique<SegmentedFusion>(segment(fusion_, {options_.mode}));
+  checkIterationDomains(fusion_, *components_, shapes);
   for (const Component& component : components_->components) {
     int64_t largest = component.domainValue ? numElements(shapes.of(component.domainValue)) : 1;
     for (const Value* input : component.inputs)

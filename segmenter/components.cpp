@@ -14,12 +14,15 @@ namespace widefuse {
 namespace {
 
 /// Values that belong to no component: scalars, constants, read-only 0-d inputs and 0-d
-/// values computed only from such values, unless written or returned.
+/// values computed only from such values, unless written or returned. An input or constant
+/// copied into several tensors stays shared: it is read, like any other, and must not join
+/// the subgraphs it is copied into (their tensors may differ in shape at run time).
 llvm::DenseSet<const Value*> findSharedValues(const Fusion& fusion) {
-  llvm::DenseSet<const Value*> pinned; // written, copied from, or returned
+  llvm::DenseSet<const Value*> pinned; // written, computed and copied from, or returned
   for (const Alias& alias : fusion.aliases()) {
     pinned.insert(alias.destination);
-    pinned.insert(alias.source);
+    if (!alias.source->isInput() && !alias.source->isConstant())
+      pinned.insert(alias.source);
   }
   for (const Value* output : fusion.outputs())
     pinned.insert(output);

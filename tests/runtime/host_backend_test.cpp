@@ -585,6 +585,40 @@ TEST(CallerOutputs, PlainOutputsGoWhereTheCallerSaysAndAreChecked) {
   }
 }
 
+TEST(HostBackend, WrittenTensorsJoinedThroughAZeroDimValueMustShareTheirExtents) {
+  // x and y are joined by the step counter both read (its write must follow every read, so
+  // one kernel computes both) but their symbolic extents are bound separately.
+  FusionDefinition fd("joined");
+  Val a = fd.defineTensor({-1}, DataType::Float, "a");
+  Val b = fd.defineTensor({-1}, DataType::Float, "b");
+  Val step = fd.defineTensor({}, DataType::Float, "step");
+  fd.copy_(step + 1.0, step);
+  fd.addOutput(a * step);
+  fd.addOutput(b * step);
+  auto fusion = fd.finalize();
+  HostTensor x(DataType::Float, {3}), y(DataType::Float, {13}), counter(DataType::Float, {});
+  counter.as<float>()[0] = 2.0f;
+  for (Backend backend : {Backend::Host, Backend::Reference}) {
+    ExecutorOptions options;
+    options.backend = backend;
+    FusionExecutorCache executor(*fusion, options);
+    std::vector<Argument> arguments = {x.ref(), y.ref(), counter.ref()};
+    if (backend == Backend::Reference) { // the evaluator has no iteration domain
+      EXPECT_EQ(executor.run(arguments).outputs[1].numel(), 13);
+      continue;
+    }
+    try {
+      executor.run(arguments);
+      ADD_FAILURE() << "no error for written tensors of shapes [3] and [13]";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("has shape [13] but"), std::string::npos)
+          << error.what();
+    }
+    EXPECT_THROW(executor.prepare(arguments), Error);
+    EXPECT_EQ(counter.as<float>()[0], 2.0f); // nothing ran
+  }
+}
+
 TEST(HostBackend, AViewSpanning2To31ElementsIsIndexedWith64Bits) {
   // Two elements 2^31 elements apart (a strided view, as a column of a huge matrix is): the
   // span asks for 64-bit indices, and with 32-bit ones the second element's offset would

@@ -138,6 +138,24 @@ TEST(Segmenter, SharedReadOnlyZeroDimTensorsDoNotJoinComponents) {
                              [&](const Expr* e) { return e->result() == inverse.value(); }));
 }
 
+TEST(Segmenter, AnInputCopiedIntoSeveralTensorsJoinsNone) {
+  // Found by the differential fuzzer: a runtime scalar copied into two 0-d tensors joined
+  // two subgraphs whose symbolic extents differ at run time, and one kernel ran over both.
+  FusionDefinition fd("reset");
+  Val value = fd.defineScalar(DataType::Float, "value");
+  for (int i = 0; i < 2; ++i) {
+    Val x = fd.defineTensor({-1}, DataType::Half, "x" + std::to_string(i));
+    Val counter = fd.defineTensor({}, DataType::Int32, "n" + std::to_string(i));
+    fd.copy_(trunc(x + counter), x);
+    fd.copy_(value, counter);
+  }
+  auto fusion = fd.finalize();
+  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::PerComponent});
+  ASSERT_EQ(segmented.components.size(), 2u);
+  for (const Component& component : segmented.components)
+    EXPECT_EQ(component.aliases.size(), 2u);
+}
+
 TEST(Segmenter, SubgraphsThatCannotBeOneKernelAreErrorsNamingValues) {
   FusionDefinition fd("boundary");
   Val bias = fd.defineTensor({8}, DataType::Float, "bias");
