@@ -35,8 +35,6 @@ struct InputData {
 struct FuzzCase {
   std::unique_ptr<Fusion> fusion;
   std::map<std::string, InputData> inputs;
-  /// Some component is a clone of another (one signature, other extents and constants).
-  bool hasClones = false;
 };
 
 /// Why the generator left a case or a piece of one out. Counted, never silent.
@@ -46,8 +44,6 @@ struct GeneratorStats {
   uint64_t rejectedOps = 0;
   /// Whole cases the reference evaluator rejected (bad arguments; a generator limitation).
   uint64_t rejectedCases = 0;
-  /// Cases in which a documented exclusion (a known bug) changed the generated fusion.
-  std::map<std::string, uint64_t> exclusions;
   std::set<std::string> opsCovered;
   std::set<std::string> dtypesCovered;
   std::set<std::string> castPairs;

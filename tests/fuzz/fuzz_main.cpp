@@ -29,7 +29,6 @@ struct Settings {
   bool oracle = true;
   bool reduce = true;
   bool verbose = false;
-  bool knownBugs = false;
   std::vector<std::string> replay;
   GeneratorOptions generator;
 };
@@ -43,8 +42,7 @@ struct Figures {
 void report(const Settings& settings, uint64_t index, const FuzzCase& fuzzCase,
             const RunOutcome& outcome, const RunnerOptions& runner) {
   std::string command =
-      fmt::format("build/tests/fuzz/fuzz_differential --seed {} --case {}{}", settings.seed, index,
-                  settings.knownBugs ? " --allow-known-bugs" : "");
+      fmt::format("build/bin/fuzz_differential --seed {} --case {}", settings.seed, index);
   fmt::print("MISMATCH in case {} ({}):\n  {}\n", index, outcome.signature, outcome.message);
   if (!settings.reduce) {
     fmt::print("{}\nreproduce: {}\n", printFusion(*fuzzCase.fusion), command);
@@ -75,11 +73,6 @@ void printFigures(const Settings& settings, const Figures& f, double seconds) {
   fmt::print("  dtypes covered ({}): {}\n", g.dtypesCovered.size(),
              fmt::join(g.dtypesCovered, " "));
   fmt::print("  cast/bitcast pairs covered: {}\n", g.castPairs.size());
-  for (const auto& [what, count] : g.exclusions)
-    fmt::print("  excluded: {} cases changed: {}\n", count, what);
-  fmt::print("  excluded: {} cases ran without per-component mode (they have clones; known bug, "
-             "tests/fuzz/regressions/per_component_clone_extents.wf)\n",
-             skippedPerComponentCases());
   fmt::print("  passed: {}, mismatches: {}\n", f.passed, f.mismatches);
 }
 
@@ -87,7 +80,6 @@ int runCampaign(const Settings& settings) {
   auto start = std::chrono::steady_clock::now();
   RunnerOptions runner;
   runner.oracle = settings.oracle;
-  runner.skipPerComponentWithClones = !settings.knownBugs;
   Figures figures;
   uint64_t first = settings.onlyCase.value_or(0);
   uint64_t last = settings.onlyCase ? first + 1 : settings.cases;
@@ -130,16 +122,12 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-oracle", settings.oracle, "skip the float64 oracle comparison");
   app.add_flag("!--no-reduce", settings.reduce, "print failures without reducing them");
   app.add_flag("--verbose", settings.verbose, "print every case's text form");
-  app.add_flag("--allow-known-bugs", settings.knownBugs,
-               "generate the cases the documented exclusions leave out");
   app.add_option("--replay", settings.replay, "run these regression .wf files instead")
       ->check(CLI::ExistingFile);
   app.add_option("--max-components", settings.generator.maxComponents, "components per fusion");
   app.add_option("--max-exprs", settings.generator.maxExprsPerComponent,
                  "expressions per component");
   CLI11_PARSE(app, argc, argv);
-  settings.generator.excludeZeroElementWrites = !settings.knownBugs;
-  settings.generator.clones = settings.knownBugs;
   try {
     if (!settings.replay.empty())
       return replayRegressions(settings.replay) ? 0 : 1;

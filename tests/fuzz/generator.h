@@ -17,14 +17,6 @@ struct GeneratorOptions {
   unsigned maxExprsPerComponent = 10;
   /// Most elements of a component's iteration domain.
   int64_t maxElements = 2000;
-  /// Known bug (issue 18): a zero-element tensor among the inputs of a fusion with copy_ makes
-  /// the host backend fail ("evaluator returned N updated inputs"). When true, extents of 0
-  /// are not generated for fusions that write inputs in place.
-  bool excludeZeroElementWrites = true;
-  /// Known bug (tests/fuzz/regressions/per_component_clone_extents.wf): components of one
-  /// signature with different extents get wrong results and out-of-bounds writes on the host
-  /// backend (per-component and batched). When false, no clone components are generated.
-  bool clones = false;
 };
 
 /// The seed of case `index` of a campaign started with `seed` (a mix of the two, so that

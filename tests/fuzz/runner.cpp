@@ -14,8 +14,6 @@
 namespace widefuse::fuzz {
 namespace {
 
-uint64_t skippedPerComponent = 0;
-
 bool isNanElement(const std::byte* p, DataType dtype) {
   if (dtype == DataType::Float) {
     float f;
@@ -128,10 +126,6 @@ RunOutcome runConfig(const FuzzCase& fuzzCase, const RunConfig& config,
 
 } // namespace
 
-uint64_t skippedPerComponentCases() {
-  return skippedPerComponent;
-}
-
 std::string RunConfig::name() const {
   return fmt::format("{}/{}/{} thread{}", modeName(mode).str(), formatBlockOrder(order), threads,
                      threads == 1 ? "" : "s");
@@ -185,11 +179,7 @@ RunOutcome runCase(const FuzzCase& fuzzCase, const RunnerOptions& options) {
     return {RunOutcome::Kind::Rejected, fmt::format("the reference rejected it: {}", e.what()),
             "rejected"};
   }
-  bool skip = options.skipPerComponentWithClones && fuzzCase.hasClones;
-  skippedPerComponent += skip;
   for (size_t i = 0; i < options.configs.size(); ++i) {
-    if (skip && options.configs[i].mode == SegmentationMode::PerComponent)
-      continue;
     RunOutcome outcome = runConfig(fuzzCase, options.configs[i], expected, expectedInputs);
     if (outcome.kind != RunOutcome::Kind::Pass) {
       outcome.configIndex = int(i);

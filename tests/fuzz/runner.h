@@ -47,14 +47,7 @@ struct RunnerOptions {
   std::vector<RunConfig> configs = allConfigs();
   /// Also compare floating-point outputs with the float64 oracle (tests/fuzz/oracle.h).
   bool oracle = true;
-  /// Known bug (tests/fuzz/regressions/per_component_clone_extents.wf): per-component mode
-  /// with components of one signature and different extents writes out of bounds. When
-  /// true, cases with clones skip the per-component configurations (counted).
-  bool skipPerComponentWithClones = true;
 };
-
-/// Cases whose per-component configurations skipPerComponentWithClones skipped.
-uint64_t skippedPerComponentCases();
 
 /// Runs `fuzzCase` everywhere and compares; never throws for a widefuse error of a backend
 /// (that is a mismatch), only for a broken case.
