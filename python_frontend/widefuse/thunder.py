@@ -49,7 +49,11 @@ _UNARY = {
     PrimIDs.LOG2: "log2", PrimIDs.NEG: "neg", PrimIDs.RECIPROCAL: "reciprocal",
     PrimIDs.ROUND: "round", PrimIDs.RSQRT: "rsqrt", PrimIDs.SIGN: "sign", PrimIDs.SIN: "sin",
     PrimIDs.SQRT: "sqrt", PrimIDs.TANH: "tanh", PrimIDs.TRUNC: "trunc",
-    PrimIDs.BITWISE_NOT: "bitwise_not",
+    PrimIDs.BITWISE_NOT: "bitwise_not", PrimIDs.ACOS: "acos", PrimIDs.ACOSH: "acosh",
+    PrimIDs.ASIN: "asin", PrimIDs.ASINH: "asinh", PrimIDs.ATAN: "atan", PrimIDs.ATANH: "atanh",
+    PrimIDs.COSH: "cosh", PrimIDs.SINH: "sinh", PrimIDs.TAN: "tan", PrimIDs.ERF: "erf",
+    PrimIDs.ERFC: "erfc", PrimIDs.ERFINV: "erfinv", PrimIDs.ERFCINV: "erfcinv",
+    PrimIDs.LGAMMA: "lgamma", PrimIDs.LOG10: "log10", PrimIDs.SIGNBIT: "signbit",
 }
 _BINARY = {
     PrimIDs.ADD: "add", PrimIDs.SUB: "sub", PrimIDs.MUL: "mul", PrimIDs.DIV: "div",
@@ -58,7 +62,8 @@ _BINARY = {
     PrimIDs.LT: "lt", PrimIDs.LE: "le", PrimIDs.GT: "gt", PrimIDs.GE: "ge",
     PrimIDs.BITWISE_AND: "bitwise_and", PrimIDs.BITWISE_OR: "bitwise_or",
     PrimIDs.BITWISE_XOR: "bitwise_xor", PrimIDs.BITWISE_LEFT_SHIFT: "shift_left",
-    PrimIDs.BITWISE_RIGHT_SHIFT: "shift_right",
+    PrimIDs.BITWISE_RIGHT_SHIFT: "shift_right", PrimIDs.REMAINDER: "remainder",
+    PrimIDs.NEXTAFTER: "nextafter",
 }
 _TERNARY = {PrimIDs.WHERE: "where", PrimIDs.LERP: "lerp"}
 _COMMENTS = {PrimIDs.COMMENT, PrimIDs.UNPACK_TRIVIAL, PrimIDs.UNPACK_EMPTY_DICT}
@@ -86,12 +91,6 @@ def _supported_operands(*operands: Any) -> bool:
     return bool(tensors) and all(_supported_tensor(t) for t in tensors)
 
 
-def _division_checker(a: Any, b: Any) -> bool:
-    # prims.div truncates integers; widefuse's div is true division: claim floating point only.
-    return _supported_operands(a, b) and all(
-        _torch_dtype(x.dtype).is_floating_point for x in (a, b) if isinstance(x, TensorProxy))
-
-
 class WidefuseExecutor(FusionExecutor):
     """Fuses consecutive pointwise symbols, connected or not, into widefuse fusions.
 
@@ -106,7 +105,6 @@ class WidefuseExecutor(FusionExecutor):
         for ids in (_UNARY, _BINARY, _TERNARY):
             for prim_id in ids:
                 self.register_supported(prim_id, _supported_operands)
-        self.register_supported(PrimIDs.DIV, _division_checker)
         self.register_supported(PrimIDs.CONVERT_ELEMENT_TYPE,
                                 lambda a, dtype: isinstance(a, TensorProxy) and
                                 _supported_tensor(a) and

@@ -137,6 +137,34 @@ def test_reductions_and_matmuls_stay_with_torch():
     assert "matmul" in str(trace) and "sum" in str(trace)
 
 
+def test_integer_division_truncates_in_the_fusion():
+    # Thunder's prims.div is C's division (truncating integers), as widefuse's div now is.
+    def divide(a, b):
+        return torch.div(a, b, rounding_mode="trunc") * 3 + torch.div(a.float(), b.float())
+
+    a = torch.tensor([7, -7, 9, -9, 0, 5, -2**31], dtype=torch.int32)
+    b = torch.tensor([2, 2, -4, -4, 3, 5, 7], dtype=torch.int32)
+    jitted = thunder.jit(divide, executors=[widefuse.thunder.executor])
+    torch.testing.assert_close(jitted(a, b), divide(a, b))
+    names = [b.sym.name for b in thunder.last_traces(jitted)[-1].bound_symbols]
+    assert names.count("widefuse0") == 1 and "div" not in names, names
+
+
+@pytest.mark.parametrize("op", [
+    torch.acos, torch.acosh, torch.asin, torch.asinh, torch.atan, torch.atanh, torch.cosh,
+    torch.sinh, torch.tan, torch.erf, torch.erfc, torch.erfinv, torch.special.erfcx,
+    torch.lgamma, torch.log10, torch.signbit,
+    lambda x: torch.remainder(x, -0.75), lambda x: torch.nextafter(x, torch.zeros_like(x))],
+    ids=lambda op: getattr(op, "__name__", "binary"))
+def test_nvfuser_parity_prims_are_fused_and_equal_torch(op):
+    x = torch.linspace(-0.99, 0.99, 37) + (1.5 if op is torch.acosh else 0.0)
+    jitted = thunder.jit(lambda t: op(t * 1.0), executors=[widefuse.thunder.executor])
+    torch.testing.assert_close(jitted(x), op(x * 1.0), equal_nan=True)
+    names = [b.sym.name for b in thunder.last_traces(jitted)[-1].bound_symbols]
+    if op is not torch.special.erfcx:  # a prim widefuse lacks: Thunder's fallback
+        assert "widefuse0" in names, names
+
+
 def test_widefuse_errors_name_the_region():
     params = make_params(1)
     jitted = thunder.jit(_single_tensor_adam, executors=[widefuse.thunder.executor])
