@@ -1,5 +1,7 @@
 #include "tests/fuzz/runner.h"
 
+#include "tests/support/same_element.h"
+
 #include "tests/fuzz/oracle.h"
 
 #include "ir/error.h"
@@ -14,30 +16,7 @@
 namespace widefuse::fuzz {
 namespace {
 
-bool isNanElement(const std::byte* p, DataType dtype) {
-  if (dtype == DataType::Float) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return std::isnan(f);
-  }
-  if (dtype == DataType::Double) {
-    double d;
-    std::memcpy(&d, p, 8);
-    return std::isnan(d);
-  }
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return std::isnan(dtype == DataType::Half ? halfBitsToFloat(bits) : bfloat16BitsToFloat(bits));
-}
-
-/// Same bits, or both NaN of a floating-point dtype: the payload of an op on NaNs is not
-/// specified (the same rule as tests/runtime/host_backend_test.cpp).
-bool sameElement(const std::byte* a, const std::byte* b, DataType dtype) {
-  size_t size = byteSize(dtype);
-  if (std::memcmp(a, b, size) == 0)
-    return true;
-  return isFloatingPoint(dtype) && isNanElement(a, dtype) && isNanElement(b, dtype);
-}
+using widefuse::testing::sameElement;
 
 std::string hexBits(const std::byte* p, size_t size) {
   uint64_t bits = 0;

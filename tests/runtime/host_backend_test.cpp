@@ -8,6 +8,7 @@
 #include "runtime/fusion_executor.h"
 #include "runtime/launch_binding.h"
 #include "tests/codegen/test_fusions.h"
+#include "tests/support/same_element.h"
 
 #include "ir/fusion_definition.h"
 #include "ir/half_float.h"
@@ -64,33 +65,6 @@ void fillRandom(HostTensor& tensor, std::mt19937_64& random) {
   }
 }
 
-/// True when a and b hold the same bits, or are both NaN of a floating-point dtype (the NaN
-/// payload of an op on two NaNs is not specified).
-bool sameElement(const unsigned char* a, const unsigned char* b, DataType dtype) {
-  size_t size = byteSize(dtype);
-  if (std::memcmp(a, b, size) == 0)
-    return true;
-  if (!isFloatingPoint(dtype))
-    return false;
-  auto isNan = [&](const unsigned char* p) {
-    if (dtype == DataType::Float) {
-      float f;
-      std::memcpy(&f, p, 4);
-      return std::isnan(f);
-    }
-    if (dtype == DataType::Double) {
-      double d;
-      std::memcpy(&d, p, 8);
-      return std::isnan(d);
-    }
-    uint16_t bits;
-    std::memcpy(&bits, p, 2);
-    return std::isnan(dtype == DataType::Half ? halfBitsToFloat(bits) : bfloat16BitsToFloat(bits));
-  };
-  return isNan(a) && isNan(b);
-}
-
-/// Number of elements that differ; reports the first.
 int64_t countDifferences(const HostTensor& actual, const HostTensor& expected,
                          const std::string& what) {
   EXPECT_EQ(actual.dtype(), expected.dtype()) << what;

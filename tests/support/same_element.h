@@ -1,0 +1,38 @@
+#pragma once
+// Shared by the tests that compare backends bit for bit: one element of two buffers.
+
+#include "ir/data_type.h"
+#include "ir/half_float.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace widefuse::testing {
+
+/// True when the element at `p`, of floating-point type `dtype`, is a NaN.
+inline bool isNanElement(const void* p, DataType dtype) {
+  if (dtype == DataType::Float) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return std::isnan(f);
+  }
+  if (dtype == DataType::Double) {
+    double d;
+    std::memcpy(&d, p, 8);
+    return std::isnan(d);
+  }
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return std::isnan(dtype == DataType::Half ? halfBitsToFloat(bits) : bfloat16BitsToFloat(bits));
+}
+
+/// True when a and b hold the same bits, or are both NaN of a floating-point dtype (the NaN
+/// payload of an op on two NaNs is not specified).
+inline bool sameElement(const void* a, const void* b, DataType dtype) {
+  if (std::memcmp(a, b, byteSize(dtype)) == 0)
+    return true;
+  return isFloatingPoint(dtype) && isNanElement(a, dtype) && isNanElement(b, dtype);
+}
+
+} // namespace widefuse::testing
