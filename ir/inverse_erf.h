@@ -105,11 +105,13 @@ inline double wf_erf_solve(double t) {
 /// erfinv(y): erfinv(+-1) = +-inf, NaN outside [-1, 1] and for NaN, erfinv(-0) = -0. f32
 /// is computed in double and rounded once (erff's own rounding would cost many ulps near 1).
 template <typename T> inline T wf_erfinv_host(T y) {
+  // A NaN comes back quieted by arithmetic: a compiler that assumes no signaling NaNs may
+  // drop the float-double round trip, which would quiet it in one build and not another.
+  if (y != y)
+    return y + y;
   if constexpr (sizeof(T) == 4) {
     return T(wf_erfinv_host(double(y)));
   } else {
-    if (y != y)
-      return y;
     const double magnitude = y < 0 ? -y : y;
     if (magnitude > 1)
       return wf_host_nan<double>();
@@ -125,11 +127,13 @@ template <typename T> inline T wf_erfinv_host(T y) {
 /// erfcinv(y) = erfinv(1 - y) without the cancellation: erfcinv(0) = inf, erfcinv(2) = -inf,
 /// NaN outside [0, 2] and for NaN. f32 is computed in double and rounded once.
 template <typename T> inline T wf_erfcinv_host(T y) {
+  // A NaN comes back quieted by arithmetic: a compiler that assumes no signaling NaNs may
+  // drop the float-double round trip, which would quiet it in one build and not another.
+  if (y != y)
+    return y + y;
   if constexpr (sizeof(T) == 4) {
     return T(wf_erfcinv_host(double(y)));
   } else {
-    if (y != y)
-      return y;
     if (y < 0 || y > 2)
       return wf_host_nan<double>();
     if (y >= 0.5 && y <= 1.5)
