@@ -97,12 +97,20 @@ private:
   void uniformStruct();
   void prologue();
   void elementFunction();
-  void zeroDimensionalOutputs();
+  /// The 0-d outputs, written once per member where `condition` holds.
+  void zeroDimensionalOutputs(llvm::StringRef condition);
   void deferredFunction();
   void elementsFunction();
   void elementRange();
   void runFunction();
   void hostRunFunction();
+  void hostFastElementsFunction();
+  void hostFastRunFunction();
+  void hostFastFlatLoop();
+  void hostFastStridedLoop();
+  /// Local copies of the element tensors' pointers (`m0_`), so that the host compiler sees
+  /// that stores through one do not change the table entry the others come from.
+  void hostPointerLocals();
   void scalarLoop(llvm::StringRef from, llvm::StringRef to, llvm::StringRef comment);
   void flatLoops();
   void vectorLoop();
@@ -372,13 +380,13 @@ void BodyEmitter::stridedLoop() {
   out_.close();
 }
 
-void BodyEmitter::zeroDimensionalOutputs() {
+void BodyEmitter::zeroDimensionalOutputs(llvm::StringRef condition) {
   bool any = false;
   for (const Slot& slot : body_.slots) {
     if (slot.kind != SlotKind::UniformTensor || !slot.written || slot.deferred)
       continue;
     if (!any)
-      out_.openCommented("if (begin == 0 && threadIdx.x == 0)", "0-d outputs, once per member");
+      out_.openCommented(fmt::format("if ({})", condition.str()), "0-d outputs, once per member");
     any = true;
     out_.line("*{} = {};", pointerOf(slot), values_.writtenValueText(slot));
   }
@@ -422,7 +430,7 @@ void BodyEmitter::elementsFunction() {
     flatLoops();
   else
     stridedLoop();
-  zeroDimensionalOutputs();
+  zeroDimensionalOutputs("begin == 0 && threadIdx.x == 0");
   out_.close();
   out_.line();
 }
@@ -487,6 +495,110 @@ void BodyEmitter::hostRunFunction() {
   out_.line();
 }
 
+void BodyEmitter::hostPointerLocals() {
+  forEachElementTensor(true, true, [&](const Slot& slot) {
+    out_.line("{}{}* const {}_ = {};", slot.written ? "" : "const ", cppType(slot.dtype),
+              slot.field, slotAccess(slot));
+  });
+}
+
+void BodyEmitter::hostFastFlatLoop() {
+  out_.open("for ({0} i = begin; i < end; ++i)", indexType_);
+  elementCall([&](const Slot& slot) { return slot.field + "_[i]"; });
+  forEachElementTensor(false, true,
+                       [&](const Slot& slot) { out_.line("{0}_[i] = out.{0};", slot.field); });
+  out_.close();
+}
+
+/// Walks [begin, end) row by row of the domain's innermost dimension: the coordinates of the
+/// row's first element give each tensor's offset once, and the row is one loop with constant
+/// strides (no division per element).
+void BodyEmitter::hostFastStridedLoop() {
+  unsigned rank = body_.domainRank;
+  if (rank == 0) {
+    out_.open("for ({0} i = begin; i < end; ++i)", indexType_);
+    elementCall([&](const Slot& slot) { return slot.field + "_[0]"; });
+    forEachElementTensor(false, true,
+                         [&](const Slot& slot) { out_.line("{0}_[0] = out.{0};", slot.field); });
+    out_.close();
+    return;
+  }
+  unsigned inner = rank - 1;
+  // An empty member (an extent of 0) has no coordinates to find.
+  out_.open("if (begin < end)");
+  out_.line("{} c[{}]; // coordinates of element i in the domain", indexType_, rank);
+  out_.line("{} rest = begin;", indexType_);
+  out_.open("for (int d = {}; d > 0; --d)", inner);
+  out_.line("c[d] = rest % {}(entry.extents[d]);", indexType_);
+  out_.line("rest /= {}(entry.extents[d]);", indexType_);
+  out_.close();
+  out_.line("c[0] = rest;");
+  out_.open("for ({0} i = begin; i < end;)", indexType_);
+  out_.line("const {0} row_left = {0}(entry.extents[{1}]) - c[{1}];", indexType_, inner);
+  out_.line("const {0} row = end - i < row_left ? end - i : row_left;", indexType_);
+  forEachElementTensor(true, true, [&](const Slot& slot) {
+    std::vector<std::string> terms;
+    for (unsigned d = 0; d < rank; ++d)
+      terms.push_back(
+          fmt::format("c[{}] * {}(entry.{}_strides[{}])", d, indexType_, slot.field, d));
+    out_.wrapped(fmt::format("const {} at_{} = ", indexType_, slot.field), terms, " + ", ";");
+    out_.line("const {0} step_{1} = {0}(entry.{1}_strides[{2}]);", indexType_, slot.field, inner);
+  });
+  out_.open("for ({0} k = 0; k < row; ++k)", indexType_);
+  elementCall(
+      [&](const Slot& slot) { return fmt::format("{0}_[at_{0} + k * step_{0}]", slot.field); });
+  forEachElementTensor(false, true, [&](const Slot& slot) {
+    out_.line("{0}_[at_{0} + k * step_{0}] = out.{0};", slot.field);
+  });
+  out_.close();
+  out_.line("i += row;");
+  out_.line("c[{}] += row;", inner);
+  out_.open("for (int d = {}; d > 0 && c[d] == {}(entry.extents[d]); --d)", inner, indexType_);
+  out_.line("c[d] = 0;");
+  out_.line("++c[d - 1];");
+  out_.close();
+  out_.close();
+  out_.close();
+}
+
+void BodyEmitter::hostFastElementsFunction() {
+  out_.line("/// Elements [begin, end) of one member of {} on the host's fast path: one loop",
+            body_.name);
+  out_.line("/// over consecutive elements, which the host compiler vectorizes.");
+  std::vector<std::string> parameters = tableParameters();
+  parameters.insert(parameters.end(), {fmt::format("const {}_uniform& u", body_.name),
+                                       fmt::format("const {} begin", indexType_),
+                                       fmt::format("const {} end", indexType_)});
+  openFunction(fmt::format("inline void {}_host_fast_elements", body_.name), parameters);
+  out_.line("(void)params;");
+  hostPointerLocals();
+  if (body_.indexing == Indexing::Flat)
+    hostFastFlatLoop();
+  else
+    hostFastStridedLoop();
+  zeroDimensionalOutputs("begin == 0");
+  out_.close();
+  out_.line();
+}
+
+void BodyEmitter::hostFastRunFunction() {
+  out_.line("/// Chunks [first, end) of member `member` of {} on the host's fast path: the",
+            body_.name);
+  out_.line("/// block's work as one thread's loop; the deferred writes by the same ticket rule.");
+  std::vector<std::string> parameters = tableParameters();
+  parameters.insert(parameters.end(), {"i32 member", "i32 first", "i32 end"});
+  openFunction(fmt::format("inline void {}_host_fast_run", body_.name), parameters);
+  out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
+  elementRange();
+  out_.line("{}_host_fast_elements(params, entry, u, begin, stop);", body_.name);
+  if (body_.hasDeferredWrites)
+    out_.line("{}_deferred(params, entry, u, member, end - first);", body_.name);
+  else
+    out_.line("(void)member;");
+  out_.close();
+  out_.line();
+}
+
 void BodyEmitter::functions() {
   uniformStruct();
   prologue();
@@ -496,6 +608,10 @@ void BodyEmitter::functions() {
     deferredFunction();
   runFunction();
   hostRunFunction();
+  out_.directive("#ifndef __CUDACC__");
+  hostFastElementsFunction();
+  hostFastRunFunction();
+  out_.directive("#endif");
 }
 
 } // namespace

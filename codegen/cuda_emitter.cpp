@@ -248,7 +248,8 @@ void launchAbi(const KernelPlan& plan, CodeWriter& out) {
       ", ", "};");
 }
 
-/// The host backend's entry point: one block of the grid on the calling CPU thread.
+/// The host backend's entry points: one block of the grid on the calling CPU thread, with
+/// emulated CUDA threads (verify) or as one loop per member run (fast).
 void hostEntry(const KernelPlan& plan, CodeWriter& out) {
   out.line();
   out.directive("#ifndef __CUDACC__");
@@ -260,6 +261,15 @@ void hostEntry(const KernelPlan& plan, CodeWriter& out) {
                   ", ");
   out.line("const {0}& params = *static_cast<const {0}*>(parameters);", parameterTypeName(plan));
   chunkWalk(plan, "block", "grid", "_host_run", /*hostArguments=*/true, out);
+  out.close();
+  out.line();
+  out.line("/// Host backend, fast path: block `block` of a `grid`-block launch of {} as one loop",
+           plan.name);
+  out.line("/// per member run on this CPU thread (no emulated threads; any grid size).");
+  out.openWrapped(fmt::format("extern \"C\" void {}_host_fast_block(", plan.name),
+                  {"const void* parameters", "u32 block", "u32 grid"}, ", ");
+  out.line("const {0}& params = *static_cast<const {0}*>(parameters);", parameterTypeName(plan));
+  chunkWalk(plan, "block", "grid", "_host_fast_run", /*hostArguments=*/false, out);
   out.close();
   out.line();
   launchAbi(plan, out);

@@ -228,9 +228,17 @@ void FusionExecutorCache::runBound(CompiledSpecialization& specialization,
   for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
     unsigned planIndex = compiled.scheduled.launches[i].plan;
     const KernelPlan& plan = compiled.scheduled.plans[planIndex];
-    runHostGrid(*specialization.hostKernels[planIndex], bindings[i].parameters,
-                gridBlocks(bindings[i], plan.maxGridBlocks), plan.threadsPerBlock,
-                options_.blockOrder, options_.hostThreads);
+    const HostKernel& kernel = *specialization.hostKernels[planIndex];
+    unsigned threads = hostThreadCount(options_.hostThreads);
+    if (options_.hostExecution == HostExecution::Fast) {
+      FastLaunchShape shape = fastLaunchShape(bindings[i].numChunks, bindings[i].numElements,
+                                              threads, options_.hostElementsPerWorker);
+      runHostGridFast(kernel, bindings[i].parameters, shape.grid, options_.blockOrder,
+                      shape.workers);
+    } else {
+      runHostGrid(kernel, bindings[i].parameters, gridBlocks(bindings[i], plan.maxGridBlocks),
+                  plan.threadsPerBlock, options_.blockOrder, threads);
+    }
   }
 }
 

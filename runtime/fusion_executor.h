@@ -48,10 +48,17 @@ bool synchronizeEachLaunchFromEnvironment();
 struct ExecutorOptions {
   SegmentationMode mode = SegmentationMode::Auto;
   Backend backend = Backend::Auto;
-  /// Host backend: the order of blocks (and of each block's threads).
+  /// Host backend: one vectorized loop per block's member run (fast, the default), or every
+  /// CUDA thread emulated (verify). Both give the reference evaluator's values bit for bit.
+  HostExecution hostExecution = HostExecution::Fast;
+  /// Host backend: the order of blocks (and, verifying, of each block's threads).
   BlockOrder blockOrder;
-  /// Host backend: CPU threads running blocks (1: deterministic order).
-  unsigned hostThreads = 1;
+  /// Host backend: CPU threads running blocks; 0 (the default) is one per core, 1 runs the
+  /// blocks one after another in the block order.
+  unsigned hostThreads = 0;
+  /// Host backend, fast path: the fewest elements that keep one more worker thread busy
+  /// (tests lower it to run small fusions on several workers).
+  int64_t hostElementsPerWorker = kElementsPerHostWorker;
   /// Let NVRTC contract a*b+c into fma (device only; the host never contracts).
   bool fmad = true;
   /// The scheduler's tuning knobs (benchmarks compare settings; the defaults are measured).

@@ -21,9 +21,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Flags that keep the host's arithmetic that of the reference evaluator: no contraction into
-/// fma, no fast-math reassociation.
-constexpr const char* kFlags = "-std=c++17 -O2 -fPIC -shared -ffp-contract=off -fno-fast-math -w";
+/// Flags that keep the host's arithmetic that of the reference evaluator (no contraction into
+/// fma, no fast-math reassociation; strict ISO C++, which does not contract either) while
+/// letting the fast path's loops vectorize for this CPU: errno is never read, so sqrt can be
+/// one instruction. Not -fno-trapping-math: with it GCC folds (float)(int)x into trunc(x),
+/// which keeps the sign of a negative zero the reference does not (found by the fuzzer).
+constexpr const char* kFlags = "-std=c++17 -O3 -march=native -fPIC -shared -ffp-contract=off "
+                               "-fno-fast-math -fno-math-errno -w";
 
 std::string readFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -52,6 +56,25 @@ const std::string& compilerIdentity() {
   return identity;
 }
 
+/// The CPU -march=native compiles for (vendor, model and feature flags of /proc/cpuinfo), part
+/// of the cache key: a cache directory shared with another machine rebuilds for this one.
+const std::string& hostCpuIdentity() {
+  static const std::string identity = [] {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line, text;
+    while (std::getline(cpuinfo, line)) {
+      llvm::StringRef field = llvm::StringRef(line).split(':').first.trim();
+      if (field == "vendor_id" || field == "model name" || field == "flags" ||
+          field == "Features" || field == "CPU part")
+        text += line + "\n";
+      if (line.empty() && !text.empty())
+        break; // the first processor describes them all
+    }
+    return text;
+  }();
+  return identity;
+}
+
 std::shared_ptr<const HostKernel> loadKernel(const std::string& path, llvm::StringRef name,
                                              std::string& problem) {
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -60,14 +83,17 @@ std::shared_ptr<const HostKernel> loadKernel(const std::string& path, llvm::Stri
     return nullptr;
   }
   std::string symbol = name.str() + "_host_block";
+  std::string fastSymbol = name.str() + "_host_fast_block";
   void* function = dlsym(library, symbol.c_str());
+  void* fast = dlsym(library, fastSymbol.c_str()); // generated kernels have it; test kernels may not
   if (!function) {
     problem = fmt::format("no symbol {}", symbol);
     dlclose(library);
     return nullptr;
   }
   return std::make_shared<HostKernel>(name.str(), library,
-                                      reinterpret_cast<HostKernel::BlockFunction>(function));
+                                      reinterpret_cast<HostKernel::BlockFunction>(function),
+                                      reinterpret_cast<HostKernel::FastBlockFunction>(fast));
 }
 
 } // namespace
@@ -140,8 +166,9 @@ std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::Str
 
 std::shared_ptr<const HostKernel> HostKernelCache::compile(llvm::StringRef source,
                                                            llvm::StringRef kernelName) {
-  std::string keyMaterial = fmt::format("{}\n{}\n{}\n{}\n{}", compilerIdentity(), kFlags,
-                                        hostShim().str(), kernelName.str(), source.str());
+  std::string keyMaterial =
+      fmt::format("{}\n{}\n{}\n{}\n{}\n{}", compilerIdentity(), hostCpuIdentity(), kFlags,
+                  hostShim().str(), kernelName.str(), source.str());
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = kernels_.find(keyMaterial);

@@ -14,13 +14,15 @@
 
 namespace widefuse {
 
-/// A generated kernel compiled for the CPU: its `<name>_host_block` entry.
+/// A generated kernel compiled for the CPU: its `<name>_host_block` entry (emulated CUDA
+/// threads) and its `<name>_host_fast_block` entry (one loop per member run).
 class HostKernel {
 public:
   using BlockFunction = void (*)(const void* parameters, unsigned block, unsigned grid,
                                  const unsigned* threadOrder);
-  HostKernel(std::string name, void* library, BlockFunction function)
-      : name_(std::move(name)), library_(library), function_(function) {}
+  using FastBlockFunction = void (*)(const void* parameters, unsigned block, unsigned grid);
+  HostKernel(std::string name, void* library, BlockFunction function, FastBlockFunction fast)
+      : name_(std::move(name)), library_(library), function_(function), fast_(fast) {}
   HostKernel(const HostKernel&) = delete;
   HostKernel& operator=(const HostKernel&) = delete;
 
@@ -30,6 +32,14 @@ public:
                 const unsigned* threadOrder) const {
     function_(parameters, block, grid, threadOrder);
   }
+  /// Runs block `block` of a `grid`-block launch on the calling thread as one loop per member
+  /// run; any grid size is valid (blocks take contiguous shares of the chunks). Only for
+  /// kernels with a fast entry (every generated kernel has one).
+  void runBlockFast(const void* parameters, unsigned block, unsigned grid) const {
+    fast_(parameters, block, grid);
+  }
+  /// Whether the kernel has the fast path's entry.
+  bool hasFastEntry() const { return fast_ != nullptr; }
   const std::string& name() const { return name_; }
   /// Another symbol of the kernel's shared object (its `<name>_launch_abi`, say); null when
   /// there is none.
@@ -39,6 +49,7 @@ private:
   std::string name_;
   void* library_; // kept loaded for the process's lifetime: kernels may run until exit
   BlockFunction function_;
+  FastBlockFunction fast_;
 };
 
 /// Compiles and loads host kernels; thread-safe. Entries live in `<cache dir>/host/` keyed by

@@ -1,17 +1,39 @@
 #include "runtime/host_launcher.h"
 
 #include "ir/error.h"
+#include "runtime/host_thread_pool.h"
+#include "runtime/launch_binding.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <numeric>
 #include <random>
 #include <thread>
 #include <vector>
 
 namespace widefuse {
+
+llvm::StringRef hostExecutionName(HostExecution execution) {
+  return execution == HostExecution::Fast ? "fast" : "verify";
+}
+
+HostExecution parseHostExecution(llvm::StringRef text) {
+  if (text == "fast")
+    return HostExecution::Fast;
+  if (text == "verify")
+    return HostExecution::Verify;
+  fail("unknown host execution '{}': use fast (the default) or verify (emulated CUDA threads, "
+       "for checking block-order independence)",
+       text.str());
+}
+
+unsigned hostThreadCount(unsigned threads) {
+  if (threads > 0)
+    return threads;
+  static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return cores;
+}
 
 BlockOrder parseBlockOrder(llvm::StringRef text) {
   if (text == "forward")
@@ -57,21 +79,41 @@ void runHostGrid(const HostKernel& kernel, llvm::ArrayRef<std::byte> parameters,
                  unsigned threadsPerBlock, const BlockOrder& order, unsigned workers) {
   std::vector<unsigned> blocks = permutation(grid, order, 0);
   std::vector<unsigned> threads = permutation(threadsPerBlock, order, 1);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < blocks.size(); i = next++)
-      kernel.runBlock(parameters.data(), blocks[i], grid, threads.data());
-  };
-  workers = std::max(1u, std::min(workers, grid));
-  if (workers == 1) {
-    work();
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (unsigned w = 0; w < workers; ++w)
-    pool.emplace_back(work);
-  for (std::thread& thread : pool)
-    thread.join();
+  HostThreadPool::global().run(grid, std::max(1u, workers), [&](unsigned i) {
+    kernel.runBlock(parameters.data(), blocks[i], grid, threads.data());
+  });
+}
+
+namespace {
+
+/// Blocks per worker: with dynamic assignment the last block a worker takes is at most this
+/// fraction of its share, so the tail of a launch leaves no worker idle for long.
+constexpr unsigned kBlocksPerWorker = 16;
+
+} // namespace
+
+FastLaunchShape fastLaunchShape(unsigned numChunks, int64_t numElements, unsigned threads,
+                                int64_t elementsPerWorker) {
+  FastLaunchShape shape;
+  shape.workers = unsigned(std::clamp<int64_t>(
+      numElements / std::max<int64_t>(1, elementsPerWorker), 1, std::max(1u, threads)));
+  shape.grid = std::max(
+      1u, std::min({numChunks, shape.workers * kBlocksPerWorker, unsigned(kMaxGridBlocks)}));
+  return shape;
+}
+
+void runHostGridFast(const HostKernel& kernel, llvm::ArrayRef<std::byte> parameters, unsigned grid,
+                     const BlockOrder& order, unsigned workers) {
+  WF_ASSERT(kernel.hasFastEntry(), "host kernel '{}' has no fast entry", kernel.name());
+  const void* data = parameters.data();
+  std::vector<unsigned> shuffled;
+  if (order.kind == BlockOrder::Kind::Shuffle)
+    shuffled = permutation(grid, order, 0);
+  bool reverse = order.kind == BlockOrder::Kind::Reverse;
+  HostThreadPool::global().run(grid, workers, [&](unsigned task) {
+    unsigned block = !shuffled.empty() ? shuffled[task] : reverse ? grid - 1 - task : task;
+    kernel.runBlockFast(data, block, grid);
+  });
 }
 
 } // namespace widefuse

@@ -153,6 +153,7 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
   put(entries, entryOffset + abi::kEntryFirstChunkOffset, int32_t(binding.numChunks));
   put(entries, entryOffset + abi::kEntryBodyOffset, int32_t(body.index));
   binding.numChunks += unsigned(chunks);
+  binding.numElements += numel;
   if (body.indexing == Indexing::Strided)
     for (unsigned d = 0; d < body.domainRank; ++d)
       put(entries, entryOffset + body.extentsOffset + 8 * d, domain[d]);

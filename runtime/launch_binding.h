@@ -21,6 +21,8 @@ struct LaunchBinding {
   std::vector<std::byte> table;
   /// Total chunks of all members: the useful grid size.
   unsigned numChunks = 0;
+  /// Total elements of all members' domains: the launch's work.
+  int64_t numElements = 0;
 };
 
 /// The tensor a fusion value is bound to in this run, as an input (read, or written by

@@ -184,6 +184,7 @@ std::unique_ptr<FusionExecutorCache> makeExecutor(const AdamArguments& arguments
   options.mode = parseMode(arguments.compile.mode);
   options.blockOrder = order;
   options.hostThreads = arguments.host.threads;
+  options.hostExecution = hostExecutionOf(arguments.host);
   options.fmad = !arguments.compile.noFmad;
   options.schedule = arguments.compile.schedule;
   // --dump-dir and WIDEFUSE_DUMP; --arch only when given (else the device's own).

@@ -1,6 +1,6 @@
 #pragma once
 /// The host backend's command-line options, which `widefuse run` and `widefuse adam` share:
-/// --block-order and --threads.
+/// --host-execution, --block-order and --threads.
 
 #include "runtime/host_launcher.h"
 
@@ -12,17 +12,22 @@ class App;
 
 namespace widefuse {
 
-/// What --block-order and --threads say.
+/// What --host-execution, --block-order and --threads say.
 struct HostBackendArguments {
+  std::string execution = "fast";
   std::string blockOrder = "forward";
-  unsigned threads = 1;
+  /// 0: one per core.
+  unsigned threads = 0;
 };
 
-/// Registers --block-order and --threads on `command`.
+/// Registers --host-execution, --block-order and --threads on `command`.
 void addHostBackendOptions(CLI::App& command, HostBackendArguments& arguments);
 
-/// The parsed block order; throws Error for a bad order or a thread count below 1 (checked
+/// The parsed block order; throws Error for a bad order or a bad --host-execution (checked
 /// before anything runs).
 BlockOrder checkHostBackendArguments(const HostBackendArguments& arguments);
+
+/// The parsed --host-execution.
+HostExecution hostExecutionOf(const HostBackendArguments& arguments);
 
 } // namespace widefuse

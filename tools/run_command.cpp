@@ -125,6 +125,7 @@ EvaluationResult runKernels(const Fusion& fusion, BoundArguments& bound, Backend
   executorOptions.mode = parseMode(options.mode);
   executorOptions.blockOrder = checkHostBackendArguments(options.host);
   executorOptions.hostThreads = options.host.threads;
+  executorOptions.hostExecution = hostExecutionOf(options.host);
   FusionExecutorCache executor(fusion, executorOptions);
   resolvedBackend = backendName(executor.backend()).str();
   RunResult run = executor.run(bound.arguments);

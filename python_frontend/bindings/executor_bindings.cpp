@@ -193,16 +193,15 @@ private:
 class PyExecutor {
 public:
   PyExecutor(const FusionHandle& handle, const std::string& backend, const std::string& mode,
-             const std::string& blockOrder, unsigned threads, bool fmad,
-             const std::optional<std::string>& arch, uintptr_t stream)
+             const std::string& blockOrder, const std::string& hostExecution, unsigned threads,
+             bool fmad, const std::optional<std::string>& arch, uintptr_t stream)
       : fusion_(handle.fusion) {
     ExecutorOptions options;
     options.backend = parseBackend(backend);
     options.mode = parseMode(mode);
     options.blockOrder = parseBlockOrder(blockOrder);
-    if (threads == 0)
-      fail("threads must be at least 1");
-    options.hostThreads = threads;
+    options.hostExecution = parseHostExecution(hostExecution);
+    options.hostThreads = threads; // 0: one per core
     options.fmad = fmad;
     options.arch = arch;
     options.stream = reinterpret_cast<void*>(stream);
@@ -333,9 +332,11 @@ void bindExecutor(nb::module_& module) {
            "Sets runtime scalar arguments for the following launches.");
   nb::class_<PyExecutor>(module, "_Executor", "Runs one fusion; compiles once per specialization.")
       .def(nb::init<const FusionHandle&, const std::string&, const std::string&, const std::string&,
-                    unsigned, bool, const std::optional<std::string>&, uintptr_t>(),
+                    const std::string&, unsigned, bool, const std::optional<std::string>&,
+                    uintptr_t>(),
            nb::arg("fusion"), nb::arg("backend"), nb::arg("mode"), nb::arg("block_order"),
-           nb::arg("threads"), nb::arg("fmad"), nb::arg("arch").none(), nb::arg("stream"))
+           nb::arg("host_execution"), nb::arg("threads"), nb::arg("fmad"), nb::arg("arch").none(),
+           nb::arg("stream"))
       .def_prop_ro("backend", &PyExecutor::backend)
       .def("run", &PyExecutor::run, nb::arg("arguments"), nb::arg("device_outputs"))
       .def("prepare", &PyExecutor::prepare, nb::arg("arguments"), nb::keep_alive<0, 1>(),

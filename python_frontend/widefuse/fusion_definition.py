@@ -308,7 +308,8 @@ class FusionDefinition:
 
     # Running
     def execute(self, inputs: Sequence[Any], *, backend: str = "auto", mode: str = "auto",
-                block_order: str = "forward", threads: int = 1, fmad: bool = True,
+                block_order: str = "forward", host_execution: str = "fast",
+                threads: Optional[int] = None, fmad: bool = True,
                 arch: Optional[str] = None, device: Any = None) -> list[Any]:
         """Runs the fusion on `inputs` (one per define_tensor / runtime define_scalar, in
         definition order) and returns the plain outputs.
@@ -318,11 +319,14 @@ class FusionDefinition:
         producer's stream and outputs come back as DLPack-capable device arrays. Inputs
         given to add_output(alias_input=...) are updated in place. `backend` is one of auto,
         cuda, host, reference, none; `mode` one of auto, per-component, batched, packed.
+        On the host backend, `threads` CPU threads run the kernel (default: one per core) and
+        `host_execution` is "fast" (vectorized loops, the default) or "verify" (every CUDA
+        thread emulated in `block_order`, to check that results do not depend on it).
         `device` (nvFuser's argument) may only name CUDA device 0, the one widefuse runs on.
         """
         executor, arguments, on_device, torch_device = self._executor_for(
             "execute()", inputs, backend=backend, mode=mode, block_order=block_order,
-            threads=threads, fmad=fmad, arch=arch, device=device)
+            host_execution=host_execution, threads=threads, fmad=fmad, arch=arch, device=device)
         return self._outputs_for(executor.run(arguments, on_device), on_device, torch_device)
 
     def validate(self, inputs: Sequence[Any], reference_outputs: Sequence[Any],
@@ -362,7 +366,8 @@ class FusionDefinition:
         return PreparedExecution(self, executor.prepare(arguments), list(inputs), torch_device)
 
     def _executor_for(self, what: str, inputs: Sequence[Any], *, backend: str = "auto",
-                      mode: str = "auto", block_order: str = "forward", threads: int = 1,
+                      mode: str = "auto", block_order: str = "forward",
+                      host_execution: str = "fast", threads: Optional[int] = None,
                       fmad: bool = True, arch: Optional[str] = None,
                       device: Any = None) -> tuple[Any, list, bool, Optional[str]]:
         """The executor for these options, the checked arguments, whether they are on the
@@ -370,8 +375,14 @@ class FusionDefinition:
         fusion = self._finished(what)
         if device not in (None, 0, "cuda", "cuda:0"):
             raise Error(f"{what[:-2]}(device={device!r}): widefuse runs on CUDA device 0 only")
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise Error(f"{what[:-2]}(threads={threads!r}): threads must be an integer >= 1")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                    or threads < 1):
+            raise Error(f"{what[:-2]}(threads={threads!r}): threads must be an integer >= 1 "
+                        "or None (one per core)")
+        if host_execution not in ("fast", "verify"):
+            raise Error(f"{what[:-2]}(host_execution={host_execution!r}): use 'fast' (the "
+                        "default) or 'verify'")
+        threads = threads or 0
         if backend not in _BACKENDS:
             raise Error(f"unknown backend '{backend}' (expected one of {', '.join(_BACKENDS)})")
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
@@ -385,11 +396,11 @@ class FusionDefinition:
             backend = "cuda" if on_device else "host"
         elif on_device and backend != "cuda":
             raise Error(f"backend '{backend}' cannot read CUDA arrays; use backend='cuda'")
-        key = (backend, mode, block_order, threads, fmad, arch, stream or 0)
+        key = (backend, mode, block_order, host_execution, threads, fmad, arch, stream or 0)
         executor = self._executors.get(key)
         if executor is None:
-            executor = _widefuse._Executor(fusion, backend, mode, block_order, threads, fmad,
-                                           arch, stream or 0)
+            executor = _widefuse._Executor(fusion, backend, mode, block_order, host_execution,
+                                           threads, fmad, arch, stream or 0)
             self._executors[key] = executor
         self._last_executor = executor
         return executor, arguments, on_device and backend == "cuda", torch_device

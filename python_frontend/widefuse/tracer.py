@@ -210,7 +210,7 @@ def trace(function: Optional[Callable[..., Any]] = None, *, mode: str = "auto",
     """Traces `function` into a fusion per trace key and runs it on each call.
 
     Usable as ``trace(fn)``, ``@trace`` or ``@trace(mode="batched")``. `mode`, `backend` and
-    further options (block_order, threads, fmad, arch) are passed to
+    further options (block_order, host_execution, threads, fmad, arch) are passed to
     FusionDefinition.execute. The returned callable's ``last_definition`` is the
     FusionDefinition of the last call (``repr`` it, or read ``last_cuda_code()``).
     """

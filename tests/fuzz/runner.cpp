@@ -48,6 +48,8 @@ RunOutcome runConfig(const FuzzCase& fuzzCase, const RunConfig& config,
   options.mode = config.mode;
   options.blockOrder = config.order;
   options.hostThreads = config.threads;
+  options.hostExecution = config.execution;
+  options.hostElementsPerWorker = 1;
   RunResult result;
   RunOutcome outcome;
   outcome.kind = RunOutcome::Kind::Mismatch;
@@ -106,8 +108,8 @@ RunOutcome runConfig(const FuzzCase& fuzzCase, const RunConfig& config,
 } // namespace
 
 std::string RunConfig::name() const {
-  return fmt::format("{}/{}/{} thread{}", modeName(mode).str(), formatBlockOrder(order), threads,
-                     threads == 1 ? "" : "s");
+  return fmt::format("{}/{}/{} thread{}/{}", modeName(mode).str(), formatBlockOrder(order), threads,
+                     threads == 1 ? "" : "s", hostExecutionName(execution).str());
 }
 
 std::vector<RunConfig> allConfigs() {
@@ -117,7 +119,8 @@ std::vector<RunConfig> allConfigs() {
     for (BlockOrder::Kind kind :
          {BlockOrder::Kind::Forward, BlockOrder::Kind::Reverse, BlockOrder::Kind::Shuffle})
       for (unsigned threads : {1u, 3u})
-        configs.push_back({mode, BlockOrder{kind, 12345}, threads});
+        for (HostExecution execution : {HostExecution::Verify, HostExecution::Fast})
+          configs.push_back({mode, BlockOrder{kind, 12345}, threads, execution});
   return configs;
 }
 

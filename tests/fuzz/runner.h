@@ -16,12 +16,14 @@ struct RunConfig {
   SegmentationMode mode = SegmentationMode::Batched;
   BlockOrder order;
   unsigned threads = 1;
-  /// e.g. "batched/reverse/3 threads".
+  HostExecution execution = HostExecution::Verify;
+  /// e.g. "batched/reverse/3 threads/fast".
   std::string name() const;
 };
 
 /// Every mode (per-component, batched, packed) x block order (forward, reverse, shuffled) x
-/// thread count (1, 3).
+/// thread count (1, 3) x host execution (verify, fast; the fast path's threads each take work
+/// however small the case).
 std::vector<RunConfig> allConfigs();
 
 /// What a case did.

@@ -172,8 +172,10 @@ def test_execute_options_and_scalar_ranges_are_checked():
     ints = np.arange(3)
     with pytest.raises(widefuse.Error, match="does not fit in 64 bits"):
         fd.execute([ints, 2**63])
-    with pytest.raises(widefuse.Error, match="threads must be an integer >= 1"):
+    with pytest.raises(widefuse.Error, match="threads must be an integer >= 1 or None"):
         fd.execute([ints, 1], threads=-1)
+    with pytest.raises(widefuse.Error, match="host_execution='slow'.*'fast'.*'verify'"):
+        fd.execute([ints, 1], host_execution="slow")
     with pytest.raises(widefuse.Error, match="device 0 only"):
         fd.execute([ints, 1], device=1)
     (result,) = fd.execute([ints, 1], device=0)

@@ -230,19 +230,23 @@ TEST_F(Cli, RunOnTheHostBackendEqualsTheReferenceInEveryBlockOrder) {
   ASSERT_EQ(reference.exitCode, 0) << reference.err;
   std::string z = readFile(file("out/z.npy")), h = readFile(file("out/h.npy")),
               step = readFile(file("out/step.npy"));
-  for (const char* order : {"forward", "reverse", "shuffle:3"}) {
-    CliResult host = runAxpy(std::string(kGoodInputs) + " --backend host --block-order " + order);
-    ASSERT_EQ(host.exitCode, 0) << host.err;
-    EXPECT_EQ(nlohmann::json::parse(host.out)["backend"], "host");
-    EXPECT_EQ(readFile(file("out/z.npy")), z) << order;
-    EXPECT_EQ(readFile(file("out/h.npy")), h) << order;
-    EXPECT_EQ(readFile(file("out/step.npy")), step) << order;
+  for (const char* execution : {"fast", "verify"})
+    for (const char* order : {"forward", "reverse", "shuffle:3"}) {
+      CliResult host = runAxpy(std::string(kGoodInputs) + " --backend host --host-execution " +
+                               execution + " --block-order " + order);
+      ASSERT_EQ(host.exitCode, 0) << host.err;
+      EXPECT_EQ(nlohmann::json::parse(host.out)["backend"], "host");
+      EXPECT_EQ(readFile(file("out/z.npy")), z) << execution << " " << order;
+      EXPECT_EQ(readFile(file("out/h.npy")), h) << execution << " " << order;
+      EXPECT_EQ(readFile(file("out/step.npy")), step) << execution << " " << order;
+    }
+  for (const char* threads : {"1", "2", "0"}) {
+    CliResult threaded = runAxpy(std::string(kGoodInputs) + " --backend host --threads " + threads);
+    ASSERT_EQ(threaded.exitCode, 0) << threaded.err;
+    EXPECT_EQ(readFile(file("out/z.npy")), z) << threads;
   }
-  CliResult threaded = runAxpy(std::string(kGoodInputs) + " --backend host --threads 2");
-  ASSERT_EQ(threaded.exitCode, 0) << threaded.err;
-  EXPECT_EQ(readFile(file("out/z.npy")), z);
-  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --threads 0"),
-                     "--threads must be 1 or more");
+  expectOneLineError(runAxpy(std::string(kGoodInputs) + " --host-execution slow"),
+                     "unknown host execution 'slow'");
   expectOneLineError(runAxpy(std::string(kGoodInputs) + " --block-order sideways"),
                      "unknown block order 'sideways'");
   expectOneLineError(runAxpy(std::string(kGoodInputs) + " --backend gpu"), "unknown backend 'gpu'");
