@@ -1,0 +1,163 @@
+"""The host backend's fast path next to torch's fastest CPU optimizer, in one run, with the same
+number of threads (issue: the host backend at memory speed):
+
+- triad: a = b + s * c over 2^25 float32 elements with torch (torch.add(b, c, alpha=s, out=a),
+  torch's own vectorized, multi-threaded kernel): the machine's streaming bandwidth, counted
+  as STREAM does (12 bytes per element).
+- gpt2/<optimizer>: one Adam step over the gpt2 preset's 148 parameters (124M float32
+  elements; 28 bytes per element: p, g, m, v read, p, m, v written), the same grads every step
+  (the steady state of a training loop's step()).
+- small1000/<optimizer>: one Adam step over 1000 parameters of 64 elements: dispatch and run.
+- gpt2-<name>/widefuse: user-defined pointwise optimizers built on widefuse.optim's
+  PointwiseOptimizer (RMSprop, Lion: 20 bytes per element) over the same shapes, in GB/s.
+- gpt2-bf16/<optimizer>: bf16 parameters and grads; widefuse keeps fp32 state (with fp32
+  master weights) when widefuse.optim supports it, torch keeps its state in the parameters'
+  dtype.
+
+Every figure is the median step time of `--steps` steps after 2 warm-up steps; GB/s is the
+bytes the step must move divided by that time. Prints Google Benchmark-style JSON (medians)
+for benchmarks/report.py, and with --markdown a table for docs/performance.md.
+Usage: PYTHONPATH=build/python .venv/bin/python benchmarks/host_speed_benchmark.py
+           [--threads N] [--steps N] [--markdown]
+"""
+
+import argparse
+import inspect
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+import widefuse
+import widefuse.optim
+
+
+def median_seconds(function, steps, warmup=2):
+    times = []
+    for step in range(warmup + steps):
+        start = time.perf_counter()
+        function()
+        if step >= warmup:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def triad(steps):
+    n = 1 << 25
+    b, c = torch.rand(n), torch.rand(n)
+    a = torch.empty(n)
+    seconds = median_seconds(lambda: torch.add(b, c, alpha=3.0, out=a), steps)
+    return seconds, 12 * n
+
+
+def parameters(shapes, dtype=torch.float32):
+    generator = torch.Generator().manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(shape, generator=generator).to(dtype))
+              for shape in shapes]
+    for param in params:
+        param.grad = torch.randn(param.shape, generator=generator).to(dtype)
+    return params
+
+
+def step_seconds(shapes, make_optimizer, steps, dtype=torch.float32):
+    optimizer = make_optimizer(parameters(shapes, dtype))
+    return median_seconds(optimizer.step, steps)
+
+
+def widefuse_supports(cls, argument):
+    return argument in inspect.signature(cls.__init__).parameters
+
+
+def cases(threads):
+    """(name, shapes, dtype, make_optimizer, bytes per element) of every measured step."""
+    gpt2 = [tuple(shape) for shape in widefuse.model_shapes("gpt2")]
+    small = [(64,)] * 1000
+    adam = {
+        "widefuse": lambda p: widefuse.optim.Adam(p, lr=1e-3, threads=threads),
+        "torch_fused": lambda p: torch.optim.Adam(p, lr=1e-3, fused=True),
+        "torch_foreach": lambda p: torch.optim.Adam(p, lr=1e-3, foreach=True),
+    }
+    for shapes, label in ((gpt2, "gpt2"), (small, "small1000")):
+        for name, make in adam.items():
+            yield f"{label}/{name}", shapes, torch.float32, make, 28
+    yield ("gpt2-rmsprop/widefuse", gpt2, torch.float32,
+           lambda p: widefuse.optim.RMSprop(p, lr=1e-3, threads=threads), 20)
+    yield ("gpt2-rmsprop/torch_foreach", gpt2, torch.float32,
+           lambda p: torch.optim.RMSprop(p, lr=1e-3, foreach=True), 20)
+    yield ("gpt2-lion/widefuse", gpt2, torch.float32,
+           lambda p: widefuse.optim.Lion(p, lr=1e-4, threads=threads), 20)
+    # bf16 parameters: torch's state is bf16 (14 bytes per element); widefuse's fp32 state
+    # with an fp32 master (p, g bf16; master, m, v fp32 read and written: 32 bytes).
+    yield ("gpt2-bf16/torch_fused", gpt2, torch.bfloat16,
+           lambda p: torch.optim.Adam(p, lr=1e-3, fused=True), 14)
+    if widefuse_supports(widefuse.optim.Adam, "master_weights"):
+        yield ("gpt2-bf16-master/widefuse", gpt2, torch.bfloat16,
+               lambda p: widefuse.optim.Adam(p, lr=1e-3, threads=threads, master_weights=True),
+               32)
+    else:
+        yield ("gpt2-bf16/widefuse", gpt2, torch.bfloat16,
+               lambda p: widefuse.optim.Adam(p, lr=1e-3, threads=threads), 14)
+
+
+def row(name, seconds, steps, **counters):
+    micros = seconds * 1e6
+    return dict(name=name, run_name=name, run_type="aggregate", aggregate_name="median",
+                real_time=micros, cpu_time=micros, time_unit="us", iterations=steps,
+                **counters)
+
+
+def markdown(rows, context):
+    print(f"{context['date']}, {context['cpu']} ({context['num_cpus']} CPUs), "
+          f"{context['threads']} threads for torch and widefuse, torch {context['torch']}, "
+          f"load average {', '.join(f'{x:.2f}' for x in context['load_avg'])}; median of "
+          f"{context['steps']} steps.\n")
+    print("| case | step time | GB/s | of the triad |")
+    print("|---|---:|---:|---:|")
+    triad_rate = next(r["GB_per_s"] for r in rows if r["name"] == "triad")
+    for r in rows:
+        millis = r["real_time"] / 1e3
+        print(f"| {r['name']} | {millis:.3g} ms | {r['GB_per_s']:.1f} | "
+              f"{100 * r['GB_per_s'] / triad_rate:.0f}% |")
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--steps", type=int, default=7)
+    parser.add_argument("--markdown", action="store_true")
+    arguments = parser.parse_args()
+    torch.set_num_threads(arguments.threads)
+    rows = []
+    seconds, moved = triad(arguments.steps * 3)
+    rows.append(row("triad", seconds, arguments.steps * 3, GB_per_s=moved / seconds / 1e9))
+    for name, shapes, dtype, make, bytes_per_element in cases(arguments.threads):
+        print(f"host_speed_benchmark: {name}", file=sys.stderr)
+        seconds = step_seconds(shapes, make, arguments.steps, dtype)
+        elements = sum(torch.Size(shape).numel() for shape in shapes)
+        rows.append(row(name, seconds, arguments.steps, params=len(shapes),
+                        GB_per_s=bytes_per_element * elements / seconds / 1e9))
+    context = dict(date=time.strftime("%Y-%m-%d"), num_cpus=os.cpu_count(), cpu=cpu_model(),
+                   load_avg=list(os.getloadavg()), library_build_type="release",
+                   torch=torch.__version__, threads=arguments.threads, steps=arguments.steps)
+    if arguments.markdown:
+        markdown(rows, context)
+    else:
+        json.dump(dict(context=context, benchmarks=rows), sys.stdout, indent=1)
+
+
+if __name__ == "__main__":
+    main()

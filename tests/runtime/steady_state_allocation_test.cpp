@@ -1,0 +1,92 @@
+// A prepared optimizer step allocates nothing on the host backend's fast path: the launch
+// tables are bound once, the worker threads are started once, and a step only wakes them.
+// (A step after rebindTensor/setScalar binds its tables again: docs/runtime.md.)
+// Counted with a replacement of the global allocation functions (this executable only).
+
+#include "runtime/fusion_executor.h"
+
+#include "optim/seed_adam.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+namespace {
+
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+
+void* allocate(std::size_t size) {
+  if (counting.load(std::memory_order_relaxed))
+    allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* memory = std::malloc(size ? size : 1))
+    return memory;
+  throw std::bad_alloc();
+}
+
+} // namespace
+
+void* operator new(std::size_t size) {
+  return allocate(size);
+}
+void* operator new[](std::size_t size) {
+  return allocate(size);
+}
+void operator delete(void* memory) noexcept {
+  std::free(memory);
+}
+void operator delete[](void* memory) noexcept {
+  std::free(memory);
+}
+void operator delete(void* memory, std::size_t) noexcept {
+  std::free(memory);
+}
+void operator delete[](void* memory, std::size_t) noexcept {
+  std::free(memory);
+}
+
+using namespace widefuse;
+
+namespace {
+
+/// Allocations made by `steps` calls of `step`.
+template <typename Step> long allocationsOf(int steps, Step&& step) {
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < steps; ++i)
+    step();
+  counting = false;
+  return allocations.load();
+}
+
+} // namespace
+
+TEST(SteadyState, APreparedStepAllocatesNothing) {
+  std::vector<optim::Shape> shapes;
+  for (int i = 0; i < 50; ++i)
+    shapes.push_back({i % 5 == 0 ? 300000 : 1 + 37 * i});
+  auto fusion = optim::buildSeedAdam(shapes);
+  std::vector<HostTensor> tensors;
+  std::vector<Argument> arguments;
+  for (const Value* input : fusion->inputs()) {
+    if (!input->isTensor())
+      break;
+    tensors.emplace_back(input->dtype(), llvm::SmallVector<int64_t, 4>(input->extents().begin(),
+                                                                       input->extents().end()));
+  }
+  for (HostTensor& tensor : tensors)
+    arguments.push_back(tensor.ref());
+  for (double scalar : {1e-3, 0.9, 0.999, 1e-8})
+    arguments.push_back(ScalarArgument(scalar));
+  for (unsigned threads : {1u, 2u}) {
+    ExecutorOptions options;
+    options.backend = Backend::Host;
+    options.hostThreads = threads;
+    FusionExecutorCache executor(*fusion, options);
+    std::unique_ptr<PreparedRun> prepared = executor.prepare(arguments);
+    prepared->launch(); // the first launch may start the workers
+    EXPECT_EQ(allocationsOf(20, [&] { prepared->launch(); }), 0) << threads << " threads";
+  }
+}
