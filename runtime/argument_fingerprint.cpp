@@ -34,11 +34,16 @@ bool forEachFingerprintWord(llvm::ArrayRef<Argument> arguments, Visit visit) {
 
 Fingerprint fingerprintOf(llvm::ArrayRef<Argument> arguments) {
   std::vector<int64_t> words;
+  fingerprintInto(arguments, words);
+  return std::make_shared<const std::vector<int64_t>>(std::move(words));
+}
+
+void fingerprintInto(llvm::ArrayRef<Argument> arguments, std::vector<int64_t>& words) {
+  words.clear();
   forEachFingerprintWord(arguments, [&](int64_t word) {
     words.push_back(word);
     return true;
   });
-  return std::make_shared<const std::vector<int64_t>>(std::move(words));
 }
 
 bool hasFingerprint(llvm::ArrayRef<Argument> arguments, const std::vector<int64_t>& fingerprint) {

@@ -20,6 +20,10 @@ using Fingerprint = std::shared_ptr<const std::vector<int64_t>>;
 /// The fingerprint of `arguments`.
 Fingerprint fingerprintOf(llvm::ArrayRef<Argument> arguments);
 
+/// The fingerprint of `arguments` written into `words` (which allocates nothing when it
+/// already holds one of arguments of the same shapes).
+void fingerprintInto(llvm::ArrayRef<Argument> arguments, std::vector<int64_t>& words);
+
 /// True when `arguments` have fingerprint `fingerprint`; compares without building one, so the
 /// steady state allocates nothing.
 bool hasFingerprint(llvm::ArrayRef<Argument> arguments, const std::vector<int64_t>& fingerprint);

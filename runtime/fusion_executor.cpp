@@ -120,6 +120,9 @@ FusionExecutorCache::FusionExecutorCache(const Fusion& fusion, ExecutorOptions o
     device_.maxParameterBytes = CudaDevice::get().maxParameterBytes();
   if (!options_.dumps)
     options_.dumps = dumpOptionsFromEnvironment();
+  inputIndex_.assign(fusion_.numValues(), -1);
+  for (size_t i = 0; i < fusion_.inputs().size(); ++i)
+    inputIndex_[fusion_.inputs()[i]->id()] = int(i);
 }
 
 FusionExecutorCache::~FusionExecutorCache() = default;
@@ -288,6 +291,35 @@ void FusionExecutorCache::bindAndLaunch(CompiledSpecialization& specialization,
   // outputs bind their fresh outputs every time and are never reused).
   if (!reuse && cached.owns_lock() && outputs.empty())
     reusable = checked ? checked : fingerprintOf(arguments);
+}
+
+bool FusionExecutorCache::launchPatched(CompiledSpecialization& specialization,
+                                        llvm::ArrayRef<Argument> arguments,
+                                        llvm::ArrayRef<uint8_t> changed, const Fingerprint& before,
+                                        const std::shared_ptr<std::vector<int64_t>>& after) {
+  if (backend_ != Backend::Host || !before)
+    return false;
+  std::unique_lock<std::mutex> cached(specialization.bindingMutex, std::try_to_lock);
+  if (!cached.owns_lock() || specialization.fingerprint != before ||
+      specialization.bindings.empty())
+    return false;
+  auto argumentOf = [&](unsigned value) -> const Argument& {
+    return arguments[size_t(inputIndex_[value])];
+  };
+  for (LaunchBinding& binding : specialization.bindings)
+    patchArguments(binding, changed, argumentOf);
+  // `after` may be `before` (the run's own fingerprint since its last change): both the words
+  // and the bindings change here, under the lock that every reader of them holds.
+  fingerprintInto(arguments, *after);
+  specialization.fingerprint = after;
+  try {
+    runBound(specialization, specialization.bindings, false);
+  } catch (...) {
+    specialization.fingerprint = nullptr;
+    specialization.bindings.clear();
+    throw;
+  }
+  return true;
 }
 
 namespace {

@@ -136,6 +136,15 @@ private:
   void bind(const CompiledFusion& compiled, llvm::ArrayRef<Argument> arguments,
             const RuntimeShapes& shapes, llvm::ArrayRef<TensorRef> outputs,
             std::vector<LaunchBinding>& bindings, std::vector<std::vector<uint32_t>>& tickets);
+  /// A PreparedRun's step after some of its arguments moved or changed (`changed`: by value
+  /// id): when the host backend's cached bindings are still those of its arguments before the
+  /// change (`before`), rewrites just the changed pointers and scalars in them, makes
+  /// `after` (the new arguments' fingerprint, written into by this call) theirs, runs them and
+  /// returns true. Otherwise (another run bound them since, or the CUDA backend, whose tables
+  /// may live on the device) does nothing and returns false.
+  bool launchPatched(CompiledSpecialization& specialization, llvm::ArrayRef<Argument> arguments,
+                     llvm::ArrayRef<uint8_t> changed, const Fingerprint& before,
+                     const std::shared_ptr<std::vector<int64_t>>& after);
   /// Runs the bound launches on the backend.
   void runBound(CompiledSpecialization& specialization, std::vector<LaunchBinding>& bindings,
                 bool rebound);
@@ -145,6 +154,8 @@ private:
   Backend backend_ = Backend::Host;
   DeviceDescription device_;
   mutable std::mutex mutex_;
+  /// The position in fusion_.inputs() of each input's value id (-1 for other values).
+  std::vector<int> inputIndex_;
   /// The fusion's components (for the 64-bit index flags of a specialization).
   std::unique_ptr<SegmentedFusion> components_;
   std::map<std::vector<bool>, std::shared_ptr<CompiledSpecialization>> specializations_;

@@ -85,7 +85,8 @@ std::shared_ptr<const HostKernel> loadKernel(const std::string& path, llvm::Stri
   std::string symbol = name.str() + "_host_block";
   std::string fastSymbol = name.str() + "_host_fast_block";
   void* function = dlsym(library, symbol.c_str());
-  void* fast = dlsym(library, fastSymbol.c_str()); // generated kernels have it; test kernels may not
+  void* fast =
+      dlsym(library, fastSymbol.c_str()); // generated kernels have it; test kernels may not
   if (!function) {
     problem = fmt::format("no symbol {}", symbol);
     dlclose(library);

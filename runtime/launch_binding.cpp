@@ -74,7 +74,8 @@ private:
   void bindMember(unsigned member, std::vector<std::byte>& entries, size_t entryOffset,
                   LaunchBinding& binding, bool first);
   void bindSlot(const BodyPlan& body, const Slot& slot, const Component& component, unsigned member,
-                llvm::ArrayRef<int64_t> domain, std::vector<std::byte>& bytes, size_t base);
+                llvm::ArrayRef<int64_t> domain, LaunchBinding& binding,
+                std::vector<std::byte>& bytes, size_t base);
 
   const KernelPlan& plan_;
   const SegmentedFusion& segmented_;
@@ -100,7 +101,7 @@ const Value* slotValue(const Slot& slot, const Component& component) {
 }
 
 void Binder::bindSlot(const BodyPlan& body, const Slot& slot, const Component& component,
-                      unsigned member, llvm::ArrayRef<int64_t> domain,
+                      unsigned member, llvm::ArrayRef<int64_t> domain, LaunchBinding& binding,
                       std::vector<std::byte>& bytes, size_t base) {
   if (slot.kind == SlotKind::LiftedConstant) {
     const SignatureClass& signature = segmented_.signatureClasses[body.signatureClass];
@@ -109,6 +110,9 @@ void Binder::bindSlot(const BodyPlan& body, const Slot& slot, const Component& c
     return;
   }
   const Value* value = slotValue(slot, component);
+  if (slot.source.kind == SlotSource::Kind::Input)
+    binding.sites.push_back({value->id(), &bytes == &binding.table, slot.kind == SlotKind::Scalar,
+                             slot.dtype, uint32_t(base + slot.offset)});
   if (slot.kind == SlotKind::Scalar) {
     encodeScalar(slot.dtype, scalarOf_(value), bytes.data() + base + slot.offset);
     return;
@@ -159,9 +163,9 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
       put(entries, entryOffset + body.extentsOffset + 8 * d, domain[d]);
   for (const Slot& slot : body.slots) {
     if (!slot.shared)
-      bindSlot(body, slot, component, member, domain, entries, entryOffset);
+      bindSlot(body, slot, component, member, domain, binding, entries, entryOffset);
     else if (first) // shared slots hold the same value for every member
-      bindSlot(body, slot, component, member, domain, binding.parameters, 0);
+      bindSlot(body, slot, component, member, domain, binding, binding.parameters, 0);
   }
 }
 
@@ -194,6 +198,20 @@ LaunchBinding bindLaunch(const KernelPlan& plan, const KernelLaunch& launch,
                          const RuntimeShapes& shapes, TensorLookup tensorOf,
                          ScalarLookup scalarOf) {
   return Binder(plan, shapes, tensorOf, scalarOf).bind(launch);
+}
+
+void patchArguments(LaunchBinding& binding, llvm::ArrayRef<uint8_t> changed,
+                    llvm::function_ref<const Argument&(unsigned value)> argumentOf) {
+  for (const ArgumentSite& site : binding.sites) {
+    if (!changed[site.value])
+      continue;
+    std::vector<std::byte>& bytes = site.inTable ? binding.table : binding.parameters;
+    const Argument& argument = argumentOf(site.value);
+    if (site.isScalar)
+      encodeScalar(site.dtype, std::get<ScalarArgument>(argument), bytes.data() + site.offset);
+    else
+      put(bytes, site.offset, std::get<TensorRef>(argument).data);
+  }
 }
 
 unsigned gridBlocks(const LaunchBinding& binding, unsigned maxBlocks) {

@@ -13,6 +13,19 @@
 
 namespace widefuse {
 
+/// Where a launch's bytes hold an input's value: a tensor's data pointer or a runtime
+/// scalar, in the parameter block or the member table. A tensor moved to memory of the same
+/// layout, or a new scalar value, changes only these bytes.
+struct ArgumentSite {
+  /// The input's value id.
+  unsigned value = 0;
+  bool inTable = false;
+  bool isScalar = false;
+  /// The scalar's dtype in the kernel.
+  DataType dtype = DataType::Float;
+  uint32_t offset = 0;
+};
+
 /// One launch's bytes.
 struct LaunchBinding {
   /// The kernel's single argument (KernelPlan::parameterBytes, 8-byte aligned size).
@@ -23,6 +36,8 @@ struct LaunchBinding {
   unsigned numChunks = 0;
   /// Total elements of all members' domains: the launch's work.
   int64_t numElements = 0;
+  /// Every input's pointer and scalar in `parameters` and `table`.
+  std::vector<ArgumentSite> sites;
 };
 
 /// The tensor a fusion value is bound to in this run, as an input (read, or written by
@@ -43,6 +58,12 @@ inline constexpr int64_t kMaxChunks = (int64_t(1) << 31) - kMaxGridBlocks;
 /// header stay null; see setTableAddresses.
 LaunchBinding bindLaunch(const KernelPlan& plan, const KernelLaunch& launch,
                          const RuntimeShapes& shapes, TensorLookup tensorOf, ScalarLookup scalarOf);
+
+/// Rewrites the sites of the inputs whose value id is set in `changed` with their arguments'
+/// new pointers and scalars (`argumentOf`: the argument of an input value id), leaving every
+/// other byte as it was: a tensor must keep its dtype, shape and strides.
+void patchArguments(LaunchBinding& binding, llvm::ArrayRef<uint8_t> changed,
+                    llvm::function_ref<const Argument&(unsigned value)> argumentOf);
 
 /// The grid of a launch: one block per chunk up to `maxBlocks` and kMaxGridBlocks (then blocks
 /// take several chunks each), at least one block.

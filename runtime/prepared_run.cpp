@@ -13,8 +13,13 @@ PreparedRun::PreparedRun(FusionExecutorCache& executor, std::vector<Argument> ar
                          std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint)
     : executor_(&executor), arguments_(std::move(arguments)),
       specialization_(std::move(specialization)), shapes_(std::move(shapes)),
-      fingerprint_(std::move(fingerprint)) {
+      fingerprint_(std::move(fingerprint)), changed_(executor.fusion_.numValues(), 0) {
   collectWrittenSpans();
+}
+
+void PreparedRun::markChanged(size_t index) {
+  changed_[executor_->fusion_.inputs()[index]->id()] = 1;
+  anyChanged_ = true;
 }
 
 void PreparedRun::collectWrittenSpans() {
@@ -36,8 +41,21 @@ void PreparedRun::collectWrittenSpans() {
 RunResult PreparedRun::launch() {
   if (!specialization_) // the reference evaluator: nothing was prepared
     return executor_->run(arguments_);
-  if (!fingerprint_)
-    fingerprint_ = fingerprintOf(arguments_);
+  if (anyChanged_) {
+    if (!own_)
+      own_ = std::make_shared<std::vector<int64_t>>();
+    bool patched =
+        executor_->launchPatched(*specialization_, arguments_, changed_, fingerprint_, own_);
+    if (!patched) { // own_ may still be what another thread's run compares with: a new one
+      own_ = std::make_shared<std::vector<int64_t>>();
+      fingerprintInto(arguments_, *own_);
+    }
+    fingerprint_ = own_;
+    std::fill(changed_.begin(), changed_.end(), 0);
+    anyChanged_ = false;
+    if (patched)
+      return RunResult{};
+  }
   return executor_->launch(*specialization_, arguments_, *shapes_, fingerprint_, {});
 }
 
@@ -79,7 +97,7 @@ void PreparedRun::rebindTensor(size_t index, void* data) {
     }
     *tensor = moved;
   }
-  fingerprint_ = nullptr;
+  markChanged(index);
 }
 
 void PreparedRun::setScalar(size_t index, ScalarArgument value) {
@@ -93,7 +111,7 @@ void PreparedRun::setScalar(size_t index, ScalarArgument value) {
     fail("setScalar: input '{}' is a tensor", input.name());
   checkScalarArgument(input, value);
   *scalar = value;
-  fingerprint_ = nullptr;
+  markChanged(index);
 }
 
 } // namespace widefuse

@@ -23,7 +23,8 @@ struct RuntimeShapes;
 /// not outlive the FusionExecutorCache that made it.
 class PreparedRun {
 public:
-  /// One step with the prepared arguments (scalars included).
+  /// One step with the prepared arguments (scalars included). After rebindTensor/setScalar,
+  /// the host backend rewrites only the changed pointers and scalars in its launch tables.
   RunResult launch();
 
   /// Points tensor argument `index` at `data` for the following launches: memory laid out as
@@ -45,12 +46,21 @@ private:
   /// The byte spans of the copy_ destinations, in address order (they never overlap).
   void collectWrittenSpans();
 
+  /// Records that argument `index` changed since the last launch.
+  void markChanged(size_t index);
+
   FusionExecutorCache* executor_;
   std::vector<Argument> arguments_;
   std::shared_ptr<CompiledSpecialization> specialization_;
   std::shared_ptr<const RuntimeShapes> shapes_;
-  /// Null after a change, until the next launch fingerprints the arguments again.
+  /// The arguments' fingerprint as of the last launch.
   Fingerprint fingerprint_;
+  /// This run's own fingerprint, rewritten in place after changes (made on the first change:
+  /// the first fingerprint may be shared with run()); the steady state allocates no other.
+  std::shared_ptr<std::vector<int64_t>> own_;
+  /// By value id: the inputs changed since the last launch; `anyChanged_` if one is.
+  std::vector<uint8_t> changed_;
+  bool anyChanged_ = false;
   struct WrittenSpan {
     uintptr_t start, end;
     size_t index;

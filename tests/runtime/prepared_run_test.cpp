@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <functional>
 #include <string>
@@ -140,6 +142,65 @@ TEST_P(PreparedDescent, BadChangesAreClearErrors) {
   prepared->launch(); // the prepared arguments are untouched
   expectStep(g1, 0.5);
   EXPECT_TRUE(sameBits(p, expected));
+}
+
+TEST(PreparedRun, ChangesRewriteTheTablesOfEveryModeInPlace) {
+  // Many members (per-component: a launch each; batched/packed: one table) with new grads and
+  // a new learning rate every step, the host backend's tables patched in place; a plain run()
+  // of other arrays on the same executor in between takes the tables over, and the prepared
+  // step after it binds them again.
+  FusionDefinition fd("descents");
+  Val lr = fd.defineScalar(DataType::Double, "lr");
+  std::vector<Val> params, grads;
+  for (int i = 0; i < 12; ++i) {
+    params.push_back(fd.defineTensor({-1}, DataType::Float, fmt::format("p{}", i)));
+    grads.push_back(fd.defineTensor({-1}, DataType::Float, fmt::format("g{}", i)));
+    fd.copy_(params.back() - lr * grads.back() * double(i + 1), params.back());
+  }
+  auto fusion = fd.finalize();
+  for (SegmentationMode mode :
+       {SegmentationMode::PerComponent, SegmentationMode::Batched, SegmentationMode::Packed}) {
+    SCOPED_TRACE(modeName(mode).str());
+    std::vector<HostTensor> p, expected, g[2], other;
+    for (int i = 0; i < 12; ++i) {
+      p.push_back(filled(100 + 371 * i, 1.0f + i, 0.25f));
+      expected.push_back(p.back());
+      other.push_back(p.back());
+      for (int k = 0; k < 2; ++k)
+        g[k].push_back(filled(100 + 371 * i, float(k) - 0.5f * i, 0.125f * (k + 1)));
+    }
+    auto arguments = [&](std::vector<HostTensor>& ps, std::vector<HostTensor>& gs, double rate) {
+      std::vector<Argument> list = {ScalarArgument(rate)};
+      for (int i = 0; i < 12; ++i) {
+        list.push_back(ps[i].ref());
+        list.push_back(gs[i].ref());
+      }
+      return list;
+    };
+    ExecutorOptions options;
+    options.backend = Backend::Host;
+    options.mode = mode;
+    FusionExecutorCache executor(*fusion, options);
+    auto prepared = executor.prepare(arguments(p, g[0], 0.5));
+    for (int step = 0; step < 6; ++step) {
+      double rate = 0.5 / (step + 1);
+      for (int i = 0; i < 12; ++i)
+        prepared->rebindTensor(size_t(2 + 2 * i), g[step % 2][i].data());
+      prepared->setScalar(0, ScalarArgument(rate));
+      prepared->launch();
+      evaluate(*fusion, arguments(expected, g[step % 2], rate));
+      if (step == 3)
+        executor.run(arguments(other, g[1], 0.25));
+    }
+    std::vector<HostTensor> otherExpected;
+    for (int i = 0; i < 12; ++i) {
+      EXPECT_TRUE(sameBits(p[i], expected[i])) << "member " << i;
+      otherExpected.push_back(filled(100 + 371 * i, 1.0f + i, 0.25f));
+    }
+    evaluate(*fusion, arguments(otherExpected, g[1], 0.25));
+    for (int i = 0; i < 12; ++i)
+      EXPECT_TRUE(sameBits(other[i], otherExpected[i])) << "run() on member " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PreparedDescent,

@@ -1,6 +1,6 @@
 // A prepared optimizer step allocates nothing on the host backend's fast path: the launch
-// tables are bound once, the worker threads are started once, and a step only wakes them.
-// (A step after rebindTensor/setScalar binds its tables again: docs/runtime.md.)
+// tables are bound once, the worker threads are started once, and a step only wakes them; a
+// step with new grad tensors or a scheduled learning rate rewrites those entries in place.
 // Counted with a replacement of the global allocation functions (this executable only).
 
 #include "runtime/fusion_executor.h"
@@ -88,5 +88,21 @@ TEST(SteadyState, APreparedStepAllocatesNothing) {
     std::unique_ptr<PreparedRun> prepared = executor.prepare(arguments);
     prepared->launch(); // the first launch may start the workers
     EXPECT_EQ(allocationsOf(20, [&] { prepared->launch(); }), 0) << threads << " threads";
+    // Every step new grads (two sets in turn, as torch's zero_grad(set_to_none=True) gives)
+    // and a new learning rate.
+    std::vector<HostTensor> grads[2];
+    for (auto& set : grads)
+      for (size_t p = 0; p < shapes.size(); ++p)
+        set.push_back(tensors[5 * p + 1]);
+    size_t lr = fusion->inputs().size() - 4;
+    auto newGrads = [&, step = 0]() mutable {
+      for (size_t p = 0; p < shapes.size(); ++p)
+        prepared->rebindTensor(5 * p + 1, grads[step % 2][p].data());
+      prepared->setScalar(lr, ScalarArgument(1e-3 / (1 + step)));
+      prepared->launch();
+      ++step;
+    };
+    newGrads(); // the first change makes the run's own fingerprint
+    EXPECT_EQ(allocationsOf(20, newGrads), 0) << threads << " threads";
   }
 }
