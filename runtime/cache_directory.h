@@ -2,7 +2,7 @@
 /// The kernel caches' directories on disk, shared by the cubin cache (KernelCache) and the host
 /// compiler's cache (HostKernelCache) so that both meet the same faults the same way: a
 /// directory that cannot be created or written, a write that fails part way (a full disk), two
-/// processes writing one entry at once. None of them is an error: the caller warns once and
+/// processes writing one record at once. None of them is an error: the caller warns once and
 /// goes on without the disk.
 
 #include <llvm/ADT/StringRef.h>
@@ -21,11 +21,11 @@ std::string prepareCacheDirectory(const std::string& directory);
 
 /// Writes `bytes` to a fresh file beside `path` and renames it over `path`, so that a reader in
 /// this or another process sees the old file or the whole new one, never a part, and two
-/// writers of one entry leave one of their files. Returns "" on success, else the reason; a
+/// writers of one record leave one of their files. Returns "" on success, else the reason; a
 /// failed write leaves nothing behind.
 std::string writeCacheFileAtomically(const std::string& path, llvm::StringRef bytes);
 
-/// True when a read failed because the file, or its directory, is not there: an entry not yet
+/// True when a read failed because the file, or its directory, is not there: a record not yet
 /// written, not a fault to report.
 bool isAbsentFile(std::error_code error);
 

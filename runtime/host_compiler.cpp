@@ -44,7 +44,7 @@ std::string readFile(const fs::path& path) {
   return text.str();
 }
 
-// ---- Fault handling: the compiler, scratch files and cache entries (not the cache key). ----
+// ---- Fault handling: the compiler, scratch files and cache records (not the cache key). ----
 
 /// Runs a shell command; its exit status, or -1 when it could not run or was killed.
 int runCommand(const std::string& command) {
@@ -96,8 +96,8 @@ std::string writeScratchFile(llvm::StringRef name, llvm::StringRef extension, ll
   return {};
 }
 
-/// The 16 hex digits that name the entry of `keyMaterial`.
-std::string entryStem(llvm::StringRef keyMaterial) {
+/// The 16 hex digits that name the record of `keyMaterial`.
+std::string recordStem(llvm::StringRef keyMaterial) {
   std::string name = cacheRecordFileName(keyMaterial);
   return name.substr(0, name.find('.'));
 }
@@ -214,8 +214,8 @@ HostKernelCache& HostKernelCache::global() {
   return *cache;
 }
 
-std::string HostKernelCache::entryPath(llvm::StringRef keyMaterial) const {
-  return joinCachePath(directory_, entryStem(keyMaterial) + ".wfhost");
+std::string HostKernelCache::recordPath(llvm::StringRef keyMaterial) const {
+  return joinCachePath(directory_, recordStem(keyMaterial) + ".wfhost");
 }
 
 bool HostKernelCache::diskEnabled() const {
@@ -259,7 +259,7 @@ std::shared_ptr<const HostKernel> HostKernelCache::loadImage(llvm::StringRef ima
                                                              llvm::StringRef kernelName,
                                                              const std::string& stem,
                                                              std::string& problem) {
-  // A private copy under a name used once: the process never maps the cache entry itself, so
+  // A private copy under a name used once: the process never maps the cache record itself, so
   // another process rewriting or truncating it cannot pull code from under running kernels.
   std::string copy = writeScratchFile(stem, "so", image, problem);
   if (copy.empty())
@@ -270,17 +270,17 @@ std::shared_ptr<const HostKernel> HostKernelCache::loadImage(llvm::StringRef ima
   return kernel;
 }
 
-std::shared_ptr<const HostKernel> HostKernelCache::loadEntry(const std::string& keyMaterial,
-                                                             llvm::StringRef kernelName) {
+std::shared_ptr<const HostKernel> HostKernelCache::loadRecord(const std::string& keyMaterial,
+                                                              llvm::StringRef kernelName) {
   if (!diskEnabled())
     return nullptr;
-  std::string path = entryPath(keyMaterial);
+  std::string path = recordPath(keyMaterial);
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer) {
     if (!isAbsentFile(buffer.getError()))
-      warnAboutCache(fmt::format("host kernel cache entry {} cannot be read ({}); rebuilding", path,
-                                 buffer.getError().message()));
+      warnAboutCache(fmt::format("host kernel cache record {} cannot be read ({}); rebuilding",
+                                 path, buffer.getError().message()));
     return nullptr;
   }
   // The record's checksum and key hash catch a damaged file and one of another key (another
@@ -290,20 +290,20 @@ std::shared_ptr<const HostKernel> HostKernelCache::loadEntry(const std::string& 
       decodeCacheRecord((*buffer)->getBuffer(), keyMaterial, problem);
   if (!record) {
     warnAboutCache(
-        fmt::format("host kernel cache entry {} cannot be used ({}); rebuilding", path, problem));
+        fmt::format("host kernel cache record {} cannot be used ({}); rebuilding", path, problem));
     return nullptr;
   }
   llvm::StringRef image(record->cubin.data(), record->cubin.size());
   std::shared_ptr<const HostKernel> kernel =
-      loadImage(image, kernelName, entryStem(keyMaterial), problem);
+      loadImage(image, kernelName, recordStem(keyMaterial), problem);
   if (!kernel)
     warnAboutCache(
-        fmt::format("host kernel cache entry {} does not load ({}); rebuilding", path, problem));
+        fmt::format("host kernel cache record {} does not load ({}); rebuilding", path, problem));
   return kernel;
 }
 
-void HostKernelCache::storeEntry(const std::string& keyMaterial, llvm::StringRef kernelName,
-                                 llvm::StringRef image) {
+void HostKernelCache::storeRecord(const std::string& keyMaterial, llvm::StringRef kernelName,
+                                  llvm::StringRef image) {
   if (!diskEnabled() || image.empty())
     return;
   // The shared object travels in the cubin cache's record format, in its image field.
@@ -311,7 +311,7 @@ void HostKernelCache::storeEntry(const std::string& keyMaterial, llvm::StringRef
   record.name = kernelName.str();
   record.arch = "host";
   record.cubin.assign(image.begin(), image.end());
-  std::string path = entryPath(keyMaterial);
+  std::string path = recordPath(keyMaterial);
   std::string reason = writeCacheFileAtomically(path, encodeCacheRecord(keyMaterial, record));
   if (reason.empty())
     return;
@@ -335,7 +335,7 @@ std::shared_ptr<const HostKernel> HostKernelCache::buildAndStore(const std::stri
   if (!kernel)
     fail("host backend: the shared object built for kernel '{}' does not load: {}",
          kernelName.str(), problem);
-  storeEntry(keyMaterial, kernelName, readFile(object));
+  storeRecord(keyMaterial, kernelName, readFile(object));
   return kernel;
 }
 
@@ -359,7 +359,7 @@ std::shared_ptr<const HostKernel> HostKernelCache::loadOrBuild(const std::string
     building_.erase(keyMaterial);
     built_.notify_all();
   });
-  std::shared_ptr<const HostKernel> kernel = loadEntry(keyMaterial, kernelName);
+  std::shared_ptr<const HostKernel> kernel = loadRecord(keyMaterial, kernelName);
   if (!kernel)
     kernel = buildAndStore(keyMaterial, source, kernelName);
   std::lock_guard<std::mutex> lock(mutex_);

@@ -54,7 +54,7 @@ private:
   FastBlockFunction fast_;
 };
 
-/// Compiles and loads host kernels; thread-safe. Entries live in `<cache dir>/host/` keyed by
+/// Compiles and loads host kernels; thread-safe. Records live in `<cache dir>/host/` keyed by
 /// the source, the compiler's identity and its flags, in the cubin cache's self-checking record
 /// format; one that is damaged, of another key or does not load is rebuilt (one warning each).
 /// Builds happen in files of their own under $TMPDIR, so a cache directory that
@@ -70,7 +70,7 @@ public:
   /// naming the fix when there is no compiler or no writable temporary directory.
   std::shared_ptr<const HostKernel> compile(llvm::StringRef source, llvm::StringRef kernelName);
 
-  /// Whether entries are read from and written to `<cache dir>/host/` (false without a usable
+  /// Whether records are read from and written to `<cache dir>/host/` (false without a usable
   /// directory, and after a write there failed).
   bool diskEnabled() const;
 
@@ -82,17 +82,17 @@ public:
 private:
   std::shared_ptr<const HostKernel> loadOrBuild(const std::string& keyMaterial,
                                                 llvm::StringRef source, llvm::StringRef kernelName);
-  std::shared_ptr<const HostKernel> loadEntry(const std::string& keyMaterial,
-                                              llvm::StringRef kernelName);
+  std::shared_ptr<const HostKernel> loadRecord(const std::string& keyMaterial,
+                                               llvm::StringRef kernelName);
   std::shared_ptr<const HostKernel>
   buildAndStore(const std::string& keyMaterial, llvm::StringRef source, llvm::StringRef kernelName);
   std::string buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
                                 const std::string& keyMaterial);
   std::shared_ptr<const HostKernel> loadImage(llvm::StringRef image, llvm::StringRef kernelName,
                                               const std::string& stem, std::string& problem);
-  void storeEntry(const std::string& keyMaterial, llvm::StringRef kernelName,
-                  llvm::StringRef image);
-  std::string entryPath(llvm::StringRef keyMaterial) const;
+  void storeRecord(const std::string& keyMaterial, llvm::StringRef kernelName,
+                   llvm::StringRef image);
+  std::string recordPath(llvm::StringRef keyMaterial) const;
 
   std::string directory_;    // <cache dir>/host
   std::string warningTopic_; // <cache dir>: its problems are reported once per process

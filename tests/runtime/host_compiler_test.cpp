@@ -1,4 +1,4 @@
-// The host backend's compiler and its disk cache under faults: damaged entries, an entry of
+// The host backend's compiler and its disk cache under faults: damaged records, a record of
 // another compiler, a cache directory that cannot be written or fills up, two threads and two
 // processes building one kernel at once, a missing or failing host compiler. Each gives the
 // right kernel (rebuilt, or without the disk cache after one warning) or a widefuse::Error
@@ -50,8 +50,8 @@ KernelCacheOptions onDisk(const std::string& directory) {
   return options;
 }
 
-/// The cache entries under `directory`/host (temporary and probe files are not entries).
-std::vector<std::string> entries(const std::string& directory) {
+/// The cache records under `directory`/host (temporary and probe files are not records).
+std::vector<std::string> records(const std::string& directory) {
   std::vector<std::string> found;
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(fs::path(directory) / "host", error))
@@ -65,49 +65,49 @@ size_t lines(const std::string& text) {
   return std::count(text.begin(), text.end(), '\n');
 }
 
-/// Builds the test kernel into one cache, puts its entry changed by `damage` into a second
+/// Builds the test kernel into one cache, puts its record changed by `damage` into a second
 /// cache directory (so that no library this process has loaded shares its path), and checks
-/// that a cache there warns once, rebuilds, gives the right kernel and repairs the entry.
-void expectDamagedEntryIsRebuilt(const std::function<std::string(std::string)>& damage,
-                                 const std::string& warning) {
+/// that a cache there warns once, rebuilds, gives the right kernel and repairs the record.
+void expectDamagedRecordIsRebuilt(const std::function<std::string(std::string)>& damage,
+                                  const std::string& warning) {
   TempDir origin, directory;
   std::string source = hostKernelSource("damaged");
   {
     HostKernelCache first(onDisk(origin.path()));
     EXPECT_EQ(runBlockThree(*first.compile(source, "damaged")), kHostKernelMagic + 3);
   }
-  std::vector<std::string> built = entries(origin.path());
+  std::vector<std::string> built = records(origin.path());
   ASSERT_EQ(built.size(), 1u);
   fs::create_directories(directory.file("host"));
-  std::string entry = (fs::path(directory.file("host")) / fs::path(built[0]).filename()).string();
-  writeFile(entry, damage(readFile(built[0])));
+  std::string record = (fs::path(directory.file("host")) / fs::path(built[0]).filename()).string();
+  writeFile(record, damage(readFile(built[0])));
 
   HostKernelCache second(onDisk(directory.path()));
   ::testing::internal::CaptureStderr();
   std::shared_ptr<const HostKernel> kernel = second.compile(source, "damaged");
   std::string warnings = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(runBlockThree(*kernel), kHostKernelMagic + 3);
-  EXPECT_TRUE(contains(warnings, "widefuse: warning: host kernel cache entry " + entry))
+  EXPECT_TRUE(contains(warnings, "widefuse: warning: host kernel cache record " + record))
       << warnings;
   EXPECT_TRUE(contains(warnings, warning)) << warnings;
   EXPECT_EQ(lines(warnings), 1u) << warnings;
 
-  // The entry was replaced by a good one: a third cache loads it without a word.
+  // The record was replaced by a good one: a third cache loads it without a word.
   HostKernelCache third(onDisk(directory.path()));
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(runBlockThree(*third.compile(source, "damaged")), kHostKernelMagic + 3);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
-  EXPECT_EQ(entries(directory.path()), std::vector<std::string>{entry});
+  EXPECT_EQ(records(directory.path()), std::vector<std::string>{record});
 }
 
-TEST(HostKernelCache, ASecondCacheLoadsTheEntryFromDisk) {
+TEST(HostKernelCache, ASecondCacheLoadsTheRecordFromDisk) {
   TempDir directory;
   std::string source = hostKernelSource("reused");
   {
     HostKernelCache first(onDisk(directory.path()));
     EXPECT_EQ(runBlockThree(*first.compile(source, "reused")), kHostKernelMagic + 3);
   }
-  std::vector<std::string> built = entries(directory.path());
+  std::vector<std::string> built = records(directory.path());
   ASSERT_EQ(built.size(), 1u);
   fs::file_time_type written = fs::last_write_time(built[0]);
   HostKernelCache second(onDisk(directory.path()));
@@ -115,37 +115,37 @@ TEST(HostKernelCache, ASecondCacheLoadsTheEntryFromDisk) {
   EXPECT_EQ(runBlockThree(*second.compile(source, "reused")), kHostKernelMagic + 3);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   EXPECT_EQ(fs::last_write_time(built[0]), written); // loaded, not rebuilt
-  EXPECT_EQ(entries(directory.path()), built);       // and nothing else left behind
+  EXPECT_EQ(records(directory.path()), built);       // and nothing else left behind
 }
 
-TEST(HostKernelCache, ATruncatedEntryIsRebuilt) {
-  expectDamagedEntryIsRebuilt([](std::string entry) { return entry.substr(0, entry.size() / 2); },
-                              "rebuilding");
+TEST(HostKernelCache, ATruncatedRecordIsRebuilt) {
+  expectDamagedRecordIsRebuilt(
+      [](std::string record) { return record.substr(0, record.size() / 2); }, "rebuilding");
 }
 
-TEST(HostKernelCache, AnEmptyEntryIsRebuilt) {
-  expectDamagedEntryIsRebuilt([](std::string) { return std::string(); }, "rebuilding");
+TEST(HostKernelCache, AnEmptyRecordIsRebuilt) {
+  expectDamagedRecordIsRebuilt([](std::string) { return std::string(); }, "rebuilding");
 }
 
-TEST(HostKernelCache, AnEntryWhoseCodeWasAlteredIsRebuiltNotRun) {
+TEST(HostKernelCache, ARecordWhoseCodeWasAlteredIsRebuiltNotRun) {
   // The stored constant changed in the machine code: the file still loads, and without a
   // checksum it would run and store the wrong value.
-  expectDamagedEntryIsRebuilt(
-      [](std::string entry) {
+  expectDamagedRecordIsRebuilt(
+      [](std::string record) {
         int magic = kHostKernelMagic;
         std::string pattern(reinterpret_cast<const char*>(&magic), sizeof magic);
-        size_t at = entry.find(pattern);
+        size_t at = record.find(pattern);
         EXPECT_NE(at, std::string::npos) << "the constant is not in the machine code";
         if (at != std::string::npos)
-          entry[at] ^= 0x01;
-        return entry;
+          record[at] ^= 0x01;
+        return record;
       },
       "rebuilding");
 }
 
-TEST(HostKernelCache, AnEntryTruncatedInPlaceWhileItsKernelRunsHarmsNothing) {
-  // Another process truncates the entry in place (not by renaming a new file over it) while
-  // this one runs the kernel: a kernel mapped from the entry itself would die of SIGBUS.
+TEST(HostKernelCache, ARecordTruncatedInPlaceWhileItsKernelRunsHarmsNothing) {
+  // Another process truncates the record in place (not by renaming a new file over it) while
+  // this one runs the kernel: a kernel mapped from the record itself would die of SIGBUS.
   TempDir directory;
   std::string source = hostKernelSource("inplace");
   {
@@ -154,7 +154,7 @@ TEST(HostKernelCache, AnEntryTruncatedInPlaceWhileItsKernelRunsHarmsNothing) {
   }
   HostKernelCache second(onDisk(directory.path()));
   std::shared_ptr<const HostKernel> kernel = second.compile(source, "inplace"); // from disk
-  std::vector<std::string> built = entries(directory.path());
+  std::vector<std::string> built = records(directory.path());
   ASSERT_EQ(built.size(), 1u);
   writeFile(built[0], "");
   EXPECT_EQ(runBlockThree(*kernel), kHostKernelMagic + 3);
@@ -169,9 +169,9 @@ void writeCompiler(const std::string& path, const std::string& version, const st
   fs::permissions(path, fs::perms::owner_all);
 }
 
-TEST(HostKernelCache, AnEntryOfAnotherCompilerIsRebuilt) {
+TEST(HostKernelCache, ARecordOfAnotherCompilerIsRebuilt) {
   // Two "compilers" that build different code from one source (the second adds 1000) and
-  // report different versions. The second's entry put where the first's belongs must be
+  // report different versions. The second's record put where the first's belongs must be
   // recognised as foreign, not run.
   TempDir directory;
   std::string compiler = fmt::format("exec {} \"$@\"", HostKernelCache::compilerCommand());
@@ -191,11 +191,11 @@ TEST(HostKernelCache, AnEntryOfAnotherCompilerIsRebuilt) {
     HostKernelCache cache(onDisk(cacheA));
     EXPECT_EQ(runBlockThree(*cache.compile(source, "foreign")), kHostKernelMagic + 3);
   }
-  std::vector<std::string> a = entries(cacheA), b = entries(cacheB);
+  std::vector<std::string> a = records(cacheA), b = records(cacheB);
   ASSERT_EQ(a.size(), 1u);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_NE(fs::path(a[0]).filename(), fs::path(b[0]).filename()); // the compiler is in the key
-  // B's entry under A's name, in a third directory (no library loaded here has its path).
+  // B's record under A's name, in a third directory (no library loaded here has its path).
   std::string cacheC = directory.file("c");
   fs::create_directories(fs::path(cacheC) / "host");
   fs::copy_file(b[0], fs::path(cacheC) / "host" / fs::path(a[0]).filename());
@@ -291,7 +291,7 @@ TEST(HostKernelCache, TwoThreadsBuildingOneKernelAtOnceBothGetIt) {
     EXPECT_EQ(kernels[t], kernels[0]) << "thread " << t;
   }
   EXPECT_EQ(runBlockThree(*kernels[0]), kHostKernelMagic + 3);
-  EXPECT_EQ(entries(directory.path()).size(), 1u);
+  EXPECT_EQ(records(directory.path()).size(), 1u);
 }
 
 TEST(HostKernelCache, AMissingCompilerNamesTheVariableAndTheFix) {
@@ -324,7 +324,7 @@ TEST(HostKernelCache, ACompilerFailingOnTheGeneratedCodeIsAnErrorWithItsOutput) 
   path = path.substr(0, path.find_first_of(" \n)"));
   EXPECT_TRUE(contains(readFile(path), "broken_host_block")) << path;
   fs::remove(path);
-  EXPECT_TRUE(entries(directory.file("cache")).empty());
+  EXPECT_TRUE(records(directory.file("cache")).empty());
 }
 
 } // namespace

@@ -1,5 +1,5 @@
 // Several processes compiling one kernel into one cache directory at the same moment: each gets
-// the right kernel, and the directory ends with one valid entry and no temporary files. The
+// the right kernel, and the directory ends with one valid record and no temporary files. The
 // children (kernel_cache_child) block on a pipe until all of them are running, then compile.
 
 #include "runtime/host_compiler.h"

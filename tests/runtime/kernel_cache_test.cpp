@@ -207,7 +207,7 @@ TEST(KernelCache, UnwritableDirectoryCachesInMemory) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), ""); // Warned once, at construction.
 }
 
-TEST(KernelCache, EntryOfAnotherNvrtcVersionIsRecompiled) {
+TEST(KernelCache, RecordOfAnotherNvrtcVersionIsRecompiled) {
   // A valid record of this very kernel, but keyed for another NVRTC (a toolkit upgrade, or a
   // cache shared between machines), found where this NVRTC's record belongs.
   TempDir directory;
