@@ -118,9 +118,16 @@ std::unique_ptr<Fusion> parameterStep(DataType dtype,
   return fd.finalize();
 }
 
-ExecutorOptions hostOptions(SegmentationMode mode = SegmentationMode::Auto) {
+/// The host backend's two ways of running a kernel: each test runs the fast path (the
+/// default: one vectorized loop per member run) and then the verify path (emulated CUDA
+/// threads) over the same tensors, so both are checked past 2^31 elements.
+constexpr HostExecution kExecutions[] = {HostExecution::Fast, HostExecution::Verify};
+
+ExecutorOptions hostOptions(HostExecution execution,
+                            SegmentationMode mode = SegmentationMode::Auto) {
   ExecutorOptions options;
   options.backend = Backend::Host;
+  options.hostExecution = execution;
   options.mode = mode;
   options.hostThreads = 2;
   return options;
@@ -134,52 +141,61 @@ std::vector<unsigned> indexBits(const FusionExecutorCache& executor) {
   return bits;
 }
 
-/// Runs `fusion` once over a `kLarge`-element tensor of `T` filled with `initial(i % 251)`
-/// and a step counter of 3, then checks every sampled element against `expected(i % 251)`.
+/// Runs `fusion` over a `kLarge`-element tensor of `T` filled with `initial(i % 251)` and a
+/// step counter of 3, once on each path of kExecutions; after run k (step 3 + k), every
+/// sampled element must be `expected[k](i % 251)`.
 template <typename T>
-void expectLargeUpdate(const Fusion& fusion, DataType dtype,
-                       const std::function<T(int64_t)>& initial,
-                       const std::function<T(int64_t)>& expected) {
+void expectLargeUpdates(const Fusion& fusion, DataType dtype,
+                        const std::function<T(int64_t)>& initial,
+                        const std::function<T(int64_t)> (&expected)[2]) {
   GuardedBuffer buffer(kLarge, sizeof(T));
   ASSERT_TRUE(buffer.allocated()) << "cannot allocate " << kLarge * sizeof(T) << " bytes";
   T* p = buffer.as<T>();
   fillPeriodic<T>(p, kLarge, 251, initial);
   float step = 3.0f;
-  FusionExecutorCache executor(fusion, hostOptions());
-  executor.run({TensorRef{dtype, {kLarge}, {1}, p}, TensorRef{DataType::Float, {}, {}, &step}});
-  EXPECT_EQ(indexBits(executor), std::vector<unsigned>{64});
-  EXPECT_EQ(step, 4.0f);
-  EXPECT_EQ(countWrong<T>(
-                p, kLarge, [&](int64_t i) { return expected(i % 251); }, "p"),
-            0);
-  EXPECT_TRUE(buffer.guardIntact()) << "bytes past the tensor were written";
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE(hostExecutionName(kExecutions[run]).str());
+    FusionExecutorCache executor(fusion, hostOptions(kExecutions[run]));
+    executor.run({TensorRef{dtype, {kLarge}, {1}, p}, TensorRef{DataType::Float, {}, {}, &step}});
+    EXPECT_EQ(indexBits(executor), std::vector<unsigned>{64});
+    EXPECT_EQ(step, 4.0f + float(run));
+    EXPECT_EQ(countWrong<T>(
+                  p, kLarge, [&](int64_t i) { return expected[run](i % 251); }, "p"),
+              0);
+    EXPECT_TRUE(buffer.guardIntact()) << "bytes past the tensor were written";
+  }
 }
 
 TEST(LargeTensors, AU8ParameterOf2To31Plus17ElementsIsUpdatedInPlace) {
-  // p' = p * 3 + u8(step), wrapping modulo 256.
+  // p' = p * 3 + u8(step), wrapping modulo 256; steps 3 and 4.
   auto fusion = parameterStep(DataType::UInt8,
                               [](Val p, Val step) { return p * 3 + cast(step, DataType::UInt8); });
-  expectLargeUpdate<uint8_t>(
-      *fusion, DataType::UInt8, [](int64_t r) { return uint8_t(r); },
-      [](int64_t r) { return uint8_t(r * 3 + 3); });
+  const std::function<uint8_t(int64_t)> expected[2] = {
+      [](int64_t r) { return uint8_t(r * 3 + 3); },
+      [](int64_t r) { return uint8_t((r * 3 + 3) * 3 + 4); }};
+  expectLargeUpdates<uint8_t>(
+      *fusion, DataType::UInt8, [](int64_t r) { return uint8_t(r); }, expected);
 }
 
 TEST(LargeTensors, AB8ParameterOf2To31Plus17ElementsIsUpdatedInPlace) {
-  // p' = p != b8(fmod(step, 2)): the negation of p at an odd step (3 here).
-  auto fusion = parameterStep(
-      DataType::Bool, [](Val p, Val step) { return ne(p, cast(fmod(step, 2.0), DataType::Bool)); });
-  // Bools are bytes 0/1.
-  expectLargeUpdate<uint8_t>(
-      *fusion, DataType::Bool, [](int64_t r) { return uint8_t((r * r) % 7 < 3); },
-      [](int64_t r) { return uint8_t(!((r * r) % 7 < 3)); });
+  // p' = p != (step > 0): every run negates p. Bools are bytes 0/1.
+  auto fusion = parameterStep(DataType::Bool, [](Val p, Val step) { return ne(p, gt(step, 0.0)); });
+  auto initial = [](int64_t r) { return uint8_t((r * r) % 7 < 3); };
+  const std::function<uint8_t(int64_t)> expected[2] = {
+      [=](int64_t r) { return uint8_t(!initial(r)); }, initial};
+  expectLargeUpdates<uint8_t>(*fusion, DataType::Bool, initial, expected);
 }
 
 TEST(LargeTensors, ABF16ParameterOf2To31Plus17ElementsIsUpdatedInPlace) {
-  // p' = p * (1 - step): with step 3, p * -2, exact in bf16 for the small integers used.
-  auto fusion = parameterStep(DataType::BFloat16, [](Val p, Val step) { return p * (1.0 - step); });
-  expectLargeUpdate<uint16_t>(
+  // p' = p * (step - 5): p * -2, then * -1 (steps 3 and 4), exact in bf16 for the small
+  // integers used.
+  auto fusion = parameterStep(DataType::BFloat16, [](Val p, Val step) { return p * (step - 5.0); });
+  const std::function<uint16_t(int64_t)> expected[2] = {
+      [](int64_t r) { return toBFloat16Bits(-2.0 * double(r - 125)); },
+      [](int64_t r) { return toBFloat16Bits(2.0 * double(r - 125)); }};
+  expectLargeUpdates<uint16_t>(
       *fusion, DataType::BFloat16, [](int64_t r) { return toBFloat16Bits(double(r - 125)); },
-      [](int64_t r) { return toBFloat16Bits(-2.0 * double(r - 125)); });
+      expected);
 }
 
 TEST(LargeTensors, AMemberTablePast2To31ElementsOfSmallMembersIsUpdated) {
@@ -200,6 +216,7 @@ TEST(LargeTensors, AMemberTablePast2To31ElementsOfSmallMembersIsUpdated) {
   auto fusion = fd.finalize();
 
   std::vector<std::unique_ptr<GuardedBuffer>> buffers;
+  const float stepValues0[3] = {3.0f, 10.0f, 20.0f};
   float stepValues[3] = {3.0f, 10.0f, 20.0f};
   std::vector<Argument> arguments;
   // Each member's pattern is shifted by 37 k, so a member reading another's data shows too.
@@ -212,25 +229,31 @@ TEST(LargeTensors, AMemberTablePast2To31ElementsOfSmallMembersIsUpdated) {
     arguments.push_back(TensorRef{DataType::UInt8, {sizes[k]}, {1}, p});
     arguments.push_back(TensorRef{DataType::Float, {}, {}, &stepValues[k]});
   }
-  uint8_t bias[3];
-  for (int k = 0; k < 3; ++k)
-    bias[k] = uint8_t(stepValues[k]);
-  FusionExecutorCache executor(*fusion, hostOptions(SegmentationMode::Batched));
-  executor.run(arguments);
-  ASSERT_EQ(executor.lastCompiled()->numLaunches(), 1u);
-  EXPECT_EQ(executor.lastCompiled()->scheduled.launches[0].members.size(), 3u);
-  EXPECT_EQ(indexBits(executor), std::vector<unsigned>{32});
-  for (int k = 0; k < 3; ++k) {
-    SCOPED_TRACE("member " + std::to_string(k));
-    EXPECT_EQ(countWrong<uint8_t>(
-                  buffers[k]->as<uint8_t>(), sizes[k],
-                  [&](int64_t i) { return uint8_t(initial(k)(i) * 3 + bias[k]); }, "p"),
-              0);
-    EXPECT_TRUE(buffers[k]->guardIntact()) << "bytes past the tensor were written";
+  // After run `run` (fast, then verify), member k holds update^(run+1) of its initial value,
+  // the update at step s being v * 3 + s.
+  auto expected = [&](int k, int run, int64_t i) {
+    uint8_t value = initial(k)(i);
+    for (int r = 0; r <= run; ++r)
+      value = uint8_t(value * 3 + uint8_t(stepValues0[k] + float(r)));
+    return value;
+  };
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE(hostExecutionName(kExecutions[run]).str());
+    FusionExecutorCache executor(*fusion, hostOptions(kExecutions[run], SegmentationMode::Batched));
+    executor.run(arguments);
+    ASSERT_EQ(executor.lastCompiled()->numLaunches(), 1u);
+    EXPECT_EQ(executor.lastCompiled()->scheduled.launches[0].members.size(), 3u);
+    EXPECT_EQ(indexBits(executor), std::vector<unsigned>{32});
+    for (int k = 0; k < 3; ++k) {
+      SCOPED_TRACE("member " + std::to_string(k));
+      EXPECT_EQ(countWrong<uint8_t>(
+                    buffers[k]->as<uint8_t>(), sizes[k],
+                    [&](int64_t i) { return expected(k, run, i); }, "p"),
+                0);
+      EXPECT_TRUE(buffers[k]->guardIntact()) << "bytes past the tensor were written";
+      EXPECT_EQ(stepValues[k], stepValues0[k] + float(run + 1));
+    }
   }
-  EXPECT_EQ(stepValues[0], 4.0f);
-  EXPECT_EQ(stepValues[1], 11.0f);
-  EXPECT_EQ(stepValues[2], 21.0f);
 }
 
 } // namespace
