@@ -1,19 +1,27 @@
 #include "runtime/host_compiler.h"
 
 #include "ir/error.h"
+#include "runtime/cache_directory.h"
 #include "runtime/host_shim.h"
 #include "runtime/kernel_cache_record.h"
 
 #include <fmt/format.h>
+#include <llvm/ADT/ScopeExit.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace widefuse {
@@ -36,24 +44,98 @@ std::string readFile(const fs::path& path) {
   return text.str();
 }
 
-/// Runs a shell command; true on exit status 0.
-bool runCommand(const std::string& command) {
+// ---- Fault handling: the compiler, scratch files and cache records (not the cache key). ----
+
+/// Runs a shell command; its exit status, or -1 when it could not run or was killed.
+int runCommand(const std::string& command) {
   int status = std::system(command.c_str());
-  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/// `<compiler> --version`, part of the cache key so that a new compiler rebuilds.
+/// A number no other file of this process has used: names of scratch files are never reused,
+/// so dlopen, which recognises a loaded library by its path, never mistakes one for another.
+unsigned nextFileNumber() {
+  static std::atomic<unsigned> counter{0};
+  return counter++;
+}
+
+/// The directory of the host compiler's files ($TMPDIR, else /tmp); Error naming the fix when
+/// there is none.
+fs::path temporaryDirectory() {
+  std::error_code error;
+  fs::path directory = fs::temp_directory_path(error);
+  if (error)
+    fail("host backend: no temporary directory for the host compiler's files ({}): set TMPDIR "
+         "to a writable directory",
+         error.message());
+  return directory;
+}
+
+/// Writes `bytes` to a new file `widefuse-<name>-<pid>-<n>-<random>.<extension>` in the
+/// temporary directory (unique in this process by <n>, among processes by the random part and
+/// exclusive creation). Returns its path, or "" with `reason` set (nothing is left behind).
+std::string writeScratchFile(llvm::StringRef name, llvm::StringRef extension, llvm::StringRef bytes,
+                             std::string& reason) {
+  fs::path model = temporaryDirectory() / fmt::format("widefuse-{}-{}-{}-%%%%%%%%.{}", name.str(),
+                                                      getpid(), nextFileNumber(), extension.str());
+  int fd = -1;
+  llvm::SmallString<256> path;
+  if (std::error_code code = llvm::sys::fs::createUniqueFile(model.string(), fd, path)) {
+    reason = fmt::format("cannot create a file in '{}': {}", model.parent_path().string(),
+                         code.message());
+    return {};
+  }
+  llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+  out << bytes;
+  out.close();
+  if (!out.has_error())
+    return std::string(path);
+  reason = fmt::format("writing '{}' failed: {}", std::string(path), out.error().message());
+  out.clear_error(); // raw_fd_ostream aborts the process on an unchecked error.
+  llvm::sys::fs::remove(path);
+  return {};
+}
+
+/// The 16 hex digits that name the record of `keyMaterial`.
+std::string recordStem(llvm::StringRef keyMaterial) {
+  std::string name = cacheRecordFileName(keyMaterial);
+  return name.substr(0, name.find('.'));
+}
+
+/// Where the host compiler command comes from, for messages.
+std::string compilerOrigin() {
+  const char* variable = std::getenv("WIDEFUSE_HOST_CXX");
+  return variable && *variable ? "from WIDEFUSE_HOST_CXX"
+                               : "the default, as WIDEFUSE_HOST_CXX is unset";
+}
+
+/// `<compiler> --version`, part of the cache key so that a new compiler rebuilds. Remembered
+/// per compiler command ($WIDEFUSE_HOST_CXX may change while a process runs). Throws Error
+/// naming the compiler and the fix when it cannot be run.
 const std::string& compilerIdentity() {
-  static const std::string identity = [] {
-    fs::path log = fs::temp_directory_path() / fmt::format("widefuse-cxx-{}.txt", getpid());
-    runCommand(
-        fmt::format("{} --version >'{}' 2>&1", HostKernelCache::compilerCommand(), log.string()));
-    std::string text = readFile(log);
-    std::error_code ignored;
-    fs::remove(log, ignored);
-    return text;
-  }();
-  return identity;
+  static std::mutex* mutex = new std::mutex; // never destroyed: see HostKernel
+  static auto* identities = new std::map<std::string, std::string>;
+  std::string command = HostKernelCache::compilerCommand();
+  std::lock_guard<std::mutex> lock(*mutex);
+  if (auto found = identities->find(command); found != identities->end())
+    return found->second;
+  std::string output;
+  int status = -1;
+  if (FILE* pipe = popen((command + " --version 2>&1").c_str(), "r")) {
+    char buffer[512];
+    while (size_t read = std::fread(buffer, 1, sizeof buffer, pipe))
+      output.append(buffer, read);
+    int raw = pclose(pipe);
+    status = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  }
+  if (status != 0) {
+    llvm::StringRef said = llvm::StringRef(output).trim();
+    fail("host backend: no host C++ compiler: '{}' ({}) cannot be run ({}); install g++ or "
+         "clang++ (Debian: apt-get install g++), or set WIDEFUSE_HOST_CXX to a C++17 compiler",
+         command, compilerOrigin(),
+         said.empty() ? fmt::format("exit status {}", status) : said.str());
+  }
+  return identities->emplace(command, std::move(output)).first->second;
 }
 
 /// The CPU -march=native compiles for (vendor, model and feature flags of /proc/cpuinfo), part
@@ -109,23 +191,22 @@ std::string HostKernelCache::compilerCommand() {
 }
 
 HostKernelCache::HostKernelCache(KernelCacheOptions options) {
+  if (!options.useDisk)
+    return;
   std::optional<std::string> base =
       options.directory ? options.directory : KernelCache::defaultDirectory();
-  if (options.useDisk && base) {
-    fs::path directory = fs::path(*base) / "host";
-    std::error_code error;
-    fs::create_directories(directory, error);
-    if (!error && access(directory.c_str(), W_OK) == 0) {
-      directory_ = directory.string();
-      useDisk_ = true;
-    }
+  if (!base || base->empty()) {
+    warnAboutCacheOnce("", kNoCacheDirectoryWarning);
+    return;
   }
-  if (!useDisk_) {
-    // Shared objects must live in a file to be loaded: a private scratch directory.
-    directory_ = (fs::temp_directory_path() / fmt::format("widefuse-host-{}", getpid())).string();
-    std::error_code ignored;
-    fs::create_directories(directory_, ignored);
+  // Warnings are per base directory: the cubin cache in the same directory shares them.
+  warningTopic_ = *base;
+  directory_ = joinCachePath(*base, "host");
+  if (std::string reason = prepareCacheDirectory(directory_); !reason.empty()) {
+    warnAboutCacheOnce(warningTopic_, unwritableCacheDirectoryWarning(directory_, reason));
+    return;
   }
+  useDisk_ = true;
 }
 
 HostKernelCache& HostKernelCache::global() {
@@ -133,71 +214,166 @@ HostKernelCache& HostKernelCache::global() {
   return *cache;
 }
 
+std::string HostKernelCache::recordPath(llvm::StringRef keyMaterial) const {
+  return joinCachePath(directory_, recordStem(keyMaterial) + ".wfhost");
+}
+
+bool HostKernelCache::diskEnabled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return useDisk_;
+}
+
 std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
                                                const std::string& keyMaterial) {
-  std::string stem = cacheRecordFileName(keyMaterial);
-  stem = stem.substr(0, stem.find('.'));
-  fs::path object = fs::path(directory_) / (stem + ".so");
-  fs::path sourcePath =
-      fs::path(directory_) / fmt::format("{}-{}.{}.cpp", kernelName.str(), stem, getpid());
-  fs::path temporary = fs::path(directory_) / fmt::format("{}.{}.tmp.so", stem, getpid());
-  fs::path log = fs::path(directory_) / fmt::format("{}.{}.log", stem, getpid());
-  {
-    std::ofstream file(sourcePath, std::ios::binary);
-    file << hostShim().str() << "\n" << source.str();
-    if (!file)
-      fail("host backend: cannot write '{}'", sourcePath.string());
-  }
+  std::string reason;
+  std::string sourcePath =
+      writeScratchFile(kernelName, "cpp", hostShim().str() + "\n" + source.str(), reason);
+  if (sourcePath.empty())
+    fail("host backend: cannot write the source of kernel '{}' ({}): free space in the "
+         "temporary directory or set TMPDIR to another one",
+         kernelName.str(), reason);
+  std::string base = sourcePath.substr(0, sourcePath.size() - 4); // without ".cpp"
+  std::string object = base + ".so", log = base + ".log";
   std::string command = fmt::format("{} {} -o '{}' '{}' >'{}' 2>&1", compilerCommand(), kFlags,
-                                    temporary.string(), sourcePath.string(), log.string());
-  bool built = runCommand(command);
+                                    object, sourcePath, log);
+  int status = runCommand(command);
   std::string output = readFile(log);
   std::error_code ignored;
   fs::remove(log, ignored);
-  if (!built) {
-    fs::remove(temporary, ignored);
-    fail("host backend: '{}' failed to compile kernel '{}':\n{}\nsource: {}", compilerCommand(),
-         kernelName.str(), output, sourcePath.string());
+  if (status != 0) {
+    fs::remove(object, ignored);
+    fail("host backend: '{}' failed to compile kernel '{}' ({}):\n{}\nsource: {}\nThe generated "
+         "code is C++17 that g++ and clang++ build: check that '{}' is a working C++17 compiler "
+         "or set WIDEFUSE_HOST_CXX to one; if it is, this is a widefuse bug: please report it "
+         "with the source file.",
+         compilerCommand(), kernelName.str(),
+         status == -1 ? std::string("it did not exit normally")
+                      : fmt::format("exit status {}", status),
+         output, sourcePath, compilerCommand());
   }
   fs::remove(sourcePath, ignored);
-  // Atomic replacement: a concurrent process sees the old file or the new one, never half.
-  fs::rename(temporary, object);
-  return object.string();
+  return object;
 }
+
+std::shared_ptr<const HostKernel> HostKernelCache::loadImage(llvm::StringRef image,
+                                                             llvm::StringRef kernelName,
+                                                             const std::string& stem,
+                                                             std::string& problem) {
+  // A private copy under a name used once: the process never maps the cache record itself, so
+  // another process rewriting or truncating it cannot pull code from under running kernels.
+  std::string copy = writeScratchFile(stem, "so", image, problem);
+  if (copy.empty())
+    return nullptr;
+  std::shared_ptr<const HostKernel> kernel = loadKernel(copy, kernelName, problem);
+  std::error_code ignored;
+  fs::remove(copy, ignored); // loaded (or not): the mapping outlives the file
+  return kernel;
+}
+
+std::shared_ptr<const HostKernel> HostKernelCache::loadRecord(const std::string& keyMaterial,
+                                                              llvm::StringRef kernelName) {
+  if (!diskEnabled())
+    return nullptr;
+  std::string path = recordPath(keyMaterial);
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    if (!isAbsentFile(buffer.getError()))
+      warnAboutCache(fmt::format("host kernel cache record {} cannot be read ({}); rebuilding",
+                                 path, buffer.getError().message()));
+    return nullptr;
+  }
+  // The record's checksum and key hash catch a damaged file and one of another key (another
+  // compiler, flags or shim) before anything of it is loaded.
+  std::string problem;
+  std::optional<CompiledKernel> record =
+      decodeCacheRecord((*buffer)->getBuffer(), keyMaterial, problem);
+  if (!record) {
+    warnAboutCache(
+        fmt::format("host kernel cache record {} cannot be used ({}); rebuilding", path, problem));
+    return nullptr;
+  }
+  llvm::StringRef image(record->cubin.data(), record->cubin.size());
+  std::shared_ptr<const HostKernel> kernel =
+      loadImage(image, kernelName, recordStem(keyMaterial), problem);
+  if (!kernel)
+    warnAboutCache(
+        fmt::format("host kernel cache record {} does not load ({}); rebuilding", path, problem));
+  return kernel;
+}
+
+void HostKernelCache::storeRecord(const std::string& keyMaterial, llvm::StringRef kernelName,
+                                  llvm::StringRef image) {
+  if (!diskEnabled() || image.empty())
+    return;
+  // The shared object travels in the cubin cache's record format, in its image field.
+  CompiledKernel record;
+  record.name = kernelName.str();
+  record.arch = "host";
+  record.cubin.assign(image.begin(), image.end());
+  std::string path = recordPath(keyMaterial);
+  std::string reason = writeCacheFileAtomically(path, encodeCacheRecord(keyMaterial, record));
+  if (reason.empty())
+    return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  useDisk_ = false;
+  warnAboutCacheOnce(warningTopic_,
+                     unwritableCacheDirectoryWarning(
+                         directory_, fmt::format("writing {} failed: {}", path, reason)));
+}
+
+std::shared_ptr<const HostKernel> HostKernelCache::buildAndStore(const std::string& keyMaterial,
+                                                                 llvm::StringRef source,
+                                                                 llvm::StringRef kernelName) {
+  std::string object = buildSharedObject(source, kernelName, keyMaterial);
+  auto removeObject = llvm::make_scope_exit([&] {
+    std::error_code ignored;
+    fs::remove(object, ignored); // loaded: the mapping outlives the file
+  });
+  std::string problem;
+  std::shared_ptr<const HostKernel> kernel = loadKernel(object, kernelName, problem);
+  if (!kernel)
+    fail("host backend: the shared object built for kernel '{}' does not load: {}",
+         kernelName.str(), problem);
+  storeRecord(keyMaterial, kernelName, readFile(object));
+  return kernel;
+}
+
+std::shared_ptr<const HostKernel> HostKernelCache::loadOrBuild(const std::string& keyMaterial,
+                                                               llvm::StringRef source,
+                                                               llvm::StringRef kernelName) {
+  {
+    // One thread builds a key at a time; the others wait and share its kernel (or, when its
+    // build failed, try in turn and report their own error).
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      if (auto found = kernels_.find(keyMaterial); found != kernels_.end())
+        return found->second;
+      if (building_.insert(keyMaterial).second)
+        break;
+      built_.wait(lock);
+    }
+  }
+  auto finished = llvm::make_scope_exit([&] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    building_.erase(keyMaterial);
+    built_.notify_all();
+  });
+  std::shared_ptr<const HostKernel> kernel = loadRecord(keyMaterial, kernelName);
+  if (!kernel)
+    kernel = buildAndStore(keyMaterial, source, kernelName);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return kernels_.try_emplace(keyMaterial, std::move(kernel)).first->second;
+}
+
+// ---- The cache key. ----
 
 std::shared_ptr<const HostKernel> HostKernelCache::compile(llvm::StringRef source,
                                                            llvm::StringRef kernelName) {
   std::string keyMaterial =
       fmt::format("{}\n{}\n{}\n{}\n{}\n{}", compilerIdentity(), hostCpuIdentity(), kFlags,
                   hostShim().str(), kernelName.str(), source.str());
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto found = kernels_.find(keyMaterial);
-    if (found != kernels_.end())
-      return found->second;
-  }
-  std::string stem = cacheRecordFileName(keyMaterial);
-  fs::path object = fs::path(directory_) / (stem.substr(0, stem.find('.')) + ".so");
-  std::string problem;
-  std::shared_ptr<const HostKernel> kernel;
-  if (useDisk_ && fs::exists(object))
-    kernel = loadKernel(object.string(), kernelName, problem);
-  if (!kernel) {
-    if (!problem.empty())
-      fmt::print(stderr, "widefuse: warning: host kernel {} does not load ({}); rebuilding\n",
-                 object.string(), problem);
-    std::string built = buildSharedObject(source, kernelName, keyMaterial);
-    kernel = loadKernel(built, kernelName, problem);
-    if (!kernel)
-      fail("host backend: the shared object built for kernel '{}' does not load: {}",
-           kernelName.str(), problem);
-    if (!useDisk_) {
-      std::error_code ignored;
-      fs::remove(built, ignored); // loaded: the mapping outlives the file
-    }
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  return kernels_.try_emplace(keyMaterial, kernel).first->second;
+  return loadOrBuild(keyMaterial, source, kernelName);
 }
 
 } // namespace widefuse

@@ -7,10 +7,12 @@
 
 #include <llvm/ADT/StringRef.h>
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace widefuse {
 
@@ -52,16 +54,25 @@ private:
   FastBlockFunction fast_;
 };
 
-/// Compiles and loads host kernels; thread-safe. Entries live in `<cache dir>/host/` keyed by
-/// the source, the compiler's identity and its flags; a file that does not load is rebuilt.
+/// Compiles and loads host kernels; thread-safe. Records live in `<cache dir>/host/` keyed by
+/// the source, the compiler's identity and its flags, in the cubin cache's self-checking record
+/// format; one that is damaged, of another key or does not load is rebuilt (one warning each).
+/// Builds happen in files of their own under $TMPDIR, so a cache directory that
+/// cannot be written (or stops accepting writes) only costs the disk cache, with one warning
+/// per process. One thread builds a given kernel at a time; the others wait for it.
 class HostKernelCache {
 public:
   /// Uses the directory and disk setting of `options` (see KernelCache).
   explicit HostKernelCache(KernelCacheOptions options = {});
 
   /// The loaded kernel for `source`, whose host entry is `<kernelName>_host_block`. Throws
-  /// Error with the compiler's output and the path of the source when compilation fails.
+  /// Error with the compiler's output and the path of the source when compilation fails, and
+  /// naming the fix when there is no compiler or no writable temporary directory.
   std::shared_ptr<const HostKernel> compile(llvm::StringRef source, llvm::StringRef kernelName);
+
+  /// Whether records are read from and written to `<cache dir>/host/` (false without a usable
+  /// directory, and after a write there failed).
+  bool diskEnabled() const;
 
   /// The host compiler: $WIDEFUSE_HOST_CXX, else `c++`.
   static std::string compilerCommand();
@@ -69,12 +80,26 @@ public:
   static HostKernelCache& global();
 
 private:
+  std::shared_ptr<const HostKernel> loadOrBuild(const std::string& keyMaterial,
+                                                llvm::StringRef source, llvm::StringRef kernelName);
+  std::shared_ptr<const HostKernel> loadRecord(const std::string& keyMaterial,
+                                               llvm::StringRef kernelName);
+  std::shared_ptr<const HostKernel>
+  buildAndStore(const std::string& keyMaterial, llvm::StringRef source, llvm::StringRef kernelName);
   std::string buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
                                 const std::string& keyMaterial);
+  std::shared_ptr<const HostKernel> loadImage(llvm::StringRef image, llvm::StringRef kernelName,
+                                              const std::string& stem, std::string& problem);
+  void storeRecord(const std::string& keyMaterial, llvm::StringRef kernelName,
+                   llvm::StringRef image);
+  std::string recordPath(llvm::StringRef keyMaterial) const;
 
-  std::string directory_;
-  bool useDisk_ = false;
-  std::mutex mutex_;
+  std::string directory_;    // <cache dir>/host
+  std::string warningTopic_; // <cache dir>: its problems are reported once per process
+  mutable std::mutex mutex_;
+  bool useDisk_ = false; // guarded by mutex_: a failed write turns it off
+  std::condition_variable built_;
+  std::unordered_set<std::string> building_; // keys some thread is building
   std::unordered_map<std::string, std::shared_ptr<const HostKernel>> kernels_;
 };
 

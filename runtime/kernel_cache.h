@@ -42,8 +42,10 @@ llvm::StringRef cacheOutcomeName(CacheOutcome outcome);
 /// A thread-safe kernel cache. Concurrent compile() calls proceed in parallel (the lock is
 /// not held while NVRTC runs or files are read); two threads missing on one key may both
 /// compile, and then both get the kernel that reached the memory map first. Disk problems
-/// are never errors: a corrupt record is recompiled and overwritten, and a directory that
-/// cannot be written leaves the cache in memory only; each gives a warning on stderr.
+/// are never errors: a corrupt record (or one of another key: another NVRTC, options or
+/// source) is recompiled and overwritten, with a warning on stderr; a directory that cannot be
+/// created or written, at construction or at any later write (a full disk), leaves the cache
+/// in memory only, with one warning per directory per process (runtime/cache_directory.h).
 class KernelCache {
 public:
   /// Opens the cache. With disk enabled, creates the directory and checks that it is

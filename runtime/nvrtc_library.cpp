@@ -18,6 +18,9 @@ namespace {
 
 constexpr const char* kEnvironmentVariable = "WIDEFUSE_NVRTC_LIBRARY";
 
+// What runs without NVRTC, for the messages of a missing one.
+constexpr const char* kHostHint = "the host backend (backend=host, --backend host) needs no NVRTC";
+
 // The sonames first (the dynamic loader's search path and ld.so cache find an installed
 // toolkit), newest first; the toolkit's default location last for installs the cache lacks.
 constexpr const char* kDefaultPaths[] = {
@@ -49,8 +52,8 @@ std::unique_ptr<NvrtcLibrary> NvrtcLibrary::load(llvm::StringRef path) {
   std::unique_ptr<NvrtcLibrary> library = tryLoad(path, reason);
   if (!library)
     fail("NVRTC not found (tried {}: {}): install the CUDA Toolkit's NVRTC or set {} to the "
-         "path of libnvrtc.so",
-         path, reason, kEnvironmentVariable);
+         "path of libnvrtc.so; {}",
+         path, reason, kEnvironmentVariable, kHostHint);
   return library;
 }
 
@@ -65,22 +68,27 @@ const NvrtcLibrary& NvrtcLibrary::instance() {
   // A magic static: initialised once under the compiler's lock, and retried on the next call
   // when the initialiser throws. Never destroyed, so threads still compiling at exit are safe.
   static const NvrtcLibrary* library = [] {
-    llvm::SmallVector<std::pair<std::string, std::string>, 4> attempts;
-    for (const std::string& path : candidatePaths()) {
-      std::string reason;
-      if (std::unique_ptr<NvrtcLibrary> loaded = tryLoad(path, reason))
-        return loaded.release();
-      attempts.emplace_back(path, reason);
-    }
     const char* explicitPath = std::getenv(kEnvironmentVariable);
-    if (explicitPath && *explicitPath)
-      fail("NVRTC not found (tried {} from {}): point {} at a working libnvrtc.so or unset it",
-           joinAttempts(attempts), kEnvironmentVariable, kEnvironmentVariable);
-    fail("NVRTC not found (tried {}): install the CUDA Toolkit's NVRTC or set {} to the path "
-         "of libnvrtc.so",
-         joinAttempts(attempts), kEnvironmentVariable);
+    return loadFirst(candidatePaths(), explicitPath && *explicitPath).release();
   }();
   return *library;
+}
+
+std::unique_ptr<NvrtcLibrary> NvrtcLibrary::loadFirst(llvm::ArrayRef<std::string> paths,
+                                                      bool fromEnvironment) {
+  llvm::SmallVector<std::pair<std::string, std::string>, 4> attempts;
+  for (const std::string& path : paths) {
+    std::string reason;
+    if (std::unique_ptr<NvrtcLibrary> loaded = tryLoad(path, reason))
+      return loaded;
+    attempts.emplace_back(path, reason);
+  }
+  if (fromEnvironment)
+    fail("NVRTC not found (tried {} from {}): point {} at a working libnvrtc.so or unset it; {}",
+         joinAttempts(attempts), kEnvironmentVariable, kEnvironmentVariable, kHostHint);
+  fail("NVRTC not found (tried {}): install the CUDA Toolkit's NVRTC or set {} to the path of "
+       "libnvrtc.so; {}",
+       joinAttempts(attempts), kEnvironmentVariable, kHostHint);
 }
 
 std::unique_ptr<NvrtcLibrary> NvrtcLibrary::tryLoad(llvm::StringRef path, std::string& reason) {

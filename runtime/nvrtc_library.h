@@ -38,6 +38,13 @@ public:
   /// Throws Error naming the path when it cannot be loaded or lacks an entry point.
   static std::unique_ptr<NvrtcLibrary> load(llvm::StringRef path);
 
+  /// The first of `paths` that loads as a usable NVRTC (what instance() does with
+  /// candidatePaths()). Throws Error listing every attempt and the fix when none does: point
+  /// $WIDEFUSE_NVRTC_LIBRARY elsewhere (`fromEnvironment`: the paths came from it), or install
+  /// the CUDA Toolkit or set the variable, or use the host backend.
+  static std::unique_ptr<NvrtcLibrary> loadFirst(llvm::ArrayRef<std::string> paths,
+                                                 bool fromEnvironment);
+
   /// The paths instance() tries, in order, for the current environment.
   static std::vector<std::string> candidatePaths();
 

@@ -1,10 +1,12 @@
 #include "runtime/kernel_cache.h"
+#include "runtime/kernel_cache_record.h"
 
 #include "tests/runtime/runtime_test_support.h"
 #include "tests/support/error_of.h"
 #include "tests/support/file_contents.h"
 #include "tests/support/temp_dir.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +15,10 @@
 #include <functional>
 #include <sstream>
 #include <thread>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 using namespace widefuse;
 using widefuse::testing::addKernelSource;
@@ -199,6 +205,106 @@ TEST(KernelCache, UnwritableDirectoryCachesInMemory) {
   EXPECT_EQ(cache.compile(source, "add_one", {}).outcome, CacheOutcome::Miss);
   EXPECT_EQ(cache.compile(source, "add_one", {}).outcome, CacheOutcome::MemoryHit);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), ""); // Warned once, at construction.
+}
+
+TEST(KernelCache, RecordOfAnotherNvrtcVersionIsRecompiled) {
+  // A valid record of this very kernel, but keyed for another NVRTC (a toolkit upgrade, or a
+  // cache shared between machines), found where this NVRTC's record belongs.
+  TempDir directory;
+  std::string source = addKernelSource("add_one");
+  KernelCache cache(onDisk(directory));
+  CacheResult compiled = cache.compile(source, "add_one", {});
+  std::string path = cache.recordPath(source, "add_one", {});
+  writeFile(path,
+            encodeCacheRecord(kernelCacheKey(source, "add_one", {}, "11.8"), *compiled.kernel));
+  KernelCache later(onDisk(directory));
+  ::testing::internal::CaptureStderr();
+  CacheResult result = later.compile(source, "add_one", {});
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(result.outcome, CacheOutcome::Miss);
+  EXPECT_TRUE(contains(warnings, "kernel cache record " + path +
+                                     " is corrupt; recompiling (it "
+                                     "belongs to another key)"))
+      << warnings;
+  EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
+  EXPECT_EQ(result.kernel->cubin, compiled.kernel->cubin);
+}
+
+TEST(KernelCache, ExistingDirectoryNobodyCanWriteCachesInMemory) {
+  // /proc/self exists, and no process, root included, can create files in it.
+  KernelCacheOptions options;
+  options.directory = "/proc/self";
+  ::testing::internal::CaptureStderr();
+  KernelCache cache(options);
+  std::string source = addKernelSource("add_one");
+  EXPECT_EQ(cache.compile(source, "add_one", {}).outcome, CacheOutcome::Miss);
+  EXPECT_EQ(cache.compile(source, "add_one", {}).outcome, CacheOutcome::MemoryHit);
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(cache.diskEnabled());
+  EXPECT_TRUE(contains(warnings, "kernel cache directory '/proc/self' is not writable ("))
+      << warnings;
+  EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
+}
+
+TEST(KernelCache, DirectoryWhoseWritesStartFailingWarnsOnceAndCachesInMemory) {
+  // The directory is replaced by a file after the cache checked it: every write now fails.
+  TempDir directory;
+  std::string cacheDirectory = directory.file("cache");
+  KernelCacheOptions options;
+  options.directory = cacheDirectory;
+  KernelCache cache(options);
+  std::filesystem::remove_all(cacheDirectory);
+  writeFile(cacheDirectory, "not a directory");
+  ::testing::internal::CaptureStderr();
+  CacheResult one = cache.compile(addKernelSource("add_one", 1), "add_one", {});
+  CacheResult two = cache.compile(addKernelSource("add_two", 2), "add_two", {});
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(contains(one.kernel->ptx, ".entry add_one(")) << one.kernel->ptx;
+  EXPECT_TRUE(contains(two.kernel->ptx, ".entry add_two(")) << two.kernel->ptx;
+  EXPECT_FALSE(cache.diskEnabled());
+  EXPECT_TRUE(contains(warnings,
+                       "kernel cache directory '" + cacheDirectory + "' is not writable (writing "))
+      << warnings;
+  EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
+}
+
+/// In a child process: caps every file written at 1 KiB (a record is larger: the disk is
+/// "full" once the probe file has passed), compiles two kernels, and exits 0 when both are
+/// right, exactly one warning was printed and no partial file is left in `directory`.
+[[noreturn]] void compileWithFilesCappedAt1KiB(const std::string& directory) {
+  signal(SIGXFSZ, SIG_IGN); // report the failed write instead of dying of it
+  rlimit limit{1024, 1024};
+  setrlimit(RLIMIT_FSIZE, &limit);
+  KernelCacheOptions options;
+  options.directory = directory;
+  KernelCache cache(options);
+  // Standard error into a pipe (gtest's capture is taken by the death test itself).
+  int saved = dup(2), captured[2];
+  if (pipe(captured) != 0)
+    std::exit(2);
+  dup2(captured[1], 2);
+  CacheResult one = cache.compile(addKernelSource("add_one", 1), "add_one", {});
+  CacheResult two = cache.compile(addKernelSource("add_two", 2), "add_two", {});
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(captured[1]);
+  std::string warnings;
+  char buffer[256];
+  for (ssize_t read; (read = ::read(captured[0], buffer, sizeof buffer)) > 0;)
+    warnings.append(buffer, size_t(read));
+  fmt::print(stderr, "{}", warnings);
+  bool right = contains(one.kernel->ptx, ".entry add_one(") &&
+               contains(two.kernel->ptx, ".entry add_two(") && !cache.diskEnabled();
+  bool oneWarning = std::count(warnings.begin(), warnings.end(), '\n') == 1;
+  bool empty = std::filesystem::is_empty(directory);
+  std::exit(right && oneWarning && empty ? 0 : 1);
+}
+
+TEST(KernelCacheDeathTest, FullDiskWarnsOnceAndCachesInMemory) {
+  TempDir directory;
+  EXPECT_EXIT(compileWithFilesCappedAt1KiB(directory.path()), ::testing::ExitedWithCode(0),
+              "kernel cache directory '.*' is not writable \\(writing .* failed: File too "
+              "large\\); caching in memory only");
 }
 
 TEST(KernelCache, CompileErrorsPropagateAndCacheNothing) {

@@ -41,6 +41,31 @@ TEST(NvrtcLibrary, MissingLibraryNamesThePathAndTheVariable) {
   EXPECT_NE(message.find("NVRTC not found"), std::string::npos) << message;
   EXPECT_NE(message.find("/nonexistent/libnvrtc.so"), std::string::npos) << message;
   EXPECT_NE(message.find("WIDEFUSE_NVRTC_LIBRARY"), std::string::npos) << message;
+  EXPECT_NE(message.find("needs no NVRTC"), std::string::npos) << message;
+}
+
+TEST(NvrtcLibrary, NoToolkitListsEveryPathTriedAndTheFixes) {
+  // What instance() reports on a machine without the CUDA Toolkit: none of its candidates load.
+  std::vector<std::string> paths = {"/nonexistent/libnvrtc.so.13", "libwidefuse-no-nvrtc.so"};
+  std::string message = errorOf([&] { NvrtcLibrary::loadFirst(paths, false); });
+  EXPECT_TRUE(
+      llvm::StringRef(message).startswith("NVRTC not found (tried /nonexistent/libnvrtc.so.13: "))
+      << message;
+  EXPECT_NE(message.find("; libwidefuse-no-nvrtc.so: "), std::string::npos) << message;
+  EXPECT_NE(message.find("install the CUDA Toolkit's NVRTC"), std::string::npos) << message;
+  EXPECT_NE(message.find("set WIDEFUSE_NVRTC_LIBRARY"), std::string::npos) << message;
+  EXPECT_NE(message.find("the host backend (backend=host, --backend host) needs no NVRTC"),
+            std::string::npos)
+      << message;
+  // From the variable, the fix is the variable.
+  message = errorOf([&] { NvrtcLibrary::loadFirst({"/nonexistent/libnvrtc.so"}, true); });
+  EXPECT_NE(message.find("from WIDEFUSE_NVRTC_LIBRARY): point WIDEFUSE_NVRTC_LIBRARY at a "
+                         "working libnvrtc.so or unset it"),
+            std::string::npos)
+      << message;
+  // The first path that loads wins.
+  std::vector<std::string> withReal = {"/nonexistent/libnvrtc.so", NvrtcLibrary::instance().path()};
+  EXPECT_EQ(NvrtcLibrary::loadFirst(withReal, false)->path(), NvrtcLibrary::instance().path());
 }
 
 TEST(NvrtcLibrary, LibraryWithoutNvrtcEntryPointsIsRejected) {

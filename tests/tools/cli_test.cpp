@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 using namespace widefuse;
@@ -415,6 +416,56 @@ TEST_F(Cli, CompileWithoutNvrtcIsAClearError) {
   CliResult cuda =
       run("compile axpy.wf --emit cuda", "WIDEFUSE_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13");
   EXPECT_EQ(cuda.exitCode, 0) << cuda.err;
+}
+
+TEST_F(Cli, TheHostBackendNeedsNoNvrtcAndBackendNoneNamesIt) {
+  const char* noNvrtc = "WIDEFUSE_NVRTC_LIBRARY=/nonexistent/libnvrtc.so.13";
+  CliResult host = run(fmt::format("run axpy.wf {} --scalar a=2.5 --scalar n=3 --out out "
+                                   "--backend host",
+                                   kGoodInputs),
+                       noNvrtc);
+  EXPECT_EQ(host.exitCode, 0) << host.err;
+  EXPECT_TRUE(std::filesystem::exists(file("out/z.npy")));
+  CliResult none = run("adam --backend none", noNvrtc);
+  EXPECT_EQ(none.exitCode, 1);
+  EXPECT_NE(none.err.find("NVRTC not found"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("WIDEFUSE_NVRTC_LIBRARY"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("needs no NVRTC"), std::string::npos) << none.err;
+}
+
+TEST_F(Cli, RunWithoutAHostCompilerNamesTheVariableAndWritesNothing) {
+  CliResult result = run(fmt::format("run axpy.wf {} --scalar a=2.5 --scalar n=3 --out out "
+                                     "--backend host",
+                                     kGoodInputs),
+                         "WIDEFUSE_HOST_CXX=/nonexistent/bin/c++");
+  expectOneLineError(result, "no host C++ compiler: '/nonexistent/bin/c++' (from "
+                             "WIDEFUSE_HOST_CXX) cannot be run");
+  EXPECT_NE(result.err.find("install g++ or clang++"), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(file("out/z.npy")));
+}
+
+TEST_F(Cli, RunWithAHostCompilerFailingOnTheKernelShowsItsOutput) {
+  writeFile(file("failing-cxx"), "#!/bin/sh\n"
+                                 "if [ \"$1\" = --version ]; then echo 'failing 1.0'; exit 0; fi\n"
+                                 "echo 'kernel.cpp:3:1: error: simulated' >&2; exit 1\n");
+  std::filesystem::permissions(file("failing-cxx"), std::filesystem::perms::owner_all);
+  CliResult result = run(fmt::format("run axpy.wf {} --scalar a=2.5 --scalar n=3 --out out "
+                                     "--backend host",
+                                     kGoodInputs),
+                         fmt::format("WIDEFUSE_HOST_CXX='{}'", file("failing-cxx")));
+  EXPECT_EQ(result.exitCode, 1);
+  EXPECT_TRUE(llvm::StringRef(result.err)
+                  .startswith("widefuse: error: host backend: '" + file("failing-cxx") +
+                              "' failed to compile kernel 'axpy_"))
+      << result.err;
+  EXPECT_NE(result.err.find("kernel.cpp:3:1: error: simulated"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("source: "), std::string::npos) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(file("out/z.npy")));
+  // The kept source, named in the message, is the kernel's (for a bug report).
+  size_t at = result.err.find("source: ") + 8;
+  std::string source = result.err.substr(at, result.err.find('\n', at) - at);
+  EXPECT_NE(readFile(source).find("_host_block"), std::string::npos) << source;
+  std::filesystem::remove(source);
 }
 
 TEST_F(Cli, CompileWithAnUnwritableCacheWarnsAndKeepsGoing) {

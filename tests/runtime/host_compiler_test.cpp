@@ -1,0 +1,330 @@
+// The host backend's compiler and its disk cache under faults: damaged records, a record of
+// another compiler, a cache directory that cannot be written or fills up, two threads and two
+// processes building one kernel at once, a missing or failing host compiler. Each gives the
+// right kernel (rebuilt, or without the disk cache after one warning) or a widefuse::Error
+// that says what is wrong and how to fix it; never a crash or a wrong kernel.
+
+#include "runtime/host_compiler.h"
+
+#include "tests/runtime/runtime_test_support.h"
+#include "tests/support/error_of.h"
+#include "tests/support/file_contents.h"
+#include "tests/support/temp_dir.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <signal.h>
+#include <sys/resource.h>
+
+using namespace widefuse;
+using widefuse::testing::contains;
+using widefuse::testing::errorOf;
+using widefuse::testing::hostKernelSource;
+using widefuse::testing::kHostKernelMagic;
+using widefuse::testing::readFile;
+using widefuse::testing::ScopedEnvironment;
+using widefuse::testing::writeFile;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// What block 3 of `kernel` stores.
+int runBlockThree(const HostKernel& kernel) {
+  int out[4] = {0, 0, 0, 0};
+  int* parameters = out;
+  unsigned order[1] = {0};
+  kernel.runBlock(&parameters, 3, 4, order);
+  return out[3];
+}
+
+KernelCacheOptions onDisk(const std::string& directory) {
+  KernelCacheOptions options;
+  options.directory = directory;
+  return options;
+}
+
+/// The cache records under `directory`/host (temporary and probe files are not records).
+std::vector<std::string> records(const std::string& directory) {
+  std::vector<std::string> found;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(fs::path(directory) / "host", error))
+    if (entry.is_regular_file())
+      found.push_back(entry.path().string());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+size_t lines(const std::string& text) {
+  return std::count(text.begin(), text.end(), '\n');
+}
+
+/// Builds the test kernel into one cache, puts its record changed by `damage` into a second
+/// cache directory (so that no library this process has loaded shares its path), and checks
+/// that a cache there warns once, rebuilds, gives the right kernel and repairs the record.
+void expectDamagedRecordIsRebuilt(const std::function<std::string(std::string)>& damage,
+                                  const std::string& warning) {
+  TempDir origin, directory;
+  std::string source = hostKernelSource("damaged");
+  {
+    HostKernelCache first(onDisk(origin.path()));
+    EXPECT_EQ(runBlockThree(*first.compile(source, "damaged")), kHostKernelMagic + 3);
+  }
+  std::vector<std::string> built = records(origin.path());
+  ASSERT_EQ(built.size(), 1u);
+  fs::create_directories(directory.file("host"));
+  std::string record = (fs::path(directory.file("host")) / fs::path(built[0]).filename()).string();
+  writeFile(record, damage(readFile(built[0])));
+
+  HostKernelCache second(onDisk(directory.path()));
+  ::testing::internal::CaptureStderr();
+  std::shared_ptr<const HostKernel> kernel = second.compile(source, "damaged");
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(runBlockThree(*kernel), kHostKernelMagic + 3);
+  EXPECT_TRUE(contains(warnings, "widefuse: warning: host kernel cache record " + record))
+      << warnings;
+  EXPECT_TRUE(contains(warnings, warning)) << warnings;
+  EXPECT_EQ(lines(warnings), 1u) << warnings;
+
+  // The record was replaced by a good one: a third cache loads it without a word.
+  HostKernelCache third(onDisk(directory.path()));
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(runBlockThree(*third.compile(source, "damaged")), kHostKernelMagic + 3);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(records(directory.path()), std::vector<std::string>{record});
+}
+
+TEST(HostKernelCache, ASecondCacheLoadsTheRecordFromDisk) {
+  TempDir directory;
+  std::string source = hostKernelSource("reused");
+  {
+    HostKernelCache first(onDisk(directory.path()));
+    EXPECT_EQ(runBlockThree(*first.compile(source, "reused")), kHostKernelMagic + 3);
+  }
+  std::vector<std::string> built = records(directory.path());
+  ASSERT_EQ(built.size(), 1u);
+  fs::file_time_type written = fs::last_write_time(built[0]);
+  HostKernelCache second(onDisk(directory.path()));
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(runBlockThree(*second.compile(source, "reused")), kHostKernelMagic + 3);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(fs::last_write_time(built[0]), written); // loaded, not rebuilt
+  EXPECT_EQ(records(directory.path()), built);       // and nothing else left behind
+}
+
+TEST(HostKernelCache, ATruncatedRecordIsRebuilt) {
+  expectDamagedRecordIsRebuilt(
+      [](std::string record) { return record.substr(0, record.size() / 2); }, "rebuilding");
+}
+
+TEST(HostKernelCache, AnEmptyRecordIsRebuilt) {
+  expectDamagedRecordIsRebuilt([](std::string) { return std::string(); }, "rebuilding");
+}
+
+TEST(HostKernelCache, ARecordWhoseCodeWasAlteredIsRebuiltNotRun) {
+  // The stored constant changed in the machine code: the file still loads, and without a
+  // checksum it would run and store the wrong value.
+  expectDamagedRecordIsRebuilt(
+      [](std::string record) {
+        int magic = kHostKernelMagic;
+        std::string pattern(reinterpret_cast<const char*>(&magic), sizeof magic);
+        size_t at = record.find(pattern);
+        EXPECT_NE(at, std::string::npos) << "the constant is not in the machine code";
+        if (at != std::string::npos)
+          record[at] ^= 0x01;
+        return record;
+      },
+      "rebuilding");
+}
+
+TEST(HostKernelCache, ARecordTruncatedInPlaceWhileItsKernelRunsHarmsNothing) {
+  // Another process truncates the record in place (not by renaming a new file over it) while
+  // this one runs the kernel: a kernel mapped from the record itself would die of SIGBUS.
+  TempDir directory;
+  std::string source = hostKernelSource("inplace");
+  {
+    HostKernelCache first(onDisk(directory.path()));
+    first.compile(source, "inplace");
+  }
+  HostKernelCache second(onDisk(directory.path()));
+  std::shared_ptr<const HostKernel> kernel = second.compile(source, "inplace"); // from disk
+  std::vector<std::string> built = records(directory.path());
+  ASSERT_EQ(built.size(), 1u);
+  writeFile(built[0], "");
+  EXPECT_EQ(runBlockThree(*kernel), kHostKernelMagic + 3);
+}
+
+/// A shell script at `path` standing in for a compiler: `body` runs for compilations;
+/// `--version` prints `version`.
+void writeCompiler(const std::string& path, const std::string& version, const std::string& body) {
+  writeFile(path, fmt::format("#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{}'; exit 0; fi\n"
+                              "{}\n",
+                              version, body));
+  fs::permissions(path, fs::perms::owner_all);
+}
+
+TEST(HostKernelCache, ARecordOfAnotherCompilerIsRebuilt) {
+  // Two "compilers" that build different code from one source (the second adds 1000) and
+  // report different versions. The second's record put where the first's belongs must be
+  // recognised as foreign, not run.
+  TempDir directory;
+  std::string compiler = fmt::format("exec {} \"$@\"", HostKernelCache::compilerCommand());
+  writeCompiler(directory.file("cxx-a"), "test compiler A 1.0", compiler);
+  writeCompiler(
+      directory.file("cxx-b"), "test compiler B 2.0",
+      fmt::format("exec {} -DWF_TEST_EXTRA=1000 \"$@\"", HostKernelCache::compilerCommand()));
+  std::string source = hostKernelSource("foreign");
+  std::string cacheA = directory.file("a"), cacheB = directory.file("b");
+  {
+    ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", directory.file("cxx-b"));
+    HostKernelCache cache(onDisk(cacheB));
+    EXPECT_EQ(runBlockThree(*cache.compile(source, "foreign")), kHostKernelMagic + 1000 + 3);
+  }
+  ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", directory.file("cxx-a"));
+  {
+    HostKernelCache cache(onDisk(cacheA));
+    EXPECT_EQ(runBlockThree(*cache.compile(source, "foreign")), kHostKernelMagic + 3);
+  }
+  std::vector<std::string> a = records(cacheA), b = records(cacheB);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_NE(fs::path(a[0]).filename(), fs::path(b[0]).filename()); // the compiler is in the key
+  // B's record under A's name, in a third directory (no library loaded here has its path).
+  std::string cacheC = directory.file("c");
+  fs::create_directories(fs::path(cacheC) / "host");
+  fs::copy_file(b[0], fs::path(cacheC) / "host" / fs::path(a[0]).filename());
+  HostKernelCache cache(onDisk(cacheC));
+  ::testing::internal::CaptureStderr();
+  std::shared_ptr<const HostKernel> kernel = cache.compile(source, "foreign");
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(runBlockThree(*kernel), kHostKernelMagic + 3);
+  EXPECT_TRUE(contains(warnings, "belongs to another key")) << warnings;
+  EXPECT_EQ(lines(warnings), 1u) << warnings;
+}
+
+TEST(HostKernelCache, AnUnwritableDirectoryWarnsOnceAndBuildsWithoutIt) {
+  // /proc/self exists, and no process, root included, can create files in it.
+  KernelCacheOptions options = onDisk("/proc/self");
+  ::testing::internal::CaptureStderr();
+  HostKernelCache cache(options);
+  std::shared_ptr<const HostKernel> first = cache.compile(hostKernelSource("ro", 1), "ro");
+  std::shared_ptr<const HostKernel> second = cache.compile(hostKernelSource("ro", 2), "ro");
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(runBlockThree(*first), kHostKernelMagic + 1 + 3);
+  EXPECT_EQ(runBlockThree(*second), kHostKernelMagic + 2 + 3);
+  EXPECT_TRUE(contains(warnings, "widefuse: warning: kernel cache directory '/proc/self/host' is "
+                                 "not writable ("))
+      << warnings;
+  EXPECT_TRUE(contains(warnings, "caching in memory only")) << warnings;
+  EXPECT_EQ(lines(warnings), 1u) << warnings;
+}
+
+TEST(HostKernelCache, ADirectoryWhoseWritesStartFailingWarnsOnceAndBuildsWithoutIt) {
+  // The cache directory goes away after the cache has checked it, and a file takes its place
+  // (as when a disk fills up or is remounted read-only, every write into it now fails).
+  TempDir directory;
+  HostKernelCache cache(onDisk(directory.path()));
+  fs::remove_all(directory.file("host"));
+  writeFile(directory.file("host"), "not a directory");
+  ::testing::internal::CaptureStderr();
+  std::shared_ptr<const HostKernel> first = cache.compile(hostKernelSource("gone", 1), "gone");
+  std::shared_ptr<const HostKernel> second = cache.compile(hostKernelSource("gone", 2), "gone");
+  std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(runBlockThree(*first), kHostKernelMagic + 1 + 3);
+  EXPECT_EQ(runBlockThree(*second), kHostKernelMagic + 2 + 3);
+  EXPECT_TRUE(contains(warnings, "widefuse: warning: kernel cache directory '" +
+                                     directory.file("host") + "' is not writable ("))
+      << warnings;
+  EXPECT_EQ(lines(warnings), 1u) << warnings;
+}
+
+/// In a child process: caps the size of every file written (this process's and the
+/// compiler's) at 1 KiB, compiles a kernel into `directory`, and exits 0 when that worked,
+/// 3 after printing the widefuse::Error it threw.
+[[noreturn]] void compileWithFilesCappedAt1KiB(const std::string& directory) {
+  signal(SIGXFSZ, SIG_IGN); // report the failed write instead of dying of it
+  rlimit limit{1024, 1024};
+  setrlimit(RLIMIT_FSIZE, &limit);
+  HostKernelCache cache(onDisk(directory));
+  try {
+    cache.compile(hostKernelSource("full"), "full");
+  } catch (const Error& error) {
+    fmt::print(stderr, "error: {}\n", error.what());
+    std::exit(3);
+  }
+  std::exit(0);
+}
+
+TEST(HostKernelCacheDeathTest, AFullDiskIsAClearErrorNotACrash) {
+  // RLIMIT_FSIZE makes every write past 1 KiB fail (EFBIG, "File too large"), as on a full
+  // disk: no kernel can be built anywhere, and compile() must say which write failed.
+  TempDir directory;
+  EXPECT_EXIT(compileWithFilesCappedAt1KiB(directory.path()), ::testing::ExitedWithCode(3),
+              "error: host backend: cannot write the source of kernel 'full' .*File too large");
+}
+
+TEST(HostKernelCache, TwoThreadsBuildingOneKernelAtOnceBothGetIt) {
+  TempDir directory;
+  HostKernelCache cache(onDisk(directory.path()));
+  constexpr int kThreads = 6;
+  std::vector<std::shared_ptr<const HostKernel>> kernels(kThreads);
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        kernels[t] = cache.compile(hostKernelSource("together"), "together");
+      } catch (const std::exception& error) {
+        failures[t] = error.what();
+      }
+    });
+  for (std::thread& thread : threads)
+    thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(failures[t], "") << "thread " << t;
+    EXPECT_EQ(kernels[t], kernels[0]) << "thread " << t;
+  }
+  EXPECT_EQ(runBlockThree(*kernels[0]), kHostKernelMagic + 3);
+  EXPECT_EQ(records(directory.path()).size(), 1u);
+}
+
+TEST(HostKernelCache, AMissingCompilerNamesTheVariableAndTheFix) {
+  ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", "/nonexistent/bin/c++");
+  TempDir directory;
+  HostKernelCache cache(onDisk(directory.path()));
+  std::string message = errorOf([&] { cache.compile(hostKernelSource("nocxx"), "nocxx"); });
+  EXPECT_TRUE(contains(message, "no host C++ compiler")) << message;
+  EXPECT_TRUE(contains(message, "'/nonexistent/bin/c++'")) << message;
+  EXPECT_TRUE(contains(message, "WIDEFUSE_HOST_CXX")) << message;
+  EXPECT_TRUE(contains(message, "install g++")) << message;
+}
+
+TEST(HostKernelCache, ACompilerFailingOnTheGeneratedCodeIsAnErrorWithItsOutput) {
+  TempDir directory;
+  writeCompiler(directory.file("cxx"), "failing compiler 1.0",
+                "echo 'kernel.cpp:1:1: error: simulated failure' >&2; exit 1");
+  ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", directory.file("cxx"));
+  HostKernelCache cache(onDisk(directory.file("cache")));
+  std::string message = errorOf([&] { cache.compile(hostKernelSource("broken"), "broken"); });
+  EXPECT_TRUE(
+      contains(message, "'" + directory.file("cxx") + "' failed to compile kernel 'broken'"))
+      << message;
+  EXPECT_TRUE(contains(message, "error: simulated failure")) << message;
+  EXPECT_TRUE(contains(message, "WIDEFUSE_HOST_CXX")) << message;
+  // The source is kept where the message says, for a bug report.
+  size_t at = message.find("source: ");
+  ASSERT_NE(at, std::string::npos) << message;
+  std::string path = message.substr(at + 8);
+  path = path.substr(0, path.find_first_of(" \n)"));
+  EXPECT_TRUE(contains(readFile(path), "broken_host_block")) << path;
+  fs::remove(path);
+  EXPECT_TRUE(records(directory.file("cache")).empty());
+}
+
+} // namespace
