@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "ir/fusion_definition.h"
+#include "ir/half_float.h"
 
 #include <fmt/format.h>
 
@@ -279,14 +280,16 @@ private:
     if (weightDecay != 0) {
       if (config_.decay == WeightDecayKind::Decoupled) // param.mul_(1 - lr * weight_decay)
         weight = down(up(weight) * (1.0 - lr * weightDecay), W);
-      else // grad = grad.add(param, alpha=weight_decay): out of place, the promoted type
-        grad = down(up(grad) + weightDecay * up(weight), promoteTypes(grad.dtype(), W));
+      else { // grad = grad.add(param, alpha=weight_decay): out of place, the promoted type
+        DataType promoted = promoteTypes(grad.dtype(), W);
+        grad = down(up(grad) + scalarAs(weightDecay, promoted) * up(weight), promoted);
+      }
     }
     // exp_avg.lerp_(grad, 1 - beta1)
-    Val expAvg = down(lerp(up(p.expAvg), up(grad), 1.0 - beta1), S);
+    Val expAvg = down(lerpOf(p.expAvg, grad, 1.0 - beta1), S);
     // exp_avg_sq.mul_(beta2).addcmul_(grad, grad.conj(), value=1 - beta2)
     Val expAvgSq = down(up(p.expAvgSq) * beta2, S);
-    expAvgSq = down(up(expAvgSq) + (1.0 - beta2) * up(grad) * up(grad), S);
+    expAvgSq = down(addcmulOf(expAvgSq, grad, 1.0 - beta2), S);
 
     // step = _get_value(step_t): the bias corrections are Python floats.
     Val stepValue = cast(step, DataType::Double);
@@ -304,7 +307,7 @@ private:
     // denom = (second.sqrt() / bias_correction2_sqrt).add_(eps)
     Val denom = down(sqrt(up(second)), S);
     denom = down(up(denom) / biasCorrection2Sqrt, S);
-    denom = down(up(denom) + eps, S);
+    denom = down(up(denom) + scalarAs(eps, S), S);
     // param.addcdiv_(exp_avg, denom, value=-step_size)
     weight = down(up(weight) + neg(stepSize) * up(expAvg) / up(denom), W);
 
@@ -314,6 +317,36 @@ private:
     if (config_.amsgrad)
       update(maxExpAvgSq, p.maxExpAvgSq);
     update(step, p.step);
+  }
+
+  /// lerp(m, grad, weight) into the state: widefuse's lerp for f32/f64 state; for bf16/f16
+  /// state torch's kernels' f32 form, one fused multiply-add (weight < 0.5:
+  /// `weight * (grad - m) + m`, else `(weight - 1) * (grad - m) + grad`).
+  Val lerpOf(Val m, Val grad, double weight) {
+    if (!isReducedPrecision(stateDtype_))
+      return lerp(up(m), up(grad), weight);
+    Val difference = up(grad) - up(m);
+    if (std::fabs(float(weight)) < 0.5f)
+      return fma(weight, difference, up(m));
+    return fma(double(float(weight) - 1.0f), difference, up(grad));
+  }
+
+  /// v + value * grad * grad: for bf16/f16 state with the last multiply and the add fused, as
+  /// torch's addcmul kernels compute it.
+  Val addcmulOf(Val v, Val grad, double value) {
+    if (!isReducedPrecision(stateDtype_))
+      return up(v) + value * up(grad) * up(grad);
+    return fma(value * up(grad), up(grad), up(v));
+  }
+
+  /// A number added to a `dtype` tensor: torch's add rounds a Python scalar (and add's alpha)
+  /// to a bf16/f16 tensor's dtype before computing in f32.
+  static double scalarAs(double value, DataType dtype) {
+    if (dtype == DataType::BFloat16)
+      return bfloat16BitsToFloat(toBFloat16Bits(value));
+    if (dtype == DataType::Half)
+      return halfBitsToFloat(toHalfBits(value));
+    return value;
   }
 
   const AdamConfig& config_;

@@ -45,6 +45,11 @@
 ///   tensor op's compute type at the op that uses them, as PyTorch converts a Python number; the L2
 ///   term is `grad + (wd * p)` with the product rounded (torch computes `a + alpha * b` in one
 ///   kernel; with float CUDA or a vectorized CPU path that may be one fma).
+/// - bf16/f16 state and grads follow torch's kernels (2.9, as its CPU kernels compute them)
+///   more closely, since their rounding shows: lerp is one fused multiply-add in f32
+///   (`w * (grad - m) + m` for w < 0.5, else `(w - 1) * (grad - m) + grad`), addcmul fuses
+///   its last multiply and the add, and eps and the L2 alpha are rounded to the tensor's dtype
+///   first, as torch's add does with a Python scalar. f32 state keeps the plain formula.
 /// - addcdiv is `p + (value * m) / denom`, the association of torch's CPU kernel; torch's
 ///   CUDA kernel computes `p + value * (m / denom)`.
 /// - grad_scale: the gradient is divided by it (as torch's fused kernels do) but the unscaled

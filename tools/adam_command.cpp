@@ -183,6 +183,20 @@ void progress(bool enabled, const std::string& text) {
   std::fflush(stderr);
 }
 
+/// "694 bytes", "12.3 kB", "1.24 GB".
+std::string formatBytes(int64_t bytes) {
+  if (bytes < 10'000)
+    return fmt::format("{} bytes", bytes);
+  const char* units[] = {"kB", "MB", "GB", "TB"};
+  double value = double(bytes) / 1e3;
+  size_t unit = 0;
+  while (value >= 1000 && unit + 1 < std::size(units)) {
+    value /= 1000;
+    ++unit;
+  }
+  return fmt::format("{:.3g} {}", value, units[unit]);
+}
+
 /// The summary's line on dtypes and optimizer state.
 void printDtypes(const optim::AdamConfig& config, int64_t elements) {
   StateBytes bytes = stateBytes(config, elements);
@@ -190,11 +204,11 @@ void printDtypes(const optim::AdamConfig& config, int64_t elements) {
                      : config.masterWeights == optim::MasterWeights::Remainders ? ", i16 remainders"
                                                                                 : "";
   fmt::print("  dtypes: params {}, grads {}, state {}, master weights {}: optimizer state {} bytes "
-             "per parameter element (exp_avg, exp_avg_sq{}{}), {:.3g} MB in all\n",
+             "per parameter element (exp_avg, exp_avg_sq{}{}), {} in all\n",
              shortName(config.dtype).str(), shortName(optim::adamGradDtype(config)).str(),
              shortName(optim::adamStateDtype(config)).str(),
              optim::masterWeightsName(config.masterWeights).str(), bytes.perElement,
-             config.amsgrad ? ", max_exp_avg_sq" : "", kept, double(bytes.total) / 1e6);
+             config.amsgrad ? ", max_exp_avg_sq" : "", kept, formatBytes(bytes.total));
 }
 
 void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,

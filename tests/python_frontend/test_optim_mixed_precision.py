@@ -14,6 +14,7 @@
 - bad dtypes, shapes and options: widefuse.Error naming the parameter, nothing written."""
 
 import copy
+import os
 
 import numpy as np
 import pytest
@@ -459,3 +460,54 @@ def test_refused_options(arguments, message):
     optimizer = widefuse.optim.AdamW(make_params(torch.bfloat16))
     with pytest.raises(widefuse.Error, match=message):
         optimizer.add_param_group({"params": make_params(torch.bfloat16, seed=3), **arguments})
+
+
+# ---- the C++ library (widefuse adam) against torch ------------------------------------------
+
+def cli():
+    """build/bin/widefuse next to the package under test, or None (an installed package)."""
+    from pathlib import Path
+    path = Path(widefuse.__file__).resolve().parents[2] / "bin" / "widefuse"
+    return path if path.exists() else None
+
+
+def exported(directory, name, dtype):
+    array = np.load(directory / name)
+    if dtype == torch.bfloat16:  # bf16 is stored as its uint16 bits
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+@pytest.mark.parametrize("masters", ["none", "fp32"])
+def test_the_adam_command_equals_torch(tmp_path, masters):
+    # `widefuse adam` (optim::buildAdam on the host backend) keeps the same grads every step:
+    # bf16 parameters with master weights none equal torch.optim.AdamW on bf16 parameters,
+    # and with fp32 masters torch.optim.AdamW on float32 parameters (assert_close defaults).
+    import subprocess
+    if cli() is None:
+        pytest.skip("no build/bin/widefuse next to the package")
+    steps = 30
+    result = subprocess.run(
+        [str(cli()), "adam", "--model", "tiny", "--optimizer", "adamw", "--weight-decay", "0.01",
+         "--param-dtype", "bf16", "--master-weights", masters, "--steps", str(steps),
+         "--backend", "host", "--no-verify", "--json", "--export", str(tmp_path)],
+        capture_output=True, text=True, env={**os.environ, "WIDEFUSE_CACHE_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    shapes = [tuple(shape) for shape in widefuse.model_shapes("tiny")]
+    dtype = torch.bfloat16 if masters == "none" else torch.float32
+    weight = "p" if masters == "none" else "master"
+    params = [torch.nn.Parameter(exported(tmp_path, f"initial_{weight}{i}.npy", dtype))
+              for i in range(len(shapes))]
+    grads = [exported(tmp_path, f"initial_g{i}.npy", torch.bfloat16).to(dtype)
+             for i in range(len(shapes))]
+    optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, foreach=False)
+    for _ in range(steps):
+        for param, grad in zip(params, grads):
+            param.grad = grad
+        optimizer.step()
+    for i, param in enumerate(params):
+        torch.testing.assert_close(exported(tmp_path, f"final_{weight}{i}.npy", dtype),
+                                   param.detach())
+        for key, name in (("exp_avg", "m"), ("exp_avg_sq", "v")):
+            ours = exported(tmp_path, f"final_{name}{i}.npy", dtype)
+            torch.testing.assert_close(ours, optimizer.state[param][key], msg=key)
