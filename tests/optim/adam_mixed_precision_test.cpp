@@ -13,7 +13,7 @@
 //   every 16-bit remainder under edge-value parameters (±0, subnormals, the largest finite
 //   values, ±inf, NaNs).
 // - bf16 state: one step from the same state differs from f32 state by at most the bound in
-//   docs/user_guide.md (m 2^-8, v 2^-7 relative, the weight 2% of its step).
+//   docs/user_guide.md (m 2^-8, v 2^-7 relative, the weight 2.5% of its step).
 // - Bad dtypes and bad tensors give Errors naming the value, with nothing written.
 
 #include "optim/adam.h"
@@ -446,13 +446,15 @@ TEST(MixedPrecisionMasters, EveryRemainderPatternAndEdgeValueFollowsTheRule) {
 
 TEST(MixedPrecisionState, OneStepWithBf16StateStaysWithinTheBoundOfF32State) {
   // From the same entry state (bf16 values, widened exactly for the f32 run) one step rounds
-  // m' once (2^-8 relative), v' twice (mul_ and addcmul_: (1 + 2^-8)^2 - 1) and the
-  // denominator four times (v', sqrt, / bc2, + eps: sqrt halves v's error), so the step
-  // m' / denom differs by at most (1 + 2^-8) / (1 - ((1 + 2^-8)^4 - 1)) - 1 < 0.0200 of the
-  // f32 step, plus the f32 rounding of the weight (one ulp of each result).
+  // m' once (2^-8 relative) and v' twice (mul_ and addcmul_: (1 + 2^-8)^2 - 1); the
+  // denominator carries v's error halved by the sqrt and four roundings of its own (sqrt,
+  // / bc2, + eps, and eps itself rounded to bf16, at most 2^-8 of the denominator), so the
+  // step m' / denom differs from the f32 state's by at most
+  // (1 + 2^-8) / (1 - ((1 + 2^-8)^5 - 1)) - 1 < 0.025 of it, plus the f32 rounding of the
+  // weight (one ulp of each result).
   const double u = std::ldexp(1.0, -8);
-  const double stepBound = (1 + u) / (1 - (std::pow(1 + u, 4) - 1)) - 1;
-  ASSERT_LT(stepBound, 0.0200);
+  const double stepBound = (1 + u) / (1 - (std::pow(1 + u, 5) - 1)) - 1;
+  ASSERT_LT(stepBound, 0.025);
   AdamConfig bf16 = mixedConfig({DataType::BFloat16, {}, DataType::BFloat16, MasterWeights::Fp32},
                                 WeightDecayKind::Decoupled, 0.0);
   bf16.amsgrad = true;

@@ -247,11 +247,11 @@ def test_plain_low_precision_parameters_match_torch(case, dtype):
 
 def test_bf16_state_stays_within_one_steps_bound():
     # From the same state, one step with bf16 exp_avg/exp_avg_sq rounds m' once (2^-8), v'
-    # twice and the denominator four times: the step differs from float32 state's by less
-    # than 2% (docs/torch.md).
+    # twice, the denominator four times more (eps included): the step differs from float32
+    # state's by less than 2.5% (docs/torch.md).
     u = 2.0**-8
-    bound = (1 + u) / (1 - ((1 + u)**4 - 1)) - 1
-    assert bound < 0.02
+    bound = (1 + u) / (1 - ((1 + u)**5 - 1)) - 1
+    assert bound < 0.025
     ours_params, theirs_params = make_params(torch.bfloat16), make_params(torch.bfloat16)
     ours = widefuse.optim.AdamW(ours_params, lr=1e-2, weight_decay=0.0, amsgrad=True,
                                 master_weights=True, state_dtype=torch.bfloat16)
