@@ -2,9 +2,10 @@
 constructor arguments, defaults, param groups and state_dict layout) whose step is one
 widefuse launch for every parameter.
 
-The update is torch's Adam as its capturable and fused forms compute it: the step count is a
-float32 tensor on the parameter's device, incremented by the kernel, and the bias corrections
-are computed from it on the device, so a step never synchronizes with the host.
+The update is torch's Adam: the step count is a float32 tensor on the parameter's device,
+incremented by the kernel (as in torch's capturable and fused forms), and the bias corrections
+are computed from it on the device in float64 (as torch's default form computes them with
+Python floats), so a step never synchronizes with the host.
 
 For bf16/f16 parameters, three widefuse options (param-group options, like torch's) choose
 where the optimizer's truth lives: in the parameter (torch's behaviour), in a float32
