@@ -3,8 +3,8 @@
 // remainders), run on the host backend in reverse and shuffled block order.
 //
 // - Every valid dtype configuration (Adam and AdamW, amsgrad, weight decay, two param groups,
-//   grad_scale, a step skipped by found_inf) is one batched kernel whose results equal the
-//   reference evaluator's bit for bit.
+//   grad_scale, a step skipped by found_inf, a capturable lr with AdamW) is one batched kernel
+//   whose results equal the reference evaluator's bit for bit.
 // - Masters and remainders are inputs named after their parameter; bad dtypes and bad tensors
 //   give Errors naming the value, with nothing written.
 // The masters themselves (lossless remainders, TE's rule, bf16 state): adam_master_weights_test.
@@ -37,6 +37,7 @@ TEST_P(MixedPrecision, HostBackendMatchesEvaluatorBitwiseInReverseAndShuffledOrd
   AdamConfig config = mixedConfig(dtypes, decay);
   config.amsgrad = true;
   config.gradScale = config.foundInf = true;
+  config.capturable = decay == WeightDecayKind::Decoupled; // lr as a 0-d tensor
   AdamFusion adam = buildAdam(config);
   for (BlockOrder order :
        {BlockOrder{BlockOrder::Kind::Reverse}, BlockOrder{BlockOrder::Kind::Shuffle, 7}}) {

@@ -178,6 +178,8 @@ inline State initialState(const AdamConfig& config, const AdamFusion& adam, std:
     }
     if (adam.inputs[k].role == AdamRole::Step)
       ++j;
+    if (adam.inputs[k].role == AdamRole::Lr && adam.fusion->inputs()[k]->isTensor())
+      setFloatingElement(tensor, 0, state.lrs[adam.inputs[k].group]); // capturable
   }
   return state;
 }
