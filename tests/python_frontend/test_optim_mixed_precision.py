@@ -313,8 +313,8 @@ def test_a_plain_checkpoint_starts_master_weights_from_the_parameters():
     run(plain, params, gradients(3), torch.bfloat16)
     ours = widefuse.optim.AdamW(params, lr=1e-2, master_weights=True)
     ours.load_state_dict(plain.state_dict())  # torch's groups lack widefuse's options
-    assert ours.param_groups[0]["master_weights"] is False  # plain Adam, as saved
-    ours.param_groups[0]["master_weights"] = True
+    assert ours.param_groups[0]["master_weights"] is True  # the constructor's
+    assert "master_param" not in ours.state[params[0]]
     run(ours, params, gradients(1, seed=4), torch.bfloat16)
     for p in params:
         assert ours.state[p]["master_param"].dtype == torch.float32

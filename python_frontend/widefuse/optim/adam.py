@@ -61,12 +61,12 @@ class Adam(PointwiseOptimizer):
         super().__init__(params, defaults, mode=mode, threads=threads)
 
     def __setstate__(self, state: dict) -> None:
-        # A checkpoint of torch's Adam has no widefuse options: plain Adam.
+        # A checkpoint of torch's Adam has no widefuse options: the constructor's apply.
         super().__setstate__(state)
+        defaults = getattr(self, "defaults", {})
         for group in self.param_groups:
-            group.setdefault("master_weights", False)
-            group.setdefault("store_param_remainders", False)
-            group.setdefault("state_dtype", None)
+            for name in ("master_weights", "store_param_remainders", "state_dtype"):
+                group.setdefault(name, defaults.get(name, None if name == "state_dtype" else False))
 
     def add_param_group(self, param_group: dict) -> None:
         _check_master_options(param_group.get("master_weights", False),

@@ -94,8 +94,9 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         self._check_loaded_state(state_dict)
         saved = self._saved_state_by_param(state_dict)
         super().load_state_dict(state_dict)
+        group_of = {id(p): group for group in self.param_groups for p in group["params"]}
         for param, state in self.state.items():
-            group = next(g for g in self.param_groups if any(p is param for p in g["params"]))
+            group = group_of[id(param)]
             for key, value in state.items():
                 if not isinstance(value, torch.Tensor):
                     continue
