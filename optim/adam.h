@@ -5,8 +5,16 @@
 /// capturable (tensor) learning rate, AMP's grad_scale / found_inf and several param groups.
 ///
 /// The formula, per parameter of a group with hyperparameters (lr, beta1, beta2, eps, wd);
-/// T is the config's dtype, "f64" a Python float, every tensor op computed in T's compute
-/// type (float for half/bfloat16) and rounded to T once, as a PyTorch kernel does:
+/// "f64" is a Python float, and every tensor op is computed in the compute type of its
+/// operands (float for half/bfloat16) and rounded once to the dtype of the tensor it writes,
+/// as a PyTorch kernel does: the parameter's (or, with master weights, the f32 master's) for
+/// p, the state's for m, v, vmax and denom, the grads' for grad (the promoted type after L2
+/// decay). With every dtype f32 that is f32 arithmetic throughout; with bf16 state each
+/// state op is rounded to bf16 and later ops read the rounded value, as torch's in-place ops
+/// on bf16 tensors do. p below is the weight Adam updates: the parameter (master weights
+/// none), the f32 master (fp32), or the master rebuilt from the parameter and its remainder
+/// (remainders; reconstructMaster), written back as the parameter, as the master and its
+/// round-to-nearest-even copy in the parameter, or split again (splitMaster):
 ///
 ///   grad   = g / grad_scale                           (gradScale only)
 ///   grad   = -grad                                    (maximize only)
@@ -37,6 +45,11 @@
 ///   tensor op's compute type at the op that uses them, as PyTorch converts a Python number; the L2
 ///   term is `grad + (wd * p)` with the product rounded (torch computes `a + alpha * b` in one
 ///   kernel; with float CUDA or a vectorized CPU path that may be one fma).
+/// - bf16/f16 state and grads follow torch's kernels (2.9, as its CPU kernels compute them)
+///   more closely, since their rounding shows: lerp is one fused multiply-add in f32
+///   (`w * (grad - m) + m` for w < 0.5, else `(w - 1) * (grad - m) + grad`), addcmul fuses
+///   its last multiply and the add, and eps and the L2 alpha are rounded to the tensor's dtype
+///   first, as torch's add does with a Python scalar. f32 state keeps the plain formula.
 /// - addcdiv is `p + (value * m) / denom`, the association of torch's CPU kernel; torch's
 ///   CUDA kernel computes `p + value * (m / denom)`.
 /// - grad_scale: the gradient is divided by it (as torch's fused kernels do) but the unscaled
@@ -47,13 +60,16 @@
 ///   with zero and nonzero weight decay form two signature classes (two batched kernels);
 ///   groups that differ only in nonzero values share one kernel with lifted constants.
 
+#include "optim/param_remainders.h"
 #include "optim/seed_adam.h"
 
 #include "ir/fusion.h"
+#include "ir/fusion_definition.h"
 
 #include <llvm/ADT/StringRef.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace widefuse::optim {
@@ -82,6 +98,24 @@ struct AdamGroup {
   AdamHyperparameters hyper;
 };
 
+/// Where the optimizer's truth about a low-precision parameter lives.
+enum class MasterWeights {
+  /// The parameter itself: each update is computed in f32 and rounded to the parameter's
+  /// dtype (torch's behaviour for bf16/f16 parameters).
+  None,
+  /// An f32 master tensor per parameter (`master{i}`) is updated; the parameter receives its
+  /// value rounded to nearest even.
+  Fp32,
+  /// TransformerEngine's / Apex's `store_param_remainders`: no master tensor; the f32 master
+  /// is the bf16 parameter (its high half, rounded) and an int16 remainder (`remainder{i}`,
+  /// its low half), rebuilt and split again inside the kernel (see reconstructMaster).
+  /// bf16 parameters only.
+  Remainders,
+};
+
+/// The name used by the CLI and the reports: "none", "fp32" or "remainders".
+llvm::StringRef masterWeightsName(MasterWeights masterWeights);
+
 /// Options of one Adam / AdamW step over one or more param groups.
 struct AdamConfig {
   /// One or more param groups; parameters are numbered across groups in order.
@@ -95,13 +129,32 @@ struct AdamConfig {
   /// Optional 0-d f32 tensors shared by all parameters.
   bool gradScale = false;
   bool foundInf = false;
-  /// Type of params, grads and optimizer state (a floating-point type).
+  /// Type of the parameters (a floating-point type); also of the grads and the state unless
+  /// gradDtype / stateDtype say otherwise.
   DataType dtype = DataType::Float;
+  /// Type of the grads: the parameters' (unset) or f32.
+  std::optional<DataType> gradDtype;
+  /// Type of exp_avg, exp_avg_sq and max_exp_avg_sq: f32, bf16 or the parameters' dtype.
+  /// Unset: f32 with master weights, else the parameters' dtype (torch's zeros_like).
+  std::optional<DataType> stateDtype;
+  /// None, an f32 master per parameter, or TE's int16 remainders (bf16 parameters).
+  MasterWeights masterWeights = MasterWeights::None;
 };
+
+/// The grads' dtype of a config (gradDtype, else the parameters').
+DataType adamGradDtype(const AdamConfig& config);
+/// The state's dtype of a config (stateDtype, else f32 with master weights, else the
+/// parameters').
+DataType adamStateDtype(const AdamConfig& config);
+/// Bytes of optimizer state per parameter element: exp_avg, exp_avg_sq, max_exp_avg_sq
+/// (amsgrad) and the master (4) or remainder (2); the 0-d step counters are not counted.
+int64_t adamStateBytesPerElement(const AdamConfig& config);
 
 /// What a fusion input of an Adam step is.
 enum class AdamRole {
   Param,       ///< `p{i}`, updated
+  Master,      ///< `master{i}`, f32 (MasterWeights::Fp32 only), updated
+  Remainder,   ///< `remainder{i}`, i16 (MasterWeights::Remainders only), updated
   Grad,        ///< `g{i}`, read only
   ExpAvg,      ///< `m{i}`, updated
   ExpAvgSq,    ///< `v{i}`, updated
@@ -112,8 +165,8 @@ enum class AdamRole {
   FoundInf,    ///< `found_inf`, 0-d f32 (foundInf only)
 };
 
-/// The role's name as in torch's state ("param", "grad", "exp_avg", "exp_avg_sq",
-/// "max_exp_avg_sq", "step", "lr", "grad_scale", "found_inf").
+/// The role's name as in torch's state ("param", "master_param", "param_remainder", "grad",
+/// "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step", "lr", "grad_scale", "found_inf").
 llvm::StringRef adamRoleName(AdamRole role);
 
 /// One fusion input: its role and whose it is.
@@ -136,14 +189,16 @@ struct AdamFusion {
 
 /// Checks a config as torch's constructor does; throws Error naming the bad value and group
 /// (no groups, an empty group, lr or eps < 0, a beta outside [0, 1), weight decay < 0, a
-/// non-floating dtype).
+/// non-floating dtype), and the dtypes: grads of the parameters' dtype or f32; state f32,
+/// bf16 or the parameters' dtype; master weights only for bf16/f16 parameters, remainders
+/// only for bf16.
 void validateAdamConfig(const AdamConfig& config);
 
 /// Builds one Adam / AdamW step (see the file comment for the formula). Inputs, in order: per
-/// parameter i `p{i}`, `g{i}`, `m{i}`, `v{i}`, [`vmax{i}`], `step{i}`; then `lr{g}` per
-/// group; then [`grad_scale`], [`found_inf`]. Betas, eps and weight decay are constants of
-/// each group's subgraphs (lifted per member when groups share a kernel). Throws Error for a
-/// bad config (validateAdamConfig).
+/// parameter i `p{i}`, [`master{i}` | `remainder{i}`], `g{i}`, `m{i}`, `v{i}`, [`vmax{i}`],
+/// `step{i}`; then `lr{g}` per group; then [`grad_scale`], [`found_inf`]. Betas, eps and
+/// weight decay are constants of each group's subgraphs (lifted per member when groups share
+/// a kernel). Throws Error for a bad config (validateAdamConfig).
 AdamFusion buildAdam(const AdamConfig& config);
 
 } // namespace widefuse::optim

@@ -15,9 +15,12 @@ namespace {
 /// 16-byte accesses) for the widest, which bounds registers per thread.
 constexpr unsigned kAccessBytes = 16;
 constexpr unsigned kMaxBytesPerThreadAccess = 32;
-/// Bytes of element data one thread holds per vector iteration (all tensors read and
-/// written): beyond it a body with many tensors would spill under the 64-register cap, so it
-/// takes fewer elements per access.
+/// Bytes of element data one thread holds per vector iteration, each tensor counted once
+/// whether read, written or both (a result takes the registers of the operands it no longer
+/// needs): beyond it a body with many tensors would spill under the 64-register cap, so it
+/// takes fewer elements per access. Counting read-and-written tensors twice held mixed-width
+/// bodies (bf16 parameters with f32 masters or state) to 8-byte accesses of their 2-byte
+/// tensors; counted once they get 16-byte ones, at 60-80 registers and no spills on sm_90.
 constexpr unsigned kMaxBytesInFlight = 192;
 /// Vector iterations per thread in one chunk, the unit blocks share work in: blocks take
 /// contiguous runs of chunks and compute a member's shared values once per run, so a chunk
@@ -232,7 +235,7 @@ void BodyPlanner::chooseVectorWidth() {
     if (slot.kind == SlotKind::ElementTensor) {
       narrowest = std::min(narrowest, unsigned(byteSize(slot.dtype)));
       widest = std::max(widest, unsigned(byteSize(slot.dtype)));
-      bytesPerElement += unsigned(byteSize(slot.dtype)) * (unsigned(slot.read) + slot.written);
+      bytesPerElement += unsigned(byteSize(slot.dtype)) * (slot.read || slot.written);
     }
   if (body_.indexing == Indexing::Strided) {
     body_.vectorElements = 1;
@@ -248,7 +251,8 @@ void BodyPlanner::chooseVectorWidth() {
     body_.vectorElements = largestPowerOfTwoAtMost(std::max(1u, std::min(byAccess, byRegisters)));
     notes_.push_back(fmt::format(
         "{}: flat 1-D indexing; {} elements per thread: the narrowest type ({} bytes) moves {} "
-        "bytes per access and the widest ({} bytes) {}{}; at run time a scalar head brings every tensor to its alignment (when one head does) and a scalar loop does the tail; "
+        "bytes per access and the widest ({} bytes) {}{}; at run time a scalar head brings every "
+        "tensor to its alignment (when one head does) and a scalar loop does the tail; "
         "this vector path, a scalar loop does the tail",
         body_.name, body_.vectorElements, narrowest, narrowest * body_.vectorElements, widest,
         widest * body_.vectorElements,

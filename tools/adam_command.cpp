@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/Support/FileSystem.h>
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,12 @@ struct AdamArguments {
   bool maximize = false;
   bool capturable = false;
   double weightDecay = 0;
+  std::string paramDtype = "f32";
+  /// Empty: the parameters' dtype.
+  std::string gradDtype;
+  /// Empty: f32 with master weights, else the parameters' dtype.
+  std::string stateDtype;
+  std::string masterWeights = "none";
   unsigned paramGroups = 1;
   int steps = 2;
   /// --verify / --no-verify; by default, runs small enough to check quickly are verified.
@@ -62,6 +69,38 @@ std::pair<std::vector<optim::Shape>, std::string> modelShapes(const AdamArgument
   return {preset.shapes, fmt::format("model '{}' ({})", preset.name, preset.description)};
 }
 
+/// The dtype an option names, one of `allowed`.
+DataType dtypeOption(llvm::StringRef option, const std::string& name,
+                     std::initializer_list<DataType> allowed) {
+  std::optional<DataType> dtype = parseDataType(name);
+  if (!dtype || !llvm::is_contained(allowed, *dtype)) {
+    std::string names;
+    for (DataType type : allowed)
+      names += (names.empty() ? "" : ", ") + shortName(type).str();
+    fail("{} '{}': use {}", option.str(), name, names);
+  }
+  return *dtype;
+}
+
+optim::MasterWeights masterWeightsOption(const std::string& name) {
+  for (optim::MasterWeights policy :
+       {optim::MasterWeights::None, optim::MasterWeights::Fp32, optim::MasterWeights::Remainders})
+    if (optim::masterWeightsName(policy) == name)
+      return policy;
+  fail("--master-weights '{}': use none, fp32 or remainders", name);
+}
+
+/// The dtypes and the master-weight policy of the arguments.
+void setDtypes(const AdamArguments& arguments, optim::AdamConfig& config) {
+  constexpr auto f32 = DataType::Float, bf16 = DataType::BFloat16, f16 = DataType::Half;
+  config.dtype = dtypeOption("--param-dtype", arguments.paramDtype, {f32, bf16, f16});
+  if (!arguments.gradDtype.empty())
+    config.gradDtype = dtypeOption("--grad-dtype", arguments.gradDtype, {f32, bf16, f16});
+  if (!arguments.stateDtype.empty())
+    config.stateDtype = dtypeOption("--state-dtype", arguments.stateDtype, {f32, bf16, f16});
+  config.masterWeights = masterWeightsOption(arguments.masterWeights);
+}
+
 /// Param group g takes every paramGroups-th tensor and its own beta2, so that groups differ
 /// in a constant (lifted into the member table) as torch param groups do.
 optim::AdamConfig adamConfig(const AdamArguments& arguments, std::vector<optim::Shape> shapes) {
@@ -76,6 +115,7 @@ optim::AdamConfig adamConfig(const AdamArguments& arguments, std::vector<optim::
   config.amsgrad = arguments.amsgrad;
   config.maximize = arguments.maximize;
   config.capturable = arguments.capturable;
+  setDtypes(arguments, config);
   config.groups.resize(arguments.paramGroups);
   for (unsigned g = 0; g < arguments.paramGroups; ++g) {
     config.groups[g].hyper.lr = groupLearningRate(g);
@@ -87,10 +127,40 @@ optim::AdamConfig adamConfig(const AdamArguments& arguments, std::vector<optim::
   return config;
 }
 
-/// Bytes each step reads and writes per element: p, g, m, v (and vmax) read; p, m, v (and
-/// vmax) written.
+/// Bytes of the tensors per parameter element: p, g, the master or remainder, m, v, vmax.
+int64_t tensorBytesPerElement(const optim::AdamConfig& config) {
+  return int64_t(byteSize(config.dtype)) + byteSize(optim::adamGradDtype(config)) +
+         optim::adamStateBytesPerElement(config);
+}
+
+/// Bytes each step reads and writes per element: every tensor is read, all but g written.
 int64_t bytesPerElement(const optim::AdamConfig& config) {
-  return int64_t(byteSize(config.dtype)) * (config.amsgrad ? 9 : 7);
+  return 2 * tensorBytesPerElement(config) - byteSize(optim::adamGradDtype(config));
+}
+
+/// The optimizer state of a run: per parameter element, and in all (the 0-d steps included).
+struct StateBytes {
+  int64_t perElement = 0;
+  int64_t total = 0;
+};
+
+StateBytes stateBytes(const optim::AdamConfig& config, int64_t elements) {
+  size_t params = 0;
+  for (const optim::AdamGroup& group : config.groups)
+    params += group.shapes.size();
+  int64_t perElement = optim::adamStateBytesPerElement(config);
+  return {perElement, perElement * elements + 4 * int64_t(params)};
+}
+
+/// The report's description of the dtypes and the state they cost.
+nlohmann::json dtypesJson(const optim::AdamConfig& config, int64_t elements) {
+  StateBytes bytes = stateBytes(config, elements);
+  return {{"param_dtype", shortName(config.dtype).str()},
+          {"grad_dtype", shortName(optim::adamGradDtype(config)).str()},
+          {"state_dtype", shortName(optim::adamStateDtype(config)).str()},
+          {"master_weights", optim::masterWeightsName(config.masterWeights).str()},
+          {"state_bytes_per_element", bytes.perElement},
+          {"state_bytes", bytes.total}};
 }
 
 /// Refuses a run whose tensors would not fit in half of this machine's memory.
@@ -113,8 +183,37 @@ void progress(bool enabled, const std::string& text) {
   std::fflush(stderr);
 }
 
+/// "694 bytes", "12.3 kB", "1.24 GB".
+std::string formatBytes(int64_t bytes) {
+  if (bytes < 10'000)
+    return fmt::format("{} bytes", bytes);
+  const char* units[] = {"kB", "MB", "GB", "TB"};
+  double value = double(bytes) / 1e3;
+  size_t unit = 0;
+  while (value >= 1000 && unit + 1 < std::size(units)) {
+    value /= 1000;
+    ++unit;
+  }
+  return fmt::format("{:.3g} {}", value, units[unit]);
+}
+
+/// The summary's line on dtypes and optimizer state.
+void printDtypes(const optim::AdamConfig& config, int64_t elements) {
+  StateBytes bytes = stateBytes(config, elements);
+  const char* kept = config.masterWeights == optim::MasterWeights::Fp32         ? ", f32 masters"
+                     : config.masterWeights == optim::MasterWeights::Remainders ? ", i16 remainders"
+                                                                                : "";
+  fmt::print("  dtypes: params {}, grads {}, state {}, master weights {}: optimizer state {} bytes "
+             "per parameter element (exp_avg, exp_avg_sq{}{}), {} in all\n",
+             shortName(config.dtype).str(), shortName(optim::adamGradDtype(config)).str(),
+             shortName(optim::adamStateDtype(config)).str(),
+             optim::masterWeightsName(config.masterWeights).str(), bytes.perElement,
+             config.amsgrad ? ", max_exp_avg_sq" : "", kept, formatBytes(bytes.total));
+}
+
 void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
-                 const std::string& source, int64_t elements, int64_t bytesPerStep) {
+                 const optim::AdamConfig& config, const std::string& source, int64_t elements,
+                 int64_t bytesPerStep) {
   FusionCompileOptions options = fusionCompileOptions(arguments.compile, arguments.json);
   CompiledFusion compiled = compileFusion(*adam.fusion, options, KernelCache::global());
   if (printEmitted(compiled, arguments.compile))
@@ -127,6 +226,7 @@ void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
     report["params"] = compiled.segmented->components.size();
     report["elements"] = elements;
     report["bytes_per_step"] = bytesPerStep;
+    report.update(dtypesJson(config, elements));
     report["mode"] = modeName(compiled.segmented->mode).str();
     report["segments"] = segmentedFusionToJson(*compiled.segmented);
     fmt::print("{}\n", report.dump(2));
@@ -134,11 +234,13 @@ void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
   }
   fmt::print("widefuse adam: {} over {}, compiled without running (--backend none)\n",
              arguments.optimizer, source);
+  printDtypes(config, elements);
   fmt::print("{}", formatCompileReport(compiled));
 }
 
 void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
-                  const std::string& source, int64_t elements, const SegmentedFusion& segmented) {
+                  const optim::AdamConfig& config, const std::string& source, int64_t elements,
+                  const SegmentedFusion& segmented) {
   const Fusion& fusion = *adam.fusion;
   size_t perComponent = segment(fusion, {SegmentationMode::PerComponent}).numLaunches();
   size_t batched = segment(fusion, {SegmentationMode::Batched}).numLaunches();
@@ -148,6 +250,7 @@ void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
   fmt::print("widefuse adam: {}{}{} over {}: {} parameters, {} elements\n", arguments.optimizer,
              arguments.amsgrad ? " (amsgrad)" : "", arguments.maximize ? " (maximize)" : "", source,
              segmented.components.size(), elements);
+  printDtypes(config, elements);
   fmt::print("  fusion: {} inputs, {} expressions, {} in-place updates (copy_ deferred to "
              "the end)\n",
              fusion.inputs().size(), fusion.numExprs(), fusion.aliases().size());
@@ -196,9 +299,10 @@ std::unique_ptr<FusionExecutorCache> makeExecutor(const AdamArguments& arguments
 
 /// Runs the steps on `state` (timed), checking each against the oracle when it is small, then
 /// the final state against the reference evaluator's steps from `initial` (when given).
-AdamOutcome runSteps(const AdamArguments& arguments, const Fusion& fusion,
+AdamOutcome runSteps(const AdamArguments& arguments, const optim::AdamFusion& adam,
                      FusionExecutorCache* executor, AdamState& state,
                      std::optional<AdamState>& initial, int64_t elements) {
+  const Fusion& fusion = *adam.fusion;
   AdamOutcome outcome;
   outcome.backend = executor ? backendName(executor->backend()).str() : "reference";
   bool slow = elements * std::max(1, arguments.steps) > 8'000'000 && !arguments.json;
@@ -221,7 +325,7 @@ AdamOutcome runSteps(const AdamArguments& arguments, const Fusion& fusion,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (exact)
       outcome.worstError =
-          std::max(*outcome.worstError, maxErrorAgainstOracle(fusion, state, *exact));
+          std::max(*outcome.worstError, maxErrorAgainstOracle(adam, state, *exact));
   }
   if (initial) {
     progress(slow, "verifying against the reference evaluator");
@@ -232,9 +336,10 @@ AdamOutcome runSteps(const AdamArguments& arguments, const Fusion& fusion,
   return outcome;
 }
 
-void printJsonReport(const AdamArguments& arguments, const Fusion& fusion,
-                     const SegmentedFusion& segmented, const AdamOutcome& outcome, int64_t elements,
-                     int64_t bytesPerStep, const BlockOrder& order) {
+void printJsonReport(const AdamArguments& arguments, const optim::AdamConfig& config,
+                     const Fusion& fusion, const SegmentedFusion& segmented,
+                     const AdamOutcome& outcome, int64_t elements, int64_t bytesPerStep,
+                     const BlockOrder& order) {
   nlohmann::json report = {{"fusion", fusion.name()},
                            {"optimizer", arguments.optimizer},
                            {"params", segmented.components.size()},
@@ -245,6 +350,7 @@ void printJsonReport(const AdamArguments& arguments, const Fusion& fusion,
                            {"launches", segmented.numLaunches()},
                            {"segments", segmentedFusionToJson(segmented)},
                            {"seconds", outcome.seconds}};
+  report.update(dtypesJson(config, elements));
   if (outcome.worstError)
     report["max_abs_error_vs_oracle"] = *outcome.worstError;
   if (outcome.backend == "host")
@@ -302,14 +408,14 @@ void runAdam(const AdamArguments& arguments) {
   int64_t bytesPerStep = elements * bytesPerElement(config);
   optim::AdamFusion adam = optim::buildAdam(config);
   if (backend == Backend::None)
-    return compileOnly(adam, arguments, source, elements, bytesPerStep);
+    return compileOnly(adam, arguments, config, source, elements, bytesPerStep);
   const Fusion& fusion = *adam.fusion;
   // The state, its initial copy for --verify, and the evaluator's own copies. The reference
   // evaluator takes about a second per 10M elements and step: verify by default only what it
   // checks quickly.
-  int64_t stateBytes = elements * int64_t(byteSize(config.dtype)) * (config.amsgrad ? 5 : 4);
+  int64_t tensorBytes = elements * tensorBytesPerElement(config);
   bool verify = arguments.verify.value_or(elements * std::max(1, arguments.steps) <= 20'000'000);
-  checkMemory(stateBytes * (verify ? 4 : 2), source);
+  checkMemory(tensorBytes * (verify ? 4 : 2), source);
 
   SegmentedFusion segmented = segment(fusion, {parseMode(arguments.compile.mode)});
   AdamState state = initialAdamState(adam);
@@ -326,14 +432,15 @@ void runAdam(const AdamArguments& arguments) {
     exportAdamState(arguments.exportDirectory, adam, state, "initial", manifest);
   }
   std::unique_ptr<FusionExecutorCache> executor = makeExecutor(arguments, fusion, backend, order);
-  AdamOutcome outcome = runSteps(arguments, fusion, executor.get(), state, initial, elements);
+  AdamOutcome outcome = runSteps(arguments, adam, executor.get(), state, initial, elements);
   if (!arguments.exportDirectory.empty()) {
     exportAdamState(arguments.exportDirectory, adam, state, "final", manifest);
     std::ofstream(arguments.exportDirectory + "/manifest.json") << manifest.dump(2) << "\n";
   }
   if (arguments.json)
-    return printJsonReport(arguments, fusion, segmented, outcome, elements, bytesPerStep, order);
-  printSummary(adam, arguments, source, elements, segmented);
+    return printJsonReport(arguments, config, fusion, segmented, outcome, elements, bytesPerStep,
+                           order);
+  printSummary(adam, arguments, config, source, elements, segmented);
   if (executor && executor->lastCompiled())
     fmt::print("{}", formatCompileReport(*executor->lastCompiled()));
   printTextReport(arguments, outcome, bytesPerStep);
@@ -358,6 +465,19 @@ void addAdamCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_flag("--capturable", arguments->capturable,
                     "lr as a 0-d tensor per param group (torch's capturable mode)");
+  command->add_option("--param-dtype", arguments->paramDtype, "Parameters: f32, bf16 or f16")
+      ->capture_default_str();
+  command->add_option("--grad-dtype", arguments->gradDtype,
+                      "Gradients: the parameters' dtype (default) or f32");
+  command->add_option("--state-dtype", arguments->stateDtype,
+                      "exp_avg and exp_avg_sq: f32 or bf16 (default: f32 with master weights, "
+                      "else the parameters' dtype, as torch)");
+  command
+      ->add_option("--master-weights", arguments->masterWeights,
+                   "none (update the parameters), fp32 (an f32 master per parameter) or "
+                   "remainders (bf16 parameters + int16 remainders, TransformerEngine's "
+                   "store_param_remainders)")
+      ->capture_default_str();
   command
       ->add_option("--param-groups", arguments->paramGroups,
                    "Split the parameters into K groups with different hyperparameters")

@@ -27,8 +27,11 @@ struct AdamState {
 /// Learning rate of param group `group` (group g gets (g + 1) x 1e-3).
 double groupLearningRate(unsigned group);
 
-/// The initial state: params and grads from a fixed-seed normal distribution, exp_avg and
-/// the squares zero, steps zero, learning rates per group, grad_scale 1, found_inf 0.
+/// The initial state: per parameter, f32 masters and then grads from a fixed-seed normal
+/// distribution (the same draws whatever the dtypes and master weights), the parameter the
+/// master rounded to nearest even (none, fp32) or split with its remainder (remainders);
+/// exp_avg and the squares zero, steps zero, learning rates per group, grad_scale 1,
+/// found_inf 0.
 AdamState initialAdamState(const optim::AdamFusion& adam);
 
 /// Elements of two states that differ in bits, and the largest absolute and relative
@@ -41,12 +44,15 @@ struct StateComparison {
 };
 StateComparison compareStates(const AdamState& actual, const AdamState& expected);
 
-/// Largest |state - oracle| over the copy_ destinations after one step, the oracle's values
-/// computed in double from the state before the step.
-double maxErrorAgainstOracle(const Fusion& fusion, const AdamState& state,
+/// Largest |state - oracle| over the floating-point copy_ destinations after one step, the
+/// oracle's values computed in double from the state before the step; with remainders, over
+/// the masters rebuilt from (parameter, remainder) as well.
+double maxErrorAgainstOracle(const optim::AdamFusion& adam, const AdamState& state,
                              const EvaluationResult& oracle);
 
-/// Writes `<prefix>_<name>.npy` for every tensor and appends them to manifest["files"].
+/// Writes `<prefix>_<name>.npy` for every tensor and appends them to manifest["files"]; with
+/// remainders also `<prefix>_master<i>.npy`, the f32 masters rebuilt from the parameters and
+/// their remainders (marked "derived" in the manifest).
 void exportAdamState(const std::string& directory, const optim::AdamFusion& adam,
                      const AdamState& state, llvm::StringRef prefix, nlohmann::json& manifest);
 

@@ -1,7 +1,9 @@
 // Every optimizer kernel of the library, as NVRTC compiles it for an H100/H200 (sm_90):
 // no register spills. A spill turns a bandwidth-bound optimizer step into one bound by local
 // memory traffic, so each configuration users can ask for is compiled and its ptxas
-// statistics checked (no GPU needed: NVRTC runs on any machine).
+// statistics checked (no GPU needed: NVRTC runs on any machine). Mixed precision (bf16/f16
+// parameters with f32 masters, remainders or state) keeps 16-byte accesses of its 2-byte
+// tensors.
 
 #include "optim/adam.h"
 #include "runtime/fusion_compiler.h"
@@ -61,6 +63,42 @@ TEST(AdamKernelStats, EveryConfigurationCompilesForSm90WithoutSpills) {
             << " bytes (stores) / " << stats.spillLoadBytes << " (loads)";
         EXPECT_GT(stats.registers, 0) << describe(dtype, variant) << ": no ptxas statistics";
       }
+    }
+}
+
+TEST(AdamKernelStats, MixedPrecisionUses16ByteAccessesWithoutSpills) {
+  using optim::MasterWeights;
+  struct Mixed {
+    DataType param;
+    std::optional<DataType> grad, state;
+    MasterWeights master;
+  };
+  for (Mixed mixed : {Mixed{DataType::BFloat16, {}, {}, MasterWeights::Fp32},
+                      Mixed{DataType::BFloat16, {}, {}, MasterWeights::Remainders},
+                      Mixed{DataType::BFloat16, {}, DataType::BFloat16, MasterWeights::Remainders},
+                      Mixed{DataType::BFloat16, DataType::Float, {}, MasterWeights::None},
+                      Mixed{DataType::Half, DataType::Float, {}, MasterWeights::Fp32}})
+    for (unsigned variant : {0u, 4u, 127u}) {
+      optim::AdamConfig config = configFor(mixed.param, variant);
+      config.gradDtype = mixed.grad;
+      config.stateDtype = mixed.state;
+      config.masterWeights = mixed.master;
+      std::string what = fmt::format("{} master {} {}", describe(mixed.param, variant),
+                                     optim::masterWeightsName(mixed.master).str(),
+                                     shortName(optim::adamStateDtype(config)).str());
+      optim::AdamFusion adam = optim::buildAdam(config);
+      FusionCompileOptions options;
+      options.mode = SegmentationMode::Batched;
+      options.device = deviceForArch("sm_90");
+      KernelCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
+      CompiledFusion compiled = compileFusion(*adam.fusion, options, cache);
+      unsigned widest = 0; // of the flat bodies: a 0-d parameter's moves one element
+      for (const FusionKernel& kernel : compiled.kernels) {
+        EXPECT_EQ(kernel.compiled->stats.spillBytes(), 0) << what;
+        for (const BodyPlan& body : kernel.plan->bodies)
+          widest = std::max(widest, body.vectorElements);
+      }
+      EXPECT_EQ(widest, 8u) << what << ": 2-byte tensors move 16 bytes per access";
     }
 }
 

@@ -557,6 +557,66 @@ TEST_F(Cli, AdamTakesModelsOptionsAndParamGroups) {
   expectOneLineError(run("adam --model llama-7b --steps 1"), "--backend none");
 }
 
+TEST_F(Cli, AdamMixedPrecisionRunsFromTheSameMasters) {
+  // Runs that differ only in --master-weights start from the same f32 masters; remainders
+  // and fp32 masters stay bit-identical, the rebuilt masters are exported as master<i>.
+  for (const char* masters : {"fp32", "remainders"}) {
+    CliResult json = run(fmt::format("adam --model tiny --optimizer adamw --weight-decay 0.01 "
+                                     "--amsgrad --param-groups 2 --param-dtype bf16 "
+                                     "--master-weights {} --steps 4 --backend host --verify "
+                                     "--json --export {}",
+                                     masters, masters));
+    ASSERT_EQ(json.exitCode, 0) << json.err;
+    nlohmann::json report = nlohmann::json::parse(json.out);
+    EXPECT_EQ(report["launches"], 1);
+    EXPECT_EQ(report["verify"]["different_elements"], 0);
+    EXPECT_EQ(report["master_weights"], masters);
+    EXPECT_EQ(report["state_dtype"], "f32");
+    // exp_avg, exp_avg_sq, max_exp_avg_sq (f32) and the master (4) or remainder (2).
+    int64_t perElement = std::string(masters) == "fp32" ? 16 : 14;
+    EXPECT_EQ(report["state_bytes_per_element"], perElement);
+    EXPECT_EQ(report["state_bytes"], 67 * perElement + 6 * 4);
+    // Read: p, g, master or remainder, m, v, vmax; written: all but g.
+    EXPECT_EQ(report["bytes_per_step"], 67 * (2 * (4 + perElement) - 2));
+  }
+  for (int i = 0; i < 6; ++i)
+    for (const char* when : {"initial", "final"}) {
+      std::string name = fmt::format("{}_master{}.npy", when, i);
+      HostTensor fp32 = readNpy(file("fp32/" + name), DataType::Float);
+      HostTensor rebuilt = readNpy(file("remainders/" + name), DataType::Float);
+      ASSERT_EQ(fp32.byteSize(), rebuilt.byteSize()) << name;
+      EXPECT_EQ(std::memcmp(fp32.data(), rebuilt.data(), fp32.byteSize()), 0) << name;
+    }
+  HostTensor remainder = readNpy(file("remainders/final_remainder4.npy"), DataType::Int16);
+  EXPECT_EQ(remainder.dtype(), DataType::Int16);
+  nlohmann::json manifest = nlohmann::json::parse(readFile(file("remainders/manifest.json")));
+  EXPECT_EQ(manifest["tensors"][1]["name"], "remainder0");
+  EXPECT_EQ(manifest["tensors"][1]["dtype"], "i16");
+  EXPECT_EQ(manifest["tensors"][1]["role"], "param_remainder");
+
+  CliResult summary = run("adam --model tiny --param-dtype bf16 --state-dtype bf16 "
+                          "--master-weights remainders --steps 1 --backend host");
+  ASSERT_EQ(summary.exitCode, 0) << summary.err;
+  EXPECT_NE(summary.out.find("dtypes: params bf16, grads bf16, state bf16, master weights "
+                             "remainders: optimizer state 6 bytes per parameter element"),
+            std::string::npos)
+      << summary.out;
+  CliResult f16 = run("adam --model tiny --param-dtype f16 --grad-dtype f32 --master-weights fp32 "
+                      "--steps 2 --backend host --verify --json");
+  ASSERT_EQ(f16.exitCode, 0) << f16.err;
+  EXPECT_EQ(nlohmann::json::parse(f16.out)["verify"]["different_elements"], 0);
+
+  expectOneLineError(run("adam --param-dtype f8"), "--param-dtype 'f8': use f32, bf16, f16");
+  expectOneLineError(run("adam --master-weights half"),
+                     "--master-weights 'half': use none, fp32 or remainders");
+  expectOneLineError(run("adam --param-dtype f16 --master-weights remainders"),
+                     "remainder master weights need bf16 parameters");
+  expectOneLineError(run("adam --master-weights fp32"), "f32 parameters are their own master");
+  expectOneLineError(run("adam --param-dtype bf16 --grad-dtype f16"),
+                     "the grads must have the parameters' dtype (bf16) or f32, not f16");
+  expectOneLineError(run("adam --state-dtype i32"), "--state-dtype 'i32'");
+}
+
 TEST_F(Cli, ModelsListsThePresets) {
   CliResult table = run("models");
   ASSERT_EQ(table.exitCode, 0) << table.err;

@@ -2,9 +2,16 @@
 constructor arguments, defaults, param groups and state_dict layout) whose step is one
 widefuse launch for every parameter.
 
-The update is torch's Adam as its capturable and fused forms compute it: the step count is a
-float32 tensor on the parameter's device, incremented by the kernel, and the bias corrections
-are computed from it on the device, so a step never synchronizes with the host.
+The update is torch's Adam: the step count is a float32 tensor on the parameter's device,
+incremented by the kernel (as in torch's capturable and fused forms), and the bias corrections
+are computed from it on the device in float64 (as torch's default form computes them with
+Python floats), so a step never synchronizes with the host.
+
+For bf16/f16 parameters, three widefuse options (param-group options, like torch's) choose
+where the optimizer's truth lives: in the parameter (torch's behaviour), in a float32
+``master_param`` per parameter (``master_weights=True``), or in the bf16 parameter plus an
+int16 ``param_remainder`` (``store_param_remainders=True``, TransformerEngine's layout); and
+``state_dtype`` the dtype of ``exp_avg``/``exp_avg_sq``.
 """
 
 from __future__ import annotations
@@ -14,62 +21,158 @@ from typing import Any, Optional
 import torch
 
 from .._widefuse import Error
+from ..data_type import DataType
+from .master_weights import (opmath, rebuild_master, reduced, rounded, scalar_as, split_master,
+                             torch_addcmul, torch_lerp)
 from .pointwise_optimizer import PointwiseOptimizer
+
+_STATE_DTYPES = (torch.float32, torch.bfloat16)
+_REDUCED = (DataType.BFloat16, DataType.Half)
+_MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
 
 class Adam(PointwiseOptimizer):
     """torch.optim.Adam's algorithm and interface; `foreach` and `fused` are accepted and
-    ignored (every step is one fused launch), `differentiable=True` is refused."""
+    ignored (every step is one fused launch), `differentiable=True` is refused.
+
+    `master_weights`: keep a float32 master (state ``master_param``) of each bf16/f16
+    parameter; the step updates the master and rounds it into the parameter.
+    `store_param_remainders` (with `master_weights`, bf16 parameters): keep the master as the
+    parameter and an int16 ``param_remainder`` instead, half the master's memory, exactly.
+    `state_dtype`: torch.float32 or torch.bfloat16 for ``exp_avg``, ``exp_avg_sq`` and
+    ``max_exp_avg_sq`` (default: float32 with master weights, else the parameter's dtype).
+    """
 
     def __init__(self, params: Any, lr: Any = 1e-3, betas: Any = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: Any = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
                  fused: Any = None, decoupled_weight_decay: bool = False,
+                 master_weights: bool = False, store_param_remainders: bool = False,
+                 state_dtype: Optional[torch.dtype] = None,
                  mode: str = "packed", threads: Optional[int] = None) -> None:
         _check_arguments(lr, betas, eps, weight_decay, differentiable)
+        _check_master_options(master_weights, store_param_remainders, state_dtype)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
-                        decoupled_weight_decay=decoupled_weight_decay)
+                        decoupled_weight_decay=decoupled_weight_decay,
+                        master_weights=master_weights,
+                        store_param_remainders=store_param_remainders, state_dtype=state_dtype)
         super().__init__(params, defaults, mode=mode, threads=threads)
 
-    def init_state(self, param: torch.Tensor, *, amsgrad: bool, **_: Any) -> dict:
-        state = {
-            "step": torch.zeros((), dtype=torch.float32, device=param.device),
-            "exp_avg": torch.zeros_like(param, memory_format=torch.preserve_format),
-            "exp_avg_sq": torch.zeros_like(param, memory_format=torch.preserve_format),
-        }
+    def __setstate__(self, state: dict) -> None:
+        # A checkpoint of torch's Adam has no widefuse options: the constructor's apply.
+        super().__setstate__(state)
+        defaults = getattr(self, "defaults", {})
+        for group in self.param_groups:
+            for name in ("master_weights", "store_param_remainders", "state_dtype"):
+                group.setdefault(name, defaults.get(name, None if name == "state_dtype" else False))
+
+    def add_param_group(self, param_group: dict) -> None:
+        _check_master_options(param_group.get("master_weights", False),
+                              param_group.get("store_param_remainders", False),
+                              param_group.get("state_dtype", None))
+        super().add_param_group(param_group)
+
+    def init_state(self, param: torch.Tensor, *, amsgrad: bool, master_weights: bool,
+                   store_param_remainders: bool, state_dtype: Any, **_: Any) -> dict:
+        kind = _master_kind(param.dtype, master_weights, store_param_remainders)
+        dtype = _moment_dtype(param.dtype, kind, state_dtype)
+        zeros = lambda: torch.zeros_like(param, dtype=dtype, memory_format=torch.preserve_format)
+        state = {"step": torch.zeros((), dtype=torch.float32, device=param.device),
+                 "exp_avg": zeros(), "exp_avg_sq": zeros()}
         if amsgrad:
-            state["max_exp_avg_sq"] = torch.zeros_like(param, memory_format=torch.preserve_format)
+            state["max_exp_avg_sq"] = zeros()
+        state.update(_new_master(param, kind))
         return state
+
+    def check_state(self, param: Any, state: dict, *, master_weights: bool,
+                    store_param_remainders: bool, state_dtype: Any, **_: Any) -> None:
+        """The master, remainder and moments a parameter's state must have for its group's
+        options: raises Error for a wrong dtype, shape or combination; adds a missing master
+        (the parameter's value) or remainder (zero: the master is the parameter)."""
+        kind = _master_kind(param.dtype, master_weights, store_param_remainders)
+        for key in _MOMENTS:
+            value = state.get(key)
+            if value is not None and not value.dtype.is_floating_point:
+                raise Error(f"state '{key}' is {value.dtype}; the optimizer state must have a "
+                            "floating-point dtype (torch.float32 or torch.bfloat16)")
+        master, remainder = state.get("master_param"), state.get("param_remainder")
+        if kind != "fp32" and master is not None:
+            raise Error(f"the state has a 'master_param' but the group has {_kind_options(kind)}"
+                        "; load a checkpoint made with the same options")
+        if kind != "remainders" and remainder is not None:
+            raise Error(f"the state has a 'param_remainder' but the group has "
+                        f"{_kind_options(kind)}; load a checkpoint made with the same options")
+        if kind == "fp32" and master is not None and master.dtype != torch.float32:
+            raise Error(f"its master_param is {master.dtype}; a master weight must be "
+                        "torch.float32 (a float16 master would lose what the master keeps)")
+        if kind == "remainders" and remainder is not None:
+            if remainder.dtype != torch.int16:
+                raise Error(f"its param_remainder is {remainder.dtype}; the remainder of a "
+                            "bfloat16 parameter is torch.int16 (the master's low 16 bits)")
+            if remainder.shape != param.shape:
+                raise Error(f"its param_remainder has shape {list(remainder.shape)}; the "
+                            f"parameter has shape {list(param.shape)}")
+        if kind in ("fp32", "remainders") and master is None and remainder is None:
+            state.update(_new_master(param, kind))
+
+    def state_dtype_for(self, key: str, param: torch.Tensor, group: dict) -> Optional[torch.dtype]:
+        kind = _master_kind(param.dtype, group.get("master_weights", False),
+                            group.get("store_param_remainders", False))
+        if key == "master_param":
+            return torch.float32
+        if key == "param_remainder":
+            return torch.int16
+        if key in _MOMENTS:
+            return _moment_dtype(param.dtype, kind, group.get("state_dtype"))
+        return None
 
     def update(self, param: Any, grad: Any, state: dict, *, lr: Any, betas: Any, eps: Any,
                weight_decay: Any, amsgrad: bool, maximize: bool, decoupled_weight_decay: bool,
-               **_: Any) -> None:
+               master_weights: bool, store_param_remainders: bool, **_: Any) -> None:
+        # Every line is one torch op: computed in float32 for bf16/f16 operands (opmath) and
+        # rounded once to the dtype of the tensor it writes, as torch's kernels do; on bf16/f16
+        # tensors also with torch's scalars (add's rounded to the tensor's dtype) and lerp.
         beta1, beta2 = betas
         if maximize:
             grad = -grad
         step = state["step"]
         step.add_(1)
+        weight = _weight_of(param, state)
         if decoupled_weight_decay:
             # Unconditional (x * 1 is x, bit for bit), so that groups with and without weight
             # decay share one kernel body and the weight decay stays a runtime scalar.
-            param.mul_(1 - lr * weight_decay)
-        elif weight_decay != 0:
-            grad = grad.add(param, alpha=weight_decay)
+            weight.mul_(1 - lr * weight_decay)
+        elif weight_decay != 0:  # grad.add(weight, alpha=weight_decay), out of place
+            promoted = weight.dtype if grad.dtype is weight.dtype else DataType.Float
+            alpha = scalar_as(weight_decay, promoted) if promoted in _REDUCED else weight_decay
+            grad = rounded(opmath(grad) + alpha * opmath(weight), promoted)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        bias_correction1 = 1 - beta1**step
-        bias_correction2_sqrt = (1 - beta2**step).sqrt()
+        if reduced(exp_avg):
+            exp_avg.copy_(torch_lerp(exp_avg, grad, 1 - beta1))
+        else:
+            exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2)
+        if reduced(exp_avg_sq):  # torch's addcmul_ fuses the last multiply and the add
+            exp_avg_sq.copy_(torch_addcmul(exp_avg_sq, grad, grad, 1 - beta2))
+        else:
+            exp_avg_sq.copy_(exp_avg_sq + (1 - beta2) * opmath(grad) * opmath(grad))
+        step_value = step.double()
+        bias_correction1 = 1 - beta1**step_value
+        bias_correction2_sqrt = (1 - beta2**step_value).sqrt()
         if amsgrad:
             max_exp_avg_sq = state["max_exp_avg_sq"]
             torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
             second_moment = max_exp_avg_sq
         else:
             second_moment = exp_avg_sq
-        denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(eps)
-        param.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1))
+        denom = second_moment.sqrt() / bias_correction2_sqrt
+        denom.add_(scalar_as(eps, denom.dtype) if reduced(denom) else eps)
+        # weight.addcdiv_(exp_avg, denom, value=-step_size)
+        step_size = -(lr / bias_correction1)
+        weight.copy_(opmath(weight) + step_size * opmath(exp_avg) / opmath(denom))
+        _write_weight(param, state, weight)
 
 
 class AdamW(Adam):
@@ -78,12 +181,15 @@ class AdamW(Adam):
     def __init__(self, params: Any, lr: Any = 1e-3, betas: Any = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
                  foreach: Any = None, capturable: bool = False, differentiable: bool = False,
-                 fused: Any = None, mode: str = "packed",
-                 threads: Optional[int] = None) -> None:
+                 fused: Any = None, master_weights: bool = False,
+                 store_param_remainders: bool = False, state_dtype: Optional[torch.dtype] = None,
+                 mode: str = "packed", threads: Optional[int] = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
                          maximize=maximize, capturable=capturable,
                          differentiable=differentiable, fused=fused,
-                         decoupled_weight_decay=True, mode=mode, threads=threads)
+                         decoupled_weight_decay=True, master_weights=master_weights,
+                         store_param_remainders=store_param_remainders,
+                         state_dtype=state_dtype, mode=mode, threads=threads)
 
 
 def _check_arguments(lr: Any, betas: Any, eps: Any, weight_decay: Any,
@@ -105,3 +211,75 @@ def _check_arguments(lr: Any, betas: Any, eps: Any, weight_decay: Any,
             raise Error(f"Invalid beta parameter at index {i}: {float(beta)}")
     if not 0.0 <= weight_decay:
         raise Error(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _weight_of(param: Any, state: dict) -> Any:
+    """What Adam updates (traced): the parameter, its float32 master, or the master rebuilt
+    from the parameter and its remainder."""
+    if "param_remainder" in state:
+        return rebuild_master(param, state["param_remainder"])
+    return state.get("master_param", param)
+
+
+def _write_weight(param: Any, state: dict, weight: Any) -> None:
+    """Writes the updated master back: split into the parameter and its remainder, or into
+    the parameter rounded to nearest even (the master itself was updated in place)."""
+    if "param_remainder" in state:
+        high, low = split_master(weight)
+        param.copy_(high)
+        state["param_remainder"].copy_(low)
+    elif "master_param" in state:
+        param.copy_(weight)
+
+
+def _check_master_options(master_weights: Any, store_param_remainders: Any,
+                          state_dtype: Any) -> None:
+    if store_param_remainders and not master_weights:
+        raise Error("store_param_remainders=True keeps the float32 master weights as "
+                    "remainders: it needs master_weights=True")
+    if state_dtype is not None and state_dtype not in _STATE_DTYPES:
+        raise Error(f"state_dtype={state_dtype!r}: the optimizer state must have a "
+                    "floating-point dtype, torch.float32 or torch.bfloat16 (None: float32 with "
+                    "master weights, else the parameter's dtype)")
+
+
+def _master_kind(dtype: torch.dtype, master_weights: bool, store_param_remainders: bool) -> str:
+    """"none", "fp32" or "remainders" for a parameter of `dtype`; raises Error (without the
+    parameter's name, which the caller adds) for a dtype the options do not fit."""
+    if store_param_remainders:
+        if dtype != torch.bfloat16:
+            raise Error(f"it is {dtype}, but store_param_remainders=True needs bfloat16 "
+                        "parameters (the parameter is the high half of the float32 master); "
+                        "give it a param group with store_param_remainders=False")
+        return "remainders"
+    if master_weights:
+        if dtype not in (torch.bfloat16, torch.float16):
+            raise Error(f"it is {dtype}, but master_weights=True is for bfloat16 and float16 "
+                        "parameters (a float32 parameter is its own master); give it a param "
+                        "group with master_weights=False")
+        return "fp32"
+    return "none"
+
+
+def _kind_options(kind: str) -> str:
+    return {"none": "master_weights=False", "fp32": "store_param_remainders=False",
+            "remainders": "store_param_remainders=True"}[kind]
+
+
+def _moment_dtype(param_dtype: torch.dtype, kind: str, state_dtype: Any) -> torch.dtype:
+    if state_dtype is not None:
+        return state_dtype
+    return param_dtype if kind == "none" else torch.float32
+
+
+def _new_master(param: torch.Tensor, kind: str) -> dict:
+    """The master state of a parameter that has none yet: its value as a float32 master, or a
+    zero remainder (the master is then the parameter exactly: TE fixed NaNs that
+    uninitialised remainders caused)."""
+    if kind == "fp32":
+        return {"master_param": param.detach().to(torch.float32, copy=True,
+                                                  memory_format=torch.preserve_format)}
+    if kind == "remainders":
+        return {"param_remainder": torch.zeros_like(param, dtype=torch.int16,
+                                                    memory_format=torch.preserve_format)}
+    return {}

@@ -70,6 +70,18 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         """One parameter's step, in torch style, on proxies (see the module's docstring)."""
         raise NotImplementedError(f"{type(self).__name__} must define update()")
 
+    def check_state(self, param: Any, state: dict, **hyperparameters: Any) -> None:
+        """Checks the state a parameter has (made by init_state, loaded, or set by hand)
+        against its group's hyperparameters before a step traces it and before
+        load_state_dict loads it: raises Error to refuse it (the parameter's name is added),
+        and may add missing entries to `state`. Default: nothing."""
+
+    def state_dtype_for(self, key: str, param: torch.Tensor, group: dict) -> Optional[Any]:
+        """The dtype load_state_dict gives state `key` of `param`; None for torch's rule (a
+        floating-point parameter's dtype; ``step`` float32). Optimizers whose state has other
+        dtypes (master weights, remainders) say so here."""
+        return None
+
     # torch.optim.Optimizer
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)
@@ -80,10 +92,19 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         (nothing changes when one does not); 0-d state such as ``step`` moves to its
         parameter's device as float32, as torch's fused and capturable optimizers keep it."""
         self._check_loaded_state(state_dict)
+        saved = self._saved_state_by_param(state_dict)
         super().load_state_dict(state_dict)
+        group_of = {id(p): group for group in self.param_groups for p in group["params"]}
         for param, state in self.state.items():
+            group = group_of[id(param)]
             for key, value in state.items():
-                if isinstance(value, torch.Tensor) and value.dim() == 0:
+                if not isinstance(value, torch.Tensor):
+                    continue
+                wanted = self.state_dtype_for(key, param, group)
+                if wanted is not None and value.dtype != wanted:
+                    # From the saved tensor: torch cast it to the parameter's dtype.
+                    state[key] = saved[id(param)][key].to(device=param.device, dtype=wanted)
+                elif value.dim() == 0:
                     state[key] = value.to(device=local(param).device, dtype=torch.float32)
         self._prepared = None
 
@@ -215,8 +236,11 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         (as old checkpoints hold ``step``) become 0-d float32 tensors."""
         state = self.state.get(param)
         if not state:
-            made = (self.init_state(param, **hyperparameters) if self._init_takes_hyperparameters
-                    else self.init_state(param))
+            try:
+                made = (self.init_state(param, **hyperparameters)
+                        if self._init_takes_hyperparameters else self.init_state(param))
+            except Error as error:
+                raise Error(f"{where}: {error}") from None
             if not isinstance(made, dict):
                 raise Error(f"{type(self).__name__}.init_state must return a dict of tensors, "
                             f"got {type(made).__name__}")
@@ -235,7 +259,21 @@ class PointwiseOptimizer(torch.optim.Optimizer):
             if value.dim() != 0 and value.shape != param.shape:
                 raise Error(f"state '{key}' of {where} has shape {list(value.shape)}")
             copied[key] = value
+        try:
+            self.check_state(param, copied, **hyperparameters)
+        except Error as error:
+            raise Error(f"{where}: {error}") from None
         return copied
+
+    def _saved_state_by_param(self, state_dict: dict) -> dict:
+        """The saved state of each parameter (by id), as torch's load_state_dict pairs them."""
+        saved_groups = state_dict.get("param_groups", [])
+        saved_state = state_dict.get("state", {})
+        pairs = {}
+        for saved, group in zip(saved_groups, self.param_groups):
+            for index, param in zip(saved.get("params", ()), group["params"]):
+                pairs[id(param)] = saved_state.get(index, {})
+        return pairs
 
     def _check_loaded_state(self, state_dict: dict) -> None:
         saved_groups = state_dict.get("param_groups", [])
@@ -244,14 +282,23 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         for g, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
             if len(saved.get("params", ())) != len(group["params"]):
                 return
+            hyperparameters = {name: saved.get(name, value)
+                               for name, value in self.defaults.items()}
             for i, (index, param) in enumerate(zip(saved["params"], group["params"])):
-                for key, value in state_dict.get("state", {}).get(index, {}).items():
+                where = f"load_state_dict: parameter {i} of param group {g}"
+                state = state_dict.get("state", {}).get(index, {})
+                for key, value in state.items():
                     if isinstance(value, torch.Tensor) and value.dim() != 0 and \
                             value.shape != param.shape:
                         raise Error(
                             f"load_state_dict: state '{key}' of parameter {i} of param group "
                             f"{g} has shape {list(value.shape)}; the parameter has shape "
                             f"{list(param.shape)} (nothing was loaded)")
+                try:
+                    self.check_state(param, dict(state), **hyperparameters)
+                except Error as error:
+                    raise Error(f"{where} ({param.dtype}, shape {list(param.shape)}): {error} "
+                                "(nothing was loaded)") from None
 
 
 def _check_grad(param: Any, grad: Any, where: str) -> None:

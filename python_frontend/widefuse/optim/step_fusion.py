@@ -267,8 +267,11 @@ class PreparedStep:
                                if s.kind in ("grad_scale", "found_inf")]
         self.scaling_tensors = [t for t in scaling_tensors if t is not None]
         self.execution: PreparedExecution = step.definition.prepare(arguments, **options)
-        # The optimizer keeps the parameters and state alive; the grads must not be kept.
+        # The grads must not be kept alive. The state is, here as well as by the optimizer:
+        # a state tensor replaced behind the optimizer's back (state[p]["exp_avg"] = t) must
+        # not be freed while the prepared kernel still writes into it.
         self.execution._inputs = []
+        self.state_tensors = [value for entry in entries for value in entry.state.values()]
         self.launches = 0  # known after the first launch
 
     def same_scaling(self, scaling: tuple) -> bool:

@@ -1,0 +1,91 @@
+"""Low-precision parameters, traced into the step: TransformerEngine's / Apex's
+``store_param_remainders`` rule (the f32 master of a bf16 parameter is the parameter, its high
+16 bits rounded, and an int16 remainder, its low 16 bits), and torch's rules for bf16/f16
+tensor ops (computed in float32 and rounded once; what torch's CPU kernels do with scalars
+and with lerp, so that a bf16 step equals torch's).
+
+The rule, as ``optim/param_remainders.h`` has it in C++: splitting keeps the master's low
+half as the remainder and increments the high half when the low half's top bit is set (the
+remainder is then negative), so the parameter is the master rounded to nearest in magnitude,
+ties away from zero; rebuilding decrements the high half again when the remainder is negative
+and joins the halves. The high half wraps modulo 2^16, so every bit pattern survives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..data_type import DataType
+from ..functions import where
+from ..values import Value
+
+_REDUCED = (DataType.BFloat16, DataType.Half)
+
+
+def opmath(value: Any) -> Any:
+    """The value in the type a torch kernel computes it in: float32 for bf16/f16."""
+    return value.float() if value.dtype in _REDUCED else value
+
+
+def rounded(value: Any, dtype: DataType) -> Any:
+    """`value` rounded once to `dtype` (nothing when it has that dtype already)."""
+    return value if value.dtype is dtype else value.to(dtype)
+
+
+def reduced(value: Any) -> bool:
+    """True for a bf16/f16 traced tensor."""
+    return value.dtype in _REDUCED
+
+
+def scalar_as(value: Any, dtype: DataType) -> Any:
+    """A Python number or traced scalar rounded to `dtype`: torch's add (and add's alpha)
+    casts a Python scalar to the tensor's dtype before computing in float32."""
+    if isinstance(value, Value):
+        return _cast(value, dtype)
+    return float(np.asarray(value, dtype=dtype.numpy))
+
+
+def _cast(value: Value, dtype: DataType) -> Value:
+    return value.definition.apply_op("cast", (value,), dtype=dtype)
+
+
+def torch_lerp(start: Any, end: Any, weight: Any) -> Any:
+    """torch's lerp with a scalar weight as its kernels compute it, in float32: one fused
+    multiply-add, `weight * (end - start) + start` for |weight| < 0.5, else
+    `(weight - 1) * (end - start) + end` (widefuse's lerp rounds the product separately)."""
+    start, end = start.float(), end.float()
+    if isinstance(weight, Value):
+        weight = _cast(weight, DataType.Float)
+        small = abs(weight) < 0.5
+        coefficient = where(small, weight, weight - 1)
+        base = where(small, start, end)
+    else:
+        weight = float(np.float32(weight))
+        small = abs(weight) < 0.5
+        coefficient, base = (weight, start) if small else (float(np.float32(weight - 1)), end)
+    return start.definition.apply_op("fma", (coefficient, end - start, base))
+
+
+def torch_addcmul(start: Any, tensor1: Any, tensor2: Any, value: Any) -> Any:
+    """torch's addcmul as its CPU kernels compute it in float32: `(value * tensor1) * tensor2 +
+    start` with the last multiply and the add fused."""
+    start, tensor1, tensor2 = start.float(), tensor1.float(), tensor2.float()
+    return start.definition.apply_op("fma", (value * tensor1, tensor2, start))
+
+
+def rebuild_master(param: Any, remainder: Any) -> Any:
+    """The float32 master of a bf16 parameter and its int16 remainder (traced values)."""
+    high = param.view(DataType.Int16).to(DataType.Int32)
+    low = remainder.to(DataType.Int32)
+    high = where(low < 0, high - 1, high)  # a negative remainder: the high half was rounded up
+    return ((high << 16) | (low & 0xFFFF)).view(DataType.Float)
+
+
+def split_master(master: Any) -> tuple[Any, Any]:
+    """The bf16 parameter and int16 remainder of a float32 master (traced values)."""
+    bits = master.view(DataType.Int32)
+    low = (bits & 0xFFFF).to(DataType.Int16)  # wraps: a set top bit is negative
+    high = bits >> 16
+    high = where(low < 0, high + 1, high)  # round the high half up: ties away from zero
+    return high.to(DataType.Int16).view(DataType.BFloat16), low
