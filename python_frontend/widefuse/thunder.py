@@ -27,7 +27,7 @@ try:
     from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, unvariableify, variableify
     from thunder.core.symbol import BoundSymbol
     from thunder.core.trace import TraceCtx, TraceProvenance, from_trace
-    from thunder.core.transform_common import dce, order_proxies
+    from thunder.core.transform_common import order_proxies
     from thunder.executors.data_dependent_partition import Node, fuse_bound_symbols
     from thunder.executors.passes import update_fusion_call_ctx
     from thunder.extend import FusionExecutor, register_executor
@@ -165,7 +165,11 @@ class WidefuseExecutor(FusionExecutor):
             bsyms.append(self.fuse(_Region(producers, consumers, group), counter))
             counter += 1
         fused.bound_symbols = bsyms
-        fused = update_fusion_call_ctx(dce(fused))
+        # No dce here (nvFuser's pass has one): the trace comes dce'd from Thunder's
+        # transform_for_execution, fusing kills nothing, and Thunder 0.2.6's dce is quadratic in
+        # a region's size (_remove_noop_subsymbols gathers the whole fusion's tags once per
+        # subsymbol): 10 s of the 200-parameter seed's fusion pass, minutes at 1000.
+        fused = update_fusion_call_ctx(fused)
         elapsed = (time.perf_counter_ns() - start) // 1_000_000
         fused.set_provenance(TraceProvenance(f"widefuse fusion (took {elapsed} milliseconds)"))
         return fused
