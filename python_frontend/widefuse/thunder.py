@@ -96,12 +96,15 @@ class WidefuseExecutor(FusionExecutor):
 
     `mode`: the segmentation mode, "batched" (default: one kernel per signature class, one for
     an optimizer step) or "per-component" (one kernel per connected subgraph: per parameter).
+    `threads`: the host backend's CPU threads for CPU tensors (None: one per core).
     """
 
-    def __init__(self, name: str = "widefuse", *, mode: str = "batched") -> None:
+    def __init__(self, name: str = "widefuse", *, mode: str = "batched",
+                 threads: Optional[int] = None) -> None:
         from . import __version__
         super().__init__(name, version=__version__)
         self.mode = mode
+        self.threads = threads
         for ids in (_UNARY, _BINARY, _TERNARY):
             for prim_id in ids:
                 self.register_supported(prim_id, _supported_operands)
@@ -143,7 +146,7 @@ class WidefuseExecutor(FusionExecutor):
             copies = [b for b in bsyms if b.sym.id == PrimIDs.COPY_]
             outputs = [copies[-1].output] if copies else []
         name = f"widefuse{fusion_counter}"
-        fusion = WidefuseFusion(name, bsyms, inputs, outputs, self.mode)
+        fusion = WidefuseFusion(name, bsyms, inputs, outputs, self.mode, self.threads)
         return self.register_temporary_operation(name, fusion, inputs=inputs, outputs=outputs,
                                                  bsyms=bsyms)
 
@@ -212,9 +215,10 @@ class WidefuseFusion:
     strides) and runs it on the tensors Thunder passes, in place, with no copies."""
 
     def __init__(self, name: str, bsyms: Sequence[BoundSymbol], inputs: Sequence[Proxy],
-                 outputs: Sequence[Proxy], mode: str) -> None:
+                 outputs: Sequence[Proxy], mode: str, threads: Optional[int] = None) -> None:
         self.name = name
         self.mode = mode
+        self.threads = threads
         self._bsyms = list(bsyms)
         self._inputs = list(inputs)
         self._outputs = list(outputs)
@@ -238,7 +242,7 @@ class WidefuseFusion:
         self.last_used = fd
         try:
             with torch.no_grad():
-                plain = fd.execute(list(args), mode=self.mode)
+                plain = fd.execute(list(args), mode=self.mode, threads=self.threads)
         except Error as error:
             raise Error(f"{self.name}: {error}") from error
         results = [args[index] if kind == "input" else plain[index] for kind, index in sources]

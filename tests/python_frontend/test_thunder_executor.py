@@ -211,3 +211,21 @@ def test_compiling_the_seed_is_linear_in_the_parameter_count(monkeypatch):
         work.append(dict(counts))
     for name in counts:
         assert 0 < work[1][name] <= 2.5 * work[0][name], (name, work)
+
+
+def test_the_threads_option_reaches_execute(monkeypatch):
+    calls = []
+    execute = widefuse.FusionDefinition.execute
+
+    def recorded(fd, inputs, **options):
+        calls.append(options)
+        return execute(fd, inputs, **options)
+
+    monkeypatch.setattr(widefuse.FusionDefinition, "execute", recorded)
+    x = torch.linspace(-3, 3, 1000)
+    for threads in (1, 2, None):
+        executor = widefuse.thunder.WidefuseExecutor(f"widefuse_threads_{threads}",
+                                                     threads=threads)
+        jitted = thunder.jit(lambda t: t * 2 + 1, executors=[executor])
+        torch.testing.assert_close(jitted(x), x * 2 + 1)
+        assert calls[-1] == dict(mode="batched", threads=threads)
