@@ -229,3 +229,19 @@ def test_the_threads_option_reaches_execute(monkeypatch):
         jitted = thunder.jit(lambda t: t * 2 + 1, executors=[executor])
         torch.testing.assert_close(jitted(x), x * 2 + 1)
         assert calls[-1] == dict(mode="batched", threads=threads)
+
+
+def test_a_definition_per_layout_and_other_dtypes_refused():
+    generator = torch.Generator().manual_seed(7)
+    x, y = torch.randn(6, 4, generator=generator), torch.randn(4, 6, generator=generator)
+    jitted = thunder.jit(lambda a, b: a * 2 + b, executors=[widefuse.thunder.executor])
+    torch.testing.assert_close(jitted(x.t().contiguous(), y), x.t() * 2 + y)
+    fusion = thunder.last_traces(jitted)[-1].python_ctx()["widefuse0"]
+    torch.testing.assert_close(jitted(x.t(), y), x.t() * 2 + y)  # column-major: Thunder's
+    assert len(fusion._definitions) == 2                          # trace, a second layout
+    torch.testing.assert_close(jitted(x.t().contiguous(), y), x.t() * 2 + y)
+    assert len(fusion._definitions) == 2
+    with pytest.raises(widefuse.Error, match="widefuse0: input 'T0' is DataType.Float; the "
+                                             "array is DataType.Double"):
+        fusion(x.t().double(), y.double())
+    assert len(fusion._definitions) == 2
