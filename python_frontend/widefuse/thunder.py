@@ -234,8 +234,8 @@ class WidefuseFusion:
             raise Error(f"{self.name} takes {len(self._inputs)} inputs "
                         f"({', '.join(p.name for p in self._inputs)}), got {len(args)}")
         # The definition depends on the strides only: dtypes and shapes are Thunder's (its
-        # prologue checks them, and execute() refuses others). Asking tensors for their dtype
-        # and device too cost 6 ms a call at 1000 parameters (5000 inputs), strides 0.8 ms.
+        # prologue checks them, and execute() refuses others). Asking 5000 tensors (1000
+        # parameters) for their dtype and device too took 1.6 ms a call, strides alone 0.7 ms.
         key = tuple(a.stride() if isinstance(a, torch.Tensor) else type(a) for a in args)
         entry = self._definitions.get(key)
         if entry is None:
