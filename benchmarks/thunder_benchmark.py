@@ -1,15 +1,17 @@
 """The seed issue's timing on the CPU: torch.optim.Adam's step() next to the Thunder-jitted
 seed step (tests/python_frontend/thunder_seed_adam.py) with widefuse's executor and with
 Thunder's default executors (its torch executor on the CPU), in the same run, for 2, 50 and
-200 parameters of 64x64 float32 (Thunder 0.2.6 traces the 1000-parameter seed for more than
-15 minutes on 2 cores).
+1000 parameters of 64x64 float32.
 
-- seed_step/<runner>/N: median time of one step (after warm-up: traced and compiled).
+- seed_step/<runner>/N: median time of one step (after warm-up: traced and compiled);
+  first_3_steps_s: the warm-up's three steps.
 
 Prints Google Benchmark-style JSON (medians) for benchmarks/report.py.
-Usage: PYTHONPATH=build/python .venv/bin/python benchmarks/thunder_benchmark.py [COUNT ...]
-(default counts 2 50 200). The first calls' time (Thunder's trace, widefuse's compile) goes
-to stderr.
+Usage: PYTHONPATH=build/python .venv/bin/python benchmarks/thunder_benchmark.py
+[--threads=N|default] [COUNT ...] (default: one thread for torch and for widefuse's host
+backend, counts 2 50 1000). The first calls' time (Thunder's trace, widefuse's compile) goes to
+stderr: at 1000 parameters Thunder 0.2.6 traces the seed for about 6 minutes on 2 cores with
+either executor, so the whole run takes about 15 minutes.
 """
 
 import json
@@ -46,11 +48,11 @@ def median_microseconds(step, steps):
     return statistics.median(times)
 
 
-def runners(count):
+def runners(count, threads):
     adam = torch.optim.Adam(parameters(count), foreach=False)
     yield "torch_adam", adam.step
-    for name, executors in (("thunder_widefuse", [widefuse.thunder.executor]),
-                            ("thunder_default", None)):
+    ours = widefuse.thunder.WidefuseExecutor(f"widefuse_{threads}_threads", threads=threads)
+    for name, executors in (("thunder_widefuse", [ours]), ("thunder_default", None)):
         params = parameters(count)
         jitted = thunder.jit(_single_tensor_adam, executors=executors)
         state = jit_state(params)
@@ -58,21 +60,40 @@ def runners(count):
 
 
 def main():
+    # One CPU thread for torch and for widefuse's host backend unless --threads=default (both
+    # libraries' own default: one per core). On a 2-core machine shared with other work, two
+    # threads made the steps bimodal: torch's 2-parameter step took 65 us or 16-24 ms,
+    # depending on whether its second OpenMP thread got a core.
+    options = [a for a in sys.argv[1:] if a.startswith("--")]
+    threads = 1
+    for option in options:
+        if option == "--threads=default":
+            threads = None
+        elif option.startswith("--threads="):
+            threads = int(option.split("=", 1)[1])
+        else:
+            sys.exit(f"thunder_benchmark: unknown option {option}")
+    if threads is not None:
+        torch.set_num_threads(threads)
     rows = []
-    counts = [int(count) for count in sys.argv[1:]] or [2, 50, 200]
+    counts = [int(a) for a in sys.argv[1:] if not a.startswith("--")] or [2, 50, 1000]
     for count in counts:
-        for name, step in runners(count):
+        for name, step in runners(count, threads):
             start = time.perf_counter()
             for _ in range(3):  # warm-up: trace and compile
                 step()
-            print(f"thunder_benchmark: {name}/{count}: first 3 steps "
-                  f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
-            micros = median_microseconds(step, 20 if count < 1000 else 5)
+            first_calls = time.perf_counter() - start
+            print(f"thunder_benchmark: {name}/{count}: first 3 steps {first_calls:.1f} s",
+                  file=sys.stderr, flush=True)
+            steps = 20 if count < 1000 else 5
+            micros = median_microseconds(step, steps)
             rows.append(dict(name=f"seed_step/{name}/{count}", run_name=f"seed_step/{name}/{count}",
                              run_type="aggregate", aggregate_name="median", real_time=micros,
-                             cpu_time=micros, time_unit="us", iterations=20, params=count))
+                             cpu_time=micros, time_unit="us", iterations=steps, params=count,
+                             first_3_steps_s=round(first_calls, 1)))
     context = dict(date=time.strftime("%Y-%m-%d"), num_cpus=os.cpu_count(),
                    load_avg=list(os.getloadavg()), library_build_type="release",
+                   threads=threads or "default", torch_threads=torch.get_num_threads(),
                    torch=torch.__version__, thunder=thunder.__version__)
     json.dump(dict(context=context, benchmarks=rows), sys.stdout, indent=1)
 

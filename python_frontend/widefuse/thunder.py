@@ -27,7 +27,7 @@ try:
     from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, unvariableify, variableify
     from thunder.core.symbol import BoundSymbol
     from thunder.core.trace import TraceCtx, TraceProvenance, from_trace
-    from thunder.core.transform_common import dce, order_proxies
+    from thunder.core.transform_common import order_proxies
     from thunder.executors.data_dependent_partition import Node, fuse_bound_symbols
     from thunder.executors.passes import update_fusion_call_ctx
     from thunder.extend import FusionExecutor, register_executor
@@ -96,12 +96,15 @@ class WidefuseExecutor(FusionExecutor):
 
     `mode`: the segmentation mode, "batched" (default: one kernel per signature class, one for
     an optimizer step) or "per-component" (one kernel per connected subgraph: per parameter).
+    `threads`: the host backend's CPU threads for CPU tensors (None: one per core).
     """
 
-    def __init__(self, name: str = "widefuse", *, mode: str = "batched") -> None:
+    def __init__(self, name: str = "widefuse", *, mode: str = "batched",
+                 threads: Optional[int] = None) -> None:
         from . import __version__
         super().__init__(name, version=__version__)
         self.mode = mode
+        self.threads = threads
         for ids in (_UNARY, _BINARY, _TERNARY):
             for prim_id in ids:
                 self.register_supported(prim_id, _supported_operands)
@@ -143,7 +146,7 @@ class WidefuseExecutor(FusionExecutor):
             copies = [b for b in bsyms if b.sym.id == PrimIDs.COPY_]
             outputs = [copies[-1].output] if copies else []
         name = f"widefuse{fusion_counter}"
-        fusion = WidefuseFusion(name, bsyms, inputs, outputs, self.mode)
+        fusion = WidefuseFusion(name, bsyms, inputs, outputs, self.mode, self.threads)
         return self.register_temporary_operation(name, fusion, inputs=inputs, outputs=outputs,
                                                  bsyms=bsyms)
 
@@ -165,7 +168,11 @@ class WidefuseExecutor(FusionExecutor):
             bsyms.append(self.fuse(_Region(producers, consumers, group), counter))
             counter += 1
         fused.bound_symbols = bsyms
-        fused = update_fusion_call_ctx(dce(fused))
+        # No dce here (nvFuser's pass has one): the trace comes dce'd from Thunder's
+        # transform_for_execution, fusing kills nothing, and Thunder 0.2.6's dce is quadratic in
+        # a region's size (_remove_noop_subsymbols gathers the whole fusion's tags once per
+        # subsymbol): 10 s of the 200-parameter seed's fusion pass, minutes at 1000.
+        fused = update_fusion_call_ctx(fused)
         elapsed = (time.perf_counter_ns() - start) // 1_000_000
         fused.set_provenance(TraceProvenance(f"widefuse fusion (took {elapsed} milliseconds)"))
         return fused
@@ -204,13 +211,15 @@ class _Region:
 
 
 class WidefuseFusion:
-    """The callable of one region: builds its FusionDefinition once per input layout (dtype,
-    strides) and runs it on the tensors Thunder passes, in place, with no copies."""
+    """The callable of one region: builds its FusionDefinition once per input layout (the
+    tensors' strides, the numbers' types) and runs it on the tensors Thunder passes, in place,
+    with no copies."""
 
     def __init__(self, name: str, bsyms: Sequence[BoundSymbol], inputs: Sequence[Proxy],
-                 outputs: Sequence[Proxy], mode: str) -> None:
+                 outputs: Sequence[Proxy], mode: str, threads: Optional[int] = None) -> None:
         self.name = name
         self.mode = mode
+        self.threads = threads
         self._bsyms = list(bsyms)
         self._inputs = list(inputs)
         self._outputs = list(outputs)
@@ -224,8 +233,10 @@ class WidefuseFusion:
         if len(args) != len(self._inputs):
             raise Error(f"{self.name} takes {len(self._inputs)} inputs "
                         f"({', '.join(p.name for p in self._inputs)}), got {len(args)}")
-        key = tuple((a.dtype, a.device, a.stride()) if isinstance(a, torch.Tensor) else type(a)
-                    for a in args)
+        # The definition depends on the strides only: dtypes and shapes are Thunder's (its
+        # prologue checks them, and execute() refuses others). Asking 5000 tensors (1000
+        # parameters) for their dtype and device too took 1.6 ms a call, strides alone 0.7 ms.
+        key = tuple(a.stride() if isinstance(a, torch.Tensor) else type(a) for a in args)
         entry = self._definitions.get(key)
         if entry is None:
             entry = self._build(args)
@@ -234,7 +245,7 @@ class WidefuseFusion:
         self.last_used = fd
         try:
             with torch.no_grad():
-                plain = fd.execute(list(args), mode=self.mode)
+                plain = fd.execute(list(args), mode=self.mode, threads=self.threads)
         except Error as error:
             raise Error(f"{self.name}: {error}") from error
         results = [args[index] if kind == "input" else plain[index] for kind, index in sources]

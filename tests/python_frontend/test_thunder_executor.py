@@ -178,3 +178,70 @@ def test_widefuse_errors_name_the_region():
     with pytest.raises(widefuse.Error, match="widefuse0: input 'T0' is DataType.Float; the "
                                              "array is DataType.Double"):
         fusion(*doubles)
+
+
+def test_compiling_the_seed_is_linear_in_the_parameter_count(monkeypatch):
+    # Counts, not times: the quadratic passes a one-region step over many parameters met were
+    # Thunder's tag queries (gather_tags, from a dce over the fused trace) and its structural
+    # BoundSymbol comparisons (Region's list membership): both grew 4x per doubling (hours of
+    # first call at 1000 parameters); linear work doubles.
+    import thunder.core.symbol as symbol
+
+    counts = {"gather_tags": 0, "__eq__": 0}
+    gather_tags, equals = symbol.gather_tags, symbol.BoundSymbol.__eq__
+
+    def counted_gather_tags(bsym):
+        counts["gather_tags"] += 1
+        return gather_tags(bsym)
+
+    def counted_equals(a, b):
+        counts["__eq__"] += 1
+        return equals(a, b)
+
+    monkeypatch.setattr(symbol, "gather_tags", counted_gather_tags)
+    monkeypatch.setattr(symbol.BoundSymbol, "__eq__", counted_equals)
+    work = []
+    for n_param in (6, 12):
+        params = make_params(n_param)
+        jitted = thunder.jit(_single_tensor_adam, executors=[widefuse.thunder.executor])
+        for name in counts:
+            counts[name] = 0
+        jit_step(jitted, params, jit_state(params))
+        assert len(widefuse_regions(jitted)[0]) == 1
+        work.append(dict(counts))
+    for name in counts:
+        assert 0 < work[1][name] <= 2.5 * work[0][name], (name, work)
+
+
+def test_the_threads_option_reaches_execute(monkeypatch):
+    calls = []
+    execute = widefuse.FusionDefinition.execute
+
+    def recorded(fd, inputs, **options):
+        calls.append(options)
+        return execute(fd, inputs, **options)
+
+    monkeypatch.setattr(widefuse.FusionDefinition, "execute", recorded)
+    x = torch.linspace(-3, 3, 1000)
+    for threads in (1, 2, None):
+        executor = widefuse.thunder.WidefuseExecutor(f"widefuse_threads_{threads}",
+                                                     threads=threads)
+        jitted = thunder.jit(lambda t: t * 2 + 1, executors=[executor])
+        torch.testing.assert_close(jitted(x), x * 2 + 1)
+        assert calls[-1] == dict(mode="batched", threads=threads)
+
+
+def test_a_definition_per_layout_and_other_dtypes_refused():
+    generator = torch.Generator().manual_seed(7)
+    x, y = torch.randn(6, 4, generator=generator), torch.randn(4, 6, generator=generator)
+    jitted = thunder.jit(lambda a, b: a * 2 + b, executors=[widefuse.thunder.executor])
+    torch.testing.assert_close(jitted(x.t().contiguous(), y), x.t() * 2 + y)
+    fusion = thunder.last_traces(jitted)[-1].python_ctx()["widefuse0"]
+    torch.testing.assert_close(jitted(x.t(), y), x.t() * 2 + y)  # column-major: Thunder's
+    assert len(fusion._definitions) == 2                          # trace, a second layout
+    torch.testing.assert_close(jitted(x.t().contiguous(), y), x.t() * 2 + y)
+    assert len(fusion._definitions) == 2
+    with pytest.raises(widefuse.Error, match="widefuse0: input 'T0' is DataType.Float; the "
+                                             "array is DataType.Double"):
+        fusion(x.t().double(), y.double())
+    assert len(fusion._definitions) == 2
