@@ -2,27 +2,29 @@
 number of threads (issue: the host backend at memory speed):
 
 - triad: a = b + s * c over 2^25 float32 elements with torch (torch.add(b, c, alpha=s, out=a),
-  torch's own vectorized, multi-threaded kernel): the machine's streaming bandwidth, counted
-  as STREAM does (12 bytes per element).
+  torch's own vectorized, multi-threaded kernel), counted as STREAM does (12 bytes per
+  element; the write-allocate read of `a` is not counted), and the in-place a += s * b
+  (a.add_(b, alpha=s); 12 bytes, all of them moved), the access pattern of an optimizer step.
+  "of the triad" compares with the faster of the two: the machine's streaming bandwidth.
 - gpt2/<optimizer>: one Adam step over the gpt2 preset's 148 parameters (124M float32
   elements; 28 bytes per element: p, g, m, v read, p, m, v written), the same grads every step
   (the steady state of a training loop's step()).
 - small1000/<optimizer>: one Adam step over 1000 parameters of 64 elements: dispatch and run.
 - gpt2-<name>/widefuse: user-defined pointwise optimizers built on widefuse.optim's
   PointwiseOptimizer (RMSprop, Lion: 20 bytes per element) over the same shapes, in GB/s.
-- gpt2-bf16/<optimizer>: bf16 parameters and grads; widefuse keeps fp32 state (with fp32
-  master weights) when widefuse.optim supports it, torch keeps its state in the parameters'
-  dtype.
+- gpt2-bf16*/<optimizer>: bf16 parameters and grads. torch keeps its state in the
+  parameters' dtype (its fused kernel refuses fp32 state for bf16 parameters: "expected
+  scalar type BFloat16 but found Float"); widefuse with bf16 state (torch's configuration),
+  with fp32 state, and with fp32 state and fp32 master weights.
 
-Every figure is the median step time of `--steps` steps after 2 warm-up steps; GB/s is the
-bytes the step must move divided by that time. Prints Google Benchmark-style JSON (medians)
+Every figure is the median step time of `--steps` steps after 2 warm-up steps, the optimizers
+of a comparison stepping in turn; GB/s is the bytes the step must move divided by that time. Prints Google Benchmark-style JSON (medians)
 for benchmarks/report.py, and with --markdown a table for docs/performance.md.
 Usage: PYTHONPATH=build/python .venv/bin/python benchmarks/host_speed_benchmark.py
            [--threads N] [--steps N] [--markdown]
 """
 
 import argparse
-import inspect
 import json
 import os
 import statistics
@@ -45,12 +47,13 @@ def median_seconds(function, steps, warmup=2):
     return statistics.median(times)
 
 
-def triad(steps):
+def triads(steps):
+    """(name, seconds, bytes) of the STREAM triad and the in-place one."""
     n = 1 << 25
     b, c = torch.rand(n), torch.rand(n)
     a = torch.empty(n)
-    seconds = median_seconds(lambda: torch.add(b, c, alpha=3.0, out=a), steps)
-    return seconds, 12 * n
+    yield "triad", median_seconds(lambda: torch.add(b, c, alpha=3.0, out=a), steps), 12 * n
+    yield ("triad-in-place", median_seconds(lambda: a.add_(b, alpha=1e-3), steps), 12 * n)
 
 
 def parameters(shapes, dtype=torch.float32):
@@ -62,17 +65,25 @@ def parameters(shapes, dtype=torch.float32):
     return params
 
 
-def step_seconds(shapes, make_optimizer, steps, dtype=torch.float32):
-    optimizer = make_optimizer(parameters(shapes, dtype))
-    return median_seconds(optimizer.step, steps)
+def interleaved_step_seconds(group, steps, warmup=2):
+    """Median step time of each optimizer of `group` ((name, shapes, dtype, make, bytes)
+    entries), their steps taken in turn (A B C A B C ...) so that the machine's slow and fast
+    spells (its memory bandwidth varies by up to 1.6x over seconds on this shared VM) fall on
+    all of them alike."""
+    optimizers = [make(parameters(shapes, dtype)) for _, shapes, dtype, make, _ in group]
+    times = [[] for _ in group]
+    for step in range(warmup + steps):
+        for index, optimizer in enumerate(optimizers):
+            start = time.perf_counter()
+            optimizer.step()
+            if step >= warmup:
+                times[index].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
 
 
-def widefuse_supports(cls, argument):
-    return argument in inspect.signature(cls.__init__).parameters
-
-
-def cases(threads):
-    """(name, shapes, dtype, make_optimizer, bytes per element) of every measured step."""
+def groups(threads):
+    """Groups of (name, shapes, dtype, make_optimizer, bytes per element): the steps each
+    group compares, measured side by side."""
     gpt2 = [tuple(shape) for shape in widefuse.model_shapes("gpt2")]
     small = [(64,)] * 1000
     adam = {
@@ -81,25 +92,27 @@ def cases(threads):
         "torch_foreach": lambda p: torch.optim.Adam(p, lr=1e-3, foreach=True),
     }
     for shapes, label in ((gpt2, "gpt2"), (small, "small1000")):
-        for name, make in adam.items():
-            yield f"{label}/{name}", shapes, torch.float32, make, 28
-    yield ("gpt2-rmsprop/widefuse", gpt2, torch.float32,
-           lambda p: widefuse.optim.RMSprop(p, lr=1e-3, threads=threads), 20)
-    yield ("gpt2-rmsprop/torch_foreach", gpt2, torch.float32,
-           lambda p: torch.optim.RMSprop(p, lr=1e-3, foreach=True), 20)
-    yield ("gpt2-lion/widefuse", gpt2, torch.float32,
-           lambda p: widefuse.optim.Lion(p, lr=1e-4, threads=threads), 20)
-    # bf16 parameters: torch's state is bf16 (14 bytes per element); widefuse's fp32 state
-    # with an fp32 master (p, g bf16; master, m, v fp32 read and written: 32 bytes).
-    yield ("gpt2-bf16/torch_fused", gpt2, torch.bfloat16,
-           lambda p: torch.optim.Adam(p, lr=1e-3, fused=True), 14)
-    if widefuse_supports(widefuse.optim.Adam, "master_weights"):
-        yield ("gpt2-bf16-master/widefuse", gpt2, torch.bfloat16,
-               lambda p: widefuse.optim.Adam(p, lr=1e-3, threads=threads, master_weights=True),
-               32)
-    else:
-        yield ("gpt2-bf16/widefuse", gpt2, torch.bfloat16,
-               lambda p: widefuse.optim.Adam(p, lr=1e-3, threads=threads), 14)
+        yield [(f"{label}/{name}", shapes, torch.float32, make, 28)
+               for name, make in adam.items()]
+    yield [("gpt2-rmsprop/widefuse", gpt2, torch.float32,
+            lambda p: widefuse.optim.RMSprop(p, lr=1e-3, threads=threads), 20),
+           ("gpt2-rmsprop/torch_foreach", gpt2, torch.float32,
+            lambda p: torch.optim.RMSprop(p, lr=1e-3, foreach=True), 20),
+           ("gpt2-lion/widefuse", gpt2, torch.float32,
+            lambda p: widefuse.optim.Lion(p, lr=1e-4, threads=threads), 20)]
+    # bf16 parameters and grads. Bytes per element: bf16 state 14 (p, m, v read and written,
+    # g read); fp32 state 22 (p 4, g 2, m and v 16); fp32 state and master 28 (master 8, p
+    # written 2, g 2, m and v 16).
+    yield [("gpt2-bf16/torch_fused", gpt2, torch.bfloat16,
+            lambda p: torch.optim.Adam(p, lr=1e-3, fused=True), 14),
+           ("gpt2-bf16/widefuse", gpt2, torch.bfloat16,
+            lambda p: widefuse.optim.Adam(p, lr=1e-3, threads=threads), 14),
+           ("gpt2-bf16-fp32state/widefuse", gpt2, torch.bfloat16,
+            lambda p: widefuse.optim.Adam(p, lr=1e-3, threads=threads,
+                                          state_dtype=torch.float32), 22),
+           ("gpt2-bf16-fp32master/widefuse", gpt2, torch.bfloat16,
+            lambda p: widefuse.optim.Adam(p, lr=1e-3, threads=threads, master_weights=True),
+            28)]
 
 
 def row(name, seconds, steps, **counters):
@@ -116,7 +129,7 @@ def markdown(rows, context):
           f"{context['steps']} steps.\n")
     print("| case | step time | GB/s | of the triad |")
     print("|---|---:|---:|---:|")
-    triad_rate = next(r["GB_per_s"] for r in rows if r["name"] == "triad")
+    triad_rate = max(r["GB_per_s"] for r in rows if r["name"].startswith("triad"))
     for r in rows:
         millis = r["real_time"] / 1e3
         print(f"| {r['name']} | {millis:.3g} ms | {r['GB_per_s']:.1f} | "
@@ -137,19 +150,20 @@ def cpu_model():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--steps", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--markdown", action="store_true")
     arguments = parser.parse_args()
     torch.set_num_threads(arguments.threads)
     rows = []
-    seconds, moved = triad(arguments.steps * 3)
-    rows.append(row("triad", seconds, arguments.steps * 3, GB_per_s=moved / seconds / 1e9))
-    for name, shapes, dtype, make, bytes_per_element in cases(arguments.threads):
-        print(f"host_speed_benchmark: {name}", file=sys.stderr)
-        seconds = step_seconds(shapes, make, arguments.steps, dtype)
-        elements = sum(torch.Size(shape).numel() for shape in shapes)
-        rows.append(row(name, seconds, arguments.steps, params=len(shapes),
-                        GB_per_s=bytes_per_element * elements / seconds / 1e9))
+    for name, seconds, moved in triads(arguments.steps * 3):
+        rows.append(row(name, seconds, arguments.steps * 3, GB_per_s=moved / seconds / 1e9))
+    for group in groups(arguments.threads):
+        print(f"host_speed_benchmark: {', '.join(entry[0] for entry in group)}", file=sys.stderr)
+        medians = interleaved_step_seconds(group, arguments.steps)
+        for (name, shapes, _, _, bytes_per_element), seconds in zip(group, medians):
+            elements = sum(torch.Size(shape).numel() for shape in shapes)
+            rows.append(row(name, seconds, arguments.steps, params=len(shapes),
+                            GB_per_s=bytes_per_element * elements / seconds / 1e9))
     context = dict(date=time.strftime("%Y-%m-%d"), num_cpus=os.cpu_count(), cpu=cpu_model(),
                    load_avg=list(os.getloadavg()), library_build_type="release",
                    torch=torch.__version__, threads=arguments.threads, steps=arguments.steps)
