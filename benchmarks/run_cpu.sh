@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the CPU benchmarks (segment, compile cold/warm, dispatch, host-backend throughput, the
-# Python frontend's per-step overhead, widefuse.optim next to torch's AdamW when torch is
-# installed: scripts/setup.sh --test) and
+# Python frontend's per-step overhead; when torch is installed (scripts/setup.sh --test),
+# widefuse.optim next to torch's AdamW, the host backend next to torch's fused Adam and a
+# triad, and the Thunder seed) and
 # writes their tables, with the machine they ran on, to docs/performance_tables.md.
 # Usage: benchmarks/run_cpu.sh [BUILD_DIR]   (default build; run ./scripts/setup.sh first)
 set -euo pipefail
@@ -24,7 +25,10 @@ if [ -d "$BUILD_DIR/python/widefuse" ]; then
     echo "benchmarks: running torch_optimizer_benchmark" >&2
     PYTHONPATH="$BUILD_DIR/python" "${WIDEFUSE_PYTHON:-.venv/bin/python}" \
       benchmarks/torch_optimizer_benchmark.py >"$RESULTS/torch_optimizer_benchmark.json"
-    echo "benchmarks: running thunder_benchmark" >&2
+    echo "benchmarks: running host_speed_benchmark" >&2
+    PYTHONPATH="$BUILD_DIR/python" "${WIDEFUSE_PYTHON:-.venv/bin/python}" \
+      benchmarks/host_speed_benchmark.py >"$RESULTS/host_speed_benchmark.json"
+    echo "benchmarks: running thunder_benchmark (2, 50 and 1000 parameters: about 15 minutes)" >&2
     PYTHONPATH="$BUILD_DIR/python" "${WIDEFUSE_PYTHON:-.venv/bin/python}" \
       benchmarks/thunder_benchmark.py >"$RESULTS/thunder_benchmark.json"
   fi
