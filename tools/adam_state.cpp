@@ -54,7 +54,8 @@ void drawMasters(const optim::AdamFusion& adam, size_t param, std::vector<HostTe
   optim::AdamRole next = adam.inputs[param + 1].role;
   if (next == optim::AdamRole::Master) {
     HostTensor& master = tensors[positions[param + 1]];
-    std::memcpy(master.data(), masters.data(), master.byteSize());
+    if (master.byteSize() != 0) // an empty tensor may have no data pointer
+      std::memcpy(master.data(), masters.data(), master.byteSize());
   }
   if (next == optim::AdamRole::Remainder)
     for (int64_t k = 0; k < p.numel(); ++k) {
@@ -189,7 +190,8 @@ void exportAdamState(const std::string& directory, const optim::AdamFusion& adam
     const HostTensor& param = state.tensors[positions[i - 1]];
     HostTensor master(DataType::Float, param.shape());
     std::vector<float> values = rebuiltMasters(param, state.tensors[positions[i]]);
-    std::memcpy(master.data(), values.data(), master.byteSize());
+    if (master.byteSize() != 0) // an empty tensor may have no data pointer
+      std::memcpy(master.data(), values.data(), master.byteSize());
     std::string name = fmt::format("master{}", adam.inputs[i].index);
     std::string file = fmt::format("{}_{}.npy", prefix.str(), name);
     writeNpy(directory + "/" + file, master);

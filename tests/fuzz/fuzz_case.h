@@ -47,6 +47,16 @@ struct GeneratorStats {
   std::set<std::string> opsCovered;
   std::set<std::string> dtypesCovered;
   std::set<std::string> castPairs;
+
+  /// Adds another case's figures to these.
+  void add(const GeneratorStats& other) {
+    builtExprs += other.builtExprs;
+    rejectedOps += other.rejectedOps;
+    rejectedCases += other.rejectedCases;
+    opsCovered.insert(other.opsCovered.begin(), other.opsCovered.end());
+    dtypesCovered.insert(other.dtypesCovered.begin(), other.dtypesCovered.end());
+    castPairs.insert(other.castPairs.begin(), other.castPairs.end());
+  }
 };
 
 } // namespace widefuse::fuzz

@@ -14,8 +14,15 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <optional>
+#include <thread>
+#include <vector>
 
 using namespace widefuse;
 using namespace widefuse::fuzz;
@@ -31,6 +38,8 @@ struct Settings {
   bool verbose = false;
   std::vector<std::string> replay;
   GeneratorOptions generator;
+  /// Threads running cases (each case still runs its configurations one after another).
+  unsigned jobs = 1;
 };
 
 struct Figures {
@@ -76,25 +85,89 @@ void printFigures(const Settings& settings, const Figures& f, double seconds) {
   fmt::print("  passed: {}, mismatches: {}\n", f.passed, f.mismatches);
 }
 
+/// One case's result: its generator figures, its outcome, and the case itself when it failed
+/// (for the report).
+struct CaseResult {
+  GeneratorStats stats;
+  RunOutcome outcome;
+  std::optional<FuzzCase> failed;
+};
+
+/// The cases the campaign's threads are running, for a crash report (-1: none).
+std::vector<std::atomic<int64_t>>* inFlight = nullptr;
+
+/// On a fatal signal, names the cases in flight (a crash in a case is a finding too), then
+/// dies of the signal. Only async-signal-safe calls.
+void reportCrash(int signal) {
+  if (inFlight) {
+    char text[64];
+    for (std::atomic<int64_t>& running : *inFlight) {
+      int64_t index = running.load();
+      if (index < 0)
+        continue;
+      int length = std::snprintf(text, sizeof text, "fuzz_differential: case %lld was running\n",
+                                 static_cast<long long>(index));
+      if (length > 0)
+        (void)!write(2, text, size_t(length));
+    }
+  }
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
+CaseResult runOne(const Settings& settings, uint64_t index, const RunnerOptions& runner) {
+  CaseResult result;
+  FuzzCase fuzzCase =
+      generateCase(caseSeed(settings.seed, index), settings.generator, result.stats);
+  if (settings.verbose || settings.onlyCase)
+    fmt::print("case {}:\n{}", index, printFusion(*fuzzCase.fusion));
+  std::fflush(stdout); // a crash still shows which case it was
+  result.outcome = runCase(fuzzCase, runner);
+  if (result.outcome.kind == RunOutcome::Kind::Mismatch)
+    result.failed = std::move(fuzzCase);
+  return result;
+}
+
 int runCampaign(const Settings& settings) {
   auto start = std::chrono::steady_clock::now();
   RunnerOptions runner;
   runner.oracle = settings.oracle;
-  Figures figures;
   uint64_t first = settings.onlyCase.value_or(0);
   uint64_t last = settings.onlyCase ? first + 1 : settings.cases;
+  // Cases derive from (seed, index) alone, so threads may take them in any order; results are
+  // gathered and reported in index order.
+  std::vector<CaseResult> results(last - first);
+  unsigned jobs = std::max(1u, std::min<unsigned>(settings.jobs, unsigned(last - first)));
+  std::vector<std::atomic<int64_t>> running(jobs);
+  for (std::atomic<int64_t>& slot : running)
+    slot = -1;
+  inFlight = &running;
+  for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+    std::signal(signal, reportCrash);
+  std::atomic<uint64_t> next{first};
+  auto work = [&](unsigned job) {
+    for (uint64_t index = next++; index < last; index = next++) {
+      running[job] = int64_t(index);
+      results[index - first] = runOne(settings, index, runner);
+    }
+    running[job] = -1;
+  };
+  std::vector<std::thread> threads;
+  for (unsigned job = 1; job < jobs; ++job)
+    threads.emplace_back(work, job);
+  work(0);
+  for (std::thread& thread : threads)
+    thread.join();
+  Figures figures;
   for (uint64_t index = first; index < last; ++index) {
-    FuzzCase fuzzCase =
-        generateCase(caseSeed(settings.seed, index), settings.generator, figures.generator);
-    if (settings.verbose || settings.onlyCase)
-      fmt::print("case {}:\n{}", index, printFusion(*fuzzCase.fusion));
-    std::fflush(stdout); // a crash still shows which case it was
-    RunOutcome outcome = runCase(fuzzCase, runner);
+    CaseResult& result = results[index - first];
+    figures.generator.add(result.stats);
     ++figures.cases;
+    const RunOutcome& outcome = result.outcome;
     if (outcome.kind == RunOutcome::Kind::Rejected) {
       ++figures.generator.rejectedCases;
       if (settings.verbose)
-        fmt::print("  {}\n", outcome.message);
+        fmt::print("  case {}: {}\n", index, outcome.message);
       continue;
     }
     figures.configurationRuns +=
@@ -104,7 +177,7 @@ int runCampaign(const Settings& settings) {
       continue;
     }
     ++figures.mismatches;
-    report(settings, index, fuzzCase, outcome, runner);
+    report(settings, index, *result.failed, outcome, runner);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   printFigures(settings, figures, seconds);
@@ -127,6 +200,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-components", settings.generator.maxComponents, "components per fusion");
   app.add_option("--max-exprs", settings.generator.maxExprsPerComponent,
                  "expressions per component");
+  app.add_option("--jobs", settings.jobs, "threads running cases (results are the same)")
+      ->check(CLI::Range(1u, 256u));
   CLI11_PARSE(app, argc, argv);
   try {
     if (!settings.replay.empty())

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <llvm/ADT/DenseMap.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,7 +15,7 @@
 namespace widefuse::fuzz {
 namespace {
 
-uint64_t comparedValues = 0;
+std::atomic<uint64_t> comparedValues{0}; // campaigns may check cases on several threads
 
 /// What the analysis knows about a value: bounds on its magnitude and on the distance
 /// between its declared-precision and float64 values. `safe` false: not compared.
@@ -219,7 +220,7 @@ std::optional<std::string> compare(const HostTensor& declared, const HostTensor&
 } // namespace
 
 uint64_t oracleComparedValues() {
-  return comparedValues;
+  return comparedValues.load();
 }
 
 std::optional<std::string> checkOracle(const FuzzCase& fuzzCase, const EvaluationResult& declared) {

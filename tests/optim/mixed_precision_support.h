@@ -166,7 +166,7 @@ inline State initialState(const AdamConfig& config, const AdamFusion& adam, std:
   size_t j = 0;
   for (size_t k = 0; k < adam.inputs.size(); ++k) {
     HostTensor& tensor = state.tensors[k];
-    if (adam.inputs[k].role == AdamRole::Master)
+    if (adam.inputs[k].role == AdamRole::Master && tensor.byteSize() != 0) // no data if empty
       std::memcpy(tensor.data(), masters[j].data(), tensor.byteSize());
     if (adam.inputs[k].role == AdamRole::Remainder) {
       HostTensor& param = state.tensors[k - 1];

@@ -585,7 +585,8 @@ TEST_F(Cli, AdamMixedPrecisionRunsFromTheSameMasters) {
       HostTensor fp32 = readNpy(file("fp32/" + name), DataType::Float);
       HostTensor rebuilt = readNpy(file("remainders/" + name), DataType::Float);
       ASSERT_EQ(fp32.byteSize(), rebuilt.byteSize()) << name;
-      EXPECT_EQ(std::memcmp(fp32.data(), rebuilt.data(), fp32.byteSize()), 0) << name;
+      if (fp32.byteSize() != 0) // the empty parameter's tensors may have no data pointer
+        EXPECT_EQ(std::memcmp(fp32.data(), rebuilt.data(), fp32.byteSize()), 0) << name;
     }
   HostTensor remainder = readNpy(file("remainders/final_remainder4.npy"), DataType::Int16);
   EXPECT_EQ(remainder.dtype(), DataType::Int16);
