@@ -20,6 +20,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <exception>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -145,10 +147,19 @@ int runCampaign(const Settings& settings) {
   for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
     std::signal(signal, reportCrash);
   std::atomic<uint64_t> next{first};
+  std::exception_ptr broken; // a broken case (a generator bug) stops the campaign
+  std::mutex brokenMutex;
   auto work = [&](unsigned job) {
     for (uint64_t index = next++; index < last; index = next++) {
       running[job] = int64_t(index);
-      results[index - first] = runOne(settings, index, runner);
+      try {
+        results[index - first] = runOne(settings, index, runner);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(brokenMutex);
+        if (!broken)
+          broken = std::current_exception();
+        next = last;
+      }
     }
     running[job] = -1;
   };
@@ -158,6 +169,8 @@ int runCampaign(const Settings& settings) {
   work(0);
   for (std::thread& thread : threads)
     thread.join();
+  if (broken)
+    std::rethrow_exception(broken);
   Figures figures;
   for (uint64_t index = first; index < last; ++index) {
     CaseResult& result = results[index - first];
