@@ -1,5 +1,7 @@
 #include "runtime/host_thread_pool.h"
 
+#include <pthread.h>
+
 namespace widefuse {
 
 HostThreadPool::~HostThreadPool() {
@@ -12,10 +14,28 @@ HostThreadPool::~HostThreadPool() {
     worker.join();
 }
 
+namespace {
+
+HostThreadPool* globalPool = nullptr;
+
+/// A forked child (a DataLoader worker, say) has none of the parent's worker threads, and the
+/// pool's locks may have been held by one of them: it starts with a pool of its own. The old
+/// one is left as it is (its threads do not exist here to be joined).
+void replaceGlobalPoolInChild() {
+  globalPool = new HostThreadPool();
+}
+
+} // namespace
+
 HostThreadPool& HostThreadPool::global() {
   // Never destroyed: a launch may still run on the pool while static destructors run.
-  static HostThreadPool* pool = new HostThreadPool();
-  return *pool;
+  static bool registered = [] {
+    globalPool = new HostThreadPool();
+    pthread_atfork(nullptr, nullptr, replaceGlobalPoolInChild);
+    return true;
+  }();
+  (void)registered;
+  return *globalPool;
 }
 
 unsigned HostThreadPool::numWorkers() const {

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -67,4 +70,26 @@ TEST(HostThreadPool, ConcurrentCallersEachRunTheirOwnTasks) {
   for (std::thread& caller : callers)
     caller.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(HostThreadPool, AForkedChildRunsLaunchesOnAPoolOfItsOwn) {
+  // The parent's workers do not exist in a child (a DataLoader worker): a launch there gets
+  // workers of its own instead of counting on the parent's.
+  HostThreadPool::global().run(8, 2, [](unsigned) {});
+  ASSERT_GE(HostThreadPool::global().numWorkers(), 1u);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20); // a child left waiting for a second thread dies of SIGALRM
+    std::atomic<int> started{0};
+    HostThreadPool::global().run(2, 2, [&](unsigned) {
+      started++;
+      while (started.load() < 2) // needs a second thread to finish
+        std::this_thread::yield();
+    });
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
