@@ -23,6 +23,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,9 @@ namespace {
 struct Settings {
   uint64_t seed = 20260601;
   uint64_t cases = 300;
+  /// First case index run: a long campaign can be run in shards (cases derive from the seed
+  /// and their index alone, so shards [0, k) and [k, n) together are the campaign [0, n)).
+  uint64_t from = 0;
   std::optional<uint64_t> onlyCase;
   bool oracle = true;
   bool reduce = true;
@@ -72,7 +76,9 @@ void report(const Settings& settings, uint64_t index, const FuzzCase& fuzzCase,
 
 void printFigures(const Settings& settings, const Figures& f, double seconds) {
   const GeneratorStats& g = f.generator;
-  fmt::print("fuzz_differential: seed {}, {} cases in {:.1f} s\n", settings.seed, f.cases, seconds);
+  uint64_t first = settings.onlyCase.value_or(settings.from);
+  fmt::print("fuzz_differential: seed {}, {} cases (indices {}..{}) in {:.1f} s\n", settings.seed,
+             f.cases, first, first + f.cases - 1, seconds);
   fmt::print("  configurations per case: {} ({} host runs), float64 oracle: {} ({} values "
              "compared)\n",
              allConfigs().size(), f.configurationRuns, settings.oracle ? "on" : "off",
@@ -134,8 +140,11 @@ int runCampaign(const Settings& settings) {
   auto start = std::chrono::steady_clock::now();
   RunnerOptions runner;
   runner.oracle = settings.oracle;
-  uint64_t first = settings.onlyCase.value_or(0);
+  uint64_t first = settings.onlyCase.value_or(settings.from);
   uint64_t last = settings.onlyCase ? first + 1 : settings.cases;
+  if (first >= last)
+    throw std::invalid_argument(
+        fmt::format("--from {} leaves no case to run: it must be below --cases {}", first, last));
   // Cases derive from (seed, index) alone, so threads may take them in any order; results are
   // gathered and reported in index order.
   std::vector<CaseResult> results(last - first);
@@ -204,6 +213,8 @@ int main(int argc, char** argv) {
   Settings settings;
   app.add_option("--seed", settings.seed, "campaign seed (printed; cases derive from it)");
   app.add_option("--cases", settings.cases, "number of cases");
+  app.add_option("--from", settings.from,
+                 "start at this case index: runs cases FROM..cases-1 (a campaign in shards)");
   app.add_option("--case", settings.onlyCase, "run only this case of the campaign (reproduce)");
   app.add_flag("!--no-oracle", settings.oracle, "skip the float64 oracle comparison");
   app.add_flag("!--no-reduce", settings.reduce, "print failures without reducing them");
