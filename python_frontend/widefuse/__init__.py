@@ -7,7 +7,9 @@
 Errors raise ``widefuse.Error`` (a RuntimeError) with the C++ message.
 """
 
+from ._version import Version, __version__, version
 from ._widefuse import Error, model_shapes
+from .arguments import compute_contiguity, compute_tensor_descriptor
 from . import prims
 from .data_type import DataType
 from .fusion_definition import FusionDefinition, PreparedExecution
@@ -17,7 +19,6 @@ from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, copy_, div, ex
 from .tracer import TracedFunction, trace
 from .values import Scalar, Tensor, UnsupportedOperationError, Value
 
-__version__ = "0.1.0"
 
 # torch's dtype names, so that `x.to(torch.float32)` runs under `import widefuse as torch`.
 bool = DataType.Bool
@@ -32,7 +33,8 @@ float64 = double = DataType.Double
 # float); those stay available as widefuse.abs, ... for `import widefuse as torch`.
 __all__ = [
     "DataType", "Error", "FusionDefinition", "PreparedExecution", "Scalar", "Tensor",
-    "TracedFunction", "model_shapes",
+    "TracedFunction", "Version", "compute_contiguity", "compute_tensor_descriptor", "model_shapes",
+    "version",
     "UnsupportedOperationError", "Value", "copy_", "prims", "trace",
     "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod", "isfinite",
     "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg", "negative",

@@ -245,3 +245,31 @@ def layout_of(shape: Sequence[int],
         contiguity[position] = strides[d] == expected
         expected = strides[d] * shape[d]
     return stride_order, contiguity
+
+
+def compute_contiguity(sizes: Sequence[int], strides: Sequence[int]) -> list[Optional[bool]]:
+    """nvFuser's compute_contiguity: contiguity per logical dimension (no reordering). A
+    broadcast dimension (extent 1 or stride 0) is None and skipped; any other dimension is True
+    where its stride is dense over the next inner non-broadcast dimension (1 for the innermost).
+    For a row-major array this is what define_tensor(shape, contiguity) takes."""
+    if len(sizes) != len(strides):
+        raise Error(f"compute_contiguity: {len(sizes)} sizes but {len(strides)} strides")
+    contiguity: list[Optional[bool]] = [None] * len(sizes)
+    expected = 1
+    for d in reversed(range(len(sizes))):
+        if sizes[d] == 1 or strides[d] == 0:
+            continue
+        contiguity[d] = strides[d] == expected
+        expected = strides[d] * sizes[d]
+    return contiguity
+
+
+def compute_tensor_descriptor(sizes: Sequence[int],
+                              strides: Sequence[int]) -> tuple[list[Optional[bool]], list[int]]:
+    """nvFuser's compute_tensor_descriptor: (contiguity in allocation order, stride_order),
+    the pair define_tensor(shape, contiguity, dtype, stride_order=) takes for such an array
+    (what define_tensor(sizes=, strides=) computes; see layout_of)."""
+    if len(sizes) != len(strides):
+        raise Error(f"compute_tensor_descriptor: {len(sizes)} sizes but {len(strides)} strides")
+    stride_order, contiguity = layout_of(sizes, strides)
+    return contiguity, stride_order
