@@ -120,9 +120,23 @@ std::string formatArguments(const Expr& expr) {
   case TypeRule::Bitcast:
     args.push_back(shortName(attributes.targetType).str());
     break;
-  case TypeRule::Broadcast:
-    args.push_back(formatExtents(attributes.broadcastShape));
+  case TypeRule::Broadcast: {
+    // An extent taken from a tensor is written as the name of its size value.
+    std::vector<std::string> shape;
+    for (size_t d = 0; d < attributes.broadcastShape.size(); ++d) {
+      const Value* extent =
+          attributes.broadcastExtents.empty() ? nullptr : attributes.broadcastExtents[d];
+      shape.push_back(extent                                              ? extent->name()
+                      : attributes.broadcastShape[d] == kSymbolicExtent ? "?"
+                                                                        : fmt::format("{}",
+                                                                          attributes.broadcastShape[d]));
+    }
+    args.push_back(fmt::format("[{}]", fmt::join(shape, ", ")));
     args.push_back(formatIntegers(attributes.broadcastDims));
+    break;
+  }
+  case TypeRule::Extent:
+    args.push_back(fmt::format("{}", attributes.dim));
     break;
   default:
     break;

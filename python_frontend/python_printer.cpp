@@ -52,6 +52,10 @@ bool isWrittenInline(const Value& value) {
   return value.isWeak() && value.isConstant();
 }
 
+bool isLeftImplicit(const Value& value) {
+  return value.definition() && value.definition()->attributes().implicit;
+}
+
 namespace {
 
 /// A number as Python source: floats keep a decimal point, non-finite values use float().
@@ -125,6 +129,8 @@ private:
   void line(const std::string& text) { out_ += "    " + text + "\n"; }
 
   std::string use(const Value* value) {
+    if (isLeftImplicit(*value)) // an implicit broadcast: the op inserts it again
+      return use(value->definition()->operand(0));
     if (isWrittenInline(*value))
       return pythonNumber(*value->constant());
     auto found = names_.find(value);
@@ -139,8 +145,8 @@ private:
   }
 
   void printValue(const Value& value) {
-    if (isWrittenInline(value))
-      return; // written inline where used
+    if (isWrittenInline(value) || isLeftImplicit(value))
+      return; // written inline where used, or inserted again by the op that uses it
     std::string dtype = fmt::format("DataType.{}", pythonDataTypeName(value.dtype()).str());
     if (value.isInput() && value.isTensor()) {
       std::string name = define(value);
@@ -167,9 +173,17 @@ private:
       arguments.push_back(
           fmt::format("dtype=DataType.{}", pythonDataTypeName(attributes.targetType).str()));
     if (expr.op() == OpKind::BroadcastInDim) {
-      arguments.push_back("shape=" + pythonList(attributes.broadcastShape));
+      llvm::SmallVector<std::string, 4> shape;
+      for (size_t d = 0; d < attributes.broadcastShape.size(); ++d) {
+        const Value* extent =
+            attributes.broadcastExtents.empty() ? nullptr : attributes.broadcastExtents[d];
+        shape.push_back(extent ? use(extent) : fmt::format("{}", attributes.broadcastShape[d]));
+      }
+      arguments.push_back(fmt::format("shape=[{}]", fmt::join(shape, ", ")));
       arguments.push_back("broadcast_dims=" + pythonList(attributes.broadcastDims));
     }
+    if (expr.op() == OpKind::Size)
+      arguments.push_back(fmt::format("dim={}", attributes.dim));
     std::string name = define(result);
     line(fmt::format("{} = fd.ops.{}({})", name, pythonOpName(expr.op()).str(),
                      fmt::join(arguments, ", ")));

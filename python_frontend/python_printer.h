@@ -29,5 +29,8 @@ std::string printPythonDefinition(const Fusion& fusion);
 /// True for the values the Python form writes inline as numbers (untyped literals) rather
 /// than naming them T<n> / S<n>.
 bool isWrittenInline(const Value& value);
+/// True for the values implicit broadcasting inserted (their size and broadcast_in_dim):
+/// the Python form leaves them out, as nvFuser's does, and names no T<n> / S<n> for them.
+bool isLeftImplicit(const Value& value);
 
 } // namespace widefuse

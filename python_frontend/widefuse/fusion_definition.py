@@ -179,6 +179,24 @@ class FusionDefinition:
         number, data_type = constant_value(value, dtype)
         return Scalar(self, self._live().constant(number, data_type.value))
 
+    def define_vector(self, values: Any, dtype: Any = DataType.Int) -> list:
+        """nvFuser's vector of extents, for broadcast_in_dim's shape: a list of ints and
+        extent Scalars (``t.size(d)``) as given. widefuse has no vector values; the list is
+        the shape itself."""
+        if isinstance(values, int) and not isinstance(values, bool):
+            raise Error("define_vector(size): a vector of runtime scalars is not supported; "
+                        "give its entries (ints and t.size(d) Scalars)")
+        if data_type_of(dtype, "define_vector") is not DataType.Int:
+            raise Error(f"define_vector: dtype must be DataType.Int, got {dtype!r}")
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise Error(f"define_vector takes a list of ints and extent Scalars, got "
+                        f"{type(values).__name__}")
+        for value in values:
+            if not isinstance(value, Scalar) and (isinstance(value, bool) or
+                                                  not isinstance(value, (int, np.integer))):
+                raise Error(f"define_vector: {value!r} is neither an int nor an extent Scalar")
+        return [value if isinstance(value, Scalar) else int(value) for value in values]
+
     def define_constant(self, value: Any, dtype: Any = None) -> Scalar:
         """nvFuser's older name for a constant define_scalar."""
         if value is None:
@@ -198,13 +216,17 @@ class FusionDefinition:
                     f"got {type(operand).__name__}")
 
     def apply_op(self, op: str, operands: Sequence[Any], dtype: Optional[DataType] = None,
-                 shape: Sequence[int] = (), broadcast_dims: Sequence[int] = ()) -> Value:
+                 shape: Sequence[Any] = (), broadcast_dims: Sequence[int] = (),
+                 dim: int = 0) -> Value:
         """Adds op `op` (its IR name) of `operands`, values of this definition or Python
-        numbers; `dtype` for cast and bitcast, `shape` and `broadcast_dims` for
-        broadcast_in_dim. fd.ops and the values' operators and methods call it."""
+        numbers; `dtype` for cast and bitcast, `shape` (ints and extent Scalars) and
+        `broadcast_dims` for broadcast_in_dim, `dim` for size. fd.ops and the values'
+        operators and methods call it."""
         values = [self._operand(operand, op) for operand in operands]
+        extents = [self._operand(extent, op) if isinstance(extent, Value) else extent
+                   for extent in shape]
         result = self._live().apply(op, values, None if dtype is None else dtype.value,
-                                    list(shape), list(broadcast_dims))
+                                    extents, list(broadcast_dims), dim)
         return (Tensor if result.is_tensor else Scalar)(self, result, depends_of(operands))
 
     def assign_in_place(self, tensor: Tensor, value: Any) -> None:
