@@ -343,8 +343,14 @@ llvm::SmallVector<Value*, 3> implicitBroadcasts(Fusion& fusion, llvm::ArrayRef<V
 
 void addBroadcastingAlias(Fusion& fusion, Value* source, Value* destination) {
   if (source->isTensor() && source->rank() > 0 && destination->isTensor() &&
-      destination->rank() >= source->rank())
-    source = broadcastOperand(fusion, source, broadcastTarget({source, destination}));
+      destination->rank() >= source->rank()) {
+    BroadcastTarget target = broadcastTarget({source, destination});
+    bool destinationStretches = target.conflict;
+    for (size_t d = 0; d < destination->rank(); ++d)
+      destinationStretches |= destination->extents()[d] == 1 && target.extents[d] != 1;
+    if (!destinationStretches) // else addAlias reports the shapes as written
+      source = broadcastOperand(fusion, source, target);
+  }
   fusion.addAlias(source, destination);
 }
 
@@ -356,8 +362,8 @@ Value* buildOp(Fusion& fusion, OpKind op, llvm::ArrayRef<Value*> operands, OpAtt
            operand->name(), fusion.name());
   for (const Value* extent : attributes.broadcastExtents)
     if (extent && !fusion.owns(extent))
-      fail("{}: extent '{}' belongs to another fusion than '{}'", opName(op).str(),
-           extent->name(), fusion.name());
+      fail("{}: extent '{}' belongs to another fusion than '{}'", opName(op).str(), extent->name(),
+           fusion.name());
   if (operands.size() != opArity(op))
     fail("{} takes {} operand(s), got {}", opName(op).str(), opArity(op), operands.size());
   llvm::SmallVector<Value*, 3> broadcast(operands.begin(), operands.end());

@@ -105,7 +105,8 @@ std::string layoutArguments(const Value& tensor) {
 /// Names values as nvFuser's printer does and writes one line per definition.
 class PythonPrinter {
 public:
-  explicit PythonPrinter(const Fusion& fusion) : fusion_(fusion) {}
+  PythonPrinter(const Fusion& fusion, llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders)
+      : fusion_(fusion), outputStrideOrders_(outputStrideOrders) {}
 
   std::string print() {
     out_ = "def nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n";
@@ -113,8 +114,11 @@ public:
       printValue(*fusion_.value(static_cast<unsigned>(id)));
     for (const Alias& alias : fusion_.aliases())
       line(fmt::format("fd.add_output({}, {})", use(alias.source), use(alias.destination)));
-    for (const Value* output : fusion_.outputs())
-      line(fmt::format("fd.add_output({})", use(output)));
+    for (size_t i = 0; i < fusion_.outputs().size(); ++i) {
+      bool ordered = i < outputStrideOrders_.size() && !outputStrideOrders_[i].empty();
+      line(fmt::format("fd.add_output({}{})", use(fusion_.outputs()[i]),
+                       ordered ? ", stride_order=" + pythonList(outputStrideOrders_[i]) : ""));
+    }
     if (fusion_.aliases().empty() && fusion_.outputs().empty())
       line("pass");
     // nvFuser's FusionDefinition() takes no name: only a fusion named by the user says its name.
@@ -190,6 +194,7 @@ private:
   }
 
   const Fusion& fusion_;
+  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders_;
   std::string out_;
   llvm::DenseMap<const Value*, std::string> names_;
   unsigned next_ = 0;
@@ -197,8 +202,9 @@ private:
 
 } // namespace
 
-std::string printPythonDefinition(const Fusion& fusion) {
-  return PythonPrinter(fusion).print();
+std::string printPythonDefinition(const Fusion& fusion,
+                                  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders) {
+  return PythonPrinter(fusion, outputStrideOrders).print();
 }
 
 } // namespace widefuse

@@ -264,13 +264,23 @@ void bindDefinition(nb::module_& module) {
       .def("add_output", &PyDefinition::addOutput, nb::arg("value"))
       .def("finalize", &PyDefinition::finalize)
       .def("text", [](const PyDefinition& d) { return printFusion(d.current()); })
-      .def("python", [](const PyDefinition& d) { return printPythonDefinition(d.current()); });
+      .def(
+          "python",
+          [](const PyDefinition& d, const std::vector<std::vector<int64_t>>& strideOrders) {
+            return printPythonDefinition(d.current(), strideOrders);
+          },
+          nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{});
 
   nb::class_<FusionHandle>(module, "_Fusion", "A verified fusion.")
       .def_static("from_text", &fusionFromText, nb::arg("text"), nb::arg("source_name") = "<text>")
       .def_prop_ro("name", [](const FusionHandle& h) { return h.fusion->name(); })
       .def("text", [](const FusionHandle& h) { return printFusion(*h.fusion); })
-      .def("python", [](const FusionHandle& h) { return printPythonDefinition(*h.fusion); })
+      .def(
+          "python",
+          [](const FusionHandle& h, const std::vector<std::vector<int64_t>>& strideOrders) {
+            return printPythonDefinition(*h.fusion, strideOrders);
+          },
+          nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{})
       .def("inputs", &inputList,
            "Facts about each input: name, dtype, is_tensor, shape, "
            "stride_order, contiguity, written (a copy_ destination).")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import _widefuse
 from ._widefuse import Error
+from .errors import ArgumentTypeError
 from .data_type import data_type_of
 from .values import Scalar, Tensor, UnsupportedOperationError, Value
 
@@ -24,13 +25,13 @@ def _static_extents(shape: Any, op: str) -> list[int]:
     """A list of ints (broadcast_dims)."""
     if isinstance(shape, Value) or isinstance(shape, (str, bytes)) or not isinstance(
             shape, Sequence):
-        raise Error(f"fd.ops.{op}: expected a list of ints, got {type(shape).__name__}")
+        raise ArgumentTypeError(f"fd.ops.{op}: expected a list of ints, got {type(shape).__name__}")
     extents = []
     for extent in shape:
         try:
             extents.append(operator.index(extent))
         except TypeError:
-            raise Error(f"fd.ops.{op}: {list(shape)!r} must hold ints, got {extent!r}") from None
+            raise ArgumentTypeError(f"fd.ops.{op}: {list(shape)!r} must hold ints, got {extent!r}") from None
     return extents
 
 
@@ -39,7 +40,7 @@ def _shape_entries(shape: Any, op: str) -> list[Any]:
     (``t.size(d)``, the entries of ``t.shape()`` or of a define_vector)."""
     if isinstance(shape, Value) or isinstance(shape, (str, bytes)) or not isinstance(
             shape, Sequence):
-        raise Error(f"fd.ops.{op}: shape must be a list of ints and extent Scalars "
+        raise ArgumentTypeError(f"fd.ops.{op}: shape must be a list of ints and extent Scalars "
                     f"(t.shape(), t.size(d)), got {type(shape).__name__}")
     entries: list[Any] = []
     for extent in shape:
@@ -49,7 +50,7 @@ def _shape_entries(shape: Any, op: str) -> list[Any]:
         try:
             entries.append(operator.index(extent))
         except TypeError:
-            raise Error(f"fd.ops.{op}: shape {list(shape)!r} must hold ints and extent "
+            raise ArgumentTypeError(f"fd.ops.{op}: shape {list(shape)!r} must hold ints and extent "
                         f"Scalars, got {extent!r}") from None
     return entries
 
@@ -86,7 +87,7 @@ class Operators:
         """The extent of dimension `dim` of tensor `x` (negative counts from the end): an
         Int scalar read when the fusion runs (nvFuser's fd.ops.size, also ``x.size(dim)``)."""
         if not isinstance(x, Tensor):
-            raise Error(f"fd.ops.size takes a Tensor, got {type(x).__name__}")
+            raise ArgumentTypeError(f"fd.ops.size takes a Tensor, got {type(x).__name__}")
         return x.size(dim)
 
     def broadcast(self, x: Any, is_broadcast_dim: Sequence[bool]) -> Value:
@@ -135,7 +136,7 @@ def _op_function(op: str, arity: int) -> Callable[..., Value]:
         if len(operands) != arity:
             from ._widefuse import Error
 
-            raise Error(f"fd.ops.{NVFUSER_NAMES.get(op, op)} takes {arity} argument"
+            raise ArgumentTypeError(f"fd.ops.{NVFUSER_NAMES.get(op, op)} takes {arity} argument"
                         f"{'s' if arity != 1 else ''}, got {len(operands)}")
         return fd.apply_op(op, operands)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ._widefuse import Error
 from .data_type import DataType, data_type_of, from_short_name
+from .errors import DimensionIndexError
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
@@ -279,7 +280,7 @@ class Tensor(Value):
             return self.shape
         rank = self.ndim
         if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
-            raise IndexError(f"{self.name}.size({dim!r}): dim must be an int in "
+            raise DimensionIndexError(f"{self.name}.size({dim!r}): dim must be an int in "
                              f"[-{rank}, {rank}) for this rank-{rank} tensor")
         return self._apply("size", self, dim=dim % rank)
 

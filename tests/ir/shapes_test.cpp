@@ -72,13 +72,16 @@ TEST(ImplicitBroadcast, ASymbolicExtentNeverStretchesAndStaticOnesMustAgree) {
   fd.addOutput(a + b);
   auto fusion = fd.finalize();
   HostTensor one = counting({1}), four = counting({4});
-  EXPECT_TRUE(contains(errorOf([&] { evaluate(*fusion, {one.ref(), four.ref()}); }),
+  EXPECT_TRUE(contains(errorOf([&] {
+                         evaluate(*fusion, {one.ref(), four.ref()});
+                       }),
                        "at run time 'a' has shape [1] but 'b' has shape [4]"));
   FusionDefinition bad("static");
   Val c = bad.defineTensor({2, 3}, DataType::Float, "c");
   Val d = bad.defineTensor({2, 4}, DataType::Float, "d");
   std::string message = errorOf([&] { c + d; });
-  EXPECT_TRUE(contains(message, "shapes [2, 3] ('c') and [2, 4] ('d') do not broadcast")) << message;
+  EXPECT_TRUE(contains(message, "shapes [2, 3] ('c') and [2, 4] ('d') do not broadcast"))
+      << message;
   EXPECT_EQ(bad.fusion().numExprs(), 0u); // nothing half-built is left behind
 }
 

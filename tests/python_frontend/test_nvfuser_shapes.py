@@ -199,3 +199,43 @@ def test_an_extent_from_a_scalar_input_is_a_clear_error():
             fd.ops.broadcast_in_dim(t0, shape=[s1, -1], broadcast_dims=[1])
         with pytest.raises(widefuse.Error, match="must hold ints and extent Scalars"):
             fd.ops.broadcast_in_dim(t0, shape=[2.5, -1], broadcast_dims=[1])
+
+
+@pytest.mark.parametrize("stride_order", [[0, 1], [1, 0]])
+def test_add_output_with_a_stride_order_returns_that_layout(stride_order):
+    a, b = torch.randn(3, 5), torch.randn(3, 5)
+    with FusionDefinition() as fd:
+        t0, t1 = fd.from_pytorch(a), fd.from_pytorch(b)
+        t2 = fd.ops.mul(t0, t1)
+        fd.add_output(t2, stride_order=stride_order)
+        fd.add_output(fd.ops.add(t0, t1))
+    (out, plain) = fd.execute([a, b])
+    expected = torch.empty([5, 3] if stride_order == [0, 1] else [3, 5])
+    expected = expected.t() if stride_order == [0, 1] else expected
+    assert out.stride() == expected.stride() and plain.stride() == (5, 1)
+    torch.testing.assert_close(out, a * b, rtol=0, atol=0)
+    printed = repr(fd)
+    if stride_order == [0, 1]:
+        assert "fd.add_output(T2, stride_order=[0, 1])" in printed, printed
+    again = reexecuted(fd, [a, b])
+    assert again[0].stride() == expected.stride()
+    torch.testing.assert_close(again[0], a * b, rtol=0, atol=0)
+    # NumPy inputs get NumPy outputs laid out the same way (strides in bytes).
+    (array, _) = fd.execute([a.numpy(), b.numpy()])
+    assert array.strides == tuple(4 * s for s in expected.stride())
+    torch.testing.assert_close(torch.from_numpy(array.copy()), a * b, rtol=0, atol=0)
+
+
+def test_a_three_dimensional_stride_order_and_its_errors():
+    x = torch.randn(2, 3, 4)
+    with FusionDefinition() as fd:
+        t0 = fd.from_pytorch(x)
+        t1 = fd.ops.neg(t0)
+        with pytest.raises(ValueError, match=r"stride_order \[0, 0, 1\] is not a permutation"):
+            fd.add_output(t1, stride_order=[0, 0, 1])
+        with pytest.raises(ValueError, match="exclude each other"):
+            fd.add_output(t1, alias_input=t0, stride_order=[0, 1, 2])
+        fd.add_output(t1, stride_order=[1, 2, 0])  # dimension 1 outermost, then 0, then 2
+    (out,) = fd.execute([x])
+    assert out.stride() == torch.empty(3, 2, 4).permute(1, 0, 2).stride() == (4, 8, 1)
+    torch.testing.assert_close(out, -x, rtol=0, atol=0)
