@@ -411,7 +411,10 @@ class FusionDefinition:
     def _outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str]) -> list:
         """The executor's outputs as the caller's kind of array (torch tensors for torch
         inputs, else NumPy arrays (host) or DLPack-capable device arrays), one per add_output:
-        a value added twice comes back twice, as the same array."""
+        a value added twice comes back twice, as the same array. Backend "none" runs
+        nothing and returns no outputs."""
+        if not raw:
+            return []
         if torch_device is not None:
             arrays = (torch_tensors.device_outputs(raw) if on_device else
                       torch_tensors.host_outputs(raw, self._output_types()))

@@ -239,3 +239,20 @@ def test_a_three_dimensional_stride_order_and_its_errors():
     (out,) = fd.execute([x])
     assert out.stride() == torch.empty(3, 2, 4).permute(1, 0, 2).stride() == (4, 8, 1)
     torch.testing.assert_close(out, -x, rtol=0, atol=0)
+
+
+def test_the_generated_kernels_compile_with_nvrtc_and_do_not_depend_on_block_order():
+    row, full = torch.randn(1, 300), torch.randn(70, 300)
+    with FusionDefinition() as fd:
+        t0, t1 = fd.from_pytorch(row), fd.from_pytorch(full)
+        t2 = fd.ops.mul(fd.ops.add(t0, t1), t1.size(0))
+        fd.add_output(t2)
+        fd.add_output(fd.ops.sub(t1, t0), alias_input=t1)
+    expected, updated = (row + full) * 70, full - row
+    fd.execute([row, full.clone()], backend="none")  # NVRTC compiles the kernel for sm_90
+    assert "wf_" in fd.last_cuda_code()
+    for order in ("forward", "reverse", "shuffle:7"):
+        state = full.clone()
+        (out,) = fd.execute([row, state], host_execution="verify", block_order=order)
+        torch.testing.assert_close(out, expected, rtol=0, atol=0)
+        torch.testing.assert_close(state, updated, rtol=0, atol=0)
