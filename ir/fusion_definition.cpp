@@ -155,8 +155,8 @@ Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<int64_t> shape,
   return applyOp(OpKind::BroadcastInDim, {x}, attributes);
 }
 
-Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<ShapeEntry> shape,
-                     llvm::ArrayRef<int64_t> dims) {
+Val broadcast_in_dim_to_extents(const Operand& x, llvm::ArrayRef<ShapeEntry> shape,
+                                llvm::ArrayRef<int64_t> dims) {
   OpAttributes attributes;
   attributes.broadcastDims.assign(dims.begin(), dims.end());
   for (const ShapeEntry& entry : shape) {

@@ -122,9 +122,10 @@ struct ShapeEntry {
   Val size;
 };
 /// broadcast_in_dim whose output extents may be size values: that dimension takes the named
-/// tensor's run-time extent (nvFuser's broadcast_in_dim(x, t.shape(), dims)).
-Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<ShapeEntry> shape,
-                     llvm::ArrayRef<int64_t> dims);
+/// tensor's run-time extent (nvFuser's broadcast_in_dim(x, t.shape(), dims)). A name of its
+/// own: braced lists of ints would make an overload of broadcast_in_dim ambiguous.
+Val broadcast_in_dim_to_extents(const Operand& x, llvm::ArrayRef<ShapeEntry> shape,
+                                llvm::ArrayRef<int64_t> dims);
 /// The extent of dimension `dim` of tensor `x`, an i64 scalar read when the fusion runs
 /// (nvFuser's size / t.size(dim)).
 Val size(const Val& x, int64_t dim);

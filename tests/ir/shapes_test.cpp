@@ -154,3 +154,17 @@ TEST(ExtentValues, OnlySizeValuesNameExtents) {
                             "}\n");
   EXPECT_TRUE(contains(printFusion(*fusion), "broadcast_in_dim(t, [3, 4], [1])"));
 }
+
+TEST(ExtentValues, TheCppApiNamesExtentsWithShapeEntries) {
+  FusionDefinition fd("entries");
+  Val t = fd.defineTensor({kSymbolicExtent, 3}, DataType::Float, "t");
+  Val row = fd.defineTensor({3}, DataType::Float, "row");
+  Val b = broadcast_in_dim_to_extents(row, {size(t, 0), 3}, {1});
+  EXPECT_EQ(b.value()->extents().vec(), (std::vector<int64_t>{-1, 3}));
+  fd.addOutput(t - b);
+  auto fusion = fd.finalize();
+  HostTensor a = counting({2, 3}), r = counting({3}, 7.5);
+  HostTensor out = std::move(evaluate(*fusion, {a.ref(), r.ref()}).outputs.at(0));
+  for (int64_t i = 0; i < 6; ++i)
+    EXPECT_EQ(out.as<float>()[i], a.as<float>()[i] - r.as<float>()[i % 3]);
+}
