@@ -470,6 +470,9 @@ template <typename T> T Bitcast(T) {
 template <typename T> T BroadcastInDim(T) {
   return unreachable<T>("broadcast_in_dim");
 }
+template <typename T> T Size(T) {
+  return unreachable<T>("size");
+}
 
 // ---- conversion -----------------------------------------------------------------------------
 

@@ -313,6 +313,8 @@ Buffer Evaluation::evaluateExpr(const Expr& expr) {
     return broadcast(expr, *operands[0]);
   case OpKind::Set:
     return *operands[0];
+  case OpKind::Size:
+    return scalarBuffer(ConstantValue(shapes_.extentOf(expr.result())), resultType);
   default:
     break;
   }

@@ -21,6 +21,15 @@ struct OpAttributes {
   llvm::SmallVector<int64_t, 4> broadcastShape;
   /// broadcast_in_dim: output dimension each operand dimension maps to.
   llvm::SmallVector<int64_t, 4> broadcastDims;
+  /// broadcast_in_dim: per output dimension, the `size` value whose run-time extent that
+  /// dimension takes (null where the extent is static or comes from the operand). Empty when
+  /// no dimension has one, so that attributes stay canonical.
+  llvm::SmallVector<const Value*, 4> broadcastExtents;
+  /// size: the operand dimension whose extent the result is.
+  int64_t dim = 0;
+  /// Inserted by implicit broadcasting (a size or broadcast_in_dim the caller did not write);
+  /// nvFuser-style printing leaves it out, as the op that needs it inserts it again.
+  bool implicit = false;
 
   bool operator==(const OpAttributes&) const = default;
 };

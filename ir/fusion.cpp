@@ -266,4 +266,8 @@ bool Fusion::owns(const Value* value) const {
   return value && value->id() < values_.size() && values_[value->id()].get() == value;
 }
 
+bool isExtentValue(const Value& value) {
+  return value.definition() && value.definition()->op() == OpKind::Size;
+}
+
 } // namespace widefuse

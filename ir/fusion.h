@@ -118,4 +118,8 @@ std::string formatType(const Value& value);
 /// Describes a shape for messages: `[1024, ?]`.
 std::string formatExtents(llvm::ArrayRef<int64_t> extents);
 
+/// True for a value defined by size(tensor, dim): a scalar known once the shapes are bound,
+/// which kernels receive like a scalar input.
+bool isExtentValue(const Value& value);
+
 } // namespace widefuse

@@ -86,7 +86,7 @@ Val FusionDefinition::apply(OpKind op, llvm::ArrayRef<Operand> operands, OpAttri
 void FusionDefinition::copy_(const Operand& source, Val destination) {
   Value* dst = unwrap(destination, "copy_");
   Value* src = materialize(source).value();
-  live().addAlias(src, dst);
+  addBroadcastingAlias(live(), src, dst);
 }
 
 void FusionDefinition::addOutput(Val value) {
@@ -153,6 +153,23 @@ Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<int64_t> shape,
   attributes.broadcastShape.assign(shape.begin(), shape.end());
   attributes.broadcastDims.assign(dims.begin(), dims.end());
   return applyOp(OpKind::BroadcastInDim, {x}, attributes);
+}
+
+Val broadcast_in_dim_to_extents(const Operand& x, llvm::ArrayRef<ShapeEntry> shape,
+                                llvm::ArrayRef<int64_t> dims) {
+  OpAttributes attributes;
+  attributes.broadcastDims.assign(dims.begin(), dims.end());
+  for (const ShapeEntry& entry : shape) {
+    attributes.broadcastShape.push_back(entry.size ? kSymbolicExtent : entry.extent);
+    attributes.broadcastExtents.push_back(entry.size ? entry.size.value() : nullptr);
+  }
+  return applyOp(OpKind::BroadcastInDim, {x}, attributes);
+}
+
+Val size(const Val& x, int64_t dim) {
+  OpAttributes attributes;
+  attributes.dim = dim;
+  return applyOp(OpKind::Size, {x}, attributes);
 }
 
 Val operator+(const Operand& a, const Operand& b) {

@@ -113,6 +113,22 @@ Val cast(const Operand& x, DataType dtype);
 Val bitcast(const Operand& x, DataType dtype);
 /// Broadcasts `x` to `shape`; operand dimension i becomes output dimension dims[i].
 Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> dims);
+/// An output extent of broadcast_in_dim: a number (-1: the operand's extent) or a size value.
+struct ShapeEntry {
+  ShapeEntry(int64_t extent) : extent(extent) {}
+  ShapeEntry(int extent) : extent(extent) {}
+  ShapeEntry(Val size) : size(size) {}
+  int64_t extent = kSymbolicExtent;
+  Val size;
+};
+/// broadcast_in_dim whose output extents may be size values: that dimension takes the named
+/// tensor's run-time extent (nvFuser's broadcast_in_dim(x, t.shape(), dims)). A name of its
+/// own: braced lists of ints would make an overload of broadcast_in_dim ambiguous.
+Val broadcast_in_dim_to_extents(const Operand& x, llvm::ArrayRef<ShapeEntry> shape,
+                                llvm::ArrayRef<int64_t> dims);
+/// The extent of dimension `dim` of tensor `x`, an i64 scalar read when the fusion runs
+/// (nvFuser's size / t.size(dim)).
+Val size(const Val& x, int64_t dim);
 
 /// nvFuser's mod: C's `%`, the remainder with the sign of the dividend. That is fmod for
 /// integers and floating point alike, so it is a name for fmod, not an op of its own.

@@ -81,6 +81,10 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
   case TypeRule::Identity:
   case TypeRule::Broadcast:
     return operands[0]->dtype();
+  case TypeRule::Extent:
+    if (!operands[0]->isTensor() || operands[0]->rank() == 0)
+      return reject("size takes a tensor of rank >= 1");
+    return DataType::Int64;
   case TypeRule::Cast:
     return attributes.targetType;
   case TypeRule::Bitcast: {
@@ -96,8 +100,9 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
   WF_UNREACHABLE("unhandled type rule for {}", opName(op).str());
 }
 
-/// Joins the shapes of pointwise operands: 0-d tensors and scalars broadcast, tensors of rank
-/// >= 1 must agree (a symbolic extent agrees with anything and is checked at run time).
+/// Joins the shapes of pointwise operands after implicitBroadcasts: 0-d tensors and scalars
+/// broadcast, tensors of rank >= 1 must agree (a symbolic extent agrees with anything and is
+/// checked at run time).
 llvm::SmallVector<int64_t, 4> joinShapes(OpKind op, llvm::ArrayRef<const Value*> operands) {
   const Value* first = nullptr;
   llvm::SmallVector<int64_t, 4> extents;
@@ -120,12 +125,24 @@ llvm::SmallVector<int64_t, 4> joinShapes(OpKind op, llvm::ArrayRef<const Value*>
         same = extents[d] == extent;
     }
     if (!same)
-      fail("{}: shapes {} ('{}') and {} ('{}') differ; pointwise ops need one shape, use "
-           "broadcast_in_dim to broadcast explicitly",
+      fail("{}: shapes {} ('{}') and {} ('{}') do not broadcast: aligned at the last "
+           "dimension, extents must be equal or 1 (a broadcast dimension)",
            describeCall(op, operands), formatExtents(first->extents()), first->name(),
            formatExtents(operand->extents()), operand->name());
   }
   return extents;
+}
+
+/// The tensor and dimension whose extent the `size` value `extent` is; throws for any other
+/// value (an output extent of broadcast_in_dim names a tensor's extent, nothing else).
+std::pair<const Value*, int64_t> extentSource(const Value* extent, llvm::StringRef call, size_t d) {
+  const Expr* definition = extent->definition();
+  if (!definition || definition->op() != OpKind::Size)
+    fail("{}: output extent {} is '{}', which is not a size(tensor, dim) value; an extent "
+         "given as a value must be the extent of a tensor (widefuse reads extents from "
+         "tensors, not from scalar inputs)",
+         call, d, extent->name());
+  return {definition->operand(0), definition->attributes().dim};
 }
 
 llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operands,
@@ -133,10 +150,13 @@ llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operan
   const Value* input = operands[0];
   auto shape = attributes.broadcastShape;
   auto dims = attributes.broadcastDims;
+  const auto& extents = attributes.broadcastExtents;
   std::string call = describeCall(OpKind::BroadcastInDim, operands) + " to " +
                      formatExtents(shape) + " with dims " + formatExtents(dims);
   if (dims.size() != input->rank())
     fail("{}: broadcast_dims needs one entry per operand dimension ({})", call, input->rank());
+  if (!extents.empty() && extents.size() != shape.size())
+    fail("{}: {} extent values for {} output dimensions", call, extents.size(), shape.size());
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(shape.size()))
       fail("{}: broadcast dim {} is outside the output rank {}", call, dims[i], shape.size());
@@ -149,13 +169,27 @@ llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operan
         mapped == dims.end() ? 1 : input->extents()[std::distance(dims.begin(), mapped)];
     if (shape[d] < kSymbolicExtent)
       fail("{}: output extent {} is negative", call, shape[d]);
-    if (shape[d] == kSymbolicExtent) {
+    if (!extents.empty() && extents[d]) {
+      auto [tensor, dim] = extentSource(extents[d], call, d);
+      int64_t named = tensor->extents()[size_t(dim)];
+      if (shape[d] != kSymbolicExtent && named != kSymbolicExtent && shape[d] != named)
+        fail("{}: output extent {} is given as {} and as '{}' (extent {} of '{}', {})", call, d,
+             shape[d], extents[d]->name(), dim, tensor->name(), named);
+      if (shape[d] == kSymbolicExtent)
+        shape[d] = named;
+      // A static operand extent other than 1 decides; the named one is checked at run time.
+      if (shape[d] == kSymbolicExtent && inputExtent != 1)
+        shape[d] = inputExtent;
+    } else if (shape[d] == kSymbolicExtent) {
       if (mapped == dims.end())
-        fail("{}: output dimension {} is symbolic but no operand dimension maps to it", call, d);
+        fail("{}: output dimension {} is symbolic but no operand dimension maps to it (name "
+             "its extent with size(tensor, dim))",
+             call, d);
       shape[d] = inputExtent; // takes the operand's extent (possibly symbolic)
       continue;
     }
-    if (inputExtent != kSymbolicExtent && inputExtent != 1 && inputExtent != shape[d])
+    if (inputExtent != kSymbolicExtent && inputExtent != 1 && shape[d] != kSymbolicExtent &&
+        inputExtent != shape[d])
       fail("{}: operand extent {} cannot broadcast to {} in output dimension {}", call, inputExtent,
            shape[d], d);
   }
@@ -175,6 +209,13 @@ ValueType inferResultType(OpKind op, llvm::ArrayRef<const Value*> operands,
     type.extents = broadcastShape(operands, attributes);
     return type;
   }
+  if (op == OpKind::Size) {
+    if (attributes.dim < 0 || attributes.dim >= int64_t(operands[0]->rank()))
+      fail("{}: dim {} is outside the operand's rank {}", describeCall(op, operands),
+           attributes.dim, operands[0]->rank());
+    type.kind = ValueKind::Scalar;
+    return type;
+  }
   bool anyTensor =
       std::any_of(operands.begin(), operands.end(), [](const Value* v) { return v->isTensor(); });
   type.kind = anyTensor ? ValueKind::Tensor : ValueKind::Scalar;
@@ -187,21 +228,155 @@ ValueType inferResultType(OpKind op, llvm::ArrayRef<const Value*> operands,
   return type;
 }
 
+namespace {
+
+/// Keeps only the attributes `op` reads, and of broadcast_in_dim's extent values only those
+/// naming a symbolic extent (a static one is in the shape already), so that equal programs
+/// have equal attributes.
+void canonicalizeAttributes(OpKind op, OpAttributes& attributes) {
+  if (opTypeRule(op) != TypeRule::Cast && opTypeRule(op) != TypeRule::Bitcast)
+    attributes.targetType = DataType::Float;
+  if (op != OpKind::Size)
+    attributes.dim = 0;
+  if (op != OpKind::BroadcastInDim) {
+    attributes.broadcastShape.clear();
+    attributes.broadcastDims.clear();
+    attributes.broadcastExtents.clear();
+    return;
+  }
+  for (size_t d = 0; d < attributes.broadcastExtents.size(); ++d) {
+    const Value*& extent = attributes.broadcastExtents[d];
+    const Expr* definition = extent ? extent->definition() : nullptr;
+    if (!definition) // no extent, or not a size value (rejected by inferResultType)
+      continue;
+    int64_t named = definition->operand(0)->extents()[size_t(definition->attributes().dim)];
+    if (named != kSymbolicExtent) {
+      attributes.broadcastShape[d] = named;
+      extent = nullptr;
+    }
+  }
+  if (llvm::all_of(attributes.broadcastExtents, [](const Value* v) { return !v; }))
+    attributes.broadcastExtents.clear();
+}
+
+/// The common shape of pointwise operands under nvFuser's implicit broadcasting (operands
+/// aligned at their last dimension): per dimension a static extent other than 1 if any
+/// operand has one, else `?` if one has it (`source` names that operand and dimension), else 1.
+struct BroadcastTarget {
+  llvm::SmallVector<int64_t, 4> extents;
+  llvm::SmallVector<std::pair<Value*, int64_t>, 4> source;
+  bool conflict = false; ///< two static extents other than 1 differ
+};
+
+BroadcastTarget broadcastTarget(llvm::ArrayRef<Value*> operands) {
+  BroadcastTarget target;
+  unsigned rank = 0;
+  for (const Value* operand : operands)
+    rank = std::max(rank, operand->isTensor() ? operand->rank() : 0u);
+  target.extents.assign(rank, 1);
+  target.source.assign(rank, {nullptr, 0});
+  for (Value* operand : operands) {
+    if (!operand->isTensor())
+      continue;
+    unsigned offset = rank - operand->rank();
+    for (unsigned d = 0; d < operand->rank(); ++d) {
+      int64_t extent = operand->extents()[d], &joined = target.extents[offset + d];
+      if (extent == kSymbolicExtent && joined == 1) {
+        joined = kSymbolicExtent;
+        target.source[offset + d] = {operand, int64_t(d)};
+      } else if (extent != kSymbolicExtent && extent != 1 &&
+                 (joined == 1 || joined == kSymbolicExtent)) {
+        joined = extent;
+      } else if (extent != kSymbolicExtent && extent != 1 && joined != extent) {
+        target.conflict = true;
+      }
+    }
+  }
+  return target;
+}
+
+/// `operand` broadcast to `target` with an explicit broadcast_in_dim, or itself when it has
+/// the target's rank and no extent-1 dimension that must stretch.
+Value* broadcastOperand(Fusion& fusion, Value* operand, const BroadcastTarget& target) {
+  unsigned rank = unsigned(target.extents.size()), offset = rank - operand->rank();
+  bool stretches = offset > 0;
+  for (unsigned d = 0; d < operand->rank(); ++d)
+    stretches |= operand->extents()[d] == 1 && target.extents[offset + d] != 1;
+  if (!stretches)
+    return operand;
+  OpAttributes attributes;
+  attributes.implicit = true;
+  attributes.broadcastShape = target.extents;
+  attributes.broadcastExtents.assign(rank, nullptr);
+  for (unsigned d = 0; d < operand->rank(); ++d)
+    attributes.broadcastDims.push_back(offset + d);
+  for (unsigned t = 0; t < rank; ++t) {
+    bool own = t >= offset && operand->extents()[t - offset] == kSymbolicExtent;
+    if (target.extents[t] != kSymbolicExtent || own)
+      continue;
+    OpAttributes sizeAttributes;
+    sizeAttributes.dim = target.source[t].second;
+    sizeAttributes.implicit = true;
+    attributes.broadcastExtents[t] =
+        buildOp(fusion, OpKind::Size, {target.source[t].first}, sizeAttributes);
+  }
+  return buildOp(fusion, OpKind::BroadcastInDim, {operand}, std::move(attributes));
+}
+
+} // namespace
+
+llvm::SmallVector<Value*, 3> implicitBroadcasts(Fusion& fusion, llvm::ArrayRef<Value*> operands) {
+  llvm::SmallVector<Value*, 3> result(operands.begin(), operands.end());
+  unsigned tensors = 0;
+  for (const Value* operand : operands)
+    tensors += operand->isTensor() && operand->rank() > 0;
+  if (tensors < 2)
+    return result;
+  BroadcastTarget target = broadcastTarget(operands);
+  if (target.conflict) // joinShapes reports it, naming the operands as written
+    return result;
+  for (Value*& operand : result)
+    if (operand->isTensor() && operand->rank() > 0)
+      operand = broadcastOperand(fusion, operand, target);
+  return result;
+}
+
+void addBroadcastingAlias(Fusion& fusion, Value* source, Value* destination) {
+  if (source->isTensor() && source->rank() > 0 && destination->isTensor() &&
+      destination->rank() >= source->rank()) {
+    BroadcastTarget target = broadcastTarget({source, destination});
+    bool destinationStretches = target.conflict;
+    for (size_t d = 0; d < destination->rank(); ++d)
+      destinationStretches |= destination->extents()[d] == 1 && target.extents[d] != 1;
+    if (!destinationStretches) // else addAlias reports the shapes as written
+      source = broadcastOperand(fusion, source, target);
+  }
+  fusion.addAlias(source, destination);
+}
+
 Value* buildOp(Fusion& fusion, OpKind op, llvm::ArrayRef<Value*> operands, OpAttributes attributes,
                llvm::StringRef name) {
   for (Value* operand : operands)
     if (!fusion.owns(operand))
       fail("{}: operand '{}' belongs to another fusion than '{}'", opName(op).str(),
            operand->name(), fusion.name());
-  llvm::SmallVector<const Value*, 3> constOperands(operands.begin(), operands.end());
-  ValueType type = inferResultType(op, constOperands, attributes);
-  if (opTypeRule(op) != TypeRule::Cast && opTypeRule(op) != TypeRule::Bitcast)
-    attributes.targetType = DataType::Float; // keep unused attributes canonical
-  if (op != OpKind::BroadcastInDim) {
-    attributes.broadcastShape.clear();
-    attributes.broadcastDims.clear();
+  for (const Value* extent : attributes.broadcastExtents)
+    if (extent && !fusion.owns(extent))
+      fail("{}: extent '{}' belongs to another fusion than '{}'", opName(op).str(), extent->name(),
+           fusion.name());
+  if (operands.size() != opArity(op))
+    fail("{} takes {} operand(s), got {}", opName(op).str(), opArity(op), operands.size());
+  llvm::SmallVector<Value*, 3> broadcast(operands.begin(), operands.end());
+  if (op != OpKind::BroadcastInDim && op != OpKind::Size) {
+    // Check the operands as given first, so a type error names what the caller wrote.
+    llvm::SmallVector<const Value*, 3> given(operands.begin(), operands.end());
+    inferDataType(op, given, attributes);
+    broadcast = implicitBroadcasts(fusion, operands);
   }
-  return fusion.appendExpr(op, operands, std::move(attributes), type, name);
+  llvm::SmallVector<const Value*, 3> constOperands(broadcast.begin(), broadcast.end());
+  ValueType type = inferResultType(op, constOperands, attributes);
+  canonicalizeAttributes(op, attributes);
+  return fusion.appendExpr(op, broadcast, std::move(attributes), type, name);
 }
 
 DataType exprComputeType(const Expr& expr) {

@@ -32,6 +32,7 @@ enum class TypeRule : uint8_t {
   Cast,           ///< result has the attribute type; value conversion
   Bitcast,        ///< result has the attribute type of the same width; bits reinterpreted
   Broadcast,      ///< result has the operand's type and the attribute shape
+  Extent,         ///< size(t, dim): an i64 scalar, the run-time extent of a tensor dimension
 };
 
 /// Number of ops in the table.

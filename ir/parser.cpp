@@ -23,7 +23,7 @@ namespace {
 constexpr unsigned kMaxCallNesting = 256;
 
 /// What one argument of an op call is in the text: a value operand or an attribute.
-enum class ArgumentForm : uint8_t { Value, DataType, Shape, Dims };
+enum class ArgumentForm : uint8_t { Value, DataType, Shape, Dims, Dim };
 
 /// The arguments an op takes in the text form: its value operands, then its attributes.
 llvm::SmallVector<ArgumentForm, 3> argumentForms(OpKind op) {
@@ -36,6 +36,9 @@ llvm::SmallVector<ArgumentForm, 3> argumentForms(OpKind op) {
   case TypeRule::Broadcast:
     forms.push_back(ArgumentForm::Shape);
     forms.push_back(ArgumentForm::Dims);
+    break;
+  case TypeRule::Extent:
+    forms.push_back(ArgumentForm::Dim);
     break;
   default:
     break;
@@ -51,6 +54,8 @@ std::string describeForms(OpKind op) {
     return " (a value and a dtype)";
   case TypeRule::Broadcast:
     return " (a value, a shape list and a dims list)";
+  case TypeRule::Extent:
+    return " (a tensor and a dimension)";
   default:
     return "";
   }
@@ -141,6 +146,7 @@ private:
   void parseParameter();
   TensorLayout parseLayout();
   llvm::SmallVector<int64_t, 4> parseIntegerList(bool allowSymbolic);
+  void parseShape(OpAttributes& attributes);
   llvm::SmallVector<bool, 4> parseBoolList();
   int64_t parseListInteger(bool allowSymbolic);
   DataType parseDataTypeName();
@@ -261,6 +267,32 @@ llvm::SmallVector<int64_t, 4> Parser::parseIntegerList(bool allowSymbolic) {
   return values;
 }
 
+/// broadcast_in_dim's output shape: extents, `?`, or names of size values (an extent taken
+/// from a tensor at run time).
+void Parser::parseShape(OpAttributes& attributes) {
+  expect(TokenKind::LBracket, "'['");
+  llvm::SmallVector<const Value*, 4> extents;
+  if (!consumeIf(TokenKind::RBracket)) {
+    do {
+      const Token& token = peek();
+      if (token.is(TokenKind::Identifier) && !peek(1).is(TokenKind::LParen)) {
+        next();
+        Value* value = declaredAt_.count(token.text) ? fusion_->lookup(token.text) : nullptr;
+        if (!value)
+          failAt(source_, token, "undefined name '{}'", token.text.str());
+        attributes.broadcastShape.push_back(kSymbolicExtent);
+        extents.push_back(value);
+        continue;
+      }
+      attributes.broadcastShape.push_back(parseListInteger(/*allowSymbolic=*/true));
+      extents.push_back(nullptr);
+    } while (consumeIf(TokenKind::Comma));
+    expect(TokenKind::RBracket, "',' or ']' in the list");
+  }
+  if (llvm::any_of(extents, [](const Value* v) { return v != nullptr; }))
+    attributes.broadcastExtents = std::move(extents);
+}
+
 int64_t Parser::parseListInteger(bool allowSymbolic) {
   if (allowSymbolic && consumeIf(TokenKind::Question))
     return kSymbolicExtent;
@@ -364,7 +396,7 @@ void Parser::parseCopy() {
   Value* operands[2] = {nullptr, nullptr};
   parseArguments(keyword, 2, " (a source and a destination)",
                  [&](unsigned index) { operands[index] = parseOperand(); });
-  located(keyword, [&] { fusion_->addAlias(operands[0], operands[1]); });
+  located(keyword, [&] { addBroadcastingAlias(*fusion_, operands[0], operands[1]); });
 }
 
 void Parser::parseReturn() {
@@ -438,7 +470,10 @@ Value* Parser::parseCall(const Token& opToken, llvm::StringRef resultName) {
                      attributes.targetType = parseDataTypeName();
                      break;
                    case ArgumentForm::Shape:
-                     attributes.broadcastShape = parseIntegerList(/*allowSymbolic=*/true);
+                     parseShape(attributes);
+                     break;
+                   case ArgumentForm::Dim:
+                     attributes.dim = parseListInteger(/*allowSymbolic=*/false);
                      break;
                    case ArgumentForm::Dims:
                      attributes.broadcastDims = parseIntegerList(/*allowSymbolic=*/false);

@@ -110,6 +110,15 @@ void printHeader(const Fusion& fusion, std::string& out) {
   out += fmt::format("fusion {}(\n    {}) {{\n", fusion.name(), fmt::join(params, ",\n    "));
 }
 
+/// Output extent `d` of broadcast_in_dim: the name of the size value it is taken from, `?`,
+/// or the number.
+std::string formatShapeEntry(const OpAttributes& attributes, size_t d) {
+  if (!attributes.broadcastExtents.empty() && attributes.broadcastExtents[d])
+    return attributes.broadcastExtents[d]->name();
+  int64_t extent = attributes.broadcastShape[d];
+  return extent == kSymbolicExtent ? "?" : fmt::format("{}", extent);
+}
+
 std::string formatArguments(const Expr& expr) {
   std::vector<std::string> args;
   for (const Value* operand : expr.operands())
@@ -120,9 +129,16 @@ std::string formatArguments(const Expr& expr) {
   case TypeRule::Bitcast:
     args.push_back(shortName(attributes.targetType).str());
     break;
-  case TypeRule::Broadcast:
-    args.push_back(formatExtents(attributes.broadcastShape));
+  case TypeRule::Broadcast: {
+    std::vector<std::string> shape;
+    for (size_t d = 0; d < attributes.broadcastShape.size(); ++d)
+      shape.push_back(formatShapeEntry(attributes, d));
+    args.push_back(fmt::format("[{}]", fmt::join(shape, ", ")));
     args.push_back(formatIntegers(attributes.broadcastDims));
+    break;
+  }
+  case TypeRule::Extent:
+    args.push_back(fmt::format("{}", attributes.dim));
     break;
   default:
     break;

@@ -28,6 +28,16 @@ llvm::SmallVector<int64_t, 4> broadcastShape(const Expr& expr, const RuntimeShap
   const auto& attributes = expr.attributes();
   llvm::SmallVector<int64_t, 4> shape = attributes.broadcastShape;
   const auto& operand = shapes.of(expr.operand(0));
+  for (size_t d = 0; d < attributes.broadcastExtents.size(); ++d) {
+    const Value* extent = attributes.broadcastExtents[d];
+    if (!extent)
+      continue;
+    int64_t named = shapes.extentOf(extent);
+    if (shape[d] != kSymbolicExtent && shape[d] != named)
+      fail("{}: at run time output extent {} ('{}') is {}, but the definition has {}",
+           expr.result()->name(), d, extent->name(), named, shape[d]);
+    shape[d] = named;
+  }
   for (size_t i = 0; i < attributes.broadcastDims.size(); ++i) {
     int64_t d = attributes.broadcastDims[i], extent = operand[i];
     if (shape[d] == kSymbolicExtent)
@@ -45,6 +55,13 @@ llvm::SmallVector<int64_t, 4> broadcastShape(const Expr& expr, const RuntimeShap
 
 } // namespace
 
+int64_t RuntimeShapes::extentOf(const Value* extent) const {
+  const Expr* definition = extent->definition();
+  WF_ASSERT(definition && definition->op() == OpKind::Size, "'{}' is not a size value",
+            extent->name());
+  return of(definition->operand(0))[size_t(definition->attributes().dim)];
+}
+
 RuntimeShapes inferRuntimeShapes(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {
   RuntimeShapes shapes;
   shapes.ofValue.resize(fusion.numValues());
@@ -58,6 +75,8 @@ RuntimeShapes inferRuntimeShapes(const Fusion& fusion, llvm::ArrayRef<Argument> 
     case OpKind::BroadcastInDim:
       result = broadcastShape(expr, shapes);
       break;
+    case OpKind::Size:
+      break; // a scalar: its value is RuntimeShapes::extentOf
     case OpKind::Cast:
     case OpKind::Bitcast:
     case OpKind::Set:

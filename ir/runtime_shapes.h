@@ -14,7 +14,10 @@ namespace widefuse {
 /// The run-time shape of every value, by value id (scalars and 0-d tensors: empty).
 struct RuntimeShapes {
   std::vector<llvm::SmallVector<int64_t, 4>> ofValue;
+  /// The run-time shape of `value`.
   const llvm::SmallVector<int64_t, 4>& of(const Value* value) const { return ofValue[value->id()]; }
+  /// The run-time value of `extent`, a value defined by size(tensor, dim).
+  int64_t extentOf(const Value* extent) const;
 };
 
 /// Propagates the shapes of `arguments` (already accepted by checkArguments) through the

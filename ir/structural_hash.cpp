@@ -77,6 +77,10 @@ private:
     if (options_.includeExtents)
       for (int64_t extent : attributes.broadcastShape)
         key_.append(uint64_t(extent));
+    // Which tensor an extent value names only changes run-time shapes, never the kernel.
+    for (const Value* extent : attributes.broadcastExtents)
+      key_.append(extent != nullptr);
+    key_.append(uint64_t(attributes.dim));
     positions_[expr.result()] = next_++;
   }
 

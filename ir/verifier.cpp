@@ -15,6 +15,11 @@ void verifyExpr(const Fusion& fusion, const Expr& expr,
     if (!fusion.owns(operand) || !defined.count(operand))
       fail("fusion '{}': '{}' uses '{}' before it is defined", fusion.name(), expr.result()->name(),
            operand->name());
+  // An extent value names a tensor whose run-time shape is bound before this expression's.
+  for (const Value* extent : expr.attributes().broadcastExtents)
+    if (extent && (!fusion.owns(extent) || !defined.count(extent)))
+      fail("fusion '{}': '{}' takes an output extent from '{}' before it is defined", fusion.name(),
+           expr.result()->name(), extent->name());
   llvm::SmallVector<const Value*, 3> operands(expr.operands().begin(), expr.operands().end());
   ValueType expected = inferResultType(expr.op(), operands, expr.attributes());
   const Value& result = *expr.result();

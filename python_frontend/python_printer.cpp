@@ -52,6 +52,10 @@ bool isWrittenInline(const Value& value) {
   return value.isWeak() && value.isConstant();
 }
 
+bool isLeftImplicit(const Value& value) {
+  return value.definition() && value.definition()->attributes().implicit;
+}
+
 namespace {
 
 /// A number as Python source: floats keep a decimal point, non-finite values use float().
@@ -101,7 +105,8 @@ std::string layoutArguments(const Value& tensor) {
 /// Names values as nvFuser's printer does and writes one line per definition.
 class PythonPrinter {
 public:
-  explicit PythonPrinter(const Fusion& fusion) : fusion_(fusion) {}
+  PythonPrinter(const Fusion& fusion, llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders)
+      : fusion_(fusion), outputStrideOrders_(outputStrideOrders) {}
 
   std::string print() {
     out_ = "def nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n";
@@ -109,8 +114,11 @@ public:
       printValue(*fusion_.value(static_cast<unsigned>(id)));
     for (const Alias& alias : fusion_.aliases())
       line(fmt::format("fd.add_output({}, {})", use(alias.source), use(alias.destination)));
-    for (const Value* output : fusion_.outputs())
-      line(fmt::format("fd.add_output({})", use(output)));
+    for (size_t i = 0; i < fusion_.outputs().size(); ++i) {
+      bool ordered = i < outputStrideOrders_.size() && !outputStrideOrders_[i].empty();
+      line(fmt::format("fd.add_output({}{})", use(fusion_.outputs()[i]),
+                       ordered ? ", stride_order=" + pythonList(outputStrideOrders_[i]) : ""));
+    }
     if (fusion_.aliases().empty() && fusion_.outputs().empty())
       line("pass");
     // nvFuser's FusionDefinition() takes no name: only a fusion named by the user says its name.
@@ -125,6 +133,8 @@ private:
   void line(const std::string& text) { out_ += "    " + text + "\n"; }
 
   std::string use(const Value* value) {
+    if (isLeftImplicit(*value)) // an implicit broadcast: the op inserts it again
+      return use(value->definition()->operand(0));
     if (isWrittenInline(*value))
       return pythonNumber(*value->constant());
     auto found = names_.find(value);
@@ -139,8 +149,8 @@ private:
   }
 
   void printValue(const Value& value) {
-    if (isWrittenInline(value))
-      return; // written inline where used
+    if (isWrittenInline(value) || isLeftImplicit(value))
+      return; // written inline where used, or inserted again by the op that uses it
     std::string dtype = fmt::format("DataType.{}", pythonDataTypeName(value.dtype()).str());
     if (value.isInput() && value.isTensor()) {
       std::string name = define(value);
@@ -167,15 +177,24 @@ private:
       arguments.push_back(
           fmt::format("dtype=DataType.{}", pythonDataTypeName(attributes.targetType).str()));
     if (expr.op() == OpKind::BroadcastInDim) {
-      arguments.push_back("shape=" + pythonList(attributes.broadcastShape));
+      llvm::SmallVector<std::string, 4> shape;
+      for (size_t d = 0; d < attributes.broadcastShape.size(); ++d) {
+        const Value* extent =
+            attributes.broadcastExtents.empty() ? nullptr : attributes.broadcastExtents[d];
+        shape.push_back(extent ? use(extent) : fmt::format("{}", attributes.broadcastShape[d]));
+      }
+      arguments.push_back(fmt::format("shape=[{}]", fmt::join(shape, ", ")));
       arguments.push_back("broadcast_dims=" + pythonList(attributes.broadcastDims));
     }
+    if (expr.op() == OpKind::Size)
+      arguments.push_back(fmt::format("dim={}", attributes.dim));
     std::string name = define(result);
     line(fmt::format("{} = fd.ops.{}({})", name, pythonOpName(expr.op()).str(),
                      fmt::join(arguments, ", ")));
   }
 
   const Fusion& fusion_;
+  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders_;
   std::string out_;
   llvm::DenseMap<const Value*, std::string> names_;
   unsigned next_ = 0;
@@ -183,8 +202,9 @@ private:
 
 } // namespace
 
-std::string printPythonDefinition(const Fusion& fusion) {
-  return PythonPrinter(fusion).print();
+std::string printPythonDefinition(const Fusion& fusion,
+                                  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders) {
+  return PythonPrinter(fusion, outputStrideOrders).print();
 }
 
 } // namespace widefuse

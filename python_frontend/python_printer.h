@@ -6,9 +6,12 @@
 #include "ir/data_type.h"
 #include "ir/op_kind.h"
 
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace widefuse {
 
@@ -24,10 +27,15 @@ llvm::StringRef pythonOpName(OpKind op);
 /// fusion's name as its argument when the user named it). Values are renamed T0, S1, ... in
 /// definition order as nvFuser's printer does. Untyped number literals are written inline, so
 /// that the printout rebuilds the very same fusion (nvFuser's own ops take define_scalar
-/// constants instead).
-std::string printPythonDefinition(const Fusion& fusion);
+/// constants instead). `outputStrideOrders[i]`, where given and not empty, is the stride_order
+/// that plain output i was added with (a frontend attribute: the IR's outputs are row-major).
+std::string printPythonDefinition(const Fusion& fusion,
+                                  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders = {});
 /// True for the values the Python form writes inline as numbers (untyped literals) rather
 /// than naming them T<n> / S<n>.
 bool isWrittenInline(const Value& value);
+/// True for the values implicit broadcasting inserted (their size and broadcast_in_dim):
+/// the Python form leaves them out, as nvFuser's does, and names no T<n> / S<n> for them.
+bool isLeftImplicit(const Value& value);
 
 } // namespace widefuse

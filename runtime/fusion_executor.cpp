@@ -206,6 +206,8 @@ void FusionExecutorCache::bind(const CompiledFusion& compiled, llvm::ArrayRef<Ar
     return std::get<TensorRef>(arguments[size_t(inputIndex[value->id()])]);
   };
   auto scalarOf = [&](const Value* value) {
+    if (isExtentValue(*value))
+      return ScalarArgument(shapes.extentOf(value));
     return std::get<ScalarArgument>(arguments[size_t(inputIndex[value->id()])]);
   };
   bindings.clear();

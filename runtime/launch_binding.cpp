@@ -110,7 +110,8 @@ void Binder::bindSlot(const BodyPlan& body, const Slot& slot, const Component& c
     return;
   }
   const Value* value = slotValue(slot, component);
-  if (slot.source.kind == SlotSource::Kind::Input)
+  // Extent values are bound from the shapes, which a prepared step never changes.
+  if (slot.source.kind == SlotSource::Kind::Input && value->isInput())
     binding.sites.push_back({value->id(), &bytes == &binding.table, slot.kind == SlotKind::Scalar,
                              slot.dtype, uint32_t(base + slot.offset)});
   if (slot.kind == SlotKind::Scalar) {

@@ -23,7 +23,7 @@ Indexing chooseIndexing(const SegmentedFusion& segmented, llvm::ArrayRef<unsigne
     if (!isFlattenable(component))
       return Indexing::Strided;
     for (const Value* input : component.inputs)
-      if (!specialization.denseInputs[inputIndex[input]])
+      if (input->isInput() && !specialization.denseInputs[inputIndex[input]])
         return Indexing::Strided;
   }
   return Indexing::Flat;

@@ -14,7 +14,8 @@ namespace widefuse {
 namespace {
 
 /// Values that belong to no component: scalars, constants, read-only 0-d inputs and 0-d
-/// values computed only from such values, unless written or returned. An input or constant
+/// values computed only from such values, unless written or returned; and always extent
+/// values (size), which kernels read like scalar inputs. An input or constant
 /// copied into several tensors stays shared: it is read, like any other, and must not join
 /// the subgraphs it is copied into (their tensors may differ in shape at run time).
 llvm::DenseSet<const Value*> findSharedValues(const Fusion& fusion) {
@@ -39,6 +40,10 @@ llvm::DenseSet<const Value*> findSharedValues(const Fusion& fusion) {
   for (size_t id = 0; id < fusion.numExprs(); ++id) {
     const Expr* expr = fusion.expr(unsigned(id));
     const Value* result = expr->result();
+    if (isExtentValue(*result)) { // read like an input by every component that uses it
+      shared.insert(result);
+      continue;
+    }
     if (pinned.count(result) || (result->isTensor() && result->rank() > 0))
       continue;
     if (llvm::all_of(expr->operands(), [&](const Value* v) { return shared.count(v); }))
@@ -52,6 +57,8 @@ void collectSharedCone(const Expr* expr, const llvm::DenseSet<const Value*>& sha
                        llvm::DenseSet<const Expr*>& needed) {
   for (const Value* operand : expr->operands()) {
     const Expr* definition = operand->definition();
+    if (isExtentValue(*operand)) // bound from the shapes, not computed in the kernel
+      continue;
     if (definition && shared.count(operand) && needed.insert(definition).second)
       collectSharedCone(definition, shared, needed);
   }
@@ -137,7 +144,7 @@ void finishComponent(const Fusion& fusion, Component& component,
   });
   llvm::DenseSet<const Value*> seen;
   auto addInput = [&](const Value* value) {
-    if (value->isInput() && seen.insert(value).second)
+    if ((value->isInput() || isExtentValue(*value)) && seen.insert(value).second)
       component.inputs.push_back(value);
   };
   for (const Expr* expr : component.exprs)

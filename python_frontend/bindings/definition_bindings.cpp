@@ -71,8 +71,8 @@ public:
   }
 
   Val apply(const std::string& opName, const std::vector<nb::object>& operands,
-            const std::optional<std::string>& dtype, const std::vector<int64_t>& shape,
-            const std::vector<int64_t>& broadcastDims) {
+            const std::optional<std::string>& dtype, const std::vector<nb::object>& shape,
+            const std::vector<int64_t>& broadcastDims, int64_t dim) {
     std::optional<OpKind> op = parseOpKind(opName);
     if (!op)
       fail("unknown op '{}'", opName);
@@ -82,13 +82,14 @@ public:
     OpAttributes attributes;
     if (dtype)
       attributes.targetType = dataTypeNamed(*dtype);
-    attributes.broadcastShape.assign(shape.begin(), shape.end());
+    setShape(attributes, shape);
     attributes.broadcastDims.assign(broadcastDims.begin(), broadcastDims.end());
+    attributes.dim = dim;
     // Pointwise: the result is a tensor when an operand is (or the op broadcasts).
-    bool tensorResult =
-        *op == OpKind::BroadcastInDim || llvm::any_of(arguments, [](const Operand& operand) {
-          return !operand.literal() && operand.val().value()->isTensor();
-        });
+    bool tensorResult = *op == OpKind::BroadcastInDim ||
+                        (*op != OpKind::Size && llvm::any_of(arguments, [](const Operand& operand) {
+                          return !operand.literal() && operand.val().value()->isTensor();
+                        }));
     std::string name = nextName(tensorResult ? 'T' : 'S');
     return live().apply(*op, arguments, std::move(attributes), name);
   }
@@ -116,12 +117,26 @@ public:
   }
 
 private:
+  /// broadcast_in_dim's output shape: ints, or size values (extents taken from tensors).
+  void setShape(OpAttributes& attributes, const std::vector<nb::object>& shape) {
+    for (const nb::object& entry : shape) {
+      if (nb::isinstance<Val>(entry)) {
+        attributes.broadcastShape.push_back(kSymbolicExtent);
+        attributes.broadcastExtents.push_back(nb::cast<Val>(entry).value());
+        continue;
+      }
+      attributes.broadcastShape.push_back(nb::cast<int64_t>(entry));
+      attributes.broadcastExtents.push_back(nullptr);
+    }
+  }
+
   /// The name repr(fd) will give the next value (T<n> / S<n>, n counting every value it names),
   /// so that error messages and the printed definition agree. Counted incrementally.
   std::string nextName(char prefix) {
     const Fusion& fusion = live().fusion();
     for (; valuesSeen_ < fusion.numValues(); ++valuesSeen_)
-      if (!isWrittenInline(*fusion.value(static_cast<unsigned>(valuesSeen_))))
+      if (!isWrittenInline(*fusion.value(static_cast<unsigned>(valuesSeen_))) &&
+          !isLeftImplicit(*fusion.value(static_cast<unsigned>(valuesSeen_))))
         ++namedValues_;
     return fmt::format("{}{}", prefix, namedValues_);
   }
@@ -242,19 +257,30 @@ void bindDefinition(nb::module_& module) {
       .def("constant", &PyDefinition::constant, nb::arg("value"), nb::arg("dtype"),
            nb::keep_alive<0, 1>())
       .def("apply", &PyDefinition::apply, nb::arg("op"), nb::arg("operands"),
-           nb::arg("dtype").none() = nb::none(), nb::arg("shape") = std::vector<int64_t>{},
-           nb::arg("broadcast_dims") = std::vector<int64_t>{}, nb::keep_alive<0, 1>())
+           nb::arg("dtype").none() = nb::none(), nb::arg("shape") = std::vector<nb::object>{},
+           nb::arg("broadcast_dims") = std::vector<int64_t>{}, nb::arg("dim") = 0,
+           nb::keep_alive<0, 1>())
       .def("copy_", &PyDefinition::copy, nb::arg("source"), nb::arg("destination"))
       .def("add_output", &PyDefinition::addOutput, nb::arg("value"))
       .def("finalize", &PyDefinition::finalize)
       .def("text", [](const PyDefinition& d) { return printFusion(d.current()); })
-      .def("python", [](const PyDefinition& d) { return printPythonDefinition(d.current()); });
+      .def(
+          "python",
+          [](const PyDefinition& d, const std::vector<std::vector<int64_t>>& strideOrders) {
+            return printPythonDefinition(d.current(), strideOrders);
+          },
+          nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{});
 
   nb::class_<FusionHandle>(module, "_Fusion", "A verified fusion.")
       .def_static("from_text", &fusionFromText, nb::arg("text"), nb::arg("source_name") = "<text>")
       .def_prop_ro("name", [](const FusionHandle& h) { return h.fusion->name(); })
       .def("text", [](const FusionHandle& h) { return printFusion(*h.fusion); })
-      .def("python", [](const FusionHandle& h) { return printPythonDefinition(*h.fusion); })
+      .def(
+          "python",
+          [](const FusionHandle& h, const std::vector<std::vector<int64_t>>& strideOrders) {
+            return printPythonDefinition(*h.fusion, strideOrders);
+          },
+          nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{})
       .def("inputs", &inputList,
            "Facts about each input: name, dtype, is_tensor, shape, "
            "stride_order, contiguity, written (a copy_ destination).")

@@ -12,6 +12,7 @@ from ._widefuse import Error, model_shapes
 from .arguments import compute_contiguity, compute_tensor_descriptor
 from . import prims
 from .data_type import DataType
+from .errors import ArgumentTypeError, ArgumentValueError, DimensionIndexError
 from .fusion_definition import FusionDefinition, PreparedExecution
 from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, copy_, div, exp, expm1, fmod,
                         isfinite, isinf, isnan, lerp, log, log1p, maximum, minimum, mul, neg,
@@ -32,9 +33,9 @@ float64 = double = DataType.Double
 # `from widefuse import *` exports no name that would shadow a builtin (abs, pow, bool,
 # float); those stay available as widefuse.abs, ... for `import widefuse as torch`.
 __all__ = [
-    "DataType", "Error", "FusionDefinition", "PreparedExecution", "Scalar", "Tensor",
-    "TracedFunction", "Version", "compute_contiguity", "compute_tensor_descriptor", "model_shapes",
-    "version",
+    "ArgumentTypeError", "ArgumentValueError", "DataType", "DimensionIndexError", "Error",
+    "FusionDefinition", "PreparedExecution", "Scalar", "Tensor", "TracedFunction", "Version",
+    "compute_contiguity", "compute_tensor_descriptor", "model_shapes", "version",
     "UnsupportedOperationError", "Value", "copy_", "prims", "trace",
     "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod", "isfinite",
     "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg", "negative",

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import torch_tensors
 from ._widefuse import Error, dlpack_view
+from .errors import ArgumentTypeError
 from .data_type import DataType, from_numpy
 
 # DLPack device types (dlpack.h): CPU, CUDA, pinned host memory, managed memory.
@@ -163,7 +164,7 @@ def array_view(value: Any, name: str) -> ArrayView:
         return _dlpack_view(value, name)
     if hasattr(value, "__array_interface__"):
         return _numpy_view(np.asarray(value), name)
-    raise Error(f"input '{name}' is a tensor: expected a NumPy array or a CUDA array "
+    raise ArgumentTypeError(f"input '{name}' is a tensor: expected a NumPy array or a CUDA array "
                 f"(__cuda_array_interface__ / __dlpack__), got {type(value).__name__}")
 
 
@@ -180,9 +181,9 @@ def scalar_argument(value: Any, name: str, dtype: DataType) -> Any:
         return bool(value) if isinstance(value, bool) else int(value)
     if isinstance(value, numbers.Real):
         if not dtype.is_floating_point:
-            raise Error(f"input '{name}' is a {dtype!r} scalar; got the float {value!r}")
+            raise ArgumentTypeError(f"input '{name}' is a {dtype!r} scalar; got the float {value!r}")
         return float(value)
-    raise Error(f"input '{name}' is a {dtype!r} scalar: expected a Python number, got "
+    raise ArgumentTypeError(f"input '{name}' is a {dtype!r} scalar: expected a Python number, got "
                 f"{type(value).__name__}")
 
 

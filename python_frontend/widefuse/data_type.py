@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _widefuse
 from ._widefuse import Error
+from .errors import ArgumentTypeError
 
 
 class _DataTypeBase(enum.Enum):
@@ -71,7 +72,7 @@ def data_type_of(value: object, context: str) -> DataType:
     if isinstance(value, DataType):
         return value
     if value is None:  # np.dtype(None) would be float64
-        raise Error(f"{context}: None is not a data type (use widefuse.DataType)")
+        raise ArgumentTypeError(f"{context}: None is not a data type (use widefuse.DataType)")
     if isinstance(value, str):
         try:
             return DataType(value)
@@ -86,5 +87,5 @@ def data_type_of(value: object, context: str) -> DataType:
     try:
         dtype = np.dtype(value)
     except TypeError:
-        raise Error(f"{context}: {value!r} is not a data type (use widefuse.DataType)") from None
+        raise ArgumentTypeError(f"{context}: {value!r} is not a data type (use widefuse.DataType)") from None
     return from_numpy(dtype, context)

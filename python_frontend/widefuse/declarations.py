@@ -11,6 +11,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ._widefuse import Error
+from .errors import ArgumentTypeError, ArgumentValueError
 from .data_type import DataType, data_type_of
 
 _INT64 = np.iinfo(np.int64)
@@ -21,11 +22,11 @@ def tensor_shape(shape: Sequence[Any]) -> list[int]:
     try:
         extents = [operator.index(extent) for extent in shape]
     except TypeError:
-        raise Error(f"define_tensor: shape {list(shape)!r} must be a list of integers "
+        raise ArgumentTypeError(f"define_tensor: shape {list(shape)!r} must be a list of integers "
                     "(-1 for an extent known at run time)") from None
     for extent in extents:
         if extent < -1 or extent > _INT64.max:
-            raise Error(f"define_tensor: extent {extent} in shape {extents} is out of range")
+            raise ArgumentValueError(f"define_tensor: extent {extent} in shape {extents} is out of range")
     return extents
 
 
@@ -43,29 +44,34 @@ def tensor_contiguity(contiguity: Any, shape: Sequence[int], order: Sequence[int
     if isinstance(contiguity, bool):
         return [contiguity or extent == 1 for extent in shape]
     if not isinstance(contiguity, Sequence) or isinstance(contiguity, str):
-        raise Error(f"define_tensor: contiguity must be a bool or a list of True, False or "
+        raise ArgumentTypeError(f"define_tensor: contiguity must be a bool or a list of True, False or "
                     f"None, got {contiguity!r}")
     flags = []
     for flag in contiguity:
         if flag is not None and not isinstance(flag, (bool, np.bool_)):
-            raise Error(f"define_tensor: contiguity {list(contiguity)} must hold True, False or "
+            raise ArgumentTypeError(f"define_tensor: contiguity {list(contiguity)} must hold True, False or "
                         f"None, got {flag!r}")
         flags.append(bool(flag))
     if len(flags) != rank:
-        raise Error(f"define_tensor: contiguity {list(contiguity)} has {len(flags)} entries for "
+        raise ArgumentValueError(f"define_tensor: contiguity {list(contiguity)} has {len(flags)} entries for "
                     f"the rank-{rank} shape {list(shape)}")
     return [flags[rank - 1 - order[d]] or shape[d] == 1 for d in range(rank)]
 
 
-def tensor_stride_order(stride_order: Optional[Sequence[int]], rank: int) -> list[int]:
+def tensor_stride_order(stride_order: Optional[Sequence[int]], rank: int,
+                        what: str = "define_tensor") -> list[int]:
     """A permutation of 0..rank-1 (negative entries count from the end, as in nvFuser)."""
     if not stride_order:
         return list(range(rank - 1, -1, -1))
-    order = [operator.index(entry) for entry in stride_order]
+    try:
+        order = [operator.index(entry) for entry in stride_order]
+    except TypeError:
+        raise ArgumentTypeError(f"{what}: stride_order {list(stride_order)!r} must be a list "
+                                "of ints") from None
     order = [entry + rank if entry < 0 else entry for entry in order]
     if sorted(order) != list(range(rank)):
-        raise Error(f"define_tensor: stride_order {list(stride_order)} is not a permutation of "
-                    f"0..{rank - 1}")
+        raise ArgumentValueError(f"{what}: stride_order {list(stride_order)} is not a "
+                                 f"permutation of 0..{rank - 1}")
     return order
 
 
@@ -75,20 +81,20 @@ def constant_value(value: Any, dtype: Any) -> tuple[Any, DataType]:
     if isinstance(value, np.generic):
         value = value.item()
     if not isinstance(value, (bool, numbers.Integral, numbers.Real)):
-        raise Error(f"define_scalar: {value!r} is not a number")
+        raise ArgumentTypeError(f"define_scalar: {value!r} is not a number")
     if dtype is None:
         dtype = bool if isinstance(value, bool) else int if isinstance(value, int) else float
     data_type = data_type_of(dtype, "define_scalar")
     if data_type is DataType.Bool:
         if value not in (0, 1) or isinstance(value, float):
-            raise Error(f"define_scalar: {value!r} is not a Bool (True, False, 0 or 1)")
+            raise ArgumentValueError(f"define_scalar: {value!r} is not a Bool (True, False, 0 or 1)")
         return bool(value), data_type
     if not data_type.is_floating_point:
         if isinstance(value, float) and not value.is_integer():
-            raise Error(f"define_scalar: {value!r} is not an integer, as {data_type!r} needs")
+            raise ArgumentValueError(f"define_scalar: {value!r} is not an integer, as {data_type!r} needs")
         limits = np.iinfo(data_type.numpy)
         if not limits.min <= value <= limits.max:
-            raise Error(f"define_scalar: {value!r} does not fit in {data_type!r} "
+            raise ArgumentValueError(f"define_scalar: {value!r} does not fit in {data_type!r} "
                         f"({limits.min}..{limits.max})")
         return int(value), data_type
     return (float(value) if not isinstance(value, bool) else value), data_type

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _widefuse, torch_tensors
 from ._widefuse import Error
+from .errors import ArgumentTypeError, ArgumentValueError
 from .arguments import array_view, check_layout, layout_of, scalar_argument
 from .data_type import DataType, data_type_of, from_short_name
 from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
@@ -78,6 +79,27 @@ def _descriptor(sizes: Any, strides: Any,
     return shape, stride_order, contiguity
 
 
+def _laid_out(array: Any, stride_order: list[int], is_torch: bool) -> Any:
+    """`array`'s values in a new array whose strides follow `stride_order` (stride_order[d]
+    is the rank of dimension d's stride, rank-1 outermost): allocated in that order and
+    permuted back, as ``torch.empty(sizes in allocation order).permute(...)`` is."""
+    rank = len(stride_order)
+    allocation = sorted(range(rank), key=lambda d: -stride_order[d])  # outermost first
+    back = [allocation.index(d) for d in range(rank)]
+    if is_torch:
+        torch = torch_tensors.loaded_torch()
+        laid = torch.empty([array.shape[d] for d in allocation], dtype=array.dtype,
+                           device=array.device).permute(back)
+        laid.copy_(array)
+        return laid
+    if not isinstance(array, np.ndarray):
+        raise Error("add_output(stride_order=): outputs in device memory come back row-major "
+                    "unless they are torch tensors")
+    laid = np.empty([array.shape[d] for d in allocation], dtype=array.dtype).transpose(back)
+    laid[...] = array
+    return laid
+
+
 class FusionDefinition:
     """Builds one fusion with nvFuser's Python API, then runs it with execute().
 
@@ -99,6 +121,8 @@ class FusionDefinition:
         # add_output returns in execute()'s list.
         self._output_handles: dict[int, tuple[int, Any]] = {}
         self._output_slots: list[int] = []
+        # add_output(stride_order=...): the stride order of fusion output i, if any.
+        self._output_orders: dict[int, list[int]] = {}
         self.ops = Operators(self)
 
     # Building
@@ -161,7 +185,7 @@ class FusionDefinition:
         """A tensor input laid out and typed like the torch tensor `tensor` (nvFuser's
         from_pytorch; CPU tensors are welcome, widefuse runs on the host too)."""
         if not torch_tensors.is_tensor(tensor):
-            raise Error(f"from_pytorch takes a torch.Tensor, got {type(tensor).__name__}")
+            raise ArgumentTypeError(f"from_pytorch takes a torch.Tensor, got {type(tensor).__name__}")
         dtype = torch_tensors.data_type_of_tensor(tensor.dtype)
         if dtype is None:
             raise Error(f"from_pytorch: widefuse has no data type for {tensor.dtype}")
@@ -179,6 +203,24 @@ class FusionDefinition:
         number, data_type = constant_value(value, dtype)
         return Scalar(self, self._live().constant(number, data_type.value))
 
+    def define_vector(self, values: Any, dtype: Any = DataType.Int) -> list:
+        """nvFuser's vector of extents, for broadcast_in_dim's shape: a list of ints and
+        extent Scalars (``t.size(d)``) as given. widefuse has no vector values; the list is
+        the shape itself."""
+        if isinstance(values, int) and not isinstance(values, bool):
+            raise Error("define_vector(size): a vector of runtime scalars is not supported; "
+                        "give its entries (ints and t.size(d) Scalars)")
+        if data_type_of(dtype, "define_vector") is not DataType.Int:
+            raise ArgumentValueError(f"define_vector: dtype must be DataType.Int, got {dtype!r}")
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise ArgumentTypeError(f"define_vector takes a list of ints and extent Scalars, got "
+                        f"{type(values).__name__}")
+        for value in values:
+            if not isinstance(value, Scalar) and (isinstance(value, bool) or
+                                                  not isinstance(value, (int, np.integer))):
+                raise ArgumentTypeError(f"define_vector: {value!r} is neither an int nor an extent Scalar")
+        return [value if isinstance(value, Scalar) else int(value) for value in values]
+
     def define_constant(self, value: Any, dtype: Any = None) -> Scalar:
         """nvFuser's older name for a constant define_scalar."""
         if value is None:
@@ -194,17 +236,21 @@ class FusionDefinition:
         operand = _python_number(operand)
         if isinstance(operand, (bool, int, float)):
             return operand
-        raise Error(f"{op}: arguments must be values of this definition or Python numbers, "
+        raise ArgumentTypeError(f"{op}: arguments must be values of this definition or Python numbers, "
                     f"got {type(operand).__name__}")
 
     def apply_op(self, op: str, operands: Sequence[Any], dtype: Optional[DataType] = None,
-                 shape: Sequence[int] = (), broadcast_dims: Sequence[int] = ()) -> Value:
+                 shape: Sequence[Any] = (), broadcast_dims: Sequence[int] = (),
+                 dim: int = 0) -> Value:
         """Adds op `op` (its IR name) of `operands`, values of this definition or Python
-        numbers; `dtype` for cast and bitcast, `shape` and `broadcast_dims` for
-        broadcast_in_dim. fd.ops and the values' operators and methods call it."""
+        numbers; `dtype` for cast and bitcast, `shape` (ints and extent Scalars) and
+        `broadcast_dims` for broadcast_in_dim, `dim` for size. fd.ops and the values'
+        operators and methods call it."""
         values = [self._operand(operand, op) for operand in operands]
+        extents = [self._operand(extent, op) if isinstance(extent, Value) else extent
+                   for extent in shape]
         result = self._live().apply(op, values, None if dtype is None else dtype.value,
-                                    list(shape), list(broadcast_dims))
+                                    extents, list(broadcast_dims), dim)
         return (Tensor if result.is_tensor else Scalar)(self, result, depends_of(operands))
 
     def assign_in_place(self, tensor: Tensor, value: Any) -> None:
@@ -224,20 +270,40 @@ class FusionDefinition:
         if self._tensor_inputs.get(id(destination)) is destination:
             self._in_place[id(destination)] = tensor
 
-    def add_output(self, output: Value, alias_input: Optional[Tensor] = None) -> None:
+    def add_output(self, output: Value, alias_input: Optional[Tensor] = None,
+                   stride_order: Optional[Sequence[int]] = None) -> None:
         """Marks `output` as a plain output, or with `alias_input` as an in-place update:
         the input receives the value when the fusion ends (torch's copy_) and execute() does
-        not return it."""
+        not return it. `stride_order` (nvFuser's; the rank of each dimension's stride,
+        rank-1 outermost) returns the output laid out that way, as
+        ``torch.empty(...).permute(...)`` would be (values identical)."""
         if alias_input is not None:
+            if stride_order is not None:
+                raise ArgumentValueError("add_output: alias_input= and stride_order= exclude "
+                                         "each other (an in-place update keeps the input's "
+                                         "layout)")
             self._copy(output, alias_input, "add_output")
             return
         value = self._operand(output, "add_output")
         if not isinstance(output, Value):
-            raise Error("add_output: an output must be a value of this definition")
+            raise ArgumentTypeError("add_output: an output must be a value of this definition")
+        order = None
+        if stride_order is not None:
+            if not isinstance(output, Tensor):
+                raise ArgumentTypeError("add_output: stride_order= needs a tensor output")
+            order = tensor_stride_order(stride_order, output.ndim, "add_output")
+            if order == list(range(output.ndim - 1, -1, -1)):
+                order = None  # row-major: the default layout
         slot = self._output_handles.get(id(value))
         if slot is None:  # nvFuser allows one value as several outputs: the IR holds it once
             self._live().add_output(value)
             slot = self._output_handles[id(value)] = (len(self._output_handles), value)
+            if order is not None:
+                self._output_orders[slot[0]] = order
+        elif self._output_orders.get(slot[0]) != order:
+            raise ArgumentValueError(f"add_output: '{output.name}' is already an output with "
+                                     f"stride_order {self._output_orders.get(slot[0])}; one "
+                                     "value has one output layout")
         self._output_slots.append(slot[0])
 
     def copy_(self, source: Any, destination: Tensor) -> None:
@@ -271,7 +337,8 @@ class FusionDefinition:
 
     def __repr__(self) -> str:
         source = self._fusion if self._fusion is not None else self._builder
-        return source.python()
+        count = len(self._output_handles)
+        return source.python([self._output_orders.get(i, []) for i in range(count)])
 
     def to_text(self) -> str:
         """The fusion in widefuse's text form (what `widefuse check` prints)."""
@@ -344,12 +411,19 @@ class FusionDefinition:
     def _outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str]) -> list:
         """The executor's outputs as the caller's kind of array (torch tensors for torch
         inputs, else NumPy arrays (host) or DLPack-capable device arrays), one per add_output:
-        a value added twice comes back twice, as the same array."""
+        a value added twice comes back twice, as the same array. Backend "none" runs
+        nothing and returns no outputs."""
+        if not raw:
+            return []
         if torch_device is not None:
             arrays = (torch_tensors.device_outputs(raw) if on_device else
                       torch_tensors.host_outputs(raw, self._output_types()))
         else:
             arrays = raw if on_device else self._host_outputs(raw)
+        if self._output_orders:
+            arrays = [arrays[i] if i not in self._output_orders else
+                      _laid_out(arrays[i], self._output_orders[i], torch_device is not None)
+                      for i in range(len(arrays))]
         return [arrays[index] for index in self._output_slots] if self._output_slots else arrays
 
     def prepare(self, inputs: Sequence[Any], **options: Any) -> PreparedExecution:
@@ -377,19 +451,19 @@ class FusionDefinition:
             raise Error(f"{what[:-2]}(device={device!r}): widefuse runs on CUDA device 0 only")
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
-            raise Error(f"{what[:-2]}(threads={threads!r}): threads must be an integer >= 1 "
+            raise ArgumentValueError(f"{what[:-2]}(threads={threads!r}): threads must be an integer >= 1 "
                         "or None (one per core)")
         if host_execution not in ("fast", "verify"):
-            raise Error(f"{what[:-2]}(host_execution={host_execution!r}): use 'fast' (the "
+            raise ArgumentValueError(f"{what[:-2]}(host_execution={host_execution!r}): use 'fast' (the "
                         "default) or 'verify'")
         threads = threads or 0
         if backend not in _BACKENDS:
-            raise Error(f"unknown backend '{backend}' (expected one of {', '.join(_BACKENDS)})")
+            raise ArgumentValueError(f"unknown backend '{backend}' (expected one of {', '.join(_BACKENDS)})")
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-            raise Error(f"{what} takes a list of inputs")
+            raise ArgumentTypeError(f"{what} takes a list of inputs")
         if len(inputs) != len(self._inputs):
             names = ", ".join(facts["name"] for facts in self._inputs)
-            raise Error(f"{what} expects {len(self._inputs)} inputs ({names}), "
+            raise ArgumentValueError(f"{what} expects {len(self._inputs)} inputs ({names}), "
                         f"got {len(inputs)}")
         arguments, on_device, stream, torch_device = self._arguments(inputs)
         if backend == "auto":

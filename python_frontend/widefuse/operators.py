@@ -7,39 +7,52 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import _widefuse
 from ._widefuse import Error
+from .errors import ArgumentTypeError
 from .data_type import data_type_of
-from .values import Tensor, UnsupportedOperationError, Value
+from .values import Scalar, Tensor, UnsupportedOperationError, Value
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
 
 # nvFuser's names for ops whose IR name differs.
 NVFUSER_NAMES = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
-_ATTRIBUTE_OPS = ("cast", "bitcast", "broadcast_in_dim")
+_ATTRIBUTE_OPS = ("cast", "bitcast", "broadcast_in_dim", "size")
 # nvFuser ops written here on top of the IR's ops.
 _COMPOSITE_OPS = ("addcmul", "broadcast", "segment_set")
 
 
 def _static_extents(shape: Any, op: str) -> list[int]:
-    """A broadcast's output shape as ints (-1: the operand's extent)."""
+    """A list of ints (broadcast_dims)."""
     if isinstance(shape, Value) or isinstance(shape, (str, bytes)) or not isinstance(
             shape, Sequence):
-        raise UnsupportedOperationError(
-            f"fd.ops.{op}: shape must be a list of ints, got {type(shape).__name__} (widefuse "
-            "has no shape vectors)")
+        raise ArgumentTypeError(f"fd.ops.{op}: expected a list of ints, got {type(shape).__name__}")
     extents = []
     for extent in shape:
-        if isinstance(extent, Value):
-            raise UnsupportedOperationError(
-                f"fd.ops.{op}: shape {list(shape)!r} holds the scalar value '{extent.name}'; "
-                "widefuse's extents are ints known when the fusion is defined (-1 takes the "
-                "operand's extent), not values computed in the fusion")
         try:
             extents.append(operator.index(extent))
         except TypeError:
-            raise Error(f"fd.ops.{op}: shape {list(shape)!r} must hold ints, got "
-                        f"{extent!r}") from None
+            raise ArgumentTypeError(f"fd.ops.{op}: {list(shape)!r} must hold ints, got {extent!r}") from None
     return extents
+
+
+def _shape_entries(shape: Any, op: str) -> list[Any]:
+    """A broadcast's output shape: ints (-1: the operand's extent) and extent Scalars
+    (``t.size(d)``, the entries of ``t.shape()`` or of a define_vector)."""
+    if isinstance(shape, Value) or isinstance(shape, (str, bytes)) or not isinstance(
+            shape, Sequence):
+        raise ArgumentTypeError(f"fd.ops.{op}: shape must be a list of ints and extent Scalars "
+                    f"(t.shape(), t.size(d)), got {type(shape).__name__}")
+    entries: list[Any] = []
+    for extent in shape:
+        if isinstance(extent, Scalar):
+            entries.append(extent)
+            continue
+        try:
+            entries.append(operator.index(extent))
+        except TypeError:
+            raise ArgumentTypeError(f"fd.ops.{op}: shape {list(shape)!r} must hold ints and extent "
+                        f"Scalars, got {extent!r}") from None
+    return entries
 
 
 class Operators:
@@ -59,13 +72,23 @@ class Operators:
         """Reinterprets the bits as `dtype` (same width)."""
         return self._fd.apply_op("bitcast", (x,), dtype=data_type_of(dtype, "bitcast"))
 
-    def broadcast_in_dim(self, x: Any, shape: Sequence[int],
+    def broadcast_in_dim(self, x: Any, shape: Sequence[Any],
                          broadcast_dims: Sequence[int]) -> Value:
-        """Broadcasts `x` to `shape`; operand dimension i becomes dimension broadcast_dims[i]."""
+        """Broadcasts `x` to `shape`; operand dimension i becomes dimension broadcast_dims[i].
+        An entry of `shape` is an int (-1: the operand's extent) or an extent Scalar
+        (``t.size(d)``, or ``t.shape()`` as the whole shape): that dimension takes the
+        tensor's extent at run time."""
         return self._fd.apply_op("broadcast_in_dim", (x,),
-                                 shape=_static_extents(shape, "broadcast_in_dim"),
+                                 shape=_shape_entries(shape, "broadcast_in_dim"),
                                  broadcast_dims=_static_extents(broadcast_dims,
                                                                 "broadcast_in_dim"))
+
+    def size(self, x: Any, dim: int) -> Scalar:
+        """The extent of dimension `dim` of tensor `x` (negative counts from the end): an
+        Int scalar read when the fusion runs (nvFuser's fd.ops.size, also ``x.size(dim)``)."""
+        if not isinstance(x, Tensor):
+            raise ArgumentTypeError(f"fd.ops.size takes a Tensor, got {type(x).__name__}")
+        return x.size(dim)
 
     def broadcast(self, x: Any, is_broadcast_dim: Sequence[bool]) -> Value:
         """Inserts a dimension of extent 1 wherever `is_broadcast_dim` is True (nvFuser's
@@ -113,7 +136,7 @@ def _op_function(op: str, arity: int) -> Callable[..., Value]:
         if len(operands) != arity:
             from ._widefuse import Error
 
-            raise Error(f"fd.ops.{NVFUSER_NAMES.get(op, op)} takes {arity} argument"
+            raise ArgumentTypeError(f"fd.ops.{NVFUSER_NAMES.get(op, op)} takes {arity} argument"
                         f"{'s' if arity != 1 else ''}, got {len(operands)}")
         return fd.apply_op(op, operands)
 

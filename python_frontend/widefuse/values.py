@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ._widefuse import Error
 from .data_type import DataType, data_type_of, from_short_name
+from .errors import DimensionIndexError
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
@@ -246,6 +247,19 @@ def _checked_methods(cls: type) -> type:
     return cls
 
 
+class TensorShape(tuple):
+    """A Tensor's shape both ways: a tuple of static extents (-1 where symbolic), as torch's
+    ``shape`` property; called (``t.shape()``), nvFuser's list of extent Scalars."""
+
+    def __new__(cls, tensor: Tensor) -> TensorShape:
+        shape = super().__new__(cls, tensor._value.shape)
+        shape._tensor = tensor
+        return shape
+
+    def __call__(self) -> list:
+        return [self._tensor.size(d) for d in range(len(self))]
+
+
 @_checked_methods
 class Tensor(Value):
     """A tensor of a fusion; in a traced function, the proxy for an array argument."""
@@ -253,9 +267,22 @@ class Tensor(Value):
     __slots__ = ()
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        """Static extents; -1 where the extent is only known at run time."""
-        return tuple(self._value.shape)
+    def shape(self) -> TensorShape:
+        """Static extents, -1 where the extent is only known at run time (a tuple, as torch's
+        property); called, ``t.shape()`` is nvFuser's: a list of extent Scalars."""
+        return TensorShape(self)
+
+    def size(self, dim: Any = None) -> Any:
+        """nvFuser's ``t.size(dim)``: the extent of dimension `dim` (negative counts from the
+        end), an Int Scalar read when the fusion runs. Without `dim`, the shape (torch's
+        ``size()``)."""
+        if dim is None:
+            return self.shape
+        rank = self.ndim
+        if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
+            raise DimensionIndexError(f"{self.name}.size({dim!r}): dim must be an int in "
+                             f"[-{rank}, {rank}) for this rank-{rank} tensor")
+        return self._apply("size", self, dim=dim % rank)
 
     @property
     def ndim(self) -> int:

@@ -12,9 +12,10 @@
 
 namespace widefuse::testing {
 
-/// Cast, bitcast and broadcast_in_dim: ops with attributes, tested on their own.
+/// Cast, bitcast, broadcast_in_dim and size: ops with attributes, tested on their own.
 inline bool isStructural(OpKind op) {
-  return op == OpKind::Cast || op == OpKind::Bitcast || op == OpKind::BroadcastInDim;
+  return op == OpKind::Cast || op == OpKind::Bitcast || op == OpKind::BroadcastInDim ||
+         op == OpKind::Size;
 }
 
 /// Every op of ir/op_kinds.def.

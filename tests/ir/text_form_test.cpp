@@ -111,7 +111,8 @@ TEST(TextForm, EveryOpRoundTrips) {
     llvm::SmallVector<Val, 3> vals = operandsFor(fd, op);
     llvm::SmallVector<Operand, 3> operands(vals.begin(), vals.end());
     Val result = fd.apply(op, operands, attributesFor(op));
-    fd.addOutput(result);
+    // size is a scalar, and outputs are tensors.
+    fd.addOutput(op == OpKind::Size ? vals[0] * result : result);
     if (opArity(op) >= 2) { // the same op with a weak literal as the last operand
       operands.back() = literalFor(op);
       fd.addOutput(fd.apply(op, operands, attributesFor(op)));

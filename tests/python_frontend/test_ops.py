@@ -48,7 +48,7 @@ _RULES = [
     ("lerp", lambda d: d.is_floating_point),
 ]
 ACCEPTS = {op: rule for ops, rule in _RULES for op in ops.split()}
-ATTRIBUTE_OPS = {"cast", "bitcast", "broadcast_in_dim"}  # tested on their own below
+ATTRIBUTE_OPS = {"cast", "bitcast", "broadcast_in_dim", "size"}  # tested on their own
 NVFUSER_NAME = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
 
 # ---- expected values -------------------------------------------------------------------------

@@ -1,0 +1,85 @@
+"""The exception classes nvFuser's tests expect, where they are part of the contract: each
+widefuse error is a widefuse.Error (a RuntimeError) with widefuse's message, and also a
+TypeError, ValueError or IndexError where Python's conventions say so."""
+
+import numpy as np
+import pytest
+import torch
+
+import widefuse
+from widefuse import DataType, FusionDefinition
+
+
+def check(error_class, match, action):
+    """`action` raises `error_class`, which is also a widefuse.Error, with `match`."""
+    with pytest.raises(error_class, match=match) as raised:
+        action()
+    assert isinstance(raised.value, widefuse.Error)
+    assert isinstance(raised.value, RuntimeError)
+
+
+def test_wrong_argument_types_are_type_errors():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1])
+        check(TypeError, r"add: arguments must be values of this definition or Python "
+                         r"numbers, got str", lambda: fd.ops.add(t0, "one"))
+        check(TypeError, r"fd.ops.add takes 2 arguments, got 1", lambda: fd.ops.add(t0))
+        check(TypeError, r"'quux' is not a data type", lambda: fd.ops.cast(t0, "quux"))
+        check(TypeError, r"shape \['a'\] must be a list of integers",
+              lambda: fd.define_tensor(shape=["a"]))
+        check(TypeError, r"contiguity \['yes'\] must hold True, False or None",
+              lambda: fd.define_tensor(shape=[-1], contiguity=["yes"]))
+        check(TypeError, r"from_pytorch takes a torch.Tensor, got ndarray",
+              lambda: fd.from_pytorch(np.zeros(2)))
+        check(TypeError, r"must hold ints and extent Scalars, got 2.5",
+              lambda: fd.ops.broadcast_in_dim(t0, [2.5, -1], [1]))
+        check(TypeError, r"an output must be a value of this definition",
+              lambda: fd.add_output(3))
+        fd.add_output(fd.ops.neg(t0))
+    check(TypeError, r"input 'T0' is a tensor: expected", lambda: fd.execute([1.0]))
+    check(TypeError, r"execute\(\) takes a list of inputs", lambda: fd.execute(torch.ones(2)))
+
+
+def test_values_a_call_cannot_take_are_value_errors():
+    with FusionDefinition() as fd:
+        check(ValueError, r"stride_order \[0, 0\] is not a permutation",
+              lambda: fd.define_tensor(shape=[-1, -1], stride_order=[0, 0]))
+        check(ValueError, r"contiguity \[True\] has 1 entries for the rank-2 shape",
+              lambda: fd.define_tensor(shape=[-1, -1], contiguity=[True]))
+        check(ValueError, r"1000 does not fit in DataType.Int8",
+              lambda: fd.define_scalar(1000, dtype=DataType.Int8))
+        check(ValueError, r"extent -2 in shape \[-2\] is out of range",
+              lambda: fd.define_tensor(shape=[-2]))
+        t0 = fd.define_tensor(shape=[-1])
+        fd.add_output(fd.ops.neg(t0))
+    check(ValueError, r"expects 1 inputs \(T0\), got 2",
+          lambda: fd.execute([torch.ones(2), torch.ones(2)]))
+    check(ValueError, r"unknown backend 'tpu'", lambda: fd.execute([torch.ones(2)], backend="tpu"))
+
+
+def test_a_dimension_outside_the_rank_is_an_index_error():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1])
+        check(IndexError, r"T0.size\(-3\): dim must be an int in \[-2, 2\)", lambda: t0.size(-3))
+        check(IndexError, r"T0.size\(2\)", lambda: fd.ops.size(t0, 2))
+        fd.add_output(fd.ops.mul(t0, t0.size(-1)))
+
+
+def test_fusion_errors_stay_runtime_errors_and_definition_is_not_implemented():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[2, 3])
+        t1 = fd.define_tensor(shape=[2, 4])
+        with pytest.raises(RuntimeError, match="do not broadcast") as raised:
+            fd.ops.add(t0, t1)
+        assert not isinstance(raised.value, (TypeError, ValueError, IndexError))
+        fd.add_output(t0 + 1.0)
+    with pytest.raises(NotImplementedError, match="definition"):
+        FusionDefinition().definition()
+    # widefuse.Error still catches each kind.
+    for action in (lambda: FusionDefinition().define_tensor(shape=["x"]),
+                   lambda: FusionDefinition().define_tensor(shape=[-2])):
+        with pytest.raises(widefuse.Error):
+            action()
+    assert issubclass(widefuse.ArgumentTypeError, TypeError)
+    assert issubclass(widefuse.ArgumentValueError, ValueError)
+    assert issubclass(widefuse.DimensionIndexError, IndexError)
