@@ -105,27 +105,34 @@ std::string layoutArguments(const Value& tensor) {
 /// Names values as nvFuser's printer does and writes one line per definition.
 class PythonPrinter {
 public:
-  PythonPrinter(const Fusion& fusion, llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders)
-      : fusion_(fusion), outputStrideOrders_(outputStrideOrders) {}
+  PythonPrinter(const Fusion& fusion, llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders,
+                llvm::ArrayRef<unsigned> outputCalls)
+      : fusion_(fusion), outputStrideOrders_(outputStrideOrders), outputCalls_(outputCalls) {}
 
   std::string print() {
-    out_ = "def nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n";
+    // nvFuser's printer exactly: a blank line, the function, a blank line (tools that read a
+    // printout take the function name from its second line).
+    out_ = "\ndef nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n";
     for (size_t id = 0; id < fusion_.numValues(); ++id)
       printValue(*fusion_.value(static_cast<unsigned>(id)));
     for (const Alias& alias : fusion_.aliases())
       line(fmt::format("fd.add_output({}, {})", use(alias.source), use(alias.destination)));
-    for (size_t i = 0; i < fusion_.outputs().size(); ++i) {
+    llvm::SmallVector<unsigned, 8> calls(outputCalls_.begin(), outputCalls_.end());
+    if (calls.empty())
+      for (unsigned i = 0; i < fusion_.outputs().size(); ++i)
+        calls.push_back(i);
+    for (unsigned i : calls) {
+      if (i >= fusion_.outputs().size())
+        throw InternalError(
+            fmt::format("printPythonDefinition: add_output call names output {} of {}", i,
+                        fusion_.outputs().size()));
       bool ordered = i < outputStrideOrders_.size() && !outputStrideOrders_[i].empty();
       line(fmt::format("fd.add_output({}{})", use(fusion_.outputs()[i]),
                        ordered ? ", stride_order=" + pythonList(outputStrideOrders_[i]) : ""));
     }
     if (fusion_.aliases().empty() && fusion_.outputs().empty())
       line("pass");
-    // nvFuser's FusionDefinition() takes no name: only a fusion named by the user says its name.
-    std::string nameArgument =
-        fusion_.name() == "fusion" ? "" : fmt::format("\"{}\"", fusion_.name());
-    out_ += fmt::format("\n\nwith FusionDefinition({}) as fd:\n    nvfuser_fusion_id0(fd)\n",
-                        nameArgument);
+    out_ += "\n";
     return out_;
   }
 
@@ -195,6 +202,7 @@ private:
 
   const Fusion& fusion_;
   llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders_;
+  llvm::ArrayRef<unsigned> outputCalls_;
   std::string out_;
   llvm::DenseMap<const Value*, std::string> names_;
   unsigned next_ = 0;
@@ -203,8 +211,9 @@ private:
 } // namespace
 
 std::string printPythonDefinition(const Fusion& fusion,
-                                  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders) {
-  return PythonPrinter(fusion, outputStrideOrders).print();
+                                  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders,
+                                  llvm::ArrayRef<unsigned> outputCalls) {
+  return PythonPrinter(fusion, outputStrideOrders, outputCalls).print();
 }
 
 } // namespace widefuse

@@ -22,15 +22,19 @@ class Value;
 llvm::StringRef pythonDataTypeName(DataType type);
 /// The name of `op` under `fd.ops` (nvFuser's: `bitwise_left_shift` for shift_left).
 llvm::StringRef pythonOpName(OpKind op);
-/// nvFuser's printout of `fusion` (`def nvfuser_fusion_id0(fd : FusionDefinition) -> None :`
-/// and its lines), followed by the `with FusionDefinition() as fd:` block that calls it (the
-/// fusion's name as its argument when the user named it). Values are renamed T0, S1, ... in
+/// nvFuser's printout of `fusion`, byte for byte in its layout: a blank line, `def
+/// nvfuser_fusion_id0(fd : FusionDefinition) -> None :`, its lines, a blank line (run it, then
+/// call the function on a FusionDefinition, as nvFuser's tests do; the fusion's name is not
+/// part of it, as nvFuser's definitions have none). Values are renamed T0, S1, ... in
 /// definition order as nvFuser's printer does. Untyped number literals are written inline, so
 /// that the printout rebuilds the very same fusion (nvFuser's own ops take define_scalar
 /// constants instead). `outputStrideOrders[i]`, where given and not empty, is the stride_order
 /// that plain output i was added with (a frontend attribute: the IR's outputs are row-major).
+/// `outputCalls`, where given, lists the fusion output each add_output call named, so that a
+/// value added twice is printed twice (the IR holds it once); else each output is printed once.
 std::string printPythonDefinition(const Fusion& fusion,
-                                  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders = {});
+                                  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders = {},
+                                  llvm::ArrayRef<unsigned> outputCalls = {});
 /// True for the values the Python form writes inline as numbers (untyped literals) rather
 /// than naming them T<n> / S<n>.
 bool isWrittenInline(const Value& value);

@@ -266,10 +266,12 @@ void bindDefinition(nb::module_& module) {
       .def("text", [](const PyDefinition& d) { return printFusion(d.current()); })
       .def(
           "python",
-          [](const PyDefinition& d, const std::vector<std::vector<int64_t>>& strideOrders) {
-            return printPythonDefinition(d.current(), strideOrders);
+          [](const PyDefinition& d, const std::vector<std::vector<int64_t>>& strideOrders,
+             const std::vector<unsigned>& outputCalls) {
+            return printPythonDefinition(d.current(), strideOrders, outputCalls);
           },
-          nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{});
+          nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{},
+          nb::arg("output_calls") = std::vector<unsigned>{});
 
   nb::class_<FusionHandle>(module, "_Fusion", "A verified fusion.")
       .def_static("from_text", &fusionFromText, nb::arg("text"), nb::arg("source_name") = "<text>")
@@ -277,10 +279,12 @@ void bindDefinition(nb::module_& module) {
       .def("text", [](const FusionHandle& h) { return printFusion(*h.fusion); })
       .def(
           "python",
-          [](const FusionHandle& h, const std::vector<std::vector<int64_t>>& strideOrders) {
-            return printPythonDefinition(*h.fusion, strideOrders);
+          [](const FusionHandle& h, const std::vector<std::vector<int64_t>>& strideOrders,
+             const std::vector<unsigned>& outputCalls) {
+            return printPythonDefinition(*h.fusion, strideOrders, outputCalls);
           },
-          nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{})
+          nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{},
+          nb::arg("output_calls") = std::vector<unsigned>{})
       .def("inputs", &inputList,
            "Facts about each input: name, dtype, is_tensor, shape, "
            "stride_order, contiguity, written (a copy_ destination).")

@@ -104,10 +104,12 @@ class FusionDefinition:
     """Builds one fusion with nvFuser's Python API, then runs it with execute().
 
     Use it as a context manager: the definition is verified and frozen when the ``with``
-    block ends. ``repr(fd)`` is a runnable Python definition of the fusion.
+    block ends. ``repr(fd)`` is nvFuser's printout of the definition (run it, then call its
+    function on a new FusionDefinition, to rebuild the fusion).
     """
 
     def __init__(self, name: str = "fusion") -> None:
+        self._name = name
         self._builder: Optional[Any] = _widefuse._Definition(name)
         self._builder_empty = True  # nothing defined yet (a subclass's definition() may run)
         self._fusion: Optional[Any] = None
@@ -335,10 +337,17 @@ class FusionDefinition:
             raise Error(f"{what} needs a finished definition: call it after the `with` block")
         return self._fusion
 
+    @property
+    def name(self) -> str:
+        """The fusion's name (kernels and the text form are named after it; repr(fd), like
+        nvFuser's printout, does not carry it)."""
+        return self._name
+
     def __repr__(self) -> str:
         source = self._fusion if self._fusion is not None else self._builder
         count = len(self._output_handles)
-        return source.python([self._output_orders.get(i, []) for i in range(count)])
+        return source.python([self._output_orders.get(i, []) for i in range(count)],
+                             self._output_slots)
 
     def to_text(self) -> str:
         """The fusion in widefuse's text form (what `widefuse check` prints)."""
@@ -351,6 +360,7 @@ class FusionDefinition:
         fd = cls()
         fd._builder = None
         fd._fusion = _widefuse._Fusion.from_text(text, name)
+        fd._name = fd._fusion.name
         fd._inputs = fd._fusion.inputs()
         return fd
 

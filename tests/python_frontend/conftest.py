@@ -61,3 +61,18 @@ def assert_close(actual, expected, what=""):
     bad = ~close  # written so that a NaN on one side only is a difference
     assert not bad.any(), (f"{what}: {bad.sum()} of {bad.size} elements differ; first at "
                            f"{np.argwhere(bad)[0]}: {actual[bad][0]} vs {expected[bad][0]}")
+
+
+def rebuilt_from_repr(fd, name="fusion"):
+    """Runs repr(fd) as nvFuser's tests run a printed definition: the printout defines
+    `nvfuser_fusion_id0`, which is then called on a new FusionDefinition (named `name`: the
+    printout, like nvFuser's, carries no fusion name)."""
+    from widefuse import DataType, FusionDefinition
+
+    printed = repr(fd)
+    assert printed.startswith("\ndef nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n")
+    namespace = {"FusionDefinition": FusionDefinition, "DataType": DataType}
+    exec(printed, namespace)
+    with FusionDefinition(name) as rebuilt:
+        namespace["nvfuser_fusion_id0"](rebuilt)
+    return rebuilt

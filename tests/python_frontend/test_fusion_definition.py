@@ -5,7 +5,7 @@ import ml_dtypes
 import pytest
 
 import widefuse
-from conftest import DlpackOnly, assert_close
+from conftest import DlpackOnly, assert_close, rebuilt_from_repr
 from test_seed_adam import reference_step
 from widefuse import DataType, FusionDefinition
 
@@ -84,9 +84,7 @@ def test_nvfuser_printer_style_adam_matches_float64(rng):
 def test_repr_is_runnable_python_that_rebuilds_the_same_fusion():
     with FusionDefinition() as fd:
         nvfuser_fusion_id0(fd)
-    namespace = {"FusionDefinition": FusionDefinition, "DataType": DataType}
-    exec(repr(fd), namespace)
-    rebuilt = namespace["fd"]
+    rebuilt = rebuilt_from_repr(fd)
     assert rebuilt.to_text() == fd.to_text()
     assert repr(rebuilt) == repr(fd)
     assert "fd.add_output(T" in repr(fd) and "fd.add_output(T39, T0)" in repr(fd)
@@ -224,9 +222,7 @@ def test_repr_runs_whatever_the_fusion_is_called(name):
     with FusionDefinition(name) as fd:
         t = fd.define_tensor(shape=[-1])
         fd.add_output(t + 1)
-    namespace = {"FusionDefinition": FusionDefinition, "DataType": DataType}
-    exec(repr(fd), namespace)
-    assert namespace["fd"].to_text() == fd.to_text()
+    assert rebuilt_from_repr(fd, name).to_text() == fd.to_text()
 
 
 def test_star_import_does_not_shadow_builtins():

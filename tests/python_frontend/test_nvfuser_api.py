@@ -8,6 +8,7 @@ import torch
 
 import widefuse
 from widefuse import DataType, FusionDefinition
+from conftest import rebuilt_from_repr
 
 
 def run_scaled(define, tensor):
@@ -154,23 +155,26 @@ def nvfuser_fusion_id0(fd : FusionDefinition) -> None :
 
 def test_an_nvfuser_printout_runs_unchanged_and_reprints_as_nvfuser_does():
     namespace = {"FusionDefinition": FusionDefinition, "DataType": DataType}
-    exec(NVFUSER_PRINTOUT + "with FusionDefinition() as fd:\n    nvfuser_fusion_id0(fd)\n",
-         namespace)
-    fd = namespace["fd"]
+    exec(NVFUSER_PRINTOUT, namespace)
+    with FusionDefinition() as fd:
+        namespace["nvfuser_fusion_id0"](fd)
     x, y = strided_column_major(), torch.randn(5, 1)
     expected_x, expected_out = x + y * 0.5, (y * 0.5).expand(5, 3)
     (out,) = fd.execute([x, y, 0.5])
     torch.testing.assert_close(out, expected_out)
     torch.testing.assert_close(x, expected_x)
     printed = repr(fd)
-    assert printed.startswith("def nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n")
+    # nvFuser's layout: a blank line, the function (tools read its name from line 1), a blank
+    # line; nothing else.
+    assert printed.startswith("\ndef nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n")
+    assert printed.endswith(")\n\n") and "with FusionDefinition" not in printed
     for line in NVFUSER_PRINTOUT.splitlines()[2:4]:  # the two define_tensor lines
         assert line in printed
     assert "    fd.add_output(T6, T0)\n" in printed
     # The reprint rebuilds the same fusion.
-    exec(printed, namespace)
-    assert namespace["fd"].to_text() == fd.to_text()
-    assert repr(namespace["fd"]) == printed
+    rebuilt = rebuilt_from_repr(fd)
+    assert rebuilt.to_text() == fd.to_text()
+    assert repr(rebuilt) == printed
 
 
 class ScaledAdd(FusionDefinition):
@@ -207,6 +211,9 @@ def test_one_value_as_several_outputs_and_an_input_as_output():
     torch.testing.assert_close(first, x * 2)
     torch.testing.assert_close(passed, x)
     assert again is first
+    # The printout names each add_output call, so the rebuilt definition has three outputs.
+    assert repr(fd).count("fd.add_output(T1)") == 2
+    assert len(rebuilt_from_repr(fd).execute([x])) == 3
 
 
 def test_validate_define_constant_and_fusion_ir():

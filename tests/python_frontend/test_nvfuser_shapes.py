@@ -8,13 +8,12 @@ import torch
 
 import widefuse
 from widefuse import DataType, FusionDefinition
+from conftest import rebuilt_from_repr
 
 
 def reexecuted(fd, inputs):
     """Runs repr(fd), the printed definition, and returns the new definition's outputs."""
-    namespace = {"FusionDefinition": FusionDefinition, "DataType": DataType}
-    exec(repr(fd), namespace)
-    return namespace["fd"].execute(inputs)
+    return rebuilt_from_repr(fd).execute(inputs)
 
 
 @pytest.mark.parametrize("backend", ["host", "reference"])

@@ -11,6 +11,7 @@ thunder = pytest.importorskip("thunder")
 
 import widefuse  # noqa: E402
 import widefuse.thunder  # noqa: E402
+from conftest import rebuilt_from_repr  # noqa: E402
 from thunder_seed_adam import _single_tensor_adam, jit_state, jit_step, zeros_like  # noqa: E402
 
 SHAPES = [(33, 17), (1,), (0,), (64,), (5, 3, 2)]
@@ -113,9 +114,7 @@ def test_last_used_is_the_fusion_definition_and_its_repr_runs():
     assert "__global__" in fd.last_cuda_code()
     # The printed definition (nvFuser's convention: names from widefuse in scope), executed,
     # rebuilds the same fusion.
-    namespace = {"FusionDefinition": widefuse.FusionDefinition, "DataType": widefuse.DataType}
-    exec(repr(fd), namespace)
-    rebuilt = namespace["fd"]
+    rebuilt = rebuilt_from_repr(fd, fd.name)
     assert rebuilt.to_text() == fd.to_text()
     assert repr(rebuilt) == repr(fd)
     assert fd.to_text().count("copy_(") == 8  # param, exp_avg, exp_avg_sq, step per parameter
