@@ -150,7 +150,8 @@ class FusionDefinition:
     def _live(self) -> Any:
         self._builder_empty = False
         if self._builder is None:
-            raise Error("this FusionDefinition is finished (its `with` block ended); ops, "
+            raise Error("Attempting to add to a completed definition: this FusionDefinition "
+                        "is finished (its `with` block ended, or its definition() ran); ops, "
                         "inputs and outputs can only be added inside it")
         return self._builder
 
@@ -327,12 +328,20 @@ class FusionDefinition:
         raise NotImplementedError("definition() should be implemented by a FusionDefinition "
                                   "subclass (or define the fusion in a `with` block)")
 
+    def schedule(self) -> None:
+        """nvFuser's user-schedule hook of a definition() subclass. widefuse schedules
+        fusions itself: an override runs once, right after definition(), on the completed
+        definition, so ops defined there raise as they do in nvFuser (nvFuser's scheduling
+        API, ``fd.sched``, does not exist here)."""
+
     # Inspecting
     def _finished(self, what: str) -> Any:
         if (self._fusion is None and self._builder is not None and self._builder_empty and
                 type(self).definition is not FusionDefinition.definition):
             with self:
                 self.definition()
+            if type(self).schedule is not FusionDefinition.schedule:
+                self.schedule()
         if self._fusion is None:
             raise Error(f"{what} needs a finished definition: call it after the `with` block")
         return self._fusion

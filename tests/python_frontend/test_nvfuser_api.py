@@ -194,6 +194,29 @@ def test_a_subclass_with_definition_runs_on_first_execute():
     assert repr(fd).count("define_tensor") == 2
 
 
+class Scheduled(ScaledAdd):
+    """A subclass with nvFuser's user-schedule hook."""
+    calls = 0
+
+    def schedule(self):
+        Scheduled.calls += 1
+
+
+class DefinesInSchedule(ScaledAdd):
+    def schedule(self):
+        self.ops.abs(self.t0)
+
+
+def test_schedule_runs_once_on_the_completed_definition():
+    a, b = torch.randn(5), torch.randn(5)
+    fd = Scheduled()
+    torch.testing.assert_close(fd.execute([a, b])[0], a + b * 3.0)
+    fd.execute([a, b])
+    assert Scheduled.calls == 1
+    with pytest.raises(widefuse.Error, match="Attempting to add to a completed definition"):
+        DefinesInSchedule().execute([a, b])
+
+
 def test_definition_is_for_subclasses():
     with pytest.raises(NotImplementedError, match="subclass"):
         FusionDefinition().definition()
