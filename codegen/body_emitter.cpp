@@ -25,8 +25,9 @@ std::string memberTypeName(const BodyPlan& body) {
 
 namespace {
 
-bool isSixteenBitFloat(DataType dtype) {
-  return dtype == DataType::Half || dtype == DataType::BFloat16;
+/// f16, bf16 and fp8: the prelude's structs of one `bits` field.
+bool isBitsStruct(DataType dtype) {
+  return isReducedPrecision(dtype);
 }
 
 bool isPointerSlot(const Slot& slot) {
@@ -115,8 +116,8 @@ private:
   /// Local copies of the element tensors' pointers (`m0_`), so that the host compiler sees
   /// that stores through one do not change the table entry the others come from.
   void hostPointerLocals();
-  /// The fast path's read of `slot` at `index` and its store of `out.<field>` there. f16 and
-  /// bf16 move through their bits: GCC does not vectorize a copy of the whole 2-byte struct.
+  /// The fast path's read of `slot` at `index` and its store of `out.<field>` there. f16, bf16
+  /// and fp8 move through their bits: GCC does not vectorize a copy of the whole 2-byte struct.
   std::string hostRead(const Slot& slot, const std::string& index) const;
   std::string hostStore(const Slot& slot, const std::string& index) const;
   void scalarLoop(llvm::StringRef from, llvm::StringRef to, llvm::StringRef comment);
@@ -511,13 +512,13 @@ void BodyEmitter::hostPointerLocals() {
 }
 
 std::string BodyEmitter::hostRead(const Slot& slot, const std::string& index) const {
-  if (isSixteenBitFloat(slot.dtype))
+  if (isBitsStruct(slot.dtype))
     return fmt::format("{}{{{}_[{}].bits}}", cppType(slot.dtype), slot.field, index);
   return fmt::format("{}_[{}]", slot.field, index);
 }
 
 std::string BodyEmitter::hostStore(const Slot& slot, const std::string& index) const {
-  const char* bits = isSixteenBitFloat(slot.dtype) ? ".bits" : "";
+  const char* bits = isBitsStruct(slot.dtype) ? ".bits" : "";
   return fmt::format("{0}_[{1}]{2} = out.{0}{2};", slot.field, index, bits);
 }
 

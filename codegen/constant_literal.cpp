@@ -57,6 +57,12 @@ template <typename From> Number convertTo(From value, DataType type) {
     return {Number::Kind::Floating, false, 0, double(convertNumber<float>(value))};
   case DataType::Double:
     return {Number::Kind::Floating, false, 0, convertNumber<double>(value)};
+  case DataType::Float8_e4m3fn:
+  case DataType::Float8_e5m2:
+  case DataType::Float8_e8m0fnu:
+    return {Number::Kind::Floating, false, 0,
+            reducedBitsToFloat(type, toReducedBits(type, convertNumber<double>(value),
+                                                   convertNumber<float>(value)))};
   }
   WF_UNREACHABLE("unknown dtype");
 }
@@ -86,9 +92,9 @@ template <typename T> std::string shortestDecimal(T value) {
 }
 
 std::string floatingLiteral(double value, DataType type) {
-  if (type == DataType::Half || type == DataType::BFloat16) {
-    uint16_t bits = type == DataType::Half ? toHalfBits(value) : toBFloat16Bits(value);
-    return fmt::format("{}{{0x{:04x}}}", cppType(type), bits);
+  if (isReducedPrecision(type)) {
+    uint16_t bits = toReducedBits(type, value, float(value));
+    return fmt::format("{}{{0x{:0{}x}}}", cppType(type), bits, 2 * byteSize(type));
   }
   if (std::isnan(value) || std::isinf(value)) {
     // Bits, because NVRTC and the host compiler spell infinities and NaNs differently.

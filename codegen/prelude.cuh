@@ -40,6 +40,17 @@ struct f16 {
 struct bf16 {
   u16 bits;
 };
+/// fp8 bits (e4m3fn: no infinity; e5m2: the top byte of an f16; e8m0fnu: a power of two);
+/// storage only, computed in f32.
+struct f8e4m3fn {
+  u8 bits;
+};
+struct f8e5m2 {
+  u8 bits;
+};
+struct f8e8m0fnu {
+  u8 bits;
+};
 
 // ---- traits (NVRTC has no <type_traits>) ----------------------------------------------------
 
@@ -165,10 +176,67 @@ template <int E, int M, typename From> WF_DEVICE u16 wf_to_16(From x) {
   }
 }
 
+// ---- fp8 ------------------------------------------------------------------------------------
+// The rules of ir/half_float.cpp (torch's), in integer arithmetic.
+
+/// The exact f32 value of e4m3fn bits; 0x7f and 0xff (the only NaNs) give the quiet NaN of
+/// their sign.
+WF_DEVICE f32 wf_e4m3fn_to_float(u8 bits) {
+  const u32 exponent = (bits >> 3) & 0xfu, mantissa = bits & 0x7u;
+  const f32 subnormal = f32(mantissa) * 0x1p-9f; // exact in f32
+  const u32 magnitude = (bits & 0x7fu) == 0x7fu ? 0x7fc00000u
+                        : exponent == 0         ? wf_bitcast<u32>(subnormal)
+                                                : ((exponent + 120u) << 23) | (mantissa << 20);
+  return wf_bitcast<f32>((u32(bits & 0x80u) << 24) | magnitude);
+}
+
+/// The exact f32 value of e8m0fnu bits: 2^(bits - 127), 0xff is NaN.
+WF_DEVICE f32 wf_e8m0fnu_to_float(u8 bits) {
+  const u32 magnitude = bits == 0xffu ? 0x7fc00000u : bits == 0 ? 0x00400000u : u32(bits) << 23;
+  return wf_bitcast<f32>(magnitude);
+}
+
+/// Rounds an f32 to e4m3fn (E = 4, M = 3) or e5m2 (E = 5, M = 2), ties to even. A result past
+/// the largest finite value is NaN (e4m3fn, which has no infinity) or infinity (e5m2); NaN
+/// gives 0x7f with its sign.
+template <int E, int M> WF_DEVICE u8 wf_float_to_f8(f32 x) {
+  const u32 bits = wf_bitcast<u32>(x), magnitude = bits & 0x7fffffffu;
+  const u32 sign = (bits >> 24) & 0x80u;
+  if (magnitude > 0x7f800000u)
+    return u8(sign | 0x7fu);
+  const int bias = (1 << (E - 1)) - 1, biased = int(magnitude >> 23);
+  const u32 significand = (magnitude & 0x7fffffu) | (biased != 0 ? 0x800000u : 0u);
+  const int exponent = biased != 0 ? biased - 127 : -126;
+  const int target = exponent > 1 - bias ? exponent : 1 - bias; // subnormals share the minimum
+  const int shift = 23 - M + (target - exponent);
+  if (shift > 24) // below half the smallest subnormal
+    return u8(sign);
+  u32 scaled = significand >> shift;
+  const u32 rest = significand & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (scaled & 1u)))
+    ++scaled;
+  // A carry into the next binade moves the exponent by itself: the fields are adjacent.
+  const u32 code = (scaled >> M) == 0 ? scaled : (u32(target + bias) << M) + scaled - (1u << M);
+  if (E == 4)
+    return u8(sign | (code > 0x7eu ? 0x7fu : code));
+  return u8(sign | (code > 0x7bu ? 0x7cu : code));
+}
+
+/// Rounds an f32 to e8m0fnu as torch does: its biased exponent, up when the mantissa is above
+/// one half or exactly one half of a normal float (up from 254 is 255, NaN); no sign.
+WF_DEVICE u8 wf_float_to_e8m0fnu(f32 x) {
+  const u32 bits = wf_bitcast<u32>(x), exponent = (bits >> 23) & 0xffu, mantissa = bits & 0x7fffffu;
+  if (exponent == 0xffu)
+    return u8(0xffu);
+  const b8 up = mantissa > 0x400000u || (mantissa == 0x400000u && exponent != 0);
+  return u8(up ? exponent + 1u : exponent);
+}
+
 // ---- conversions ----------------------------------------------------------------------------
 
-/// Converts between any two of the 12 types as the reference evaluator does: f16/bf16 decode
-/// exactly to f32 first, f16/bf16 targets are rounded to once (nearest even), and the rest is
+/// Converts between any two types as the reference evaluator does: f16/bf16/fp8 decode
+/// exactly to f32 first, f16/bf16 targets are rounded to once (nearest even), fp8 targets
+/// round the source converted to f32 (as torch does), and the rest is
 /// element::convertNumber (to b8 is != 0; float to integer truncates, saturates and maps NaN
 /// to 0; integers wrap).
 template <typename To, typename From> WF_DEVICE To wf_convert(From x) {
@@ -178,6 +246,18 @@ template <typename To, typename From> WF_DEVICE To wf_convert(From x) {
     return wf_convert<To>(wf_half_to_float(x.bits));
   } else if constexpr (wf_is_same<From, bf16>::value) {
     return wf_convert<To>(wf_bitcast<f32>(u32(x.bits) << 16));
+  } else if constexpr (wf_is_same<From, f8e4m3fn>::value) {
+    return wf_convert<To>(wf_e4m3fn_to_float(x.bits));
+  } else if constexpr (wf_is_same<From, f8e5m2>::value) {
+    return wf_convert<To>(wf_half_to_float(u16(x.bits << 8)));
+  } else if constexpr (wf_is_same<From, f8e8m0fnu>::value) {
+    return wf_convert<To>(wf_e8m0fnu_to_float(x.bits));
+  } else if constexpr (wf_is_same<To, f8e4m3fn>::value) { // from f32, as c10 converts
+    return f8e4m3fn{wf_float_to_f8<4, 3>(static_cast<f32>(x))};
+  } else if constexpr (wf_is_same<To, f8e5m2>::value) {
+    return f8e5m2{wf_float_to_f8<5, 2>(static_cast<f32>(x))};
+  } else if constexpr (wf_is_same<To, f8e8m0fnu>::value) {
+    return f8e8m0fnu{wf_float_to_e8m0fnu(static_cast<f32>(x))};
   } else if constexpr (wf_is_same<To, f16>::value) {
     return f16{wf_to_16<5, 10>(x)};
   } else if constexpr (wf_is_same<To, bf16>::value) {

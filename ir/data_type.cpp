@@ -32,6 +32,12 @@ llvm::StringRef shortName(DataType type) {
     return "f32";
   case DataType::Double:
     return "f64";
+  case DataType::Float8_e4m3fn:
+    return "f8e4m3fn";
+  case DataType::Float8_e5m2:
+    return "f8e5m2";
+  case DataType::Float8_e8m0fnu:
+    return "f8e8m0fnu";
   }
   WF_UNREACHABLE("unknown data type {}", static_cast<int>(type));
 }
@@ -48,6 +54,9 @@ unsigned byteSize(DataType type) {
   case DataType::Bool:
   case DataType::Int8:
   case DataType::UInt8:
+  case DataType::Float8_e4m3fn:
+  case DataType::Float8_e5m2:
+  case DataType::Float8_e8m0fnu:
     return 1;
   case DataType::Int16:
   case DataType::UInt16:
@@ -67,7 +76,12 @@ unsigned byteSize(DataType type) {
 
 bool isFloatingPoint(DataType type) {
   return type == DataType::Half || type == DataType::BFloat16 || type == DataType::Float ||
-         type == DataType::Double;
+         type == DataType::Double || isFloat8(type);
+}
+
+bool isFloat8(DataType type) {
+  return type == DataType::Float8_e4m3fn || type == DataType::Float8_e5m2 ||
+         type == DataType::Float8_e8m0fnu;
 }
 
 bool isSignedInteger(DataType type) {
@@ -84,7 +98,7 @@ bool isInteger(DataType type) {
 }
 
 bool isReducedPrecision(DataType type) {
-  return type == DataType::Half || type == DataType::BFloat16;
+  return type == DataType::Half || type == DataType::BFloat16 || isFloat8(type);
 }
 
 DataType computeType(DataType type) {
@@ -166,7 +180,7 @@ DataType promoteTypes(DataType a, DataType b) {
   bool aFloat = isFloatingPoint(a), bFloat = isFloatingPoint(b);
   if (aFloat && bFloat) {
     if (isReducedPrecision(a) && isReducedPrecision(b))
-      return DataType::Float; // half + bfloat16
+      return DataType::Float; // half + bfloat16, fp8 + half, e4m3fn + e5m2 (nvFuser's rule)
     return byteSize(a) >= byteSize(b) ? a : b;
   }
   if (aFloat)

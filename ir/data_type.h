@@ -23,21 +23,26 @@ enum class DataType : uint8_t {
   BFloat16,
   Float,
   Double,
+  Float8_e4m3fn,  ///< fp8, 4 exponent and 3 mantissa bits, finite only (no infinity)
+  Float8_e5m2,    ///< fp8, 5 exponent and 2 mantissa bits (IEEE-like, with infinities)
+  Float8_e8m0fnu, ///< fp8, 8 exponent bits only: powers of two, unsigned, no zero
 };
 
 /// Every data type, for iteration in tests and tables.
 inline constexpr DataType kAllDataTypes[] = {
-    DataType::Bool,  DataType::Int8,     DataType::Int16,  DataType::Int32,
-    DataType::Int64, DataType::UInt8,    DataType::UInt16, DataType::UInt32,
-    DataType::Half,  DataType::BFloat16, DataType::Float,  DataType::Double};
+    DataType::Bool,          DataType::Int8,        DataType::Int16,         DataType::Int32,
+    DataType::Int64,         DataType::UInt8,       DataType::UInt16,        DataType::UInt32,
+    DataType::Half,          DataType::BFloat16,    DataType::Float,         DataType::Double,
+    DataType::Float8_e4m3fn, DataType::Float8_e5m2, DataType::Float8_e8m0fnu};
 
-/// The short name used by the text form: b8 i8 i16 i32 i64 u8 u16 u32 f16 bf16 f32 f64.
+/// The short name used by the text form: b8 i8 i16 i32 i64 u8 u16 u32 f16 bf16 f32 f64
+/// f8e4m3fn f8e5m2 f8e8m0fnu.
 llvm::StringRef shortName(DataType type);
 /// Parses a short name; nullopt when it names no data type.
 std::optional<DataType> parseDataType(llvm::StringRef name);
 /// Size of one element in bytes.
 unsigned byteSize(DataType type);
-/// True for half, bfloat16, float and double.
+/// True for half, bfloat16, float, double and the fp8 types.
 bool isFloatingPoint(DataType type);
 /// True for the signed and unsigned integer types (not bool).
 bool isInteger(DataType type);
@@ -45,9 +50,11 @@ bool isInteger(DataType type);
 bool isSignedInteger(DataType type);
 /// True for uint8..uint32.
 bool isUnsignedInteger(DataType type);
-/// True for half and bfloat16, which are computed in float and rounded.
+/// True for half, bfloat16 and the fp8 types: storage types, computed in float and rounded.
 bool isReducedPrecision(DataType type);
-/// The type arithmetic on `type` is carried out in: float for half/bfloat16, else `type`.
+/// True for the three fp8 types (one byte each).
+bool isFloat8(DataType type);
+/// The type arithmetic on `type` is carried out in: float for half/bfloat16/fp8, else `type`.
 DataType computeType(DataType type);
 
 /// Smallest and largest value of an integer type (int64's range for other types).
@@ -59,7 +66,9 @@ enum class TypeCategory : uint8_t { Bool, Integer, Floating };
 TypeCategory categoryOf(DataType type);
 
 /// PyTorch's promote_types for two data types (e.g. int32 + half -> half, half + bfloat16 ->
-/// float, uint8 + int8 -> int16, uint32 + int32 -> int64).
+/// float, uint8 + int8 -> int16, uint32 + int32 -> int64). fp8 types, which torch refuses to
+/// promote with any other type, promote as nvFuser's promoteType does: like half, so fp8 with
+/// another reduced-precision type is float, and fp8 with an integer or bool stays fp8.
 DataType promoteTypes(DataType a, DataType b);
 
 } // namespace widefuse

@@ -57,21 +57,25 @@ template <typename Fn> decltype(auto) visitNativeType(DataType type, Fn&& fn) {
     return fn.template operator()<float>();
   case DataType::Double:
     return fn.template operator()<double>();
-  case DataType::Half:
-  case DataType::BFloat16:
+  default: // half, bfloat16, fp8: storage types
     break;
   }
   WF_UNREACHABLE("{} has no native C++ type", shortName(type).str());
 }
 
-/// Every element of `buffer` converted to C (half/bfloat16 decoded exactly to float first).
+/// The bits of element i of a reduced-precision buffer (2 bytes for f16/bf16, 1 for fp8).
+uint16_t reducedBitsAt(const Buffer& buffer, size_t i) {
+  return byteSize(buffer.dtype) == 1 ? buffer.as<uint8_t>()[i] : buffer.as<uint16_t>()[i];
+}
+
+/// Every element of `buffer` converted to C (half/bfloat16/fp8 decoded exactly to float
+/// first).
 template <typename C> std::vector<C> loadAll(const Buffer& buffer) {
   std::vector<C> values(size_t(buffer.numel()));
   if (isReducedPrecision(buffer.dtype)) {
-    auto decode = buffer.dtype == DataType::Half ? halfBitsToFloat : bfloat16BitsToFloat;
-    const uint16_t* bits = buffer.as<uint16_t>();
     for (size_t i = 0; i < values.size(); ++i)
-      values[i] = element::convertNumber<C>(decode(bits[i]));
+      values[i] =
+          element::convertNumber<C>(reducedBitsToFloat(buffer.dtype, reducedBitsAt(buffer, i)));
     return values;
   }
   visitNativeType(buffer.dtype, [&]<typename S>() {
@@ -82,16 +86,22 @@ template <typename C> std::vector<C> loadAll(const Buffer& buffer) {
   return values;
 }
 
-/// Stores values into a new buffer of `dtype`, rounding once (to nearest even).
+/// Stores values into a new buffer of `dtype`, rounding once (to nearest even; fp8 from the
+/// value converted to float, as torch does).
 template <typename C>
 Buffer storeAll(const std::vector<C>& values, DataType dtype, llvm::ArrayRef<int64_t> shape) {
   Buffer buffer = makeBuffer(dtype, shape);
   WF_ASSERT(values.size() == size_t(buffer.numel()));
   if (isReducedPrecision(dtype)) {
-    auto encode = dtype == DataType::Half ? toHalfBits : toBFloat16Bits;
-    uint16_t* bits = buffer.as<uint16_t>();
-    for (size_t i = 0; i < values.size(); ++i)
-      bits[i] = encode(element::convertNumber<double>(values[i]));
+    for (size_t i = 0; i < values.size(); ++i) {
+      using element::convertNumber;
+      uint16_t bits =
+          toReducedBits(dtype, convertNumber<double>(values[i]), convertNumber<float>(values[i]));
+      if (byteSize(dtype) == 1)
+        buffer.as<uint8_t>()[i] = uint8_t(bits);
+      else
+        buffer.as<uint16_t>()[i] = bits;
+    }
     return buffer;
   }
   visitNativeType(dtype, [&]<typename D>() {

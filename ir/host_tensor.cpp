@@ -76,6 +76,10 @@ double floatingElement(const HostTensor& tensor, int64_t i) {
     return halfBitsToFloat(tensor.as<uint16_t>()[i]);
   case DataType::BFloat16:
     return bfloat16BitsToFloat(tensor.as<uint16_t>()[i]);
+  case DataType::Float8_e4m3fn:
+  case DataType::Float8_e5m2:
+  case DataType::Float8_e8m0fnu:
+    return reducedBitsToFloat(tensor.dtype(), tensor.as<uint8_t>()[i]);
   default:
     WF_UNREACHABLE("floatingElement of a {} tensor", shortName(tensor.dtype()).str());
   }
@@ -94,6 +98,11 @@ void setFloatingElement(HostTensor& tensor, int64_t i, double value) {
     return;
   case DataType::BFloat16:
     tensor.as<uint16_t>()[i] = toBFloat16Bits(value);
+    return;
+  case DataType::Float8_e4m3fn:
+  case DataType::Float8_e5m2:
+  case DataType::Float8_e8m0fnu:
+    tensor.as<uint8_t>()[i] = uint8_t(toReducedBits(tensor.dtype(), value, float(value)));
     return;
   default:
     WF_UNREACHABLE("setFloatingElement of a {} tensor", shortName(tensor.dtype()).str());

@@ -36,6 +36,12 @@ llvm::StringRef pythonDataTypeName(DataType type) {
     return "Float";
   case DataType::Double:
     return "Double";
+  case DataType::Float8_e4m3fn:
+    return "Float8_e4m3fn";
+  case DataType::Float8_e5m2:
+    return "Float8_e5m2";
+  case DataType::Float8_e8m0fnu:
+    return "Float8_e8m0fnu";
   }
   WF_ASSERT(false, "unknown data type");
 }

@@ -41,6 +41,10 @@ void encodeScalar(DataType dtype, const ScalarArgument& value, std::byte* out) {
           return store(convertNumber<float>(number));
         case DataType::Double:
           return store(convertNumber<double>(number));
+        case DataType::Float8_e4m3fn:
+        case DataType::Float8_e5m2:
+        case DataType::Float8_e8m0fnu:
+          return store(uint8_t(toReducedBits(dtype, 0, convertNumber<float>(number))));
         }
       },
       value);

@@ -308,6 +308,9 @@ llvm::StringRef npyDescr(DataType dtype) {
   case DataType::Int64:
     return "<i8";
   case DataType::UInt8:
+  case DataType::Float8_e4m3fn: // NumPy has no fp8: stored as their bits, as bf16
+  case DataType::Float8_e5m2:
+  case DataType::Float8_e8m0fnu:
     return "|u1";
   case DataType::UInt16:
   case DataType::BFloat16:
@@ -346,10 +349,13 @@ NpyHeader parseNpyHeader(llvm::StringRef bytes, llvm::StringRef nameForMessages,
          file.str());
   if (expected == DataType::BFloat16 && header.dtype == DataType::UInt16)
     header.dtype = DataType::BFloat16;
+  if (expected && isFloat8(*expected) && header.dtype == DataType::UInt8)
+    header.dtype = *expected;
   if (expected && *expected != header.dtype)
     fail("{}: holds {} data (descr '{}') but {} was expected{}", file.str(),
          shortName(header.dtype).str(), header.descr, shortName(*expected).str(),
          *expected == DataType::BFloat16 ? " (bf16 is stored as its uint16 bits, descr '<u2')"
+         : isFloat8(*expected)           ? " (fp8 is stored as its uint8 bits, descr '|u1')"
                                          : "");
   return header;
 }

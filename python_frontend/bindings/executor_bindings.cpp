@@ -22,10 +22,27 @@ namespace nb = nanobind;
 namespace widefuse::python {
 namespace {
 
-/// The DLPack type of `type` on a device (torch reads bool, f16 and bf16 as such).
+/// DLPack's code of an fp8 type (DLPack 1.1), nullopt for other types.
+std::optional<nb::dlpack::dtype_code> float8DlpackCode(DataType type) {
+  using Code = nb::dlpack::dtype_code;
+  switch (type) {
+  case DataType::Float8_e4m3fn:
+    return Code::Float8_E4M3FN;
+  case DataType::Float8_e5m2:
+    return Code::Float8_E5M2;
+  case DataType::Float8_e8m0fnu:
+    return Code::Float8_E8M0FNU;
+  default:
+    return std::nullopt;
+  }
+}
+
+/// The DLPack type of `type` on a device (torch reads bool, f16, bf16 and fp8 as such).
 nb::dlpack::dtype deviceDlpackType(DataType type) {
   using Code = nb::dlpack::dtype_code;
   auto bits = static_cast<uint8_t>(8 * byteSize(type));
+  if (auto code = float8DlpackCode(type))
+    return {static_cast<uint8_t>(*code), bits, 1};
   if (type == DataType::Bool)
     return {static_cast<uint8_t>(Code::Bool), bits, 1};
   if (type == DataType::BFloat16)
@@ -38,10 +55,10 @@ nb::dlpack::dtype deviceDlpackType(DataType type) {
 }
 
 /// The NumPy stand-in for `type` on the host: an unsigned integer of the same width for bool,
-/// f16 and bf16, which the Python side views as the real dtype (NumPy has no bf16, and its
-/// DLPack import of bool and f16 varies between versions).
+/// f16, bf16 and fp8, which the Python side views as the real dtype (NumPy has no bf16 or
+/// fp8, and its DLPack import of bool and f16 varies between versions).
 nb::dlpack::dtype hostDlpackType(DataType type) {
-  if (type == DataType::Bool || type == DataType::Half || type == DataType::BFloat16)
+  if (type == DataType::Bool || isReducedPrecision(type))
     return {static_cast<uint8_t>(nb::dlpack::dtype_code::UInt),
             static_cast<uint8_t>(8 * byteSize(type)), 1};
   return deviceDlpackType(type);
@@ -62,6 +79,10 @@ std::string dataTypeOfDlpack(nb::dlpack::dtype type) {
       name = fmt::format("f{}", type.bits);
     else if (code == Code::Bfloat && type.bits == 16)
       name = "bf16";
+    for (DataType float8 :
+         {DataType::Float8_e4m3fn, DataType::Float8_e5m2, DataType::Float8_e8m0fnu})
+      if (code == float8DlpackCode(float8) && type.bits == 8)
+        name = shortName(float8).str();
   }
   if (name.empty() || !parseDataType(name))
     fail("DLPack data type (code {}, {} bits, {} lanes) has no widefuse equivalent",

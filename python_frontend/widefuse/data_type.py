@@ -22,7 +22,8 @@ class _DataTypeBase(enum.Enum):
 
     @property
     def numpy(self) -> np.dtype:
-        """The NumPy dtype holding this type (ml_dtypes.bfloat16 for BFloat16)."""
+        """The NumPy dtype holding this type (ml_dtypes' types for BFloat16 and the fp8
+        types)."""
         return _numpy_of(self.value)
 
     @property
@@ -38,13 +39,19 @@ DataType = _DataTypeBase(  # type: ignore[misc]
 DataType.__doc__ = _DataTypeBase.__doc__
 
 
+# Short names whose NumPy type ml_dtypes provides.
+_ML_DTYPES = {"bf16": ml_dtypes.bfloat16, "f8e4m3fn": ml_dtypes.float8_e4m3fn,
+              "f8e5m2": ml_dtypes.float8_e5m2, "f8e8m0fnu": ml_dtypes.float8_e8m0fnu}
+
+
 def _numpy_of(short_name: str) -> np.dtype:
-    """The NumPy dtype of a short name: b8 is bool, bf16 ml_dtypes.bfloat16, and the others
-    say their kind and width (i32: int32, u16: uint16, f64: float64)."""
+    """The NumPy dtype of a short name: b8 is bool, bf16 and the fp8 types come from
+    ml_dtypes, and the others say their kind and width (i32: int32, u16: uint16, f64:
+    float64)."""
     if short_name == "b8":
         return np.dtype(np.bool_)
-    if short_name == "bf16":
-        return np.dtype(ml_dtypes.bfloat16)
+    if short_name in _ML_DTYPES:
+        return np.dtype(_ML_DTYPES[short_name])
     kind = {"i": "int", "u": "uint", "f": "float"}[short_name[0]]
     return np.dtype(f"{kind}{short_name[1:]}")
 

@@ -31,7 +31,8 @@ def is_tensor(value: Any) -> bool:
 
 
 def data_type_of_tensor(dtype: Any) -> Optional[DataType]:
-    """The DataType of a torch dtype, or None for one widefuse lacks (complex, float8, ...)."""
+    """The DataType of a torch dtype, or None for one widefuse lacks (complex, the fnuz fp8
+    types, float4, ...)."""
     global _data_types
     if _data_types is None:
         torch = loaded_torch()
@@ -41,7 +42,10 @@ def data_type_of_tensor(dtype: Any) -> Optional[DataType]:
             torch.uint16: DataType.UInt16, torch.uint32: DataType.UInt32,
             torch.float16: DataType.Half, torch.bfloat16: DataType.BFloat16,
             torch.float32: DataType.Float, torch.float64: DataType.Double,
+            torch.float8_e4m3fn: DataType.Float8_e4m3fn, torch.float8_e5m2: DataType.Float8_e5m2,
         }
+        if hasattr(torch, "float8_e8m0fnu"):  # torch 2.7 and later
+            _data_types[torch.float8_e8m0fnu] = DataType.Float8_e8m0fnu
     return _data_types.get(dtype)
 
 
@@ -95,7 +99,7 @@ def current_stream(tensor: Any) -> Optional[int]:
 
 
 def host_outputs(raw: Sequence[np.ndarray], data_types: Sequence[DataType]) -> list:
-    """The host backend's outputs (bool, f16 and bf16 as unsigned integers of the same
+    """The host backend's outputs (bool, f16, bf16 and fp8 as unsigned integers of the same
     width) as CPU torch tensors sharing their memory."""
     torch = loaded_torch()
     outputs = []

@@ -33,7 +33,8 @@ using IntegerTypes = TypeList<i8, i16, i32, i64, u8, u16, u32>;
 using NumberTypes = TypeList<i8, i16, i32, i64, u8, u16, u32, f32, f64>;
 using BitwiseTypes = TypeList<b8, i8, i16, i32, i64, u8, u16, u32>;
 using ComputeTypes = TypeList<b8, i8, i16, i32, i64, u8, u16, u32, f32, f64>;
-using StorageTypes = TypeList<b8, i8, i16, i32, i64, u8, u16, u32, f16, bf16, f32, f64>;
+using StorageTypes =
+    TypeList<b8, i8, i16, i32, i64, u8, u16, u32, f16, bf16, f32, f64, f8e4m3fn, f8e5m2, f8e8m0fnu>;
 
 template <typename... Ts, typename F> void forEachType(TypeList<Ts...>, F&& f) {
   (f.template operator()<Ts>(), ...);
@@ -43,9 +44,11 @@ template <typename... Ts, typename F> void forEachType(TypeList<Ts...>, F&& f) {
 template <typename T> using Native = std::conditional_t<std::is_same_v<T, i64>, int64_t, T>;
 
 template <typename T> DataType dtypeOf() {
-  DataType types[] = {DataType::Bool,  DataType::Int8,     DataType::Int16,  DataType::Int32,
-                      DataType::Int64, DataType::UInt8,    DataType::UInt16, DataType::UInt32,
-                      DataType::Half,  DataType::BFloat16, DataType::Float,  DataType::Double};
+  DataType types[] = {DataType::Bool,          DataType::Int8,        DataType::Int16,
+                      DataType::Int32,         DataType::Int64,       DataType::UInt8,
+                      DataType::UInt16,        DataType::UInt32,      DataType::Half,
+                      DataType::BFloat16,      DataType::Float,       DataType::Double,
+                      DataType::Float8_e4m3fn, DataType::Float8_e5m2, DataType::Float8_e8m0fnu};
   int index = 0, found = -1;
   forEachType(StorageTypes{}, [&]<typename S>() {
     if (std::is_same_v<S, T>)
@@ -344,6 +347,11 @@ template <typename T> std::vector<T> convertSources() {
     for (uint32_t bits = 0; bits < 65536; ++bits)
       every[bits] = T{u16(bits)};
     return every;
+  } else if constexpr (sizeof(T) == 1 && std::is_class_v<T>) { // the fp8 types
+    std::vector<T> every(256);
+    for (uint32_t bits = 0; bits < 256; ++bits)
+      every[bits] = T{u8(bits)};
+    return every;
   } else {
     return testValues<T>();
   }
@@ -362,6 +370,47 @@ TEST(PreludeConvert, DecodesEveryHalfAndBFloat16Pattern) {
         << std::hex << bits;
     ASSERT_EQ(bitsOf(wf_convert<f32>(bf16{u16(bits)})), bitsOf(bfloat16BitsToFloat(u16(bits))))
         << std::hex << bits;
+  }
+}
+
+TEST(PreludeConvert, DecodesEveryFloat8Pattern) {
+  for (uint32_t bits = 0; bits < 256; ++bits) {
+    ASSERT_EQ(bitsOf(wf_convert<f32>(f8e4m3fn{u8(bits)})),
+              bitsOf(float8E4M3FnBitsToFloat(u8(bits))))
+        << std::hex << bits;
+    ASSERT_EQ(bitsOf(wf_convert<f32>(f8e5m2{u8(bits)})), bitsOf(float8E5M2BitsToFloat(u8(bits))))
+        << std::hex << bits;
+    ASSERT_EQ(bitsOf(wf_convert<f32>(f8e8m0fnu{u8(bits)})),
+              bitsOf(float8E8M0FnuBitsToFloat(u8(bits))))
+        << std::hex << bits;
+  }
+}
+
+// The prelude's integer rounding against the reference's float arithmetic, on floats in steps
+// of 1021 patterns (4.2 million), every fp8 value and midpoint and the floats beside them.
+TEST(PreludeConvert, RoundsFloatsToFloat8LikeTheReference) {
+  auto check = [](f32 value) {
+    ASSERT_EQ(wf_convert<f8e4m3fn>(value).bits, toFloat8E4M3FnBits(value)) << show(value);
+    ASSERT_EQ(wf_convert<f8e5m2>(value).bits, toFloat8E5M2Bits(value)) << show(value);
+    ASSERT_EQ(wf_convert<f8e8m0fnu>(value).bits, toFloat8E8M0FnuBits(value)) << show(value);
+  };
+  for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 1021)
+    check(wf_bitcast<f32>(u32(bits)));
+  for (uint32_t bits = 0; bits < 255; ++bits)
+    for (f32 low : {float8E4M3FnBitsToFloat(u8(bits)), float8E5M2BitsToFloat(u8(bits)),
+                    float8E8M0FnuBitsToFloat(u8(bits))}) {
+      for (f32 point : {low, std::nextafter(low, INFINITY), std::nextafter(low, -INFINITY)}) {
+        check(point);
+        check(-point);
+      }
+    }
+  for (uint32_t bits = 0; bits < 254; ++bits) {
+    f32 tie = (float8E4M3FnBitsToFloat(u8(bits)) + float8E4M3FnBitsToFloat(u8(bits + 1))) / 2;
+    for (f32 value : {tie, std::nextafter(tie, INFINITY), std::nextafter(tie, -INFINITY)})
+      check(value);
+    tie = (float8E5M2BitsToFloat(u8(bits)) + float8E5M2BitsToFloat(u8(bits + 1))) / 2;
+    for (f32 value : {tie, std::nextafter(tie, INFINITY), std::nextafter(tie, -INFINITY)})
+      check(value);
   }
 }
 

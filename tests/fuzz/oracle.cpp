@@ -33,6 +33,10 @@ double roundoff(DataType t) {
     return 0x1p-10;
   case DataType::BFloat16:
     return 0x1p-7;
+  case DataType::Float8_e4m3fn:
+    return 0x1p-3;
+  case DataType::Float8_e5m2:
+    return 0x1p-2;
   case DataType::Float:
     return 0x1p-23;
   default:
@@ -40,12 +44,27 @@ double roundoff(DataType t) {
   }
 }
 double denormal(DataType t) {
-  return t == DataType::Half ? 0x1p-24 : t == DataType::Float ? 0x1p-149 : 0x1p-133;
+  switch (t) {
+  case DataType::Half:
+    return 0x1p-24;
+  case DataType::Float:
+    return 0x1p-149;
+  case DataType::Float8_e4m3fn:
+    return 0x1p-9;
+  case DataType::Float8_e5m2:
+    return 0x1p-16;
+  default:
+    return 0x1p-133;
+  }
 }
 double largest(DataType t) {
   switch (t) {
   case DataType::Half:
     return 65504.0;
+  case DataType::Float8_e4m3fn:
+    return 448.0;
+  case DataType::Float8_e5m2:
+    return 57344.0;
   case DataType::BFloat16:
   case DataType::Float:
     return double(std::numeric_limits<float>::max());
@@ -64,6 +83,10 @@ double elementAsDouble(const std::byte* p, DataType dtype) {
     std::memcpy(&bits, p, 2);
     return dtype == DataType::Half ? halfBitsToFloat(bits) : bfloat16BitsToFloat(bits);
   }
+  case DataType::Float8_e4m3fn:
+  case DataType::Float8_e5m2:
+  case DataType::Float8_e8m0fnu:
+    return reducedBitsToFloat(dtype, uint8_t(p[0]));
   case DataType::Float: {
     float f;
     std::memcpy(&f, p, 4);
@@ -90,6 +113,10 @@ double elementAsDouble(const std::byte* p, DataType dtype) {
 void roundTo(Bound& b, DataType t) {
   if (!isFloatingPoint(t))
     return;
+  if (t == DataType::Float8_e8m0fnu) { // no sign and no zero: no relative error bound
+    b.safe = false;
+    return;
+  }
   b.error += roundoff(t) * b.magnitude + denormal(t);
   if (b.magnitude * 1.01 >= largest(t))
     b.safe = false;

@@ -61,8 +61,8 @@ void fillRandom(DataType dtype, std::vector<std::byte>& storage, std::mt19937_64
       std::memcpy(element, &value, 8);
     } else if (isReducedPrecision(dtype)) {
       double value = randomDouble(random);
-      uint16_t bits = dtype == DataType::Half ? toHalfBits(value) : toBFloat16Bits(value);
-      std::memcpy(element, &bits, 2);
+      uint16_t bits = toReducedBits(dtype, value, float(value));
+      std::memcpy(element, &bits, size); // little-endian: the low byte for fp8
     } else {
       // Little-endian: the low `size` bytes of the integer are its value in `dtype`.
       int64_t value = randomInteger(dtype, random);

@@ -1,4 +1,5 @@
 #include "ir/data_type.h"
+#include "ir/error.h"
 #include "ir/fusion_definition.h"
 #include "ir/type_promotion.h"
 
@@ -11,6 +12,43 @@ TEST(DataType, ShortNamesRoundTrip) {
     EXPECT_EQ(parseDataType(shortName(type)), type);
   EXPECT_FALSE(parseDataType("f8").has_value());
   EXPECT_EQ(shortName(DataType::BFloat16), "bf16");
+}
+
+TEST(DataType, Float8TypesAreOneByteStorageTypesComputedInFloat) {
+  for (DataType type : {DataType::Float8_e4m3fn, DataType::Float8_e5m2, DataType::Float8_e8m0fnu}) {
+    EXPECT_EQ(byteSize(type), 1u);
+    EXPECT_TRUE(isFloatingPoint(type) && isReducedPrecision(type) && isFloat8(type));
+    EXPECT_EQ(computeType(type), DataType::Float);
+    EXPECT_EQ(categoryOf(type), TypeCategory::Floating);
+  }
+  EXPECT_FALSE(isFloat8(DataType::Half));
+  EXPECT_EQ(shortName(DataType::Float8_e4m3fn), "f8e4m3fn");
+  EXPECT_EQ(parseDataType("f8e5m2"), DataType::Float8_e5m2);
+  EXPECT_EQ(parseDataType("f8e8m0fnu"), DataType::Float8_e8m0fnu);
+}
+
+// torch refuses to promote fp8 with any other type; these are nvFuser's promoteType results
+// (csrc/type.h: two floating types below double give float, double wins, an integer or bool
+// keeps the floating type).
+TEST(DataType, Float8PromotesAsNvFuserPromotes) {
+  const DataType e4m3 = DataType::Float8_e4m3fn, e5m2 = DataType::Float8_e5m2;
+  EXPECT_EQ(promoteTypes(e4m3, e4m3), e4m3);
+  EXPECT_EQ(promoteTypes(e4m3, e5m2), DataType::Float);
+  EXPECT_EQ(promoteTypes(e5m2, DataType::Half), DataType::Float);
+  EXPECT_EQ(promoteTypes(DataType::BFloat16, DataType::Float8_e8m0fnu), DataType::Float);
+  EXPECT_EQ(promoteTypes(e4m3, DataType::Float), DataType::Float);
+  EXPECT_EQ(promoteTypes(DataType::Double, e5m2), DataType::Double);
+  EXPECT_EQ(promoteTypes(e4m3, DataType::Int32), e4m3);
+  EXPECT_EQ(promoteTypes(DataType::Bool, e5m2), e5m2);
+  FusionDefinition fd;
+  Val x = fd.defineTensor({4}, e4m3);
+  EXPECT_EQ((x * 2.0).dtype(), e4m3); // a Python number keeps the tensor's type (as torch)
+  EXPECT_EQ((x + fd.defineTensor({4}, DataType::Half)).dtype(), DataType::Float);
+  EXPECT_EQ(sqrt(x).dtype(), e4m3);
+  EXPECT_EQ(bitcast(x, DataType::Int8).dtype(), DataType::Int8);
+  EXPECT_EQ(bitcast(x, DataType::Float8_e5m2).dtype(), e5m2);
+  EXPECT_THROW(bitcast(x, DataType::Half), Error);
+  EXPECT_THROW(nextafter(x, x), Error); // an fp8 step computed in f32 is not an fp8 ulp
 }
 
 TEST(DataType, Sizes) {

@@ -209,8 +209,7 @@ TEST(EvaluatorOps, FloatingPointBinaryAndTernary) {
   expectFloatOp(
       "hypot", binary(hypot), [](auto a, auto b, auto) { return std::hypot(a, b); }, two);
   expectFloatOp(
-      "copysign", binary(copysign), [](auto a, auto b, auto) { return std::copysign(a, b); },
-      two);
+      "copysign", binary(copysign), [](auto a, auto b, auto) { return std::copysign(a, b); }, two);
   expectFloatOp("lerp", ternary(lerp),
                 [](auto s, auto e, auto w) {
                   using T = decltype(s);
@@ -333,9 +332,14 @@ TEST(EvaluatorOps, WhereSelectsAndPromotes) {
 }
 
 TEST(EvaluatorOps, CastBetweenEveryPairOfTypes) {
-  std::vector<double> values = {0, 1, 2, 3, 100, 7, 1};
+  // Values every type holds exactly (96 and 7 fit e4m3fn's and e5m2's mantissas), except
+  // e8m0fnu, which holds powers of two only: its casts are checked against torch
+  // (test_torch_float8.py) and the formats' definition (float8_test.cpp).
+  std::vector<double> values = {0, 1, 2, 3, 96, 7, 1};
   for (DataType from : kAllDataTypes)
     for (DataType to : kAllDataTypes) {
+      if (from == DataType::Float8_e8m0fnu || to == DataType::Float8_e8m0fnu)
+        continue;
       std::vector<HostTensor> inputs = {tensorOf(from, values)};
       HostTensor out = runOneOp([to](std::vector<Val>& v) { return cast(v[0], to); }, inputs);
       ASSERT_EQ(out.dtype(), to);

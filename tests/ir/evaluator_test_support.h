@@ -4,6 +4,7 @@
 
 #include "ir/evaluator.h"
 #include "ir/fusion_definition.h"
+#include "ir/half_float.h"
 
 #include <gtest/gtest.h>
 
@@ -70,6 +71,10 @@ inline double elementAsDouble(const HostTensor& tensor, int64_t i) {
     return tensor.as<float>()[i];
   case DataType::Double:
     return tensor.as<double>()[i];
+  case DataType::Float8_e4m3fn: // decoded as tests/ir/float8_test.cpp checks, pattern by pattern
+  case DataType::Float8_e5m2:
+  case DataType::Float8_e8m0fnu:
+    return reducedBitsToFloat(tensor.dtype(), tensor.as<uint8_t>()[i]);
   }
   return 0;
 }
@@ -112,6 +117,11 @@ inline void setElement(HostTensor& tensor, int64_t i, double value) {
     break;
   case DataType::Double:
     tensor.as<double>()[i] = value;
+    break;
+  case DataType::Float8_e4m3fn: // e8m0fnu has powers of two only: others round (no zero: 2^-127)
+  case DataType::Float8_e5m2:
+  case DataType::Float8_e8m0fnu:
+    tensor.as<uint8_t>()[i] = uint8_t(toReducedBits(tensor.dtype(), value, float(value)));
     break;
   }
 }

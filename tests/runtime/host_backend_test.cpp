@@ -53,9 +53,11 @@ void fillRandom(HostTensor& tensor, std::mt19937_64& random) {
         std::memcpy(at, &narrow, 4);
       } else if (dtype == DataType::Double) {
         std::memcpy(at, &value, 8);
+      } else if (isFloat8(dtype) && choice % 2 == 0) {
+        at[0] = uint8_t(random()); // any of the 256 patterns, NaNs included
       } else {
-        uint16_t bits = dtype == DataType::Half ? toHalfBits(value) : toBFloat16Bits(value);
-        std::memcpy(at, &bits, 2);
+        uint16_t bits = toReducedBits(dtype, value, float(value));
+        std::memcpy(at, &bits, size); // little-endian: the low byte for fp8
       }
     } else {
       uint64_t bits = random();
