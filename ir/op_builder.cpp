@@ -66,7 +66,9 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
     return promoted;
   case TypeRule::Select:
     if (operands[0]->dtype() != DataType::Bool)
-      return reject("the condition of where must be bool (compare or cast it first)");
+      // nvFuser's phrase first: tools written for nvFuser match on it.
+      return reject("Condition should be of DataType Bool: the condition of where must be bool "
+                    "(compare or cast it first)");
     return promoteOperandTypes(operands.drop_front(), operands[0]->isTensor());
   case TypeRule::FloatOnly:
     if (!allOperands(operands, isFloatingPoint))
@@ -154,7 +156,9 @@ llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operan
   std::string call = describeCall(OpKind::BroadcastInDim, operands) + " to " +
                      formatExtents(shape) + " with dims " + formatExtents(dims);
   if (dims.size() != input->rank())
-    fail("{}: broadcast_dims needs one entry per operand dimension ({})", call, input->rank());
+    fail("{}: The broadcast dimensions should match the input dimensions. broadcast_dims needs "
+         "one entry per operand dimension ({})",
+         call, input->rank());
   if (!extents.empty() && extents.size() != shape.size())
     fail("{}: {} extent values for {} output dimensions", call, extents.size(), shape.size());
   for (size_t i = 0; i < dims.size(); ++i) {

@@ -53,8 +53,10 @@ def tensor_contiguity(contiguity: Any, shape: Sequence[int], order: Sequence[int
                         f"None, got {flag!r}")
         flags.append(bool(flag))
     if len(flags) != rank:
-        raise ArgumentValueError(f"define_tensor: contiguity {list(contiguity)} has {len(flags)} entries for "
-                    f"the rank-{rank} shape {list(shape)}")
+        raise ArgumentValueError(
+            f"define_tensor: Length of contiguity argument ({len(flags)}) must match that of "
+            f"shape argument ({rank}): contiguity {list(contiguity)} has {len(flags)} entries "
+            f"for the rank-{rank} shape {list(shape)}")
     return [flags[rank - 1 - order[d]] or shape[d] == 1 for d in range(rank)]
 
 

@@ -97,8 +97,10 @@ class Operators:
         kept = [d for d, flag in enumerate(flags) if not flag]
         rank = x.ndim if isinstance(x, Tensor) else 0
         if len(kept) != rank:
-            raise Error(f"fd.ops.broadcast: is_broadcast_dim {flags} keeps {len(kept)} "
-                        f"dimensions; the operand has {rank}")
+            raise Error(f"fd.ops.broadcast: Invalid broadcast, number of false entries in "
+                        f"is_broadcast_dim expected to be {rank} but received {len(kept)}: "
+                        f"is_broadcast_dim {flags} keeps {len(kept)} dimensions; the operand "
+                        f"has {rank}")
         return self.broadcast_in_dim(x, [1 if flag else -1 for flag in flags], kept)
 
     def segment_set(self, x: Any) -> Value:

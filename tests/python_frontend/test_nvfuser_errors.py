@@ -83,3 +83,25 @@ def test_fusion_errors_stay_runtime_errors_and_definition_is_not_implemented():
     assert issubclass(widefuse.ArgumentTypeError, TypeError)
     assert issubclass(widefuse.ArgumentValueError, ValueError)
     assert issubclass(widefuse.DimensionIndexError, IndexError)
+
+
+def test_messages_begin_with_the_phrases_nvfusers_tests_match():
+    # Tools written for nvFuser match these phrases (pytest.raises(match=...)); widefuse's own
+    # explanation follows them.
+    def where_on_a_float_condition():
+        with FusionDefinition() as fd:
+            t0 = fd.define_tensor(shape=[-1])
+            fd.ops.where(t0, t0, t0)
+
+    check(RuntimeError, r"Condition should be of DataType Bool", where_on_a_float_condition)
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1])
+        check(RuntimeError, r"Length of contiguity argument \(3\) must match that of shape "
+                            r"argument \(2\)",
+              lambda: fd.define_tensor(shape=[-1, -1], contiguity=[True, True, True]))
+        check(RuntimeError, r"Invalid broadcast, number of false entries in is_broadcast_dim "
+                            r"expected to be 2",
+              lambda: fd.ops.broadcast(t0, [True, False]))
+        check(RuntimeError, r"The broadcast dimensions should match the input dimensions\.",
+              lambda: fd.ops.broadcast_in_dim(t0, [2, 2, 3], [0]))
+        fd.add_output(fd.ops.neg(t0))
