@@ -150,7 +150,7 @@ class FusionDefinition:
     def _live(self) -> Any:
         self._builder_empty = False
         if self._builder is None:
-            raise Error("Attempting to add to a completed definition: this FusionDefinition "
+            raise Error("Attempting to add to a completed definition! This FusionDefinition "
                         "is finished (its `with` block ended, or its definition() ran); ops, "
                         "inputs and outputs can only be added inside it")
         return self._builder
@@ -336,8 +336,9 @@ class FusionDefinition:
 
     # Inspecting
     def _finished(self, what: str) -> Any:
-        if (self._fusion is None and self._builder is not None and self._builder_empty and
-                type(self).definition is not FusionDefinition.definition):
+        if self._fusion is None and self._builder is not None and self._builder_empty:
+            if type(self).definition is FusionDefinition.definition:
+                self.definition()  # nothing was defined: NotImplementedError, as in nvFuser
             with self:
                 self.definition()
             if type(self).schedule is not FusionDefinition.schedule:

@@ -102,6 +102,9 @@ def test_definition_errors():
     other = FusionDefinition()
     with pytest.raises(widefuse.Error, match="another FusionDefinition"):
         other.ops.add(t, 1)
+    with pytest.raises(NotImplementedError, match="definition\\(\\) should be implemented"):
+        other.execute([])  # nothing defined: nvFuser's answer
+    other.define_tensor(shape=[-1])
     with pytest.raises(widefuse.Error, match="execute\\(\\) needs a finished definition"):
         other.execute([])
     with pytest.raises(widefuse.Error, match="unknown backend 'gpu'"):

@@ -213,13 +213,16 @@ def test_schedule_runs_once_on_the_completed_definition():
     torch.testing.assert_close(fd.execute([a, b])[0], a + b * 3.0)
     fd.execute([a, b])
     assert Scheduled.calls == 1
-    with pytest.raises(widefuse.Error, match="Attempting to add to a completed definition"):
+    with pytest.raises(widefuse.Error, match="Attempting to add to a completed definition!"):
         DefinesInSchedule().execute([a, b])
 
 
 def test_definition_is_for_subclasses():
     with pytest.raises(NotImplementedError, match="subclass"):
         FusionDefinition().definition()
+    # Running a definition that defines nothing asks for definition() too, as nvFuser does.
+    with pytest.raises(NotImplementedError, match="subclass"):
+        FusionDefinition().execute([torch.ones(2)])
 
 
 def test_one_value_as_several_outputs_and_an_input_as_output():
