@@ -34,8 +34,24 @@ namespace fs = std::filesystem;
 /// letting the fast path's loops vectorize for this CPU: errno is never read, so sqrt can be
 /// one instruction. Not -fno-trapping-math: with it GCC folds (float)(int)x into trunc(x),
 /// which keeps the sign of a negative zero the reference does not (found by the fuzzer).
-constexpr const char* kFlags = "-std=c++17 -O3 -march=native -fPIC -shared -ffp-contract=off "
-                               "-fno-fast-math -fno-math-errno -w";
+///
+/// -fno-builtin-<f> for every libm function the prelude calls that glibc does not round
+/// correctly: GCC folds such a call on a constant argument at compile time with MPFR (correctly
+/// rounded), where the reference evaluator calls glibc at run time, so log10f(3) differed by
+/// 1 ulp (found by the fuzzer). The exact ones (sqrt, fabs, fma, fmod, trunc, copysign,
+/// nextafter) stay builtins: folding them cannot change a bit, and sqrt vectorizes.
+// clang-format off
+#define WF_LIBM(name) " -fno-builtin-" #name " -fno-builtin-" #name "f"
+constexpr const char* kFlags =
+    "-std=c++17 -O3 -march=native -fPIC -shared -ffp-contract=off -fno-fast-math "
+    "-fno-math-errno -w"
+    WF_LIBM(exp) WF_LIBM(exp2) WF_LIBM(expm1) WF_LIBM(log) WF_LIBM(log2) WF_LIBM(log10)
+    WF_LIBM(log1p) WF_LIBM(pow) WF_LIBM(sin) WF_LIBM(cos) WF_LIBM(tan) WF_LIBM(asin)
+    WF_LIBM(acos) WF_LIBM(atan) WF_LIBM(atan2) WF_LIBM(sinh) WF_LIBM(cosh) WF_LIBM(tanh)
+    WF_LIBM(asinh) WF_LIBM(acosh) WF_LIBM(atanh) WF_LIBM(erf) WF_LIBM(erfc) WF_LIBM(hypot)
+    WF_LIBM(lgamma) " -fno-builtin-lgamma_r -fno-builtin-lgammaf_r";
+#undef WF_LIBM
+// clang-format on
 
 std::string readFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -370,9 +386,11 @@ std::shared_ptr<const HostKernel> HostKernelCache::loadOrBuild(const std::string
 
 std::shared_ptr<const HostKernel> HostKernelCache::compile(llvm::StringRef source,
                                                            llvm::StringRef kernelName) {
+  // The command as well as its --version: a wrapper script (WIDEFUSE_HOST_CXX) that adds or
+  // drops flags reports the compiler's version but builds another kernel.
   std::string keyMaterial =
-      fmt::format("{}\n{}\n{}\n{}\n{}\n{}", compilerIdentity(), hostCpuIdentity(), kFlags,
-                  hostShim().str(), kernelName.str(), source.str());
+      fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}", compilerCommand(), compilerIdentity(),
+                  hostCpuIdentity(), kFlags, hostShim().str(), kernelName.str(), source.str());
   return loadOrBuild(keyMaterial, source, kernelName);
 }
 

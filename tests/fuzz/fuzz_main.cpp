@@ -66,7 +66,9 @@ void report(const Settings& settings, uint64_t index, const FuzzCase& fuzzCase,
   Reduction reduced = reduceCase(fuzzCase, outcome, runner);
   // The run-time shapes, in the form tests/fuzz/regressions/*.wf read (tests/fuzz/replay.h).
   std::string shapes;
-  for (const Value* input : parseFusion(reduced.text, "reduced")->inputs())
+  // Held in a local: a range-for over a temporary's inputs() would read a destroyed fusion.
+  std::unique_ptr<Fusion> reducedFusion = parseFusion(reduced.text, "reduced");
+  for (const Value* input : reducedFusion->inputs())
     if (input->isTensor())
       shapes += fmt::format("# shape {}: [{}]\n", input->name(),
                             fmt::join(fuzzCase.inputs.at(input->name()).shape, ", "));

@@ -208,6 +208,28 @@ TEST(HostKernelCache, ARecordOfAnotherCompilerIsRebuilt) {
   EXPECT_EQ(lines(warnings), 1u) << warnings;
 }
 
+TEST(HostKernelCache, AWrapperThatChangesTheFlagsIsAnotherCompiler) {
+  // Two wrapper scripts around one compiler report one version, but the second adds a flag
+  // that changes the code: sharing one cache directory, each must get its own kernel.
+  TempDir directory;
+  writeCompiler(directory.file("cxx-plain"), "test compiler 1.0",
+                fmt::format("exec {} \"$@\"", HostKernelCache::compilerCommand()));
+  writeCompiler(
+      directory.file("cxx-extra"), "test compiler 1.0",
+      fmt::format("exec {} -DWF_TEST_EXTRA=1000 \"$@\"", HostKernelCache::compilerCommand()));
+  std::string source = hostKernelSource("wrapped");
+  std::string cache = directory.file("cache");
+  {
+    ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", directory.file("cxx-plain"));
+    HostKernelCache plain(onDisk(cache));
+    EXPECT_EQ(runBlockThree(*plain.compile(source, "wrapped")), kHostKernelMagic + 3);
+  }
+  ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", directory.file("cxx-extra"));
+  HostKernelCache extra(onDisk(cache));
+  EXPECT_EQ(runBlockThree(*extra.compile(source, "wrapped")), kHostKernelMagic + 1000 + 3);
+  EXPECT_EQ(records(cache).size(), 2u);
+}
+
 TEST(HostKernelCache, AnUnwritableDirectoryWarnsOnceAndBuildsWithoutIt) {
   // /proc/self exists, and no process, root included, can create files in it.
   KernelCacheOptions options = onDisk("/proc/self");
