@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "runtime/cache_directory.h"
+#include "runtime/host_precompiled_prelude.h"
 #include "runtime/host_shim.h"
 #include "runtime/kernel_cache_record.h"
 
@@ -43,7 +44,7 @@ namespace fs = std::filesystem;
 // clang-format off
 #define WF_LIBM(name) " -fno-builtin-" #name " -fno-builtin-" #name "f"
 constexpr const char* kFlags =
-    "-std=c++17 -O3 -march=native -fPIC -shared -ffp-contract=off -fno-fast-math "
+    "-std=c++17 -O3 -march=native -fPIC -ffp-contract=off -fno-fast-math "
     "-fno-math-errno -w"
     WF_LIBM(exp) WF_LIBM(exp2) WF_LIBM(expm1) WF_LIBM(log) WF_LIBM(log2) WF_LIBM(log10)
     WF_LIBM(log1p) WF_LIBM(pow) WF_LIBM(sin) WF_LIBM(cos) WF_LIBM(tan) WF_LIBM(asin)
@@ -223,7 +224,10 @@ HostKernelCache::HostKernelCache(KernelCacheOptions options) {
     return;
   }
   useDisk_ = true;
+  prelude_ = std::make_unique<HostPrecompiledPrelude>(directory_);
 }
+
+HostKernelCache::~HostKernelCache() = default;
 
 HostKernelCache& HostKernelCache::global() {
   static HostKernelCache* cache = new HostKernelCache(); // never destroyed: see HostKernel
@@ -239,36 +243,55 @@ bool HostKernelCache::diskEnabled() const {
   return useDisk_;
 }
 
-std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
-                                               const std::string& keyMaterial) {
+HostKernelCache::CompileAttempt HostKernelCache::compileUnit(llvm::StringRef unit,
+                                                             llvm::StringRef kernelName) {
   std::string reason;
-  std::string sourcePath =
-      writeScratchFile(kernelName, "cpp", hostShim().str() + "\n" + source.str(), reason);
-  if (sourcePath.empty())
+  CompileAttempt attempt;
+  attempt.sourcePath = writeScratchFile(kernelName, "cpp", unit, reason);
+  if (attempt.sourcePath.empty())
     fail("host backend: cannot write the source of kernel '{}' ({}): free space in the "
          "temporary directory or set TMPDIR to another one",
          kernelName.str(), reason);
-  std::string base = sourcePath.substr(0, sourcePath.size() - 4); // without ".cpp"
-  std::string object = base + ".so", log = base + ".log";
-  std::string command = fmt::format("{} {} -o '{}' '{}' >'{}' 2>&1", compilerCommand(), kFlags,
-                                    object, sourcePath, log);
-  int status = runCommand(command);
-  std::string output = readFile(log);
+  std::string base = attempt.sourcePath.substr(0, attempt.sourcePath.size() - 4); // no ".cpp"
+  attempt.object = base + ".so";
+  std::string log = base + ".log";
+  std::string command = fmt::format("{} {} -shared -o '{}' '{}' >'{}' 2>&1", compilerCommand(),
+                                    kFlags, attempt.object, attempt.sourcePath, log);
+  attempt.status = runCommand(command);
+  attempt.output = readFile(log);
   std::error_code ignored;
   fs::remove(log, ignored);
-  if (status != 0) {
-    fs::remove(object, ignored);
+  if (attempt.status != 0)
+    fs::remove(attempt.object, ignored);
+  return attempt;
+}
+
+std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
+                                               const std::string& keyMaterial) {
+  std::string unit = prelude_ ? prelude_->translationUnit(source, compilerCommand(), kFlags,
+                                                          compilerIdentity() + hostCpuIdentity())
+                              : hostShim().str() + "\n" + source.str();
+  CompileAttempt attempt = compileUnit(unit, kernelName);
+  std::error_code ignored;
+  if (attempt.status != 0 && HostPrecompiledPrelude::includesHeader(unit)) {
+    // The precompiled prelude is only a speed-up: compile the plain text, and stop using it
+    // when that works (a damaged .gch, a compiler that cannot read its own).
+    fs::remove(attempt.sourcePath, ignored);
+    attempt = compileUnit(hostShim().str() + "\n" + source.str(), kernelName);
+    if (attempt.status == 0)
+      prelude_->discard(unit);
+  }
+  if (attempt.status != 0)
     fail("host backend: '{}' failed to compile kernel '{}' ({}):\n{}\nsource: {}\nThe generated "
          "code is C++17 that g++ and clang++ build: check that '{}' is a working C++17 compiler "
          "or set WIDEFUSE_HOST_CXX to one; if it is, this is a widefuse bug: please report it "
          "with the source file.",
          compilerCommand(), kernelName.str(),
-         status == -1 ? std::string("it did not exit normally")
-                      : fmt::format("exit status {}", status),
-         output, sourcePath, compilerCommand());
-  }
-  fs::remove(sourcePath, ignored);
-  return object;
+         attempt.status == -1 ? std::string("it did not exit normally")
+                              : fmt::format("exit status {}", attempt.status),
+         attempt.output, attempt.sourcePath, compilerCommand());
+  fs::remove(attempt.sourcePath, ignored);
+  return attempt.object;
 }
 
 std::shared_ptr<const HostKernel> HostKernelCache::loadImage(llvm::StringRef image,

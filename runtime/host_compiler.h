@@ -16,6 +16,8 @@
 
 namespace widefuse {
 
+class HostPrecompiledPrelude;
+
 /// A generated kernel compiled for the CPU: its `<name>_host_block` entry (emulated CUDA
 /// threads) and its `<name>_host_fast_block` entry (one loop per member run).
 class HostKernel {
@@ -64,6 +66,7 @@ class HostKernelCache {
 public:
   /// Uses the directory and disk setting of `options` (see KernelCache).
   explicit HostKernelCache(KernelCacheOptions options = {});
+  ~HostKernelCache();
 
   /// The loaded kernel for `source`, whose host entry is `<kernelName>_host_block`. Throws
   /// Error with the compiler's output and the path of the source when compilation fails, and
@@ -88,6 +91,14 @@ private:
   buildAndStore(const std::string& keyMaterial, llvm::StringRef source, llvm::StringRef kernelName);
   std::string buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
                                 const std::string& keyMaterial);
+  /// One run of the host compiler on a translation unit, written to a scratch file.
+  struct CompileAttempt {
+    int status = -1;        // the compiler's exit status (-1: it did not exit normally)
+    std::string output;     // what it printed
+    std::string sourcePath; // the scratch source, left for the caller (its path goes in errors)
+    std::string object;     // the shared object when status is 0
+  };
+  CompileAttempt compileUnit(llvm::StringRef unit, llvm::StringRef kernelName);
   std::shared_ptr<const HostKernel> loadImage(llvm::StringRef image, llvm::StringRef kernelName,
                                               const std::string& stem, std::string& problem);
   void storeRecord(const std::string& keyMaterial, llvm::StringRef kernelName,
@@ -101,6 +112,8 @@ private:
   std::condition_variable built_;
   std::unordered_set<std::string> building_; // keys some thread is building
   std::unordered_map<std::string, std::shared_ptr<const HostKernel>> kernels_;
+  /// The shim and prelude precompiled in directory_ (null without a usable disk cache).
+  std::unique_ptr<HostPrecompiledPrelude> prelude_;
 };
 
 } // namespace widefuse

@@ -6,6 +6,8 @@
 
 #include "runtime/host_compiler.h"
 
+#include "codegen/prelude.h"
+
 #include "tests/runtime/runtime_test_support.h"
 #include "tests/support/error_of.h"
 #include "tests/support/file_contents.h"
@@ -228,6 +230,89 @@ TEST(HostKernelCache, AWrapperThatChangesTheFlagsIsAnotherCompiler) {
   HostKernelCache extra(onDisk(cache));
   EXPECT_EQ(runBlockThree(*extra.compile(source, "wrapped")), kHostKernelMagic + 1000 + 3);
   EXPECT_EQ(records(cache).size(), 2u);
+}
+
+/// A test kernel that starts as generated kernels do: comment lines, then the device prelude.
+std::string preludeKernelSource(const std::string& name, int addend = 0) {
+  return "// a kernel as codegen writes it\n" + devicePrelude().str() +
+         hostKernelSource(name, addend);
+}
+
+/// The files under `directory`/host whose names start with "prelude-".
+std::vector<std::string> preludeFiles(const std::string& directory) {
+  std::vector<std::string> found;
+  for (const std::string& file : records(directory))
+    if (llvm::StringRef(fs::path(file).filename().string()).startswith("prelude-"))
+      found.push_back(fs::path(file).filename().string());
+  return found;
+}
+
+TEST(HostPrecompiledPrelude, GeneratedKernelsIncludeThePreludeBuiltOncePerDirectory) {
+  // A compiler that logs, for each kernel it compiles, whether the translation unit includes
+  // the precompiled header instead of holding the prelude's text.
+  TempDir directory;
+  std::string log = directory.file("log");
+  writeCompiler(directory.file("cxx"), "test compiler 1.0",
+                fmt::format("for a; do last=$a; done\n"
+                            "case \"$*\" in *c++-header*) echo header >>'{0}';; *)\n"
+                            "  if grep -q 'widefuse precompiled prelude' \"$last\"; then "
+                            "echo included >>'{0}'; else echo plain >>'{0}'; fi;; esac\n"
+                            "exec {1} \"$@\"",
+                            log, HostKernelCache::compilerCommand()));
+  ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", directory.file("cxx"));
+  std::string cache = directory.file("cache");
+  {
+    HostKernelCache first(onDisk(cache));
+    EXPECT_EQ(runBlockThree(*first.compile(preludeKernelSource("pch_a"), "pch_a")),
+              kHostKernelMagic + 3);
+    EXPECT_EQ(runBlockThree(*first.compile(preludeKernelSource("pch_b", 5), "pch_b")),
+              kHostKernelMagic + 5 + 3);
+  }
+  HostKernelCache second(onDisk(cache)); // another process, in effect: the files are reused
+  EXPECT_EQ(runBlockThree(*second.compile(preludeKernelSource("pch_c", 7), "pch_c")),
+            kHostKernelMagic + 7 + 3);
+  EXPECT_EQ(readFile(log), "header\nincluded\nincluded\nincluded\n");
+  std::vector<std::string> files = preludeFiles(cache);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_TRUE(llvm::StringRef(files[0]).endswith(".h")) << files[0];
+  EXPECT_EQ(files[1], files[0] + ".gch");
+  // A test kernel without the prelude compiles as it is.
+  EXPECT_EQ(runBlockThree(*second.compile(hostKernelSource("pch_plain"), "pch_plain")),
+            kHostKernelMagic + 3);
+  EXPECT_TRUE(llvm::StringRef(readFile(log)).endswith("included\nplain\n")) << readFile(log);
+}
+
+TEST(HostPrecompiledPrelude, ATruncatedHeaderIsDroppedAndKernelsStillCompile) {
+  // GCC stops with "while reading precompiled header" on a truncated .gch: the kernel is
+  // compiled from the plain text instead, the .gch is removed, and nothing is said.
+  TempDir directory;
+  std::string cache = directory.file("cache");
+  {
+    HostKernelCache first(onDisk(cache));
+    first.compile(preludeKernelSource("truncated_a"), "truncated_a");
+  }
+  std::vector<std::string> files = preludeFiles(cache);
+  ASSERT_EQ(files.size(), 2u);
+  std::string gch = (fs::path(cache) / "host" / files[1]).string();
+  writeFile(gch, readFile(gch).substr(0, 1000));
+  HostKernelCache second(onDisk(cache));
+  ::testing::internal::CaptureStderr();
+  std::shared_ptr<const HostKernel> kernel =
+      second.compile(preludeKernelSource("truncated_b", 9), "truncated_b");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(runBlockThree(*kernel), kHostKernelMagic + 9 + 3);
+  EXPECT_FALSE(fs::exists(gch));
+}
+
+TEST(HostPrecompiledPrelude, AMemoryOnlyCacheWritesNoHeader) {
+  TempDir directory;
+  ScopedEnvironment home("WIDEFUSE_CACHE_DIR", directory.path());
+  KernelCacheOptions options;
+  options.useDisk = false;
+  HostKernelCache cache(options);
+  EXPECT_EQ(runBlockThree(*cache.compile(preludeKernelSource("memory_only"), "memory_only")),
+            kHostKernelMagic + 3);
+  EXPECT_TRUE(fs::is_empty(directory.path()));
 }
 
 TEST(HostKernelCache, AnUnwritableDirectoryWarnsOnceAndBuildsWithoutIt) {

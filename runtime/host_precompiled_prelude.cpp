@@ -1,0 +1,109 @@
+#include "runtime/host_precompiled_prelude.h"
+
+#include "codegen/prelude.h"
+#include "runtime/cache_directory.h"
+#include "runtime/host_shim.h"
+#include "runtime/kernel_cache_record.h"
+
+#include <fmt/format.h>
+#include <llvm/ADT/SmallVector.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace widefuse {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// What the header holds: the text it stands for in every kernel's translation unit.
+std::string headerText() {
+  return hostShim().str() + "\n" + devicePrelude().str();
+}
+
+/// The line that includes `header`.
+std::string includeLine(llvm::StringRef header) {
+  return fmt::format("#include \"{}\" // widefuse precompiled prelude\n", header.str());
+}
+
+constexpr llvm::StringLiteral kIncludeMark("// widefuse precompiled prelude\n");
+
+} // namespace
+
+std::string HostPrecompiledPrelude::translationUnit(llvm::StringRef source,
+                                                    llvm::StringRef compilerCommand,
+                                                    llvm::StringRef flags,
+                                                    llvm::StringRef identity) {
+  std::string plain = hostShim().str() + "\n" + source.str();
+  size_t at = source.find(devicePrelude());
+  if (directory_.empty() || at == llvm::StringRef::npos)
+    return plain;
+  // Only comments may stand before it: GCC takes a precompiled header only when it is
+  // included before the first C token.
+  llvm::SmallVector<llvm::StringRef, 16> lines;
+  source.take_front(at).split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    if (!line.trim().empty() && !line.trim().startswith("//"))
+      return plain;
+  std::string stem =
+      cacheRecordFileName(fmt::format("precompiled prelude\n{}\n{}\n{}\n{}", compilerCommand.str(),
+                                      identity.str(), flags.str(), headerText()));
+  std::string header =
+      joinCachePath(directory_, "prelude-" + stem.substr(0, stem.find('.')) + ".h");
+  if (!ensureBuilt(header, compilerCommand, flags))
+    return plain;
+  return source.take_front(at).str() + includeLine(header) +
+         source.drop_front(at + devicePrelude().size()).str();
+}
+
+bool HostPrecompiledPrelude::includesHeader(llvm::StringRef unit) {
+  return unit.contains(kIncludeMark);
+}
+
+void HostPrecompiledPrelude::discard(llvm::StringRef unit) {
+  size_t mark = unit.find(kIncludeMark);
+  if (mark == llvm::StringRef::npos)
+    return;
+  llvm::StringRef line = unit.take_front(mark);
+  line = line.drop_front(line.rfind('\n') + 1); // #include "<header>"
+  std::string header = line.split('"').second.split('"').first.str();
+  std::lock_guard<std::mutex> lock(mutex_);
+  states_[header] = State::Unavailable;
+  std::error_code ignored;
+  fs::remove(header + ".gch", ignored);
+}
+
+bool HostPrecompiledPrelude::ensureBuilt(const std::string& header, llvm::StringRef compilerCommand,
+                                         llvm::StringRef flags) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto known = states_.find(header); known != states_.end())
+    return known->second == State::Ready;
+  std::string gch = header + ".gch";
+  std::error_code error;
+  bool ready = fs::exists(gch, error) && fs::exists(header, error);
+  if (!ready && writeCacheFileAtomically(header, headerText()).empty()) {
+    // Built under a name of its own and renamed into place, so that a compile in another
+    // process sees the whole .gch or none.
+    static std::atomic<unsigned> counter{0};
+    std::string scratch = fmt::format("{}.tmp-{}-{}", gch, getpid(), counter++);
+    std::string command = fmt::format("{} {} -x c++-header -o '{}' '{}' >/dev/null 2>&1",
+                                      compilerCommand.str(), flags.str(), scratch, header);
+    int status = std::system(command.c_str());
+    ready = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ready) {
+      fs::rename(scratch, gch, error);
+      ready = !error;
+    }
+    fs::remove(scratch, error);
+  }
+  // A header that cannot be built (a full disk, a compiler without precompiled headers) only
+  // costs the speed-up: kernels compile from the plain text, without a word.
+  states_[header] = ready ? State::Ready : State::Unavailable;
+  return ready;
+}
+
+} // namespace widefuse

@@ -1,0 +1,49 @@
+#pragma once
+/// The host shim and the device prelude, which every generated kernel starts with, as a
+/// precompiled header in the host kernel cache's directory: the host compiler then parses them
+/// once per cache directory instead of once per kernel, about half of a kernel's compile time.
+
+#include <llvm/ADT/StringRef.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace widefuse {
+
+/// Builds `<directory>/prelude-<key>.h` and its `.h.gch` on first use and rewrites a kernel's
+/// source to include it. GCC reads the .gch when the include comes before the first C token and
+/// the flags match; otherwise (clang, another GCC) it reads the header's text, which is the
+/// very text it replaces, so the kernel is the same either way. Thread-safe.
+class HostPrecompiledPrelude {
+public:
+  /// `directory` is the host cache's directory; "" turns the header off.
+  explicit HostPrecompiledPrelude(std::string directory) : directory_(std::move(directory)) {}
+
+  /// The translation unit for `source` (the host shim goes first): the prelude replaced by an
+  /// #include of the header once it is built, else the plain text. `compilerCommand`, `flags`
+  /// (those of the kernel, without -shared) and `identity` (the compiler's version and the
+  /// CPU) name the header, so another compiler or CPU gets another.
+  std::string translationUnit(llvm::StringRef source, llvm::StringRef compilerCommand,
+                              llvm::StringRef flags, llvm::StringRef identity);
+
+  /// Whether `unit`, from translationUnit(), includes the header.
+  static bool includesHeader(llvm::StringRef unit);
+
+  /// Stops using the header `unit` includes in this process and removes its .gch: a compile
+  /// with it failed (a damaged file, a compiler that cannot read it), so the plain text is
+  /// compiled instead.
+  void discard(llvm::StringRef unit);
+
+private:
+  enum class State { Ready, Unavailable };
+  /// Builds `header` and its .gch when missing; false when they cannot be had.
+  bool ensureBuilt(const std::string& header, llvm::StringRef compilerCommand,
+                   llvm::StringRef flags);
+
+  std::string directory_;
+  std::mutex mutex_; // held while a header builds: other threads wait rather than build it too
+  std::map<std::string, State> states_; // by header path; guarded by mutex_
+};
+
+} // namespace widefuse
