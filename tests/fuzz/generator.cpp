@@ -20,15 +20,6 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-void merge(GeneratorStats& into, const GeneratorStats& from) {
-  into.builtExprs += from.builtExprs;
-  into.rejectedOps += from.rejectedOps;
-  into.rejectedCases += from.rejectedCases;
-  into.opsCovered.insert(from.opsCovered.begin(), from.opsCovered.end());
-  into.dtypesCovered.insert(from.dtypesCovered.begin(), from.dtypesCovered.end());
-  into.castPairs.insert(from.castPairs.begin(), from.castPairs.end());
-}
-
 /// Several components: new ones of random rank and clones of earlier ones (same structure,
 /// other extents and constants), plus runtime scalars shared by all of them.
 FuzzCase generateOnce(uint64_t seed, const GeneratorOptions& options, GeneratorStats& stats) {
@@ -89,7 +80,7 @@ uint64_t caseSeed(uint64_t seed, uint64_t index) {
 FuzzCase generateCase(uint64_t seed, const GeneratorOptions& options, GeneratorStats& stats) {
   GeneratorStats attempt;
   FuzzCase result = generateOnce(seed, options, attempt);
-  merge(stats, attempt);
+  stats.add(attempt);
   return result;
 }
 
