@@ -40,7 +40,9 @@ namespace fs = std::filesystem;
 /// correctly: GCC folds such a call on a constant argument at compile time with MPFR (correctly
 /// rounded), where the reference evaluator calls glibc at run time, so log10f(3) differed by
 /// 1 ulp (found by the fuzzer). The exact ones (sqrt, fabs, fma, fmod, trunc, copysign,
-/// nextafter) stay builtins: folding them cannot change a bit, and sqrt vectorizes.
+/// nextafter) stay builtins: folding them cannot change a bit, and sqrt vectorizes. The prelude
+/// calls the C names (expf, not std::exp): libstdc++'s std:: overloads call __builtin_<f>,
+/// which these flags do not reach.
 // clang-format off
 #define WF_LIBM(name) " -fno-builtin-" #name " -fno-builtin-" #name "f"
 constexpr const char* kFlags =
@@ -268,18 +270,20 @@ HostKernelCache::CompileAttempt HostKernelCache::compileUnit(llvm::StringRef uni
 
 std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
                                                const std::string& keyMaterial) {
-  std::string unit = prelude_ ? prelude_->translationUnit(source, compilerCommand(), kFlags,
-                                                          compilerIdentity() + hostCpuIdentity())
-                              : hostShim().str() + "\n" + source.str();
-  CompileAttempt attempt = compileUnit(unit, kernelName);
+  HostPrecompiledPrelude::Unit unit =
+      prelude_ ? prelude_->translationUnit(source, compilerCommand(), kFlags,
+                                           compilerIdentity() + hostCpuIdentity())
+               : HostPrecompiledPrelude::Unit{hostShim().str() + "\n" + source.str(), ""};
+  CompileAttempt attempt = compileUnit(unit.text, kernelName);
   std::error_code ignored;
-  if (attempt.status != 0 && HostPrecompiledPrelude::includesHeader(unit)) {
+  if (attempt.status != 0 && !unit.header.empty()) {
     // The precompiled prelude is only a speed-up: compile the plain text, and stop using it
-    // when that works (a damaged .gch, a compiler that cannot read its own).
+    // when that works (GCC stops on a truncated .gch; a compiler may not read its own).
     fs::remove(attempt.sourcePath, ignored);
+    bool namedHeader = llvm::StringRef(attempt.output).contains("precompiled header");
     attempt = compileUnit(hostShim().str() + "\n" + source.str(), kernelName);
     if (attempt.status == 0)
-      prelude_->discard(unit);
+      prelude_->discard(unit.header, namedHeader);
   }
   if (attempt.status != 0)
     fail("host backend: '{}' failed to compile kernel '{}' ({}):\n{}\nsource: {}\nThe generated "

@@ -6,7 +6,9 @@
 #include "runtime/kernel_cache_record.h"
 
 #include <fmt/format.h>
+#include <llvm/ADT/SmallString.h>
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/Support/FileSystem.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -25,22 +27,26 @@ std::string headerText() {
   return hostShim().str() + "\n" + devicePrelude().str();
 }
 
-/// The line that includes `header`.
-std::string includeLine(llvm::StringRef header) {
-  return fmt::format("#include \"{}\" // widefuse precompiled prelude\n", header.str());
+/// Whether `path` can stand in an #include line and in the shell's single quotes as it is.
+bool plainPath(llvm::StringRef path) {
+  return path.find_first_of("\"'\\\n") == llvm::StringRef::npos;
 }
-
-constexpr llvm::StringLiteral kIncludeMark("// widefuse precompiled prelude\n");
 
 } // namespace
 
-std::string HostPrecompiledPrelude::translationUnit(llvm::StringRef source,
-                                                    llvm::StringRef compilerCommand,
-                                                    llvm::StringRef flags,
-                                                    llvm::StringRef identity) {
-  std::string plain = hostShim().str() + "\n" + source.str();
+HostPrecompiledPrelude::HostPrecompiledPrelude(const std::string& directory) {
+  // Absolute: the #include is resolved from the scratch source's directory, not from ours.
+  std::error_code error;
+  if (!directory.empty())
+    directory_ = fs::absolute(directory, error).string();
+}
+
+HostPrecompiledPrelude::Unit
+HostPrecompiledPrelude::translationUnit(llvm::StringRef source, llvm::StringRef compilerCommand,
+                                        llvm::StringRef flags, llvm::StringRef identity) {
+  Unit plain{hostShim().str() + "\n" + source.str(), ""};
   size_t at = source.find(devicePrelude());
-  if (directory_.empty() || at == llvm::StringRef::npos)
+  if (directory_.empty() || !plainPath(directory_) || at == llvm::StringRef::npos)
     return plain;
   // Only comments may stand before it: GCC takes a precompiled header only when it is
   // included before the first C token.
@@ -56,25 +62,17 @@ std::string HostPrecompiledPrelude::translationUnit(llvm::StringRef source,
       joinCachePath(directory_, "prelude-" + stem.substr(0, stem.find('.')) + ".h");
   if (!ensureBuilt(header, compilerCommand, flags))
     return plain;
-  return source.take_front(at).str() + includeLine(header) +
-         source.drop_front(at + devicePrelude().size()).str();
+  return {source.take_front(at).str() + fmt::format("#include \"{}\"\n", header) +
+              source.drop_front(at + devicePrelude().size()).str(),
+          header};
 }
 
-bool HostPrecompiledPrelude::includesHeader(llvm::StringRef unit) {
-  return unit.contains(kIncludeMark);
-}
-
-void HostPrecompiledPrelude::discard(llvm::StringRef unit) {
-  size_t mark = unit.find(kIncludeMark);
-  if (mark == llvm::StringRef::npos)
-    return;
-  llvm::StringRef line = unit.take_front(mark);
-  line = line.drop_front(line.rfind('\n') + 1); // #include "<header>"
-  std::string header = line.split('"').second.split('"').first.str();
+void HostPrecompiledPrelude::discard(const std::string& header, bool removeFile) {
   std::lock_guard<std::mutex> lock(mutex_);
   states_[header] = State::Unavailable;
   std::error_code ignored;
-  fs::remove(header + ".gch", ignored);
+  if (removeFile)
+    fs::remove(header + ".gch", ignored);
 }
 
 bool HostPrecompiledPrelude::ensureBuilt(const std::string& header, llvm::StringRef compilerCommand,
@@ -86,19 +84,23 @@ bool HostPrecompiledPrelude::ensureBuilt(const std::string& header, llvm::String
   std::error_code error;
   bool ready = fs::exists(gch, error) && fs::exists(header, error);
   if (!ready && writeCacheFileAtomically(header, headerText()).empty()) {
-    // Built under a name of its own and renamed into place, so that a compile in another
-    // process sees the whole .gch or none.
-    static std::atomic<unsigned> counter{0};
-    std::string scratch = fmt::format("{}.tmp-{}-{}", gch, getpid(), counter++);
-    std::string command = fmt::format("{} {} -x c++-header -o '{}' '{}' >/dev/null 2>&1",
-                                      compilerCommand.str(), flags.str(), scratch, header);
-    int status = std::system(command.c_str());
-    ready = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (ready) {
-      fs::rename(scratch, gch, error);
-      ready = !error;
+    // Built into a file no other process or thread uses, then renamed into place, so that a
+    // compile elsewhere sees the whole .gch or none.
+    int fd = -1;
+    llvm::SmallString<256> scratch;
+    if (!llvm::sys::fs::createUniqueFile(gch + ".tmp-%%%%%%%%", fd, scratch)) {
+      ::close(fd);
+      std::string command =
+          fmt::format("{} {} -x c++-header -o '{}' '{}' >/dev/null 2>&1", compilerCommand.str(),
+                      flags.str(), std::string(scratch), header);
+      int status = std::system(command.c_str());
+      ready = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (ready) {
+        fs::rename(std::string(scratch), gch, error);
+        ready = !error;
+      }
+      fs::remove(std::string(scratch), error);
     }
-    fs::remove(scratch, error);
   }
   // A header that cannot be built (a full disk, a compiler without precompiled headers) only
   // costs the speed-up: kernels compile from the plain text, without a word.

@@ -18,22 +18,25 @@ namespace widefuse {
 class HostPrecompiledPrelude {
 public:
   /// `directory` is the host cache's directory; "" turns the header off.
-  explicit HostPrecompiledPrelude(std::string directory) : directory_(std::move(directory)) {}
+  explicit HostPrecompiledPrelude(const std::string& directory);
+
+  /// A kernel's translation unit.
+  struct Unit {
+    std::string text;   ///< what the compiler reads
+    std::string header; ///< the header `text` includes; "" when it holds the plain text
+  };
 
   /// The translation unit for `source` (the host shim goes first): the prelude replaced by an
   /// #include of the header once it is built, else the plain text. `compilerCommand`, `flags`
   /// (those of the kernel, without -shared) and `identity` (the compiler's version and the
   /// CPU) name the header, so another compiler or CPU gets another.
-  std::string translationUnit(llvm::StringRef source, llvm::StringRef compilerCommand,
-                              llvm::StringRef flags, llvm::StringRef identity);
+  Unit translationUnit(llvm::StringRef source, llvm::StringRef compilerCommand,
+                       llvm::StringRef flags, llvm::StringRef identity);
 
-  /// Whether `unit`, from translationUnit(), includes the header.
-  static bool includesHeader(llvm::StringRef unit);
-
-  /// Stops using the header `unit` includes in this process and removes its .gch: a compile
-  /// with it failed (a damaged file, a compiler that cannot read it), so the plain text is
-  /// compiled instead.
-  void discard(llvm::StringRef unit);
+  /// Stops using `header` in this process: a compile with it failed where the plain text did
+  /// not. `removeFile` (the compiler named the precompiled header: a damaged .gch) also
+  /// removes its .gch, so that the next process builds it anew.
+  void discard(const std::string& header, bool removeFile);
 
 private:
   enum class State { Ready, Unavailable };
