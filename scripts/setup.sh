@@ -11,6 +11,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-dev  # lit; the Python frontend's environment and headers
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libbenchmark-dev
+  ccache                       # reuses objects across builds and clones (see BUILD_LAUNCHER)
 )
 
 missing=()
@@ -61,10 +62,15 @@ fi
 PYTHON=$(cd "$VENV/bin" && pwd)/python
 
 BUILD_DIR=${WIDEFUSE_BUILD_DIR:-build}
-if [ ! -f "$BUILD_DIR/build.ninja" ] ||
-   ! grep -qx "Python_EXECUTABLE:[A-Z]*=$PYTHON" "$BUILD_DIR/CMakeCache.txt"; then
+# ccache, with paths under the repository taken as relative to it: a fresh clone elsewhere on the
+# same machine (CI's) reuses the objects of an earlier build of the same sources.
+source scripts/build_launcher.sh
+# The value of CMake cache entry $1 in the build directory.
+cache_value() { sed -n "s/^$1:[A-Z]*=//p" "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; }
+if [ ! -f "$BUILD_DIR/build.ninja" ] || [ "$(cache_value Python_EXECUTABLE)" != "$PYTHON" ] ||
+   [ "$(cache_value CMAKE_CXX_COMPILER_LAUNCHER)" != "$BUILD_LAUNCHER" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DPython_EXECUTABLE="$PYTHON" >/dev/null
+    -DPython_EXECUTABLE="$PYTHON" -DCMAKE_CXX_COMPILER_LAUNCHER="$BUILD_LAUNCHER" >/dev/null
 fi
 cmake --build "$BUILD_DIR"
 [ -z "$TEST_INSTALL" ] || wait "$TEST_INSTALL"

@@ -12,7 +12,9 @@ ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 echo "== tests (AddressSanitizer + UndefinedBehaviorSanitizer)"
 # -O1 -g1 (line tables: what sanitizer reports print) builds in half the time of -O2 -g.
+source scripts/build_launcher.sh
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWIDEFUSE_SANITIZE=ON \
+  -DCMAKE_CXX_COMPILER_LAUNCHER="$BUILD_LAUNCHER" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DWIDEFUSE_BUILD_BENCHMARKS=OFF -DWIDEFUSE_BUILD_PYTHON=OFF >/dev/null
 cmake --build build-asan
