@@ -1,10 +1,12 @@
 // Compiling the seed Adam's batched kernel for N parameters of mixed shapes: cold (segment,
 // schedule, emit and NVRTC, with an empty memory-only cache) and warm (a fresh process-like
-// cache that finds the cubin on disk). The fusion is built outside the timed loop. Results go
+// cache that finds the cubin on disk). The fusion is built outside the timed loop. Also the host
+// backend's compile of the same kernel, with and without the precompiled prelude. Results go
 // to docs/performance.md.
 
 #include "optim/seed_adam.h"
 #include "runtime/fusion_compiler.h"
+#include "runtime/host_compiler.h"
 
 #include <benchmark/benchmark.h>
 #include <llvm/ADT/SmallString.h>
@@ -83,6 +85,42 @@ void emitOnly(benchmark::State& state) {
   }
 }
 BENCHMARK(emitOnly)->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+/// The host compiler building the seed Adam's batched kernel (100 parameters) into a shared
+/// object: arg 0 from the plain text (a memory-only cache, which precompiles nothing), arg 1
+/// with the shim and prelude precompiled, as every kernel after a cache directory's first
+/// finds them (the records are removed before each iteration; the prelude's files stay).
+void hostCompile(benchmark::State& state) {
+  bool precompiled = state.range(0) == 1;
+  auto fusion = optim::buildSeedAdam(mixedShapes(100));
+  FusionCompileOptions options = batched();
+  options.emitOnly = true;
+  KernelCache emitCache(KernelCacheOptions{std::nullopt, false});
+  CompiledFusion emitted = compileFusion(*fusion, options, emitCache);
+  const std::string& source = emitted.kernels[0].source;
+  const std::string& name = emitted.kernels[0].plan->name;
+  llvm::SmallString<128> directory;
+  llvm::sys::fs::createUniqueDirectory("widefuse-benchmark-host", directory);
+  KernelCacheOptions cacheOptions{std::nullopt, false};
+  if (precompiled)
+    cacheOptions = KernelCacheOptions{directory.str().str(), true};
+  if (precompiled)
+    HostKernelCache(cacheOptions).compile(source, name); // builds the prelude's files
+  std::string records = (directory + "/host").str();
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::error_code error;
+    for (llvm::sys::fs::directory_iterator file(records, error), end; !error && file != end;
+         file.increment(error))
+      if (llvm::StringRef(file->path()).endswith(".wfhost"))
+        llvm::sys::fs::remove(file->path());
+    state.ResumeTiming();
+    HostKernelCache cache(cacheOptions);
+    benchmark::DoNotOptimize(cache.compile(source, name).get());
+  }
+  llvm::sys::fs::remove_directories(directory);
+}
+BENCHMARK(hostCompile)->Arg(0)->Arg(1)->Iterations(5)->Unit(benchmark::kMillisecond);
 
 } // namespace
 
