@@ -10,7 +10,6 @@
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/FileSystem.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 
