@@ -22,13 +22,20 @@ inline bool isNanElement(const void* p, DataType dtype) {
     std::memcpy(&d, p, 8);
     return std::isnan(d);
   }
+  if (isFloat8(dtype)) {
+    uint8_t bits;
+    std::memcpy(&bits, p, 1);
+    return std::isnan(dtype == DataType::Float8_e4m3fn ? float8E4M3FnBitsToFloat(bits)
+                      : dtype == DataType::Float8_e5m2 ? float8E5M2BitsToFloat(bits)
+                                                       : float8E8M0FnuBitsToFloat(bits));
+  }
   uint16_t bits;
   std::memcpy(&bits, p, 2);
   return std::isnan(dtype == DataType::Half ? halfBitsToFloat(bits) : bfloat16BitsToFloat(bits));
 }
 
 /// True when a and b hold the same bits, or are both NaN of a floating-point dtype (the NaN
-/// payload of an op on two NaNs is not specified).
+/// payload of an op on two NaNs is not specified; e4m3fn keeps its sign: 0x7f and 0xff).
 inline bool sameElement(const void* a, const void* b, DataType dtype) {
   if (std::memcmp(a, b, byteSize(dtype)) == 0)
     return true;
