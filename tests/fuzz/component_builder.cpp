@@ -66,6 +66,7 @@ private:
   void addInputs();
   Val addTensorInput(llvm::ArrayRef<int64_t> runtimeShape, DataType dtype);
   bool addExpression();
+  void guardNanSign(OpKind op, llvm::MutableArrayRef<Operand> operands);
   std::optional<Val> broadcastOperand(OpAttributes& attributes);
   Operand pickOperand(const ValuePredicate& preferred);
   Operand pickConstant();
@@ -213,6 +214,7 @@ bool ComponentBuilder::addExpression() {
     }
   }
   try {
+    guardNanSign(op, operands);
     Val result = fd_.apply(op, operands, attributes);
     record(op, operands, result);
     return true;
@@ -220,6 +222,23 @@ bool ComponentBuilder::addExpression() {
     ++stats_.rejectedOps;
     return false;
   }
+}
+
+/// The sign and payload of a NaN that an expression produces are unspecified (docs/
+/// ir_reference.md, section 5): GCC moves negations across divisions, GPUs return the
+/// canonical NaN. An op that reads them (signbit, copysign's sign operand, a bitcast from a
+/// float) gets a computed float operand with its NaNs replaced by 1, which every float dtype
+/// holds; an input's NaNs are bits in memory and are read as they are.
+void ComponentBuilder::guardNanSign(OpKind op, llvm::MutableArrayRef<Operand> operands) {
+  size_t index = op == OpKind::Copysign ? 1 : 0;
+  if (op != OpKind::Signbit && op != OpKind::Copysign && op != OpKind::Bitcast)
+    return;
+  Val x = operands[index].val();
+  if (!x || !isFloatingPoint(x.dtype()) || x.value()->isInput())
+    return;
+  Val isNan = fd_.apply(OpKind::IsNan, {Operand(x)});
+  operands[index] = fd_.apply(OpKind::Where, {Operand(isNan), Operand(1.0), Operand(x)});
+  ++stats_.nanSignGuards;
 }
 
 /// A lower-rank input, a 0-d tensor or a scalar to broadcast to the component's domain.

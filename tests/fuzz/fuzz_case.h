@@ -44,6 +44,9 @@ struct GeneratorStats {
   uint64_t rejectedOps = 0;
   /// Whole cases the reference evaluator rejected (bad arguments; a generator limitation).
   uint64_t rejectedCases = 0;
+  /// Computed float operands of signbit, copysign and bitcast whose NaNs were replaced (their
+  /// signs are unspecified).
+  uint64_t nanSignGuards = 0;
   std::set<std::string> opsCovered;
   std::set<std::string> dtypesCovered;
   std::set<std::string> castPairs;
@@ -53,6 +56,7 @@ struct GeneratorStats {
     builtExprs += other.builtExprs;
     rejectedOps += other.rejectedOps;
     rejectedCases += other.rejectedCases;
+    nanSignGuards += other.nanSignGuards;
     opsCovered.insert(other.opsCovered.begin(), other.opsCovered.end());
     dtypesCovered.insert(other.dtypesCovered.begin(), other.dtypesCovered.end());
     castPairs.insert(other.castPairs.begin(), other.castPairs.end());

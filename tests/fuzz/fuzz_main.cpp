@@ -88,6 +88,8 @@ void printFigures(const Settings& settings, const Figures& f, double seconds) {
   fmt::print("  expressions built: {}; op applications the typing rules rejected (discards): {}; "
              "cases the reference or the backend refused (documented limitations): {}\n",
              g.builtExprs, g.rejectedOps, g.rejectedCases);
+  fmt::print("  computed NaNs replaced before signbit/copysign/bitcast read their sign: {}\n",
+             g.nanSignGuards);
   fmt::print("  ops covered ({}): {}\n", g.opsCovered.size(), fmt::join(g.opsCovered, " "));
   fmt::print("  dtypes covered ({}): {}\n", g.dtypesCovered.size(),
              fmt::join(g.dtypesCovered, " "));
