@@ -63,6 +63,9 @@ template <typename From> Number convertTo(From value, DataType type) {
     return {Number::Kind::Floating, false, 0,
             reducedBitsToFloat(type, toReducedBits(type, convertNumber<double>(value),
                                                    convertNumber<float>(value)))};
+  case DataType::ComplexFloat:
+  case DataType::ComplexDouble:
+    break; // constantLiteral writes a complex target as a pair of its parts
   }
   WF_UNREACHABLE("unknown dtype");
 }
@@ -129,6 +132,12 @@ std::string integerLiteral(int64_t value, DataType type) {
 
 std::string constantLiteral(const Value& constant, DataType target) {
   WF_ASSERT(constant.isConstant());
+  if (isComplex(target)) { // constants are real: the value with imaginary part 0
+    DataType part = complexPartType(target);
+    Number zero{Number::Kind::Integer, false, 0};
+    return fmt::format("wf_complex_make({}, {})", constantLiteral(constant, part),
+                       floatingLiteral(convertNumberTo(zero, part).floating, part));
+  }
   Number literal = std::visit(
       [](auto value) -> Number {
         using T = decltype(value);

@@ -27,6 +27,8 @@ std::string operandAs(const Expr& expr, const OperandText& operand, unsigned ind
 /// Infix spelling where C++ operators compute exactly the op's semantics (floating-point
 /// arithmetic, comparisons); integer arithmetic wraps through the prelude instead.
 const char* infixOperator(OpKind op, DataType compute) {
+  if (isComplex(compute)) // complex values are structs: every op is a prelude function
+    return nullptr;
   switch (op) {
   case OpKind::Eq:
     return "==";
@@ -67,8 +69,12 @@ DataType opResultType(OpKind op, DataType compute) {
   case TypeRule::Comparison:
   case TypeRule::Logical:
     return DataType::Bool;
+  case TypeRule::ComplexPart:
+    return complexPartType(compute);
+  case TypeRule::MakeComplex:
+    return complexTypeOf(compute);
   default:
-    return compute;
+    return op == OpKind::Abs ? complexPartType(compute) : compute;
   }
 }
 

@@ -51,6 +51,11 @@ struct f8e5m2 {
 struct f8e8m0fnu {
   u8 bits;
 };
+// Complex numbers: wf_complex_number<T> and their arithmetic, one text with the reference's.
+#include "ir/complex_math.h"
+/// (real, imaginary) pairs of f32 and f64, as torch.complex64 and torch.complex128.
+typedef wf_complex_number<f32> c64;
+typedef wf_complex_number<f64> c128;
 
 // ---- traits (NVRTC has no <type_traits>) ----------------------------------------------------
 
@@ -73,6 +78,9 @@ struct wf_is_integer : wf_bool_constant<(wf_is_signed<T>::value && !wf_is_floati
 /// The operand types of arithmetic: integers and floating point.
 template <typename T>
 struct wf_is_number : wf_bool_constant<wf_is_integer<T>::value || wf_is_floating<T>::value> {};
+/// c64 and c128.
+template <typename T> struct wf_is_complex : wf_bool_constant<false> {};
+template <typename T> struct wf_is_complex<wf_complex_number<T>> : wf_bool_constant<true> {};
 
 /// The smallest and largest finite values of a compute type.
 template <typename T> struct wf_limits;
@@ -234,7 +242,8 @@ WF_DEVICE u8 wf_float_to_e8m0fnu(f32 x) {
 
 // ---- conversions ----------------------------------------------------------------------------
 
-/// Converts between any two types as the reference evaluator does: f16/bf16/fp8 decode
+/// Converts between any two types as the reference evaluator does: a complex value to a real
+/// type through its real part, to b8 as z != 0; f16/bf16/fp8 decode
 /// exactly to f32 first, f16/bf16 targets are rounded to once (nearest even), fp8 targets
 /// round the source converted to f32 (as torch does), and the rest is
 /// element::convertNumber (to b8 is != 0; float to integer truncates, saturates and maps NaN
@@ -242,6 +251,17 @@ WF_DEVICE u8 wf_float_to_e8m0fnu(f32 x) {
 template <typename To, typename From> WF_DEVICE To wf_convert(From x) {
   if constexpr (wf_is_same<To, From>::value) {
     return x;
+  } else if constexpr (wf_is_complex<To>::value) { // parts converted; a real value gets im 0
+    typedef decltype(To::re) Part;
+    if constexpr (wf_is_complex<From>::value)
+      return wf_complex_make(static_cast<Part>(x.re), static_cast<Part>(x.im));
+    else
+      return wf_complex_make(wf_convert<Part>(x), Part(0));
+  } else if constexpr (wf_is_complex<From>::value) { // b8: z != 0; else the real part
+    if constexpr (wf_is_same<To, b8>::value)
+      return wf_complex_truth(x);
+    else
+      return wf_convert<To>(x.re);
   } else if constexpr (wf_is_same<From, f16>::value) {
     return wf_convert<To>(wf_half_to_float(x.bits));
   } else if constexpr (wf_is_same<From, bf16>::value) {
@@ -526,6 +546,8 @@ template <typename T> WF_DEVICE T wf_clamp(T x, T low, T high) {
 
 // div, truediv and nvFuser's other element ops (inlined into the embedded prelude text).
 #include "codegen/prelude_special.cuh"
+// The element ops on c64 and c128 (inlined too).
+#include "codegen/prelude_complex.cuh"
 
 #undef WF_BY_PRECISION
 #undef WF_REQUIRE

@@ -38,6 +38,10 @@ llvm::StringRef shortName(DataType type) {
     return "f8e5m2";
   case DataType::Float8_e8m0fnu:
     return "f8e8m0fnu";
+  case DataType::ComplexFloat:
+    return "c64";
+  case DataType::ComplexDouble:
+    return "c128";
   }
   WF_UNREACHABLE("unknown data type {}", static_cast<int>(type));
 }
@@ -69,7 +73,10 @@ unsigned byteSize(DataType type) {
     return 4;
   case DataType::Int64:
   case DataType::Double:
+  case DataType::ComplexFloat:
     return 8;
+  case DataType::ComplexDouble:
+    return 16;
   }
   WF_UNREACHABLE("unknown data type {}", static_cast<int>(type));
 }
@@ -82,6 +89,21 @@ bool isFloatingPoint(DataType type) {
 bool isFloat8(DataType type) {
   return type == DataType::Float8_e4m3fn || type == DataType::Float8_e5m2 ||
          type == DataType::Float8_e8m0fnu;
+}
+
+bool isComplex(DataType type) {
+  return type == DataType::ComplexFloat || type == DataType::ComplexDouble;
+}
+
+DataType complexPartType(DataType type) {
+  if (type == DataType::ComplexFloat)
+    return DataType::Float;
+  return type == DataType::ComplexDouble ? DataType::Double : type;
+}
+
+DataType complexTypeOf(DataType type) {
+  return type == DataType::Double || type == DataType::ComplexDouble ? DataType::ComplexDouble
+                                                                     : DataType::ComplexFloat;
 }
 
 bool isSignedInteger(DataType type) {
@@ -127,6 +149,8 @@ std::pair<int64_t, int64_t> integerRange(DataType type) {
 TypeCategory categoryOf(DataType type) {
   if (type == DataType::Bool)
     return TypeCategory::Bool;
+  if (isComplex(type))
+    return TypeCategory::Complex;
   return isFloatingPoint(type) ? TypeCategory::Floating : TypeCategory::Integer;
 }
 
@@ -177,6 +201,11 @@ DataType promoteTypes(DataType a, DataType b) {
     return b;
   if (b == DataType::Bool)
     return a;
+  if (isComplex(a) || isComplex(b)) {
+    bool wide = a == DataType::ComplexDouble || b == DataType::ComplexDouble ||
+                a == DataType::Double || b == DataType::Double;
+    return wide ? DataType::ComplexDouble : DataType::ComplexFloat;
+  }
   bool aFloat = isFloatingPoint(a), bFloat = isFloatingPoint(b);
   if (aFloat && bFloat) {
     if (isReducedPrecision(a) && isReducedPrecision(b))

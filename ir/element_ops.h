@@ -13,13 +13,16 @@
 #include <limits>
 #include <type_traits>
 
-#include "ir/inverse_erf.h" // after <cmath>, which it uses
+#include "ir/complex_math.h" // after <cmath>, which it uses
+#include "ir/inverse_erf.h"  // after <cmath>, which it uses
 
 namespace widefuse::element {
 
 template <typename T> inline constexpr bool kFloating = std::is_floating_point_v<T>;
 template <typename T> inline constexpr bool kBool = std::is_same_v<T, bool>;
 template <typename T> inline constexpr bool kInteger = std::is_integral_v<T> && !kBool<T>;
+template <typename T> inline constexpr bool kComplex = false;
+template <typename T> inline constexpr bool kComplex<wf_complex_number<T>> = true;
 
 /// Reached only when the type rules were bypassed: a bug.
 template <typename R = bool> [[noreturn]] R unreachable(const char* op) {
@@ -174,7 +177,7 @@ WF_CLASSIFY(IsNegInf, a < 0 && std::isinf, false)
 WF_CLASSIFY(IsPosInf, a > 0 && std::isinf, false)
 #undef WF_CLASSIFY
 
-/// Every dtype of the IR is real (no complex types).
+/// Real dtypes are real (complex operands take the evaluator's complex path).
 template <typename T> bool IsReal(T) {
   return true;
 }
@@ -194,6 +197,15 @@ template <typename T> T BitwiseNot(T a) {
 
 template <typename T> T Set(T a) {
   return a;
+}
+
+/// The real part of a real value is the value (complex operands take the complex path of
+/// the evaluator, ir/evaluator.cpp).
+template <typename T> T Real(T a) {
+  return a;
+}
+template <typename T> T Imag(T) {
+  return unreachable<T>("imag"); // the typing rule takes complex operands only
 }
 
 // ---- binary ---------------------------------------------------------------------------------
@@ -431,6 +443,14 @@ template <typename T> T LogicalRightShift(T a, T b) {
     return unreachable<T>("logical_right_shift");
 }
 
+/// complex(re, im) of f32 or f64 parts.
+template <typename T> auto Complex(T re, T im) {
+  if constexpr (kFloating<T>)
+    return wf_complex_make(re, im);
+  else
+    return unreachable<wf_complex_number<double>>("complex");
+}
+
 // ---- ternary --------------------------------------------------------------------------------
 
 template <typename T> T Where(T condition, T a, T b) {
@@ -477,9 +497,22 @@ template <typename T> T Size(T) {
 // ---- conversion -----------------------------------------------------------------------------
 
 /// Converts between native types without undefined behaviour: float to integer truncates,
-/// saturates at the type's range and maps NaN to 0; anything to bool tests `!= 0`.
+/// saturates at the type's range and maps NaN to 0; anything to bool tests `!= 0`. A complex
+/// value converts to a real type through its real part (torch's cast) and to bool as z != 0;
+/// a real value becomes a complex one with imaginary part 0.
 template <typename To, typename From> To convertNumber(From value) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (kComplex<To> && kComplex<From>) {
+    using Part = decltype(To::re);
+    return wf_complex_make(static_cast<Part>(value.re), static_cast<Part>(value.im));
+  } else if constexpr (kComplex<To>) { // a real value: imaginary part 0
+    using Part = decltype(To::re);
+    return wf_complex_make(convertNumber<Part>(value), Part(0));
+  } else if constexpr (kComplex<From>) { // to bool: z != 0; to a real type: the real part
+    if constexpr (std::is_same_v<To, bool>)
+      return wf_complex_truth(value);
+    else
+      return convertNumber<To>(value.re);
+  } else if constexpr (std::is_same_v<To, bool>) {
     return value != From(0);
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
     if (std::isnan(value))

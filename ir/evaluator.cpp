@@ -57,6 +57,10 @@ template <typename Fn> decltype(auto) visitNativeType(DataType type, Fn&& fn) {
     return fn.template operator()<float>();
   case DataType::Double:
     return fn.template operator()<double>();
+  case DataType::ComplexFloat:
+    return fn.template operator()<wf_complex_number<float>>();
+  case DataType::ComplexDouble:
+    return fn.template operator()<wf_complex_number<double>>();
   default: // half, bfloat16, fp8: storage types
     break;
   }
@@ -150,6 +154,70 @@ auto mapElements(int64_t count, llvm::ArrayRef<std::vector<C>> operands, Fn fn) 
   return out;
 }
 
+/// The ops acceptsComplex() names, on complex values C (ir/complex_math.h).
+template <typename C>
+Buffer evaluateComplex(OpKind op, llvm::ArrayRef<std::vector<C>> loaded, DataType resultType,
+                       llvm::ArrayRef<int64_t> shape) {
+  int64_t count = numElements(shape);
+  auto unary = [&](auto fn) { return storeAll(mapElements<1, C>(count, loaded, fn), resultType, shape); };
+  auto binary = [&](auto fn) { return storeAll(mapElements<2, C>(count, loaded, fn), resultType, shape); };
+  switch (op) {
+#define WF_COMPLEX_UNARY(Enum, function)                                                           \
+  case OpKind::Enum:                                                                               \
+    return unary([](C z) { return function(z); });
+    WF_COMPLEX_UNARY(Neg, wf_complex_neg)
+    WF_COMPLEX_UNARY(Abs, wf_complex_abs)
+    WF_COMPLEX_UNARY(Reciprocal, wf_complex_reciprocal)
+    WF_COMPLEX_UNARY(Sqrt, wf_complex_sqrt)
+    WF_COMPLEX_UNARY(Rsqrt, wf_complex_rsqrt)
+    WF_COMPLEX_UNARY(Exp, wf_complex_exp)
+    WF_COMPLEX_UNARY(Log, wf_complex_log)
+    WF_COMPLEX_UNARY(Log2, wf_complex_log2)
+    WF_COMPLEX_UNARY(Log10, wf_complex_log10)
+    WF_COMPLEX_UNARY(Sin, wf_complex_sin)
+    WF_COMPLEX_UNARY(Cos, wf_complex_cos)
+    WF_COMPLEX_UNARY(Tan, wf_complex_tan)
+    WF_COMPLEX_UNARY(Sinh, wf_complex_sinh)
+    WF_COMPLEX_UNARY(Cosh, wf_complex_cosh)
+    WF_COMPLEX_UNARY(Tanh, wf_complex_tanh)
+    WF_COMPLEX_UNARY(Sigmoid, wf_complex_sigmoid)
+    WF_COMPLEX_UNARY(IsNan, wf_complex_isnan)
+    WF_COMPLEX_UNARY(IsInf, wf_complex_isinf)
+    WF_COMPLEX_UNARY(IsFinite, wf_complex_isfinite)
+#undef WF_COMPLEX_UNARY
+  case OpKind::IsReal:
+    return unary([](C z) { return z.im == 0; });
+  case OpKind::Real:
+    return unary([](C z) { return z.re; });
+  case OpKind::Imag:
+    return unary([](C z) { return z.im; });
+  case OpKind::Set:
+    return unary([](C z) { return z; });
+#define WF_COMPLEX_BINARY(Enum, function)                                                          \
+  case OpKind::Enum:                                                                               \
+    return binary([](C a, C b) { return function(a, b); });
+    WF_COMPLEX_BINARY(Add, wf_complex_add)
+    WF_COMPLEX_BINARY(Sub, wf_complex_sub)
+    WF_COMPLEX_BINARY(Mul, wf_complex_mul)
+    WF_COMPLEX_BINARY(Div, wf_complex_div)
+    WF_COMPLEX_BINARY(TrueDiv, wf_complex_div)
+    WF_COMPLEX_BINARY(Pow, wf_complex_pow)
+    WF_COMPLEX_BINARY(Eq, wf_complex_eq)
+#undef WF_COMPLEX_BINARY
+  case OpKind::Ne:
+    return binary([](C a, C b) { return !wf_complex_eq(a, b); });
+  case OpKind::Where: // the condition, loaded as C, is 0 or 1
+    return storeAll(mapElements<3, C>(count, loaded,
+                                      [](C condition, C a, C b) {
+                                        return wf_complex_truth(condition) ? a : b;
+                                      }),
+                    resultType, shape);
+  default:
+    break;
+  }
+  WF_UNREACHABLE("{} reached the evaluator with complex operands", opName(op).str());
+}
+
 /// The per-element ops of op_kinds.def, computed in C and stored as `resultType`.
 template <typename C>
 Buffer evaluatePointwise(const Expr& expr, llvm::ArrayRef<const Buffer*> operands,
@@ -157,6 +225,9 @@ Buffer evaluatePointwise(const Expr& expr, llvm::ArrayRef<const Buffer*> operand
   llvm::SmallVector<std::vector<C>, 3> loaded;
   for (const Buffer* operand : operands)
     loaded.push_back(loadAll<C>(*operand));
+  if constexpr (element::kComplex<C>)
+    return evaluateComplex<C>(expr.op(), loaded, resultType, shape);
+  else {
   int64_t count = numElements(shape);
   switch (expr.op()) {
 #define WF_OP(Enum, name, arity, rule)                                                             \
@@ -167,6 +238,7 @@ Buffer evaluatePointwise(const Expr& expr, llvm::ArrayRef<const Buffer*> operand
 #include "ir/op_kinds.def"
   }
   WF_UNREACHABLE("unknown op");
+  }
 }
 
 /// Everything the evaluation of one fusion needs.

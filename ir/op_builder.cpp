@@ -38,16 +38,24 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
     fail("{}: {}", describeCall(op, operands), why.str());
   };
   DataType promoted = promoteOperandTypes(operands);
+  bool complexOperand = std::any_of(operands.begin(), operands.end(),
+                                    [](const Value* v) { return isComplex(v->dtype()); });
+  if (complexOperand && !acceptsComplex(op))
+    return reject(fmt::format("{} is not defined for complex operands (docs/ir_reference.md lists "
+                              "the ops that are; real() and imag() give the parts)",
+                              opName(op).str()));
   switch (opTypeRule(op)) {
   case TypeRule::Arithmetic:
     if (promoted == DataType::Bool && op != OpKind::Maximum && op != OpKind::Minimum)
       return reject(fmt::format("{} is not defined for bool operands (use the logical_ or "
                                 "bitwise_ ops, or cast first)",
                                 opName(op).str()));
+    if (op == OpKind::Abs && isComplex(promoted))
+      return complexPartType(promoted); // the magnitude
     return promoted;
   case TypeRule::FloatMath:
   case TypeRule::TrueDivision:
-    return isFloatingPoint(promoted) ? promoted : DataType::Float;
+    return isFloatingPoint(promoted) || isComplex(promoted) ? promoted : DataType::Float;
   case TypeRule::Predicate:
   case TypeRule::Comparison:
   case TypeRule::Logical:
@@ -89,6 +97,16 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
     return DataType::Int64;
   case TypeRule::Cast:
     return attributes.targetType;
+  case TypeRule::ComplexPart:
+    if (op == OpKind::Imag && !isComplex(promoted))
+      return reject("imag takes a complex operand (a real value has no imaginary part)");
+    return complexPartType(operands[0]->dtype());
+  case TypeRule::MakeComplex:
+    if (promoted != DataType::Float && promoted != DataType::Double)
+      return reject(fmt::format("complex takes f32 or f64 parts (promoted type is {}; cast them "
+                                "first)",
+                                shortName(promoted).str()));
+    return complexTypeOf(promoted);
   case TypeRule::Bitcast: {
     DataType from = operands[0]->dtype(), to = attributes.targetType;
     if (from == DataType::Bool || to == DataType::Bool)
@@ -390,9 +408,14 @@ DataType exprComputeType(const Expr& expr) {
     return computeType(promoteOperandTypes(operands));
   }
   case TypeRule::Predicate:
+  case TypeRule::ComplexPart:
     return computeType(expr.operand(0)->dtype());
+  case TypeRule::MakeComplex:
+    return complexPartType(expr.result()->dtype());
   case TypeRule::Logical:
     return DataType::Bool;
+  case TypeRule::Arithmetic: // abs of a complex value is real
+    return computeType(expr.op() == OpKind::Abs ? expr.operand(0)->dtype() : expr.result()->dtype());
   default:
     return computeType(expr.result()->dtype());
   }

@@ -26,6 +26,58 @@ TypeRule opTypeRule(OpKind op) {
   return kOpInfo[static_cast<unsigned>(op)].rule;
 }
 
+bool acceptsComplex(OpKind op) {
+  switch (op) {
+  // Arithmetic with complex values (abs gives the magnitude, a real value).
+  case OpKind::Neg:
+  case OpKind::Abs:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::TrueDiv:
+  case OpKind::Pow:
+  case OpKind::Reciprocal:
+  // Elementary functions (ir/complex_math.h). The inverse trigonometric and hyperbolic
+  // functions, exp2, expm1 and log1p are not defined on complex values yet.
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Log2:
+  case OpKind::Log10:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tan:
+  case OpKind::Sinh:
+  case OpKind::Cosh:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  // Classification, equality and truth values (z != 0); complex numbers have no order.
+  case OpKind::IsNan:
+  case OpKind::IsInf:
+  case OpKind::IsFinite:
+  case OpKind::IsReal:
+  case OpKind::Eq:
+  case OpKind::Ne:
+  case OpKind::LogicalNot:
+  case OpKind::LogicalAnd:
+  case OpKind::LogicalOr:
+  // Structure.
+  case OpKind::Where:
+  case OpKind::Set:
+  case OpKind::Real:
+  case OpKind::Imag:
+  case OpKind::Cast:
+  case OpKind::Bitcast:
+  case OpKind::BroadcastInDim:
+  case OpKind::Size:
+    return true;
+  default:
+    return false;
+  }
+}
+
 std::optional<OpKind> parseOpKind(llvm::StringRef name) {
   for (unsigned i = 0; i < kNumOpKinds; ++i)
     if (kOpInfo[i].name == name)

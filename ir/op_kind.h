@@ -33,6 +33,8 @@ enum class TypeRule : uint8_t {
   Bitcast,        ///< result has the attribute type of the same width; bits reinterpreted
   Broadcast,      ///< result has the operand's type and the attribute shape
   Extent,         ///< size(t, dim): an i64 scalar, the run-time extent of a tensor dimension
+  ComplexPart,    ///< real/imag: a complex operand's part type (real of a real is itself)
+  MakeComplex,    ///< complex(re, im): f32 or f64 parts; result c64 or c128
 };
 
 /// Number of ops in the table.
@@ -47,6 +49,8 @@ llvm::StringRef opName(OpKind op);
 unsigned opArity(OpKind op);
 /// The typing rule of the op.
 TypeRule opTypeRule(OpKind op);
+/// True when the op is defined on complex operands (c64, c128); every other op rejects them.
+bool acceptsComplex(OpKind op);
 /// Looks an op up by its text name; nullopt for an unknown name.
 std::optional<OpKind> parseOpKind(llvm::StringRef name);
 

@@ -11,7 +11,11 @@ namespace {
 std::optional<DataType> combine(std::optional<DataType> higher, std::optional<DataType> lower) {
   if (!higher)
     return lower;
-  if (!lower || isFloatingPoint(*higher))
+  if (!lower || isComplex(*higher))
+    return higher;
+  if (isComplex(*lower)) // a float keeps its precision: f64 tensor * 1j is c128
+    return isFloatingPoint(*higher) ? complexTypeOf(*higher) : *lower;
+  if (isFloatingPoint(*higher))
     return higher;
   if (*higher == DataType::Bool || isFloatingPoint(*lower))
     return promoteTypes(*higher, *lower);
@@ -22,7 +26,8 @@ void accumulate(std::optional<DataType>& group, DataType type) {
   group = group ? promoteTypes(*group, type) : type;
 }
 
-/// The type a scalar stands for beside tensors: a Python number of its category.
+/// The type a scalar stands for beside tensors: a Python number of its category (torch's
+/// defaults: f32 for a float, c64 for a complex).
 DataType asPythonNumber(DataType type) {
   switch (categoryOf(type)) {
   case TypeCategory::Bool:
@@ -31,6 +36,8 @@ DataType asPythonNumber(DataType type) {
     return DataType::Int64;
   case TypeCategory::Floating:
     return DataType::Float;
+  case TypeCategory::Complex:
+    return DataType::ComplexFloat;
   }
   return type;
 }

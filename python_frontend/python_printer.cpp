@@ -42,6 +42,10 @@ llvm::StringRef pythonDataTypeName(DataType type) {
     return "Float8_e5m2";
   case DataType::Float8_e8m0fnu:
     return "Float8_e8m0fnu";
+  case DataType::ComplexFloat:
+    return "ComplexFloat";
+  case DataType::ComplexDouble:
+    return "ComplexDouble";
   }
   WF_ASSERT(false, "unknown data type");
 }

@@ -28,7 +28,8 @@ constexpr llvm::StringLiteral kReserved[] = {
     "k",           "tail_begin", "aligned",      "table",    "index",    "rest",
     "main",        "NULL",       "assert",       "b8",       "i8",       "i16",
     "i32",         "i64",        "u8",           "u16",      "u32",      "f16",
-    "bf16",        "f32",        "f64",          "f8e4m3fn", "f8e5m2",   "f8e8m0fnu"};
+    "bf16",        "f32",        "f64",          "f8e4m3fn", "f8e5m2",   "f8e8m0fnu",
+    "c64",         "c128"};
 
 /// Prefixes of the prelude and of the implementation.
 bool hasReservedPrefix(llvm::StringRef name) {

@@ -47,12 +47,12 @@ _ML_DTYPES = {"bf16": ml_dtypes.bfloat16, "f8e4m3fn": ml_dtypes.float8_e4m3fn,
 def _numpy_of(short_name: str) -> np.dtype:
     """The NumPy dtype of a short name: b8 is bool, bf16 and the fp8 types come from
     ml_dtypes, and the others say their kind and width (i32: int32, u16: uint16, f64:
-    float64)."""
+    float64, c64: complex64)."""
     if short_name == "b8":
         return np.dtype(np.bool_)
     if short_name in _ML_DTYPES:
         return np.dtype(_ML_DTYPES[short_name])
-    kind = {"i": "int", "u": "uint", "f": "float"}[short_name[0]]
+    kind = {"i": "int", "u": "uint", "f": "float", "c": "complex"}[short_name[0]]
     return np.dtype(f"{kind}{short_name[1:]}")
 
 

@@ -1,0 +1,237 @@
+// Complex numbers (c64, c128): their storage and the one text of their arithmetic and
+// elementary functions. The reference evaluator (ir/element_ops.h) includes this file, and the
+// CUDA prelude (codegen/prelude.cuh) embeds it for the device and the host backend, so the
+// host backend and the reference agree bit for bit; on the device the real functions it calls
+// (sinf, expf, ...) are CUDA's, which may differ in the last place.
+//
+// It is plain C++17 over float and double with no header of its own (the includer provides
+// <cmath> on the host; NVRTC has the functions built in), and it calls the C function of T's
+// own precision (sinf for float), as std:: does. Its products go through wf_complex_mul_rn, so
+// that NVVM does not fuse them into an fma on the device; the host compilers do not contract.
+//
+// The formulas are the textbook ones torch's c10::complex computes on the CPU, with care at
+// the edges torch's results show (docs/ir_reference.md, "Complex numbers"): multiplication is
+// (ac - bd) + (ad + bc)i without C99's infinity recovery, division is Smith's algorithm,
+// abs is hypot, tanh is Kahan's.
+#ifndef WIDEFUSE_COMPLEX_MATH
+#define WIDEFUSE_COMPLEX_MATH
+
+#ifdef __CUDACC__
+#define WF_COMPLEX_FN __device__ __forceinline__
+#else
+#define WF_COMPLEX_FN inline
+#endif
+
+/// A complex number as torch stores one: the real part, then the imaginary part, aligned to
+/// the pair's size (c10::complex's layout).
+template <typename T> struct alignas(2 * sizeof(T)) wf_complex_number {
+  T re, im;
+};
+
+// The C function of T's precision: unqualified sin(float) would call the double sin.
+#define WF_COMPLEX_BY_PRECISION(f32_call, f64_call)                                                \
+  if constexpr (sizeof(T) == 4)                                                                    \
+    return f32_call;                                                                               \
+  else                                                                                             \
+    return f64_call
+#define WF_COMPLEX_REAL_FUNCTION(name, f32_function, f64_function)                                 \
+  template <typename T> WF_COMPLEX_FN T wf_complex_real_##name(T x) {                              \
+    WF_COMPLEX_BY_PRECISION(f32_function(x), f64_function(x));                                     \
+  }
+WF_COMPLEX_REAL_FUNCTION(sin, sinf, sin)
+WF_COMPLEX_REAL_FUNCTION(cos, cosf, cos)
+WF_COMPLEX_REAL_FUNCTION(tan, tanf, tan)
+WF_COMPLEX_REAL_FUNCTION(sinh, sinhf, sinh)
+WF_COMPLEX_REAL_FUNCTION(cosh, coshf, cosh)
+WF_COMPLEX_REAL_FUNCTION(exp, expf, exp)
+WF_COMPLEX_REAL_FUNCTION(log, logf, log)
+WF_COMPLEX_REAL_FUNCTION(sqrt, sqrtf, sqrt)
+WF_COMPLEX_REAL_FUNCTION(fabs, fabsf, fabs)
+#undef WF_COMPLEX_REAL_FUNCTION
+template <typename T> WF_COMPLEX_FN T wf_complex_real_hypot(T x, T y) {
+  WF_COMPLEX_BY_PRECISION(hypotf(x, y), hypot(x, y));
+}
+template <typename T> WF_COMPLEX_FN T wf_complex_real_atan2(T y, T x) {
+  WF_COMPLEX_BY_PRECISION(atan2f(y, x), atan2(y, x));
+}
+template <typename T> WF_COMPLEX_FN T wf_complex_real_copysign(T x, T y) {
+  WF_COMPLEX_BY_PRECISION(copysignf(x, y), copysign(x, y));
+}
+
+/// x * y rounded on its own (never contracted into an fma).
+template <typename T> WF_COMPLEX_FN T wf_complex_mul_rn(T x, T y) {
+#ifdef __CUDA_ARCH__
+  WF_COMPLEX_BY_PRECISION(__fmul_rn(x, y), __dmul_rn(x, y));
+#else
+  return x * y;
+#endif
+}
+#undef WF_COMPLEX_BY_PRECISION
+
+template <typename T> using wf_cx = wf_complex_number<T>;
+
+// ---- construction, parts, classification ----------------------------------------------------
+
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_make(T re, T im) {
+  wf_cx<T> z;
+  z.re = re;
+  z.im = im;
+  return z;
+}
+/// The magnitude, without intermediate overflow: hypot(re, im) (inf when a part is infinite,
+/// even beside a NaN).
+template <typename T> WF_COMPLEX_FN T wf_complex_abs(wf_cx<T> z) {
+  return wf_complex_real_hypot(z.re, z.im);
+}
+template <typename T> WF_COMPLEX_FN bool wf_complex_isnan(wf_cx<T> z) {
+  return z.re != z.re || z.im != z.im;
+}
+template <typename T> WF_COMPLEX_FN bool wf_complex_isinf(wf_cx<T> z) {
+  const T big = T(sizeof(T) == 4 ? 0x1.fffffep+127 : 0x1.fffffffffffffp+1023);
+  return z.re > big || z.re < -big || z.im > big || z.im < -big;
+}
+template <typename T> WF_COMPLEX_FN bool wf_complex_isfinite(wf_cx<T> z) {
+  return !wf_complex_isnan(z) && !wf_complex_isinf(z);
+}
+/// The truth value of z (a condition, a cast to b8): true unless both parts are zero.
+template <typename T> WF_COMPLEX_FN bool wf_complex_truth(wf_cx<T> z) {
+  return z.re != T(0) || z.im != T(0);
+}
+template <typename T> WF_COMPLEX_FN bool wf_complex_eq(wf_cx<T> a, wf_cx<T> b) {
+  return a.re == b.re && a.im == b.im;
+}
+
+// ---- arithmetic -------------------------------------------------------------------------------
+
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_neg(wf_cx<T> z) {
+  return wf_complex_make(-z.re, -z.im);
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_add(wf_cx<T> a, wf_cx<T> b) {
+  return wf_complex_make(a.re + b.re, a.im + b.im);
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_sub(wf_cx<T> a, wf_cx<T> b) {
+  return wf_complex_make(a.re - b.re, a.im - b.im);
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_mul(wf_cx<T> a, wf_cx<T> b) {
+  return wf_complex_make(wf_complex_mul_rn(a.re, b.re) - wf_complex_mul_rn(a.im, b.im),
+                         wf_complex_mul_rn(a.re, b.im) + wf_complex_mul_rn(a.im, b.re));
+}
+/// Smith's algorithm: divides by the larger of |c| and |d| first, so that c^2 + d^2 never
+/// overflows. A zero divisor gives a / 0 and b / 0 part by part (infinities or NaNs).
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_div(wf_cx<T> x, wf_cx<T> y) {
+  const T a = x.re, b = x.im, c = y.re, d = y.im;
+  const T abs_c = wf_complex_real_fabs(c), abs_d = wf_complex_real_fabs(d);
+  if (abs_c >= abs_d) {
+    if (abs_c == T(0) && abs_d == T(0))
+      return wf_complex_make(a / abs_c, b / abs_d);
+    const T ratio = d / c, scale = T(1) / (c + wf_complex_mul_rn(d, ratio));
+    return wf_complex_make(wf_complex_mul_rn(a + wf_complex_mul_rn(b, ratio), scale),
+                           wf_complex_mul_rn(b - wf_complex_mul_rn(a, ratio), scale));
+  }
+  const T ratio = c / d, scale = T(1) / (d + wf_complex_mul_rn(c, ratio));
+  return wf_complex_make(wf_complex_mul_rn(wf_complex_mul_rn(a, ratio) + b, scale),
+                         wf_complex_mul_rn(wf_complex_mul_rn(b, ratio) - a, scale));
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_reciprocal(wf_cx<T> z) {
+  return wf_complex_div(wf_complex_make(T(1), T(0)), z);
+}
+
+// ---- elementary functions ---------------------------------------------------------------------
+
+/// e^re (cos im + i sin im); a real argument (im == 0) gives exp(re) exactly, with im kept.
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_exp(wf_cx<T> z) {
+  const T magnitude = wf_complex_real_exp(z.re);
+  if (z.im == T(0))
+    return wf_complex_make(magnitude, z.im);
+  return wf_complex_make(wf_complex_mul_rn(magnitude, wf_complex_real_cos(z.im)),
+                         wf_complex_mul_rn(magnitude, wf_complex_real_sin(z.im)));
+}
+/// log|z| + i arg(z), arg in [-pi, pi] (the sign of a zero imaginary part picks the side).
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_log(wf_cx<T> z) {
+  return wf_complex_make(wf_complex_real_log(wf_complex_abs(z)), wf_complex_real_atan2(z.im, z.re));
+}
+/// log(z) / log(base), part by part.
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_log_base(wf_cx<T> z, T log_base) {
+  const wf_cx<T> l = wf_complex_log(z);
+  return wf_complex_make(l.re / log_base, l.im / log_base);
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_log10(wf_cx<T> z) {
+  return wf_complex_log_base(z, T(2.30258509299404568401799145468436421));
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_log2(wf_cx<T> z) {
+  return wf_complex_log_base(z, T(0.693147180559945309417232121458176568));
+}
+/// The principal square root (re >= 0; its imaginary part has the sign of z.im), computed
+/// from sqrt((|re| + |z|) / 2), which cancels nothing.
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_sqrt(wf_cx<T> z) {
+  if (z.re == T(0) && z.im == T(0))
+    return wf_complex_make(T(0), z.im);
+  const T big = T(sizeof(T) == 4 ? 0x1.fffffep+127 : 0x1.fffffffffffffp+1023);
+  if (z.im > big || z.im < -big) // sqrt(x +- i inf) = inf +- i inf, even for a NaN x
+    return wf_complex_make(z.im > T(0) ? z.im : -z.im, z.im);
+  const T t = wf_complex_real_sqrt(
+      wf_complex_mul_rn(wf_complex_real_fabs(z.re) + wf_complex_abs(z), T(0.5)));
+  if (z.re >= T(0))
+    return wf_complex_make(t, z.im / (t + t));
+  return wf_complex_make(wf_complex_real_fabs(z.im) / (t + t), wf_complex_real_copysign(t, z.im));
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_rsqrt(wf_cx<T> z) {
+  return wf_complex_reciprocal(wf_complex_sqrt(z));
+}
+/// a^b = exp(b log a); 0^0 = 1 and 0^b = 0 for every other b.
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_pow(wf_cx<T> a, wf_cx<T> b) {
+  if (a.re == T(0) && a.im == T(0))
+    return wf_complex_make(b.re == T(0) && b.im == T(0) ? T(1) : T(0), T(0));
+  return wf_complex_exp(wf_complex_mul(b, wf_complex_log(a)));
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_sin(wf_cx<T> z) {
+  return wf_complex_make(
+      wf_complex_mul_rn(wf_complex_real_sin(z.re), wf_complex_real_cosh(z.im)),
+      wf_complex_mul_rn(wf_complex_real_cos(z.re), wf_complex_real_sinh(z.im)));
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_cos(wf_cx<T> z) {
+  return wf_complex_make(
+      wf_complex_mul_rn(wf_complex_real_cos(z.re), wf_complex_real_cosh(z.im)),
+      -wf_complex_mul_rn(wf_complex_real_sin(z.re), wf_complex_real_sinh(z.im)));
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_sinh(wf_cx<T> z) {
+  return wf_complex_make(
+      wf_complex_mul_rn(wf_complex_real_sinh(z.re), wf_complex_real_cos(z.im)),
+      wf_complex_mul_rn(wf_complex_real_cosh(z.re), wf_complex_real_sin(z.im)));
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_cosh(wf_cx<T> z) {
+  return wf_complex_make(
+      wf_complex_mul_rn(wf_complex_real_cosh(z.re), wf_complex_real_cos(z.im)),
+      wf_complex_mul_rn(wf_complex_real_sinh(z.re), wf_complex_real_sin(z.im)));
+}
+/// Kahan's tanh: with t = tan(im), s = sinh(re), beta = 1 + t^2 and rho = sqrt(1 + s^2),
+/// tanh z = (beta rho s + i t) / (1 + beta s^2). Past |re| = 9 (f32) or 22 (f64), where
+/// tanh(re) rounds to +-1, the real part is +-1 and the imaginary part 4 sin cos e^(-2|re|),
+/// so that s^2 does not overflow.
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_tanh(wf_cx<T> z) {
+  const T limit = T(sizeof(T) == 4 ? 9 : 22);
+  if (wf_complex_real_fabs(z.re) > limit) {
+    const T decay = wf_complex_real_exp(T(-2) * wf_complex_real_fabs(z.re));
+    const T sin_cos = wf_complex_mul_rn(wf_complex_real_sin(z.im), wf_complex_real_cos(z.im));
+    return wf_complex_make(wf_complex_real_copysign(T(1), z.re),
+                           wf_complex_mul_rn(T(4) * sin_cos, decay));
+  }
+  const T t = wf_complex_real_tan(z.im), s = wf_complex_real_sinh(z.re);
+  const T beta = T(1) + wf_complex_mul_rn(t, t);
+  const T rho = wf_complex_real_sqrt(T(1) + wf_complex_mul_rn(s, s));
+  const T denominator = T(1) + wf_complex_mul_rn(beta, wf_complex_mul_rn(s, s));
+  return wf_complex_make(wf_complex_mul_rn(wf_complex_mul_rn(beta, rho), s) / denominator,
+                         t / denominator);
+}
+/// tan z = -i tanh(i z).
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_tan(wf_cx<T> z) {
+  const wf_cx<T> t = wf_complex_tanh(wf_complex_make(-z.im, z.re));
+  return wf_complex_make(t.im, -t.re);
+}
+/// 1 / (1 + e^-z).
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_sigmoid(wf_cx<T> z) {
+  const wf_cx<T> e = wf_complex_exp(wf_complex_neg(z));
+  return wf_complex_reciprocal(wf_complex_make(T(1) + e.re, e.im));
+}
+
+#endif // WIDEFUSE_COMPLEX_MATH
