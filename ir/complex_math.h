@@ -7,7 +7,7 @@
 // It is plain C++17 over float and double with no header of its own (the includer provides
 // <cmath> on the host; NVRTC has the functions built in), and it calls the C function of T's
 // own precision (sinf for float), as std:: does. Its products go through wf_complex_mul_rn, so
-// that NVVM does not fuse them into an fma on the device; the host compilers do not contract.
+// that no compiler fuses them into an fma (see there).
 //
 // The formulas are the textbook ones torch's c10::complex computes on the CPU, with care at
 // the edges torch's results show (docs/ir_reference.md, "Complex numbers"): multiplication is
@@ -45,6 +45,7 @@ WF_COMPLEX_REAL_FUNCTION(sinh, sinhf, sinh)
 WF_COMPLEX_REAL_FUNCTION(cosh, coshf, cosh)
 WF_COMPLEX_REAL_FUNCTION(exp, expf, exp)
 WF_COMPLEX_REAL_FUNCTION(log, logf, log)
+WF_COMPLEX_REAL_FUNCTION(log1p, log1pf, log1p)
 WF_COMPLEX_REAL_FUNCTION(sqrt, sqrtf, sqrt)
 WF_COMPLEX_REAL_FUNCTION(fabs, fabsf, fabs)
 #undef WF_COMPLEX_REAL_FUNCTION
@@ -58,12 +59,21 @@ template <typename T> WF_COMPLEX_FN T wf_complex_real_copysign(T x, T y) {
   WF_COMPLEX_BY_PRECISION(copysignf(x, y), copysign(x, y));
 }
 
-/// x * y rounded on its own (never contracted into an fma).
+/// x * y rounded on its own (never contracted into an fma). On the host an empty asm holds
+/// the product in a register: GCC 12's vectorizer recognizes (ac - bd, ad + bc) as a complex
+/// multiplication and emits vfmaddsub for it even under -ffp-contract=off, one rounding
+/// fewer than the reference (found by the host backend's every-op test on c128).
 template <typename T> WF_COMPLEX_FN T wf_complex_mul_rn(T x, T y) {
 #ifdef __CUDA_ARCH__
   WF_COMPLEX_BY_PRECISION(__fmul_rn(x, y), __dmul_rn(x, y));
 #else
-  return x * y;
+  T product = x * y;
+#if defined(__x86_64__)
+  __asm__("" : "+x"(product));
+#elif defined(__aarch64__)
+  __asm__("" : "+w"(product));
+#endif
+  return product;
 #endif
 }
 #undef WF_COMPLEX_BY_PRECISION
@@ -147,8 +157,19 @@ template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_exp(wf_cx<T> z) {
                          wf_complex_mul_rn(magnitude, wf_complex_real_sin(z.im)));
 }
 /// log|z| + i arg(z), arg in [-pi, pi] (the sign of a zero imaginary part picks the side).
+/// Near |z| = 1, log|z| = log1p(|z|^2 - 1) / 2 with |z|^2 - 1 = (re - 1)(re + 1) + im^2, which
+/// keeps the digits log(hypot) loses to the rounding of |z| (log(1 + 0.001i) in f32).
 template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_log(wf_cx<T> z) {
-  return wf_complex_make(wf_complex_real_log(wf_complex_abs(z)), wf_complex_real_atan2(z.im, z.re));
+  const T magnitude = wf_complex_abs(z);
+  T log_magnitude;
+  if (magnitude > T(0.75) && magnitude < T(1.25)) {
+    const T excess =
+        wf_complex_mul_rn(z.re - T(1), z.re + T(1)) + wf_complex_mul_rn(z.im, z.im);
+    log_magnitude = wf_complex_mul_rn(T(0.5), wf_complex_real_log1p(excess));
+  } else {
+    log_magnitude = wf_complex_real_log(magnitude);
+  }
+  return wf_complex_make(log_magnitude, wf_complex_real_atan2(z.im, z.re));
 }
 /// log(z) / log(base), part by part.
 template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_log_base(wf_cx<T> z, T log_base) {
@@ -178,10 +199,15 @@ template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_sqrt(wf_cx<T> z) {
 template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_rsqrt(wf_cx<T> z) {
   return wf_complex_reciprocal(wf_complex_sqrt(z));
 }
-/// a^b = exp(b log a); 0^0 = 1 and 0^b = 0 for every other b.
+/// a^b = exp(b log a). A zero base gives what that formula gives torch with log 0 = -inf:
+/// 0 when Re(b) > 0, inf + NaN i when Re(b) < 0, NaN + NaN i otherwise (0^0 included).
 template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_pow(wf_cx<T> a, wf_cx<T> b) {
-  if (a.re == T(0) && a.im == T(0))
-    return wf_complex_make(b.re == T(0) && b.im == T(0) ? T(1) : T(0), T(0));
+  if (a.re == T(0) && a.im == T(0)) {
+    const T inf = T(1) / T(0), nan = inf - inf;
+    if (b.re > T(0))
+      return wf_complex_make(T(0), T(0));
+    return b.re < T(0) ? wf_complex_make(inf, nan) : wf_complex_make(nan, nan);
+  }
   return wf_complex_exp(wf_complex_mul(b, wf_complex_log(a)));
 }
 template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_sin(wf_cx<T> z) {

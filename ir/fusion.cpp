@@ -175,6 +175,12 @@ Value* Fusion::addTensorInput(llvm::StringRef name, DataType dtype, llvm::ArrayR
 }
 
 Value* Fusion::addScalarInput(llvm::StringRef name, DataType dtype) {
+  // Run-time scalars travel as bool, int64 or double (ScalarArgument) to every backend.
+  if (isComplex(dtype))
+    fail("scalar input '{}': {} scalar inputs are not supported (a scalar argument is a bool, "
+         "an integer or a double); pass a 0-d {} tensor, or its parts as two f64 scalars and "
+         "complex(re, im)",
+         name.str(), shortName(dtype).str(), shortName(dtype).str());
   claimName(name);
   Value* value = addValue(Value::scalar(static_cast<unsigned>(values_.size()), name.str(), dtype));
   value->markInput();
@@ -183,6 +189,9 @@ Value* Fusion::addScalarInput(llvm::StringRef name, DataType dtype) {
 }
 
 Value* Fusion::addConstant(ConstantValue constant, DataType dtype, bool weak) {
+  if (isComplex(dtype))
+    fail("a constant of type {} must be written complex(re, im) of two real constants",
+         shortName(dtype).str());
   return addValue(Value::scalar(static_cast<unsigned>(values_.size()), uniqueName("c"), dtype,
                                 std::move(constant), weak));
 }

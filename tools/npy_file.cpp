@@ -29,7 +29,8 @@ constexpr DescrCode kDescrCodes[] = {
     {"b1", DataType::Bool},   {"i1", DataType::Int8},   {"i2", DataType::Int16},
     {"i4", DataType::Int32},  {"i8", DataType::Int64},  {"u1", DataType::UInt8},
     {"u2", DataType::UInt16}, {"u4", DataType::UInt32}, {"f2", DataType::Half},
-    {"f4", DataType::Float},  {"f8", DataType::Double},
+    {"f4", DataType::Float},  {"f8", DataType::Double}, {"c8", DataType::ComplexFloat},
+    {"c16", DataType::ComplexDouble},
 };
 
 /// The header dict's entries; each is empty until its key is seen.
@@ -203,7 +204,7 @@ DataType dataTypeOfDescr(llvm::StringRef descr, llvm::StringRef file) {
          "bfloat16); save bfloat16 as its uint16 bits: a.view(numpy.uint16)",
          file.str(), descr.str());
   fail("{}: unsupported dtype descr '{}' (supported: |b1, |i1, <i2, <i4, <i8, |u1, <u2, <u4, "
-       "<f2, <f4, <f8)",
+       "<f2, <f4, <f8, <c8, <c16)",
        file.str(), descr.str());
 }
 
@@ -323,6 +324,10 @@ llvm::StringRef npyDescr(DataType dtype) {
     return "<f4";
   case DataType::Double:
     return "<f8";
+  case DataType::ComplexFloat:
+    return "<c8";
+  case DataType::ComplexDouble:
+    return "<c16";
   }
   WF_ASSERT(false, "unknown data type {}", static_cast<int>(dtype));
 }

@@ -28,7 +28,8 @@ public:
   ComponentBuilder(FusionDefinition& fd, FuzzCase& fuzzCase, const ComponentPlan& plan,
                    std::string prefix, const std::vector<Val>& sharedScalars, GeneratorStats& stats)
       : fd_(fd), case_(fuzzCase), plan_(plan), prefix_(std::move(prefix)), stats_(stats),
-        structure_(plan.structureSeed), values_(plan.valueSeed), scalars_(sharedScalars) {}
+        structure_(plan.structureSeed), values_(plan.valueSeed),
+        complex_(plan.structureSeed ^ 0x636f6d706c6578ull), scalars_(sharedScalars) {}
 
   void build() {
     chooseShape();
@@ -48,7 +49,17 @@ private:
   bool chance(unsigned percent) { return structure_() % 100 < percent; }
   /// Decisions that only change extents, layouts and values (differ between clones).
   size_t pickValue(size_t n) { return n == 0 ? 0 : size_t(values_() % n); }
-  DataType pickDtype() { return kAllDataTypes[pick(std::size(kAllDataTypes))]; }
+  /// A real dtype (run-time scalars and constants are never complex).
+  DataType pickRealDtype() { return kRealDataTypes[pick(std::size(kRealDataTypes))]; }
+  /// A dtype for tensors and casts: f32 and f64 become c64 and c128 one time in four. That
+  /// draw comes from a stream of its own (seeded by the structure), so the cases of a seed
+  /// keep their structure from before complex types were drawn.
+  DataType pickDtype() {
+    DataType dtype = pickRealDtype();
+    if ((dtype == DataType::Float || dtype == DataType::Double) && complex_() % 4 == 0)
+      return complexTypeOf(dtype);
+    return dtype;
+  }
 
   void chooseShape() {
     shape_.clear();
@@ -81,6 +92,7 @@ private:
   GeneratorStats& stats_;
   std::mt19937_64 structure_;
   std::mt19937_64 values_;
+  std::mt19937_64 complex_;
   llvm::SmallVector<int64_t, 4> shape_;
   /// Values by shape: the component's domain, 0-d tensors, scalars.
   std::vector<Val> full_, zeroD_, scalars_;
@@ -115,7 +127,7 @@ void ComponentBuilder::addInputs() {
     lowRank_.push_back({addTensorInput(runtimeShape, pickDtype()), dims});
   }
   for (size_t i = 0, n = pick(2); i < n; ++i) {
-    DataType dtype = pickDtype();
+    DataType dtype = pickRealDtype();
     std::string name = fmt::format("{}s{}", prefix_, nextInput_++);
     scalars_.push_back(fd_.defineScalar(dtype, name));
     InputData data;
@@ -207,10 +219,14 @@ bool ComponentBuilder::addExpression() {
     // A bitcast needs a target of the operand's width: pick among those.
     if (rule == TypeRule::Bitcast && operands[0].val()) {
       llvm::SmallVector<DataType, 4> sameWidth;
-      for (DataType t : kAllDataTypes)
+      for (DataType t : kRealDataTypes)
         if (byteSize(t) == byteSize(operands[0].val().dtype()) && t != DataType::Bool)
           sameWidth.push_back(t);
+      if (sameWidth.empty()) // c128: no real type is 16 bytes wide
+        sameWidth.push_back(operands[0].val().dtype());
       attributes.targetType = sameWidth[pick(sameWidth.size())];
+      if (attributes.targetType == DataType::Double && complex_() % 4 == 0)
+        attributes.targetType = DataType::ComplexFloat; // 8 bytes too
     }
   }
   try {
@@ -294,7 +310,7 @@ Operand ComponentBuilder::pickConstant() {
   case 2:
     return pickValue(2) == 0;
   default: {
-    DataType dtype = pickDtype();
+    DataType dtype = pickRealDtype();
     return fd_.constant(randomConstant(dtype, values_), dtype);
   }
   }

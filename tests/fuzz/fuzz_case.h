@@ -17,6 +17,14 @@
 
 namespace widefuse::fuzz {
 
+/// The dtypes before complex ones, in kAllDataTypes' order: the generator draws among these
+/// (and turns some f32/f64 into c64/c128 from a stream of its own).
+inline constexpr DataType kRealDataTypes[] = {
+    DataType::Bool,          DataType::Int8,        DataType::Int16,         DataType::Int32,
+    DataType::Int64,         DataType::UInt8,       DataType::UInt16,        DataType::UInt32,
+    DataType::Half,          DataType::BFloat16,    DataType::Float,         DataType::Double,
+    DataType::Float8_e4m3fn, DataType::Float8_e5m2, DataType::Float8_e8m0fnu};
+
 /// The argument of one fusion input. Kept by input name, so that a reduced fusion (fewer
 /// inputs) still finds the same values for the inputs it keeps.
 struct InputData {

@@ -29,7 +29,7 @@ FuzzCase generateOnce(uint64_t seed, const GeneratorOptions& options, GeneratorS
   FusionDefinition fd(fmt::format("fuzz{}", seed % 1000));
   std::vector<Val> shared;
   for (size_t i = 0, n = random() % 3; i < n; ++i) {
-    DataType dtype = kAllDataTypes[random() % std::size(kAllDataTypes)];
+    DataType dtype = kRealDataTypes[random() % std::size(kRealDataTypes)];
     std::string name = fmt::format("s{}", i);
     shared.push_back(fd.defineScalar(dtype, name));
     InputData data;

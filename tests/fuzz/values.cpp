@@ -59,6 +59,12 @@ void fillRandom(DataType dtype, std::vector<std::byte>& storage, std::mt19937_64
     } else if (dtype == DataType::Double) {
       double value = randomDouble(random);
       std::memcpy(element, &value, 8);
+    } else if (dtype == DataType::ComplexFloat) {
+      float parts[2] = {float(randomDouble(random)), float(randomDouble(random))};
+      std::memcpy(element, parts, 8);
+    } else if (dtype == DataType::ComplexDouble) {
+      double parts[2] = {randomDouble(random), randomDouble(random)};
+      std::memcpy(element, parts, 16);
     } else if (isReducedPrecision(dtype)) {
       double value = randomDouble(random);
       uint16_t bits = toReducedBits(dtype, value, float(value));

@@ -294,6 +294,8 @@ TEST(EvaluatorOps, ComparisonsPredicatesAndLogicGiveBool) {
   std::vector<double> a = {0, 1, 5, 7, 2, 0}, b = {0, 3, 5, 2, 0, 1};
   for (const Case& c : cases)
     for (DataType dtype : kAllDataTypes) {
+      if (isComplex(dtype)) // complex values are not ordered: tests/ir/complex_test.cpp
+        continue;
       std::vector<HostTensor> inputs = {tensorOf(dtype, a), tensorOf(dtype, b)};
       HostTensor out = runOneOp(binary(c.op), inputs);
       ASSERT_EQ(out.dtype(), DataType::Bool);

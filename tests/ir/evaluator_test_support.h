@@ -75,6 +75,10 @@ inline double elementAsDouble(const HostTensor& tensor, int64_t i) {
   case DataType::Float8_e5m2:
   case DataType::Float8_e8m0fnu:
     return reducedBitsToFloat(tensor.dtype(), tensor.as<uint8_t>()[i]);
+  case DataType::ComplexFloat: // the real part (as a cast to a real type reads it)
+    return tensor.as<float>()[2 * i];
+  case DataType::ComplexDouble:
+    return tensor.as<double>()[2 * i];
   }
   return 0;
 }
@@ -122,6 +126,14 @@ inline void setElement(HostTensor& tensor, int64_t i, double value) {
   case DataType::Float8_e5m2:
   case DataType::Float8_e8m0fnu:
     tensor.as<uint8_t>()[i] = uint8_t(toReducedBits(tensor.dtype(), value, float(value)));
+    break;
+  case DataType::ComplexFloat: // imaginary part 0
+    tensor.as<float>()[2 * i] = float(value);
+    tensor.as<float>()[2 * i + 1] = 0;
+    break;
+  case DataType::ComplexDouble:
+    tensor.as<double>()[2 * i] = value;
+    tensor.as<double>()[2 * i + 1] = 0;
     break;
   }
 }

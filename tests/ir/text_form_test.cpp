@@ -62,6 +62,9 @@ llvm::SmallVector<Val, 3> operandsFor(FusionDefinition& fd, OpKind op) {
   case TypeRule::Integer:
     type = DataType::Int32;
     break;
+  case TypeRule::ComplexPart:
+    type = DataType::ComplexFloat;
+    break;
   default:
     break;
   }

@@ -40,9 +40,13 @@ void fillRandom(HostTensor& tensor, std::mt19937_64& random) {
   const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-40, -2.5, 0.5};
   auto* bytes = static_cast<unsigned char*>(tensor.data());
   size_t size = byteSize(tensor.dtype());
-  for (int64_t i = 0; i < tensor.numel(); ++i) {
+  // A complex element is two values of its part type, each drawn like a real one.
+  bool complex = isComplex(tensor.dtype());
+  if (complex)
+    size /= 2;
+  for (int64_t i = 0; i < tensor.numel() * (complex ? 2 : 1); ++i) {
     unsigned char* at = bytes + i * size;
-    DataType dtype = tensor.dtype();
+    DataType dtype = complexPartType(tensor.dtype());
     if (dtype == DataType::Bool) {
       at[0] = random() & 1;
     } else if (isFloatingPoint(dtype)) {
@@ -69,6 +73,14 @@ void fillRandom(HostTensor& tensor, std::mt19937_64& random) {
   }
 }
 
+/// The bytes of an element in hex, highest address first (little-endian numbers read right).
+std::string describeBytes(const unsigned char* element, size_t size) {
+  std::string text = "0x";
+  for (size_t i = size; i-- > 0;)
+    text += fmt::format("{:02x}", element[i]);
+  return text;
+}
+
 int64_t countDifferences(const HostTensor& actual, const HostTensor& expected,
                          const std::string& what) {
   EXPECT_EQ(actual.dtype(), expected.dtype()) << what;
@@ -79,8 +91,21 @@ int64_t countDifferences(const HostTensor& actual, const HostTensor& expected,
   auto* b = static_cast<const unsigned char*>(expected.data());
   for (int64_t i = 0; i < std::min(actual.numel(), expected.numel()); ++i)
     if (!sameElement(a + i * size, b + i * size, actual.dtype()) && differences++ == 0)
-      ADD_FAILURE() << what << ": first difference at element " << i;
+      ADD_FAILURE() << what << ": first difference at element " << i << ": host "
+                    << describeBytes(a + i * size, size) << ", reference "
+                    << describeBytes(b + i * size, size);
   return differences;
+}
+
+/// " = op(operand dtypes)" for a computed value, for failure messages.
+std::string describeDefinition(const Value& value) {
+  const Expr* expr = value.definition();
+  if (!expr)
+    return "";
+  std::vector<std::string> operands;
+  for (const Value* operand : expr->operands())
+    operands.push_back(shortName(operand->dtype()).str() + (operand->isConstant() ? " constant" : ""));
+  return fmt::format(" = {}({})", opName(expr->op()).str(), fmt::join(operands, ", "));
 }
 
 constexpr HostExecution kExecutions[] = {HostExecution::Fast, HostExecution::Verify};
@@ -131,7 +156,7 @@ void expectHostMatchesReference(const Fusion& fusion, SegmentationMode mode, int
   ASSERT_EQ(result.outputs.size(), expected.outputs.size());
   for (size_t i = 0; i < result.outputs.size(); ++i)
     EXPECT_EQ(countDifferences(result.outputs[i], expected.outputs[i],
-                               "output " + fusion.outputs()[i]->name()),
+                               "output " + fusion.outputs()[i]->name() + describeDefinition(*fusion.outputs()[i])),
               0);
   for (size_t i = 0; i < host.size(); ++i) {
     if (fusion.inputs()[i]->isTensor()) {

@@ -36,9 +36,17 @@ inline bool isNanElement(const void* p, DataType dtype) {
 
 /// True when a and b hold the same bits, or are both NaN of a floating-point dtype (the NaN
 /// payload of an op on two NaNs is not specified; e4m3fn keeps its sign: 0x7f and 0xff).
+/// A complex element compares part by part, each as its real type.
 inline bool sameElement(const void* a, const void* b, DataType dtype) {
   if (std::memcmp(a, b, byteSize(dtype)) == 0)
     return true;
+  if (isComplex(dtype)) {
+    DataType part = complexPartType(dtype);
+    size_t size = byteSize(part);
+    auto* x = static_cast<const char*>(a);
+    auto* y = static_cast<const char*>(b);
+    return sameElement(x, y, part) && sameElement(x + size, y + size, part);
+  }
   return isFloatingPoint(dtype) && isNanElement(a, dtype) && isNanElement(b, dtype);
 }
 

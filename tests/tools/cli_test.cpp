@@ -207,7 +207,7 @@ TEST_F(Cli, RunRejectsNpyFilesThatDisagreeWithTheDeclaration) {
   EXPECT_NE(wrongShape.err.find("[3, 2]"), std::string::npos) << wrongShape.err;
   writeFile(file("c8.npy"), bytesOf(kNumpyC8));
   expectOneLineError(runAxpy("--input x=c8.npy --input y=y.npy --input step=step.npy"),
-                     "unsupported dtype descr '<c8'");
+                     "holds c64 data (descr '<c8') but f32 was expected");
   EXPECT_FALSE(llvm::sys::fs::exists(file("out")));
 }
 
