@@ -87,8 +87,8 @@ def from_numpy(dtype: np.dtype, context: str) -> DataType:
 
 
 def data_type_of(value: object, context: str) -> DataType:
-    """A DataType given as a DataType, a short name, a NumPy dtype or a Python type (bool,
-    int, float, complex)."""
+    """A DataType given as a DataType, a short name, a NumPy dtype, a torch dtype (x.to(
+    torch.complex64) in traced torch code) or a Python type (bool, int, float, complex)."""
     if isinstance(value, DataType):
         return value
     if value is None:  # np.dtype(None) would be float64
@@ -106,6 +106,12 @@ def data_type_of(value: object, context: str) -> DataType:
         return DataType.Double
     if value is complex:  # a Python complex is a pair of doubles
         return DataType.ComplexDouble
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        from .torch_tensors import data_type_of_tensor  # imported late: it imports this module
+        found = data_type_of_tensor(value)
+        if found is None:
+            raise Error(f"{context}: widefuse has no data type for {value}")
+        return found
     try:
         dtype = np.dtype(value)
     except TypeError:
