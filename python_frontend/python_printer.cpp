@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/STLExtras.h>
 
 #include <cmath>
 
@@ -58,8 +59,17 @@ llvm::StringRef pythonOpName(OpKind op) {
   return opName(op);
 }
 
+bool isComplexLiteral(const Value& value) {
+  const Expr* expr = value.definition();
+  if (!value.isWeak() || !expr || expr->op() != OpKind::Complex)
+    return false;
+  return llvm::all_of(expr->operands(), [](const Value* part) {
+    return part->isWeak() && part->isConstant();
+  });
+}
+
 bool isWrittenInline(const Value& value) {
-  return value.isWeak() && value.isConstant();
+  return value.isWeak() && (value.isConstant() || isComplexLiteral(value));
 }
 
 bool isLeftImplicit(const Value& value) {
@@ -80,6 +90,14 @@ std::string pythonNumber(const ConstantValue& constant) {
   if (number && std::isinf(*number))
     return *number > 0 ? "float(\"inf\")" : "float(\"-inf\")";
   return formatConstant(constant);
+}
+
+/// A complex literal (see isComplexLiteral) as Python source: `complex(3.0, 0.5)`, which
+/// the frontend turns back into the same literal.
+std::string pythonComplex(const Value& literal) {
+  const Expr& expr = *literal.definition();
+  return fmt::format("complex({}, {})", pythonNumber(*expr.operand(0)->constant()),
+                     pythonNumber(*expr.operand(1)->constant()));
 }
 
 std::string pythonList(llvm::ArrayRef<int64_t> values) {
@@ -152,6 +170,8 @@ private:
   std::string use(const Value* value) {
     if (isLeftImplicit(*value)) // an implicit broadcast: the op inserts it again
       return use(value->definition()->operand(0));
+    if (isComplexLiteral(*value))
+      return pythonComplex(*value);
     if (isWrittenInline(*value))
       return pythonNumber(*value->constant());
     auto found = names_.find(value);
@@ -186,6 +206,15 @@ private:
   }
 
   void printExpr(const Expr& expr, const Value& result) {
+    // A typed complex constant (the frontend's define_scalar(3+0.5j), a complex literal cast
+    // to its type) prints as nvFuser prints one.
+    if (expr.op() == OpKind::Cast && isComplex(result.dtype()) && !result.isTensor() &&
+        isComplexLiteral(*expr.operand(0))) {
+      std::string name = define(result);
+      line(fmt::format("{} = fd.define_scalar({}, dtype=DataType.{})", name,
+                       pythonComplex(*expr.operand(0)), pythonDataTypeName(result.dtype()).str()));
+      return;
+    }
     llvm::SmallVector<std::string, 4> arguments;
     for (const Value* operand : expr.operands())
       arguments.push_back(use(operand));

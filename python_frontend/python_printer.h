@@ -35,9 +35,13 @@ llvm::StringRef pythonOpName(OpKind op);
 std::string printPythonDefinition(const Fusion& fusion,
                                   llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders = {},
                                   llvm::ArrayRef<unsigned> outputCalls = {});
-/// True for the values the Python form writes inline as numbers (untyped literals) rather
-/// than naming them T<n> / S<n>.
+/// True for the values the Python form writes inline as numbers (untyped literals, and
+/// complex literals) rather than naming them T<n> / S<n>.
 bool isWrittenInline(const Value& value);
+/// True for a complex literal: `complex(re, im)` of two untyped float literals, the value a
+/// Python complex number becomes in the frontend (weak, like the literals it is made of). The
+/// Python form writes it inline as `complex(re, im)`.
+bool isComplexLiteral(const Value& value);
 /// True for the values implicit broadcasting inserted (their size and broadcast_in_dim):
 /// the Python form leaves them out, as nvFuser's does, and names no T<n> / S<n> for them.
 bool isLeftImplicit(const Value& value);

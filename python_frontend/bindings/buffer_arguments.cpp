@@ -17,14 +17,21 @@ std::string pythonTypeName(DataType type) {
   return fmt::format("DataType.{}", pythonDataTypeName(type).str());
 }
 
-/// The data type of a struct-module format character of a native-order buffer.
+/// The data type of a struct-module format character (or `Zf`/`Zd`, a complex pair) of a
+/// native-order buffer.
 std::optional<DataType> typeOfFormat(llvm::StringRef format, Py_ssize_t itemSize) {
   if (!format.empty() && (format.front() == '@' || format.front() == '=' ||
                           (format.front() == '<' && llvm::sys::IsLittleEndianHost)))
     format = format.drop_front();
+  std::optional<DataType> type;
+  if (format == "Zf") // a complex pair (PEP 3118): NumPy's complex64
+    type = DataType::ComplexFloat;
+  else if (format == "Zd")
+    type = DataType::ComplexDouble;
+  if (type)
+    return static_cast<Py_ssize_t>(byteSize(*type)) == itemSize ? type : std::nullopt;
   if (format.size() != 1)
     return std::nullopt;
-  std::optional<DataType> type;
   switch (format.front()) {
   case '?':
     type = DataType::Bool;

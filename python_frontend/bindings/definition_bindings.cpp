@@ -90,7 +90,11 @@ public:
                         (*op != OpKind::Size && llvm::any_of(arguments, [](const Operand& operand) {
                           return !operand.literal() && operand.val().value()->isTensor();
                         }));
-    std::string name = nextName(tensorResult ? 'T' : 'S');
+    // A complex literal (complex of two number literals: a Python complex number) is
+    // written inline by repr(fd) and takes no T<n> / S<n>; the IR names it itself.
+    bool complexLiteral = *op == OpKind::Complex &&
+                          llvm::all_of(arguments, [](const Operand& a) { return a.literal(); });
+    std::string name = complexLiteral ? std::string() : nextName(tensorResult ? 'T' : 'S');
     return live().apply(*op, arguments, std::move(attributes), name);
   }
 

@@ -38,11 +38,14 @@ std::optional<nb::dlpack::dtype_code> float8DlpackCode(DataType type) {
 }
 
 /// The DLPack type of `type` on a device (torch reads bool, f16, bf16 and fp8 as such).
+/// Complex types are DLPack's Complex code with the width of the pair (64 or 128 bits).
 nb::dlpack::dtype deviceDlpackType(DataType type) {
   using Code = nb::dlpack::dtype_code;
   auto bits = static_cast<uint8_t>(8 * byteSize(type));
   if (auto code = float8DlpackCode(type))
     return {static_cast<uint8_t>(*code), bits, 1};
+  if (isComplex(type))
+    return {static_cast<uint8_t>(Code::Complex), bits, 1};
   if (type == DataType::Bool)
     return {static_cast<uint8_t>(Code::Bool), bits, 1};
   if (type == DataType::BFloat16)
@@ -56,7 +59,8 @@ nb::dlpack::dtype deviceDlpackType(DataType type) {
 
 /// The NumPy stand-in for `type` on the host: an unsigned integer of the same width for bool,
 /// f16, bf16 and fp8, which the Python side views as the real dtype (NumPy has no bf16 or
-/// fp8, and its DLPack import of bool and f16 varies between versions).
+/// fp8, and its DLPack import of bool and f16 varies between versions). Complex types are
+/// NumPy's complex64 and complex128.
 nb::dlpack::dtype hostDlpackType(DataType type) {
   if (type == DataType::Bool || isReducedPrecision(type))
     return {static_cast<uint8_t>(nb::dlpack::dtype_code::UInt),
@@ -79,6 +83,8 @@ std::string dataTypeOfDlpack(nb::dlpack::dtype type) {
       name = fmt::format("f{}", type.bits);
     else if (code == Code::Bfloat && type.bits == 16)
       name = "bf16";
+    else if (code == Code::Complex && (type.bits == 64 || type.bits == 128))
+      name = fmt::format("c{}", type.bits);
     for (DataType float8 :
          {DataType::Float8_e4m3fn, DataType::Float8_e5m2, DataType::Float8_e8m0fnu})
       if (code == float8DlpackCode(float8) && type.bits == 8)

@@ -14,9 +14,10 @@ from . import prims
 from .data_type import DataType
 from .errors import ArgumentTypeError, ArgumentValueError, DimensionIndexError
 from .fusion_definition import FusionDefinition, PreparedExecution
-from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, copy_, div, exp, expm1, fmod,
-                        isfinite, isinf, isnan, lerp, log, log1p, maximum, minimum, mul, neg,
-                        negative, pow, reciprocal, rsqrt, sigmoid, sign, sqrt, sub, tanh, where)
+from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, complex, copy_, div, exp,
+                        expm1, fmod, imag, isfinite, isinf, isnan, lerp, log, log1p, maximum,
+                        minimum, mul, neg, negative, pow, real, reciprocal, rsqrt, sigmoid,
+                        sign, sqrt, sub, tanh, where)
 from .tracer import TracedFunction, trace
 from .values import Scalar, Tensor, UnsupportedOperationError, Value
 
@@ -29,17 +30,21 @@ float16 = half = DataType.Half
 bfloat16 = DataType.BFloat16
 float32 = float = DataType.Float
 float64 = double = DataType.Double
+complex64 = cfloat = DataType.ComplexFloat
+complex128 = cdouble = DataType.ComplexDouble
 
 # `from widefuse import *` exports no name that would shadow a builtin (abs, pow, bool,
-# float); those stay available as widefuse.abs, ... for `import widefuse as torch`.
+# float, complex); those stay available as widefuse.abs, ... for `import widefuse as torch`.
 __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "DataType", "DimensionIndexError", "Error",
     "FusionDefinition", "PreparedExecution", "Scalar", "Tensor", "TracedFunction", "Version",
     "compute_contiguity", "compute_tensor_descriptor", "model_shapes", "version",
     "UnsupportedOperationError", "Value", "copy_", "prims", "trace",
-    "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod", "isfinite",
-    "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg", "negative",
-    "reciprocal", "rsqrt", "sigmoid", "sign", "sqrt", "sub", "tanh", "where",
+    "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod", "imag",
+    "isfinite", "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg",
+    "negative", "real", "reciprocal", "rsqrt", "sigmoid", "sign", "sqrt", "sub", "tanh",
+    "where",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float16", "half",
-    "bfloat16", "float32", "float64", "double",
+    "bfloat16", "float32", "float64", "double", "complex64", "complex128", "cfloat",
+    "cdouble",
 ]

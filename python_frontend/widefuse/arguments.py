@@ -183,6 +183,10 @@ def scalar_argument(value: Any, name: str, dtype: DataType) -> Any:
         if not dtype.is_floating_point:
             raise ArgumentTypeError(f"input '{name}' is a {dtype!r} scalar; got the float {value!r}")
         return float(value)
+    if isinstance(value, numbers.Complex):  # no scalar input is complex (define_scalar refuses)
+        raise ArgumentTypeError(f"input '{name}' is a {dtype!r} scalar; got the complex number "
+                                f"{value!r} (scalar inputs cannot be complex: define a 0-d "
+                                "complex tensor and pass the value as one)")
     raise ArgumentTypeError(f"input '{name}' is a {dtype!r} scalar: expected a Python number, got "
                 f"{type(value).__name__}")
 

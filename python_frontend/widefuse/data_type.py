@@ -28,7 +28,19 @@ class _DataTypeBase(enum.Enum):
 
     @property
     def is_floating_point(self) -> bool:
+        """True for the real floating-point types (not the complex ones, as in torch)."""
         return self.value.startswith(("f", "bf"))
+
+    @property
+    def is_complex(self) -> bool:
+        """True for ComplexFloat and ComplexDouble."""
+        return self.value.startswith("c")
+
+    @property
+    def complex_part(self) -> "DataType":
+        """The type of a complex type's real and imaginary parts (Float for ComplexFloat,
+        Double for ComplexDouble); any other type itself."""
+        return {"c64": DataType.Float, "c128": DataType.Double}.get(self.value, self)
 
 
 # The members come from the extension, which lists the IR's types (nvFuser's names, the text
@@ -75,7 +87,8 @@ def from_numpy(dtype: np.dtype, context: str) -> DataType:
 
 
 def data_type_of(value: object, context: str) -> DataType:
-    """A DataType given as a DataType, a short name, a NumPy dtype or a Python type."""
+    """A DataType given as a DataType, a short name, a NumPy dtype, a torch dtype (x.to(
+    torch.complex64) in traced torch code) or a Python type (bool, int, float, complex)."""
     if isinstance(value, DataType):
         return value
     if value is None:  # np.dtype(None) would be float64
@@ -91,6 +104,14 @@ def data_type_of(value: object, context: str) -> DataType:
         return DataType.Int
     if value is float:
         return DataType.Double
+    if value is complex:  # a Python complex is a pair of doubles
+        return DataType.ComplexDouble
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        from .torch_tensors import data_type_of_tensor  # imported late: it imports this module
+        found = data_type_of_tensor(value)
+        if found is None:
+            raise Error(f"{context}: widefuse has no data type for {value}")
+        return found
     try:
         dtype = np.dtype(value)
     except TypeError:

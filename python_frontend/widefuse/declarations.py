@@ -79,14 +79,26 @@ def tensor_stride_order(stride_order: Optional[Sequence[int]], rank: int,
 
 def constant_value(value: Any, dtype: Any) -> tuple[Any, DataType]:
     """A typed constant's Python value and DataType, refusing values the type cannot hold
-    (a silently wrapped or truncated literal would be a wrong program)."""
+    (a silently wrapped or truncated literal would be a wrong program). A complex dtype, or a
+    complex value (ComplexDouble by default), gives a Python complex."""
     if isinstance(value, np.generic):
         value = value.item()
-    if not isinstance(value, (bool, numbers.Integral, numbers.Real)):
+    if not isinstance(value, numbers.Complex):  # bool, int and float are Complex numbers too
         raise ArgumentTypeError(f"define_scalar: {value!r} is not a number")
-    if dtype is None:
-        dtype = bool if isinstance(value, bool) else int if isinstance(value, int) else float
+    if dtype is None:  # nvFuser's rule: the Python type decides; a complex is ComplexDouble
+        dtype = (bool if isinstance(value, bool) else int if isinstance(value, int) else
+                 float if isinstance(value, numbers.Real) else complex)
     data_type = data_type_of(dtype, "define_scalar")
+    if data_type.is_complex:  # a real number is the complex number with imaginary part 0
+        try:
+            return complex(value), data_type
+        except OverflowError:
+            raise ArgumentValueError(f"define_scalar: {value!r} does not fit in "
+                                     f"{data_type!r}") from None
+    if not isinstance(value, numbers.Real):
+        raise ArgumentValueError(f"define_scalar: {value!r} is complex; {data_type!r} cannot "
+                                 "hold it (use dtype=DataType.ComplexDouble or ComplexFloat, or "
+                                 "give value.real)")
     if data_type is DataType.Bool:
         if value not in (0, 1) or isinstance(value, float):
             raise ArgumentValueError(f"define_scalar: {value!r} is not a Bool (True, False, 0 or 1)")

@@ -158,3 +158,7 @@ def clamp(input: Any, min: Any = None, max: Any = None, *,
 
 
 negative = neg
+real = _unary("real")
+imag = _unary("imag")
+# torch.complex(real, imag): f32 or f64 parts of one dtype.
+complex = _binary("complex")  # shadows the builtin here, as abs and pow do

@@ -29,7 +29,8 @@ _BACKENDS = tuple(_widefuse.backend_names())
 # NumPy types the buffer protocol describes (bfloat16 has no buffer format).
 _BUFFER_TYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
                                                 np.uint8, np.uint16, np.uint32, np.float16,
-                                                np.float32, np.float64))
+                                                np.float32, np.float64, np.complex64,
+                                                np.complex128))
 
 
 def _python_number(value: Any) -> Any:
@@ -51,10 +52,12 @@ def _assert_matches(output: Any, reference: Any, what: str) -> None:
         raise AssertionError(f"validate: {what} has shape {output.shape}, the reference "
                              f"{reference.shape}")
     data_type = data_type_of(output.dtype, "validate")
-    if data_type.is_floating_point:  # torch.testing.assert_close's (rtol, atol) per dtype
+    if data_type.is_floating_point or data_type.is_complex:
+        # torch.testing.assert_close's (rtol, atol) per dtype (a complex type: its part's).
         rtol, atol = {DataType.Half: (1e-3, 1e-5), DataType.BFloat16: (1.6e-2, 1e-5),
-                      DataType.Float: (1.3e-6, 1e-5)}.get(data_type, (1e-7, 1e-7))
-        np.testing.assert_allclose(output.astype(np.float64), reference.astype(np.float64),
+                      DataType.Float: (1.3e-6, 1e-5)}.get(data_type.complex_part, (1e-7, 1e-7))
+        wide = np.complex128 if data_type.is_complex else np.float64
+        np.testing.assert_allclose(output.astype(wide), reference.astype(wide),
                                    rtol=rtol, atol=atol, equal_nan=True,
                                    err_msg=f"validate: {what}")
     else:
@@ -197,13 +200,25 @@ class FusionDefinition:
 
     def define_scalar(self, value: Any = None, dtype: Any = None) -> Scalar:
         """A runtime scalar input when `value` is None (default dtype Double), else a constant
-        of `dtype` (default from the Python type: Bool, Int or Double) that must hold `value`
-        exactly. As in nvFuser, ``define_scalar(DataType.Float)`` is a runtime input too."""
+        of `dtype` (default from the Python type: Bool, Int, Double or ComplexDouble) that must
+        hold `value` exactly (floating-point and complex constants round to their type). As in
+        nvFuser, ``define_scalar(DataType.Float)`` is a runtime input too. Runtime scalars
+        cannot be complex (raises Error): give a 0-d tensor."""
         value, dtype = scalar_dtype_or_value(value, dtype)
         if value is None:
             data_type = DataType.Double if dtype is None else data_type_of(dtype, "define_scalar")
+            if data_type.is_complex:
+                raise Error(f"define_scalar(None, dtype={data_type!r}): runtime complex scalar "
+                            "inputs are not supported (a kernel's scalar arguments are bool, "
+                            "int or double); pass the value as a 0-d tensor "
+                            f"(define_tensor(shape=[], dtype={data_type!r})) or define a "
+                            "constant (define_scalar(3+0.5j))")
             return Scalar(self, self._live().define_scalar(data_type.value))
         number, data_type = constant_value(value, dtype)
+        if data_type.is_complex:
+            # The IR's constants are real: a complex constant is the complex literal of its
+            # parts cast to its type (repr(fd) prints it back as this define_scalar).
+            return self.apply_op("cast", (number,), dtype=data_type)
         return Scalar(self, self._live().constant(number, data_type.value))
 
     def define_vector(self, values: Any, dtype: Any = DataType.Int) -> list:
@@ -239,8 +254,18 @@ class FusionDefinition:
         operand = _python_number(operand)
         if isinstance(operand, (bool, int, float)):
             return operand
+        if isinstance(operand, complex):
+            return self._complex_literal(operand)
         raise ArgumentTypeError(f"{op}: arguments must be values of this definition or Python numbers, "
                     f"got {type(operand).__name__}")
+
+    def _complex_literal(self, number: complex) -> Any:
+        """The handle of a Python complex number as an operand: the op complex() of its two
+        parts as untyped float literals. The result is untyped too, so it promotes as torch
+        promotes a Python complex (a ComplexFloat tensor stays ComplexFloat, a Float tensor
+        becomes ComplexFloat, a Double tensor ComplexDouble), and repr(fd) writes it inline as
+        ``complex(re, im)``."""
+        return self._live().apply("complex", [number.real, number.imag])
 
     def apply_op(self, op: str, operands: Sequence[Any], dtype: Optional[DataType] = None,
                  shape: Sequence[Any] = (), broadcast_dims: Sequence[int] = (),

@@ -75,7 +75,10 @@ def _torch_dtype(dtype: Any) -> Any:
 
 def _supported_tensor(proxy: TensorProxy) -> bool:
     device = proxy.device
-    return (data_type_of_tensor(_torch_dtype(proxy.dtype)) is not None and
+    data_type = data_type_of_tensor(_torch_dtype(proxy.dtype))
+    # Complex tensors stay with Thunder's other executors: most of the prims claimed here
+    # (comparisons, floor, atan2, ...) are not defined on complex values.
+    return (data_type is not None and not data_type.is_complex and
             (device.type == "cpu" or (device.type == "cuda" and device.index in (None, 0))))
 
 

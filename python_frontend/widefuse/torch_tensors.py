@@ -31,7 +31,7 @@ def is_tensor(value: Any) -> bool:
 
 
 def data_type_of_tensor(dtype: Any) -> Optional[DataType]:
-    """The DataType of a torch dtype, or None for one widefuse lacks (complex, the fnuz fp8
+    """The DataType of a torch dtype, or None for one widefuse lacks (complex32, the fnuz fp8
     types, float4, ...)."""
     global _data_types
     if _data_types is None:
@@ -43,6 +43,7 @@ def data_type_of_tensor(dtype: Any) -> Optional[DataType]:
             torch.float16: DataType.Half, torch.bfloat16: DataType.BFloat16,
             torch.float32: DataType.Float, torch.float64: DataType.Double,
             torch.float8_e4m3fn: DataType.Float8_e4m3fn, torch.float8_e5m2: DataType.Float8_e5m2,
+            torch.complex64: DataType.ComplexFloat, torch.complex128: DataType.ComplexDouble,
         }
         if hasattr(torch, "float8_e8m0fnu"):  # torch 2.7 and later
             _data_types[torch.float8_e8m0fnu] = DataType.Float8_e8m0fnu
@@ -67,9 +68,14 @@ def check_tensor(tensor: Any, name: str, allow_grad: bool = False) -> DataType:
                     "only (pass tensor.to_dense())")
     if tensor.is_quantized:
         raise Error(f"{what} is a quantized tensor ({tensor.dtype}); dequantize it first")
-    if tensor.is_complex():
-        raise Error(f"{what} is complex ({tensor.dtype}); widefuse has no complex types "
-                    "(pass torch.view_as_real(tensor))")
+    # torch.conj() and the imaginary part of a conjugate view are lazy: the memory holds the
+    # unconjugated (unnegated) values and a bit says so. widefuse reads memory as it is.
+    if tensor.is_conj():
+        raise Error(f"{what} is a lazily conjugated tensor (torch.conj's conjugate bit is set); "
+                    "pass tensor.resolve_conj()")
+    if tensor.is_neg():
+        raise Error(f"{what} is a lazily negated tensor (torch's negative bit is set, as on the "
+                    "imaginary part of a conjugate view); pass tensor.resolve_neg()")
     if tensor.device.type == "meta":
         raise Error(f"{what} is a meta tensor: it has no data to run on")
     if tensor.device.type not in ("cpu", "cuda"):

@@ -82,8 +82,13 @@ def _constant_key(value: Any) -> tuple:
     if not isinstance(value, Hashable):
         raise Error(f"traced functions take arrays, numbers, strings, None and lists, tuples "
                     f"and dicts of them; got {type(value).__name__}")
-    # Floats by their bits: -0.0 is not 0.0, and every NaN argument is the same constant.
-    return ("constant", type(value).__name__, value.hex() if type(value) is float else value)
+    # Floats by their bits: -0.0 is not 0.0, and every NaN argument is the same constant
+    # (complex numbers too, part by part).
+    if type(value) is float:
+        return ("constant", "float", value.hex())
+    if type(value) is complex:
+        return ("constant", "complex", value.real.hex(), value.imag.hex())
+    return ("constant", type(value).__name__, value)
 
 
 def _structure(value: Any, seen: dict) -> Any:

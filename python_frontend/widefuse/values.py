@@ -288,6 +288,24 @@ class Tensor(Value):
     def ndim(self) -> int:
         return len(self._value.shape)
 
+    @property
+    def real(self) -> Value:
+        """The real part (torch's ``Tensor.real``: a real tensor itself), a new value of the
+        part's dtype (Float for ComplexFloat, Double for ComplexDouble)."""
+        return self._apply("real", self)
+
+    @property
+    def imag(self) -> Value:
+        """The imaginary part of a complex tensor (torch's ``Tensor.imag``); a real tensor has
+        none (Error, as in torch)."""
+        return self._apply("imag", self)
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
     def dim(self) -> int:
         return self.ndim
 

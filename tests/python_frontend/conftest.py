@@ -9,7 +9,7 @@ import pytest
 # and the Thunder tests `thunder`, so that ctest runs each set as a test of its own, side by
 # side; they skip without torch (Thunder) unless WIDEFUSE_REQUIRE_TORCH is set (as ctest sets
 # it), where a missing torch is a failure.
-_TORCH_TEST_PREFIXES = ("test_optim_", "test_torch_", "test_nvfuser_")
+_TORCH_TEST_PREFIXES = ("test_optim_", "test_torch_", "test_nvfuser_", "test_complex")
 _THUNDER_TEST_PREFIXES = ("test_thunder_",)
 
 

@@ -29,7 +29,9 @@ def test_error_is_a_runtime_error():
     ([np.ones((2, 3), np.float32), 1.0, 2.0], r"expects 2 inputs"),
     ([np.ones((2, 3), np.float32), "fast"], r"input 'S1'.*Python number"),
     ([[1.0, 2.0], 1.0], r"input 'T0' is a tensor.*list"),
-    ([np.ones((2, 3), np.complex64), 1.0], r"complex64 is not supported"),
+    ([np.ones((2, 3), np.complex64), 1.0], r"input 'T0' is DataType.Float; the array is "
+                                           r"DataType.ComplexFloat"),
+    ([np.ones((2, 3), np.uint64), 1.0], r"NumPy dtype uint64 is not supported"),
 ])
 def test_bad_inputs_at_execute(inputs, message):
     fd = scale_in_place()

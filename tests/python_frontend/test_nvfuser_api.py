@@ -104,7 +104,7 @@ def test_from_pytorch_refuses_what_it_cannot_describe():
         with pytest.raises(widefuse.Error, match="takes a torch.Tensor"):
             fd.from_pytorch([1.0, 2.0])
         with pytest.raises(widefuse.Error, match="no data type"):
-            fd.from_pytorch(torch.zeros(2, dtype=torch.complex64))
+            fd.from_pytorch(torch.zeros(2, dtype=torch.uint64))
         with pytest.raises(widefuse.Error, match="either sizes= and strides="):
             fd.define_tensor(shape=[-1], sizes=[3], strides=[1])
         with pytest.raises(widefuse.Error, match="True, False or None"):

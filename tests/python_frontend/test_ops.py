@@ -24,8 +24,9 @@ from widefuse._widefuse import op_names
 
 # The 12 types NumPy (with ml_dtypes' bfloat16) models here; Int64 is an alias of Int. The fp8
 # types are checked against torch's conversions in test_torch_float8.py, and every op on them
-# against the reference by the host backend's tests.
-DTYPES = [d for d in DataType if not d.value.startswith("f8")]
+# against the reference by the host backend's tests; the complex types, on which most of these
+# ops are not defined, against torch in test_complex.py.
+DTYPES = [d for d in DataType if not d.value.startswith("f8") and not d.is_complex]
 INTEGER = [d for d in DTYPES if d is not DataType.Bool and not d.is_floating_point]
 BACKENDS = ("host", "reference")
 F16, BF16, F32, F64 = map(np.dtype, (np.float16, ml_dtypes.bfloat16, np.float32, np.float64))
@@ -43,12 +44,16 @@ _RULES = [
     ("maximum minimum set where isnan isinf isfinite eq ne lt le gt ge logical_not logical_and "
      "logical_or sqrt rsqrt reciprocal exp exp2 log log2 log1p expm1 sin cos tanh sigmoid atan2 "
      "hypot copysign truediv acos acosh asin asinh atan atanh cosh sinh tan log10 erf erfc erfinv "
-     "erfcinv lgamma signbit isneginf isposinf isreal", lambda d: True),
+     "erfcinv lgamma signbit isneginf isposinf isreal real", lambda d: True),
     ("bitwise_not bitwise_and bitwise_or bitwise_xor",
      lambda d: d is DataType.Bool or d in INTEGER),
     ("shift_left shift_right logical_right_shift gcd", lambda d: d in INTEGER),
     ("nextafter", lambda d: d in (DataType.Float, DataType.Double)),
     ("lerp", lambda d: d.is_floating_point),
+    # The complex parts (test_complex.py has the complex operands): real of a real value is the
+    # value, imag of one is refused, complex(re, im) takes f32 or f64 parts.
+    ("imag", lambda d: False),
+    ("complex", lambda d: d in (DataType.Float, DataType.Double)),
 ]
 ACCEPTS = {op: rule for ops, rule in _RULES for op in ops.split()}
 ATTRIBUTE_OPS = {"cast", "bitcast", "broadcast_in_dim", "size"}  # tested on their own
@@ -264,6 +269,12 @@ def _rounding(function):  # floor, ceil, round, trunc leave integers unchanged
 # exponents, some out of range); q a Bool condition.
 
 
+def _complex_of(re, im):  # complex(re, im) exactly, NaNs and infinities as given
+    result = np.empty(re.shape, np.complex64 if re.dtype == F32 else np.complex128)
+    result.real, result.imag = re, im
+    return result
+
+
 class Spec(NamedTuple):
     key: str  # the output's name; the op's name unless an op is tested twice
     op: str
@@ -312,6 +323,9 @@ SPECS = [
     Spec("logical_not", "logical_not", "a", lambda a: ~_truth(a)),
     Spec("bitwise_not", "bitwise_not", "a", np.invert),
     Spec("set", "set", "a", lambda a: a),
+    Spec("real", "real", "a", lambda a: a),
+    Spec("imag", "imag", "a", lambda a: np.zeros_like(a)),  # refused for every type here
+    Spec("complex", "complex", "ab", lambda a, b: _complex_of(a, b)),
     Spec("add", "add", "ab", _arith(np.add)),
     Spec("sub", "sub", "ab", _arith(np.subtract)),
     Spec("mul", "mul", "ab", _arith(np.multiply)),
@@ -506,6 +520,10 @@ def _assert_matches(actual, expected, ulps=0, inputs=(), what=""):
     is finite and nonzero."""
     assert actual.dtype == expected.dtype, f"{what} has dtype {actual.dtype}, not {expected.dtype}"
     assert actual.shape == expected.shape, what
+    if expected.dtype.kind == "c":  # a complex result: part by part
+        _assert_matches(actual.real.copy(), expected.real.copy(), ulps, inputs, f"real({what})")
+        _assert_matches(actual.imag.copy(), expected.imag.copy(), ulps, inputs, f"imag({what})")
+        return
     bad = actual != expected
     if expected.dtype in FLOAT_NP:
         size = expected.dtype.itemsize

@@ -85,7 +85,7 @@ def bad_tensors():
     return {
         "requires grad": (grad_needed, "requires grad"),
         "sparse": (torch.ones(2, 3).to_sparse(), "sparse_coo"),
-        "complex": (torch.ones(2, 3, dtype=torch.complex64), "complex"),
+        "conjugate view": (torch.ones(2, 3, dtype=torch.complex64).conj(), "conjugate bit"),
         "quantized": (torch.quantize_per_tensor(torch.ones(2, 3), 0.1, 0, torch.quint8),
                       "quantized"),
         "meta": (torch.ones(2, 3, device="meta"), "meta tensor"),

@@ -157,6 +157,9 @@ def _tensor_input(fd: FusionDefinition, step: StepFusion, tensor: torch.Tensor,
                   source: Source) -> Tensor:
     stride_order, contiguity = layout_of(tuple(tensor.shape), tensor.stride())
     data_type = check_tensor(tensor, source.name or source.kind, allow_grad=True)
+    if data_type.is_complex:  # torch's optimizers step view_as_real(param): pairs of reals
+        raise Error(f"{source.name or source.kind}: complex parameters and state "
+                    f"({tensor.dtype}) are not supported by widefuse.optim")
     step.sources.append(source)
     return fd.define_tensor(shape=tuple(tensor.shape), contiguity=contiguity, dtype=data_type,
                             stride_order=stride_order)
