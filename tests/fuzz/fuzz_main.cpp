@@ -167,10 +167,12 @@ int runCampaign(const Settings& settings) {
       running[job] = int64_t(index);
       try {
         results[index - first] = runOne(settings, index, runner);
-      } catch (...) {
+      } catch (const std::exception& error) {
+        // Name the case, so that `--case N` reproduces it.
         std::lock_guard<std::mutex> lock(brokenMutex);
         if (!broken)
-          broken = std::current_exception();
+          broken = std::make_exception_ptr(std::runtime_error(
+              fmt::format("case {} (seed {}): {}", index, settings.seed, error.what())));
         next = last;
       }
     }

@@ -57,15 +57,15 @@ FuzzCase generateOnce(uint64_t seed, const GeneratorOptions& options, GeneratorS
     plans.push_back(plan);
     buildComponent(fd, result, plan, fmt::format("c{}_", k), shared, stats);
   }
-  // A fusion must produce something: the negation of its last tensor input (a scalar one
-  // would make a scalar output, which fusions do not have).
+  // A fusion must produce something: a copy of its last tensor input (a scalar one would
+  // make a scalar output, which fusions do not have; neg would refuse a b8 one).
   if (fd.fusion().outputs().empty() && fd.fusion().aliases().empty()) {
     auto inputs = fd.fusion().inputs();
     auto tensor = std::find_if(inputs.rbegin(), inputs.rend(),
                                [](const Value* input) { return input->isTensor(); });
     if (tensor == inputs.rend())
       throw InternalError("fuzz case without a tensor input");
-    fd.addOutput(neg(Val(&fd, *tensor)));
+    fd.addOutput(set(Val(&fd, *tensor)));
   }
   result.fusion = fd.finalize();
   return result;
