@@ -213,6 +213,10 @@ bool ComponentBuilder::addExpression() {
         preferred = [](DataType t) { return isInteger(t); };
       else if (rule == TypeRule::FloatOnly)
         preferred = [](DataType t) { return isFloatingPoint(t); };
+      else if (rule == TypeRule::ComplexPart)
+        preferred = [](DataType t) { return isComplex(t); };
+      else if (rule == TypeRule::MakeComplex)
+        preferred = [](DataType t) { return t == DataType::Float || t == DataType::Double; };
       operands.push_back(pickOperand(preferred));
     }
     attributes.targetType = pickDtype();
