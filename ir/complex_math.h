@@ -24,9 +24,7 @@
 
 /// A complex number as torch stores one: the real part, then the imaginary part, aligned to
 /// the pair's size (c10::complex's layout).
-template <typename T> struct alignas(2 * sizeof(T)) wf_complex_number {
-  T re, im;
-};
+template <typename T> struct alignas(2 * sizeof(T)) wf_complex_number { T re, im; };
 
 // The C function of T's precision: unqualified sin(float) would call the double sin.
 #define WF_COMPLEX_BY_PRECISION(f32_call, f64_call)                                                \
@@ -163,8 +161,7 @@ template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_log(wf_cx<T> z) {
   const T magnitude = wf_complex_abs(z);
   T log_magnitude;
   if (magnitude > T(0.75) && magnitude < T(1.25)) {
-    const T excess =
-        wf_complex_mul_rn(z.re - T(1), z.re + T(1)) + wf_complex_mul_rn(z.im, z.im);
+    const T excess = wf_complex_mul_rn(z.re - T(1), z.re + T(1)) + wf_complex_mul_rn(z.im, z.im);
     log_magnitude = wf_complex_mul_rn(T(0.5), wf_complex_real_log1p(excess));
   } else {
     log_magnitude = wf_complex_real_log(magnitude);
@@ -211,24 +208,20 @@ template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_pow(wf_cx<T> a, wf_cx<T>
   return wf_complex_exp(wf_complex_mul(b, wf_complex_log(a)));
 }
 template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_sin(wf_cx<T> z) {
-  return wf_complex_make(
-      wf_complex_mul_rn(wf_complex_real_sin(z.re), wf_complex_real_cosh(z.im)),
-      wf_complex_mul_rn(wf_complex_real_cos(z.re), wf_complex_real_sinh(z.im)));
+  return wf_complex_make(wf_complex_mul_rn(wf_complex_real_sin(z.re), wf_complex_real_cosh(z.im)),
+                         wf_complex_mul_rn(wf_complex_real_cos(z.re), wf_complex_real_sinh(z.im)));
 }
 template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_cos(wf_cx<T> z) {
-  return wf_complex_make(
-      wf_complex_mul_rn(wf_complex_real_cos(z.re), wf_complex_real_cosh(z.im)),
-      -wf_complex_mul_rn(wf_complex_real_sin(z.re), wf_complex_real_sinh(z.im)));
+  return wf_complex_make(wf_complex_mul_rn(wf_complex_real_cos(z.re), wf_complex_real_cosh(z.im)),
+                         -wf_complex_mul_rn(wf_complex_real_sin(z.re), wf_complex_real_sinh(z.im)));
 }
 template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_sinh(wf_cx<T> z) {
-  return wf_complex_make(
-      wf_complex_mul_rn(wf_complex_real_sinh(z.re), wf_complex_real_cos(z.im)),
-      wf_complex_mul_rn(wf_complex_real_cosh(z.re), wf_complex_real_sin(z.im)));
+  return wf_complex_make(wf_complex_mul_rn(wf_complex_real_sinh(z.re), wf_complex_real_cos(z.im)),
+                         wf_complex_mul_rn(wf_complex_real_cosh(z.re), wf_complex_real_sin(z.im)));
 }
 template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_cosh(wf_cx<T> z) {
-  return wf_complex_make(
-      wf_complex_mul_rn(wf_complex_real_cosh(z.re), wf_complex_real_cos(z.im)),
-      wf_complex_mul_rn(wf_complex_real_sinh(z.re), wf_complex_real_sin(z.im)));
+  return wf_complex_make(wf_complex_mul_rn(wf_complex_real_cosh(z.re), wf_complex_real_cos(z.im)),
+                         wf_complex_mul_rn(wf_complex_real_sinh(z.re), wf_complex_real_sin(z.im)));
 }
 /// Kahan's tanh: with t = tan(im), s = sinh(re), beta = 1 + t^2 and rho = sqrt(1 + s^2),
 /// tanh z = (beta rho s + i t) / (1 + beta s^2). Past |re| = 9 (f32) or 22 (f64), where

@@ -32,10 +32,11 @@ enum class DataType : uint8_t {
 
 /// Every data type, for iteration in tests and tables.
 inline constexpr DataType kAllDataTypes[] = {
-    DataType::Bool,          DataType::Int8,        DataType::Int16,         DataType::Int32,
-    DataType::Int64,         DataType::UInt8,       DataType::UInt16,        DataType::UInt32,
-    DataType::Half,          DataType::BFloat16,    DataType::Float,         DataType::Double,
-    DataType::Float8_e4m3fn, DataType::Float8_e5m2, DataType::Float8_e8m0fnu,
+    DataType::Bool,          DataType::Int8,         DataType::Int16,
+    DataType::Int32,         DataType::Int64,        DataType::UInt8,
+    DataType::UInt16,        DataType::UInt32,       DataType::Half,
+    DataType::BFloat16,      DataType::Float,        DataType::Double,
+    DataType::Float8_e4m3fn, DataType::Float8_e5m2,  DataType::Float8_e8m0fnu,
     DataType::ComplexFloat,  DataType::ComplexDouble};
 
 /// The short name used by the text form: b8 i8 i16 i32 i64 u8 u16 u32 f16 bf16 f32 f64

@@ -159,8 +159,12 @@ template <typename C>
 Buffer evaluateComplex(OpKind op, llvm::ArrayRef<std::vector<C>> loaded, DataType resultType,
                        llvm::ArrayRef<int64_t> shape) {
   int64_t count = numElements(shape);
-  auto unary = [&](auto fn) { return storeAll(mapElements<1, C>(count, loaded, fn), resultType, shape); };
-  auto binary = [&](auto fn) { return storeAll(mapElements<2, C>(count, loaded, fn), resultType, shape); };
+  auto unary = [&](auto fn) {
+    return storeAll(mapElements<1, C>(count, loaded, fn), resultType, shape);
+  };
+  auto binary = [&](auto fn) {
+    return storeAll(mapElements<2, C>(count, loaded, fn), resultType, shape);
+  };
   switch (op) {
 #define WF_COMPLEX_UNARY(Enum, function)                                                           \
   case OpKind::Enum:                                                                               \
@@ -207,10 +211,9 @@ Buffer evaluateComplex(OpKind op, llvm::ArrayRef<std::vector<C>> loaded, DataTyp
   case OpKind::Ne:
     return binary([](C a, C b) { return !wf_complex_eq(a, b); });
   case OpKind::Where: // the condition, loaded as C, is 0 or 1
-    return storeAll(mapElements<3, C>(count, loaded,
-                                      [](C condition, C a, C b) {
-                                        return wf_complex_truth(condition) ? a : b;
-                                      }),
+    return storeAll(mapElements<3, C>(
+                        count, loaded,
+                        [](C condition, C a, C b) { return wf_complex_truth(condition) ? a : b; }),
                     resultType, shape);
   default:
     break;
@@ -228,16 +231,16 @@ Buffer evaluatePointwise(const Expr& expr, llvm::ArrayRef<const Buffer*> operand
   if constexpr (element::kComplex<C>)
     return evaluateComplex<C>(expr.op(), loaded, resultType, shape);
   else {
-  int64_t count = numElements(shape);
-  switch (expr.op()) {
+    int64_t count = numElements(shape);
+    switch (expr.op()) {
 #define WF_OP(Enum, name, arity, rule)                                                             \
   case OpKind::Enum: {                                                                             \
     auto fn = [](auto... x) { return element::Enum(x...); };                                       \
     return storeAll(mapElements<arity, C>(count, loaded, fn), resultType, shape);                  \
   }
 #include "ir/op_kinds.def"
-  }
-  WF_UNREACHABLE("unknown op");
+    }
+    WF_UNREACHABLE("unknown op");
   }
 }
 

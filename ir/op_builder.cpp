@@ -415,7 +415,8 @@ DataType exprComputeType(const Expr& expr) {
   case TypeRule::Logical:
     return DataType::Bool;
   case TypeRule::Arithmetic: // abs of a complex value is real
-    return computeType(expr.op() == OpKind::Abs ? expr.operand(0)->dtype() : expr.result()->dtype());
+    return computeType(expr.op() == OpKind::Abs ? expr.operand(0)->dtype()
+                                                : expr.result()->dtype());
   default:
     return computeType(expr.result()->dtype());
   }

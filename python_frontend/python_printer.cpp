@@ -63,9 +63,8 @@ bool isComplexLiteral(const Value& value) {
   const Expr* expr = value.definition();
   if (!value.isWeak() || !expr || expr->op() != OpKind::Complex)
     return false;
-  return llvm::all_of(expr->operands(), [](const Value* part) {
-    return part->isWeak() && part->isConstant();
-  });
+  return llvm::all_of(expr->operands(),
+                      [](const Value* part) { return part->isWeak() && part->isConstant(); });
 }
 
 bool isWrittenInline(const Value& value) {

@@ -26,10 +26,10 @@ struct DescrCode {
 };
 
 constexpr DescrCode kDescrCodes[] = {
-    {"b1", DataType::Bool},   {"i1", DataType::Int8},   {"i2", DataType::Int16},
-    {"i4", DataType::Int32},  {"i8", DataType::Int64},  {"u1", DataType::UInt8},
-    {"u2", DataType::UInt16}, {"u4", DataType::UInt32}, {"f2", DataType::Half},
-    {"f4", DataType::Float},  {"f8", DataType::Double}, {"c8", DataType::ComplexFloat},
+    {"b1", DataType::Bool},           {"i1", DataType::Int8},   {"i2", DataType::Int16},
+    {"i4", DataType::Int32},          {"i8", DataType::Int64},  {"u1", DataType::UInt8},
+    {"u2", DataType::UInt16},         {"u4", DataType::UInt32}, {"f2", DataType::Half},
+    {"f4", DataType::Float},          {"f8", DataType::Double}, {"c8", DataType::ComplexFloat},
     {"c16", DataType::ComplexDouble},
 };
 

@@ -143,7 +143,7 @@ TEST(Complex, PromotionFollowsTorch) {
   EXPECT_EQ((f32 + c128Zero).dtype(), DataType::ComplexFloat); // a lower group keeps f32's width
   EXPECT_EQ((f64 + c128Zero).dtype(), DataType::ComplexDouble);
   EXPECT_EQ((i32 + c128Zero).dtype(), DataType::ComplexDouble); // integers take the complex type
-  EXPECT_EQ((c64 + f64Zero).dtype(), DataType::ComplexFloat);  // the higher group is complex
+  EXPECT_EQ((c64 + f64Zero).dtype(), DataType::ComplexFloat);   // the higher group is complex
   EXPECT_EQ(abs(c64).dtype(), DataType::Float);
   EXPECT_EQ(real(c128Zero).dtype(), DataType::Double);
   EXPECT_EQ(imag(c64).dtype(), DataType::Float);
@@ -229,8 +229,8 @@ TEST(Complex, BinaryOpsMatchStdComplex) {
 
 TEST(Complex, PowIsExpOfProductWithLogAndFollowsTorchAtZero) {
   std::vector<Z> bases = {{2, 1}, {-1.5, 0.5}, {0.3, -2}, {1, 0}, {0, 0},
-                          {0, 0}, {-4, 0},    {0, 0},    {0, 0}};
-  std::vector<Z> exponents = {{0.5, 0.25}, {2, 0}, {-1, 1}, {3, -2}, {0, 0},
+                          {0, 0}, {-4, 0},     {0, 0},    {0, 0}};
+  std::vector<Z> exponents = {{0.5, 0.25}, {2, 0},   {-1, 1}, {3, -2}, {0, 0},
                               {2, 1},      {0.5, 0}, {-1, 0}, {0, 3}};
   for (DataType dtype : {DataType::ComplexFloat, DataType::ComplexDouble}) {
     std::vector<HostTensor> inputs = {complexTensor(dtype, bases), complexTensor(dtype, exponents)};
@@ -301,7 +301,7 @@ TEST(Complex, ConversionsTakeTheRealPartAndTestZAgainstZero) {
     float re = float(z.real());
     EXPECT_TRUE(std::isnan(re) ? std::isnan(toF32.as<float>()[k]) : toF32.as<float>()[k] == re);
     EXPECT_EQ(toBool.as<bool>()[k], z != Z(0, 0)) << z; // torch: either part non-zero
-    int32_t expectedInt = std::isnan(z.real()) ? 0
+    int32_t expectedInt = std::isnan(z.real())       ? 0
                           : z.real() >= 2147483647.0 ? INT32_MAX
                                                      : int32_t(z.real()); // truncates, saturates
     EXPECT_EQ(toI32.as<int32_t>()[k], expectedInt) << z;

@@ -104,7 +104,8 @@ std::string describeDefinition(const Value& value) {
     return "";
   std::vector<std::string> operands;
   for (const Value* operand : expr->operands())
-    operands.push_back(shortName(operand->dtype()).str() + (operand->isConstant() ? " constant" : ""));
+    operands.push_back(shortName(operand->dtype()).str() +
+                       (operand->isConstant() ? " constant" : ""));
   return fmt::format(" = {}({})", opName(expr->op()).str(), fmt::join(operands, ", "));
 }
 
@@ -156,7 +157,8 @@ void expectHostMatchesReference(const Fusion& fusion, SegmentationMode mode, int
   ASSERT_EQ(result.outputs.size(), expected.outputs.size());
   for (size_t i = 0; i < result.outputs.size(); ++i)
     EXPECT_EQ(countDifferences(result.outputs[i], expected.outputs[i],
-                               "output " + fusion.outputs()[i]->name() + describeDefinition(*fusion.outputs()[i])),
+                               "output " + fusion.outputs()[i]->name() +
+                                   describeDefinition(*fusion.outputs()[i])),
               0);
   for (size_t i = 0; i < host.size(); ++i) {
     if (fusion.inputs()[i]->isTensor()) {
