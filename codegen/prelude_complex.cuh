@@ -25,6 +25,12 @@ WF_COMPLEX_UNARY(sinh)
 WF_COMPLEX_UNARY(cosh)
 WF_COMPLEX_UNARY(tanh)
 WF_COMPLEX_UNARY(sigmoid)
+WF_COMPLEX_UNARY(asin)
+WF_COMPLEX_UNARY(acos)
+WF_COMPLEX_UNARY(atan)
+WF_COMPLEX_UNARY(asinh)
+WF_COMPLEX_UNARY(acosh)
+WF_COMPLEX_UNARY(atanh)
 #undef WF_COMPLEX_UNARY
 
 #define WF_COMPLEX_BINARY(op, function)                                                            \

@@ -253,4 +253,81 @@ template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_sigmoid(wf_cx<T> z) {
   return wf_complex_reciprocal(wf_complex_make(T(1) + e.re, e.im));
 }
 
+// ---- inverse functions ------------------------------------------------------------------------
+// Computed in f64 for both widths: the log of z + sqrt(z^2 + 1) and its kin loses digits near
+// the branch points and for small |z|, which f64 leaves below an f32 ulp. Branch cuts follow
+// C99 (Annex G, as torch): the sign of a zero part picks the side.
+
+/// asinh z = log(z + sqrt(z^2 + 1)) for Re z >= +0; an odd function; log(2z) once z^2 + 1
+/// rounds to z^2.
+WF_COMPLEX_FN wf_cx<double> wf_complex_asinh_f64(wf_cx<double> z) {
+  if (z.re < 0.0 || (z.re == 0.0 && wf_complex_real_copysign(1.0, z.re) < 0.0))
+    return wf_complex_neg(wf_complex_asinh_f64(wf_complex_neg(z)));
+  if (wf_complex_abs(z) > 0x1p27) {
+    const wf_cx<double> l = wf_complex_log(z);
+    return wf_complex_make(l.re + 0.693147180559945309417232121458176568, l.im);
+  }
+  const wf_cx<double> square = wf_complex_mul(z, z); // + 1 keeps the sign of a zero im
+  const wf_cx<double> root = wf_complex_sqrt(wf_complex_make(square.re + 1.0, square.im));
+  return wf_complex_log(wf_complex_add(z, root));
+}
+/// acosh z = log(z + sqrt(z + 1) sqrt(z - 1)); the real part is >= 0.
+WF_COMPLEX_FN wf_cx<double> wf_complex_acosh_f64(wf_cx<double> z) {
+  const wf_cx<double> plus = wf_complex_sqrt(wf_complex_make(z.re + 1.0, z.im));
+  const wf_cx<double> minus = wf_complex_sqrt(wf_complex_make(z.re - 1.0, z.im));
+  return wf_complex_log(wf_complex_add(z, wf_complex_mul(plus, minus)));
+}
+/// atanh z: Re = log(|1 + z|^2 / |1 - z|^2) / 4, through log1p(4x / |1 - z|^2) for |x| < 1/2
+/// (where the quotient is near 1) and when a square overflows; Im = atan2(2y, (1 - x)(1 + x) -
+/// y^2) / 2 (Kahan's).
+WF_COMPLEX_FN wf_cx<double> wf_complex_atanh_f64(wf_cx<double> z) {
+  const double x = z.re, y = z.im, one_minus = 1.0 - x, one_plus = 1.0 + x;
+  const double y2 = wf_complex_mul_rn(y, y);
+  const double denominator = wf_complex_mul_rn(one_minus, one_minus) + y2;
+  const double numerator = wf_complex_mul_rn(one_plus, one_plus) + y2;
+  const bool near_one =
+      wf_complex_real_fabs(x) < 0.5 || numerator > 0x1p1000 || denominator > 0x1p1000;
+  const double re = near_one ? 0.25 * wf_complex_real_log1p(4.0 * x / denominator)
+                             : 0.25 * wf_complex_real_log(numerator / denominator);
+  const double im =
+      0.5 * wf_complex_real_atan2(2.0 * y, wf_complex_mul_rn(one_minus, one_plus) - y2);
+  return wf_complex_make(re, im);
+}
+
+/// f(z) in f64, rounded once per part to T.
+template <typename T, typename F> WF_COMPLEX_FN wf_cx<T> wf_complex_in_f64(wf_cx<T> z, F f) {
+  const wf_cx<double> r = f(wf_complex_make(double(z.re), double(z.im)));
+  return wf_complex_make(T(r.re), T(r.im));
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_asinh(wf_cx<T> z) {
+  return wf_complex_in_f64(z, [](wf_cx<double> w) { return wf_complex_asinh_f64(w); });
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_acosh(wf_cx<T> z) {
+  return wf_complex_in_f64(z, [](wf_cx<double> w) { return wf_complex_acosh_f64(w); });
+}
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_atanh(wf_cx<T> z) {
+  return wf_complex_in_f64(z, [](wf_cx<double> w) { return wf_complex_atanh_f64(w); });
+}
+/// asin z = -i asinh(iz).
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_asin(wf_cx<T> z) {
+  return wf_complex_in_f64(z, [](wf_cx<double> w) {
+    const wf_cx<double> h = wf_complex_asinh_f64(wf_complex_make(-w.im, w.re));
+    return wf_complex_make(h.im, -h.re);
+  });
+}
+/// acos z = pi/2 - asin z.
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_acos(wf_cx<T> z) {
+  return wf_complex_in_f64(z, [](wf_cx<double> w) {
+    const wf_cx<double> h = wf_complex_asinh_f64(wf_complex_make(-w.im, w.re));
+    return wf_complex_make(1.57079632679489661923132169163975144 - h.im, h.re);
+  });
+}
+/// atan z = -i atanh(iz).
+template <typename T> WF_COMPLEX_FN wf_cx<T> wf_complex_atan(wf_cx<T> z) {
+  return wf_complex_in_f64(z, [](wf_cx<double> w) {
+    const wf_cx<double> h = wf_complex_atanh_f64(wf_complex_make(-w.im, w.re));
+    return wf_complex_make(h.im, -h.re);
+  });
+}
+
 #endif // WIDEFUSE_COMPLEX_MATH

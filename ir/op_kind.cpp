@@ -38,8 +38,14 @@ bool acceptsComplex(OpKind op) {
   case OpKind::TrueDiv:
   case OpKind::Pow:
   case OpKind::Reciprocal:
-  // Elementary functions (ir/complex_math.h). The inverse trigonometric and hyperbolic
-  // functions, exp2, expm1 and log1p are not defined on complex values yet.
+  // Elementary functions (ir/complex_math.h); exp2, expm1, log1p and the special functions
+  // are not defined on complex values yet.
+  case OpKind::Acos:
+  case OpKind::Acosh:
+  case OpKind::Asin:
+  case OpKind::Asinh:
+  case OpKind::Atan:
+  case OpKind::Atanh:
   case OpKind::Sqrt:
   case OpKind::Rsqrt:
   case OpKind::Exp:
