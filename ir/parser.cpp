@@ -566,6 +566,10 @@ ConstantValue Parser::parseNumber(const Token& token, bool negative) {
 ConstantValue Parser::typedConstant(const ConstantValue& value, DataType type, llvm::StringRef text,
                                     const Token& at) {
   std::string name = shortName(type).str();
+  if (isComplex(type))
+    failAt(source_, at,
+           "'{}:{}': a constant of type {} must be written complex(re, im) of two real constants",
+           text.str(), name, name);
   if (type == DataType::Bool) {
     if (!std::holds_alternative<bool>(value))
       failAt(source_, at, "'{}:b8': b8 constants are written true:b8 or false:b8", text.str());

@@ -358,3 +358,20 @@ TEST(Complex, TheTextFormReadsAndPrintsComplexTypes) {
   auto reparsed = parseFusion(printFusion(*fusion));
   EXPECT_EQ(printFusion(*reparsed), printFusion(*fusion));
 }
+
+TEST(Complex, ScalarInputsAndConstantsAreReal) {
+  auto messageOf = [](const char* text) -> std::string {
+    try {
+      parseFusion(text);
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "accepted";
+  };
+  EXPECT_NE(messageOf("fusion f(x: c64[2], s: c64) {\n  y = mul(x, s)\n  return y\n}\n")
+                .find("c64 scalar inputs are not supported"),
+            std::string::npos);
+  EXPECT_NE(messageOf("fusion f(x: c64[2]) {\n  y = mul(x, 2.5:c128)\n  return y\n}\n")
+                .find("must be written complex(re, im)"),
+            std::string::npos);
+}

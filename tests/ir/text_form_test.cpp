@@ -136,11 +136,16 @@ TEST(TextForm, EveryDataTypeRoundTrips) {
   for (DataType type : kAllDataTypes) {
     std::string name = shortName(type).str();
     Val tensor = fd.defineTensor({2, -1}, type, "t_" + name);
-    fd.defineScalar(type, "s_" + name);
-    ConstantValue payload = type == DataType::Bool  ? ConstantValue(true)
-                            : isFloatingPoint(type) ? ConstantValue(1.5)
-                                                    : ConstantValue(int64_t{7});
-    set(fd.constant(payload, type));
+    if (isComplex(type)) { // no complex scalars or constants: complex(re, im) of real ones
+      fd.defineScalar(complexPartType(type), "s_" + name);
+      fd.addOutput(mul(tensor, complex(fd.constant(1.5, complexPartType(type)), 2.0)));
+    } else {
+      fd.defineScalar(type, "s_" + name);
+      ConstantValue payload = type == DataType::Bool  ? ConstantValue(true)
+                              : isFloatingPoint(type) ? ConstantValue(1.5)
+                                                      : ConstantValue(int64_t{7});
+      set(fd.constant(payload, type));
+    }
     fd.addOutput(cast(source, type));
     fd.addOutput(set(tensor));
   }
@@ -149,12 +154,14 @@ TEST(TextForm, EveryDataTypeRoundTrips) {
   for (DataType type : kAllDataTypes) {
     std::string name = shortName(type).str();
     EXPECT_CONTAINS(printed, fmt::format("t_{0}: {0}[2, ?]", name));
-    EXPECT_CONTAINS(printed, fmt::format("s_{0}: {0}", name));
+    if (!isComplex(type))
+      EXPECT_CONTAINS(printed, fmt::format("s_{0}: {0}", name));
     EXPECT_CONTAINS(printed, fmt::format("cast(source, {})", name));
   }
   EXPECT_CONTAINS(printed, "set(true:b8)");
   EXPECT_CONTAINS(printed, "set(7:u16)");
   EXPECT_CONTAINS(printed, "set(1.5:bf16)");
+  EXPECT_CONTAINS(printed, "complex(1.5:f64, 2.0)");
   auto reparsed = parseFusion(printed);
   EXPECT_EQ(reparsed->inputs().size(), 1 + 2 * std::size(kAllDataTypes));
 }
