@@ -113,7 +113,9 @@ Val cast(const Operand& x, DataType dtype);
 Val bitcast(const Operand& x, DataType dtype);
 /// Broadcasts `x` to `shape`; operand dimension i becomes output dimension dims[i].
 Val broadcast_in_dim(const Operand& x, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> dims);
-/// An output extent of broadcast_in_dim: a number (-1: the operand's extent) or a size value.
+/// An output extent of broadcast_in_dim: a number (-1: the operand's extent) or an integer
+/// scalar (a size value, a runtime Int input, integer arithmetic of those:
+/// ir/extent_expression.h).
 struct ShapeEntry {
   ShapeEntry(int64_t extent) : extent(extent) {}
   ShapeEntry(int extent) : extent(extent) {}
@@ -121,8 +123,9 @@ struct ShapeEntry {
   int64_t extent = kSymbolicExtent;
   Val size;
 };
-/// broadcast_in_dim whose output extents may be size values: that dimension takes the named
-/// tensor's run-time extent (nvFuser's broadcast_in_dim(x, t.shape(), dims)). A name of its
+/// broadcast_in_dim whose output extents may be integer scalars: that dimension takes the
+/// scalar's run-time value (nvFuser's broadcast_in_dim(x, t.shape(), dims), or a vector of
+/// runtime scalars). A name of its
 /// own: braced lists of ints would make an overload of broadcast_in_dim ambiguous.
 Val broadcast_in_dim_to_extents(const Operand& x, llvm::ArrayRef<ShapeEntry> shape,
                                 llvm::ArrayRef<int64_t> dims);

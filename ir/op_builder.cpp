@@ -1,6 +1,7 @@
 #include "ir/op_builder.h"
 
 #include "ir/error.h"
+#include "ir/extent_expression.h"
 #include "ir/type_promotion.h"
 
 #include <fmt/format.h>
@@ -153,18 +154,6 @@ llvm::SmallVector<int64_t, 4> joinShapes(OpKind op, llvm::ArrayRef<const Value*>
   return extents;
 }
 
-/// The tensor and dimension whose extent the `size` value `extent` is; throws for any other
-/// value (an output extent of broadcast_in_dim names a tensor's extent, nothing else).
-std::pair<const Value*, int64_t> extentSource(const Value* extent, llvm::StringRef call, size_t d) {
-  const Expr* definition = extent->definition();
-  if (!definition || definition->op() != OpKind::Size)
-    fail("{}: output extent {} is '{}', which is not a size(tensor, dim) value; an extent "
-         "given as a value must be the extent of a tensor (widefuse reads extents from "
-         "tensors, not from scalar inputs)",
-         call, d, extent->name());
-  return {definition->operand(0), definition->attributes().dim};
-}
-
 llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operands,
                                              const OpAttributes& attributes) {
   const Value* input = operands[0];
@@ -192,13 +181,17 @@ llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operan
     if (shape[d] < kSymbolicExtent)
       fail("{}: output extent {} is negative", call, shape[d]);
     if (!extents.empty() && extents[d]) {
-      auto [tensor, dim] = extentSource(extents[d], call, d);
-      int64_t named = tensor->extents()[size_t(dim)];
-      if (shape[d] != kSymbolicExtent && named != kSymbolicExtent && shape[d] != named)
-        fail("{}: output extent {} is given as {} and as '{}' (extent {} of '{}', {})", call, d,
-             shape[d], extents[d]->name(), dim, tensor->name(), named);
-      if (shape[d] == kSymbolicExtent)
-        shape[d] = named;
+      std::string context = fmt::format("{}: output extent {}", call, d);
+      checkExtentExpression(*extents[d], context);
+      std::optional<int64_t> known = evaluateExtent(*extents[d], staticExtentLeaf, context);
+      if (known && *known < 0)
+        fail("{} is '{}', which is {}: an extent cannot be negative", context, extents[d]->name(),
+             *known);
+      if (shape[d] != kSymbolicExtent && known && shape[d] != *known)
+        fail("{} is given as {} and as '{}', which is {}", context, shape[d], extents[d]->name(),
+             *known);
+      if (shape[d] == kSymbolicExtent && known)
+        shape[d] = *known;
       // A static operand extent other than 1 decides; the named one is checked at run time.
       if (shape[d] == kSymbolicExtent && inputExtent != 1)
         shape[d] = inputExtent;
@@ -253,7 +246,7 @@ ValueType inferResultType(OpKind op, llvm::ArrayRef<const Value*> operands,
 namespace {
 
 /// Keeps only the attributes `op` reads, and of broadcast_in_dim's extent values only those
-/// naming a symbolic extent (a static one is in the shape already), so that equal programs
+/// known at run time only (a static one is in the shape already), so that equal programs
 /// have equal attributes.
 void canonicalizeAttributes(OpKind op, OpAttributes& attributes) {
   if (opTypeRule(op) != TypeRule::Cast && opTypeRule(op) != TypeRule::Bitcast)
@@ -268,12 +261,10 @@ void canonicalizeAttributes(OpKind op, OpAttributes& attributes) {
   }
   for (size_t d = 0; d < attributes.broadcastExtents.size(); ++d) {
     const Value*& extent = attributes.broadcastExtents[d];
-    const Expr* definition = extent ? extent->definition() : nullptr;
-    if (!definition) // no extent, or not a size value (rejected by inferResultType)
+    if (!extent) // inferResultType accepted the others as extent expressions
       continue;
-    int64_t named = definition->operand(0)->extents()[size_t(definition->attributes().dim)];
-    if (named != kSymbolicExtent) {
-      attributes.broadcastShape[d] = named;
+    if (std::optional<int64_t> known = evaluateExtent(*extent, staticExtentLeaf, "")) {
+      attributes.broadcastShape[d] = *known;
       extent = nullptr;
     }
   }

@@ -1,6 +1,7 @@
 #include "ir/runtime_shapes.h"
 
 #include "ir/error.h"
+#include "ir/extent_expression.h"
 #include "ir/fusion.h"
 #include "ir/host_tensor.h"
 
@@ -24,7 +25,8 @@ llvm::SmallVector<int64_t, 4> pointwiseShape(const Expr& expr, const RuntimeShap
   return first ? shapes.of(first) : llvm::SmallVector<int64_t, 4>{};
 }
 
-llvm::SmallVector<int64_t, 4> broadcastShape(const Expr& expr, const RuntimeShapes& shapes) {
+llvm::SmallVector<int64_t, 4> broadcastShape(const Expr& expr, const RuntimeShapes& shapes,
+                                             ExtentLeafValue leaf) {
   const auto& attributes = expr.attributes();
   llvm::SmallVector<int64_t, 4> shape = attributes.broadcastShape;
   const auto& operand = shapes.of(expr.operand(0));
@@ -32,10 +34,12 @@ llvm::SmallVector<int64_t, 4> broadcastShape(const Expr& expr, const RuntimeShap
     const Value* extent = attributes.broadcastExtents[d];
     if (!extent)
       continue;
-    int64_t named = shapes.extentOf(extent);
+    std::string context = fmt::format("{}: at run time output extent {}", expr.result()->name(), d);
+    int64_t named = *evaluateExtent(*extent, leaf, context);
+    if (named < 0)
+      fail("{} ('{}') is {}: an extent cannot be negative", context, extent->name(), named);
     if (shape[d] != kSymbolicExtent && shape[d] != named)
-      fail("{}: at run time output extent {} ('{}') is {}, but the definition has {}",
-           expr.result()->name(), d, extent->name(), named, shape[d]);
+      fail("{} ('{}') is {}, but the definition has {}", context, extent->name(), named, shape[d]);
     shape[d] = named;
   }
   for (size_t i = 0; i < attributes.broadcastDims.size(); ++i) {
@@ -65,15 +69,24 @@ int64_t RuntimeShapes::extentOf(const Value* extent) const {
 RuntimeShapes inferRuntimeShapes(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {
   RuntimeShapes shapes;
   shapes.ofValue.resize(fusion.numValues());
-  for (size_t i = 0; i < arguments.size(); ++i)
+  std::vector<int> argumentOf(fusion.numValues(), -1);
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    argumentOf[fusion.inputs()[i]->id()] = int(i);
     if (const TensorRef* tensor = std::get_if<TensorRef>(&arguments[i]))
       shapes.ofValue[fusion.inputs()[i]->id()] = tensor->shape;
+  }
+  // An extent's leaves: size values from the shapes so far, integer inputs from the arguments.
+  auto leaf = [&](const Value& value) -> std::optional<int64_t> {
+    if (!value.isInput())
+      return shapes.extentOf(&value);
+    return integerOf(std::get<ScalarArgument>(arguments[size_t(argumentOf[value.id()])]));
+  };
   for (size_t id = 0; id < fusion.numExprs(); ++id) {
     const Expr& expr = *fusion.expr(unsigned(id));
     auto& result = shapes.ofValue[expr.result()->id()];
     switch (expr.op()) {
     case OpKind::BroadcastInDim:
-      result = broadcastShape(expr, shapes);
+      result = broadcastShape(expr, shapes, leaf);
       break;
     case OpKind::Size:
       break; // a scalar: its value is RuntimeShapes::extentOf

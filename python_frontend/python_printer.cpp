@@ -133,8 +133,19 @@ std::string layoutArguments(const Value& tensor) {
 class PythonPrinter {
 public:
   PythonPrinter(const Fusion& fusion, llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders,
-                llvm::ArrayRef<unsigned> outputCalls)
-      : fusion_(fusion), outputStrideOrders_(outputStrideOrders), outputCalls_(outputCalls) {}
+                llvm::ArrayRef<unsigned> outputCalls, llvm::ArrayRef<VectorInput> vectorInputs)
+      : fusion_(fusion), outputStrideOrders_(outputStrideOrders), outputCalls_(outputCalls) {
+    for (const VectorInput& vector : vectorInputs) {
+      auto [first, size] = vector;
+      if (size == 0 || size_t(first) + size > fusion.inputs().size())
+        throw InternalError(fmt::format("printPythonDefinition: vector input of {} entries at "
+                                        "input {} of {}",
+                                        size, first, fusion.inputs().size()));
+      vectorAt_[fusion.inputs()[first]] = size;
+      for (unsigned i = 1; i < size; ++i)
+        vectorAt_[fusion.inputs()[first + i]] = 0;
+    }
+  }
 
   std::string print() {
     // nvFuser's printer exactly: a blank line, the function, a blank line (tools that read a
@@ -192,6 +203,8 @@ private:
       std::string name = define(value);
       line(fmt::format("{} = fd.define_tensor(shape={}, {})", name, pythonList(value.extents()),
                        layoutArguments(value)));
+    } else if (auto vector = vectorAt_.find(&value); vector != vectorAt_.end()) {
+      printVector(value, vector->second);
     } else if (value.isInput()) {
       std::string name = define(value);
       line(fmt::format("{} = fd.define_scalar(None, dtype={})", name, dtype));
@@ -201,6 +214,20 @@ private:
                        dtype));
     } else if (const Expr* expr = value.definition()) {
       printExpr(*expr, value);
+    }
+  }
+
+  /// A vector input, at its first entry: `V<k> = fd.define_vector(n, ...)` and one
+  /// `fd.ops.at` per entry (its other entries print nothing where they come).
+  void printVector(const Value& first, unsigned size) {
+    if (size == 0)
+      return;
+    std::string vector = fmt::format("V{}", next_++);
+    line(fmt::format("{} = fd.define_vector({}, dtype=DataType.Int)", vector, size));
+    auto position = llvm::find(fusion_.inputs(), &first) - fusion_.inputs().begin();
+    for (unsigned i = 0; i < size; ++i) {
+      std::string name = define(*fusion_.inputs()[size_t(position) + i]);
+      line(fmt::format("{} = fd.ops.at({}, index={})", name, vector, i));
     }
   }
 
@@ -243,6 +270,8 @@ private:
   llvm::ArrayRef<unsigned> outputCalls_;
   std::string out_;
   llvm::DenseMap<const Value*, std::string> names_;
+  /// The entries of vector inputs: the first one maps to the vector's size, the others to 0.
+  llvm::DenseMap<const Value*, unsigned> vectorAt_;
   unsigned next_ = 0;
 };
 
@@ -250,8 +279,9 @@ private:
 
 std::string printPythonDefinition(const Fusion& fusion,
                                   llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders,
-                                  llvm::ArrayRef<unsigned> outputCalls) {
-  return PythonPrinter(fusion, outputStrideOrders, outputCalls).print();
+                                  llvm::ArrayRef<unsigned> outputCalls,
+                                  llvm::ArrayRef<VectorInput> vectorInputs) {
+  return PythonPrinter(fusion, outputStrideOrders, outputCalls, vectorInputs).print();
 }
 
 } // namespace widefuse

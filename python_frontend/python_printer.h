@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace widefuse {
@@ -22,6 +23,9 @@ class Value;
 llvm::StringRef pythonDataTypeName(DataType type);
 /// The name of `op` under `fd.ops` (nvFuser's: `bitwise_left_shift` for shift_left).
 llvm::StringRef pythonOpName(OpKind op);
+/// A vector input of a Python definition: its first entry's input position, its size.
+using VectorInput = std::pair<unsigned, unsigned>;
+
 /// nvFuser's printout of `fusion`, byte for byte in its layout: a blank line, `def
 /// nvfuser_fusion_id0(fd : FusionDefinition) -> None :`, its lines, a blank line (run it, then
 /// call the function on a FusionDefinition, as nvFuser's tests do; the fusion's name is not
@@ -32,9 +36,12 @@ llvm::StringRef pythonOpName(OpKind op);
 /// that plain output i was added with (a frontend attribute: the IR's outputs are row-major).
 /// `outputCalls`, where given, lists the fusion output each add_output call named, so that a
 /// value added twice is printed twice (the IR holds it once); else each output is printed once.
+/// `vectorInputs` lists nvFuser's vector inputs (define_vector(n)) as (first input, n): the
+/// IR holds their entries as n Int scalar inputs, printed as the vector and `fd.ops.at` of it.
 std::string printPythonDefinition(const Fusion& fusion,
                                   llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders = {},
-                                  llvm::ArrayRef<unsigned> outputCalls = {});
+                                  llvm::ArrayRef<unsigned> outputCalls = {},
+                                  llvm::ArrayRef<VectorInput> vectorInputs = {});
 /// True for the values the Python form writes inline as numbers (untyped literals, and
 /// complex literals) rather than naming them T<n> / S<n>.
 bool isWrittenInline(const Value& value);

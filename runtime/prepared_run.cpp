@@ -1,6 +1,7 @@
 #include "runtime/prepared_run.h"
 
 #include "ir/error.h"
+#include "ir/extent_expression.h"
 #include "ir/fusion.h"
 #include "runtime/fusion_executor.h"
 
@@ -13,8 +14,12 @@ PreparedRun::PreparedRun(FusionExecutorCache& executor, std::vector<Argument> ar
                          std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint)
     : executor_(&executor), arguments_(std::move(arguments)),
       specialization_(std::move(specialization)), shapes_(std::move(shapes)),
-      fingerprint_(std::move(fingerprint)), changed_(executor.fusion_.numValues(), 0) {
+      fingerprint_(std::move(fingerprint)), changed_(executor.fusion_.numValues(), 0),
+      isExtent_(arguments_.size(), 0) {
   collectWrittenSpans();
+  const Fusion& fusion = executor.fusion_;
+  for (const Value* input : extentInputs(fusion))
+    isExtent_[size_t(llvm::find(fusion.inputs(), input) - fusion.inputs().begin())] = 1;
 }
 
 void PreparedRun::markChanged(size_t index) {
@@ -110,6 +115,10 @@ void PreparedRun::setScalar(size_t index, ScalarArgument value) {
   if (!scalar)
     fail("setScalar: input '{}' is a tensor", input.name());
   checkScalarArgument(input, value);
+  if (isExtent_[index] && integerOf(value) != integerOf(*scalar))
+    fail("setScalar: input '{}' is an output extent (broadcast_in_dim's shape), and a prepared "
+         "run keeps its shapes; prepare a new run for other extents",
+         input.name());
   *scalar = value;
   markChanged(index);
 }

@@ -35,7 +35,7 @@ public:
   void rebindTensor(size_t index, void* data);
 
   /// Sets runtime scalar argument `index` for the following launches (a scheduled learning
-  /// rate); checked as run() checks it.
+  /// rate); checked as run() checks it. An output extent keeps its prepared value (throws).
   void setScalar(size_t index, ScalarArgument value);
 
 private:
@@ -61,6 +61,8 @@ private:
   /// By value id: the inputs changed since the last launch; `anyChanged_` if one is.
   std::vector<uint8_t> changed_;
   bool anyChanged_ = false;
+  /// By input index: the runtime scalars that are output extents (setScalar may not change).
+  std::vector<uint8_t> isExtent_;
   struct WrittenSpan {
     uintptr_t start, end;
     size_t index;

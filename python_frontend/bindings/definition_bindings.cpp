@@ -66,6 +66,14 @@ public:
     return live().defineScalar(dataTypeNamed(dtype), nextName('S'));
   }
 
+  /// The name V<k> of nvFuser's define_vector(n), which repr(fd) prints but the IR does not
+  /// hold (its entries are Int scalar inputs, defined next): names after it count it.
+  std::string nameVector() {
+    std::string vector = nextName('V');
+    ++extraNames_;
+    return vector;
+  }
+
   Val constant(nb::handle value, const std::string& dtype) {
     return live().constant(constantOf(value), dataTypeNamed(dtype));
   }
@@ -142,7 +150,7 @@ private:
       if (!isWrittenInline(*fusion.value(static_cast<unsigned>(valuesSeen_))) &&
           !isLeftImplicit(*fusion.value(static_cast<unsigned>(valuesSeen_))))
         ++namedValues_;
-    return fmt::format("{}{}", prefix, namedValues_);
+    return fmt::format("{}{}", prefix, namedValues_ + extraNames_);
   }
 
   FusionDefinition& live() {
@@ -154,6 +162,8 @@ private:
   std::unique_ptr<FusionDefinition> builder_;
   size_t valuesSeen_ = 0;
   unsigned namedValues_ = 0;
+  /// Names of what repr(fd) prints but the IR does not hold (define_vector's vectors).
+  unsigned extraNames_ = 0;
 };
 
 nb::dict inputFacts(const Value& input, const Fusion& fusion) {
@@ -258,6 +268,7 @@ void bindDefinition(nb::module_& module) {
       .def("define_tensor", &PyDefinition::defineTensor, nb::arg("shape"), nb::arg("dtype"),
            nb::arg("stride_order"), nb::arg("contiguity"), nb::keep_alive<0, 1>())
       .def("define_scalar", &PyDefinition::defineScalar, nb::arg("dtype"), nb::keep_alive<0, 1>())
+      .def("name_vector", &PyDefinition::nameVector)
       .def("constant", &PyDefinition::constant, nb::arg("value"), nb::arg("dtype"),
            nb::keep_alive<0, 1>())
       .def("apply", &PyDefinition::apply, nb::arg("op"), nb::arg("operands"),
@@ -271,11 +282,13 @@ void bindDefinition(nb::module_& module) {
       .def(
           "python",
           [](const PyDefinition& d, const std::vector<std::vector<int64_t>>& strideOrders,
-             const std::vector<unsigned>& outputCalls) {
-            return printPythonDefinition(d.current(), strideOrders, outputCalls);
+             const std::vector<unsigned>& outputCalls,
+             const std::vector<std::pair<unsigned, unsigned>>& vectors) {
+            return printPythonDefinition(d.current(), strideOrders, outputCalls, vectors);
           },
           nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{},
-          nb::arg("output_calls") = std::vector<unsigned>{});
+          nb::arg("output_calls") = std::vector<unsigned>{},
+          nb::arg("vector_inputs") = std::vector<std::pair<unsigned, unsigned>>{});
 
   nb::class_<FusionHandle>(module, "_Fusion", "A verified fusion.")
       .def_static("from_text", &fusionFromText, nb::arg("text"), nb::arg("source_name") = "<text>")
@@ -284,11 +297,13 @@ void bindDefinition(nb::module_& module) {
       .def(
           "python",
           [](const FusionHandle& h, const std::vector<std::vector<int64_t>>& strideOrders,
-             const std::vector<unsigned>& outputCalls) {
-            return printPythonDefinition(*h.fusion, strideOrders, outputCalls);
+             const std::vector<unsigned>& outputCalls,
+             const std::vector<std::pair<unsigned, unsigned>>& vectors) {
+            return printPythonDefinition(*h.fusion, strideOrders, outputCalls, vectors);
           },
           nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{},
-          nb::arg("output_calls") = std::vector<unsigned>{})
+          nb::arg("output_calls") = std::vector<unsigned>{},
+          nb::arg("vector_inputs") = std::vector<std::pair<unsigned, unsigned>>{})
       .def("inputs", &inputList,
            "Facts about each input: name, dtype, is_tensor, shape, "
            "stride_order, contiguity, written (a copy_ destination).")

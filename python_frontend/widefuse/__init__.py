@@ -19,7 +19,7 @@ from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, complex, copy_
                         minimum, mul, neg, negative, pow, real, reciprocal, rsqrt, sigmoid,
                         sign, sqrt, sub, tanh, where)
 from .tracer import TracedFunction, trace
-from .values import Scalar, Tensor, UnsupportedOperationError, Value
+from .values import Scalar, Tensor, UnsupportedOperationError, Value, Vector
 
 
 # torch's dtype names, so that `x.to(torch.float32)` runs under `import widefuse as torch`.
@@ -39,7 +39,7 @@ __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "DataType", "DimensionIndexError", "Error",
     "FusionDefinition", "PreparedExecution", "Scalar", "Tensor", "TracedFunction", "Version",
     "compute_contiguity", "compute_tensor_descriptor", "model_shapes", "version",
-    "UnsupportedOperationError", "Value", "copy_", "prims", "trace",
+    "UnsupportedOperationError", "Value", "Vector", "copy_", "prims", "trace",
     "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod", "imag",
     "isfinite", "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg",
     "negative", "real", "reciprocal", "rsqrt", "sigmoid", "sign", "sqrt", "sub", "tanh",

@@ -23,7 +23,7 @@ from .data_type import DataType, data_type_of, from_short_name
 from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
                            tensor_shape, tensor_stride_order)
 from .operators import Operators
-from .values import Scalar, Tensor, Value, depends_of, handle, input_handle, rebind
+from .values import Scalar, Tensor, Value, Vector, depends_of, handle, input_handle, rebind
 
 _BACKENDS = tuple(_widefuse.backend_names())
 # NumPy types the buffer protocol describes (bfloat16 has no buffer format).
@@ -117,6 +117,11 @@ class FusionDefinition:
         self._builder_empty = True  # nothing defined yet (a subclass's definition() may run)
         self._fusion: Optional[Any] = None
         self._inputs: list[dict] = []
+        # execute()'s inputs: how many fusion inputs each one is (a define_vector(n) is n Int
+        # scalars given as one list), and the vectors as (first fusion input, n) for repr().
+        self._slots: list[int] = []
+        self._vectors: list[tuple[int, int]] = []
+        self._vector_names: dict[int, str] = {}  # by first fusion input
         self._executors: dict[tuple, Any] = {}
         self._last_executor: Optional[Any] = None
         # The tensor inputs' handles by id (held, so that no other handle gets their id).
@@ -185,6 +190,7 @@ class FusionDefinition:
         value = self._live().define_tensor(shape, data_type_of(dtype, "define_tensor").value,
                                            order, contiguity)
         self._tensor_inputs[id(value)] = value
+        self._slots.append(1)
         return Tensor(self, value)
 
     def from_pytorch(self, tensor: Any, static_sizes: bool = False) -> Tensor:
@@ -213,7 +219,9 @@ class FusionDefinition:
                             "int or double); pass the value as a 0-d tensor "
                             f"(define_tensor(shape=[], dtype={data_type!r})) or define a "
                             "constant (define_scalar(3+0.5j))")
-            return Scalar(self, self._live().define_scalar(data_type.value))
+            scalar = Scalar(self, self._live().define_scalar(data_type.value))
+            self._slots.append(1)
+            return scalar
         number, data_type = constant_value(value, dtype)
         if data_type.is_complex:
             # The IR's constants are real: a complex constant is the complex literal of its
@@ -221,23 +229,35 @@ class FusionDefinition:
             return self.apply_op("cast", (number,), dtype=data_type)
         return Scalar(self, self._live().constant(number, data_type.value))
 
-    def define_vector(self, values: Any, dtype: Any = DataType.Int) -> list:
-        """nvFuser's vector of extents, for broadcast_in_dim's shape: a list of ints and
-        extent Scalars (``t.size(d)``) as given. widefuse has no vector values; the list is
-        the shape itself."""
-        if isinstance(values, int) and not isinstance(values, bool):
-            raise Error("define_vector(size): a vector of runtime scalars is not supported; "
-                        "give its entries (ints and t.size(d) Scalars)")
+    def define_vector(self, values: Any, dtype: Any = DataType.Int) -> Vector:
+        """nvFuser's vector of extents, for broadcast_in_dim's shape. ``define_vector(n)`` is
+        an input: n Int scalars, given to execute() as one list or tuple of n ints (a shape,
+        as nvFuser and Thunder pass one); ``fd.ops.at(v, i)`` is entry i. Given a list of
+        ints and Int Scalars, the vector holds them as given. Either way a Vector is a list
+        of its entries."""
         if data_type_of(dtype, "define_vector") is not DataType.Int:
             raise ArgumentValueError(f"define_vector: dtype must be DataType.Int, got {dtype!r}")
+        if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+            if values <= 0:
+                raise ArgumentValueError(f"define_vector({values}): a vector input needs at "
+                                         "least one entry")
+            builder = self._live()
+            name = builder.name_vector()
+            entries = [Scalar(self, builder.define_scalar(DataType.Int.value))
+                       for _ in range(int(values))]
+            self._vectors.append((sum(self._slots), int(values)))
+            self._vector_names[sum(self._slots)] = name
+            self._slots.append(int(values))
+            return Vector(entries, name)
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-            raise ArgumentTypeError(f"define_vector takes a list of ints and extent Scalars, got "
-                        f"{type(values).__name__}")
+            raise ArgumentTypeError(f"define_vector takes a size or a list of ints and Int "
+                                    f"Scalars, got {type(values).__name__}")
         for value in values:
             if not isinstance(value, Scalar) and (isinstance(value, bool) or
                                                   not isinstance(value, (int, np.integer))):
-                raise ArgumentTypeError(f"define_vector: {value!r} is neither an int nor an extent Scalar")
-        return [value if isinstance(value, Scalar) else int(value) for value in values]
+                raise ArgumentTypeError(f"define_vector: {value!r} is neither an int nor an Int "
+                                        "Scalar")
+        return Vector(value if isinstance(value, Scalar) else int(value) for value in values)
 
     def define_constant(self, value: Any, dtype: Any = None) -> Scalar:
         """nvFuser's older name for a constant define_scalar."""
@@ -382,7 +402,7 @@ class FusionDefinition:
         source = self._fusion if self._fusion is not None else self._builder
         count = len(self._output_handles)
         return source.python([self._output_orders.get(i, []) for i in range(count)],
-                             self._output_slots)
+                             self._output_slots, self._vectors)
 
     def to_text(self) -> str:
         """The fusion in widefuse's text form (what `widefuse check` prints)."""
@@ -397,6 +417,7 @@ class FusionDefinition:
         fd._fusion = _widefuse._Fusion.from_text(text, name)
         fd._name = fd._fusion.name
         fd._inputs = fd._fusion.inputs()
+        fd._slots = [1] * len(fd._inputs)
         return fd
 
     def fusion_ir(self) -> str:
@@ -506,10 +527,9 @@ class FusionDefinition:
             raise ArgumentValueError(f"unknown backend '{backend}' (expected one of {', '.join(_BACKENDS)})")
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
             raise ArgumentTypeError(f"{what} takes a list of inputs")
-        if len(inputs) != len(self._inputs):
-            names = ", ".join(facts["name"] for facts in self._inputs)
-            raise ArgumentValueError(f"{what} expects {len(self._inputs)} inputs ({names}), "
-                        f"got {len(inputs)}")
+        if len(inputs) != len(self._slots):
+            raise ArgumentValueError(f"{what} expects {len(self._slots)} inputs "
+                                     f"({', '.join(self._slot_names())}), got {len(inputs)}")
         arguments, on_device, stream, torch_device = self._arguments(inputs)
         if backend == "auto":
             backend = "cuda" if on_device else "host"
@@ -533,11 +553,41 @@ class FusionDefinition:
     def _output_types(self) -> list[DataType]:
         return [from_short_name(facts["dtype"]) for facts in self._fusion.outputs()]
 
+    def _slot_names(self) -> list[str]:
+        """execute()'s inputs by name: a vector input as `[S1, S2]`."""
+        names, first = [], 0
+        vectors = self._vector_names
+        for size in self._slots:
+            entries = [facts["name"] for facts in self._inputs[first:first + size]]
+            names.append(f"{vectors[first]} ([{', '.join(entries)}])" if first in vectors
+                         else entries[0])
+            first += size
+        return names
+
+    def _flat_inputs(self, inputs: Sequence[Any]) -> list:
+        """`inputs` with each vector input's list or tuple spread into its entries."""
+        if not self._vectors:
+            return list(inputs)
+        flat, first = [], 0
+        vectors = self._vector_names
+        for value, size, name in zip(inputs, self._slots, self._slot_names()):
+            if first not in vectors:
+                flat.append(value)
+            elif (torch_tensors.is_tensor(value) or isinstance(value, (str, bytes)) or
+                  not isinstance(value, Sequence) or len(value) != size):
+                raise ArgumentTypeError(f"input {name} is a vector of {size} ints (a list or "
+                                        f"tuple, as define_vector({size}) declared it); got "
+                                        f"{value!r}")
+            else:
+                flat.extend(value)
+            first += size
+        return flat
+
     def _arguments(self, inputs: Sequence[Any]) -> tuple[list, bool, Optional[int], Optional[str]]:
         arguments: list = []
         on_device, stream = False, None
         torch_input: Optional[tuple[str, str]] = None  # (name, device) of the first torch tensor
-        for value, facts in zip(inputs, self._inputs):
+        for value, facts in zip(self._flat_inputs(inputs), self._inputs):
             is_tensor = facts["is_tensor"]
             if is_tensor and type(value) is np.ndarray and value.dtype in _BUFFER_TYPES:
                 arguments.append(value)  # the C++ side reads and checks it (fast path)

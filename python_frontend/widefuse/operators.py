@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import _widefuse
 from ._widefuse import Error
-from .errors import ArgumentTypeError
+from .errors import ArgumentTypeError, DimensionIndexError
 from .data_type import data_type_of
-from .values import Scalar, Tensor, UnsupportedOperationError, Value
+from .values import Scalar, Tensor, UnsupportedOperationError, Value, Vector
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
@@ -89,6 +89,18 @@ class Operators:
         if not isinstance(x, Tensor):
             raise ArgumentTypeError(f"fd.ops.size takes a Tensor, got {type(x).__name__}")
         return x.size(dim)
+
+    def at(self, vector: Any, index: int) -> Any:
+        """Entry `index` of a define_vector (negative counts from the end): an Int Scalar, or
+        the int the vector was given."""
+        if not isinstance(vector, Vector):
+            raise ArgumentTypeError(f"fd.ops.at takes a Vector (define_vector), got "
+                                    f"{type(vector).__name__}")
+        if isinstance(index, bool) or not isinstance(index, int) or \
+                not -len(vector) <= index < len(vector):
+            raise DimensionIndexError(f"fd.ops.at: index {index!r} is outside the vector of "
+                                      f"{len(vector)} entries")
+        return vector[index]
 
     def broadcast(self, x: Any, is_broadcast_dim: Sequence[bool]) -> Value:
         """Inserts a dimension of extent 1 wherever `is_broadcast_dim` is True (nvFuser's

@@ -218,6 +218,15 @@ class Scalar(Value):
     __slots__ = ()
 
 
+class Vector(list):
+    """nvFuser's vector of extents (define_vector): a list of its entries, ints and Int
+    Scalars. `name` is the input's printed name (V<n>) for a vector input, else None."""
+
+    def __init__(self, entries: Any = (), name: Any = None) -> None:
+        super().__init__(entries)
+        self.name = name
+
+
 def checked_arguments(function: Callable[..., Any], display_name: str) -> Callable[..., Any]:
     """`function` raising UnsupportedOperationError, not TypeError, for arguments it lacks
     (torch's `out=` on a method, `memory_format=`, ...), so tracing stops with widefuse's error."""

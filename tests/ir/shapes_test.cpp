@@ -136,23 +136,95 @@ TEST(ExtentValues, ABroadcastExtentNamesATensorsExtentAndIsCheckedAtRunTime) {
       << message;
 }
 
-TEST(ExtentValues, OnlySizeValuesNameExtents) {
+TEST(ExtentValues, AnIntInputIsAnExtentReadAtRunTime) {
+  // nvFuser's define_vector(n): runtime scalars as a broadcast's output shape.
+  auto fusion = parseFusion("fusion f(t: f32[?], k: i64) {\n"
+                            "  b = broadcast_in_dim(t, [k, ?], [1])\n"
+                            "  return b\n"
+                            "}\n");
+  std::string text = printFusion(*fusion);
+  EXPECT_TRUE(contains(text, "b = broadcast_in_dim(t, [k, ?], [1])")) << text;
+  EXPECT_EQ(printFusion(*parseFusion(text)), text);
+  HostTensor t = counting({4});
+  for (int64_t k : {0, 1, 3}) {
+    HostTensor out = std::move(evaluate(*fusion, {t.ref(), ScalarArgument(k)}).outputs.at(0));
+    ASSERT_EQ(out.shape().vec(), (std::vector<int64_t>{k, 4}));
+    for (int64_t i = 0; i < 4 * k; ++i)
+      EXPECT_EQ(out.as<float>()[i], t.as<float>()[i % 4]);
+  }
+  std::string message = errorOf([&] { evaluate(*fusion, {t.ref(), ScalarArgument(int64_t(-2))}); });
+  EXPECT_TRUE(contains(message, "b: at run time output extent 0 ('k') is -2: an extent cannot be "
+                                "negative"))
+      << message;
+}
+
+TEST(ExtentValues, AnExtentMayBeIntegerArithmeticOfSizesInputsAndConstants) {
+  auto fusion = parseFusion("fusion f(t: f32[?], u: f32[?, ?], k: i64) {\n"
+                            "  n = size(u, 0)\n"
+                            "  twice = mul(n, 2)\n"
+                            "  rows = sub(twice, div(k, 3))\n"
+                            "  b = broadcast_in_dim(t, [rows, ?], [1])\n"
+                            "  return b\n"
+                            "}\n");
+  HostTensor t = counting({2}), u = counting({5, 1});
+  // rows = 5 * 2 - 7 / 3 = 8 (C's truncating division)
+  HostTensor out =
+      std::move(evaluate(*fusion, {t.ref(), u.ref(), ScalarArgument(int64_t(7))}).outputs.at(0));
+  ASSERT_EQ(out.shape().vec(), (std::vector<int64_t>{8, 2}));
+  EXPECT_EQ(out.as<float>()[15], t.as<float>()[1]);
+  auto divided = parseFusion("fusion g(t: f32[?], k: i64) {\n"
+                             "  e = div(12, k)\n"
+                             "  b = broadcast_in_dim(t, [e, ?], [1])\n"
+                             "  return b\n"
+                             "}\n");
+  std::string message = errorOf([&] { evaluate(*divided, {t.ref(), ScalarArgument(int64_t(0))}); });
+  EXPECT_TRUE(contains(message, "extent value 'e' divides by zero")) << message;
+  auto huge = parseFusion("fusion h(t: f32[?], k: i64) {\n"
+                          "  e = mul(k, k)\n"
+                          "  b = broadcast_in_dim(t, [e, ?], [1])\n"
+                          "  return b\n"
+                          "}\n");
+  message = errorOf([&] { evaluate(*huge, {t.ref(), ScalarArgument(int64_t(1) << 40)}); });
+  EXPECT_TRUE(contains(message, "extent value 'e' overflows i64")) << message;
+}
+
+TEST(ExtentValues, OnlyIntegerScalarsOfIntegerArithmeticNameExtents) {
   std::string message = errorOf([] {
-    parseFusion("fusion f(t: f32[?], k: i64) {\n"
-                "  b = broadcast_in_dim(t, [k, ?], [1])\n"
+    parseFusion("fusion f(t: f32[?], x: f64) {\n"
+                "  b = broadcast_in_dim(t, [x, ?], [1])\n"
                 "  return b\n"
                 "}\n");
   });
   EXPECT_TRUE(contains(message, "2:3: broadcast_in_dim(t: f32[?]) to [?, ?] with dims [1]: "
-                                "output extent 0 is 'k', which is not a size(tensor, dim) value"))
+                                "output extent 0: 'x' (f64) is not an integer scalar"))
       << message;
-  // A named extent that is static becomes the static extent.
+  message = errorOf([] {
+    parseFusion("fusion f(t: f32[?], k: i64) {\n"
+                "  g = gcd(k, 4)\n"
+                "  b = broadcast_in_dim(t, [g, ?], [1])\n"
+                "  return b\n"
+                "}\n");
+  });
+  EXPECT_TRUE(contains(message, "'g' is computed by gcd, which an extent may not use")) << message;
+  // A named extent known statically becomes the static extent; a negative one is refused.
   auto fusion = parseFusion("fusion g(t: f32[4], u: f32[3, ?]) {\n"
                             "  n = size(u, 0)\n"
-                            "  b = broadcast_in_dim(t, [n, 4], [1])\n"
+                            "  m = add(n, 1)\n"
+                            "  b = broadcast_in_dim(t, [m, 4], [1])\n"
                             "  return b\n"
                             "}\n");
-  EXPECT_TRUE(contains(printFusion(*fusion), "broadcast_in_dim(t, [3, 4], [1])"));
+  EXPECT_TRUE(contains(printFusion(*fusion), "broadcast_in_dim(t, [4, 4], [1])"));
+  message = errorOf([] {
+    parseFusion("fusion g(t: f32[4], u: f32[3, ?]) {\n"
+                "  n = size(u, 0)\n"
+                "  m = neg(n)\n"
+                "  b = broadcast_in_dim(t, [m, 4], [1])\n"
+                "  return b\n"
+                "}\n");
+  });
+  EXPECT_TRUE(
+      contains(message, "output extent 0 is 'm', which is -3: an extent cannot be negative"))
+      << message;
 }
 
 TEST(ExtentValues, TheCppApiNamesExtentsWithShapeEntries) {

@@ -154,8 +154,9 @@ TEST(TextForm, EveryDataTypeRoundTrips) {
   for (DataType type : kAllDataTypes) {
     std::string name = shortName(type).str();
     EXPECT_CONTAINS(printed, fmt::format("t_{0}: {0}[2, ?]", name));
-    if (!isComplex(type))
+    if (!isComplex(type)) {
       EXPECT_CONTAINS(printed, fmt::format("s_{0}: {0}", name));
+    }
     EXPECT_CONTAINS(printed, fmt::format("cast(source, {})", name));
   }
   EXPECT_CONTAINS(printed, "set(true:b8)");

@@ -114,8 +114,8 @@ def test_from_pytorch_refuses_what_it_cannot_describe():
 def test_a_scalar_in_a_broadcast_shape_is_a_clear_error():
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1], contiguity=[True])
-        s1 = fd.define_scalar(None, dtype=DataType.Int)
-        with pytest.raises(widefuse.Error, match="'S1', which is not a size"):
+        s1 = fd.define_scalar(None, dtype=DataType.Double)  # an Int one is an extent
+        with pytest.raises(widefuse.Error, match=r"'S1' \(f64\) is not an integer scalar"):
             fd.ops.broadcast_in_dim(t0, shape=[s1, 4], broadcast_dims=[1])
         with pytest.raises(widefuse.Error, match="must hold ints and extent Scalars"):
             fd.ops.broadcast_in_dim(t0, shape=[2.5, 4], broadcast_dims=[1])

@@ -206,14 +206,79 @@ def test_disconnected_updates_with_implicit_broadcasts_share_one_batched_kernel(
     assert "2 components, 1 signature classes, 1 launches" in fd.segments("batched")
 
 
-def test_an_extent_from_a_scalar_input_is_a_clear_error():
+def test_a_vector_input_is_a_shape_given_at_run_time_as_a_list_or_tuple():
+    # nvFuser's define_vector(n): one execute() input, a list or tuple of n ints (what Thunder
+    # passes for a tuple of ints); fd.ops.at reads one entry.
+    row = torch.randn(4)
     with FusionDefinition() as fd:
         t0 = fd.define_tensor(shape=[-1])
-        s1 = fd.define_scalar(None, dtype=DataType.Int)
-        with pytest.raises(widefuse.Error, match="'S1', which is not a size"):
+        v1 = fd.define_vector(2, dtype=DataType.Int)
+        rows = fd.ops.at(v1, 0)
+        t1 = fd.ops.broadcast_in_dim(t0, shape=v1, broadcast_dims=[1])
+        fd.add_output(fd.ops.mul(t1, rows))
+    assert len(v1) == 2 and v1.name == "V1" and fd.ops.at(v1, -1) is v1[1]
+    for shape in ([3, 4], (1, 4), torch.Size([5, 4]), [0, 4]):
+        out = fd.execute([row, shape])[0]
+        torch.testing.assert_close(out, row.expand(*shape) * shape[0], rtol=0, atol=0)
+    printed = repr(fd)
+    assert "V1 = fd.define_vector(2, dtype=DataType.Int)" in printed
+    assert "S2 = fd.ops.at(V1, index=0)" in printed
+    assert repr(rebuilt_from_repr(fd)) == printed
+    torch.testing.assert_close(reexecuted(fd, [row, (2, 4)])[0], row.expand(2, 4) * 2)
+    with pytest.raises(TypeError, match=r"input V1 \(\[S2, S3\]\) is a vector of 2 ints"):
+        fd.execute([row, [3]])
+    with pytest.raises(TypeError, match=r"is a vector of 2 ints"):
+        fd.execute([row, 3])
+    with pytest.raises(widefuse.Error, match=r"at run time output extent 1 \('S3'\) is 5, but "
+                                             r"'T0' has extent 4|cannot broadcast to 5"):
+        fd.execute([row, [3, 5]])
+    with pytest.raises(widefuse.Error, match=r"output extent 0 \('S2'\) is -1: an extent "
+                                             r"cannot be negative"):
+        fd.execute([row, [-1, 4]])
+    with pytest.raises(ValueError, match=r"expects 2 inputs \(T0, V1 \(\[S2, S3\]\)\), got 3"):
+        fd.execute([row, 3, 4])
+
+
+def test_an_int_scalar_input_and_integer_arithmetic_are_extents():
+    bias, other = torch.randn(3), torch.randn(3)
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1])
+        t1 = fd.define_tensor(shape=[-1])
+        s2 = fd.define_scalar(None, dtype=DataType.Int)
+        t3 = fd.ops.broadcast_in_dim(t0, shape=[fd.ops.mul(s2, 2), t0.size(0)],
+                                     broadcast_dims=[1])
+        t4 = fd.ops.broadcast_in_dim(t1, shape=[s2 + 1, -1], broadcast_dims=[1])
+        fd.add_output(t3)
+        fd.add_output(t4)
+    for k in (0, 1, 4):
+        out3, out4 = fd.execute([bias, other, k])
+        torch.testing.assert_close(out3, bias.expand(2 * k, 3), rtol=0, atol=0)
+        torch.testing.assert_close(out4, other.expand(k + 1, 3), rtol=0, atol=0)
+    outs = reexecuted(fd, [bias, other, 2])
+    assert [tuple(out.shape) for out in outs] == [(4, 3), (3, 3)]
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1])
+        s1 = fd.define_scalar(None, dtype=DataType.Double)
+        with pytest.raises(widefuse.Error, match=r"output extent 0: 'S1' \(f64\) is not an "
+                                                 r"integer scalar"):
             fd.ops.broadcast_in_dim(t0, shape=[s1, -1], broadcast_dims=[1])
-        with pytest.raises(widefuse.Error, match="must hold ints and extent Scalars"):
+        with pytest.raises(widefuse.Error, match=r"must hold ints and extent Scalars"):
             fd.ops.broadcast_in_dim(t0, shape=[2.5, -1], broadcast_dims=[1])
+
+
+def test_a_vector_input_needs_a_size_and_at_an_index_inside_it():
+    with FusionDefinition() as fd:
+        with pytest.raises(ValueError, match=r"define_vector\(0\): a vector input needs at "
+                                             r"least one entry"):
+            fd.define_vector(0)
+        with pytest.raises(ValueError, match=r"dtype must be DataType.Int"):
+            fd.define_vector(2, dtype=DataType.Float)
+        v0 = fd.define_vector([3, 4])
+        assert fd.ops.at(v0, 1) == 4 and v0.name is None
+        with pytest.raises(IndexError, match=r"index 2 is outside the vector of 2 entries"):
+            fd.ops.at(v0, 2)
+        with pytest.raises(TypeError, match=r"fd.ops.at takes a Vector"):
+            fd.ops.at([3, 4], 0)
 
 
 @pytest.mark.parametrize("stride_order", [[0, 1], [1, 0]])

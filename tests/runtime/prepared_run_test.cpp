@@ -203,6 +203,40 @@ TEST(PreparedRun, ChangesRewriteTheTablesOfEveryModeInPlace) {
   }
 }
 
+TEST(PreparedRun, AnExtentInputKeepsItsPreparedValueWhileRunTakesNewOnes) {
+  // p <- p + broadcast(row, [k, ?]): k decides a shape, so a prepared run may not change it;
+  // run() with another k (and a matching p) checks and binds anew.
+  FusionDefinition fd("extent");
+  Val p = fd.defineTensor({-1, -1}, DataType::Float, "p");
+  Val row = fd.defineTensor({-1}, DataType::Float, "row");
+  Val k = fd.defineScalar(DataType::Int64, "k");
+  fd.copy_(p + broadcast_in_dim_to_extents(row, {k, -1}, {1}), p);
+  auto fusion = fd.finalize();
+  ExecutorOptions options;
+  options.backend = Backend::Host;
+  FusionExecutorCache executor(*fusion, options);
+  HostTensor r = filled(5, 0.5f, 1.0f);
+  for (int64_t rows : {3, 2, 3}) {
+    HostTensor q(DataType::Float, {rows, 5}), expected(DataType::Float, {rows, 5});
+    for (int64_t i = 0; i < rows * 5; ++i)
+      q.as<float>()[i] = expected.as<float>()[i] = float(i) * 0.25f;
+    executor.run({q.ref(), r.ref(), ScalarArgument(rows)});
+    evaluate(*fusion, {expected.ref(), r.ref(), ScalarArgument(rows)});
+    EXPECT_TRUE(sameBits(q, expected)) << rows << " rows";
+    EXPECT_EQ(q.as<float>()[rows * 5 - 1], float(rows * 5 - 1) * 0.25f + 4.5f);
+  }
+  HostTensor q(DataType::Float, {3, 5});
+  auto prepared = executor.prepare({q.ref(), r.ref(), ScalarArgument(int64_t(3))});
+  prepared->setScalar(2, ScalarArgument(int64_t(3))); // the same value is no change
+  std::string message = messageOf([&] { prepared->setScalar(2, ScalarArgument(int64_t(2))); });
+  EXPECT_NE(message.find("input 'k' is an output extent (broadcast_in_dim's shape), and a "
+                         "prepared run keeps its shapes"),
+            std::string::npos)
+      << message;
+  message = messageOf([&] { executor.run({q.ref(), r.ref(), ScalarArgument(int64_t(2))}); });
+  EXPECT_NE(message.find("shape [3, 5]"), std::string::npos) << message;
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, PreparedDescent,
                          ::testing::Values(Backend::Host, Backend::Reference),
                          [](const auto& info) { return backendName(info.param).str(); });
