@@ -85,6 +85,36 @@ double toleranceOf(DataType dtype) {
   return dtype == DataType::ComplexFloat ? 2e-6 : 1e-14;
 }
 
+/// nvFuser's extremal parts (with a finite one whose square, exp and cosh overflow), every pair:
+/// where C99's Annex G has special cases.
+std::vector<Z> extremalValues(DataType dtype) {
+  const double big = dtype == DataType::ComplexFloat ? 1e38 : 1e300;
+  const double parts[] = {0.0, -0.0, 1.0, -1.0, kInf, -kInf, kNan, big, -big};
+  std::vector<Z> values;
+  for (double re : parts)
+    for (double im : parts)
+      values.push_back({re, im});
+  return values;
+}
+
+/// Part by part: NaN for NaN (of either sign), the same infinity, a finite part within
+/// `tolerance` (relative, absolute below 1); with `signedZeros`, an exact zero's sign too.
+bool samePart(double actual, double expected, double tolerance, bool signedZeros) {
+  if (std::isnan(expected) || std::isinf(expected))
+    return std::isnan(expected) ? std::isnan(actual) : actual == expected;
+  if (!std::isfinite(actual))
+    return false;
+  if (signedZeros && expected == 0 && actual == 0)
+    return std::signbit(actual) == std::signbit(expected);
+  return std::fabs(actual - expected) <= tolerance * std::max(1.0, std::fabs(expected));
+}
+::testing::AssertionResult sameParts(Z actual, Z expected, double tolerance, bool signedZeros) {
+  if (samePart(actual.real(), expected.real(), tolerance, signedZeros) &&
+      samePart(actual.imag(), expected.imag(), tolerance, signedZeros))
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got " << actual << ", expected " << expected;
+}
+
 struct UnaryCase {
   const char* name;
   Val (*op)(const Operand&);
@@ -233,6 +263,78 @@ TEST(Complex, BinaryOpsMatchStdComplex) {
             << c.name << "(" << x << ", " << y << ") in " << shortName(dtype).str();
       }
     }
+  }
+}
+
+/// libstdc++'s functions are glibc's (csinh, cacosh, ...), which follow Annex G, with their
+/// signs where Annex G leaves one open: widefuse's values part by part, signed zeros too for
+/// c128 (for c64 a part that underflows in f32 may be a zero of the other sign). Not here:
+/// reciprocal, rsqrt and sigmoid divide, which std::complex does by C99's rule and widefuse and
+/// torch by Smith's (test_complex.py compares those with torch).
+TEST(Complex, UnaryOpsFollowAnnexGAsStdComplex) {
+  for (DataType dtype : {DataType::ComplexFloat, DataType::ComplexDouble}) {
+    std::vector<Z> values = extremalValues(dtype);
+    HostTensor input = complexTensor(dtype, values);
+    for (const UnaryCase& c : kUnary) {
+      if (c.op == reciprocal || c.op == rsqrt || c.op == sigmoid)
+        continue;
+      HostTensor output = runUnary(c.op, input);
+      for (size_t k = 0; k < values.size(); ++k) {
+        Z z = complexAt(input, int64_t(k));
+        Z expected = asStored(dtype, c.reference(z));
+        EXPECT_TRUE(sameParts(complexAt(output, int64_t(k)), expected, 100 * toleranceOf(dtype),
+                              dtype == DataType::ComplexDouble))
+            << c.name << "(" << z << ") in " << shortName(dtype).str();
+      }
+    }
+  }
+}
+
+/// pow is glibc's cpow, exp(w log z) with C99's product, as torch's: std::pow on every pair of
+/// extremal values. Where the angle Im(w log z) is past 2^24 (c64) or 2^53 (c128), its last
+/// bit is more than pi and the signs of the result's parts are noise: magnitudes only there.
+TEST(Complex, PowFollowsCpowAtExtremalValues) {
+  for (DataType dtype : {DataType::ComplexFloat, DataType::ComplexDouble}) {
+    std::vector<Z> values = extremalValues(dtype), bases, exponents;
+    for (Z base : values)
+      for (Z exponent : values) {
+        bases.push_back(base);
+        exponents.push_back(exponent);
+      }
+    std::vector<HostTensor> inputs = {complexTensor(dtype, bases), complexTensor(dtype, exponents)};
+    HostTensor output = runOneOp([](std::vector<Val>& v) { return pow(v[0], v[1]); }, inputs);
+    const bool narrow = dtype == DataType::ComplexFloat;
+    for (size_t k = 0; k < bases.size(); ++k) {
+      Z z = complexAt(inputs[0], int64_t(k)), w = complexAt(inputs[1], int64_t(k));
+      Z expected =
+          narrow ? Z(std::pow(std::complex<float>(z), std::complex<float>(w))) : std::pow(z, w);
+      Z actual = complexAt(output, int64_t(k));
+      double angle = std::fabs((w * std::log(z)).imag());
+      if (std::isfinite(angle) && angle > (narrow ? 0x1p24 : 0x1p53)) {
+        actual = {std::fabs(actual.real()), std::fabs(actual.imag())};
+        expected = {std::fabs(expected.real()), std::fabs(expected.imag())};
+      }
+      EXPECT_TRUE(sameParts(actual, expected, 100 * toleranceOf(dtype), false))
+          << "pow(" << z << ", " << w << ") in " << shortName(dtype).str();
+    }
+  }
+}
+
+/// mul and div are torch's at infinities (its values, checked), not Annex G's: no recovery of
+/// infinities from NaN + NaN i (C99's (inf + inf i)(1 + 0i) is inf + inf i), Smith's division
+/// (C99's (1 + i) / (inf + inf i) is 0, Smith's ratio inf / inf NaN), a zero divisor part by
+/// part.
+TEST(Complex, MulAndDivAtInfinitiesAreTorchs) {
+  std::vector<HostTensor> inputs = {
+      complexTensor(DataType::ComplexDouble, {{kInf, kInf}, {kInf, 0}, {1, 1}, {kInf, 1}}),
+      complexTensor(DataType::ComplexDouble, {{1, 0}, {1, 1}, {kInf, kInf}, {0, 0}})};
+  HostTensor product = runOneOp([](std::vector<Val>& v) { return mul(v[0], v[1]); }, inputs);
+  HostTensor quotient = runOneOp([](std::vector<Val>& v) { return div(v[0], v[1]); }, inputs);
+  const Z products[] = {{kNan, kNan}, {kInf, kInf}, {kNan, kInf}, {kNan, kNan}};
+  const Z quotients[] = {{kNan, kNan}, {kInf, -kInf}, {kNan, kNan}, {kInf, kInf}};
+  for (int64_t k = 0; k < 4; ++k) {
+    EXPECT_TRUE(sameParts(complexAt(product, k), products[k], 0, true)) << "mul " << k;
+    EXPECT_TRUE(sameParts(complexAt(quotient, k), quotients[k], 0, true)) << "div " << k;
   }
 }
 

@@ -41,6 +41,11 @@ BACKENDS = ["host", "reference"]
 # Special values with infinities and NaNs (for predicates, equality, casts, and the host
 # backend against the reference).
 SPECIAL = [0.0, -0.0, 1.0, -2.5, math.inf, -math.inf, math.nan]
+# nvFuser's "extremal" parts, and a finite value whose square, exp and cosh overflow: C99
+# Annex G's special cases (ir/complex_math.h), against torch's CPU kernels part by part.
+EXTREMAL = {torch.complex64: [0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, 1e38, -1e38],
+            torch.complex128: [0.0, -0.0, 1.0, -1.0, math.inf, -math.inf, math.nan, 1e300,
+                               -1e300]}
 
 
 def _complex(re, im, dtype):
@@ -63,6 +68,18 @@ def _uniform(dtype, n, seed):
 def _close(actual, expected, what=""):
     """torch's assert_close at this file's tolerance for the dtype (exact for bool)."""
     assert actual.dtype == expected.dtype, (what, actual.dtype, expected.dtype)
+    tolerance = TOLERANCE.get(expected.dtype, 0)
+    torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance,
+                               equal_nan=True, msg=lambda m: f"{what}: {m}")
+
+
+def _close_parts(actual, expected, what=""):
+    """Part by part (a NaN beside a number is not the complex NaN assert_close would make of
+    it): NaN where torch has NaN (of either sign, docs/ir_reference.md), infinities of the
+    same sign, finite parts within this file's tolerance."""
+    assert actual.dtype == expected.dtype, (what, actual.dtype, expected.dtype)
+    if expected.is_complex():
+        actual, expected = torch.view_as_real(actual), torch.view_as_real(expected)
     tolerance = TOLERANCE.get(expected.dtype, 0)
     torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance,
                                equal_nan=True, msg=lambda m: f"{what}: {m}")

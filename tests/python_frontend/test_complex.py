@@ -4,9 +4,10 @@ special values), on the host backend and the reference evaluator, and casts.
 
 The formulas are textbook ones (ir/complex_math.h); torch's CPU kernels differ from them in
 the last bits, so values are compared with assert_close at rtol = atol = 1e-5 (complex64) and
-1e-12 (complex128). pow of a zero base, where torch's formula meets log 0, has tests of its
-own. The frontend side (ways in and out, promotion, constants, errors, repr):
-test_complex_frontend.py."""
+1e-12 (complex128). At infinite and NaN parts both follow C99's Annex G (glibc's choices where
+it leaves a sign open), compared part by part on nvFuser's extremal values. pow of a zero
+base, where torch's formula meets log 0, has tests of its own. The frontend side (ways in and
+out, promotion, constants, errors, repr): test_complex_frontend.py."""
 
 import functools
 import math
@@ -15,8 +16,8 @@ import warnings
 import pytest
 
 from widefuse import DataType, FusionDefinition
-from complex_support import (BACKENDS, BINARY, COMPLEX, SPECIAL, TORCH_DTYPE, UNARY, _close,
-                             _complex, _grid, _run, _uniform)
+from complex_support import (BACKENDS, BINARY, COMPLEX, EXTREMAL, SPECIAL, TORCH_DTYPE, UNARY,
+                             _close, _close_parts, _complex, _grid, _run, _uniform)
 
 torch = pytest.importorskip("torch")
 
@@ -34,11 +35,13 @@ def _unary_outputs(data_type, x, backend):
 
 @functools.lru_cache(maxsize=None)
 def _unary_results(index, backend):
-    """For COMPLEX[index] on a backend: every unary op on the grid, on uniform values and on
-    parts with infinities and NaNs (compared with the other backend only)."""
+    """For COMPLEX[index] on a backend: every unary op on the grid, on uniform values, on
+    parts with infinities and NaNs (compared with the other backend only) and on the extremal
+    parts."""
     data_type, torch_dtype = COMPLEX[index]
     inputs = {"grid": _grid(torch_dtype), "uniform": _uniform(torch_dtype, 1000, seed=6),
-              "special": _grid(torch_dtype, SPECIAL)}
+              "special": _grid(torch_dtype, SPECIAL),
+              "extremal": _grid(torch_dtype, EXTREMAL[torch_dtype])}
     return {label: (x, _unary_outputs(data_type, x, backend)) for label, x in inputs.items()}
 
 
@@ -58,12 +61,14 @@ def _all_pairs(values):
 @functools.lru_cache(maxsize=None)
 def _binary_results(index, backend):
     """For COMPLEX[index] on a backend: every binary op on all pairs of grid values, on
-    uniform pairs and on all pairs of special values (compared with the other backend only)."""
+    uniform pairs, on all pairs of special values (compared with the other backend only) and
+    on all pairs of extremal values."""
     data_type, torch_dtype = COMPLEX[index]
     inputs = {"grid": _all_pairs(_grid(torch_dtype)),
               "uniform": (_uniform(torch_dtype, 1000, seed=7),
                           _uniform(torch_dtype, 1000, seed=8)),
-              "special": _all_pairs(_grid(torch_dtype, SPECIAL))}
+              "special": _all_pairs(_grid(torch_dtype, SPECIAL)),
+              "extremal": _all_pairs(_grid(torch_dtype, EXTREMAL[torch_dtype]))}
     return {label: (a, b, _binary_outputs(data_type, a, b, backend))
             for label, (a, b) in inputs.items()}
 
@@ -85,11 +90,90 @@ def test_unary_op_matches_torch(index, backend, op, inputs):
 @pytest.mark.parametrize("index, backend", CASES)
 def test_binary_op_matches_torch(index, backend, op, inputs):
     a, b, outputs = _binary_results(index, backend)[inputs]
+    _close(outputs[op], BINARY[op](a, b), f"{op} on {inputs} {a.dtype}")
+
+
+# ---- infinite and NaN parts: C99 Annex G, as torch --------------------------------------------
+
+
+@pytest.mark.parametrize("op", UNARY)
+@pytest.mark.parametrize("index, backend", CASES)
+def test_unary_op_matches_torch_at_extremal_values(index, backend, op):
+    """exp(-inf + inf i) = 0, sinh(inf + 0i) = inf + 0i, acosh(-inf + 1i) = inf + pi i, ...:
+    torch's values (glibc's cexp, csinh, cacosh, ...) on every pair of extremal parts."""
+    x, outputs = _unary_results(index, backend)["extremal"]
+    _close_parts(outputs[op], UNARY[op](x), f"{op} on extremal {x.dtype}")
+
+
+def _torch_fuses_the_product(a, b):
+    """Where torch's mul gives ac - bd (or ad + bc) as one fma: finite factors whose products
+    both overflow to infinities of the same sign (of opposite signs for ad + bc), so the
+    difference is NaN rounded and +-inf fused. torch's vectorized loop gives NaN there, its
+    scalar loop (the tail of a tensor) the infinity; widefuse gives NaN everywhere (no fma,
+    docs/ir_reference.md)."""
+    finite = torch.isfinite(a) & torch.isfinite(b)
+    ac, bd = a.real * b.real, a.imag * b.imag
+    ad, bc = a.real * b.imag, a.imag * b.real
+    return (finite & ac.isinf() & bd.isinf() & (ac == bd),
+            finite & ad.isinf() & bc.isinf() & (ad == -bc))
+
+
+def _phase_is_noise(a, b):
+    """Where Im(b log a), the angle of a^b, is beyond 2^24 (complex64) or 2^53 (complex128):
+    its last bit is more than pi, so the signs of a^b's parts are rounding noise (glibc's
+    clogf and ours differ in that bit)."""
+    angle = (b.to(torch.complex128) * torch.log(a.to(torch.complex128))).imag.abs()
+    limit = 2.0**24 if a.dtype is torch.complex64 else 2.0**53
+    return torch.isfinite(angle) & (angle > limit)
+
+
+@pytest.mark.parametrize("op", BINARY)
+@pytest.mark.parametrize("index, backend", CASES)
+def test_binary_op_matches_torch_at_extremal_values(index, backend, op):
+    """On every pair of extremal values: mul without C99's recovery of infinities (as torch's
+    c10::complex), div by Smith's algorithm (as torch), pow as glibc's cpow, exp(b log a) with
+    C99's recovering product (as torch). Where torch's own kernels disagree (mul, see
+    _torch_fuses_the_product) or its signs are noise (pow, _phase_is_noise), widefuse's value
+    is the one documented there."""
+    a, b, outputs = _binary_results(index, backend)["extremal"]
     ours, theirs = outputs[op], BINARY[op](a, b)
-    if op == "pow":  # a zero base: see test_pow_of_zero_* below
-        keep = (a != 0) | (b.real > 0)
-        ours, theirs = ours[keep], theirs[keep]
-    _close(ours, theirs, f"{op} on {inputs} {a.dtype}")
+    if op in ("add", "sub"):  # torch's multiply b by alpha = 1: 0 + inf i gives NaN + inf i
+        theirs = torch.view_as_complex(BINARY[op](torch.view_as_real(a), torch.view_as_real(b)))
+    if op == "mul":
+        fused_re, fused_im = _torch_fuses_the_product(a, b)
+        theirs = torch.complex(torch.where(fused_re, math.nan, theirs.real),
+                               torch.where(fused_im, math.nan, theirs.imag))
+    if op == "pow":
+        noise = _phase_is_noise(a, b)
+        _close_parts(ours[noise].abs(), theirs[noise].abs(), f"|pow| on extremal {a.dtype}")
+        ours, theirs = ours[~noise], theirs[~noise]
+    _close_parts(ours, theirs, f"{op} on extremal {a.dtype}")
+
+
+def test_annex_g_examples():
+    """A few of Annex G's values, written out (torch gives the same)."""
+    inf, nan = math.inf, math.nan
+    cases = {"exp": [(complex(-inf, inf), 0j), (complex(inf, 0.0), complex(inf, 0.0))],
+             "sinh": [(complex(inf, 0.0), complex(inf, 0.0)),
+                      (complex(0.0, inf), complex(0.0, nan))],
+             "cosh": [(complex(inf, 1.0), complex(inf * math.cos(1.0), inf * math.sin(1.0)))],
+             "tanh": [(complex(inf, inf), complex(1.0, 0.0)),
+                      (complex(nan, 0.0), complex(nan, 0.0))],
+             "acosh": [(complex(-inf, 1.0), complex(inf, math.pi)),
+                       (complex(inf, inf), complex(inf, math.pi / 4))],
+             "atanh": [(complex(inf, 1.0), complex(0.0, math.pi / 2)),
+                       (complex(nan, inf), complex(0.0, math.pi / 2))],
+             "atan": [(complex(nan, inf), complex(nan, 0.0))],
+             "sigmoid": [(complex(inf, inf), complex(1.0, 0.0))]}
+    for data_type, torch_dtype in COMPLEX:
+        for op, pairs in cases.items():
+            x = torch.tensor([z for z, _ in pairs], dtype=torch_dtype)
+            expected = torch.tensor([w for _, w in pairs], dtype=torch_dtype)
+            with FusionDefinition() as fd:
+                fd.add_output(getattr(fd.ops, op)(fd.from_pytorch(x)))
+            (ours,) = _run(fd, [x])
+            _close_parts(ours, expected, f"{op} in {torch_dtype}")
+            _close_parts(UNARY[op](x), expected, f"torch's {op} in {torch_dtype}")
 
 
 def _same_bits(host, reference, what):
