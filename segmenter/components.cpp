@@ -1,6 +1,7 @@
 #include "segmenter/components.h"
 
 #include "ir/error.h"
+#include "segmenter/iteration_domains.h"
 
 #include <fmt/format.h>
 
@@ -9,6 +10,8 @@
 #include <llvm/ADT/IntEqClasses.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 namespace widefuse {
 namespace {
@@ -159,6 +162,136 @@ void finishComponent(const Fusion& fusion, Component& component,
   assignDomain(fusion, component);
 }
 
+/// The expressions that compute `value` inside its component (the shared scalar expressions
+/// it reads included), added to `cone`.
+void collectCone(const Value* value, const llvm::DenseSet<const Expr*>& component,
+                 const llvm::DenseSet<const Value*>& shared, llvm::DenseSet<const Expr*>& cone) {
+  const Expr* definition = value->definition();
+  if (!definition || shared.count(value) || !component.count(definition) ||
+      !cone.insert(definition).second)
+    return;
+  collectSharedCone(definition, shared, cone);
+  for (const Value* operand : definition->operands())
+    collectCone(operand, component, shared, cone);
+}
+
+/// A component split by iteration domain: the part that writes the tensors of one shape.
+struct DomainPart {
+  Component component;
+  llvm::DenseSet<const Expr*> exprs;
+};
+
+/// The first write a part makes (for messages).
+const Value* firstWrite(const Component& component) {
+  return component.aliases.empty() ? component.outputs.front() : component.aliases.front().source;
+}
+
+/// Why the parts cannot run as separate kernels: one reads a copy_ destination that another
+/// writes (every read must see the entry value). Nullopt when they can.
+std::optional<std::string> crossPartHazard(const Fusion& fusion, llvm::ArrayRef<DomainPart> parts) {
+  for (const DomainPart& writer : parts)
+    for (const Alias& alias : writer.component.aliases)
+      for (const DomainPart& reader : parts) {
+        if (&reader == &writer)
+          continue;
+        for (const Expr* expr : reader.exprs)
+          if (llvm::is_contained(expr->operands(), alias.destination))
+            return fmt::format(
+                "fusion '{}': one subgraph writes '{}' (copy_ of '{}') of shape {} and '{}' of "
+                "shape {}, which reads '{}'; tensors of different shapes are written by "
+                "different kernels, and that read would not see the entry value (read a copy of "
+                "'{}', or split the fusion)",
+                fusion.name(), alias.destination->name(), alias.source->name(),
+                formatExtents(alias.source->extents()), firstWrite(reader.component)->name(),
+                formatExtents(firstWrite(reader.component)->extents()), alias.destination->name(),
+                alias.destination->name());
+      }
+  return std::nullopt;
+}
+
+/// True when the written tensors may have one shape at run time (equal ranks; static extents
+/// equal where both are static): one kernel can then run them, checked at run time.
+bool mayShareDomain(const Component& component) {
+  const Value* first = nullptr;
+  auto compatible = [&](const Value* value) {
+    if (!value->isTensor() || value->rank() == 0)
+      return true;
+    if (!first)
+      first = value;
+    if (value->rank() != first->rank())
+      return false;
+    for (size_t d = 0; d < value->rank(); ++d) {
+      int64_t a = value->extents()[d], b = first->extents()[d];
+      if (a != b && a != kSymbolicExtent && b != kSymbolicExtent)
+        return false;
+    }
+    return true;
+  };
+  return llvm::all_of(component.aliases, [&](const Alias& a) { return compatible(a.source); }) &&
+         llvm::all_of(component.outputs, compatible);
+}
+
+/// `component` as one part per iteration domain its written tensors fall into (nvFuser
+/// would segment there): each part recomputes what it needs from the inputs, so the parts
+/// are independent kernels. 0-d writes go with the first part.
+std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Component& component,
+                                      const llvm::DenseSet<const Expr*>& exprs,
+                                      const llvm::DenseSet<const Value*>& shared) {
+  std::vector<llvm::SmallVector<int64_t, 4>> keys;
+  std::vector<DomainPart> parts;
+  auto partOf = [&](const Value* value) -> size_t {
+    llvm::SmallVector<int64_t, 4> key = domains.keyOf(value);
+    if (value->rank() == 0 && !parts.empty())
+      return 0;
+    auto found = llvm::find(keys, key);
+    if (found != keys.end())
+      return size_t(found - keys.begin());
+    keys.push_back(key);
+    parts.emplace_back();
+    return parts.size() - 1;
+  };
+  // Tensors of the highest rank first, so that 0-d writes join a real domain.
+  llvm::SmallVector<std::pair<const Value*, const Alias*>, 8> written;
+  for (const Alias& alias : component.aliases)
+    written.push_back({alias.source, &alias});
+  for (const Value* output : component.outputs)
+    written.push_back({output, nullptr});
+  llvm::stable_sort(written, [](const auto& a, const auto& b) {
+    return (a.first->rank() > 0) > (b.first->rank() > 0);
+  });
+  llvm::SmallVector<size_t, 8> partOfWrite;
+  for (auto [value, alias] : written)
+    partOfWrite.push_back(partOf(value));
+  if (parts.size() <= 1) { // the common case (every optimizer step): the component itself
+    parts.assign(1, DomainPart{component, exprs});
+    return parts;
+  }
+  for (size_t i = 0; i < written.size(); ++i) {
+    auto [value, alias] = written[i];
+    DomainPart& part = parts[partOfWrite[i]];
+    if (alias)
+      part.component.aliases.push_back(*alias);
+    else
+      part.component.outputs.push_back(value);
+    collectCone(value, exprs, shared, part.exprs);
+  }
+  for (DomainPart& part : parts) {
+    // Keep the fusion's order of aliases and outputs within the part.
+    auto position = [&](const Alias& alias) {
+      return llvm::find_if(
+                 component.aliases,
+                 [&](const Alias& other) { return other.destination == alias.destination; }) -
+             component.aliases.begin();
+    };
+    llvm::sort(part.component.aliases,
+               [&](const Alias& a, const Alias& b) { return position(a) < position(b); });
+    llvm::sort(part.component.outputs, [&](const Value* a, const Value* b) {
+      return llvm::find(component.outputs, a) < llvm::find(component.outputs, b);
+    });
+  }
+  return parts;
+}
+
 } // namespace
 
 std::vector<Component> findComponents(const Fusion& fusion) {
@@ -193,9 +326,28 @@ std::vector<Component> findComponents(const Fusion& fusion) {
   for (const Value* output : fusion.outputs())
     componentOf(output).outputs.push_back(output);
   exprSets.resize(components.size());
-  for (Component& component : components)
-    finishComponent(fusion, component, exprSets[component.id], shared);
-  return components;
+  // Each component splits where its writes provably differ in shape. Where a part would
+  // read what another writes, parts that may share one shape stay one kernel (checked at
+  // run time, as a subgraph joined through a written 0-d step counter is).
+  IterationDomains domains(fusion);
+  std::vector<Component> result;
+  for (Component& component : components) {
+    unsigned id = component.id;
+    std::vector<DomainPart> parts = splitByDomain(domains, component, exprSets[id], shared);
+    if (parts.size() > 1) {
+      if (std::optional<std::string> hazard = crossPartHazard(fusion, parts)) {
+        if (!mayShareDomain(component))
+          fail("{}", *hazard);
+        parts.assign(1, DomainPart{std::move(component), exprSets[id]});
+      }
+    }
+    for (DomainPart& part : parts) {
+      part.component.id = unsigned(result.size());
+      finishComponent(fusion, part.component, part.exprs, shared);
+      result.push_back(std::move(part.component));
+    }
+  }
+  return result;
 }
 
 } // namespace widefuse

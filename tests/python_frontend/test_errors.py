@@ -188,12 +188,32 @@ def test_execute_options_and_scalar_ranges_are_checked():
 
 
 def test_what_no_kernel_can_run_is_refused_when_the_definition_ends():
-    with pytest.raises(widefuse.Error, match="one subgraph writes output .* and output"):
+    # Outputs of two shapes from one subgraph are two kernels; but a [2, 4] update that reads
+    # the [4] tensor the other kernel updates in place would read its new value.
+    with pytest.raises(widefuse.Error, match=r"one subgraph writes 'T1' \(copy_ of 'T2'\) of "
+                                             r"shape \[4\] and 'T4' of shape \[2, 4\], which "
+                                             r"reads 'T1'; .* would not see the entry value"):
         with FusionDefinition() as fd:
             a = fd.define_tensor(shape=[2, 4])
             b = fd.define_tensor(shape=[4])
-            fd.add_output(fd.ops.broadcast_in_dim(b, [2, 4], [1]) + a)
-            fd.add_output(b * 3)  # a [4] output in the same subgraph as a [2, 4] one
+            fd.add_output(fd.ops.mul(b, 3), alias_input=b)
+            fd.add_output(fd.ops.broadcast_in_dim(b, [2, 4], [1]) + a, alias_input=a)
+
+
+def test_outputs_of_two_shapes_from_one_subgraph_are_two_kernels():
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    b = np.array([0.5, -1.0, 2.0, 4.0], dtype=np.float32)
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[2, 4])
+        t1 = fd.define_tensor(shape=[4])
+        t2 = fd.ops.mul(t1, 3)  # computed by both kernels
+        fd.add_output(fd.ops.broadcast_in_dim(t2, [2, 4], [1]) + t0)
+        fd.add_output(t2)
+    wide, narrow = fd.execute([a, b])
+    np.testing.assert_array_equal(wide, a + b * 3)
+    np.testing.assert_array_equal(narrow, b * 3)
+    assert len(fd.last_kernels()) == 2
+    assert "2 components" in fd.segments()
 
 
 def test_shapes_past_the_addressable_bytes_are_errors():

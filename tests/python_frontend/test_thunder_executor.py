@@ -136,6 +136,24 @@ def test_reductions_and_matmuls_stay_with_torch():
     assert "matmul" in str(trace) and "sum" in str(trace)
 
 
+def test_a_region_returning_tensors_of_two_shapes_is_one_region_of_two_kernels():
+    # A bias and the activation it feeds both leave the region (as saved-for-backward values
+    # do): one widefuse region, one kernel per shape, each equal to torch.
+    def biased(x, b):
+        scaled = b * 2
+        return torch.tanh(x + scaled), scaled, x.exp()
+
+    generator = torch.Generator().manual_seed(11)
+    x, b = torch.randn(6, 5, generator=generator), torch.randn(5, generator=generator)
+    jitted = thunder.jit(biased, executors=[widefuse.thunder.executor])
+    for ours, theirs in zip(jitted(x, b), biased(x, b)):
+        torch.testing.assert_close(ours, theirs)
+    regions, trace = widefuse_regions(jitted)
+    assert len(regions) == 1, str(trace)
+    fd = trace.python_ctx()["widefuse0"].last_used
+    assert len(fd.last_kernels()) == 2 and "2 components" in fd.segments()
+
+
 def test_integer_division_truncates_in_the_fusion():
     # Thunder's prims.div is C's division (truncating integers), as widefuse's div now is.
     def divide(a, b):
