@@ -105,3 +105,21 @@ def test_messages_begin_with_the_phrases_nvfusers_tests_match():
         check(RuntimeError, r"The broadcast dimensions should match the input dimensions\.",
               lambda: fd.ops.broadcast_in_dim(t0, [2, 2, 3], [0]))
         fd.add_output(fd.ops.neg(t0))
+
+
+def test_broadcast_in_dim_checks_the_output_rank_first_then_each_dim():
+    # nvFuser's order: a shape shorter than the operand's rank is reported before a
+    # broadcast_dims of the wrong length; then each broadcast dim is checked against the rank.
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1])
+        check(RuntimeError, r"broadcast_in_dim\(T0: f32\[\?, \?\]\) to \[2\] with dims \[0\]: "
+                            r"The new shape is expected to be greater-then-or-equal to the "
+                            r"input\. The output rank 1 is smaller than the operand's rank 2$",
+              lambda: fd.ops.broadcast_in_dim(t0, [2], [0]))
+        check(RuntimeError, r"to \[\?\] with dims \[0\]: The new shape is expected to be "
+                            r"greater-then-or-equal to the input\.",
+              lambda: fd.ops.broadcast_in_dim(t0, t0.shape()[:1], [0]))
+        check(RuntimeError, r"to \[2, 2\] with dims \[0, 2\]: Invalid broadcast_dims value\. "
+                            r"Broadcast dim 2 is outside the output rank 2$",
+              lambda: fd.ops.broadcast_in_dim(t0, [2, 2], [0, 2]))
+        fd.add_output(fd.ops.broadcast_in_dim(t0, [2, -1, -1], [1, 2]))
