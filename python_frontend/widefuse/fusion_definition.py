@@ -17,7 +17,8 @@ import numpy as np
 
 from . import _widefuse, torch_tensors
 from ._widefuse import Error
-from .errors import ArgumentTypeError, ArgumentValueError
+from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_arguments,
+                     not_an_extent)
 from .arguments import array_view, check_layout, layout_of, scalar_argument
 from .data_type import DataType, data_type_of, from_short_name
 from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
@@ -68,12 +69,12 @@ def _descriptor(sizes: Any, strides: Any,
                 static_sizes: bool) -> tuple[list[int], list[int], list[Optional[bool]]]:
     """define_tensor's (shape, stride_order, contiguity) for an array of `sizes` and element
     `strides`, as nvFuser's define_tensor(sizes=, strides=) computes them."""
-    extents = tensor_shape(() if sizes is None else sizes)
+    extents = tensor_shape(() if sizes is None else sizes, "sizes")
     if strides is None:
         strides = [1] * len(extents)
         for d in range(len(extents) - 2, -1, -1):
             strides[d] = strides[d + 1] * max(extents[d + 1], 1)
-    strides = tensor_shape(strides)
+    strides = tensor_shape(strides, "strides")
     if len(strides) != len(extents) or -1 in extents:
         raise Error(f"define_tensor: sizes {extents} and strides {strides} must be two lists of "
                     "non-negative ints of one length")
@@ -252,11 +253,20 @@ class FusionDefinition:
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
             raise ArgumentTypeError(f"define_vector takes a size or a list of ints and Int "
                                     f"Scalars, got {type(values).__name__}")
-        for value in values:
-            if not isinstance(value, Scalar) and (isinstance(value, bool) or
-                                                  not isinstance(value, (int, np.integer))):
+        for index, value in enumerate(values):
+            if isinstance(value, Scalar):
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise ArgumentTypeError(f"define_vector: {value!r} is neither an int nor an Int "
                                         "Scalar")
+            if value > np.iinfo(np.int64).max:
+                raise ArgumentTypeError(f"{incompatible_arguments('define_vector')} "
+                                        f"define_vector: {value} in {list(values)} does not fit "
+                                        "in 64 bits")
+            if value < -1:  # -1: the operand's extent, in a broadcast_in_dim shape
+                raise ArgumentValueError(f"{not_an_extent(int(value), index)} define_vector: "
+                                         f"{value} in {list(values)} is no extent (-1 takes the "
+                                         "operand's extent, else at least 0)")
         return Vector(value if isinstance(value, Scalar) else int(value) for value in values)
 
     def define_constant(self, value: Any, dtype: Any = None) -> Scalar:

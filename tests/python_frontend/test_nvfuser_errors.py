@@ -123,3 +123,50 @@ def test_broadcast_in_dim_checks_the_output_rank_first_then_each_dim():
                             r"Broadcast dim 2 is outside the output rank 2$",
               lambda: fd.ops.broadcast_in_dim(t0, [2, 2], [0, 2]))
         fd.add_output(fd.ops.broadcast_in_dim(t0, [2, -1, -1], [1, 2]))
+
+
+def test_extents_nvfusers_binding_cannot_convert_are_type_errors_in_its_words():
+    # nvFuser's binding refuses an extent past 64 bits or a float as pybind does, a TypeError
+    # starting "define_tensor(): incompatible function arguments"; widefuse says which entry.
+    with FusionDefinition() as fd:
+        check(widefuse.ArgumentTypeError,
+              r"^define_tensor\(\): incompatible function arguments\. define_tensor: "
+              r"9223372036854775808 in shape \[9223372036854775808\] does not fit in 64 bits$",
+              lambda: fd.define_tensor(shape=[2**63], contiguity=[True]))
+        check(TypeError, r"^define_tensor\(\): incompatible function arguments\. define_tensor: "
+                         r"shape \[10\.0\] must be a list of integers",
+              lambda: fd.define_tensor(shape=[10.0], contiguity=[True]))
+        check(TypeError, r"^define_tensor\(\): incompatible function arguments\. define_tensor: "
+                         r"shape 5 must be a list of integers",
+              lambda: fd.define_tensor(shape=5))
+        check(TypeError, r"^define_vector\(\): incompatible function arguments\. define_vector: "
+                         r"9223372036854775808 in \[2, 9223372036854775808\] does not fit",
+              lambda: fd.define_vector(values=[2, 2**63]))
+        fd.add_output(fd.define_tensor(shape=[2**63 - 1, 0]))
+
+
+def test_an_extent_below_minus_one_is_neither_symbolic_nor_static():
+    # nvFuser: "The value -2 at index 0 was neither symbolic(-1), zero_element(0),
+    # broadcast(1), or static(>1)", a RuntimeError (widefuse's is also a ValueError).
+    with FusionDefinition() as fd:
+        check(widefuse.ArgumentValueError,
+              r"^The value -2 at index 0 was neither symbolic\(-1\), zero_element\(0\), "
+              r"broadcast\(1\), or static\(>1\)\. define_tensor: extent -2 in shape \[-2\] is "
+              r"out of range \(-1 for an extent known at run time, else at least 0\)$",
+              lambda: fd.define_tensor(shape=[-2], contiguity=[True]))
+        check(ValueError, r"^The value -5 at index 1 was neither symbolic\(-1\)",
+              lambda: fd.define_tensor(shape=[3, -5]))
+        # define_vector refuses it as it is defined, with the keyword nvFuser's tests use.
+        check(ValueError, r"^The value -2 at index 0 was neither symbolic\(-1\), "
+                          r"zero_element\(0\), broadcast\(1\), or static\(>1\)\. define_vector: "
+                          r"-2 in \[-2\] is no extent",
+              lambda: fd.define_vector(values=[-2]))
+        check(ValueError, r"^The value -3 at index 2 was neither",
+              lambda: fd.define_vector([4, -1, -3], dtype=DataType.Int))
+        # -1 stays: in a broadcast_in_dim shape it takes the operand's extent.
+        t0 = fd.define_tensor(shape=[-1])
+        v = fd.define_vector(values=[3, -1])
+        assert list(v) == [3, -1]
+        fd.add_output(fd.ops.broadcast_in_dim(t0, v, [1]))
+    (out,) = fd.execute([torch.arange(4.0)])
+    assert torch.equal(out, torch.arange(4.0).expand(3, 4))
