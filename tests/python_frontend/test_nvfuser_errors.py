@@ -170,3 +170,32 @@ def test_an_extent_below_minus_one_is_neither_symbolic_nor_static():
         fd.add_output(fd.ops.broadcast_in_dim(t0, v, [1]))
     (out,) = fd.execute([torch.arange(4.0)])
     assert torch.equal(out, torch.arange(4.0).expand(3, 4))
+
+
+def test_indexes_past_a_rank_or_vector_are_out_of_boundary():
+    # nvFuser: "Tried to access out of boundary index 8. total index: 8", a negative index
+    # shown wrapped once (-9 of 8 is -1); widefuse's are also IndexErrors.
+    x = torch.ones([2] * 8)
+    with FusionDefinition() as fd:
+        t0 = fd.from_pytorch(x)
+        check(IndexError, r"^Tried to access out of boundary index 8\. total index: 8\. "
+                          r"T0\.size\(8\): dim must be an int in \[-8, 8\) for this rank-8 "
+                          r"tensor$", lambda: fd.ops.size(t0, dim=8))
+        check(IndexError, r"^Tried to access out of boundary index -1\. total index: 8\. "
+                          r"T0\.size\(-9\)", lambda: fd.ops.size(t0, dim=-9))
+        check(widefuse.DimensionIndexError, r"^Tried to access out of boundary index 8\.",
+              lambda: t0.size(8))
+        shape = t0.shape()
+        assert isinstance(shape, widefuse.Vector) and len(shape) == 8 and shape.name is None
+        check(IndexError, r"^Tried to access out of boundary index 8\. total index: 8\. "
+                          r"fd\.ops\.at: index 8 is outside the vector of 8 entries$",
+              lambda: fd.ops.at(shape, index=8))
+        check(IndexError, r"^Tried to access out of boundary index -1\. total index: 8\. "
+                          r"fd\.ops\.at: index -9 is outside",
+              lambda: fd.ops.at(shape, index=-9))
+        check(TypeError, r"fd\.ops\.at: index must be an int, got 1\.5",
+              lambda: fd.ops.at(shape, index=1.5))
+        # In range, t.shape() entries are the extents read at run time.
+        fd.add_output(fd.ops.mul(t0, fd.ops.at(shape, index=-1)))
+    (out,) = fd.execute([x])
+    assert torch.equal(out, x * 2)
