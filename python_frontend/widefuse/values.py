@@ -279,7 +279,7 @@ class Tensor(Value):
     @property
     def shape(self) -> TensorShape:
         """Static extents, -1 where the extent is only known at run time (a tuple, as torch's
-        property); called, ``t.shape()`` is nvFuser's: a list of extent Scalars."""
+        property); called, ``t.shape()`` is nvFuser's: a Vector of extent Scalars."""
         return TensorShape(self)
 
     def size(self, dim: Any = None) -> Any:
