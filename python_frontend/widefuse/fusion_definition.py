@@ -134,12 +134,13 @@ class FusionDefinition:
         # handle, stride order or None) for a plain output, ("alias", i) for the fusion's
         # in-place update i.
         self._calls: list[tuple] = []
+        self._output_layouts: dict[int, Optional[list[int]]] = {}  # stride order by handle id
         # The in-place updates the builder holds, in its order: (source handle, or None for a
         # number, destination input handle).
         self._writes: list[tuple[Any, Any]] = []
         # From finalize() on: where each plain add_output's array comes from, ("output", i)
         # for the fusion's plain output i or ("input", k) for execute()'s input k (an output
-        # aliased to that input: see _aliased_input).
+        # aliased to that input: see _aliased_inputs).
         self._output_slots: list[tuple[str, int]] = []
         # add_output(stride_order=...): the stride order of fusion output i, if any.
         self._output_orders: dict[int, list[int]] = {}
@@ -169,13 +170,14 @@ class FusionDefinition:
 
     def _add_plain_outputs(self, builder: Any) -> None:
         """Adds the plain outputs to the fusion, each value once, except those that return an
-        input's array (see _aliased_input), which the kernels then need not write."""
+        input's array (see _aliased_inputs), which the kernels then need not write."""
         indices: dict[int, int] = {}  # fusion output index by handle id
+        aliases = self._aliased_inputs()
         for call in self._calls:
             if call[0] != "output":
                 continue
             _, value, order = call
-            position = self._aliased_input(value, order)
+            position = None if order is not None else aliases.get(id(value))
             if position is not None:
                 self._output_slots.append(("input", position))
                 continue
@@ -187,20 +189,20 @@ class FusionDefinition:
                     self._output_orders[index] = order
             self._output_slots.append(("output", index))
 
-    def _aliased_input(self, value: Any, order: Optional[list[int]]) -> Optional[int]:
-        """The position in execute()'s inputs of the input whose array a plain output of
-        `value` returns, as nvFuser returns it: the input itself where it is written in place
-        (it then holds the update), or the input an in-place update writes `value` into, where
-        `value` has its dtype and shape (the input then holds `value` exactly). None for
-        other outputs, and for those with a stride_order (a layout of their own)."""
-        if order is not None:
-            return None
+    def _aliased_inputs(self) -> dict[int, int]:
+        """By handle id, the values whose plain output returns an input's array, as nvFuser
+        returns it, and that input's position in execute()'s inputs: each input written in
+        place (it then holds the update), and each value an in-place update writes into an
+        input of its dtype and shape (the input then holds the value exactly). An output with
+        a stride_order of its own is not aliased."""
+        aliases: dict[int, int] = {}
         for source, destination in self._writes:
-            if destination is value or (
-                    source is value and source.dtype == destination.dtype and
-                    list(source.shape) == list(destination.shape)):
-                return self._input_positions[id(destination)]
-        return None
+            position = self._input_positions[id(destination)]
+            aliases[id(destination)] = position
+            if source is not None and source.dtype == destination.dtype and \
+                    list(source.shape) == list(destination.shape):
+                aliases.setdefault(id(source), position)
+        return aliases
 
     def _live(self) -> Any:
         self._builder_empty = False
@@ -405,11 +407,10 @@ class FusionDefinition:
             if order == list(range(output.ndim - 1, -1, -1)):
                 order = None  # row-major: the default layout
         # nvFuser allows one value as several outputs (the fusion holds it once), in one layout.
-        for call in self._calls:
-            if call[0] == "output" and call[1] is value and call[2] != order:
-                raise ArgumentValueError(f"add_output: '{output.name}' is already an output "
-                                         f"with stride_order {call[2]}; one value has one "
-                                         "output layout")
+        layout = self._output_layouts.setdefault(id(value), order)
+        if layout != order:
+            raise ArgumentValueError(f"add_output: '{output.name}' is already an output with "
+                                     f"stride_order {layout}; one value has one output layout")
         self._calls.append(("output", value, order))
 
     def copy_(self, source: Any, destination: Tensor) -> None:
