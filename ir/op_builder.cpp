@@ -162,6 +162,11 @@ llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operan
   const auto& extents = attributes.broadcastExtents;
   std::string call = describeCall(OpKind::BroadcastInDim, operands) + " to " +
                      formatExtents(shape) + " with dims " + formatExtents(dims);
+  // nvFuser's checks in nvFuser's order, with its phrases first (tools match them).
+  if (shape.size() < input->rank())
+    fail("{}: The new shape is expected to be greater-then-or-equal to the input. The output "
+         "rank {} is smaller than the operand's rank {}",
+         call, shape.size(), input->rank());
   if (dims.size() != input->rank())
     fail("{}: The broadcast dimensions should match the input dimensions. broadcast_dims needs "
          "one entry per operand dimension ({})",
@@ -170,7 +175,8 @@ llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operan
     fail("{}: {} extent values for {} output dimensions", call, extents.size(), shape.size());
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(shape.size()))
-      fail("{}: broadcast dim {} is outside the output rank {}", call, dims[i], shape.size());
+      fail("{}: Invalid broadcast_dims value. Broadcast dim {} is outside the output rank {}",
+           call, dims[i], shape.size());
     if (i > 0 && dims[i] <= dims[i - 1])
       fail("{}: broadcast_dims must be strictly increasing", call);
   }

@@ -132,9 +132,9 @@ std::string layoutArguments(const Value& tensor) {
 /// Names values as nvFuser's printer does and writes one line per definition.
 class PythonPrinter {
 public:
-  PythonPrinter(const Fusion& fusion, llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders,
-                llvm::ArrayRef<unsigned> outputCalls, llvm::ArrayRef<VectorInput> vectorInputs)
-      : fusion_(fusion), outputStrideOrders_(outputStrideOrders), outputCalls_(outputCalls) {
+  PythonPrinter(const Fusion& fusion, llvm::ArrayRef<OutputCall> outputCalls,
+                llvm::ArrayRef<VectorInput> vectorInputs)
+      : fusion_(fusion), outputCalls_(outputCalls) {
     for (const VectorInput& vector : vectorInputs) {
       auto [first, size] = vector;
       if (size == 0 || size_t(first) + size > fusion.inputs().size())
@@ -153,22 +153,32 @@ public:
     out_ = "\ndef nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n";
     for (size_t id = 0; id < fusion_.numValues(); ++id)
       printValue(*fusion_.value(static_cast<unsigned>(id)));
-    for (const Alias& alias : fusion_.aliases())
-      line(fmt::format("fd.add_output({}, {})", use(alias.source), use(alias.destination)));
-    llvm::SmallVector<unsigned, 8> calls(outputCalls_.begin(), outputCalls_.end());
-    if (calls.empty())
-      for (unsigned i = 0; i < fusion_.outputs().size(); ++i)
-        calls.push_back(i);
-    for (unsigned i : calls) {
-      if (i >= fusion_.outputs().size())
-        throw InternalError(
-            fmt::format("printPythonDefinition: add_output call names output {} of {}", i,
-                        fusion_.outputs().size()));
-      bool ordered = i < outputStrideOrders_.size() && !outputStrideOrders_[i].empty();
-      line(fmt::format("fd.add_output({}{})", use(fusion_.outputs()[i]),
-                       ordered ? ", stride_order=" + pythonList(outputStrideOrders_[i]) : ""));
+    llvm::SmallVector<bool, 8> called(fusion_.aliases().size(), false);
+    for (const OutputCall& call : outputCalls_) {
+      if (call.alias >= static_cast<int64_t>(fusion_.aliases().size()) ||
+          (call.alias < 0 && !fusion_.owns(call.value)))
+        throw InternalError(fmt::format("printPythonDefinition: an add_output call names {} of "
+                                        "{} in-place updates, or a value of another fusion",
+                                        call.alias, fusion_.aliases().size()));
+      if (call.alias >= 0)
+        called[size_t(call.alias)] = true;
     }
-    if (fusion_.aliases().empty() && fusion_.outputs().empty())
+    for (size_t i = 0; i < fusion_.aliases().size(); ++i)
+      if (!called[i])
+        printAlias(fusion_.aliases()[i]);
+    if (outputCalls_.empty())
+      for (const Value* output : fusion_.outputs())
+        line(fmt::format("fd.add_output({})", use(output)));
+    for (const OutputCall& call : outputCalls_) {
+      if (call.alias >= 0) {
+        printAlias(fusion_.aliases()[size_t(call.alias)]);
+        continue;
+      }
+      line(fmt::format("fd.add_output({}{})", use(call.value),
+                       call.strideOrder.empty() ? ""
+                                                : ", stride_order=" + pythonList(call.strideOrder)));
+    }
+    if (fusion_.aliases().empty() && fusion_.outputs().empty() && outputCalls_.empty())
       line("pass");
     out_ += "\n";
     return out_;
@@ -176,6 +186,10 @@ public:
 
 private:
   void line(const std::string& text) { out_ += "    " + text + "\n"; }
+
+  void printAlias(const Alias& alias) {
+    line(fmt::format("fd.add_output({}, {})", use(alias.source), use(alias.destination)));
+  }
 
   std::string use(const Value* value) {
     if (isLeftImplicit(*value)) // an implicit broadcast: the op inserts it again
@@ -266,8 +280,7 @@ private:
   }
 
   const Fusion& fusion_;
-  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders_;
-  llvm::ArrayRef<unsigned> outputCalls_;
+  llvm::ArrayRef<OutputCall> outputCalls_;
   std::string out_;
   llvm::DenseMap<const Value*, std::string> names_;
   /// The entries of vector inputs: the first one maps to the vector's size, the others to 0.
@@ -277,11 +290,9 @@ private:
 
 } // namespace
 
-std::string printPythonDefinition(const Fusion& fusion,
-                                  llvm::ArrayRef<std::vector<int64_t>> outputStrideOrders,
-                                  llvm::ArrayRef<unsigned> outputCalls,
+std::string printPythonDefinition(const Fusion& fusion, llvm::ArrayRef<OutputCall> outputCalls,
                                   llvm::ArrayRef<VectorInput> vectorInputs) {
-  return PythonPrinter(fusion, outputStrideOrders, outputCalls, vectorInputs).print();
+  return PythonPrinter(fusion, outputCalls, vectorInputs).print();
 }
 
 } // namespace widefuse

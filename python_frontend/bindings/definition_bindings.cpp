@@ -15,7 +15,10 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+
+#include <tuple>
 
 namespace nb = nanobind;
 
@@ -166,6 +169,17 @@ private:
   unsigned extraNames_ = 0;
 };
 
+/// An add_output call as the Python side gives it: (value or None, stride_order, alias index
+/// or -1); see OutputCall.
+using PyOutputCall = std::tuple<std::optional<Val>, std::vector<int64_t>, int64_t>;
+
+std::vector<OutputCall> outputCallsOf(const std::vector<PyOutputCall>& calls) {
+  std::vector<OutputCall> converted;
+  for (const auto& [value, strideOrder, alias] : calls)
+    converted.push_back(OutputCall{value ? value->value() : nullptr, strideOrder, alias});
+  return converted;
+}
+
 nb::dict inputFacts(const Value& input, const Fusion& fusion) {
   nb::dict facts;
   facts["name"] = input.name();
@@ -281,13 +295,11 @@ void bindDefinition(nb::module_& module) {
       .def("text", [](const PyDefinition& d) { return printFusion(d.current()); })
       .def(
           "python",
-          [](const PyDefinition& d, const std::vector<std::vector<int64_t>>& strideOrders,
-             const std::vector<unsigned>& outputCalls,
+          [](const PyDefinition& d, const std::vector<PyOutputCall>& outputCalls,
              const std::vector<std::pair<unsigned, unsigned>>& vectors) {
-            return printPythonDefinition(d.current(), strideOrders, outputCalls, vectors);
+            return printPythonDefinition(d.current(), outputCallsOf(outputCalls), vectors);
           },
-          nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{},
-          nb::arg("output_calls") = std::vector<unsigned>{},
+          nb::arg("output_calls") = std::vector<PyOutputCall>{},
           nb::arg("vector_inputs") = std::vector<std::pair<unsigned, unsigned>>{});
 
   nb::class_<FusionHandle>(module, "_Fusion", "A verified fusion.")
@@ -296,14 +308,14 @@ void bindDefinition(nb::module_& module) {
       .def("text", [](const FusionHandle& h) { return printFusion(*h.fusion); })
       .def(
           "python",
-          [](const FusionHandle& h, const std::vector<std::vector<int64_t>>& strideOrders,
-             const std::vector<unsigned>& outputCalls,
+          [](const FusionHandle& h, const std::vector<PyOutputCall>& outputCalls,
              const std::vector<std::pair<unsigned, unsigned>>& vectors) {
-            return printPythonDefinition(*h.fusion, strideOrders, outputCalls, vectors);
+            return printPythonDefinition(*h.fusion, outputCallsOf(outputCalls), vectors);
           },
-          nb::arg("output_stride_orders") = std::vector<std::vector<int64_t>>{},
-          nb::arg("output_calls") = std::vector<unsigned>{},
-          nb::arg("vector_inputs") = std::vector<std::pair<unsigned, unsigned>>{})
+          nb::arg("output_calls") = std::vector<PyOutputCall>{},
+          nb::arg("vector_inputs") = std::vector<std::pair<unsigned, unsigned>>{},
+          "nvFuser's printout. output_calls: the add_output calls in order, each (value, "
+          "stride_order, -1) for a plain output or (None, [], i) for in-place update i.")
       .def("inputs", &inputList,
            "Facts about each input: name, dtype, is_tensor, shape, "
            "stride_order, contiguity, written (a copy_ destination).")

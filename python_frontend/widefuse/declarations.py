@@ -11,22 +11,35 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ._widefuse import Error
-from .errors import ArgumentTypeError, ArgumentValueError
+from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_arguments,
+                     not_an_extent)
 from .data_type import DataType, data_type_of
 
 _INT64 = np.iinfo(np.int64)
 
 
-def tensor_shape(shape: Sequence[Any]) -> list[int]:
-    """Extents as Python ints: -1 (symbolic) or a non-negative int64."""
+def tensor_shape(shape: Sequence[Any], what: str = "shape") -> list[int]:
+    """Extents as Python ints: -1 (symbolic) or a non-negative int64. Not a list of ints, or an
+    int past 64 bits: ArgumentTypeError (nvFuser's binding refuses both as a TypeError); an
+    int below -1: ArgumentValueError."""
+    shown = list(shape) if isinstance(shape, Sequence) else shape
     try:
         extents = [operator.index(extent) for extent in shape]
     except TypeError:
-        raise ArgumentTypeError(f"define_tensor: shape {list(shape)!r} must be a list of integers "
-                    "(-1 for an extent known at run time)") from None
-    for extent in extents:
-        if extent < -1 or extent > _INT64.max:
-            raise ArgumentValueError(f"define_tensor: extent {extent} in shape {extents} is out of range")
+        raise ArgumentTypeError(f"{incompatible_arguments('define_tensor')} define_tensor: "
+                                f"{what} {shown!r} must be a list of integers (-1 for an "
+                                "extent known at run time)") from None
+    for index, extent in enumerate(extents):
+        if extent > _INT64.max:
+            raise ArgumentTypeError(f"{incompatible_arguments('define_tensor')} define_tensor: "
+                                    f"{extent} in {what} {extents} does not fit in 64 bits")
+        if extent < 0 and what == "strides":
+            raise ArgumentValueError(f"define_tensor: stride {extent} in strides {extents} is "
+                                     "negative")
+        if extent < -1:
+            raise ArgumentValueError(f"{not_an_extent(extent, index)} define_tensor: extent "
+                                     f"{extent} in {what} {extents} is out of range (-1 for an "
+                                     "extent known at run time, else at least 0)")
     return extents
 
 

@@ -6,6 +6,9 @@ another class, the error is also an instance of that class: an argument of the w
 TypeError, an argument of the right type but a value the call cannot take is a ValueError, a
 dimension outside a tensor's rank is an IndexError. ``except widefuse.Error`` still catches all
 of them.
+
+Where nvFuser's tests match a phrase of nvFuser's message, widefuse's message begins with that
+phrase (the functions below) and its own explanation follows.
 """
 
 from __future__ import annotations
@@ -25,3 +28,22 @@ class ArgumentValueError(Error, ValueError):
 
 class DimensionIndexError(Error, IndexError):
     """A dimension index outside a tensor's rank (``t.size(2)`` of a 2-d tensor)."""
+
+
+def incompatible_arguments(function: str) -> str:
+    """nvFuser's words for arguments its binding cannot convert (a float extent, an int past
+    64 bits), from pybind's TypeError."""
+    return f"{function}(): incompatible function arguments."
+
+
+def not_an_extent(value: int, index: int) -> str:
+    """nvFuser's words for an extent below -1 at `index` of a shape or vector."""
+    return (f"The value {value} at index {index} was neither symbolic(-1), zero_element(0), "
+            "broadcast(1), or static(>1).")
+
+
+def out_of_boundary(index: int, total: int) -> str:
+    """nvFuser's words for an index outside `total` entries (a dimension, a vector entry); a
+    negative index is shown wrapped once, as nvFuser shows it (-9 of 8 is -1)."""
+    shown = index + total if index < 0 else index
+    return f"Tried to access out of boundary index {shown}. total index: {total}."

@@ -17,7 +17,8 @@ import numpy as np
 
 from . import _widefuse, torch_tensors
 from ._widefuse import Error
-from .errors import ArgumentTypeError, ArgumentValueError
+from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_arguments,
+                     not_an_extent)
 from .arguments import array_view, check_layout, layout_of, scalar_argument
 from .data_type import DataType, data_type_of, from_short_name
 from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
@@ -68,12 +69,12 @@ def _descriptor(sizes: Any, strides: Any,
                 static_sizes: bool) -> tuple[list[int], list[int], list[Optional[bool]]]:
     """define_tensor's (shape, stride_order, contiguity) for an array of `sizes` and element
     `strides`, as nvFuser's define_tensor(sizes=, strides=) computes them."""
-    extents = tensor_shape(() if sizes is None else sizes)
+    extents = tensor_shape(() if sizes is None else sizes, "sizes")
     if strides is None:
         strides = [1] * len(extents)
         for d in range(len(extents) - 2, -1, -1):
             strides[d] = strides[d + 1] * max(extents[d + 1], 1)
-    strides = tensor_shape(strides)
+    strides = tensor_shape(strides, "strides")
     if len(strides) != len(extents) or -1 in extents:
         raise Error(f"define_tensor: sizes {extents} and strides {strides} must be two lists of "
                     "non-negative ints of one length")
@@ -127,10 +128,20 @@ class FusionDefinition:
         # The tensor inputs' handles by id (held, so that no other handle gets their id).
         self._tensor_inputs: dict[int, Any] = {}
         self._in_place: dict[int, Tensor] = {}  # tensor inputs written in place, by handle id
-        # Outputs by handle id (index in the fusion's outputs, handle), and the index each
-        # add_output returns in execute()'s list.
-        self._output_handles: dict[int, tuple[int, Any]] = {}
-        self._output_slots: list[int] = []
+        # Each tensor input's position in execute()'s inputs, by handle id.
+        self._input_positions: dict[int, int] = {}
+        # The add_output and copy_ calls in order (execute()'s outputs, repr(fd)): ("output",
+        # handle, stride order or None) for a plain output, ("alias", i) for the fusion's
+        # in-place update i.
+        self._calls: list[tuple] = []
+        self._output_layouts: dict[int, Optional[list[int]]] = {}  # stride order by handle id
+        # The in-place updates the builder holds, in its order: (source handle, or None for a
+        # number, destination input handle).
+        self._writes: list[tuple[Any, Any]] = []
+        # From finalize() on: where each plain add_output's array comes from, ("output", i)
+        # for the fusion's plain output i or ("input", k) for execute()'s input k (an output
+        # aliased to that input: see _aliased_inputs).
+        self._output_slots: list[tuple[str, int]] = []
         # add_output(stride_order=...): the stride order of fusion output i, if any.
         self._output_orders: dict[int, list[int]] = {}
         self.ops = Operators(self)
@@ -150,10 +161,48 @@ class FusionDefinition:
         for tensor in self._in_place.values():  # in-place writes land when the fusion ends
             if handle(tensor) is not input_handle(tensor):
                 builder.copy_(handle(tensor), input_handle(tensor))
+                self._writes.append((handle(tensor), input_handle(tensor)))
         self._in_place.clear()
+        self._add_plain_outputs(builder)
         self._fusion = builder.finalize()
         self._builder = None
         self._inputs = self._fusion.inputs()
+
+    def _add_plain_outputs(self, builder: Any) -> None:
+        """Adds the plain outputs to the fusion, each value once, except those that return an
+        input's array (see _aliased_inputs), which the kernels then need not write."""
+        indices: dict[int, int] = {}  # fusion output index by handle id
+        aliases = self._aliased_inputs()
+        for call in self._calls:
+            if call[0] != "output":
+                continue
+            _, value, order = call
+            position = None if order is not None else aliases.get(id(value))
+            if position is not None:
+                self._output_slots.append(("input", position))
+                continue
+            index = indices.get(id(value))
+            if index is None:
+                builder.add_output(value)
+                index = indices[id(value)] = len(indices)
+                if order is not None:
+                    self._output_orders[index] = order
+            self._output_slots.append(("output", index))
+
+    def _aliased_inputs(self) -> dict[int, int]:
+        """By handle id, the values whose plain output returns an input's array, as nvFuser
+        returns it, and that input's position in execute()'s inputs: each input written in
+        place (it then holds the update), and each value an in-place update writes into an
+        input of its dtype and shape (the input then holds the value exactly). An output with
+        a stride_order of its own is not aliased."""
+        aliases: dict[int, int] = {}
+        for source, destination in self._writes:
+            position = self._input_positions[id(destination)]
+            aliases[id(destination)] = position
+            if source is not None and source.dtype == destination.dtype and \
+                    list(source.shape) == list(destination.shape):
+                aliases.setdefault(id(source), position)
+        return aliases
 
     def _live(self) -> Any:
         self._builder_empty = False
@@ -190,6 +239,7 @@ class FusionDefinition:
         value = self._live().define_tensor(shape, data_type_of(dtype, "define_tensor").value,
                                            order, contiguity)
         self._tensor_inputs[id(value)] = value
+        self._input_positions[id(value)] = len(self._slots)
         self._slots.append(1)
         return Tensor(self, value)
 
@@ -252,11 +302,20 @@ class FusionDefinition:
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
             raise ArgumentTypeError(f"define_vector takes a size or a list of ints and Int "
                                     f"Scalars, got {type(values).__name__}")
-        for value in values:
-            if not isinstance(value, Scalar) and (isinstance(value, bool) or
-                                                  not isinstance(value, (int, np.integer))):
+        for index, value in enumerate(values):
+            if isinstance(value, Scalar):
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise ArgumentTypeError(f"define_vector: {value!r} is neither an int nor an Int "
                                         "Scalar")
+            if value > np.iinfo(np.int64).max:
+                raise ArgumentTypeError(f"{incompatible_arguments('define_vector')} "
+                                        f"define_vector: {value} in {list(values)} does not fit "
+                                        "in 64 bits")
+            if value < -1:  # -1: the operand's extent, in a broadcast_in_dim shape
+                raise ArgumentValueError(f"{not_an_extent(int(value), index)} define_vector: "
+                                         f"{value} in {list(values)} is no extent (-1 takes the "
+                                         "operand's extent, else at least 0)")
         return Vector(value if isinstance(value, Scalar) else int(value) for value in values)
 
     def define_constant(self, value: Any, dtype: Any = None) -> Scalar:
@@ -322,9 +381,12 @@ class FusionDefinition:
                    stride_order: Optional[Sequence[int]] = None) -> None:
         """Marks `output` as a plain output, or with `alias_input` as an in-place update:
         the input receives the value when the fusion ends (torch's copy_) and execute() does
-        not return it. `stride_order` (nvFuser's; the rank of each dimension's stride,
-        rank-1 outermost) returns the output laid out that way, as
-        ``torch.empty(...).permute(...)`` would be (values identical)."""
+        not return it. As in nvFuser, a plain output of a value an in-place update writes
+        (of its dtype and shape), or of the written input itself, returns that input's own
+        array, holding the update, whether it is added before or after the update.
+        `stride_order` (nvFuser's; the rank of each dimension's stride, rank-1 outermost)
+        returns the output laid out that way, as ``torch.empty(...).permute(...)`` would be
+        (values identical)."""
         if alias_input is not None:
             if stride_order is not None:
                 raise ArgumentValueError("add_output: alias_input= and stride_order= exclude "
@@ -335,24 +397,21 @@ class FusionDefinition:
         value = self._operand(output, "add_output")
         if not isinstance(output, Value):
             raise ArgumentTypeError("add_output: an output must be a value of this definition")
+        self._live()
+        if not isinstance(output, Tensor):
+            raise Error(f"add_output: output '{output.name}' is a scalar; outputs must be "
+                        "tensors (give a 0-d tensor)")
         order = None
         if stride_order is not None:
-            if not isinstance(output, Tensor):
-                raise ArgumentTypeError("add_output: stride_order= needs a tensor output")
             order = tensor_stride_order(stride_order, output.ndim, "add_output")
             if order == list(range(output.ndim - 1, -1, -1)):
                 order = None  # row-major: the default layout
-        slot = self._output_handles.get(id(value))
-        if slot is None:  # nvFuser allows one value as several outputs: the IR holds it once
-            self._live().add_output(value)
-            slot = self._output_handles[id(value)] = (len(self._output_handles), value)
-            if order is not None:
-                self._output_orders[slot[0]] = order
-        elif self._output_orders.get(slot[0]) != order:
+        # nvFuser allows one value as several outputs (the fusion holds it once), in one layout.
+        layout = self._output_layouts.setdefault(id(value), order)
+        if layout != order:
             raise ArgumentValueError(f"add_output: '{output.name}' is already an output with "
-                                     f"stride_order {self._output_orders.get(slot[0])}; one "
-                                     "value has one output layout")
-        self._output_slots.append(slot[0])
+                                     f"stride_order {layout}; one value has one output layout")
+        self._calls.append(("output", value, order))
 
     def copy_(self, source: Any, destination: Tensor) -> None:
         """In-place update (torch's copy_): the tensor input `destination` receives `source`
@@ -365,6 +424,9 @@ class FusionDefinition:
             what = "alias_input" if op == "add_output" else "the destination"
             raise Error(f"{op}: {what} must be a tensor input of this definition")
         self._live().copy_(value, input_handle(destination))
+        self._calls.append(("alias", len(self._writes)))
+        self._writes.append((value if isinstance(source, Value) else None,
+                             input_handle(destination)))
 
     def definition(self) -> None:
         """Override in a subclass to define the fusion with ``self.define_tensor`` ...,
@@ -400,9 +462,9 @@ class FusionDefinition:
 
     def __repr__(self) -> str:
         source = self._fusion if self._fusion is not None else self._builder
-        count = len(self._output_handles)
-        return source.python([self._output_orders.get(i, []) for i in range(count)],
-                             self._output_slots, self._vectors)
+        calls = [(call[1], call[2] or [], -1) if call[0] == "output" else (None, [], call[1])
+                 for call in self._calls]
+        return source.python(calls, self._vectors)
 
     def to_text(self) -> str:
         """The fusion in widefuse's text form (what `widefuse check` prints)."""
@@ -460,7 +522,8 @@ class FusionDefinition:
         executor, arguments, on_device, torch_device = self._executor_for(
             "execute()", inputs, backend=backend, mode=mode, block_order=block_order,
             host_execution=host_execution, threads=threads, fmad=fmad, arch=arch, device=device)
-        return self._outputs_for(executor.run(arguments, on_device), on_device, torch_device)
+        return self._outputs_for(executor.run(arguments, on_device), on_device, torch_device,
+                                 inputs, ran=backend != "none")
 
     def validate(self, inputs: Sequence[Any], reference_outputs: Sequence[Any],
                  **options: Any) -> None:
@@ -474,14 +537,18 @@ class FusionDefinition:
         for index, (output, reference) in enumerate(zip(outputs, reference_outputs)):
             _assert_matches(output, reference, f"output {index}")
 
-    def _outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str]) -> list:
+    def _outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str],
+                     inputs: Sequence[Any], ran: bool = True) -> list:
         """The executor's outputs as the caller's kind of array (torch tensors for torch
         inputs, else NumPy arrays (host) or DLPack-capable device arrays), one per add_output:
-        a value added twice comes back twice, as the same array. Backend "none" runs
+        a value added twice comes back twice, as the same array, and an output aliased to an
+        input is that input's own array from `inputs`. Backend "none" (`ran` False) runs
         nothing and returns no outputs."""
-        if not raw:
+        if not ran:
             return []
-        if torch_device is not None:
+        if not raw:
+            arrays = []
+        elif torch_device is not None:
             arrays = (torch_tensors.device_outputs(raw) if on_device else
                       torch_tensors.host_outputs(raw, self._output_types()))
         else:
@@ -490,7 +557,10 @@ class FusionDefinition:
             arrays = [arrays[i] if i not in self._output_orders else
                       _laid_out(arrays[i], self._output_orders[i], torch_device is not None)
                       for i in range(len(arrays))]
-        return [arrays[index] for index in self._output_slots] if self._output_slots else arrays
+        if not self._output_slots:  # from_text: the fusion's outputs, in order
+            return arrays
+        return [arrays[index] if kind == "output" else inputs[index]
+                for kind, index in self._output_slots]
 
     def prepare(self, inputs: Sequence[Any], **options: Any) -> PreparedExecution:
         """Checks `inputs`, compiles and binds once, for steps on arrays that stay where they
@@ -503,7 +573,8 @@ class FusionDefinition:
         if on_device and self._fusion.outputs():
             raise Error("prepare() on CUDA arrays needs a fusion without plain outputs (the "
                         "outputs would land in host memory); use execute()")
-        return PreparedExecution(self, executor.prepare(arguments), list(inputs), torch_device)
+        return PreparedExecution(self, executor.prepare(arguments), list(inputs), torch_device,
+                                 ran=options.get("backend", "auto") != "none")
 
     def _executor_for(self, what: str, inputs: Sequence[Any], *, backend: str = "auto",
                       mode: str = "auto", block_order: str = "forward",
@@ -622,12 +693,14 @@ class PreparedExecution:
     """A step prepared by FusionDefinition.prepare(): call it to run one step."""
 
     def __init__(self, fd: FusionDefinition, prepared: Any, inputs: list,
-                 torch_device: Optional[str] = None) -> None:
+                 torch_device: Optional[str] = None, ran: bool = True) -> None:
         self._fd = fd
         self._prepared = prepared
         self._inputs = inputs  # keeps the arrays (and so their memory) alive
         self._torch_device = torch_device
+        self._ran = ran
 
     def __call__(self) -> list[Any]:
         """Runs one step on the prepared inputs; returns the plain outputs."""
-        return self._fd._outputs_for(self._prepared.launch(), False, self._torch_device)
+        return self._fd._outputs_for(self._prepared.launch(), False, self._torch_device,
+                                     self._inputs, self._ran)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import _widefuse
 from ._widefuse import Error
-from .errors import ArgumentTypeError, DimensionIndexError
+from .errors import ArgumentTypeError, DimensionIndexError, out_of_boundary
 from .data_type import data_type_of
 from .values import Scalar, Tensor, UnsupportedOperationError, Value, Vector
 
@@ -96,10 +96,16 @@ class Operators:
         if not isinstance(vector, Vector):
             raise ArgumentTypeError(f"fd.ops.at takes a Vector (define_vector), got "
                                     f"{type(vector).__name__}")
-        if isinstance(index, bool) or not isinstance(index, int) or \
-                not -len(vector) <= index < len(vector):
-            raise DimensionIndexError(f"fd.ops.at: index {index!r} is outside the vector of "
-                                      f"{len(vector)} entries")
+        count = len(vector)
+        try:
+            if isinstance(index, bool):
+                raise TypeError
+            index = operator.index(index)
+        except TypeError:
+            raise ArgumentTypeError(f"fd.ops.at: index must be an int, got {index!r}") from None
+        if not -count <= index < count:
+            raise DimensionIndexError(f"{out_of_boundary(index, count)} fd.ops.at: index "
+                                      f"{index} is outside the vector of {count} entries")
         return vector[index]
 
     def broadcast(self, x: Any, is_broadcast_dim: Sequence[bool]) -> Value:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ._widefuse import Error
 from .data_type import DataType, data_type_of, from_short_name
-from .errors import DimensionIndexError
+from .errors import DimensionIndexError, out_of_boundary
 
 if TYPE_CHECKING:
     from .fusion_definition import FusionDefinition
@@ -258,15 +258,16 @@ def _checked_methods(cls: type) -> type:
 
 class TensorShape(tuple):
     """A Tensor's shape both ways: a tuple of static extents (-1 where symbolic), as torch's
-    ``shape`` property; called (``t.shape()``), nvFuser's list of extent Scalars."""
+    ``shape`` property; called (``t.shape()``), nvFuser's vector of extent Scalars (a Vector,
+    which fd.ops.at indexes)."""
 
     def __new__(cls, tensor: Tensor) -> TensorShape:
         shape = super().__new__(cls, tensor._value.shape)
         shape._tensor = tensor
         return shape
 
-    def __call__(self) -> list:
-        return [self._tensor.size(d) for d in range(len(self))]
+    def __call__(self) -> Vector:
+        return Vector(self._tensor.size(d) for d in range(len(self)))
 
 
 @_checked_methods
@@ -278,7 +279,7 @@ class Tensor(Value):
     @property
     def shape(self) -> TensorShape:
         """Static extents, -1 where the extent is only known at run time (a tuple, as torch's
-        property); called, ``t.shape()`` is nvFuser's: a list of extent Scalars."""
+        property); called, ``t.shape()`` is nvFuser's: a Vector of extent Scalars."""
         return TensorShape(self)
 
     def size(self, dim: Any = None) -> Any:
@@ -288,9 +289,12 @@ class Tensor(Value):
         if dim is None:
             return self.shape
         rank = self.ndim
-        if isinstance(dim, bool) or not isinstance(dim, int) or not -rank <= dim < rank:
-            raise DimensionIndexError(f"{self.name}.size({dim!r}): dim must be an int in "
-                             f"[-{rank}, {rank}) for this rank-{rank} tensor")
+        explanation = (f"{self.name}.size({dim!r}): dim must be an int in [-{rank}, {rank}) "
+                       f"for this rank-{rank} tensor")
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise DimensionIndexError(explanation)
+        if not -rank <= dim < rank:
+            raise DimensionIndexError(f"{out_of_boundary(dim, rank)} {explanation}")
         return self._apply("size", self, dim=dim % rank)
 
     @property

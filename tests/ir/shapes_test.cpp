@@ -240,3 +240,27 @@ TEST(ExtentValues, TheCppApiNamesExtentsWithShapeEntries) {
   for (int64_t i = 0; i < 6; ++i)
     EXPECT_EQ(out.as<float>()[i], a.as<float>()[i] - r.as<float>()[i % 3]);
 }
+
+TEST(BroadcastInDim, ChecksRunInNvFusersOrderWithItsPhrasesFirst) {
+  // nvFuser checks the output rank before the length of broadcast_dims, then each dim; tools
+  // written for nvFuser match its phrases, widefuse's explanation follows them.
+  FusionDefinition fd("checks");
+  Val x = fd.defineTensor({2, 2}, DataType::Float, "x");
+  // Both the rank and broadcast_dims are wrong: the rank is reported.
+  std::string message = errorOf([&] { broadcast_in_dim(x, {2}, {0}); });
+  EXPECT_TRUE(contains(message, "broadcast_in_dim(x: f32[2, 2]) to [2] with dims [0]: The new "
+                                "shape is expected to be greater-then-or-equal to the input. "
+                                "The output rank 1 is smaller than the operand's rank 2"))
+      << message;
+  message = errorOf([&] { broadcast_in_dim(x, {2, 2, 3}, {0}); });
+  EXPECT_TRUE(contains(message, ": The broadcast dimensions should match the input dimensions. "
+                                "broadcast_dims needs one entry per operand dimension (2)"))
+      << message;
+  message = errorOf([&] { broadcast_in_dim(x, {2, 2}, {0, 2}); });
+  EXPECT_TRUE(contains(message, "to [2, 2] with dims [0, 2]: Invalid broadcast_dims value. "
+                                "Broadcast dim 2 is outside the output rank 2"))
+      << message;
+  message = errorOf([&] { broadcast_in_dim(x, {2, 2, 3}, {-1, 1}); });
+  EXPECT_TRUE(contains(message, "Invalid broadcast_dims value. Broadcast dim -1 is outside"))
+      << message;
+}

@@ -242,6 +242,65 @@ def test_one_value_as_several_outputs_and_an_input_as_output():
     assert len(rebuilt_from_repr(fd).execute([x])) == 3
 
 
+def test_outputs_of_an_aliased_value_or_the_written_input_return_the_input_itself():
+    # nvFuser: add_output(T2, T0) hides that output; a plain add_output of T2, before or
+    # after it, and one of T0 return T0's own tensor, holding T2 after execute().
+    x = torch.tensor([[-1.5, 2.0, 0.25], [3.0, -4.0, 0.0]])
+    expected = torch.clamp(x, min=0.0) * 3.0
+    with FusionDefinition() as fd:
+        t0 = fd.from_pytorch(x)
+        t1 = fd.ops.mul(fd.ops.where(fd.ops.gt(t0, 0.0), t0, 0.0), 3.0)
+        fd.add_output(t1)
+        fd.add_output(t0)
+        fd.add_output(t1, t0)
+        fd.add_output(t1)
+    outputs = fd.execute([x])
+    assert len(outputs) == 3 and all(output is x for output in outputs)
+    assert torch.equal(x, expected)
+    # The kernel writes no buffer of its own for them: the fusion has no plain output.
+    text = fd.to_text()
+    assert "return" not in text and "copy_(T3, T0)" in text, text
+    # repr(fd) prints the calls in the order they were made, and reprints so.
+    printed = repr(fd)
+    assert printed.endswith("    fd.add_output(T3)\n    fd.add_output(T0)\n"
+                            "    fd.add_output(T3, T0)\n    fd.add_output(T3)\n\n"), printed
+    rebuilt = rebuilt_from_repr(fd)
+    assert repr(rebuilt) == printed
+    y = np.array([1.0, -2.0, 3.0, -4.0, 5.0, -6.0], np.float32).reshape(2, 3)
+    outputs = rebuilt.execute([y])
+    assert all(output is y for output in outputs)
+    np.testing.assert_array_equal(y, [[3.0, 0.0, 9.0], [0.0, 15.0, 0.0]])
+    # prepare() returns them too.
+    step = fd.prepare([y])
+    assert all(output is y for output in step())
+    np.testing.assert_array_equal(y, [[9.0, 0.0, 27.0], [0.0, 45.0, 0.0]])
+    assert fd.execute([y], backend="none") == []
+
+
+def test_outputs_an_in_place_update_converts_stay_their_own_arrays():
+    # Only a value the input then holds exactly (its dtype and shape, and no stride_order of
+    # its own) comes back as the input; an input nothing writes comes back as a copy.
+    a, b, c = torch.ones(2, 2), torch.tensor([[0.5, 0.25]]), torch.ones(2, 2)
+    with FusionDefinition() as fd:
+        t0, t1, t2 = (fd.from_pytorch(x) for x in (a, b, c))
+        t3 = fd.ops.cast(fd.ops.add(t0, 1.5), DataType.Double)  # written as Float
+        t4 = fd.ops.mul(t2, 3.0)
+        fd.add_output(t3, t0)
+        fd.add_output(t4, t2)
+        fd.add_output(t3)
+        fd.add_output(t4, stride_order=[0, 1])
+        fd.add_output(t1)
+    outputs = fd.execute([a, b, c])
+    assert not any(output is x for output in outputs for x in (a, b, c))
+    wide, tripled, passed = outputs
+    assert wide.dtype == torch.float64 and torch.equal(wide, torch.full((2, 2), 2.5).double())
+    assert torch.equal(a, torch.full((2, 2), 2.5))
+    assert tripled.stride() == (1, 2) and torch.equal(tripled, c)
+    assert torch.equal(c, torch.full((2, 2), 3.0))
+    assert torch.equal(passed, b)
+    assert fd.to_text().count("copy_") == 2 and "return T4, T5, T1" in fd.to_text()
+
+
 def test_validate_define_constant_and_fusion_ir():
     x = torch.randn(5, dtype=torch.float64)
     with FusionDefinition() as fd:
