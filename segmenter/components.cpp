@@ -343,6 +343,7 @@ std::vector<Component> findComponents(const Fusion& fusion) {
     }
     for (DomainPart& part : parts) {
       part.component.id = unsigned(result.size());
+      part.component.subgraph = id;
       finishComponent(fusion, part.component, part.exprs, shared);
       result.push_back(std::move(part.component));
     }

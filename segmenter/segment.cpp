@@ -6,6 +6,7 @@
 #include "segmenter/signatures.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace widefuse {
 
@@ -71,6 +72,26 @@ void groupPacked(SegmentedFusion& segmented) {
       kMaxSignaturesPerPack, segmented.signatureClasses.size(), segmented.groups.size()));
 }
 
+/// One line per connected subgraph split by shape (segmenter.md §2.4).
+void explainSplits(SegmentedFusion& segmented) {
+  const auto& components = segmented.components;
+  for (size_t first = 0; first < components.size();) {
+    size_t end = first + 1;
+    while (end < components.size() && components[end].subgraph == components[first].subgraph)
+      ++end;
+    if (end - first > 1) {
+      std::vector<std::string> parts;
+      for (size_t c = first; c < end; ++c)
+        parts.push_back(fmt::format("{} {}", c, formatExtents(components[c].domain)));
+      segmented.decisions.push_back(fmt::format(
+          "a subgraph writes tensors of {} shapes: components {}, one kernel body each, each "
+          "recomputing the values it shares",
+          end - first, fmt::join(parts, ", ")));
+    }
+    first = end;
+  }
+}
+
 void explainLifting(SegmentedFusion& segmented) {
   for (const SignatureClass& signature : segmented.signatureClasses)
     for (const LiftedConstant& lifted : signature.lifted) {
@@ -118,6 +139,7 @@ SegmentedFusion segment(const Fusion& fusion, const SegmentOptions& options) {
     groupBatched(segmented);
     break;
   }
+  explainSplits(segmented);
   explainLifting(segmented);
   return segmented;
 }

@@ -34,6 +34,9 @@ SegmentationMode parseMode(llvm::StringRef name);
 /// optimizer parameter, typically).
 struct Component {
   unsigned id = 0;
+  /// The connected subgraph it comes from: components split by shape share it (otherwise it
+  /// is one per component).
+  unsigned subgraph = 0;
   /// Its expressions in topological order, including the shared scalar expressions it reads.
   llvm::SmallVector<const Expr*, 32> exprs;
   /// Fusion inputs it reads or writes, in canonical order (first use, then written-only).

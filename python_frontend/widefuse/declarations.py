@@ -10,7 +10,6 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ._widefuse import Error
 from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_arguments,
                      not_an_extent)
 from .data_type import DataType, data_type_of

@@ -19,50 +19,19 @@ from . import _widefuse, torch_tensors
 from ._widefuse import Error
 from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_arguments,
                      not_an_extent)
-from .arguments import array_view, check_layout, layout_of, scalar_argument
-from .data_type import DataType, data_type_of, from_short_name
+from .arguments import layout_of
+from .data_type import DataType, data_type_of
 from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
                            tensor_shape, tensor_stride_order)
+from .execution import Execution, PreparedExecution  # noqa: F401 (re-exported)
 from .operators import Operators
 from .values import Scalar, Tensor, Value, Vector, depends_of, handle, input_handle, rebind
-
-_BACKENDS = tuple(_widefuse.backend_names())
-# NumPy types the buffer protocol describes (bfloat16 has no buffer format).
-_BUFFER_TYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
-                                                np.uint8, np.uint16, np.uint32, np.float16,
-                                                np.float32, np.float64, np.complex64,
-                                                np.complex128))
-
 
 def _python_number(value: Any) -> Any:
     """Python numbers and NumPy scalars as Python numbers; anything else unchanged."""
     if isinstance(value, np.generic):
         return value.item()
     return value
-
-
-def _assert_matches(output: Any, reference: Any, what: str) -> None:
-    """AssertionError unless `output` matches `reference` (see validate())."""
-    if torch_tensors.is_tensor(output) or torch_tensors.is_tensor(reference):
-        torch = torch_tensors.loaded_torch()
-        torch.testing.assert_close(torch.as_tensor(output), torch.as_tensor(reference),
-                                   check_device=False, msg=lambda m: f"validate: {what}: {m}")
-        return
-    output, reference = np.asarray(output), np.asarray(reference)
-    if output.shape != reference.shape:
-        raise AssertionError(f"validate: {what} has shape {output.shape}, the reference "
-                             f"{reference.shape}")
-    data_type = data_type_of(output.dtype, "validate")
-    if data_type.is_floating_point or data_type.is_complex:
-        # torch.testing.assert_close's (rtol, atol) per dtype (a complex type: its part's).
-        rtol, atol = {DataType.Half: (1e-3, 1e-5), DataType.BFloat16: (1.6e-2, 1e-5),
-                      DataType.Float: (1.3e-6, 1e-5)}.get(data_type.complex_part, (1e-7, 1e-7))
-        wide = np.complex128 if data_type.is_complex else np.float64
-        np.testing.assert_allclose(output.astype(wide), reference.astype(wide),
-                                   rtol=rtol, atol=atol, equal_nan=True,
-                                   err_msg=f"validate: {what}")
-    else:
-        np.testing.assert_array_equal(output, reference, err_msg=f"validate: {what}")
 
 
 def _descriptor(sizes: Any, strides: Any,
@@ -83,28 +52,7 @@ def _descriptor(sizes: Any, strides: Any,
     return shape, stride_order, contiguity
 
 
-def _laid_out(array: Any, stride_order: list[int], is_torch: bool) -> Any:
-    """`array`'s values in a new array whose strides follow `stride_order` (stride_order[d]
-    is the rank of dimension d's stride, rank-1 outermost): allocated in that order and
-    permuted back, as ``torch.empty(sizes in allocation order).permute(...)`` is."""
-    rank = len(stride_order)
-    allocation = sorted(range(rank), key=lambda d: -stride_order[d])  # outermost first
-    back = [allocation.index(d) for d in range(rank)]
-    if is_torch:
-        torch = torch_tensors.loaded_torch()
-        laid = torch.empty([array.shape[d] for d in allocation], dtype=array.dtype,
-                           device=array.device).permute(back)
-        laid.copy_(array)
-        return laid
-    if not isinstance(array, np.ndarray):
-        raise Error("add_output(stride_order=): outputs in device memory come back row-major "
-                    "unless they are torch tensors")
-    laid = np.empty([array.shape[d] for d in allocation], dtype=array.dtype).transpose(back)
-    laid[...] = array
-    return laid
-
-
-class FusionDefinition:
+class FusionDefinition(Execution):
     """Builds one fusion with nvFuser's Python API, then runs it with execute().
 
     Use it as a context manager: the definition is verified and frozen when the ``with``
@@ -500,207 +448,3 @@ class FusionDefinition:
     def last_cuda_code(self) -> str:
         """The CUDA source of the kernels the last execute() ran."""
         return "\n".join(kernel["source"] for kernel in self.last_kernels())
-
-    # Running
-    def execute(self, inputs: Sequence[Any], *, backend: str = "auto", mode: str = "auto",
-                block_order: str = "forward", host_execution: str = "fast",
-                threads: Optional[int] = None, fmad: bool = True,
-                arch: Optional[str] = None, device: Any = None) -> list[Any]:
-        """Runs the fusion on `inputs` (one per define_tensor / runtime define_scalar, in
-        definition order) and returns the plain outputs.
-
-        NumPy arrays run on the host backend (the generated kernel compiled for the CPU);
-        CUDA arrays (``__cuda_array_interface__`` / ``__dlpack__``) run on the GPU on the
-        producer's stream and outputs come back as DLPack-capable device arrays. Inputs
-        given to add_output(alias_input=...) are updated in place. `backend` is one of auto,
-        cuda, host, reference, none; `mode` one of auto, per-component, batched, packed.
-        On the host backend, `threads` CPU threads run the kernel (default: one per core) and
-        `host_execution` is "fast" (vectorized loops, the default) or "verify" (every CUDA
-        thread emulated in `block_order`, to check that results do not depend on it).
-        `device` (nvFuser's argument) may only name CUDA device 0, the one widefuse runs on.
-        """
-        executor, arguments, on_device, torch_device = self._executor_for(
-            "execute()", inputs, backend=backend, mode=mode, block_order=block_order,
-            host_execution=host_execution, threads=threads, fmad=fmad, arch=arch, device=device)
-        return self._outputs_for(executor.run(arguments, on_device), on_device, torch_device,
-                                 inputs, ran=backend != "none")
-
-    def validate(self, inputs: Sequence[Any], reference_outputs: Sequence[Any],
-                 **options: Any) -> None:
-        """Runs the fusion (execute()'s options) and raises AssertionError unless each output
-        matches its reference (nvFuser's validate): floating-point outputs within
-        torch.testing.assert_close's tolerances for their dtype, others exactly."""
-        outputs = self.execute(inputs, **options)
-        if len(outputs) != len(reference_outputs):
-            raise AssertionError(f"validate: the fusion has {len(outputs)} outputs, "
-                                 f"{len(reference_outputs)} references given")
-        for index, (output, reference) in enumerate(zip(outputs, reference_outputs)):
-            _assert_matches(output, reference, f"output {index}")
-
-    def _outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str],
-                     inputs: Sequence[Any], ran: bool = True) -> list:
-        """The executor's outputs as the caller's kind of array (torch tensors for torch
-        inputs, else NumPy arrays (host) or DLPack-capable device arrays), one per add_output:
-        a value added twice comes back twice, as the same array, and an output aliased to an
-        input is that input's own array from `inputs`. Backend "none" (`ran` False) runs
-        nothing and returns no outputs."""
-        if not ran:
-            return []
-        if not raw:
-            arrays = []
-        elif torch_device is not None:
-            arrays = (torch_tensors.device_outputs(raw) if on_device else
-                      torch_tensors.host_outputs(raw, self._output_types()))
-        else:
-            arrays = raw if on_device else self._host_outputs(raw)
-        if self._output_orders:
-            arrays = [arrays[i] if i not in self._output_orders else
-                      _laid_out(arrays[i], self._output_orders[i], torch_device is not None)
-                      for i in range(len(arrays))]
-        if not self._output_slots:  # from_text: the fusion's outputs, in order
-            return arrays
-        return [arrays[index] if kind == "output" else inputs[index]
-                for kind, index in self._output_slots]
-
-    def prepare(self, inputs: Sequence[Any], **options: Any) -> PreparedExecution:
-        """Checks `inputs`, compiles and binds once, for steps on arrays that stay where they
-        are (an optimizer's parameters and state): each call of the result runs one step with
-        no checks at all, so its cost does not grow with the number of inputs. The arrays
-        must keep their shape, strides and memory while the result is used (the result holds
-        them; NumPy then refuses to resize them). Takes execute()'s options."""
-        executor, arguments, on_device, torch_device = self._executor_for(
-            "prepare()", inputs, **options)
-        if on_device and self._fusion.outputs():
-            raise Error("prepare() on CUDA arrays needs a fusion without plain outputs (the "
-                        "outputs would land in host memory); use execute()")
-        return PreparedExecution(self, executor.prepare(arguments), list(inputs), torch_device,
-                                 ran=options.get("backend", "auto") != "none")
-
-    def _executor_for(self, what: str, inputs: Sequence[Any], *, backend: str = "auto",
-                      mode: str = "auto", block_order: str = "forward",
-                      host_execution: str = "fast", threads: Optional[int] = None,
-                      fmad: bool = True, arch: Optional[str] = None,
-                      device: Any = None) -> tuple[Any, list, bool, Optional[str]]:
-        """The executor for these options, the checked arguments, whether they are on the
-        device, and the torch device of torch inputs (None without torch tensors)."""
-        fusion = self._finished(what)
-        if device not in (None, 0, "cuda", "cuda:0"):
-            raise Error(f"{what[:-2]}(device={device!r}): widefuse runs on CUDA device 0 only")
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
-                                    or threads < 1):
-            raise ArgumentValueError(f"{what[:-2]}(threads={threads!r}): threads must be an integer >= 1 "
-                        "or None (one per core)")
-        if host_execution not in ("fast", "verify"):
-            raise ArgumentValueError(f"{what[:-2]}(host_execution={host_execution!r}): use 'fast' (the "
-                        "default) or 'verify'")
-        threads = threads or 0
-        if backend not in _BACKENDS:
-            raise ArgumentValueError(f"unknown backend '{backend}' (expected one of {', '.join(_BACKENDS)})")
-        if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-            raise ArgumentTypeError(f"{what} takes a list of inputs")
-        if len(inputs) != len(self._slots):
-            raise ArgumentValueError(f"{what} expects {len(self._slots)} inputs "
-                                     f"({', '.join(self._slot_names())}), got {len(inputs)}")
-        arguments, on_device, stream, torch_device = self._arguments(inputs)
-        if backend == "auto":
-            backend = "cuda" if on_device else "host"
-        elif on_device and backend != "cuda":
-            raise Error(f"backend '{backend}' cannot read CUDA arrays; use backend='cuda'")
-        key = (backend, mode, block_order, host_execution, threads, fmad, arch, stream or 0)
-        executor = self._executors.get(key)
-        if executor is None:
-            executor = _widefuse._Executor(fusion, backend, mode, block_order, host_execution,
-                                           threads, fmad, arch, stream or 0)
-            self._executors[key] = executor
-        self._last_executor = executor
-        return executor, arguments, on_device and backend == "cuda", torch_device
-
-    def _host_outputs(self, outputs: list) -> list:
-        """NumPy outputs in their real dtypes (the extension returns bool, f16 and bf16 as
-        unsigned integers of the same width)."""
-        return [output.view(data_type.numpy) if output.dtype != data_type.numpy else output
-                for output, data_type in zip(outputs, self._output_types())]
-
-    def _output_types(self) -> list[DataType]:
-        return [from_short_name(facts["dtype"]) for facts in self._fusion.outputs()]
-
-    def _slot_names(self) -> list[str]:
-        """execute()'s inputs by name: a vector input as `[S1, S2]`."""
-        names, first = [], 0
-        vectors = self._vector_names
-        for size in self._slots:
-            entries = [facts["name"] for facts in self._inputs[first:first + size]]
-            names.append(f"{vectors[first]} ([{', '.join(entries)}])" if first in vectors
-                         else entries[0])
-            first += size
-        return names
-
-    def _flat_inputs(self, inputs: Sequence[Any]) -> list:
-        """`inputs` with each vector input's list or tuple spread into its entries."""
-        if not self._vectors:
-            return list(inputs)
-        flat, first = [], 0
-        vectors = self._vector_names
-        for value, size, name in zip(inputs, self._slots, self._slot_names()):
-            if first not in vectors:
-                flat.append(value)
-            elif (torch_tensors.is_tensor(value) or isinstance(value, (str, bytes)) or
-                  not isinstance(value, Sequence) or len(value) != size):
-                raise ArgumentTypeError(f"input {name} is a vector of {size} ints (a list or "
-                                        f"tuple, as define_vector({size}) declared it); got "
-                                        f"{value!r}")
-            else:
-                flat.extend(value)
-            first += size
-        return flat
-
-    def _arguments(self, inputs: Sequence[Any]) -> tuple[list, bool, Optional[int], Optional[str]]:
-        arguments: list = []
-        on_device, stream = False, None
-        torch_input: Optional[tuple[str, str]] = None  # (name, device) of the first torch tensor
-        for value, facts in zip(self._flat_inputs(inputs), self._inputs):
-            is_tensor = facts["is_tensor"]
-            if is_tensor and type(value) is np.ndarray and value.dtype in _BUFFER_TYPES:
-                arguments.append(value)  # the C++ side reads and checks it (fast path)
-                continue
-            name, dtype = facts["name"], from_short_name(facts["dtype"])
-            if not is_tensor:
-                arguments.append(scalar_argument(value, name, dtype))
-                continue
-            view = array_view(value, name)
-            if view.dtype is not dtype:
-                raise Error(f"input '{name}' is {dtype!r}; the array is {view.dtype!r}")
-            if len(view.shape) == len(facts["shape"]):
-                check_layout(view, name, facts["stride_order"], facts["contiguity"])
-            if facts["written"] and view.read_only:
-                raise Error(f"input '{name}' is updated in place (add_output alias / copy_) "
-                            "but the array is read-only")
-            if view.torch_device is not None:
-                if torch_input is None:
-                    torch_input = (name, view.torch_device)
-                elif view.torch_device != torch_input[1]:
-                    raise Error(f"input '{name}' is on {view.torch_device} but input "
-                                f"'{torch_input[0]}' is on {torch_input[1]}; the tensors of "
-                                "one run must be on one device")
-            if view.on_device:
-                on_device = True
-                stream = view.stream if stream is None else stream
-            arguments.append(view.argument())
-        return arguments, on_device, stream, None if torch_input is None else torch_input[1]
-
-
-class PreparedExecution:
-    """A step prepared by FusionDefinition.prepare(): call it to run one step."""
-
-    def __init__(self, fd: FusionDefinition, prepared: Any, inputs: list,
-                 torch_device: Optional[str] = None, ran: bool = True) -> None:
-        self._fd = fd
-        self._prepared = prepared
-        self._inputs = inputs  # keeps the arrays (and so their memory) alive
-        self._torch_device = torch_device
-        self._ran = ran
-
-    def __call__(self) -> list[Any]:
-        """Runs one step on the prepared inputs; returns the plain outputs."""
-        return self._fd._outputs_for(self._prepared.launch(), False, self._torch_device,
-                                     self._inputs, self._ran)

@@ -154,8 +154,6 @@ class Operators:
 def _op_function(op: str, arity: int) -> Callable[..., Value]:
     def apply(fd: FusionDefinition, *operands: Any) -> Value:
         if len(operands) != arity:
-            from ._widefuse import Error
-
             raise ArgumentTypeError(f"fd.ops.{NVFUSER_NAMES.get(op, op)} takes {arity} argument"
                         f"{'s' if arity != 1 else ''}, got {len(operands)}")
         return fd.apply_op(op, operands)

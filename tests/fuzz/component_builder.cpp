@@ -29,11 +29,13 @@ public:
                    std::string prefix, const std::vector<Val>& sharedScalars, GeneratorStats& stats)
       : fd_(fd), case_(fuzzCase), plan_(plan), prefix_(std::move(prefix)), stats_(stats),
         structure_(plan.structureSeed), values_(plan.valueSeed),
-        complex_(plan.structureSeed ^ 0x636f6d706c6578ull), scalars_(sharedScalars) {}
+        complex_(plan.structureSeed ^ 0x636f6d706c6578ull),
+        narrow_(plan.structureSeed ^ 0x6e6172726f77ull), scalars_(sharedScalars) {}
 
   void build() {
     chooseShape();
     addInputs();
+    addNarrowValue();
     unsigned exprs = 2 + unsigned(pick(std::max(plan_.maxExprs, 2u) - 1));
     for (unsigned i = 0; i < exprs; ++i)
       for (int attempt = 0; attempt < 4; ++attempt)
@@ -82,6 +84,7 @@ private:
   Operand pickOperand(const ValuePredicate& preferred);
   Operand pickConstant();
   void record(OpKind op, llvm::ArrayRef<Operand> operands, Val result);
+  void addNarrowValue();
   void addCopies();
   void addOutputs();
 
@@ -93,6 +96,11 @@ private:
   std::mt19937_64 structure_;
   std::mt19937_64 values_;
   std::mt19937_64 complex_;
+  /// Draws for the lower-rank output (a stream of its own, as complex_).
+  std::mt19937_64 narrow_;
+  /// Lower-rank computed values that become plain outputs: the component then writes two
+  /// shapes, and the segmenter splits it (each part recomputing what it shares).
+  std::vector<Val> narrowOutputs_;
   llvm::SmallVector<int64_t, 4> shape_;
   /// Values by shape: the component's domain, 0-d tensors, scalars.
   std::vector<Val> full_, zeroD_, scalars_;
@@ -339,6 +347,41 @@ void ComponentBuilder::record(OpKind op, llvm::ArrayRef<Operand> operands, Val r
     computed_.push_back(result);
 }
 
+/// One time in three, a unary op of a lower-rank input, broadcast to the domain for the
+/// expressions that follow, and also a plain output of its own (lower) shape.
+void ComponentBuilder::addNarrowValue() {
+  if (lowRank_.empty() || narrow_() % 3 != 0)
+    return;
+  auto [source, dims] = lowRank_[narrow_() % lowRank_.size()];
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    OpKind op = kAllOps[narrow_() % std::size(kAllOps)];
+    TypeRule rule = opTypeRule(op);
+    if (opArity(op) != 1 || rule == TypeRule::Broadcast || rule == TypeRule::Extent ||
+        rule == TypeRule::Cast || rule == TypeRule::Bitcast)
+      continue;
+    try {
+      Val result = fd_.apply(op, {Operand(source)}, OpAttributes{});
+      record(op, {Operand(source)}, result);
+      computed_.pop_back(); // an output anyway, not a candidate for another
+      if (result.value()->rank() > 0)
+        full_.pop_back(); // not of the domain's shape: operands come from lowRank_
+
+      lowRank_.push_back({result, dims});
+      narrowOutputs_.push_back(result);
+      // Broadcast to the domain right away: the next expressions most likely read it, so the
+      // component writes both shapes from one subgraph.
+      OpAttributes attributes;
+      attributes.broadcastShape = shape_;
+      attributes.broadcastDims = dims;
+      Val wide = fd_.apply(OpKind::BroadcastInDim, {Operand(result)}, attributes);
+      record(OpKind::BroadcastInDim, {Operand(result)}, wide);
+      return;
+    } catch (const Error&) {
+      ++stats_.rejectedOps;
+    }
+  }
+}
+
 /// copy_ into some of the writable inputs, from values other expressions may still read
 /// the destination next to (in place, 0-d deferred writes, broadcast reads of it).
 void ComponentBuilder::addCopies() {
@@ -367,6 +410,10 @@ void ComponentBuilder::addOutputs() {
     if (llvm::is_contained(fd_.fusion().outputs(), output.value()))
       continue;
     fd_.addOutput(output);
+  }
+  for (const Val& narrow : narrowOutputs_) {
+    fd_.addOutput(narrow);
+    ++stats_.narrowOutputs;
   }
 }
 

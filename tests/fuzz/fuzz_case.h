@@ -55,6 +55,8 @@ struct GeneratorStats {
   /// Computed float operands of signbit, copysign and bitcast whose NaNs were replaced (their
   /// signs are unspecified).
   uint64_t nanSignGuards = 0;
+  /// Plain outputs of a lower rank than their component's domain (the segmenter splits it).
+  uint64_t narrowOutputs = 0;
   std::set<std::string> opsCovered;
   std::set<std::string> dtypesCovered;
   std::set<std::string> castPairs;
@@ -65,6 +67,7 @@ struct GeneratorStats {
     rejectedOps += other.rejectedOps;
     rejectedCases += other.rejectedCases;
     nanSignGuards += other.nanSignGuards;
+    narrowOutputs += other.narrowOutputs;
     opsCovered.insert(other.opsCovered.begin(), other.opsCovered.end());
     dtypesCovered.insert(other.dtypesCovered.begin(), other.dtypesCovered.end());
     castPairs.insert(other.castPairs.begin(), other.castPairs.end());

@@ -90,6 +90,8 @@ void printFigures(const Settings& settings, const Figures& f, double seconds) {
              g.builtExprs, g.rejectedOps, g.rejectedCases);
   fmt::print("  computed NaNs replaced before signbit/copysign/bitcast read their sign: {}\n",
              g.nanSignGuards);
+  fmt::print("  lower-rank outputs beside their component's domain (split by shape): {}\n",
+             g.narrowOutputs);
   fmt::print("  ops covered ({}): {}\n", g.opsCovered.size(), fmt::join(g.opsCovered, " "));
   fmt::print("  dtypes covered ({}): {}\n", g.dtypesCovered.size(),
              fmt::join(g.dtypesCovered, " "));

@@ -336,3 +336,22 @@ def test_the_generated_kernels_compile_with_nvrtc_and_do_not_depend_on_block_ord
         (out,) = fd.execute([row, state], host_execution="verify", block_order=order)
         torch.testing.assert_close(out, expected, rtol=0, atol=0)
         torch.testing.assert_close(state, updated, rtol=0, atol=0)
+
+
+def test_one_subgraph_writing_a_broadcast_shape_and_the_full_one_is_two_kernels():
+    # nvFuser schedules [1, -1] and [-1, -1] outputs of one subgraph; widefuse runs one kernel
+    # per shape, the [1, -1] value computed by both.
+    x, row = torch.randn(3, 4), torch.randn(1, 4)
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True])
+        t1 = fd.define_tensor(shape=[1, -1], contiguity=[None, True])
+        t2 = fd.ops.mul(t1, 2.0)
+        fd.add_output(t2)
+        fd.add_output(fd.ops.add(t0, t2))
+    for inputs in ([x, row], [torch.randn(5, 2), torch.randn(1, 2)]):
+        narrow, wide = fd.execute(inputs)
+        torch.testing.assert_close(narrow, inputs[1] * 2, rtol=0, atol=0)
+        torch.testing.assert_close(wide, inputs[0] + inputs[1] * 2, rtol=0, atol=0)
+    assert len(fd.last_kernels()) == 2
+    narrow, wide = reexecuted(fd, [x, row])
+    torch.testing.assert_close(wide, x + row * 2, rtol=0, atol=0)

@@ -198,6 +198,11 @@ TEST(Segmenter, WritesOfTwoShapesSplitIntoOneComponentPerShape) {
   EXPECT_EQ(countOps(narrow, OpKind::Mul), 1u);
   EXPECT_EQ(countOps(narrow, OpKind::BroadcastInDim), 0u);
   EXPECT_EQ(segmented.groups.size(), 2u);
+  EXPECT_EQ(wide.subgraph, narrow.subgraph);
+  EXPECT_TRUE(llvm::is_contained(segmented.decisions,
+                                 "a subgraph writes tensors of 2 shapes: components 0 [4, 8], 1 "
+                                 "[8], one kernel body each, each recomputing the values it "
+                                 "shares"));
 }
 
 TEST(Segmenter, SymbolicShapesSplitUnlessTheFusionEquatesThem) {
