@@ -4,6 +4,7 @@
 #include "ir/expr.h"
 #include "ir/fusion.h"
 
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
 
 namespace widefuse {
@@ -31,8 +32,12 @@ bool isExtentOp(OpKind op) {
   }
 }
 
-/// The first value of `extent`'s definition that an extent may not hold, with why.
-std::optional<std::string> firstInvalid(const Value& extent) {
+/// The first value of `extent`'s definition that an extent may not hold, with why. `checked`
+/// holds the values already accepted (a value used twice is checked once).
+std::optional<std::string> firstInvalid(const Value& extent,
+                                        llvm::DenseSet<const Value*>& checked) {
+  if (checked.count(&extent))
+    return std::nullopt;
   if (!extent.isScalar() || !isInteger(extent.dtype()))
     return fmt::format("'{}' ({}) is not an integer scalar", extent.name(), formatType(extent));
   const Expr* definition = extent.definition();
@@ -45,8 +50,9 @@ std::optional<std::string> firstInvalid(const Value& extent) {
   if (definition->op() == OpKind::Size)
     return std::nullopt;
   for (const Value* operand : definition->operands())
-    if (auto invalid = firstInvalid(*operand))
+    if (auto invalid = firstInvalid(*operand, checked))
       return invalid;
+  checked.insert(&extent);
   return std::nullopt;
 }
 
@@ -98,14 +104,23 @@ int64_t applyBinary(OpKind op, int64_t a, int64_t b, const Value& result, llvm::
 } // namespace
 
 void checkExtentExpression(const Value& extent, llvm::StringRef context) {
-  if (auto invalid = firstInvalid(extent))
+  llvm::DenseSet<const Value*> checked;
+  if (auto invalid = firstInvalid(extent, checked))
     fail("{}: {}; an output extent is an integer computed from tensor extents (size), integer "
          "scalar inputs and constants",
          context.str(), *invalid);
 }
 
-std::optional<int64_t> evaluateExtent(const Value& extent, ExtentLeafValue leaf,
-                                      llvm::StringRef context) {
+namespace {
+
+/// evaluateExtent with the values computed so far (a value used twice is computed once).
+using ExtentValues = llvm::DenseMap<const Value*, std::optional<int64_t>>;
+
+std::optional<int64_t> evaluate(const Value& extent, ExtentLeafValue leaf, llvm::StringRef context,
+                                ExtentValues& known);
+
+std::optional<int64_t> compute(const Value& extent, ExtentLeafValue leaf, llvm::StringRef context,
+                               ExtentValues& known) {
   if (const auto& constant = extent.constant())
     return checkedFit(integerOf(*constant), false, extent, context);
   const Expr* definition = extent.definition();
@@ -113,7 +128,7 @@ std::optional<int64_t> evaluateExtent(const Value& extent, ExtentLeafValue leaf,
     return leaf(extent);
   llvm::SmallVector<int64_t, 2> operands;
   for (const Value* operand : definition->operands()) {
-    std::optional<int64_t> value = evaluateExtent(*operand, leaf, context);
+    std::optional<int64_t> value = evaluate(*operand, leaf, context, known);
     if (!value)
       return std::nullopt;
     operands.push_back(*value);
@@ -130,6 +145,23 @@ std::optional<int64_t> evaluateExtent(const Value& extent, ExtentLeafValue leaf,
   default:
     return applyBinary(definition->op(), operands[0], operands[1], extent, context);
   }
+}
+
+std::optional<int64_t> evaluate(const Value& extent, ExtentLeafValue leaf, llvm::StringRef context,
+                                ExtentValues& known) {
+  if (auto found = known.find(&extent); found != known.end())
+    return found->second;
+  std::optional<int64_t> value = compute(extent, leaf, context, known);
+  known[&extent] = value;
+  return value;
+}
+
+} // namespace
+
+std::optional<int64_t> evaluateExtent(const Value& extent, ExtentLeafValue leaf,
+                                      llvm::StringRef context) {
+  ExtentValues known;
+  return evaluate(extent, leaf, context, known);
 }
 
 int64_t integerOf(const ConstantValue& constant) {

@@ -188,6 +188,26 @@ TEST(ExtentValues, AnExtentMayBeIntegerArithmeticOfSizesInputsAndConstants) {
   EXPECT_TRUE(contains(message, "extent value 'e' overflows i64")) << message;
 }
 
+TEST(ExtentValues, AValueUsedTwiceIsCheckedAndComputedOnce) {
+  // e_{i+1} = e_i + e_i, 62 times: 2^62 paths through the definition, one value each.
+  FusionDefinition fd("doubling");
+  Val t = fd.defineTensor({kSymbolicExtent}, DataType::Float, "t");
+  Val k = fd.defineScalar(DataType::Int64, "k");
+  Val extent = k;
+  for (int i = 0; i < 62; ++i)
+    extent = extent + extent;
+  fd.addOutput(broadcast_in_dim_to_extents(t, {extent, -1}, {1}));
+  auto fusion = fd.finalize();
+  HostTensor row = counting({3});
+  HostTensor out =
+      std::move(evaluate(*fusion, {row.ref(), ScalarArgument(int64_t(0))}).outputs.at(0));
+  EXPECT_EQ(out.shape().vec(), (std::vector<int64_t>{0, 3}));
+  std::string message = errorOf([&] {
+    evaluate(*fusion, {row.ref(), ScalarArgument(int64_t(2))});
+  });
+  EXPECT_TRUE(contains(message, "overflows i64")) << message;
+}
+
 TEST(ExtentValues, OnlyIntegerScalarsOfIntegerArithmeticNameExtents) {
   std::string message = errorOf([] {
     parseFusion("fusion f(t: f32[?], x: f64) {\n"
