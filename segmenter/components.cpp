@@ -250,15 +250,16 @@ std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Com
     parts.emplace_back();
     return parts.size() - 1;
   };
-  // Tensors of the highest rank first, so that 0-d writes join a real domain.
+  // Tensors of rank >= 1 first, so that 0-d writes join a real domain.
   llvm::SmallVector<std::pair<const Value*, const Alias*>, 8> written;
-  for (const Alias& alias : component.aliases)
-    written.push_back({alias.source, &alias});
-  for (const Value* output : component.outputs)
-    written.push_back({output, nullptr});
-  llvm::stable_sort(written, [](const auto& a, const auto& b) {
-    return (a.first->rank() > 0) > (b.first->rank() > 0);
-  });
+  for (bool zeroD : {false, true}) {
+    for (const Alias& alias : component.aliases)
+      if ((alias.source->rank() == 0) == zeroD)
+        written.push_back({alias.source, &alias});
+    for (const Value* output : component.outputs)
+      if ((output->rank() == 0) == zeroD)
+        written.push_back({output, nullptr});
+  }
   llvm::SmallVector<size_t, 8> partOfWrite;
   for (auto [value, alias] : written)
     partOfWrite.push_back(partOf(value));
