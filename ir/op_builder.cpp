@@ -175,8 +175,8 @@ llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operan
     fail("{}: {} extent values for {} output dimensions", call, extents.size(), shape.size());
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(shape.size()))
-      fail("{}: Invalid broadcast_dims value. Broadcast dim {} is outside the output rank {}",
-           call, dims[i], shape.size());
+      fail("{}: Invalid broadcast_dims value. Broadcast dim {} is outside the output rank {}", call,
+           dims[i], shape.size());
     if (i > 0 && dims[i] <= dims[i - 1])
       fail("{}: broadcast_dims must be strictly increasing", call);
   }

@@ -174,9 +174,9 @@ public:
         printAlias(fusion_.aliases()[size_t(call.alias)]);
         continue;
       }
-      line(fmt::format("fd.add_output({}{})", use(call.value),
-                       call.strideOrder.empty() ? ""
-                                                : ", stride_order=" + pythonList(call.strideOrder)));
+      line(fmt::format(
+          "fd.add_output({}{})", use(call.value),
+          call.strideOrder.empty() ? "" : ", stride_order=" + pythonList(call.strideOrder)));
     }
     if (fusion_.aliases().empty() && fusion_.outputs().empty() && outputCalls_.empty())
       line("pass");
