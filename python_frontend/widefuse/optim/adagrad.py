@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import torch
 
-from .._widefuse import Error
+from .arguments import check_lr, check_not_negative, refuse_differentiable
 from .pointwise_optimizer import PointwiseOptimizer
 
 
@@ -18,19 +18,28 @@ class Adagrad(PointwiseOptimizer):
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: Any = None,
                  *, maximize: bool = False, differentiable: bool = False, fused: Any = None,
                  mode: str = "packed", threads: Optional[int] = None) -> None:
-        if differentiable:
-            raise Error("differentiable=True is not supported")
-        if (float(lr) < 0.0 or lr_decay < 0.0 or weight_decay < 0.0 or
-                initial_accumulator_value < 0.0 or eps < 0.0):
-            raise Error(f"Invalid Adagrad arguments: lr={float(lr)}, lr_decay={lr_decay}, "
-                        f"weight_decay={weight_decay}, initial_accumulator_value="
-                        f"{initial_accumulator_value}, eps={eps}")
+        check_lr(lr)
+        check_not_negative("lr_decay value", lr_decay)
+        check_not_negative("weight_decay value", weight_decay)
+        check_not_negative("initial_accumulator_value value", initial_accumulator_value)
+        check_not_negative("epsilon value", eps)
+        refuse_differentiable(differentiable, "Adagrad")
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
                                       weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
                                       foreach=foreach, maximize=maximize,
                                       differentiable=differentiable, fused=fused),
                          mode=mode, threads=threads)
+        # As torch's Adagrad: every parameter given to the constructor has its state at once
+        # (a later add_param_group's parameters get theirs at their first step).
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p] = self.init_state(
+                    p, initial_accumulator_value=group["initial_accumulator_value"])
+
+    # What torch's Adagrad.__setstate__ gives a group of an older checkpoint that lacks them.
+    _old_checkpoint_defaults = dict(foreach=None, maximize=False, differentiable=False,
+                                    fused=None)
 
     def init_state(self, param: torch.Tensor, *, initial_accumulator_value: Any,
                    **_: Any) -> dict:

@@ -22,12 +22,14 @@ import torch
 
 from .._widefuse import Error
 from ..data_type import DataType
-from .master_weights import (opmath, rebuild_master, reduced, rounded, scalar_as, split_master,
+from .arguments import (InvalidArgument, check_betas, check_lr, check_not_negative,
+                        refuse_differentiable)
+from .master_weights import (narrow, opmath, rebuild_master, rounded, scalar_as, split_master,
                              torch_addcmul, torch_lerp)
 from .pointwise_optimizer import PointwiseOptimizer
 
 _STATE_DTYPES = (torch.float32, torch.bfloat16)
-_REDUCED = (DataType.BFloat16, DataType.Half)
+_NARROW = (DataType.BFloat16, DataType.Half)
 _MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
 
@@ -59,6 +61,11 @@ class Adam(PointwiseOptimizer):
                         master_weights=master_weights,
                         store_param_remainders=store_param_remainders, state_dtype=state_dtype)
         super().__init__(params, defaults, mode=mode, threads=threads)
+
+    # What torch's Adam.__setstate__ gives a group of an older checkpoint that lacks them.
+    _old_checkpoint_defaults = dict(amsgrad=False, maximize=False, foreach=None,
+                                    capturable=False, differentiable=False,
+                                    decoupled_weight_decay=False, fused=None)
 
     def __setstate__(self, state: dict) -> None:
         # A checkpoint of torch's Adam has no widefuse options: the constructor's apply.
@@ -146,15 +153,15 @@ class Adam(PointwiseOptimizer):
             weight.mul_(1 - lr * weight_decay)
         elif weight_decay != 0:  # grad.add(weight, alpha=weight_decay), out of place
             promoted = weight.dtype if grad.dtype is weight.dtype else DataType.Float
-            alpha = scalar_as(weight_decay, promoted) if promoted in _REDUCED else weight_decay
+            alpha = scalar_as(weight_decay, promoted) if promoted in _NARROW else weight_decay
             grad = rounded(opmath(grad) + alpha * opmath(weight), promoted)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        if reduced(exp_avg):
+        if narrow(exp_avg):
             exp_avg.copy_(torch_lerp(exp_avg, grad, 1 - beta1))
         else:
             exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2)
-        if reduced(exp_avg_sq):  # torch's addcmul_ fuses the last multiply and the add
+        if narrow(exp_avg_sq):  # torch's addcmul_ fuses the last multiply and the add
             exp_avg_sq.copy_(torch_addcmul(exp_avg_sq, grad, grad, 1 - beta2))
         else:
             exp_avg_sq.copy_(exp_avg_sq + (1 - beta2) * opmath(grad) * opmath(grad))
@@ -168,7 +175,7 @@ class Adam(PointwiseOptimizer):
         else:
             second_moment = exp_avg_sq
         denom = second_moment.sqrt() / bias_correction2_sqrt
-        denom.add_(scalar_as(eps, denom.dtype) if reduced(denom) else eps)
+        denom.add_(scalar_as(eps, denom.dtype) if narrow(denom) else eps)
         # weight.addcdiv_(exp_avg, denom, value=-step_size)
         step_size = -(lr / bias_correction1)
         weight.copy_(opmath(weight) + step_size * opmath(exp_avg) / opmath(denom))
@@ -191,26 +198,20 @@ class AdamW(Adam):
                          store_param_remainders=store_param_remainders,
                          state_dtype=state_dtype, mode=mode, threads=threads)
 
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:  # as torch's AdamW.__setstate__
+            group["decoupled_weight_decay"] = True
+
 
 def _check_arguments(lr: Any, betas: Any, eps: Any, weight_decay: Any,
                      differentiable: bool) -> None:
-    """torch's argument checks, as widefuse.Error (a RuntimeError; torch raises ValueError)."""
-    if differentiable:
-        raise Error("differentiable=True is not supported: a widefuse step records no autograd "
-                    "graph")
-    if isinstance(lr, torch.Tensor) and lr.numel() != 1:
-        raise Error("Tensor lr must be 1-element")
-    if not 0.0 <= float(lr):
-        raise Error(f"Invalid learning rate: {float(lr)}")
-    if not 0.0 <= eps:
-        raise Error(f"Invalid epsilon value: {eps}")
-    if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
-        raise Error(f"betas must be a pair of numbers, got {betas!r}")
-    for i, beta in enumerate(betas):
-        if not 0.0 <= float(beta) < 1.0:
-            raise Error(f"Invalid beta parameter at index {i}: {float(beta)}")
-    if not 0.0 <= weight_decay:
-        raise Error(f"Invalid weight_decay value: {weight_decay}")
+    """torch's argument checks and messages (ValueError), in torch's order."""
+    check_lr(lr)
+    check_not_negative("epsilon value", eps)
+    check_betas(betas)
+    check_not_negative("weight_decay value", weight_decay)
+    refuse_differentiable(differentiable, "Adam")
 
 
 def _weight_of(param: Any, state: dict) -> Any:
@@ -235,10 +236,10 @@ def _write_weight(param: Any, state: dict, weight: Any) -> None:
 def _check_master_options(master_weights: Any, store_param_remainders: Any,
                           state_dtype: Any) -> None:
     if store_param_remainders and not master_weights:
-        raise Error("store_param_remainders=True keeps the float32 master weights as "
+        raise InvalidArgument("store_param_remainders=True keeps the float32 master weights as "
                     "remainders: it needs master_weights=True")
     if state_dtype is not None and state_dtype not in _STATE_DTYPES:
-        raise Error(f"state_dtype={state_dtype!r}: the optimizer state must have a "
+        raise InvalidArgument(f"state_dtype={state_dtype!r}: the optimizer state must have a "
                     "floating-point dtype, torch.float32 or torch.bfloat16 (None: float32 with "
                     "master weights, else the parameter's dtype)")
 

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import torch
 
-from .._widefuse import Error
+from .arguments import check_betas, check_lr, check_not_negative
 from .pointwise_optimizer import PointwiseOptimizer
 
 
@@ -19,9 +19,9 @@ class Lion(PointwiseOptimizer):
     def __init__(self, params: Any, lr: Any = 1e-4, betas: Any = (0.9, 0.99),
                  weight_decay: float = 0.0, *, maximize: bool = False,
                  mode: str = "packed", threads: Optional[int] = None) -> None:
-        if float(lr) < 0.0 or weight_decay < 0.0 or not all(0.0 <= b < 1.0 for b in betas):
-            raise Error(f"Invalid Lion arguments: lr={float(lr)}, betas={betas}, "
-                        f"weight_decay={weight_decay}")
+        check_lr(lr)
+        check_betas(betas)
+        check_not_negative("weight_decay value", weight_decay)
         super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay,
                                       maximize=maximize),
                          mode=mode, threads=threads)

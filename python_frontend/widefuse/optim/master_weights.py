@@ -20,12 +20,12 @@ from ..data_type import DataType
 from ..functions import where
 from ..values import Value
 
-_REDUCED = (DataType.BFloat16, DataType.Half)
+_NARROW = (DataType.BFloat16, DataType.Half)
 
 
 def opmath(value: Any) -> Any:
     """The value in the type a torch kernel computes it in: float32 for bf16/f16."""
-    return value.float() if value.dtype in _REDUCED else value
+    return value.float() if value.dtype in _NARROW else value
 
 
 def rounded(value: Any, dtype: DataType) -> Any:
@@ -33,9 +33,9 @@ def rounded(value: Any, dtype: DataType) -> Any:
     return value if value.dtype is dtype else value.to(dtype)
 
 
-def reduced(value: Any) -> bool:
+def narrow(value: Any) -> bool:
     """True for a bf16/f16 traced tensor."""
-    return value.dtype in _REDUCED
+    return value.dtype in _NARROW
 
 
 def scalar_as(value: Any, dtype: DataType) -> Any:

@@ -25,11 +25,13 @@ constant of the traced step: changing it traces again.
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from typing import Any, Callable, Optional
 
 import torch
 
 from .._widefuse import Error
+from .arguments import InvalidArgument
 from ..values import SpecializationRequest
 from .step_fusion import (Entry, PreparedStep, StepFusion, group_key, layout, local,
                           run_once, trace_key, trace_step)
@@ -82,7 +84,39 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         dtypes (master weights, remainders) say so here."""
         return None
 
+    # What __setstate__ gives a group of an older checkpoint that lacks them (a subclass
+    # equal to a torch optimizer lists what torch's __setstate__ fills); then the defaults.
+    _old_checkpoint_defaults: dict = {}
+
     # torch.optim.Optimizer
+    def __getstate__(self) -> dict:
+        """torch's state plus widefuse's options; the compiled step is left out (a copy or
+        an unpickled optimizer traces and compiles again at its first step)."""
+        state = super().__getstate__()
+        state.update(_options=self._options, launches_per_step=self.launches_per_step,
+                     _specialized=set(self._specialized))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        """torch's __setstate__ (also the end of load_state_dict); a group lacking a
+        hyperparameter (an older checkpoint) gets torch's value for it, else the default."""
+        super().__setstate__(state)
+        self.__dict__.setdefault("_prepared", None)
+        self.__dict__.setdefault("_traced", {})
+        self.__dict__.setdefault("_specialized", set())
+        self.__dict__.setdefault("_options", dict(mode="packed",
+                                                  threads=torch.get_num_threads()))
+        self.__dict__.setdefault("launches_per_step", 0)
+        self._hyperparameters = list(self.defaults)
+        self._init_takes_hyperparameters = len(
+            inspect.signature(self.init_state).parameters) > 1
+        for group in self.param_groups:
+            for name, value in self._old_checkpoint_defaults.items():
+                group.setdefault(name, value)
+            for name, value in self.defaults.items():
+                group.setdefault(name, value)
+        self._prepared = None
+
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)
         self._prepared = None
@@ -90,13 +124,36 @@ class PointwiseOptimizer(torch.optim.Optimizer):
     def load_state_dict(self, state_dict: dict) -> None:
         """torch's load_state_dict, after checking that every state tensor fits its parameter
         (nothing changes when one does not); 0-d state such as ``step`` moves to its
-        parameter's device as float32, as torch's fused and capturable optimizers keep it."""
+        parameter's device. Keys of the state that are not parameters load as in torch.
+        The load hooks run where torch runs them: the pre-hooks before the checks, the
+        post-hooks after everything."""
+        state_dict = state_dict.copy()
+        pre_hooks = self._optimizer_load_state_dict_pre_hooks
+        post_hooks = self._optimizer_load_state_dict_post_hooks
+        for hook in list(pre_hooks.values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         self._check_loaded_state(state_dict)
         saved = self._saved_state_by_param(state_dict)
-        super().load_state_dict(state_dict)
+        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks = OrderedDict()
+        try:
+            super().load_state_dict(state_dict)
+        finally:
+            self._optimizer_load_state_dict_pre_hooks = pre_hooks
+            self._optimizer_load_state_dict_post_hooks = post_hooks
+        self._fit_loaded_state(saved)
+        self._prepared = None
+        for hook in list(post_hooks.values()):
+            hook(self)
+
+    def _fit_loaded_state(self, saved: dict) -> None:
         group_of = {id(p): group for group in self.param_groups for p in group["params"]}
         for param, state in self.state.items():
-            group = group_of[id(param)]
+            group = group_of.get(id(param))
+            if group is None or not isinstance(state, dict):
+                continue  # a key that is not a parameter (hooks write such keys): as loaded
             for key, value in state.items():
                 if not isinstance(value, torch.Tensor):
                     continue
@@ -105,8 +162,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                     # From the saved tensor: torch cast it to the parameter's dtype.
                     state[key] = saved[id(param)][key].to(device=param.device, dtype=wanted)
                 elif value.dim() == 0:
-                    state[key] = value.to(device=local(param).device, dtype=torch.float32)
-        self._prepared = None
+                    state[key] = value.to(device=local(param).device)
 
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
@@ -116,7 +172,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        scaling = (getattr(self, "grad_scale", None), getattr(self, "found_inf", None))
+        scaling = (_scaling_tensor(self, "grad_scale"), _scaling_tensor(self, "found_inf"))
         if not self._launch_prepared(scaling):
             self._prepare_and_launch(scaling)
         return loss
@@ -178,17 +234,21 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         if step.new_state:
             self.launches_per_step = run_once(step, entries, self.param_groups, scaling,
                                               self._options)
-            for entry in entries:
-                self.state[entry.param] = entry.state
+            self._store_state(entries)
             return
         groups = sorted({entry.group for entry in entries})
         prepared = PreparedStep(step, entries, self.param_groups, scaling, self._options,
                                 self._group_key(groups), groups)
-        for entry in entries:
-            self.state[entry.param] = entry.state
+        self._store_state(entries)
         prepared.launch([], self.param_groups, [t for t in scaling if t is not None])
         self._prepared = prepared
         self.launches_per_step = prepared.launches
+
+    def _store_state(self, entries: list[Entry]) -> None:
+        # As torch: a parameter without state (SGD without momentum) has no entry at all.
+        for entry in entries:
+            if entry.state or entry.param in self.state:
+                self.state[entry.param] = entry.state
 
     def _traced_step(self, entries: list[Entry], present: tuple[bool, bool]) -> StepFusion:
         while True:
@@ -227,6 +287,10 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                 elif device != first[1]:
                     raise Error(f"{where} is on {device} but {first[0]} is on {first[1]}; a "
                                 "widefuse optimizer steps the parameters of one device")
+                if param.is_meta or grad.is_meta:
+                    raise Error(f"{where} is a meta tensor (or its grad is): a meta tensor "
+                                "has no data to step; materialize the model (to_empty, load) "
+                                "before stepping")
                 entries.append(Entry(g, i, param, grad,
                                      self._state_of(param, hyperparameters, where)))
         return entries
@@ -301,9 +365,27 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                                 "(nothing was loaded)") from None
 
 
+def _scaling_tensor(optimizer: Any, name: str) -> Optional[torch.Tensor]:
+    """GradScaler's `name` (grad_scale, found_inf) as the 0-d float32 view the step reads:
+    torch's fused kernels take 0-d and [1]-shaped ones."""
+    tensor = getattr(optimizer, name, None)
+    if tensor is None:
+        return None
+    if not isinstance(tensor, torch.Tensor) or tensor.numel() != 1 or tensor.dim() > 1:
+        shape = list(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+        raise InvalidArgument(f"optimizer.{name} must be a 1-element tensor (0-d or [1], as "
+                              f"torch.amp.GradScaler makes it), got {shape}")
+    if tensor.dtype != torch.float32:
+        raise InvalidArgument(f"optimizer.{name} is {tensor.dtype}; GradScaler's tensors are "
+                              "torch.float32")
+    return tensor.view(()) if tensor.dim() == 1 else tensor
+
+
 def _check_grad(param: Any, grad: Any, where: str) -> None:
     if grad.is_sparse:
-        raise Error(f"{where}: its grad is sparse; widefuse optimizers take dense grads")
+        raise Error(f"{where}: its grad is sparse: widefuse optimizers do not support sparse "
+                    "gradients (the step is one dense kernel); use torch.optim's optimizer "
+                    "(SGD, Adagrad) or torch.optim.SparseAdam for sparse grads")
     if grad.shape != param.shape:
         raise Error(f"{where}: its grad has shape {list(grad.shape)}")
     if grad.dtype != param.dtype:

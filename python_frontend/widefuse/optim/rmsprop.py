@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import torch
 
-from .._widefuse import Error
+from .arguments import check_lr, check_not_negative, refuse_differentiable
 from .pointwise_optimizer import PointwiseOptimizer
 
 
@@ -20,16 +20,21 @@ class RMSprop(PointwiseOptimizer):
                  capturable: bool = False, foreach: Any = None, maximize: bool = False,
                  differentiable: bool = False, mode: str = "packed",
                  threads: Optional[int] = None) -> None:
-        if differentiable:
-            raise Error("differentiable=True is not supported")
-        if float(lr) < 0.0 or eps < 0.0 or momentum < 0.0 or weight_decay < 0.0 or alpha < 0.0:
-            raise Error(f"Invalid RMSprop arguments: lr={float(lr)}, alpha={alpha}, eps={eps}, "
-                        f"momentum={momentum}, weight_decay={weight_decay}")
+        check_lr(lr)
+        check_not_negative("epsilon value", eps)
+        check_not_negative("momentum value", momentum)
+        check_not_negative("weight_decay value", weight_decay)
+        check_not_negative("alpha value", alpha)
+        refuse_differentiable(differentiable, "RMSprop")
         super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps,
                                       centered=centered, weight_decay=weight_decay,
                                       capturable=capturable, foreach=foreach, maximize=maximize,
                                       differentiable=differentiable),
                          mode=mode, threads=threads)
+
+    # What torch's RMSprop.__setstate__ gives a group of an older checkpoint that lacks them.
+    _old_checkpoint_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False,
+                                    differentiable=False, capturable=False)
 
     def init_state(self, param: torch.Tensor, *, momentum: Any, centered: bool,
                    **_: Any) -> dict:

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import torch
 
-from .._widefuse import Error
+from .arguments import InvalidArgument, check_lr, check_not_negative, refuse_differentiable
 from .pointwise_optimizer import PointwiseOptimizer
 
 
@@ -20,18 +20,21 @@ class SGD(PointwiseOptimizer):
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: Any = None, differentiable: bool = False, fused: Any = None,
                  mode: str = "packed", threads: Optional[int] = None) -> None:
-        if differentiable:
-            raise Error("differentiable=True is not supported")
-        if float(lr) < 0.0 or momentum < 0.0 or weight_decay < 0.0:
-            raise Error(f"Invalid SGD arguments: lr={float(lr)}, momentum={momentum}, "
-                        f"weight_decay={weight_decay}")
+        check_lr(lr)
+        check_not_negative("momentum value", momentum)
+        check_not_negative("weight_decay value", weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise Error("Nesterov momentum requires a momentum and zero dampening")
+            raise InvalidArgument("Nesterov momentum requires a momentum and zero dampening")
+        refuse_differentiable(differentiable, "SGD")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize, foreach=foreach,
                                       differentiable=differentiable, fused=fused),
                          mode=mode, threads=threads)
+
+    # What torch's SGD.__setstate__ gives a group of an older checkpoint that lacks them.
+    _old_checkpoint_defaults = dict(nesterov=False, maximize=False, foreach=None,
+                                    differentiable=False, fused=False)
 
     def update(self, param: Any, grad: Any, state: dict, *, lr: Any, momentum: Any,
                dampening: Any, weight_decay: Any, nesterov: bool, maximize: bool,
