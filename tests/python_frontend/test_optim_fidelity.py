@@ -266,3 +266,37 @@ def test_a_sparse_grad_is_refused_with_a_reason():
     with pytest.raises(RuntimeError, match="do not support sparse gradients.*use torch.optim"):
         optimizer.step()
     assert torch.equal(embedding.weight.detach(), before)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_parameters_equal_torch(name, dtype):
+    ours_class, theirs_class, options = OPTIMIZERS[name]
+    ours_params, theirs_params = make_params(dtype), make_params(dtype)
+    ours = ours_class(ours_params, **options)
+    theirs = theirs_class(theirs_params, foreach=False, **options)
+    step_both(ours_params, ours, theirs_params, theirs, 5)
+    assert ours.launches_per_step == 1
+    assert_same(ours_params, ours, theirs_params, theirs, f"{name} {dtype}")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_a_copy_and_complex_parameters_on_cuda(name):
+    ours_class, theirs_class, options = OPTIMIZERS[name]
+    for dtype in (torch.float32, torch.complex64):
+        ours_params = [p.detach().cuda().requires_grad_() for p in make_params(dtype)]
+        theirs_params = [p.detach().cuda().requires_grad_() for p in make_params(dtype)]
+        ours = copy.deepcopy(ours_class(ours_params, **options))
+        theirs = copy.deepcopy(theirs_class(theirs_params, **options))
+        ours_params = ours.param_groups[0]["params"]
+        theirs_params = theirs.param_groups[0]["params"]
+        for s in range(3):
+            for p, q in zip(ours_params, theirs_params):
+                p.grad = torch.randn_like(p)
+                q.grad = p.grad.clone()
+            ours.step()
+            theirs.step()
+        for p, q in zip(ours_params, theirs_params):
+            torch.testing.assert_close(p.detach(), q.detach())

@@ -43,6 +43,9 @@ class Adagrad(PointwiseOptimizer):
 
     def init_state(self, param: torch.Tensor, *, initial_accumulator_value: Any,
                    **_: Any) -> dict:
+        if param.is_complex():  # torch's accumulator: the value in both halves
+            initial_accumulator_value = complex(initial_accumulator_value,
+                                                initial_accumulator_value)
         return {"step": torch.zeros((), dtype=torch.float32, device=param.device),
                 "sum": torch.full_like(param, initial_accumulator_value,
                                        memory_format=torch.preserve_format)}

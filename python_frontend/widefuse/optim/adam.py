@@ -101,7 +101,8 @@ class Adam(PointwiseOptimizer):
         kind = _master_kind(param.dtype, master_weights, store_param_remainders)
         for key in _MOMENTS:
             value = state.get(key)
-            if value is not None and not value.dtype.is_floating_point:
+            if value is not None and not value.dtype.is_floating_point and \
+                    not (value.dtype == param.dtype and param.is_complex()):
                 raise Error(f"state '{key}' is {value.dtype}; the optimizer state must have a "
                             "floating-point dtype (torch.float32 or torch.bfloat16)")
         master, remainder = state.get("master_param"), state.get("param_remainder")

@@ -24,6 +24,13 @@ def local(tensor: Any) -> torch.Tensor:
     return tensor if shard is None else shard
 
 
+def stepped(tensor: Any) -> torch.Tensor:
+    """The memory a step reads and writes as the fusion sees it: the local shard, and a
+    complex tensor as its real view (pairs of reals), as torch's optimizers step it."""
+    tensor = local(tensor)
+    return torch.view_as_real(tensor) if tensor.is_complex() else tensor
+
+
 def layout(tensor: torch.Tensor) -> tuple:
     """What a traced fusion assumes about a tensor besides its address."""
     return (tensor.dtype, tuple(tensor.shape), tensor.stride(), tensor.device)
@@ -109,9 +116,9 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
         if scaling[1]:
             found_inf = _tensor_input(fd, step, _scale_layout(entries), Source("found_inf"))
         for k, entry in enumerate(entries):
-            param = _tensor_input(fd, step, local(entry.param), Source("param", k))
-            grad = _tensor_input(fd, step, local(entry.grad), Source("grad", k))
-            state = {key: _tensor_input(fd, step, local(value), Source("state", k, key))
+            param = _tensor_input(fd, step, stepped(entry.param), Source("param", k))
+            grad = _tensor_input(fd, step, stepped(entry.grad), Source("grad", k))
+            state = {key: _tensor_input(fd, step, stepped(value), Source("state", k, key))
                      for key, value in entry.state.items()}
             entry_values = [param, *state.values()]
             entries_before = {id(t): Tensor(fd, t._value) for t in entry_values}
@@ -223,10 +230,10 @@ def _argument(source: Source, entries: list[Entry], groups: list[dict],
         return scaling_tensors[1]
     entry = entries[source.entry]
     if source.kind == "param":
-        return local(entry.param)
+        return stepped(entry.param)
     if source.kind == "grad":
-        return local(entry.grad)
-    return local(entry.state[source.name])
+        return stepped(entry.grad)
+    return stepped(entry.state[source.name])
 
 
 def run_once(step: StepFusion, entries: list[Entry], groups: list[dict],
@@ -237,6 +244,8 @@ def run_once(step: StepFusion, entries: list[Entry], groups: list[dict],
                                       **options)
     for (k, key), output in zip(step.new_state, outputs):
         param = entries[k].param
+        if local(param).is_complex():  # state made from a complex parameter's real view
+            output = torch.view_as_complex(output)
         if hasattr(param, "device_mesh"):  # a DTensor parameter gets DTensor state, as in torch
             from torch.distributed.tensor import DTensor
             output = DTensor.from_local(output, param.device_mesh, param.placements,
