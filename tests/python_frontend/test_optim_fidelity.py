@@ -24,7 +24,7 @@ OPTIMIZERS = {
 }
 
 
-def make_params(dtype=torch.float32):
+def make_params(dtype=None):
     torch.manual_seed(0)
     return [torch.nn.Parameter(torch.randn(4, 3, dtype=dtype)),
             torch.nn.Parameter(torch.randn(5, dtype=dtype))]

@@ -9,6 +9,7 @@ import torch
 
 from .arguments import check_lr, check_not_negative, refuse_differentiable
 from .pointwise_optimizer import PointwiseOptimizer
+from .step_fusion import step_dtype
 
 
 class Adagrad(PointwiseOptimizer):
@@ -46,7 +47,7 @@ class Adagrad(PointwiseOptimizer):
         if param.is_complex():  # torch's accumulator: the value in both halves
             initial_accumulator_value = complex(initial_accumulator_value,
                                                 initial_accumulator_value)
-        return {"step": torch.zeros((), dtype=torch.float32, device=param.device),
+        return {"step": torch.zeros((), dtype=step_dtype(), device=param.device),
                 "sum": torch.full_like(param, initial_accumulator_value,
                                        memory_format=torch.preserve_format)}
 

@@ -27,6 +27,7 @@ from .arguments import (InvalidArgument, check_betas, check_lr, check_not_negati
 from .master_weights import (narrow, opmath, rebuild_master, rounded, scalar_as, split_master,
                              torch_addcmul, torch_lerp)
 from .pointwise_optimizer import PointwiseOptimizer
+from .step_fusion import step_dtype
 
 _STATE_DTYPES = (torch.float32, torch.bfloat16)
 _NARROW = (DataType.BFloat16, DataType.Half)
@@ -86,7 +87,7 @@ class Adam(PointwiseOptimizer):
         kind = _master_kind(param.dtype, master_weights, store_param_remainders)
         dtype = _moment_dtype(param.dtype, kind, state_dtype)
         zeros = lambda: torch.zeros_like(param, dtype=dtype, memory_format=torch.preserve_format)
-        state = {"step": torch.zeros((), dtype=torch.float32, device=param.device),
+        state = {"step": torch.zeros((), dtype=step_dtype(), device=param.device),
                  "exp_avg": zeros(), "exp_avg_sq": zeros()}
         if amsgrad:
             state["max_exp_avg_sq"] = zeros()

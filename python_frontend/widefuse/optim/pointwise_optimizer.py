@@ -34,7 +34,7 @@ from .._widefuse import Error
 from .arguments import InvalidArgument
 from ..values import SpecializationRequest
 from .step_fusion import (Entry, PreparedStep, StepFusion, group_key, layout, local,
-                          run_once, trace_key, trace_step)
+                          run_once, step_dtype, trace_key, trace_step)
 
 
 class PointwiseOptimizer(torch.optim.Optimizer):
@@ -313,7 +313,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         copied = {}
         for key, value in state.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                value = torch.tensor(float(value), dtype=torch.float32, device=device)
+                value = torch.tensor(float(value), dtype=step_dtype(), device=device)
             if not isinstance(value, torch.Tensor):
                 raise Error(f"state '{key}' of {where} is a {type(value).__name__}; widefuse "
                             "optimizers keep tensors in their state")

@@ -9,6 +9,7 @@ import torch
 
 from .arguments import check_lr, check_not_negative, refuse_differentiable
 from .pointwise_optimizer import PointwiseOptimizer
+from .step_fusion import step_dtype
 
 
 class RMSprop(PointwiseOptimizer):
@@ -39,7 +40,7 @@ class RMSprop(PointwiseOptimizer):
     def init_state(self, param: torch.Tensor, *, momentum: Any, centered: bool,
                    **_: Any) -> dict:
         zeros = lambda: torch.zeros_like(param, memory_format=torch.preserve_format)
-        state = {"step": torch.zeros((), dtype=torch.float32, device=param.device),
+        state = {"step": torch.zeros((), dtype=step_dtype(), device=param.device),
                  "square_avg": zeros()}
         if momentum > 0:
             state["momentum_buffer"] = zeros()

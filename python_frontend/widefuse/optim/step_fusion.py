@@ -31,6 +31,12 @@ def stepped(tensor: Any) -> torch.Tensor:
     return torch.view_as_real(tensor) if tensor.is_complex() else tensor
 
 
+def step_dtype() -> torch.dtype:
+    """The dtype of a ``step`` count, as torch's: float64 under
+    torch.set_default_dtype(torch.float64), else float32."""
+    return torch.float64 if torch.get_default_dtype() == torch.float64 else torch.float32
+
+
 def layout(tensor: torch.Tensor) -> tuple:
     """What a traced fusion assumes about a tensor besides its address."""
     return (tensor.dtype, tuple(tensor.shape), tensor.stride(), tensor.device)
