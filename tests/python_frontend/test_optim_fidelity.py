@@ -323,3 +323,85 @@ def test_adagrad_with_l2_weight_decay_is_as_close_to_float64_as_torchs(n, lr):
             optimizer.step()
         errors.append((param.detach().double() - reference).abs().max().item())
     assert errors[0] <= 1.5 * errors[1] + 1e-12, errors
+
+
+class ScaledSign(widefuse.optim.PointwiseOptimizer):
+    """A user's optimizer: sign descent with a momentum, to copy and pickle."""
+
+    def __init__(self, params, lr=1e-2, beta=0.9):
+        super().__init__(params, dict(lr=lr, beta=beta))
+
+    def init_state(self, param):
+        return {"m": torch.zeros_like(param)}
+
+    def update(self, param, grad, state, *, lr, beta):
+        state["m"].lerp_(grad, 1 - beta)
+        param.add_(torch.sign(state["m"]), alpha=-lr)
+
+
+@pytest.mark.parametrize("make", [lambda p: widefuse.optim.Lion(p, lr=1e-2, weight_decay=0.1),
+                                  lambda p: ScaledSign(p)], ids=["lion", "user subclass"])
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copy_of_lion_and_of_a_user_optimizer_steps_as_the_original(make, how):
+    params = make_params()
+    optimizer = make(params)
+    for s in range(2):
+        set_grads(params, s)
+        optimizer.step()
+    duplicate = (copy.deepcopy(optimizer) if how == "deepcopy" else
+                 pickle.loads(pickle.dumps(optimizer)))
+    copy_params = duplicate.param_groups[0]["params"]
+    for s in range(2, 4):
+        set_grads(params, s)
+        set_grads(copy_params, s)
+        optimizer.step()
+        duplicate.step()
+    assert duplicate.launches_per_step == optimizer.launches_per_step == 1
+    assert_same(copy_params, duplicate, params, optimizer, how)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", ["adam", "sgd", "adagrad"])
+@pytest.mark.parametrize("shape", [(), (1,)])
+def test_grad_scale_and_found_inf_on_cuda(name, shape):
+    ours_class, theirs_class, options = OPTIMIZERS[name]
+    ours_params = [p.detach().cuda().requires_grad_() for p in make_params()]
+    theirs_params = [p.detach().cuda().requires_grad_() for p in make_params()]
+    ours = ours_class(ours_params, **options)
+    theirs = theirs_class(theirs_params, **options, fused=True)
+    for step, inf in enumerate([0.0, 1.0, 0.0]):
+        ours.grad_scale = torch.full(shape, 4.0, device="cuda")
+        ours.found_inf = torch.full(shape, inf, device="cuda")
+        theirs.grad_scale = torch.full((), 4.0, device="cuda")
+        theirs.found_inf = torch.full((), inf, device="cuda")
+        for p, q in zip(ours_params, theirs_params):
+            p.grad = torch.randn_like(p)
+            q.grad = p.grad.clone()
+        ours.step()
+        theirs.step()
+        for p, q in zip(ours_params, theirs_params):
+            torch.testing.assert_close(p.detach(), q.detach())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_an_older_checkpoint_on_cuda(name):
+    ours_class, theirs_class, options = OPTIMIZERS[name]
+    optimizers = []
+    for optimizer_class in (ours_class, theirs_class):
+        params = [p.detach().cuda().requires_grad_() for p in make_params()]
+        optimizer = optimizer_class(params, **options)
+        for s in range(2):
+            set_grads(params, s)
+            for p in params:
+                p.grad = p.grad.cuda()
+            optimizer.step()
+        optimizer.load_state_dict(old_checkpoint(optimizer, OLD_KEYS))
+        for p in params:
+            p.grad = torch.ones_like(p)
+        optimizer.step()
+        optimizers.append((params, optimizer))
+    for p, q in zip(optimizers[0][0], optimizers[1][0]):
+        torch.testing.assert_close(p.detach(), q.detach())

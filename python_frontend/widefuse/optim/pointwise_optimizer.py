@@ -94,7 +94,8 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         an unpickled optimizer traces and compiles again at its first step)."""
         state = super().__getstate__()
         state.update(_options=self._options, launches_per_step=self.launches_per_step,
-                     _specialized=set(self._specialized))
+                     _specialized=set(self._specialized),
+                     _hyperparameters=list(self._hyperparameters))
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -107,14 +108,17 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         self.__dict__.setdefault("_options", dict(mode="packed",
                                                   threads=torch.get_num_threads()))
         self.__dict__.setdefault("launches_per_step", 0)
-        self._hyperparameters = list(self.defaults)
+        # What update() receives: the constructor's defaults (torch's __setstate__ adds
+        # "differentiable" to the defaults of an optimizer that has none).
+        self.__dict__.setdefault("_hyperparameters", [
+            name for name in self.defaults if name != "differentiable"])
         self._init_takes_hyperparameters = len(
             inspect.signature(self.init_state).parameters) > 1
         for group in self.param_groups:
             for name, value in self._old_checkpoint_defaults.items():
                 group.setdefault(name, value)
-            for name, value in self.defaults.items():
-                group.setdefault(name, value)
+            for name in self._hyperparameters:
+                group.setdefault(name, self.defaults[name])
         self._prepared = None
 
     def add_param_group(self, param_group: dict) -> None:
