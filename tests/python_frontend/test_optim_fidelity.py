@@ -405,3 +405,23 @@ def test_an_older_checkpoint_on_cuda(name):
         optimizers.append((params, optimizer))
     for p, q in zip(optimizers[0][0], optimizers[1][0]):
         torch.testing.assert_close(p.detach(), q.detach())
+
+
+def test_an_older_checkpoint_of_a_user_optimizer_gets_its_defaults():
+    # torch has no such class: the same checkpoint, complete, is the reference.
+    params = make_params()
+    optimizer = widefuse.optim.Lion(params, lr=1e-2, weight_decay=0.1, maximize=True)
+    set_grads(params, 0)
+    optimizer.step()
+    complete = copy.deepcopy(optimizer.state_dict())
+    old = old_checkpoint(optimizer, ("maximize", "weight_decay"))
+    results = []
+    for saved in (complete, old):
+        fresh_params = make_params()
+        fresh = widefuse.optim.Lion(fresh_params, lr=1e-2, weight_decay=0.1, maximize=True)
+        fresh.load_state_dict(saved)
+        assert fresh.param_groups[0]["maximize"] is True
+        set_grads(fresh_params, 1)
+        fresh.step()
+        results.append((fresh_params, fresh))
+    assert_same(*results[0], *results[1], "lion")
