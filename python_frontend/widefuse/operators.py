@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from . import _widefuse
 from ._widefuse import Error
 from .errors import ArgumentTypeError, DimensionIndexError, out_of_boundary
 from .data_type import data_type_of
-from .values import Scalar, Tensor, UnsupportedOperationError, Value, Vector
-
-if TYPE_CHECKING:
-    from .fusion_definition import FusionDefinition
+from .values import Builder, Scalar, Tensor, UnsupportedOperationError, Value, Vector
 
 # nvFuser's names for ops whose IR name differs.
 NVFUSER_NAMES = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
@@ -61,7 +58,7 @@ class Operators:
     Arguments are values of the definition or Python numbers (untyped literals).
     """
 
-    def __init__(self, fd: FusionDefinition) -> None:
+    def __init__(self, fd: Builder) -> None:
         self._fd = fd
 
     def cast(self, x: Any, dtype: Any) -> Value:
@@ -152,7 +149,7 @@ class Operators:
 
 
 def _op_function(op: str, arity: int) -> Callable[..., Value]:
-    def apply(fd: FusionDefinition, *operands: Any) -> Value:
+    def apply(fd: Builder, *operands: Any) -> Value:
         if len(operands) != arity:
             raise ArgumentTypeError(f"fd.ops.{NVFUSER_NAMES.get(op, op)} takes {arity} argument"
                         f"{'s' if arity != 1 else ''}, got {len(operands)}")

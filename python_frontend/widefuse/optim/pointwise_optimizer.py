@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from .._widefuse import Error
-from ..values import SpecializationRequest
+from ..errors import SpecializationRequest
 from .step_fusion import (Entry, PreparedStep, StepFusion, group_key, layout, local,
                           run_once, trace_key, trace_step)
 
