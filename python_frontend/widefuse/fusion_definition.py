@@ -85,6 +85,9 @@ class FusionDefinition:
         # in-place update i.
         self._calls: list[tuple] = []
         self._output_layouts: dict[int, Optional[list[int]]] = {}  # stride order by handle id
+        # The handles fd.ops.stride_order made, by id (held, so that no other gets their id),
+        # and the stride order of their plain outputs.
+        self._laid_out: dict[int, tuple[Tensor, list[int]]] = {}
         # The in-place updates the builder holds, in its order: (source handle, or None for a
         # number, destination input handle).
         self._writes: list[tuple[Any, Any]] = []
@@ -338,7 +341,7 @@ class FusionDefinition:
         array, holding the update, whether it is added before or after the update.
         `stride_order` (nvFuser's; the rank of each dimension's stride, rank-1 outermost)
         returns the output laid out that way, as ``torch.empty(...).permute(...)`` would be
-        (values identical)."""
+        (values identical); a tensor from ``fd.ops.stride_order`` brings its own."""
         if alias_input is not None:
             if stride_order is not None:
                 raise ArgumentValueError("add_output: alias_input= and stride_order= exclude "
@@ -354,6 +357,8 @@ class FusionDefinition:
             raise Error(f"add_output: output '{output.name}' is a scalar; outputs must be "
                         "tensors (give a 0-d tensor)")
         order = None
+        if stride_order is None and id(output) in self._laid_out:
+            stride_order = self._laid_out[id(output)][1]
         if stride_order is not None:
             order = tensor_stride_order(stride_order, output.ndim, "add_output")
             if order == list(range(output.ndim - 1, -1, -1)):
@@ -364,6 +369,21 @@ class FusionDefinition:
             raise ArgumentValueError(f"add_output: '{output.name}' is already an output with "
                                      f"stride_order {layout}; one value has one output layout")
         self._calls.append(("output", value, order))
+
+    def laid_out(self, tensor: Tensor, stride_order: Sequence[int]) -> Tensor:
+        """`tensor` as a handle whose plain output comes back laid out in `stride_order` (the
+        rank of each dimension's stride, as add_output's); ``fd.ops.stride_order``, the
+        direct API's spelling of ``add_output(t, stride_order=...)``. The values are the
+        same: in ops the handle is `tensor`."""
+        self._operand(tensor, "fd.ops.stride_order")
+        if not isinstance(tensor, Tensor):
+            raise ArgumentTypeError(f"fd.ops.stride_order takes a Tensor, got "
+                                    f"{type(tensor).__name__}")
+        order = tensor_stride_order(stride_order, tensor.ndim, "fd.ops.stride_order")
+        self._live()
+        laid = Tensor(self, handle(tensor), depends_of((tensor,)))
+        self._laid_out[id(laid)] = (laid, order)
+        return laid
 
     def copy_(self, source: Any, destination: Tensor) -> None:
         """In-place update (torch's copy_): the tensor input `destination` receives `source`
@@ -436,10 +456,18 @@ class FusionDefinition:
         return self._name
 
     def __repr__(self) -> str:
+        """nvfuser_direct's printout of the definition: ``printout(api="direct")``."""
+        return self.printout()
+
+    def printout(self, api: str = "direct") -> str:
+        """The definition as nvFuser's printer for `api` writes it: "direct" (nvfuser_direct:
+        ``def nvfuser_fusion(fd : FusionDefinition) -> None :``, values tv0, c1, ...) or
+        "legacy" (the nvfuser module: a blank line, ``def nvfuser_fusion_id0(...)``, values
+        T0, S1, ...). Either runs on that API and on widefuse, and rebuilds this fusion."""
         source = self._defined.fusion if self._defined is not None else self._builder
         calls = [(call[1], call[2] or [], -1) if call[0] == "output" else (None, [], call[1])
                  for call in self._calls]
-        return source.python(calls, self._vectors)
+        return source.python(calls, self._vectors, api)
 
     def to_text(self) -> str:
         """The fusion in widefuse's text form (what `widefuse check` prints)."""

@@ -15,7 +15,7 @@ from .values import Builder, Scalar, Tensor, UnsupportedOperationError, Value, V
 NVFUSER_NAMES = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
 _ATTRIBUTE_OPS = ("cast", "bitcast", "broadcast_in_dim", "size")
 # nvFuser ops written here on top of the IR's ops.
-_COMPOSITE_OPS = ("addcmul", "broadcast", "segment_set")
+_COMPOSITE_OPS = ("addcmul", "broadcast", "segment_set", "stride_order")
 
 
 def _static_extents(shape: Any, op: str) -> list[int]:
@@ -122,6 +122,11 @@ class Operators:
         """A copy of `x` (nvFuser cuts its kernels there; widefuse's segmenter decides
         kernels by itself, so here it is `set`)."""
         return self._fd.apply_op("set", (x,))
+
+    def stride_order(self, x: Any, stride_order: Sequence[int]) -> Tensor:
+        """`x`, whose plain output comes back laid out in `stride_order` (nvfuser_direct's
+        op; the legacy API wrote ``add_output(x, stride_order=...)``)."""
+        return self._fd.laid_out(x, stride_order)
 
     def addcmul(self, a: Any, b: Any, c: Any, value: Any) -> Value:
         """a + b * (c * value), as nvFuser composes it."""

@@ -36,6 +36,9 @@ class Builder(Protocol):
     def copy_(self, source: Any, destination: Tensor) -> None:
         """The tensor input `destination` receives `source` when the fusion ends."""
 
+    def laid_out(self, tensor: Tensor, stride_order: Sequence[int]) -> Tensor:
+        """`tensor`, whose plain output comes back laid out in `stride_order`."""
+
 
 class UnsupportedOperationError(Error, AttributeError):
     """An operation widefuse does not trace (a reduction, an in-place method, ...).
