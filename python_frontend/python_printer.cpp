@@ -59,6 +59,15 @@ llvm::StringRef pythonOpName(OpKind op) {
   return opName(op);
 }
 
+PythonApi parsePythonApi(llvm::StringRef name) {
+  if (name == "direct")
+    return PythonApi::Direct;
+  if (name == "legacy")
+    return PythonApi::Legacy;
+  fail("unknown nvFuser Python API '{}': use 'direct' (nvfuser_direct) or 'legacy' (nvfuser)",
+       name.str());
+}
+
 bool isComplexLiteral(const Value& value) {
   const Expr* expr = value.definition();
   if (!value.isWeak() || !expr || expr->op() != OpKind::Complex)
@@ -129,12 +138,12 @@ std::string layoutArguments(const Value& tensor) {
          (rowMajor ? "" : ", stride_order=" + pythonList(strideOrder));
 }
 
-/// Names values as nvFuser's printer does and writes one line per definition.
+/// Names values as nvFuser's printer for `api` does and writes one line per definition.
 class PythonPrinter {
 public:
   PythonPrinter(const Fusion& fusion, llvm::ArrayRef<OutputCall> outputCalls,
-                llvm::ArrayRef<VectorInput> vectorInputs)
-      : fusion_(fusion), outputCalls_(outputCalls) {
+                llvm::ArrayRef<VectorInput> vectorInputs, PythonApi api)
+      : fusion_(fusion), outputCalls_(outputCalls), api_(api) {
     for (const VectorInput& vector : vectorInputs) {
       auto [first, size] = vector;
       if (size == 0 || size_t(first) + size > fusion.inputs().size())
@@ -148,9 +157,12 @@ public:
   }
 
   std::string print() {
-    // nvFuser's printer exactly: a blank line, the function, a blank line (tools that read a
-    // printout take the function name from its second line).
-    out_ = "\ndef nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n";
+    // Each API's printer exactly: the legacy one wrote a blank line, the function and a blank
+    // line (tools that read its printout take the function name from the second line); the
+    // direct one writes the function alone (its repro script appends the call right after).
+    out_ = api_ == PythonApi::Direct
+               ? "def nvfuser_fusion(fd : FusionDefinition) -> None :\n"
+               : "\ndef nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n";
     for (size_t id = 0; id < fusion_.numValues(); ++id)
       printValue(*fusion_.value(static_cast<unsigned>(id)));
     llvm::SmallVector<bool, 8> called(fusion_.aliases().size(), false);
@@ -174,13 +186,12 @@ public:
         printAlias(fusion_.aliases()[size_t(call.alias)]);
         continue;
       }
-      line(fmt::format(
-          "fd.add_output({}{})", use(call.value),
-          call.strideOrder.empty() ? "" : ", stride_order=" + pythonList(call.strideOrder)));
+      printOutput(call);
     }
     if (fusion_.aliases().empty() && fusion_.outputs().empty() && outputCalls_.empty())
       line("pass");
-    out_ += "\n";
+    if (api_ == PythonApi::Legacy)
+      out_ += "\n";
     return out_;
   }
 
@@ -189,6 +200,22 @@ private:
 
   void printAlias(const Alias& alias) {
     line(fmt::format("fd.add_output({}, {})", use(alias.source), use(alias.destination)));
+  }
+
+  /// A plain output. The direct API's add_output takes no layout: a tensor laid out by
+  /// `fd.ops.stride_order` carries it there.
+  void printOutput(const OutputCall& call) {
+    if (call.strideOrder.empty()) {
+      line(fmt::format("fd.add_output({})", use(call.value)));
+    } else if (api_ == PythonApi::Legacy) {
+      line(fmt::format("fd.add_output({}, stride_order={})", use(call.value),
+                       pythonList(call.strideOrder)));
+    } else {
+      std::string laidOut = fmt::format("tv{}", nextTensor_++);
+      line(fmt::format("{} = fd.ops.stride_order({}, stride_order={})", laidOut, use(call.value),
+                       pythonList(call.strideOrder)));
+      line(fmt::format("fd.add_output({})", laidOut));
+    }
   }
 
   std::string use(const Value* value) {
@@ -203,8 +230,16 @@ private:
     return found->second;
   }
 
+  /// A new name for `value`: T<n> and S<n> with one count (legacy), tv<n> and c<n> with a
+  /// count each (direct), as each API's printer names them.
   std::string define(const Value& value) {
-    std::string name = fmt::format("{}{}", value.isTensor() ? "T" : "S", next_++);
+    std::string name;
+    if (api_ == PythonApi::Legacy)
+      name = fmt::format("{}{}", value.isTensor() ? "T" : "S", next_++);
+    else if (value.isTensor())
+      name = fmt::format("tv{}", nextTensor_++);
+    else
+      name = fmt::format("c{}", next_++);
     names_[&value] = name;
     return name;
   }
@@ -231,17 +266,21 @@ private:
     }
   }
 
-  /// A vector input, at its first entry: `V<k> = fd.define_vector(n, ...)` and one
-  /// `fd.ops.at` per entry (its other entries print nothing where they come).
+  /// A vector input, at its first entry: the vector and one line per entry reading it, with
+  /// `fd.ops.at` (legacy) or indexing the list the direct API's define_vector returns (its
+  /// other entries print nothing where they come).
   void printVector(const Value& first, unsigned size) {
     if (size == 0)
       return;
-    std::string vector = fmt::format("V{}", next_++);
-    line(fmt::format("{} = fd.define_vector({}, dtype=DataType.Int)", vector, size));
+    bool legacy = api_ == PythonApi::Legacy;
+    std::string vector = legacy ? fmt::format("V{}", next_++) : fmt::format("v{}", nextVector_++);
+    line(legacy ? fmt::format("{} = fd.define_vector({}, dtype=DataType.Int)", vector, size)
+                : fmt::format("{} = fd.define_vector({})", vector, size));
     auto position = llvm::find(fusion_.inputs(), &first) - fusion_.inputs().begin();
     for (unsigned i = 0; i < size; ++i) {
       std::string name = define(*fusion_.inputs()[size_t(position) + i]);
-      line(fmt::format("{} = fd.ops.at({}, index={})", name, vector, i));
+      line(legacy ? fmt::format("{} = fd.ops.at({}, index={})", name, vector, i)
+                  : fmt::format("{} = {}[{}]", name, vector, i));
     }
   }
 
@@ -281,18 +320,23 @@ private:
 
   const Fusion& fusion_;
   llvm::ArrayRef<OutputCall> outputCalls_;
+  PythonApi api_;
   std::string out_;
   llvm::DenseMap<const Value*, std::string> names_;
   /// The entries of vector inputs: the first one maps to the vector's size, the others to 0.
   llvm::DenseMap<const Value*, unsigned> vectorAt_;
+  /// The next number of a name: every value's (legacy); a scalar's, tensor's and vector's
+  /// (direct).
   unsigned next_ = 0;
+  unsigned nextTensor_ = 0;
+  unsigned nextVector_ = 0;
 };
 
 } // namespace
 
 std::string printPythonDefinition(const Fusion& fusion, llvm::ArrayRef<OutputCall> outputCalls,
-                                  llvm::ArrayRef<VectorInput> vectorInputs) {
-  return PythonPrinter(fusion, outputCalls, vectorInputs).print();
+                                  llvm::ArrayRef<VectorInput> vectorInputs, PythonApi api) {
+  return PythonPrinter(fusion, outputCalls, vectorInputs, api).print();
 }
 
 } // namespace widefuse

@@ -296,11 +296,13 @@ void bindDefinition(nb::module_& module) {
       .def(
           "python",
           [](const PyDefinition& d, const std::vector<PyOutputCall>& outputCalls,
-             const std::vector<std::pair<unsigned, unsigned>>& vectors) {
-            return printPythonDefinition(d.current(), outputCallsOf(outputCalls), vectors);
+             const std::vector<std::pair<unsigned, unsigned>>& vectors, const std::string& api) {
+            return printPythonDefinition(d.current(), outputCallsOf(outputCalls), vectors,
+                                         parsePythonApi(api));
           },
           nb::arg("output_calls") = std::vector<PyOutputCall>{},
-          nb::arg("vector_inputs") = std::vector<std::pair<unsigned, unsigned>>{});
+          nb::arg("vector_inputs") = std::vector<std::pair<unsigned, unsigned>>{},
+          nb::arg("api") = "direct");
 
   nb::class_<FusionHandle>(module, "_Fusion", "A verified fusion.")
       .def_static("from_text", &fusionFromText, nb::arg("text"), nb::arg("source_name") = "<text>")
@@ -309,13 +311,16 @@ void bindDefinition(nb::module_& module) {
       .def(
           "python",
           [](const FusionHandle& h, const std::vector<PyOutputCall>& outputCalls,
-             const std::vector<std::pair<unsigned, unsigned>>& vectors) {
-            return printPythonDefinition(*h.fusion, outputCallsOf(outputCalls), vectors);
+             const std::vector<std::pair<unsigned, unsigned>>& vectors, const std::string& api) {
+            return printPythonDefinition(*h.fusion, outputCallsOf(outputCalls), vectors,
+                                         parsePythonApi(api));
           },
           nb::arg("output_calls") = std::vector<PyOutputCall>{},
           nb::arg("vector_inputs") = std::vector<std::pair<unsigned, unsigned>>{},
-          "nvFuser's printout. output_calls: the add_output calls in order, each (value, "
-          "stride_order, -1) for a plain output or (None, [], i) for in-place update i.")
+          nb::arg("api") = "direct",
+          "nvFuser's printout for api 'direct' (nvfuser_direct) or 'legacy' (nvfuser). "
+          "output_calls: the add_output calls in order, each (value, stride_order, -1) for a "
+          "plain output or (None, [], i) for in-place update i.")
       .def("inputs", &inputList,
            "Facts about each input: name, dtype, is_tensor, shape, "
            "stride_order, contiguity, written (a copy_ destination).")

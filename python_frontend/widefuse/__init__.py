@@ -13,7 +13,8 @@ from .arguments import compute_contiguity, compute_tensor_descriptor
 from . import prims
 from .data_type import DataType
 from .errors import ArgumentTypeError, ArgumentValueError, DimensionIndexError
-from .fusion_definition import FusionDefinition, PreparedExecution
+from .execution import PreparedExecution
+from .fusion_definition import FusionDefinition
 from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, complex, copy_, div, exp,
                         expm1, fmod, imag, isfinite, isinf, isnan, lerp, log, log1p, maximum,
                         minimum, mul, neg, negative, pow, real, reciprocal, rsqrt, sigmoid,

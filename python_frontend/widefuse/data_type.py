@@ -1,8 +1,11 @@
-"""Element types, named as nvFuser's ``DataType`` names them, and their NumPy equivalents."""
+"""Element types, named as nvFuser's ``DataType`` names them, and their NumPy and torch
+equivalents (torch's only once the program has imported torch: widefuse never imports it)."""
 
 from __future__ import annotations
 
 import enum
+import sys
+from typing import Any, Optional
 
 import ml_dtypes
 import numpy as np
@@ -25,6 +28,11 @@ class _DataTypeBase(enum.Enum):
         """The NumPy dtype holding this type (ml_dtypes' types for BFloat16 and the fp8
         types)."""
         return _numpy_of(self.value)
+
+    @property
+    def torch(self) -> Any:
+        """The torch dtype of this type (torch must be imported)."""
+        return next(t for t, d in _torch_table().items() if d is self)
 
     @property
     def is_floating_point(self) -> bool:
@@ -71,6 +79,34 @@ def _numpy_of(short_name: str) -> np.dtype:
 _OF_NUMPY = {member.numpy: member for member in DataType}
 
 
+_OF_TORCH: Optional[dict] = None  # torch.dtype -> DataType, built on first use
+
+
+def _torch_table() -> dict:
+    """torch's dtypes and their DataTypes, built from the torch module the program imported."""
+    global _OF_TORCH
+    if _OF_TORCH is None:
+        torch = sys.modules["torch"]
+        _OF_TORCH = {
+            torch.bool: DataType.Bool, torch.int8: DataType.Int8, torch.int16: DataType.Int16,
+            torch.int32: DataType.Int32, torch.int64: DataType.Int, torch.uint8: DataType.UInt8,
+            torch.uint16: DataType.UInt16, torch.uint32: DataType.UInt32,
+            torch.float16: DataType.Half, torch.bfloat16: DataType.BFloat16,
+            torch.float32: DataType.Float, torch.float64: DataType.Double,
+            torch.float8_e4m3fn: DataType.Float8_e4m3fn, torch.float8_e5m2: DataType.Float8_e5m2,
+            torch.complex64: DataType.ComplexFloat, torch.complex128: DataType.ComplexDouble,
+        }
+        if hasattr(torch, "float8_e8m0fnu"):  # torch 2.7 and later
+            _OF_TORCH[torch.float8_e8m0fnu] = DataType.Float8_e8m0fnu
+    return _OF_TORCH
+
+
+def from_torch(dtype: Any) -> Optional[DataType]:
+    """The DataType of a torch dtype, or None for one widefuse lacks (complex32, the fnuz fp8
+    types, float4, ...)."""
+    return _torch_table().get(dtype)
+
+
 def from_short_name(name: str) -> DataType:
     """The DataType of a text-form short name ("f32")."""
     return DataType(name)
@@ -107,8 +143,7 @@ def data_type_of(value: object, context: str) -> DataType:
     if value is complex:  # a Python complex is a pair of doubles
         return DataType.ComplexDouble
     if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
-        from .torch_tensors import data_type_of_tensor  # imported late: it imports this module
-        found = data_type_of_tensor(value)
+        found = from_torch(value)
         if found is None:
             raise Error(f"{context}: widefuse has no data type for {value}")
         return found

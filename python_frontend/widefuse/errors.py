@@ -13,6 +13,8 @@ phrase (the functions below) and its own explanation follows.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._widefuse import Error
 
 
@@ -28,6 +30,18 @@ class ArgumentValueError(Error, ValueError):
 
 class DimensionIndexError(Error, IndexError):
     """A dimension index outside a tensor's rank (``t.size(2)`` of a 2-d tensor)."""
+
+
+class SpecializationRequest(Error):
+    """Python control flow (``if weight_decay != 0:``) on a scalar computed only from runtime
+    scalars that may be specialized, such as an optimizer's hyperparameters: whoever defined
+    them catches this and traces again with `names` as constants."""
+
+    def __init__(self, value: Any, names: frozenset) -> None:
+        super().__init__(
+            f"the value of '{value.name}' depends on the runtime scalar(s) "
+            f"{', '.join(sorted(names))}, which are only known when the fusion runs")
+        self.names = names
 
 
 def incompatible_arguments(function: str) -> str:

@@ -1,11 +1,14 @@
-"""Running a finished FusionDefinition: execute(), validate() and prepare(), the checks and
-descriptions of their inputs (vector inputs spread into their entries), and the outputs as
-the caller's kind of array (an output aliased to an input is that input itself).
-``FusionDefinition`` inherits these from ``Execution``."""
+"""Running a defined fusion: ``DefinedFusion``, what FusionDefinition.finalize() fixes, and
+its ``Runner``: execute(), validate() and prepare(), the checks and descriptions of their
+inputs (vector inputs spread into their entries), the executors by options, and the outputs
+as the caller's kind of array (an output aliased to an input is that input itself).
+FusionDefinition's execute(), validate() and prepare() are the Runner's."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -14,9 +17,6 @@ from ._widefuse import Error
 from .arguments import array_view, check_layout, scalar_argument
 from .data_type import DataType, data_type_of, from_short_name
 from .errors import ArgumentTypeError, ArgumentValueError
-
-if TYPE_CHECKING:
-    from .fusion_definition import FusionDefinition
 
 _BACKENDS = tuple(_widefuse.backend_names())
 # NumPy types the buffer protocol describes (bfloat16 has no buffer format).
@@ -71,8 +71,51 @@ def _laid_out(array: Any, stride_order: list[int], is_torch: bool) -> Any:
     return laid
 
 
-class Execution:
-    """The running half of FusionDefinition (which holds the state these methods read)."""
+@dataclass(frozen=True, eq=False)
+class DefinedFusion:
+    """A finished definition, as running it needs it (FusionDefinition.finalize() builds it
+    once; from_text too).
+
+    `input_arity`: per execute() input, how many fusion inputs it is (a define_vector(n) is n
+    Int scalars given as one list). `vector_names`: the vector inputs' printed names by their
+    first fusion input. `output_sources`: where each plain add_output's array comes from,
+    ("output", i) for the fusion's plain output i or ("input", k) for execute()'s input k (an
+    output that returns an input's array); empty for a fusion from text (its outputs in
+    order). `output_orders`: add_output(stride_order=...) of fusion output i, where given."""
+
+    fusion: Any  # the extension's _Fusion
+    input_arity: tuple[int, ...]
+    vector_names: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+    output_sources: tuple[tuple[str, int], ...] = ()
+    output_orders: Mapping[int, list[int]] = field(default_factory=lambda: MappingProxyType({}))
+    # Read from `fusion` once: every run checks its arguments against them.
+    inputs: tuple[dict, ...] = field(init=False)  # each fusion input's facts (name, dtype, ...)
+    output_types: tuple[DataType, ...] = field(init=False)  # of the fusion's plain outputs
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", tuple(self.fusion.inputs()))
+        object.__setattr__(self, "output_types", tuple(
+            from_short_name(facts["dtype"]) for facts in self.fusion.outputs()))
+
+    def input_names(self) -> list[str]:
+        """execute()'s inputs by name: a vector input as `V0 ([S1, S2])`."""
+        names, first = [], 0
+        for size in self.input_arity:
+            entries = [facts["name"] for facts in self.inputs[first:first + size]]
+            names.append(f"{self.vector_names[first]} ([{', '.join(entries)}])"
+                         if first in self.vector_names else entries[0])
+            first += size
+        return names
+
+
+class Runner:
+    """Runs one DefinedFusion: an executor per set of options (compiled on first use), and
+    the last one used (for last_kernels())."""
+
+    def __init__(self, defined: DefinedFusion) -> None:
+        self.defined = defined
+        self._executors: dict[tuple, Any] = {}
+        self.last_executor: Optional[Any] = None
 
     def execute(self, inputs: Sequence[Any], *, backend: str = "auto", mode: str = "auto",
                 block_order: str = "forward", host_execution: str = "fast",
@@ -94,8 +137,8 @@ class Execution:
         executor, arguments, on_device, torch_device = self._executor_for(
             "execute()", inputs, backend=backend, mode=mode, block_order=block_order,
             host_execution=host_execution, threads=threads, fmad=fmad, arch=arch, device=device)
-        return self._outputs_for(executor.run(arguments, on_device), on_device, torch_device,
-                                 inputs, ran=backend != "none")
+        return self.outputs_for(executor.run(arguments, on_device), on_device, torch_device,
+                                inputs, ran=backend != "none")
 
     def validate(self, inputs: Sequence[Any], reference_outputs: Sequence[Any],
                  **options: Any) -> None:
@@ -109,31 +152,6 @@ class Execution:
         for index, (output, reference) in enumerate(zip(outputs, reference_outputs)):
             _assert_matches(output, reference, f"output {index}")
 
-    def _outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str],
-                     inputs: Sequence[Any], ran: bool = True) -> list:
-        """The executor's outputs as the caller's kind of array (torch tensors for torch
-        inputs, else NumPy arrays (host) or DLPack-capable device arrays), one per add_output:
-        a value added twice comes back twice, as the same array, and an output aliased to an
-        input is that input's own array from `inputs`. Backend "none" (`ran` False) runs
-        nothing and returns no outputs."""
-        if not ran:
-            return []
-        if not raw:
-            arrays = []
-        elif torch_device is not None:
-            arrays = (torch_tensors.device_outputs(raw) if on_device else
-                      torch_tensors.host_outputs(raw, self._output_types()))
-        else:
-            arrays = raw if on_device else self._host_outputs(raw)
-        if self._output_orders:
-            arrays = [arrays[i] if i not in self._output_orders else
-                      _laid_out(arrays[i], self._output_orders[i], torch_device is not None)
-                      for i in range(len(arrays))]
-        if not self._output_slots:  # from_text: the fusion's outputs, in order
-            return arrays
-        return [arrays[index] if kind == "output" else inputs[index]
-                for kind, index in self._output_slots]
-
     def prepare(self, inputs: Sequence[Any], **options: Any) -> PreparedExecution:
         """Checks `inputs`, compiles and binds once, for steps on arrays that stay where they
         are (an optimizer's parameters and state): each call of the result runs one step with
@@ -142,11 +160,43 @@ class Execution:
         them; NumPy then refuses to resize them). Takes execute()'s options."""
         executor, arguments, on_device, torch_device = self._executor_for(
             "prepare()", inputs, **options)
-        if on_device and self._fusion.outputs():
+        if on_device and self.defined.fusion.outputs():
             raise Error("prepare() on CUDA arrays needs a fusion without plain outputs (the "
                         "outputs would land in host memory); use execute()")
         return PreparedExecution(self, executor.prepare(arguments), list(inputs), torch_device,
                                  ran=options.get("backend", "auto") != "none")
+
+    def outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str],
+                    inputs: Sequence[Any], ran: bool = True) -> list:
+        """The executor's outputs as the caller's kind of array (torch tensors for torch
+        inputs, else NumPy arrays (host) or DLPack-capable device arrays), one per add_output:
+        a value added twice comes back twice, as the same array, and an output aliased to an
+        input is that input's own array from `inputs`. Backend "none" (`ran` False) runs
+        nothing and returns no outputs."""
+        if not ran:
+            return []
+        defined = self.defined
+        if not raw:
+            arrays = []
+        elif torch_device is not None:
+            arrays = (torch_tensors.device_outputs(raw) if on_device else
+                      torch_tensors.host_outputs(raw, defined.output_types))
+        else:
+            arrays = raw if on_device else _host_outputs(raw, defined.output_types)
+        if defined.output_orders:
+            arrays = [arrays[i] if i not in defined.output_orders else
+                      _laid_out(arrays[i], defined.output_orders[i], torch_device is not None)
+                      for i in range(len(arrays))]
+        if not defined.output_sources:  # from_text: the fusion's outputs, in order
+            return arrays
+        return [arrays[index] if kind == "output" else inputs[index]
+                for kind, index in defined.output_sources]
+
+    def last_kernels(self) -> list[dict]:
+        """The kernels of the last execute(): name, launches per run and CUDA source."""
+        if self.last_executor is None:
+            raise Error("last_kernels(): execute() has not run yet")
+        return self.last_executor.last_kernels()
 
     def _executor_for(self, what: str, inputs: Sequence[Any], *, backend: str = "auto",
                       mode: str = "auto", block_order: str = "forward",
@@ -155,25 +205,27 @@ class Execution:
                       device: Any = None) -> tuple[Any, list, bool, Optional[str]]:
         """The executor for these options, the checked arguments, whether they are on the
         device, and the torch device of torch inputs (None without torch tensors)."""
-        fusion = self._finished(what)
         if device not in (None, 0, "cuda", "cuda:0"):
             raise Error(f"{what[:-2]}(device={device!r}): widefuse runs on CUDA device 0 only")
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
-            raise ArgumentValueError(f"{what[:-2]}(threads={threads!r}): threads must be an integer >= 1 "
-                        "or None (one per core)")
+            raise ArgumentValueError(f"{what[:-2]}(threads={threads!r}): threads must be an "
+                                     "integer >= 1 or None (one per core)")
         if host_execution not in ("fast", "verify"):
-            raise ArgumentValueError(f"{what[:-2]}(host_execution={host_execution!r}): use 'fast' (the "
-                        "default) or 'verify'")
+            raise ArgumentValueError(f"{what[:-2]}(host_execution={host_execution!r}): use "
+                                     "'fast' (the default) or 'verify'")
         threads = threads or 0
         if backend not in _BACKENDS:
-            raise ArgumentValueError(f"unknown backend '{backend}' (expected one of {', '.join(_BACKENDS)})")
+            raise ArgumentValueError(f"unknown backend '{backend}' (expected one of "
+                                     f"{', '.join(_BACKENDS)})")
         if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
             raise ArgumentTypeError(f"{what} takes a list of inputs")
-        if len(inputs) != len(self._slots):
-            raise ArgumentValueError(f"{what} expects {len(self._slots)} inputs "
-                                     f"({', '.join(self._slot_names())}), got {len(inputs)}")
-        arguments, on_device, stream, torch_device = self._arguments(inputs)
+        arity = self.defined.input_arity
+        if len(inputs) != len(arity):
+            raise ArgumentValueError(f"{what} expects {len(arity)} inputs "
+                                     f"({', '.join(self.defined.input_names())}), got "
+                                     f"{len(inputs)}")
+        arguments, on_device, stream, torch_device = _arguments(self.defined, inputs)
         if backend == "auto":
             backend = "cuda" if on_device else "host"
         elif on_device and backend != "cuda":
@@ -181,92 +233,83 @@ class Execution:
         key = (backend, mode, block_order, host_execution, threads, fmad, arch, stream or 0)
         executor = self._executors.get(key)
         if executor is None:
-            executor = _widefuse._Executor(fusion, backend, mode, block_order, host_execution,
-                                           threads, fmad, arch, stream or 0)
+            executor = _widefuse._Executor(self.defined.fusion, backend, mode, block_order,
+                                           host_execution, threads, fmad, arch, stream or 0)
             self._executors[key] = executor
-        self._last_executor = executor
+        self.last_executor = executor
         return executor, arguments, on_device and backend == "cuda", torch_device
 
-    def _host_outputs(self, outputs: list) -> list:
-        """NumPy outputs in their real dtypes (the extension returns bool, f16 and bf16 as
-        unsigned integers of the same width)."""
-        return [output.view(data_type.numpy) if output.dtype != data_type.numpy else output
-                for output, data_type in zip(outputs, self._output_types())]
 
-    def _output_types(self) -> list[DataType]:
-        return [from_short_name(facts["dtype"]) for facts in self._fusion.outputs()]
+def _host_outputs(outputs: list, data_types: Sequence[DataType]) -> list:
+    """NumPy outputs in their real dtypes (the extension returns bool, f16 and bf16 as
+    unsigned integers of the same width)."""
+    return [output.view(data_type.numpy) if output.dtype != data_type.numpy else output
+            for output, data_type in zip(outputs, data_types)]
 
-    def _slot_names(self) -> list[str]:
-        """execute()'s inputs by name: a vector input as `[S1, S2]`."""
-        names, first = [], 0
-        vectors = self._vector_names
-        for size in self._slots:
-            entries = [facts["name"] for facts in self._inputs[first:first + size]]
-            names.append(f"{vectors[first]} ([{', '.join(entries)}])" if first in vectors
-                         else entries[0])
-            first += size
-        return names
 
-    def _flat_inputs(self, inputs: Sequence[Any]) -> list:
-        """`inputs` with each vector input's list or tuple spread into its entries."""
-        if not self._vectors:
-            return list(inputs)
-        flat, first = [], 0
-        vectors = self._vector_names
-        for value, size, name in zip(inputs, self._slots, self._slot_names()):
-            if first not in vectors:
-                flat.append(value)
-            elif (torch_tensors.is_tensor(value) or isinstance(value, (str, bytes)) or
-                  not isinstance(value, Sequence) or len(value) != size):
-                raise ArgumentTypeError(f"input {name} is a vector of {size} ints (a list or "
-                                        f"tuple, as define_vector({size}) declared it); got "
-                                        f"{value!r}")
-            else:
-                flat.extend(value)
-            first += size
-        return flat
+def _flat_inputs(defined: DefinedFusion, inputs: Sequence[Any]) -> list:
+    """`inputs` with each vector input's list or tuple spread into its entries."""
+    if not defined.vector_names:
+        return list(inputs)
+    flat, first = [], 0
+    for value, size, name in zip(inputs, defined.input_arity, defined.input_names()):
+        if first not in defined.vector_names:
+            flat.append(value)
+        elif (torch_tensors.is_tensor(value) or isinstance(value, (str, bytes)) or
+              not isinstance(value, Sequence) or len(value) != size):
+            raise ArgumentTypeError(f"input {name} is a vector of {size} ints (a list or "
+                                    f"tuple, as define_vector({size}) declared it); got "
+                                    f"{value!r}")
+        else:
+            flat.extend(value)
+        first += size
+    return flat
 
-    def _arguments(self, inputs: Sequence[Any]) -> tuple[list, bool, Optional[int], Optional[str]]:
-        arguments: list = []
-        on_device, stream = False, None
-        torch_input: Optional[tuple[str, str]] = None  # (name, device) of the first torch tensor
-        for value, facts in zip(self._flat_inputs(inputs), self._inputs):
-            is_tensor = facts["is_tensor"]
-            if is_tensor and type(value) is np.ndarray and value.dtype in _BUFFER_TYPES:
-                arguments.append(value)  # the C++ side reads and checks it (fast path)
-                continue
-            name, dtype = facts["name"], from_short_name(facts["dtype"])
-            if not is_tensor:
-                arguments.append(scalar_argument(value, name, dtype))
-                continue
-            view = array_view(value, name)
-            if view.dtype is not dtype:
-                raise Error(f"input '{name}' is {dtype!r}; the array is {view.dtype!r}")
-            if len(view.shape) == len(facts["shape"]):
-                check_layout(view, name, facts["stride_order"], facts["contiguity"])
-            if facts["written"] and view.read_only:
-                raise Error(f"input '{name}' is updated in place (add_output alias / copy_) "
-                            "but the array is read-only")
-            if view.torch_device is not None:
-                if torch_input is None:
-                    torch_input = (name, view.torch_device)
-                elif view.torch_device != torch_input[1]:
-                    raise Error(f"input '{name}' is on {view.torch_device} but input "
-                                f"'{torch_input[0]}' is on {torch_input[1]}; the tensors of "
-                                "one run must be on one device")
-            if view.on_device:
-                on_device = True
-                stream = view.stream if stream is None else stream
-            arguments.append(view.argument())
-        return arguments, on_device, stream, None if torch_input is None else torch_input[1]
+
+def _arguments(defined: DefinedFusion,
+               inputs: Sequence[Any]) -> tuple[list, bool, Optional[int], Optional[str]]:
+    """The extension's arguments for `inputs`, checked against the fusion's inputs; whether
+    any is on the device, the first device array's stream, and the torch device."""
+    arguments: list = []
+    on_device, stream = False, None
+    torch_input: Optional[tuple[str, str]] = None  # (name, device) of the first torch tensor
+    for value, facts in zip(_flat_inputs(defined, inputs), defined.inputs):
+        is_tensor = facts["is_tensor"]
+        if is_tensor and type(value) is np.ndarray and value.dtype in _BUFFER_TYPES:
+            arguments.append(value)  # the C++ side reads and checks it (fast path)
+            continue
+        name, dtype = facts["name"], from_short_name(facts["dtype"])
+        if not is_tensor:
+            arguments.append(scalar_argument(value, name, dtype))
+            continue
+        view = array_view(value, name)
+        if view.dtype is not dtype:
+            raise Error(f"input '{name}' is {dtype!r}; the array is {view.dtype!r}")
+        if len(view.shape) == len(facts["shape"]):
+            check_layout(view, name, facts["stride_order"], facts["contiguity"])
+        if facts["written"] and view.read_only:
+            raise Error(f"input '{name}' is updated in place (add_output alias / copy_) "
+                        "but the array is read-only")
+        if view.torch_device is not None:
+            if torch_input is None:
+                torch_input = (name, view.torch_device)
+            elif view.torch_device != torch_input[1]:
+                raise Error(f"input '{name}' is on {view.torch_device} but input "
+                            f"'{torch_input[0]}' is on {torch_input[1]}; the tensors of "
+                            "one run must be on one device")
+        if view.on_device:
+            on_device = True
+            stream = view.stream if stream is None else stream
+        arguments.append(view.argument())
+    return arguments, on_device, stream, None if torch_input is None else torch_input[1]
 
 
 class PreparedExecution:
     """A step prepared by FusionDefinition.prepare(): call it to run one step."""
 
-    def __init__(self, fd: FusionDefinition, prepared: Any, inputs: list,
+    def __init__(self, runner: Runner, prepared: Any, inputs: list,
                  torch_device: Optional[str] = None, ran: bool = True) -> None:
-        self._fd = fd
+        self._runner = runner
         self._prepared = prepared
         self._inputs = inputs  # keeps the arrays (and so their memory) alive
         self._torch_device = torch_device
@@ -274,5 +317,5 @@ class PreparedExecution:
 
     def __call__(self) -> list[Any]:
         """Runs one step on the prepared inputs; returns the plain outputs."""
-        return self._fd._outputs_for(self._prepared.launch(), False, self._torch_device,
-                                     self._inputs, self._ran)
+        return self._runner.outputs_for(self._prepared.launch(), False, self._torch_device,
+                                        self._inputs, self._ran)

@@ -3,6 +3,11 @@
 
 ``out=`` follows torch: the array passed as `out` is updated in place (a copy_ landing when
 the fusion ends) and later reads of that proxy in the traced function see the new value.
+
+torch's own functions on traced values (``__torch_function__``) run here too:
+``torch.maximum(a, b)`` on proxies runs ``widefuse.maximum(a, b)``, and
+``torch.Tensor.add(a, b)`` the proxy's own method, so optimizer code written against torch
+traces unchanged.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ._widefuse import Error
-from .values import Tensor, Value, _scaled, checked_arguments
+from .values import (Tensor, UnsupportedOperationError, Value, checked_arguments, scaled,
+                     set_torch_dispatch)
 
 
 def _checked(function: Any) -> Any:
@@ -94,16 +100,14 @@ isfinite = _unary("isfinite")
 def add(input: Any, other: Any, *, alpha: Any = 1, out: Optional[Tensor] = None) -> Value:
     """input + alpha * other (torch.add)."""
     fd = _definition_of("add", input, other)
-    scaled = _scaled(other, alpha)
-    return _with_out(fd.apply_op("add", (input, scaled)), out, "add")
+    return _with_out(fd.apply_op("add", (input, scaled(other, alpha))), out, "add")
 
 
 @_checked
 def sub(input: Any, other: Any, *, alpha: Any = 1, out: Optional[Tensor] = None) -> Value:
     """input - alpha * other (torch.sub)."""
     fd = _definition_of("sub", input, other)
-    scaled = _scaled(other, alpha)
-    return _with_out(fd.apply_op("sub", (input, scaled)), out, "sub")
+    return _with_out(fd.apply_op("sub", (input, scaled(other, alpha))), out, "sub")
 
 
 @_checked
@@ -135,7 +139,7 @@ def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1,
             out: Optional[Tensor] = None) -> Value:
     """input + value * tensor1 * tensor2 (torch.addcmul)."""
     _definition_of("addcmul", input, tensor1, tensor2)
-    return _with_out(input + _scaled(tensor1, value) * tensor2, out,
+    return _with_out(input + scaled(tensor1, value) * tensor2, out,
                      "addcmul")
 
 
@@ -144,7 +148,7 @@ def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1,
             out: Optional[Tensor] = None) -> Value:
     """input + value * tensor1 / tensor2 (torch.addcdiv)."""
     _definition_of("addcdiv", input, tensor1, tensor2)
-    return _with_out(input + _scaled(tensor1, value) / tensor2, out,
+    return _with_out(input + scaled(tensor1, value) / tensor2, out,
                      "addcdiv")
 
 
@@ -162,3 +166,31 @@ real = _unary("real")
 imag = _unary("imag")
 # torch.complex(real, imag): f32 or f64 parts of one dtype.
 complex = _binary("complex")  # shadows the builtin here, as abs and pow do
+
+
+# torch names whose widefuse function has another name.
+_RENAMED = {"true_divide": "div", "multiply": "mul", "subtract": "sub", "clip": "clamp"}
+
+
+def torch_dispatch(func: Any, args: Any, kwargs: dict) -> Any:
+    """Runs the widefuse equivalent of torch function or method `func` (a value's
+    ``__torch_function__``)."""
+    name = getattr(func, "__name__", repr(func))
+    name = _RENAMED.get(name, name)
+    qualified = getattr(func, "__qualname__", "") or ""
+    is_method = qualified.startswith(("Tensor.", "TensorBase.")) or (
+        getattr(func, "__objclass__", None) is not None)
+    if not is_method:
+        function = globals().get(name)
+        if function is not None and callable(function):
+            return function(*args, **kwargs)
+    if args and isinstance(args[0], Tensor):
+        method = getattr(type(args[0]), name, None)
+        if method is not None and callable(method):
+            return method(*args, **kwargs)
+    raise UnsupportedOperationError(
+        f"torch.{'Tensor.' if is_method else ''}{name} is not supported on traced values "
+        "(pointwise ops only; see docs/python.md for the list)")
+
+
+set_torch_dispatch(torch_dispatch)

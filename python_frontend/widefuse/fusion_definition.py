@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -20,12 +21,13 @@ from ._widefuse import Error
 from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_arguments,
                      not_an_extent)
 from .arguments import layout_of
-from .data_type import DataType, data_type_of
+from .data_type import DataType, data_type_of, from_torch
 from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
                            tensor_shape, tensor_stride_order)
-from .execution import Execution, PreparedExecution  # noqa: F401 (re-exported)
+from .execution import DefinedFusion, PreparedExecution, Runner
 from .operators import Operators
 from .values import Scalar, Tensor, Value, Vector, depends_of, handle, input_handle, rebind
+
 
 def _python_number(value: Any) -> Any:
     """Python numbers and NumPy scalars as Python numbers; anything else unchanged."""
@@ -52,27 +54,27 @@ def _descriptor(sizes: Any, strides: Any,
     return shape, stride_order, contiguity
 
 
-class FusionDefinition(Execution):
+class FusionDefinition:
     """Builds one fusion with nvFuser's Python API, then runs it with execute().
 
     Use it as a context manager: the definition is verified and frozen when the ``with``
-    block ends. ``repr(fd)`` is nvFuser's printout of the definition (run it, then call its
-    function on a new FusionDefinition, to rebuild the fusion).
+    block ends (a DefinedFusion, which a Runner executes). ``repr(fd)`` is nvFuser's printout
+    of the definition (run it, then call its function on a new FusionDefinition, to rebuild
+    the fusion).
     """
 
     def __init__(self, name: str = "fusion") -> None:
         self._name = name
         self._builder: Optional[Any] = _widefuse._Definition(name)
         self._builder_empty = True  # nothing defined yet (a subclass's definition() may run)
-        self._fusion: Optional[Any] = None
-        self._inputs: list[dict] = []
+        # From finalize() on: the defined fusion and what runs it.
+        self._defined: Optional[DefinedFusion] = None
+        self._runner: Optional[Runner] = None
         # execute()'s inputs: how many fusion inputs each one is (a define_vector(n) is n Int
         # scalars given as one list), and the vectors as (first fusion input, n) for repr().
-        self._slots: list[int] = []
+        self._input_arity: list[int] = []
         self._vectors: list[tuple[int, int]] = []
         self._vector_names: dict[int, str] = {}  # by first fusion input
-        self._executors: dict[tuple, Any] = {}
-        self._last_executor: Optional[Any] = None
         # The tensor inputs' handles by id (held, so that no other handle gets their id).
         self._tensor_inputs: dict[int, Any] = {}
         self._in_place: dict[int, Tensor] = {}  # tensor inputs written in place, by handle id
@@ -83,15 +85,12 @@ class FusionDefinition(Execution):
         # in-place update i.
         self._calls: list[tuple] = []
         self._output_layouts: dict[int, Optional[list[int]]] = {}  # stride order by handle id
+        # The handles fd.ops.stride_order made, by id (held, so that no other gets their id),
+        # and the stride order of their plain outputs.
+        self._laid_out: dict[int, tuple[Tensor, list[int]]] = {}
         # The in-place updates the builder holds, in its order: (source handle, or None for a
         # number, destination input handle).
         self._writes: list[tuple[Any, Any]] = []
-        # From finalize() on: where each plain add_output's array comes from, ("output", i)
-        # for the fusion's plain output i or ("input", k) for execute()'s input k (an output
-        # aliased to that input: see _aliased_inputs).
-        self._output_slots: list[tuple[str, int]] = []
-        # add_output(stride_order=...): the stride order of fusion output i, if any.
-        self._output_orders: dict[int, list[int]] = {}
         self.ops = Operators(self)
 
     # Building
@@ -103,22 +102,29 @@ class FusionDefinition(Execution):
             self.finalize()
         return False
 
-    def finalize(self) -> None:
-        """Verifies the definition and freezes it (the end of the ``with`` block does this)."""
+    def finalize(self) -> DefinedFusion:
+        """Verifies the definition and freezes it (the end of the ``with`` block does this);
+        returns the defined fusion."""
         builder = self._live()
         for tensor in self._in_place.values():  # in-place writes land when the fusion ends
             if handle(tensor) is not input_handle(tensor):
                 builder.copy_(handle(tensor), input_handle(tensor))
                 self._writes.append((handle(tensor), input_handle(tensor)))
         self._in_place.clear()
-        self._add_plain_outputs(builder)
-        self._fusion = builder.finalize()
+        sources, orders = self._add_plain_outputs(builder)
+        self._defined = DefinedFusion(builder.finalize(), tuple(self._input_arity),
+                                      MappingProxyType(dict(self._vector_names)), sources,
+                                      MappingProxyType(orders))
+        self._runner = Runner(self._defined)
         self._builder = None
-        self._inputs = self._fusion.inputs()
+        return self._defined
 
-    def _add_plain_outputs(self, builder: Any) -> None:
+    def _add_plain_outputs(self, builder: Any) -> tuple[tuple, dict[int, list[int]]]:
         """Adds the plain outputs to the fusion, each value once, except those that return an
-        input's array (see _aliased_inputs), which the kernels then need not write."""
+        input's array (see _aliased_inputs), which the kernels then need not write. Returns
+        DefinedFusion's output_sources and output_orders."""
+        sources: list[tuple[str, int]] = []
+        orders: dict[int, list[int]] = {}
         indices: dict[int, int] = {}  # fusion output index by handle id
         aliases = self._aliased_inputs()
         for call in self._calls:
@@ -127,15 +133,16 @@ class FusionDefinition(Execution):
             _, value, order = call
             position = None if order is not None else aliases.get(id(value))
             if position is not None:
-                self._output_slots.append(("input", position))
+                sources.append(("input", position))
                 continue
             index = indices.get(id(value))
             if index is None:
                 builder.add_output(value)
                 index = indices[id(value)] = len(indices)
                 if order is not None:
-                    self._output_orders[index] = order
-            self._output_slots.append(("output", index))
+                    orders[index] = order
+            sources.append(("output", index))
+        return tuple(sources), orders
 
     def _aliased_inputs(self) -> dict[int, int]:
         """By handle id, the values whose plain output returns an input's array, as nvFuser
@@ -187,8 +194,8 @@ class FusionDefinition(Execution):
         value = self._live().define_tensor(shape, data_type_of(dtype, "define_tensor").value,
                                            order, contiguity)
         self._tensor_inputs[id(value)] = value
-        self._input_positions[id(value)] = len(self._slots)
-        self._slots.append(1)
+        self._input_positions[id(value)] = len(self._input_arity)
+        self._input_arity.append(1)
         return Tensor(self, value)
 
     def from_pytorch(self, tensor: Any, static_sizes: bool = False) -> Tensor:
@@ -196,7 +203,7 @@ class FusionDefinition(Execution):
         from_pytorch; CPU tensors are welcome, widefuse runs on the host too)."""
         if not torch_tensors.is_tensor(tensor):
             raise ArgumentTypeError(f"from_pytorch takes a torch.Tensor, got {type(tensor).__name__}")
-        dtype = torch_tensors.data_type_of_tensor(tensor.dtype)
+        dtype = from_torch(tensor.dtype)
         if dtype is None:
             raise Error(f"from_pytorch: widefuse has no data type for {tensor.dtype}")
         return self.define_tensor(sizes=tuple(tensor.shape), strides=tuple(tensor.stride()),
@@ -218,7 +225,7 @@ class FusionDefinition(Execution):
                             f"(define_tensor(shape=[], dtype={data_type!r})) or define a "
                             "constant (define_scalar(3+0.5j))")
             scalar = Scalar(self, self._live().define_scalar(data_type.value))
-            self._slots.append(1)
+            self._input_arity.append(1)
             return scalar
         number, data_type = constant_value(value, dtype)
         if data_type.is_complex:
@@ -243,9 +250,9 @@ class FusionDefinition(Execution):
             name = builder.name_vector()
             entries = [Scalar(self, builder.define_scalar(DataType.Int.value))
                        for _ in range(int(values))]
-            self._vectors.append((sum(self._slots), int(values)))
-            self._vector_names[sum(self._slots)] = name
-            self._slots.append(int(values))
+            self._vectors.append((sum(self._input_arity), int(values)))
+            self._vector_names[sum(self._input_arity)] = name
+            self._input_arity.append(int(values))
             return Vector(entries, name)
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
             raise ArgumentTypeError(f"define_vector takes a size or a list of ints and Int "
@@ -334,7 +341,7 @@ class FusionDefinition(Execution):
         array, holding the update, whether it is added before or after the update.
         `stride_order` (nvFuser's; the rank of each dimension's stride, rank-1 outermost)
         returns the output laid out that way, as ``torch.empty(...).permute(...)`` would be
-        (values identical)."""
+        (values identical); a tensor from ``fd.ops.stride_order`` brings its own."""
         if alias_input is not None:
             if stride_order is not None:
                 raise ArgumentValueError("add_output: alias_input= and stride_order= exclude "
@@ -350,6 +357,8 @@ class FusionDefinition(Execution):
             raise Error(f"add_output: output '{output.name}' is a scalar; outputs must be "
                         "tensors (give a 0-d tensor)")
         order = None
+        if stride_order is None and id(output) in self._laid_out:
+            stride_order = self._laid_out[id(output)][1]
         if stride_order is not None:
             order = tensor_stride_order(stride_order, output.ndim, "add_output")
             if order == list(range(output.ndim - 1, -1, -1)):
@@ -360,6 +369,21 @@ class FusionDefinition(Execution):
             raise ArgumentValueError(f"add_output: '{output.name}' is already an output with "
                                      f"stride_order {layout}; one value has one output layout")
         self._calls.append(("output", value, order))
+
+    def laid_out(self, tensor: Tensor, stride_order: Sequence[int]) -> Tensor:
+        """`tensor` as a handle whose plain output comes back laid out in `stride_order` (the
+        rank of each dimension's stride, as add_output's); ``fd.ops.stride_order``, the
+        direct API's spelling of ``add_output(t, stride_order=...)``. The values are the
+        same: in ops the handle is `tensor`."""
+        self._operand(tensor, "fd.ops.stride_order")
+        if not isinstance(tensor, Tensor):
+            raise ArgumentTypeError(f"fd.ops.stride_order takes a Tensor, got "
+                                    f"{type(tensor).__name__}")
+        order = tensor_stride_order(stride_order, tensor.ndim, "fd.ops.stride_order")
+        self._live()
+        laid = Tensor(self, handle(tensor), depends_of((tensor,)))
+        self._laid_out[id(laid)] = (laid, order)
+        return laid
 
     def copy_(self, source: Any, destination: Tensor) -> None:
         """In-place update (torch's copy_): the tensor input `destination` receives `source`
@@ -389,19 +413,42 @@ class FusionDefinition(Execution):
         definition, so ops defined there raise as they do in nvFuser (nvFuser's scheduling
         API, ``fd.sched``, does not exist here)."""
 
-    # Inspecting
-    def _finished(self, what: str) -> Any:
-        if self._fusion is None and self._builder is not None and self._builder_empty:
+    # Running: the Runner of the defined fusion
+    def execute(self, inputs: Sequence[Any], **options: Any) -> list[Any]:
+        """Runs the fusion on `inputs` and returns the plain outputs (Runner.execute: the
+        options, and where each kind of array runs)."""
+        return self._running("execute()").execute(inputs, **options)
+
+    def validate(self, inputs: Sequence[Any], reference_outputs: Sequence[Any],
+                 **options: Any) -> None:
+        """Runs the fusion and raises AssertionError unless each output matches its reference
+        (Runner.validate)."""
+        self._running("validate()").validate(inputs, reference_outputs, **options)
+
+    def prepare(self, inputs: Sequence[Any], **options: Any) -> PreparedExecution:
+        """Checks, compiles and binds once; each call of the result runs one step on the same
+        arrays (Runner.prepare)."""
+        return self._running("prepare()").prepare(inputs, **options)
+
+    def _running(self, what: str) -> Runner:
+        self._finished(what)
+        return self._runner
+
+    def _finished(self, what: str) -> DefinedFusion:
+        """The defined fusion; a subclass's definition() (nvFuser's legacy style) runs here,
+        the first time."""
+        if self._defined is None and self._builder is not None and self._builder_empty:
             if type(self).definition is FusionDefinition.definition:
                 self.definition()  # nothing was defined: NotImplementedError, as in nvFuser
             with self:
                 self.definition()
             if type(self).schedule is not FusionDefinition.schedule:
                 self.schedule()
-        if self._fusion is None:
+        if self._defined is None:
             raise Error(f"{what} needs a finished definition: call it after the `with` block")
-        return self._fusion
+        return self._defined
 
+    # Inspecting
     @property
     def name(self) -> str:
         """The fusion's name (kernels and the text form are named after it; repr(fd), like
@@ -409,14 +456,22 @@ class FusionDefinition(Execution):
         return self._name
 
     def __repr__(self) -> str:
-        source = self._fusion if self._fusion is not None else self._builder
+        """nvfuser_direct's printout of the definition: ``printout(api="direct")``."""
+        return self.printout()
+
+    def printout(self, api: str = "direct") -> str:
+        """The definition as nvFuser's printer for `api` writes it: "direct" (nvfuser_direct:
+        ``def nvfuser_fusion(fd : FusionDefinition) -> None :``, values tv0, c1, ...) or
+        "legacy" (the nvfuser module: a blank line, ``def nvfuser_fusion_id0(...)``, values
+        T0, S1, ...). Either runs on that API and on widefuse, and rebuilds this fusion."""
+        source = self._defined.fusion if self._defined is not None else self._builder
         calls = [(call[1], call[2] or [], -1) if call[0] == "output" else (None, [], call[1])
                  for call in self._calls]
-        return source.python(calls, self._vectors)
+        return source.python(calls, self._vectors, api)
 
     def to_text(self) -> str:
         """The fusion in widefuse's text form (what `widefuse check` prints)."""
-        source = self._fusion if self._fusion is not None else self._live()
+        source = self._defined.fusion if self._defined is not None else self._live()
         return source.text()
 
     @classmethod
@@ -424,10 +479,11 @@ class FusionDefinition(Execution):
         """A finished definition parsed from the text form; errors name line and column."""
         fd = cls()
         fd._builder = None
-        fd._fusion = _widefuse._Fusion.from_text(text, name)
-        fd._name = fd._fusion.name
-        fd._inputs = fd._fusion.inputs()
-        fd._slots = [1] * len(fd._inputs)
+        fusion = _widefuse._Fusion.from_text(text, name)
+        fd._name = fusion.name
+        fd._input_arity = [1] * len(fusion.inputs())
+        fd._defined = DefinedFusion(fusion, tuple(fd._input_arity))
+        fd._runner = Runner(fd._defined)
         return fd
 
     def fusion_ir(self) -> str:
@@ -437,13 +493,13 @@ class FusionDefinition(Execution):
 
     def segments(self, mode: str = "auto") -> str:
         """The segmenter's report: components, signature classes and kernels per mode."""
-        return self._finished("segments()").segments(mode)
+        return self._finished("segments()").fusion.segments(mode)
 
     def last_kernels(self) -> list[dict]:
         """The kernels of the last execute(): name, launches per run and CUDA source."""
-        if self._last_executor is None:
+        if self._runner is None:
             raise Error("last_kernels(): execute() has not run yet")
-        return self._last_executor.last_kernels()
+        return self._runner.last_kernels()
 
     def last_cuda_code(self) -> str:
         """The CUDA source of the kernels the last execute() ran."""

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from . import _widefuse
 from ._widefuse import Error
 from .errors import ArgumentTypeError, DimensionIndexError, out_of_boundary
 from .data_type import data_type_of
-from .values import Scalar, Tensor, UnsupportedOperationError, Value, Vector
-
-if TYPE_CHECKING:
-    from .fusion_definition import FusionDefinition
+from .values import Builder, Scalar, Tensor, UnsupportedOperationError, Value, Vector
 
 # nvFuser's names for ops whose IR name differs.
 NVFUSER_NAMES = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
 _ATTRIBUTE_OPS = ("cast", "bitcast", "broadcast_in_dim", "size")
 # nvFuser ops written here on top of the IR's ops.
-_COMPOSITE_OPS = ("addcmul", "broadcast", "segment_set")
+_COMPOSITE_OPS = ("addcmul", "broadcast", "segment_set", "stride_order")
 
 
 def _static_extents(shape: Any, op: str) -> list[int]:
@@ -61,7 +58,7 @@ class Operators:
     Arguments are values of the definition or Python numbers (untyped literals).
     """
 
-    def __init__(self, fd: FusionDefinition) -> None:
+    def __init__(self, fd: Builder) -> None:
         self._fd = fd
 
     def cast(self, x: Any, dtype: Any) -> Value:
@@ -126,6 +123,11 @@ class Operators:
         kernels by itself, so here it is `set`)."""
         return self._fd.apply_op("set", (x,))
 
+    def stride_order(self, x: Any, stride_order: Sequence[int]) -> Tensor:
+        """`x`, whose plain output comes back laid out in `stride_order` (nvfuser_direct's
+        op; the legacy API wrote ``add_output(x, stride_order=...)``)."""
+        return self._fd.laid_out(x, stride_order)
+
     def addcmul(self, a: Any, b: Any, c: Any, value: Any) -> Value:
         """a + b * (c * value), as nvFuser composes it."""
         scaled = self._fd.apply_op("mul", (c, value))
@@ -152,7 +154,7 @@ class Operators:
 
 
 def _op_function(op: str, arity: int) -> Callable[..., Value]:
-    def apply(fd: FusionDefinition, *operands: Any) -> Value:
+    def apply(fd: Builder, *operands: Any) -> Value:
         if len(operands) != arity:
             raise ArgumentTypeError(f"fd.ops.{NVFUSER_NAMES.get(op, op)} takes {arity} argument"
                         f"{'s' if arity != 1 else ''}, got {len(operands)}")

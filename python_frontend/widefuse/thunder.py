@@ -38,7 +38,7 @@ except ImportError as error:  # pragma: no cover - exercised only without Thunde
 from ._widefuse import Error
 from .arguments import layout_of
 from .fusion_definition import FusionDefinition
-from .torch_tensors import data_type_of_tensor
+from .data_type import from_torch as data_type_of_tensor
 from .values import Tensor, Value
 
 # Thunder prims and the widefuse ops they become.

@@ -14,9 +14,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ._widefuse import Error
-from .data_type import DataType
-
-_data_types: Optional[dict] = None  # torch.dtype -> DataType, built on first use
+from .data_type import DataType, from_torch
 
 
 def loaded_torch() -> Any:
@@ -28,32 +26,6 @@ def is_tensor(value: Any) -> bool:
     """True for a torch.Tensor (and subclasses such as nn.Parameter)."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
-
-
-def data_type_of_tensor(dtype: Any) -> Optional[DataType]:
-    """The DataType of a torch dtype, or None for one widefuse lacks (complex32, the fnuz fp8
-    types, float4, ...)."""
-    global _data_types
-    if _data_types is None:
-        torch = loaded_torch()
-        _data_types = {
-            torch.bool: DataType.Bool, torch.int8: DataType.Int8, torch.int16: DataType.Int16,
-            torch.int32: DataType.Int32, torch.int64: DataType.Int, torch.uint8: DataType.UInt8,
-            torch.uint16: DataType.UInt16, torch.uint32: DataType.UInt32,
-            torch.float16: DataType.Half, torch.bfloat16: DataType.BFloat16,
-            torch.float32: DataType.Float, torch.float64: DataType.Double,
-            torch.float8_e4m3fn: DataType.Float8_e4m3fn, torch.float8_e5m2: DataType.Float8_e5m2,
-            torch.complex64: DataType.ComplexFloat, torch.complex128: DataType.ComplexDouble,
-        }
-        if hasattr(torch, "float8_e8m0fnu"):  # torch 2.7 and later
-            _data_types[torch.float8_e8m0fnu] = DataType.Float8_e8m0fnu
-    return _data_types.get(dtype)
-
-
-def torch_dtype(data_type: DataType) -> Any:
-    """The torch dtype of a DataType."""
-    data_type_of_tensor(None)  # builds the table
-    return next(t for t, d in _data_types.items() if d is data_type)
 
 
 def check_tensor(tensor: Any, name: str, allow_grad: bool = False) -> DataType:
@@ -86,7 +58,7 @@ def check_tensor(tensor: Any, name: str, allow_grad: bool = False) -> DataType:
     if tensor.requires_grad and not allow_grad and torch.is_grad_enabled():
         raise Error(f"{what} requires grad: widefuse does not record autograd, so it runs on "
                     "such tensors only under torch.no_grad() (or pass tensor.detach())")
-    data_type = data_type_of_tensor(tensor.dtype)
+    data_type = from_torch(tensor.dtype)
     if data_type is None:
         raise Error(f"{what}: torch dtype {tensor.dtype} is not supported by widefuse")
     return data_type
@@ -111,7 +83,7 @@ def host_outputs(raw: Sequence[np.ndarray], data_types: Sequence[DataType]) -> l
     outputs = []
     for array, data_type in zip(raw, data_types):
         tensor = torch.from_numpy(array)
-        target = torch_dtype(data_type)
+        target = data_type.torch
         outputs.append(tensor if tensor.dtype is target else tensor.view(target))
     return outputs
 

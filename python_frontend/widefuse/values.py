@@ -4,20 +4,40 @@ They support Python's operators and the torch-style methods optimizer code calls
 (``x.sqrt()``, ``x.add(y, alpha=a)``, ``x.addcdiv(a, b, value=v)``, ...), so the same objects
 serve a hand-written definition and the tracer's proxies. Python numbers mixed in stay
 untyped literals and promote as torch promotes Python scalars.
+
+A value builds through its definition's ``Builder`` (the protocol below, which
+FusionDefinition implements); this module knows nothing else of the definition. Most methods
+and operators are one op each and are generated from the name tables below.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Optional, Protocol, Sequence
 
 from ._widefuse import Error
 from .data_type import DataType, data_type_of, from_short_name
-from .errors import DimensionIndexError, out_of_boundary
+from .errors import DimensionIndexError, SpecializationRequest, out_of_boundary
 
-if TYPE_CHECKING:
-    from .fusion_definition import FusionDefinition
+
+class Builder(Protocol):
+    """The definition values belong to, as values, ``fd.ops`` and widefuse's functions use
+    it (FusionDefinition is the one implementation)."""
+
+    def apply_op(self, op: str, operands: Sequence[Any], dtype: Optional[DataType] = None,
+                 shape: Sequence[Any] = (), broadcast_dims: Sequence[int] = (),
+                 dim: int = 0) -> Value:
+        """Adds IR op `op` of `operands` (values of this definition or Python numbers)."""
+
+    def assign_in_place(self, tensor: Tensor, value: Any) -> None:
+        """Makes later reads of `tensor` see `value`; a tensor input receives it at the end."""
+
+    def copy_(self, source: Any, destination: Tensor) -> None:
+        """The tensor input `destination` receives `source` when the fusion ends."""
+
+    def laid_out(self, tensor: Tensor, stride_order: Sequence[int]) -> Tensor:
+        """`tensor`, whose plain output comes back laid out in `stride_order`."""
 
 
 class UnsupportedOperationError(Error, AttributeError):
@@ -27,16 +47,15 @@ class UnsupportedOperationError(Error, AttributeError):
     """
 
 
-class SpecializationRequest(Error):
-    """Python control flow (``if weight_decay != 0:``) on a scalar computed only from runtime
-    scalars that may be specialized, such as an optimizer's hyperparameters: whoever defined
-    them catches this and traces again with `names` as constants."""
+# torch's functions on traced values (``__torch_function__``). functions.py, which holds
+# widefuse's torch-style functions and is built on this module, installs the dispatcher.
+_torch_dispatch: Optional[Callable[[Any, Any, dict], Any]] = None
 
-    def __init__(self, value: Value, names: frozenset) -> None:
-        super().__init__(
-            f"the value of '{value.name}' depends on the runtime scalar(s) "
-            f"{', '.join(sorted(names))}, which are only known when the fusion runs")
-        self.names = names
+
+def set_torch_dispatch(dispatch: Callable[[Any, Any, dict], Any]) -> None:
+    """Installs `dispatch(func, args, kwargs)`, which runs torch function `func` on values."""
+    global _torch_dispatch
+    _torch_dispatch = dispatch
 
 
 class Value:
@@ -44,7 +63,7 @@ class Value:
 
     __slots__ = ("_fd", "_value", "_input", "_depends")
 
-    def __init__(self, fd: FusionDefinition, value: Any, depends: frozenset = frozenset()) -> None:
+    def __init__(self, fd: Builder, value: Any, depends: frozenset = frozenset()) -> None:
         self._fd = fd
         self._value = value
         # The fusion input this handle stands for, kept when `out=` rebinds `_value`.
@@ -54,7 +73,7 @@ class Value:
         self._depends = depends
 
     @property
-    def definition(self) -> FusionDefinition:
+    def definition(self) -> Builder:
         """The FusionDefinition the value belongs to."""
         return self._fd
 
@@ -70,45 +89,8 @@ class Value:
     def _apply(self, op: str, *operands: Any, **attributes: Any) -> Value:
         return self._fd.apply_op(op, operands, **attributes)
 
-    # Python operators
-    def __add__(self, other: Any) -> Value:
-        return self._apply("add", self, other)
-
-    def __radd__(self, other: Any) -> Value:
-        return self._apply("add", other, self)
-
-    def __sub__(self, other: Any) -> Value:
-        return self._apply("sub", self, other)
-
-    def __rsub__(self, other: Any) -> Value:
-        return self._apply("sub", other, self)
-
-    def __mul__(self, other: Any) -> Value:
-        return self._apply("mul", self, other)
-
-    def __rmul__(self, other: Any) -> Value:
-        return self._apply("mul", other, self)
-
-    def __truediv__(self, other: Any) -> Value:
-        return self._apply("truediv", self, other)
-
-    def __rtruediv__(self, other: Any) -> Value:
-        return self._apply("truediv", other, self)
-
-    def __pow__(self, other: Any) -> Value:
-        return self._apply("pow", self, other)
-
-    def __rpow__(self, other: Any) -> Value:
-        return self._apply("pow", other, self)
-
-    def __neg__(self) -> Value:
-        return self._apply("neg", self)
-
     def __pos__(self) -> Value:
         return self
-
-    def __abs__(self) -> Value:
-        return self._apply("abs", self)
 
     def __invert__(self) -> Value:
         return self._apply("logical_not" if self.dtype is DataType.Bool else "bitwise_not", self)
@@ -135,37 +117,7 @@ class Value:
     def __rxor__(self, other: Any) -> Value:
         return self._bitwise("xor", other, self)
 
-    def __lshift__(self, other: Any) -> Value:
-        return self._apply("shift_left", self, other)
-
-    def __rshift__(self, other: Any) -> Value:
-        return self._apply("shift_right", self, other)
-
-    def __rlshift__(self, other: Any) -> Value:
-        return self._apply("shift_left", other, self)
-
-    def __rrshift__(self, other: Any) -> Value:
-        return self._apply("shift_right", other, self)
-
-    # Comparisons build ops; handles stay hashable by identity.
-    def __eq__(self, other: Any) -> Value:  # type: ignore[override]
-        return self._apply("eq", self, other)
-
-    def __ne__(self, other: Any) -> Value:  # type: ignore[override]
-        return self._apply("ne", self, other)
-
-    def __lt__(self, other: Any) -> Value:
-        return self._apply("lt", self, other)
-
-    def __le__(self, other: Any) -> Value:
-        return self._apply("le", self, other)
-
-    def __gt__(self, other: Any) -> Value:
-        return self._apply("gt", self, other)
-
-    def __ge__(self, other: Any) -> Value:
-        return self._apply("ge", self, other)
-
+    # Comparisons build ops (generated below); handles stay hashable by identity.
     __hash__ = object.__hash__
     # NumPy scalars on the left defer to our reflected operators instead of making arrays.
     __array_ufunc__ = None
@@ -174,8 +126,9 @@ class Value:
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         """torch's functions on traced values (``torch.maximum(a, b)``, ``torch.sqrt(x)``):
         the widefuse function of the same name, so torch-style optimizer code traces as is."""
-        from .torch_functions import dispatch  # imported late: it imports widefuse.functions
-        return dispatch(func, args, kwargs or {})
+        if _torch_dispatch is None:
+            raise Error("torch functions on traced values need widefuse.functions imported")
+        return _torch_dispatch(func, args, kwargs or {})
 
     def __mod__(self, other: Any) -> Value:
         raise UnsupportedOperationError(
@@ -210,6 +163,43 @@ class Value:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, dtype={self.dtype!r})"
+
+
+# Python's operators of one IR op each: __<name>__ (and __r<name>__ for the reflected
+# form, operands swapped) by the op.
+_BINARY_OPERATORS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "truediv",
+                     "pow": "pow", "lshift": "shift_left", "rshift": "shift_right"}
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")  # no reflected form: Python swaps them
+_UNARY_OPERATORS = {"neg": "neg", "abs": "abs"}
+
+
+def _binary_operator(op: str, reflected: bool) -> Callable[..., Value]:
+    def operator(self, other: Any) -> Value:
+        return self._apply(op, other, self) if reflected else self._apply(op, self, other)
+
+    return operator
+
+
+def _unary_operator(op: str) -> Callable[..., Value]:
+    def operator(self) -> Value:
+        return self._apply(op, self)
+
+    return operator
+
+
+def _install_operators(cls: type) -> None:
+    operators = {f"__{name}__": _binary_operator(op, False)
+                 for name, op in _BINARY_OPERATORS.items()}
+    operators.update((f"__r{name}__", _binary_operator(op, True))
+                     for name, op in _BINARY_OPERATORS.items())
+    operators.update((f"__{name}__", _binary_operator(name, False)) for name in _COMPARISONS)
+    operators.update((f"__{name}__", _unary_operator(op)) for name, op in _UNARY_OPERATORS.items())
+    for name, operator in operators.items():
+        operator.__name__, operator.__qualname__ = name, f"{cls.__name__}.{name}"
+        setattr(cls, name, operator)
+
+
+_install_operators(Value)
 
 
 class Scalar(Value):
@@ -248,14 +238,6 @@ def checked_arguments(function: Callable[..., Any], display_name: str) -> Callab
     return checked
 
 
-def _checked_methods(cls: type) -> type:
-    """Wraps every public method of `cls` with checked_arguments (see there)."""
-    for name, method in list(vars(cls).items()):
-        if not name.startswith("_") and inspect.isfunction(method):
-            setattr(cls, name, checked_arguments(method, f"{cls.__name__}.{name}"))
-    return cls
-
-
 class TensorShape(tuple):
     """A Tensor's shape both ways: a tuple of static extents (-1 where symbolic), as torch's
     ``shape`` property; called (``t.shape()``), nvFuser's vector of extent Scalars (a Vector,
@@ -270,9 +252,13 @@ class TensorShape(tuple):
         return Vector(self._tensor.size(d) for d in range(len(self)))
 
 
-@_checked_methods
 class Tensor(Value):
-    """A tensor of a fusion; in a traced function, the proxy for an array argument."""
+    """A tensor of a fusion; in a traced function, the proxy for an array argument.
+
+    Besides the methods written here it has torch's elementwise methods of one op each
+    (``sqrt``, ``exp``, ``maximum``, ...), casts (``float``, ``half``, ...) and in-place
+    forms (``add_``, ``mul_``, ...): see the tables after the class.
+    """
 
     __slots__ = ()
 
@@ -322,12 +308,12 @@ class Tensor(Value):
     def dim(self) -> int:
         return self.ndim
 
-    # torch-style methods (out-of-place only)
+    # torch-style methods with arguments of their own (out-of-place)
     def add(self, other: Any, *, alpha: Any = 1) -> Value:
-        return self + _scaled(other, alpha)
+        return self + scaled(other, alpha)
 
     def sub(self, other: Any, *, alpha: Any = 1) -> Value:
-        return self - _scaled(other, alpha)
+        return self - scaled(other, alpha)
 
     def mul(self, other: Any) -> Value:
         return self * other
@@ -345,16 +331,10 @@ class Tensor(Value):
         return self._apply("lerp", self, end, weight)
 
     def addcmul(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Value:
-        return self + _scaled(tensor1, value) * tensor2
+        return self + scaled(tensor1, value) * tensor2
 
     def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Value:
-        return self + _scaled(tensor1, value) / tensor2
-
-    def maximum(self, other: Any) -> Value:
-        return self._apply("maximum", self, other)
-
-    def minimum(self, other: Any) -> Value:
-        return self._apply("minimum", self, other)
+        return self + scaled(tensor1, value) / tensor2
 
     def clamp(self, min: Any = None, max: Any = None) -> Value:
         result: Value = self
@@ -390,136 +370,6 @@ class Tensor(Value):
     def type_as(self, other: Value) -> Value:
         return self.to(other.dtype)
 
-    def float(self) -> Value:
-        return self.to(DataType.Float)
-
-    def double(self) -> Value:
-        return self.to(DataType.Double)
-
-    def half(self) -> Value:
-        return self.to(DataType.Half)
-
-    def bfloat16(self) -> Value:
-        return self.to(DataType.BFloat16)
-
-    # Elementwise functions (torch's method names)
-    def sqrt(self) -> Value:
-        return self._apply("sqrt", self)
-
-    def rsqrt(self) -> Value:
-        return self._apply("rsqrt", self)
-
-    def reciprocal(self) -> Value:
-        return self._apply("reciprocal", self)
-
-    def exp(self) -> Value:
-        return self._apply("exp", self)
-
-    def exp2(self) -> Value:
-        return self._apply("exp2", self)
-
-    def log(self) -> Value:
-        return self._apply("log", self)
-
-    def log2(self) -> Value:
-        return self._apply("log2", self)
-
-    def log1p(self) -> Value:
-        return self._apply("log1p", self)
-
-    def expm1(self) -> Value:
-        return self._apply("expm1", self)
-
-    def sin(self) -> Value:
-        return self._apply("sin", self)
-
-    def cos(self) -> Value:
-        return self._apply("cos", self)
-
-    def tanh(self) -> Value:
-        return self._apply("tanh", self)
-
-    def sigmoid(self) -> Value:
-        return self._apply("sigmoid", self)
-
-    def floor(self) -> Value:
-        return self._apply("floor", self)
-
-    def ceil(self) -> Value:
-        return self._apply("ceil", self)
-
-    def round(self) -> Value:
-        return self._apply("round", self)
-
-    def trunc(self) -> Value:
-        return self._apply("trunc", self)
-
-    def sign(self) -> Value:
-        return self._apply("sign", self)
-
-    def isnan(self) -> Value:
-        return self._apply("isnan", self)
-
-    def isinf(self) -> Value:
-        return self._apply("isinf", self)
-
-    def isfinite(self) -> Value:
-        return self._apply("isfinite", self)
-
-    def logical_not(self) -> Value:
-        return self._apply("logical_not", self)
-
-    def neg(self) -> Value:
-        return self._apply("neg", self)
-
-    def abs(self) -> Value:
-        return self._apply("abs", self)
-
-    def negative(self) -> Value:
-        return self._apply("neg", self)
-
-    # torch's in-place methods: the tensor holds the result from here on (later reads see it),
-    # and a tensor input receives it when the fusion ends, as torch's optimizers update
-    # parameters and state in place. The result is cast to the tensor's dtype, as in torch.
-    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
-        return self._assign(self.add(other, alpha=alpha))
-
-    def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
-        return self._assign(self.sub(other, alpha=alpha))
-
-    def mul_(self, other: Any) -> Tensor:
-        return self._assign(self.mul(other))
-
-    def div_(self, other: Any, *, rounding_mode: Any = None) -> Tensor:
-        return self._assign(self.div(other, rounding_mode=rounding_mode))
-
-    def pow_(self, exponent: Any) -> Tensor:
-        return self._assign(self.pow(exponent))
-
-    def lerp_(self, end: Any, weight: Any) -> Tensor:
-        return self._assign(self.lerp(end, weight))
-
-    def addcmul_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
-        return self._assign(self.addcmul(tensor1, tensor2, value=value))
-
-    def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
-        return self._assign(self.addcdiv(tensor1, tensor2, value=value))
-
-    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
-        return self._assign(self.clamp(min, max))
-
-    def sqrt_(self) -> Tensor:
-        return self._assign(self.sqrt())
-
-    def neg_(self) -> Tensor:
-        return self._assign(self.neg())
-
-    def abs_(self) -> Tensor:
-        return self._assign(self.abs())
-
-    def sign_(self) -> Tensor:
-        return self._assign(self.sign())
-
     def copy_(self, src: Any) -> Tensor:
         """torch's Tensor.copy_: later reads see `src` (widefuse.copy_(src, dst) is the
         deferred form, whose later reads see the entry value)."""
@@ -554,18 +404,88 @@ class Tensor(Value):
             "docs/python.md for the list)")
 
 
+# torch's elementwise methods of one IR op, by method name: the op of the tensor alone, or
+# of the tensor and `other`.
+UNARY_METHODS = {name: name for name in (
+    "sqrt", "rsqrt", "reciprocal", "exp", "exp2", "log", "log2", "log1p", "expm1", "sin", "cos",
+    "tanh", "sigmoid", "floor", "ceil", "round", "trunc", "sign", "isnan", "isinf", "isfinite",
+    "logical_not", "neg", "abs")}
+UNARY_METHODS["negative"] = "neg"
+BINARY_METHODS = ("maximum", "minimum")
+# Casts to a dtype named by the method.
+CAST_METHODS = {"float": DataType.Float, "double": DataType.Double, "half": DataType.Half,
+                "bfloat16": DataType.BFloat16}
+# torch's in-place methods, each the out-of-place method of its name without the "_": the
+# tensor holds the result from here on (later reads see it), and a tensor input receives it
+# when the fusion ends, as torch's optimizers update parameters and state in place. The
+# result is cast to the tensor's dtype, as in torch.
+IN_PLACE_METHODS = ("add_", "sub_", "mul_", "div_", "pow_", "lerp_", "addcmul_", "addcdiv_",
+                    "clamp_", "sqrt_", "neg_", "abs_", "sign_")
 
 
+def _unary_method(name: str, op: str) -> Callable[..., Value]:
+    def method(self) -> Value:
+        return self._apply(op, self)
+
+    method.__doc__ = f"Elementwise {op} (torch's Tensor.{name})."
+    return method
 
 
-def _scaled(value: Any, factor: Any) -> Any:
+def _binary_method(name: str) -> Callable[..., Value]:
+    def method(self, other: Any) -> Value:
+        return self._apply(name, self, other)
+
+    method.__doc__ = f"Elementwise {name} of the tensor and `other` (torch's Tensor.{name})."
+    return method
+
+
+def _cast_method(name: str, dtype: DataType) -> Callable[..., Value]:
+    def method(self) -> Value:
+        return self.to(dtype)
+
+    method.__doc__ = f"The tensor cast to {dtype!r} (torch's Tensor.{name})."
+    return method
+
+
+def _in_place_method(name: str, out_of_place: Callable[..., Value]) -> Callable[..., Tensor]:
+    # functools.wraps keeps the out-of-place signature, which checked_arguments enforces.
+    @functools.wraps(out_of_place)
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return self._assign(out_of_place(self, *args, **kwargs))
+
+    method.__doc__ = f"In-place {name[:-1]} (torch's Tensor.{name}): the tensor holds the result."
+    method.__signature__ = inspect.signature(out_of_place).replace(  # type: ignore[attr-defined]
+        return_annotation="Tensor")
+    return method
+
+
+def _install_methods(cls: type) -> None:
+    """Adds the generated methods to `cls`, then makes every public method check its
+    arguments (checked_arguments)."""
+    methods = {name: _unary_method(name, op) for name, op in UNARY_METHODS.items()}
+    methods.update((name, _binary_method(name)) for name in BINARY_METHODS)
+    methods.update((name, _cast_method(name, dtype)) for name, dtype in CAST_METHODS.items())
+    methods.update((name, _in_place_method(name, vars(cls).get(name[:-1]) or methods[name[:-1]]))
+                   for name in IN_PLACE_METHODS)
+    for name, method in methods.items():
+        method.__name__, method.__qualname__ = name, f"{cls.__name__}.{name}"
+        setattr(cls, name, method)
+    for name, method in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.isfunction(method):
+            setattr(cls, name, checked_arguments(method, f"{cls.__name__}.{name}"))
+
+
+_install_methods(Tensor)
+
+
+# ---- for the rest of the package (fusion_definition, functions) ----------------------------
+
+
+def scaled(value: Any, factor: Any) -> Any:
     """`factor * value`, skipping the multiply for the default factor 1 as torch does."""
     if isinstance(factor, (bool, int, float)) and factor == 1 and not isinstance(factor, bool):
         return value
     return factor * value if isinstance(value, Value) else value * factor
-
-
-# ---- for the rest of the package (fusion_definition, functions) ----------------------------
 
 
 def handle(value: Value) -> Any:
@@ -598,4 +518,3 @@ def rebind(tensor: Tensor, value: Value) -> None:
     """Makes later reads of `tensor` see `value` (an in-place write or torch's out=)."""
     tensor._value = value._value
     tensor._depends = value._depends
-

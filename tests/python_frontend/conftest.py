@@ -63,16 +63,24 @@ def assert_close(actual, expected, what=""):
                            f"{np.argwhere(bad)[0]}: {actual[bad][0]} vs {expected[bad][0]}")
 
 
-def rebuilt_from_repr(fd, name="fusion"):
-    """Runs repr(fd) as nvFuser's tests run a printed definition: the printout defines
-    `nvfuser_fusion_id0`, which is then called on a new FusionDefinition (named `name`: the
-    printout, like nvFuser's, carries no fusion name)."""
+# The function each nvFuser API's printout defines, and how the printout begins.
+PRINTED_FUNCTIONS = {"direct": "nvfuser_fusion", "legacy": "nvfuser_fusion_id0"}
+PRINTOUT_STARTS = {"direct": "def nvfuser_fusion(fd : FusionDefinition) -> None :\n",
+                   "legacy": "\ndef nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n"}
+
+
+def rebuilt_from_repr(fd, name="fusion", api="direct"):
+    """Runs fd's printout for `api` (repr(fd) for the direct API) as nvFuser's tests run a
+    printed definition: the printout defines a function, which is then called on a new
+    FusionDefinition (named `name`: the printout, like nvFuser's, carries no fusion name)."""
     from widefuse import DataType, FusionDefinition
 
-    printed = repr(fd)
-    assert printed.startswith("\ndef nvfuser_fusion_id0(fd : FusionDefinition) -> None :\n")
+    printed = fd.printout(api=api)
+    if api == "direct":
+        assert printed == repr(fd)
+    assert printed.startswith(PRINTOUT_STARTS[api])
     namespace = {"FusionDefinition": FusionDefinition, "DataType": DataType}
     exec(printed, namespace)
     with FusionDefinition(name) as rebuilt:
-        namespace["nvfuser_fusion_id0"](rebuilt)
+        namespace[PRINTED_FUNCTIONS[api]](rebuilt)
     return rebuilt

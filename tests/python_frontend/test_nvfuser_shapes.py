@@ -100,8 +100,9 @@ def test_implicit_broadcasts_print_as_nvfuser_prints_them_and_run_again():
         t1 = fd.from_pytorch(full)
         t2 = fd.ops.add(t0, t1)
         fd.add_output(t2)
-    printed = repr(fd)
+    printed = fd.printout(api="legacy")
     assert "T2 = fd.ops.add(T0, T1)" in printed, printed
+    assert "tv2 = fd.ops.add(tv0, tv1)" in repr(fd)
     assert "broadcast_in_dim" not in printed and t2.name == "T2"
     # The text form spells the broadcast out, the extent named by a size value.
     text = fd.to_text()
@@ -220,10 +221,13 @@ def test_a_vector_input_is_a_shape_given_at_run_time_as_a_list_or_tuple():
     for shape in ([3, 4], (1, 4), torch.Size([5, 4]), [0, 4]):
         out = fd.execute([row, shape])[0]
         torch.testing.assert_close(out, row.expand(*shape) * shape[0], rtol=0, atol=0)
-    printed = repr(fd)
+    printed = fd.printout(api="legacy")
     assert "V1 = fd.define_vector(2, dtype=DataType.Int)" in printed
     assert "S2 = fd.ops.at(V1, index=0)" in printed
-    assert repr(rebuilt_from_repr(fd)) == printed
+    assert rebuilt_from_repr(fd, api="legacy").printout(api="legacy") == printed
+    # The direct API's define_vector(n) is a list of n scalars: its entries are indexed.
+    assert "v0 = fd.define_vector(2)\n    c0 = v0[0]\n    c1 = v0[1]\n" in repr(fd)
+    assert repr(rebuilt_from_repr(fd)) == repr(fd)
     torch.testing.assert_close(reexecuted(fd, [row, (2, 4)])[0], row.expand(2, 4) * 2)
     with pytest.raises(TypeError, match=r"input V1 \(\[S2, S3\]\) is a vector of 2 ints"):
         fd.execute([row, [3]])
@@ -294,9 +298,12 @@ def test_add_output_with_a_stride_order_returns_that_layout(stride_order):
     expected = expected.t() if stride_order == [0, 1] else expected
     assert out.stride() == expected.stride() and plain.stride() == (5, 1)
     torch.testing.assert_close(out, a * b, rtol=0, atol=0)
-    printed = repr(fd)
+    printed = fd.printout(api="legacy")
     if stride_order == [0, 1]:
         assert "fd.add_output(T2, stride_order=[0, 1])" in printed, printed
+        # The direct API's add_output takes no layout: fd.ops.stride_order carries it.
+        assert ("tv4 = fd.ops.stride_order(tv2, stride_order=[0, 1])\n"
+                "    fd.add_output(tv4)\n") in repr(fd), repr(fd)
     again = reexecuted(fd, [a, b])
     assert again[0].stride() == expected.stride()
     torch.testing.assert_close(again[0], a * b, rtol=0, atol=0)

@@ -31,8 +31,8 @@ from typing import Any, Callable, Optional
 import torch
 
 from .._widefuse import Error
+from ..errors import SpecializationRequest
 from .arguments import InvalidArgument
-from ..values import SpecializationRequest
 from .step_fusion import (Entry, PreparedStep, StepFusion, group_key, layout, local,
                           run_once, step_dtype, trace_key, trace_step)
 
