@@ -38,7 +38,7 @@ except ImportError as error:  # pragma: no cover - exercised only without Thunde
 from ._widefuse import Error
 from .arguments import layout_of
 from .fusion_definition import FusionDefinition
-from .data_type import from_torch as data_type_of_tensor
+from .data_type import from_torch
 from .values import Tensor, Value
 
 # Thunder prims and the widefuse ops they become.
@@ -75,7 +75,7 @@ def _torch_dtype(dtype: Any) -> Any:
 
 def _supported_tensor(proxy: TensorProxy) -> bool:
     device = proxy.device
-    data_type = data_type_of_tensor(_torch_dtype(proxy.dtype))
+    data_type = from_torch(_torch_dtype(proxy.dtype))
     # Complex tensors stay with Thunder's other executors: most of the prims claimed here
     # (comparisons, floor, atan2, ...) are not defined on complex values.
     return (data_type is not None and not data_type.is_complex and
@@ -114,7 +114,7 @@ class WidefuseExecutor(FusionExecutor):
         self.register_supported(PrimIDs.CONVERT_ELEMENT_TYPE,
                                 lambda a, dtype: isinstance(a, TensorProxy) and
                                 _supported_tensor(a) and
-                                data_type_of_tensor(_torch_dtype(dtype)) is not None)
+                                from_torch(_torch_dtype(dtype)) is not None)
         self.register_supported(PrimIDs.BROADCAST_IN_DIM,
                                 lambda a, shape, dims: isinstance(a, TensorProxy) and
                                 _supported_tensor(a))
@@ -282,7 +282,7 @@ class WidefuseFusion:
                             f"{type(arg).__name__}")
             stride_order, contiguity = layout_of(shape, strides)
             return fd.define_tensor(shape=shape, contiguity=contiguity,
-                                    dtype=data_type_of_tensor(_torch_dtype(proxy.dtype)),
+                                    dtype=from_torch(_torch_dtype(proxy.dtype)),
                                     stride_order=stride_order)
         dtype = {bool: "b8", int: "i64", float: "f64"}.get(type(arg))
         if dtype is None:
@@ -308,14 +308,14 @@ class WidefuseFusion:
             values[bsym.output.name] = destination
             return
         if prim_id == PrimIDs.CONVERT_ELEMENT_TYPE:
-            result = fd.ops.cast(args[0], data_type_of_tensor(_torch_dtype(bsym.args[1])))
+            result = fd.ops.cast(args[0], from_torch(_torch_dtype(bsym.args[1])))
         elif prim_id == PrimIDs.BROADCAST_IN_DIM:
             result = fd.ops.broadcast_in_dim(args[0], list(bsym.args[1]), list(bsym.args[2]))
         else:
             op = _UNARY.get(prim_id) or _BINARY.get(prim_id) or _TERNARY.get(prim_id)
             result = fd.apply_op(op, args)
         output = bsym.output
-        expected = data_type_of_tensor(_torch_dtype(output.dtype))
+        expected = from_torch(_torch_dtype(output.dtype))
         if isinstance(result, Value) and result.dtype is not expected:
             result = result.to(expected)  # Thunder decided the result type; follow it
         values[output.name] = result
