@@ -16,31 +16,21 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-/// Below two resident blocks of 256 threads a multiprocessor has too few warps to keep
-/// memory busy; a kernel that still spills with 128 registers keeps its spills.
-constexpr unsigned kFewestBlocksPerMultiprocessor = 2;
-
-/// Compiles `kernel` with the register cap of `plan`'s blocks per multiprocessor. A spilling
-/// kernel is bound by local memory traffic, so it is compiled again with more registers
-/// (fewer resident blocks, which `plan` records) until ptxas stops spilling; the source does
-/// not change. The runtime sizes the grid from the occupancy the final kernel has.
+/// Compiles `kernel` with its plan's register cap. A spilling kernel is bound by local memory
+/// traffic, so while ptxas reports spills the scheduler gives a plan with fewer resident blocks
+/// (more registers, the same source), which replaces `plan`. The runtime sizes the grid from
+/// the occupancy the final kernel has.
 void compileWithoutSpills(KernelPlan& plan, FusionKernel& kernel, KernelCache& cache,
                           CompileOptions options) {
   options.maxRegisters = registerCap(plan);
   CacheResult compiled = cache.compile(kernel.source, plan.name, options);
   kernel.milliseconds = compiled.milliseconds;
-  while (compiled.kernel->stats.spillBytes() > 0 &&
-         plan.minBlocksPerMultiprocessor > kFewestBlocksPerMultiprocessor) {
-    unsigned spilled = unsigned(compiled.kernel->stats.spillBytes());
-    auto gridNote = llvm::find(plan.notes, describeGrid(plan));
-    --plan.minBlocksPerMultiprocessor;
-    plan.maxGridBlocks = plan.device.multiprocessorCount * plan.minBlocksPerMultiprocessor;
-    if (gridNote != plan.notes.end())
-      *gridNote = describeGrid(plan);
-    plan.notes.push_back(fmt::format("with {} registers it spilled {} bytes; compiled again "
-                                     "with {} ({} blocks per multiprocessor)",
-                                     options.maxRegisters, spilled, registerCap(plan),
-                                     plan.minBlocksPerMultiprocessor));
+  while (compiled.kernel->stats.spillBytes() > 0) {
+    std::optional<KernelPlan> next =
+        planAfterSpill(plan, unsigned(compiled.kernel->stats.spillBytes()));
+    if (!next)
+      break;
+    plan = std::move(*next);
     options.maxRegisters = registerCap(plan);
     compiled = cache.compile(kernel.source, plan.name, options);
     kernel.milliseconds += compiled.milliseconds;

@@ -20,6 +20,8 @@ struct DeviceDescription {
   unsigned maxParameterBytes = 32764;
   /// True when the numbers come from a real device rather than defaults for the arch.
   bool fromDevice = false;
+
+  bool operator==(const DeviceDescription&) const = default;
 };
 
 /// The default target: sm_90 with an H200's 132 multiprocessors.

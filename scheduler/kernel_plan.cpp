@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include <algorithm>
 
 namespace widefuse {
@@ -101,9 +103,30 @@ std::string formatKernelPlan(const KernelPlan& plan) {
     for (const Slot& slot : body.slots)
       text += formatSlot(slot);
   }
+  text += fmt::format("  - {}\n", describeGrid(plan));
   for (const std::string& note : plan.notes)
     text += fmt::format("  - {}\n", note);
   return text;
+}
+
+bool samePlan(const KernelPlan& a, const KernelPlan& b) {
+  auto fields = [](const KernelPlan& plan) {
+    return std::tie(plan.name, plan.segmented, plan.device, plan.bodies, plan.threadsPerBlock,
+                    plan.minBlocksPerMultiprocessor, plan.maxGridBlocks, plan.indexBits,
+                    plan.tableLocation, plan.tableCapacity, plan.entryBytes, plan.tableOffset,
+                    plan.parameterBytes, plan.needsTickets);
+  };
+  return fields(a) == fields(b);
+}
+
+std::string describeGrid(const KernelPlan& plan) {
+  return fmt::format(
+      "{} threads per block, compiled for {} resident blocks per multiprocessor (at most {} "
+      "registers); a persistent grid of up to {} blocks ({} multiprocessors x {}, or what the "
+      "device's occupancy query allows) splits the members' chunks into equal contiguous "
+      "shares",
+      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor, registerCap(plan), plan.maxGridBlocks,
+      plan.device.multiprocessorCount, plan.minBlocksPerMultiprocessor);
 }
 
 } // namespace widefuse

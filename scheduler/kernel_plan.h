@@ -45,6 +45,8 @@ struct SlotSource {
   Kind kind = Kind::Input;
   /// Index into Component::inputs, Component::outputs, or SignatureClass::lifted.
   unsigned index = 0;
+
+  bool operator==(const SlotSource&) const = default;
 };
 
 /// How the element values of a tensor are indexed in a strided body: for each dimension of
@@ -76,6 +78,8 @@ struct Slot {
   /// Strided element tensors: byte offset of the `i64[domainRank]` effective strides (0
   /// along broadcast dimensions), filled by the runtime from the tensor's strides and view.
   unsigned stridesOffset = 0;
+
+  bool operator==(const Slot&) const = default;
 };
 
 /// One element value of a body computed under one view (strided bodies may compute a
@@ -85,6 +89,8 @@ struct ElementInstance {
   ElementView view;
   /// C++ name of this instance.
   std::string name;
+
+  bool operator==(const ElementInstance&) const = default;
 };
 
 /// The body of one signature class inside a kernel.
@@ -117,6 +123,8 @@ struct BodyPlan {
   unsigned extentsOffset = 0;
   /// True when some slot is written deferred (the kernel needs a ticket workspace).
   bool hasDeferredWrites = false;
+
+  bool operator==(const BodyPlan&) const = default;
 };
 
 /// Every decision for one compiled kernel.
@@ -150,6 +158,10 @@ struct KernelPlan {
   /// Why each choice was made, in words (`WIDEFUSE_DUMP=plan`).
   std::vector<std::string> notes;
 };
+
+/// True when `a` and `b` compile to the same kernel and launch alike: every field but the notes
+/// (words about the decisions, which must not decide anything).
+bool samePlan(const KernelPlan& a, const KernelPlan& b);
 
 /// One launch of a compiled kernel over some members.
 struct KernelLaunch {
@@ -186,6 +198,10 @@ llvm::StringRef tableLocationName(TableLocation location);
 /// The widest single memory access of the plan's kernels in bytes: 16 where flat bodies
 /// vectorize, the element size otherwise.
 unsigned widestAccessBytes(const KernelPlan& plan);
+
+/// The note on the block size, register cap and grid, made from the plan's fields (first in
+/// formatKernelPlan's notes).
+std::string describeGrid(const KernelPlan& plan);
 
 /// Human-readable plan: bodies, slots with offsets, and the notes (`WIDEFUSE_DUMP=plan`).
 std::string formatKernelPlan(const KernelPlan& plan);

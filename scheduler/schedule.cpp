@@ -69,7 +69,6 @@ KernelPlan KernelPlanner::plan(const KernelGroup& group) {
   plan.minBlocksPerMultiprocessor = std::max(1u, options_.minBlocksPerMultiprocessor);
   addBodies(plan, group);
   plan.maxGridBlocks = device_.multiprocessorCount * plan.minBlocksPerMultiprocessor;
-  plan.notes.push_back(describeGrid(plan));
   bool wide = llvm::any_of(
       group.members, [&](unsigned member) { return specialization_.needsInt64Index[member]; });
   plan.indexBits = wide ? 64 : 32;
@@ -158,14 +157,17 @@ Specialization declaredSpecialization(const SegmentedFusion& segmented) {
   return specialization;
 }
 
-std::string describeGrid(const KernelPlan& plan) {
-  return fmt::format(
-      "{} threads per block, compiled for {} resident blocks per multiprocessor (at most {} "
-      "registers); a persistent grid of up to {} blocks ({} multiprocessors x {}, or what the "
-      "device's occupancy query allows) splits the members' chunks into equal contiguous "
-      "shares",
-      plan.threadsPerBlock, plan.minBlocksPerMultiprocessor, registerCap(plan), plan.maxGridBlocks,
-      plan.device.multiprocessorCount, plan.minBlocksPerMultiprocessor);
+std::optional<KernelPlan> planAfterSpill(const KernelPlan& plan, unsigned spilledBytes) {
+  if (plan.minBlocksPerMultiprocessor <= kFewestBlocksPerMultiprocessor)
+    return std::nullopt;
+  KernelPlan next = plan;
+  --next.minBlocksPerMultiprocessor;
+  next.maxGridBlocks = next.device.multiprocessorCount * next.minBlocksPerMultiprocessor;
+  next.notes.push_back(fmt::format("with {} registers it spilled {} bytes; compiled again "
+                                   "with {} ({} blocks per multiprocessor)",
+                                   registerCap(plan), spilledBytes, registerCap(next),
+                                   next.minBlocksPerMultiprocessor));
+  return next;
 }
 
 ScheduledFusion schedule(const SegmentedFusion& segmented, const Specialization& specialization,
@@ -176,14 +178,19 @@ ScheduledFusion schedule(const SegmentedFusion& segmented, const Specialization&
   scheduled.segmented = &segmented;
   KernelPlanner planner(segmented, specialization, device, options);
   // Per-component groups of one class plan to the same kernel: keep one plan, many launches.
-  llvm::StringMap<unsigned> planOfText;
+  // Equal plans have equal names, so only plans of one name are compared.
+  llvm::StringMap<llvm::SmallVector<unsigned, 1>> plansNamed;
   for (const KernelGroup& group : segmented.groups) {
     KernelPlan plan = planner.plan(group);
-    auto [it, inserted] =
-        planOfText.try_emplace(formatKernelPlan(plan), unsigned(scheduled.plans.size()));
-    if (inserted)
+    llvm::SmallVector<unsigned, 1>& candidates = plansNamed[plan.name];
+    auto same = llvm::find_if(
+        candidates, [&](unsigned index) { return samePlan(scheduled.plans[index], plan); });
+    unsigned index = same != candidates.end() ? *same : unsigned(scheduled.plans.size());
+    if (same == candidates.end()) {
+      candidates.push_back(index);
       scheduled.plans.push_back(std::move(plan));
-    scheduled.launches.push_back({it->second, group.id, group.members});
+    }
+    scheduled.launches.push_back({index, group.id, group.members});
   }
   return scheduled;
 }

@@ -6,6 +6,7 @@
 
 #include <llvm/ADT/SmallVector.h>
 
+#include <optional>
 #include <vector>
 
 namespace widefuse {
@@ -44,9 +45,14 @@ inline constexpr int64_t kMaxInt32IndexElements = (int64_t(1) << 31) - (int64_t(
 /// domain needs them.
 Specialization declaredSpecialization(const SegmentedFusion& segmented);
 
-/// The plan note on the block size, register cap and grid (rewritten when compileFusion
-/// lowers minBlocksPerMultiprocessor).
-std::string describeGrid(const KernelPlan& plan);
+/// Below two resident blocks of 256 threads a multiprocessor has too few warps to keep memory
+/// busy: a kernel that still spills with 128 registers keeps its spills.
+inline constexpr unsigned kFewestBlocksPerMultiprocessor = 2;
+
+/// The plan to compile instead of `plan`, whose kernel spilled `spilledBytes` with
+/// registerCap(plan) registers: one resident block fewer (more registers per thread; the
+/// source does not change), with a note saying why. None at kFewestBlocksPerMultiprocessor.
+std::optional<KernelPlan> planAfterSpill(const KernelPlan& plan, unsigned spilledBytes);
 
 /// Plans every kernel of `segmented`. Groups that compile to the same kernel (the members of
 /// one signature class in per-component mode) share one plan and differ only in their
