@@ -1,7 +1,7 @@
 #include "codegen/body_emitter.h"
 
-#include "codegen/body_values.h"
 #include "codegen/constant_literal.h"
+#include "codegen/emitter_internal.h"
 #include "ir/error.h"
 #include "scheduler/element_views.h"
 
@@ -24,11 +24,6 @@ std::string memberTypeName(const BodyPlan& body) {
 }
 
 namespace {
-
-/// f16, bf16 and fp8: the prelude's structs of one `bits` field.
-bool isBitsStruct(DataType dtype) {
-  return isReducedPrecision(dtype);
-}
 
 bool isPointerSlot(const Slot& slot) {
   return slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor;
@@ -66,72 +61,17 @@ std::string slotComment(const Slot& slot) {
   return fmt::format("{} {}, {}", what, origin, access);
 }
 
-/// The statements of one body, written into a CodeWriter.
-class BodyEmitter {
-public:
-  BodyEmitter(const KernelPlan& plan, const BodyPlan& body, CodeWriter& out)
-      : plan_(plan), body_(body), values_(plan, body), out_(out) {
-    indexType_ = plan.indexBits == 64 ? "i64" : "i32";
-  }
+} // namespace
 
-  void entry();
-  void functions();
+BodyEmitter::BodyEmitter(const KernelPlan& plan, const BodyPlan& body, CodeWriter& out)
+    : plan_(plan), body_(body), values_(plan, body), out_(out) {
+  indexType_ = plan.indexBits == 64 ? "i64" : "i32";
+}
 
-private:
-  std::string slotAccess(const Slot& slot) const {
-    return (slot.shared ? "params." : "entry.") + slot.field;
-  }
-  /// A tensor slot's pointer, marked as global memory.
-  std::string pointerOf(const Slot& slot) const { return "wf_global(" + slotAccess(slot) + ")"; }
-  /// The parameters every body function starts with: `const <params>& params, const
-  /// <member>& entry`.
-  std::vector<std::string> tableParameters() const {
-    return {fmt::format("const {}& params", parameterTypeName(plan_)),
-            fmt::format("const {}& entry", memberTypeName(body_))};
-  }
-  /// `head(parameters...) {` wrapped at the writer's width, then the body's depth.
-  void openFunction(const std::string& head, std::vector<std::string> parameters) {
-    out_.openWrapped(head + "(", parameters, ", ");
-  }
-  /// Calls `each` for the element tensors read (`reads`) and/or written (`writes`).
-  void forEachElementTensor(bool reads, bool writes,
-                            const std::function<void(const Slot&)>& each) const;
-  /// `const <body>_out out = <body>_element(u, {...});` with each read written by `readOf`.
-  void elementCall(const std::function<std::string(const Slot&)>& readOf);
-
-  void uniformStruct();
-  void prologue();
-  void elementFunction();
-  /// The 0-d outputs, written once per member where `condition` holds.
-  void zeroDimensionalOutputs(llvm::StringRef condition);
-  void deferredFunction();
-  void elementsFunction();
-  void elementRange();
-  void runFunction();
-  void hostRunFunction();
-  void hostFastElementsFunction();
-  void hostFastRunFunction();
-  void hostFastFlatLoop();
-  void hostFastStridedLoop();
-  /// Local copies of the element tensors' pointers (`m0_`), so that the host compiler sees
-  /// that stores through one do not change the table entry the others come from.
-  void hostPointerLocals();
-  /// The fast path's read of `slot` at `index` and its store of `out.<field>` there. f16, bf16
-  /// and fp8 move through their bits: GCC does not vectorize a copy of the whole 2-byte struct.
-  std::string hostRead(const Slot& slot, const std::string& index) const;
-  std::string hostStore(const Slot& slot, const std::string& index) const;
-  void scalarLoop(llvm::StringRef from, llvm::StringRef to, llvm::StringRef comment);
-  void flatLoops();
-  void vectorLoop();
-  void vectorLoads(llvm::StringRef prefix, llvm::StringRef past);
-  void stridedLoop();
-
-  const KernelPlan& plan_;
-  const BodyPlan& body_;
-  BodyValues values_;
-  CodeWriter& out_;
-  std::string indexType_;
-};
+std::vector<std::string> BodyEmitter::tableParameters() const {
+  return {fmt::format("const {}& params", parameterTypeName(plan_)),
+          fmt::format("const {}& entry", memberTypeName(body_))};
+}
 
 void BodyEmitter::forEachElementTensor(bool reads, bool writes,
                                        const std::function<void(const Slot&)>& each) const {
@@ -244,22 +184,115 @@ void BodyEmitter::elementFunction() {
   out_.line();
 }
 
-void BodyEmitter::elementCall(const std::function<std::string(const Slot&)>& readOf) {
+// ---- the skeleton ----
+
+void BodyEmitter::perElement(const ElementAccess& access) {
   llvm::SmallVector<std::string, 8> reads;
-  forEachElementTensor(true, false, [&](const Slot& slot) { reads.push_back(readOf(slot)); });
+  forEachElementTensor(true, false, [&](const Slot& slot) { reads.push_back(access.read(slot)); });
   out_.wrapped(fmt::format("const {0}_out out = {0}_element(u, {{", body_.name), reads, ", ",
                "});");
+  forEachElementTensor(false, true, [&](const Slot& slot) { out_.line(access.store(slot)); });
 }
+
+void BodyEmitter::elementLoop(const ElementLoop& loop) {
+  out_.open(loop.head);
+  if (loop.locate)
+    loop.locate();
+  perElement(loop.access);
+  out_.close();
+}
+
+void BodyEmitter::offsetLocal(const Slot& slot,
+                              llvm::function_ref<std::string(unsigned)> coordinate) {
+  std::vector<std::string> terms;
+  for (unsigned d = 0; d < body_.domainRank; ++d)
+    terms.push_back(
+        fmt::format("{} * {}(entry.{}_strides[{}])", coordinate(d), indexType_, slot.field, d));
+  if (terms.empty())
+    terms.push_back("0");
+  out_.wrapped(fmt::format("const {} at_{} = ", indexType_, slot.field), terms, " + ", ";");
+}
+
+void BodyEmitter::zeroDimensionalOutputs(llvm::StringRef condition) {
+  bool any = false;
+  for (const Slot& slot : body_.slots) {
+    if (slot.kind != SlotKind::UniformTensor || !slot.written || slot.deferred)
+      continue;
+    if (!any)
+      out_.openCommented(fmt::format("if ({})", condition.str()), "0-d outputs, once per member");
+    any = true;
+    out_.line("*{} = {};", pointerOf(slot), values_.writtenValueText(slot));
+  }
+  if (any)
+    out_.close();
+}
+
+void BodyEmitter::elementsFunction(const ElementsVariant& variant) {
+  for (const std::string& line : variant.comment)
+    out_.line(line);
+  std::vector<std::string> parameters = tableParameters();
+  parameters.insert(parameters.end(), {fmt::format("const {}_uniform& u", body_.name),
+                                       fmt::format("const {} begin", indexType_),
+                                       fmt::format("const {} end", indexType_)});
+  openFunction(variant.signature, parameters);
+  if (variant.locals)
+    variant.locals();
+  if (body_.indexing == Indexing::Flat)
+    variant.flat();
+  else
+    variant.strided();
+  zeroDimensionalOutputs(variant.firstElement);
+  out_.close();
+  out_.line();
+}
+
+void BodyEmitter::elementRange() {
+  out_.line("const {0} begin = {0}(first - entry.header.first_chunk) * {1};", indexType_,
+            body_.chunkElements);
+  out_.line("const {0} limit = {0}(end - entry.header.first_chunk) * {1};", indexType_,
+            body_.chunkElements);
+  out_.line("const {0} stop = limit < entry.header.numel ? limit : {0}(entry.header.numel);",
+            indexType_);
+}
+
+void BodyEmitter::afterLastChunk(const RunVariant& variant) {
+  if (!body_.hasDeferredWrites) {
+    out_.line("(void)member;");
+    return;
+  }
+  variant.oneThread(
+      [&] { out_.line("{}_deferred(params, entry, u, member, end - first);", body_.name); });
+}
+
+void BodyEmitter::runFunction(const RunVariant& variant) {
+  if (variant.hostOnly)
+    out_.directive("#ifndef __CUDACC__");
+  for (const std::string& line : variant.comment)
+    out_.line(line);
+  std::vector<std::string> parameters = tableParameters();
+  parameters.insert(parameters.end(), {"i32 member", "i32 first", "i32 end"});
+  parameters.insert(parameters.end(), variant.extraParameters.begin(),
+                    variant.extraParameters.end());
+  openFunction(variant.signature, parameters);
+  variant.elements();
+  afterLastChunk(variant);
+  out_.close();
+  if (variant.hostOnly)
+    out_.directive("#endif");
+  out_.line();
+}
+
+// ---- device functions ----
 
 void BodyEmitter::scalarLoop(llvm::StringRef from, llvm::StringRef to, llvm::StringRef comment) {
   out_.line("// {}", comment.str());
-  out_.open("for ({0} i = {1} + {0}(threadIdx.x); i < {2}; i += {3})", indexType_, from.str(),
-            to.str(), plan_.threadsPerBlock);
-  elementCall([&](const Slot& slot) { return "wf_global(entry." + slot.field + ")[i]"; });
-  forEachElementTensor(false, true, [&](const Slot& slot) {
-    out_.line("{}[i] = out.{};", pointerOf(slot), slot.field);
-  });
-  out_.close();
+  elementLoop({fmt::format("for ({0} i = {1} + {0}(threadIdx.x); i < {2}; i += {3})", indexType_,
+                           from.str(), to.str(), plan_.threadsPerBlock),
+               {},
+               {[](const Slot& slot) { return "wf_global(entry." + slot.field + ")[i]"; },
+                [&](const Slot& slot) {
+                  return fmt::format("{}[i] = out.{};", pointerOf(slot), slot.field);
+                }}});
 }
 
 void BodyEmitter::flatLoops() {
@@ -340,10 +373,11 @@ void BodyEmitter::vectorLoop() {
   }
   writes(declare("store"));
   out_.directive("#pragma unroll");
-  out_.open("for (int k = 0; k < {}; ++k)", vector);
-  elementCall([](const Slot& slot) { return "load_" + slot.field + "[k]"; });
-  writes([&](const Slot& slot) { out_.line("store_{0}[k] = out.{0};", slot.field); });
-  out_.close();
+  elementLoop(
+      {fmt::format("for (int k = 0; k < {}; ++k)", vector),
+       {},
+       {[](const Slot& slot) { return "load_" + slot.field + "[k]"; },
+        [](const Slot& slot) { return fmt::format("store_{0}[k] = out.{0};", slot.field); }}});
   writes([&](const Slot& slot) {
     out_.line("wf_store({} + i, store_{});", pointerOf(slot), slot.field);
   });
@@ -361,46 +395,29 @@ void BodyEmitter::vectorLoop() {
 }
 
 void BodyEmitter::stridedLoop() {
-  out_.open("for ({0} i = begin + {0}(threadIdx.x); i < end; i += {1})", indexType_,
-            plan_.threadsPerBlock);
   unsigned rank = body_.domainRank;
-  if (rank > 0)
-    out_.line("{} rest = i; // coordinates of element i in the domain", indexType_);
-  for (unsigned d = rank; d-- > 1;) {
-    out_.line("const {0} c{1} = rest % {0}(entry.extents[{1}]);", indexType_, d);
-    out_.line("rest /= {}(entry.extents[{}]);", indexType_, d);
-  }
-  if (rank > 0)
-    out_.line("const {} c0 = rest;", indexType_);
-  // Each tensor's offset of the element, from its own strides (0 along broadcast dimensions).
-  forEachElementTensor(true, true, [&](const Slot& slot) {
-    std::vector<std::string> terms;
-    for (unsigned d = 0; d < rank; ++d)
-      terms.push_back(fmt::format("c{} * {}(entry.{}_strides[{}])", d, indexType_, slot.field, d));
-    if (terms.empty())
-      terms.push_back("0");
-    out_.wrapped(fmt::format("const {} at_{} = ", indexType_, slot.field), terms, " + ", ";");
-  });
-  elementCall(
-      [&](const Slot& slot) { return fmt::format("{}[at_{}]", pointerOf(slot), slot.field); });
-  forEachElementTensor(false, true, [&](const Slot& slot) {
-    out_.line("{}[at_{}] = out.{};", pointerOf(slot), slot.field, slot.field);
-  });
-  out_.close();
-}
-
-void BodyEmitter::zeroDimensionalOutputs(llvm::StringRef condition) {
-  bool any = false;
-  for (const Slot& slot : body_.slots) {
-    if (slot.kind != SlotKind::UniformTensor || !slot.written || slot.deferred)
-      continue;
-    if (!any)
-      out_.openCommented(fmt::format("if ({})", condition.str()), "0-d outputs, once per member");
-    any = true;
-    out_.line("*{} = {};", pointerOf(slot), values_.writtenValueText(slot));
-  }
-  if (any)
-    out_.close();
+  auto locate = [&] {
+    if (rank > 0)
+      out_.line("{} rest = i; // coordinates of element i in the domain", indexType_);
+    for (unsigned d = rank; d-- > 1;) {
+      out_.line("const {0} c{1} = rest % {0}(entry.extents[{1}]);", indexType_, d);
+      out_.line("rest /= {}(entry.extents[{}]);", indexType_, d);
+    }
+    if (rank > 0)
+      out_.line("const {} c0 = rest;", indexType_);
+    // Each tensor's offset of the element, from its own strides (0 along broadcast dimensions).
+    forEachElementTensor(true, true, [&](const Slot& slot) {
+      offsetLocal(slot, [](unsigned d) { return fmt::format("c{}", d); });
+    });
+  };
+  elementLoop(
+      {fmt::format("for ({0} i = begin + {0}(threadIdx.x); i < end; i += {1})", indexType_,
+                   plan_.threadsPerBlock),
+       locate,
+       {[&](const Slot& slot) { return fmt::format("{}[at_{}]", pointerOf(slot), slot.field); },
+        [&](const Slot& slot) {
+          return fmt::format("{}[at_{}] = out.{};", pointerOf(slot), slot.field, slot.field);
+        }}});
 }
 
 void BodyEmitter::deferredFunction() {
@@ -427,211 +444,52 @@ void BodyEmitter::deferredFunction() {
   out_.line();
 }
 
-void BodyEmitter::elementsFunction() {
-  out_.line("/// Elements [begin, end) of one member of {}:", body_.name);
-  out_.line("/// the threads of the block stride through them.");
-  std::vector<std::string> parameters = tableParameters();
-  parameters.insert(parameters.end(), {fmt::format("const {}_uniform& u", body_.name),
-                                       fmt::format("const {} begin", indexType_),
-                                       fmt::format("const {} end", indexType_)});
-  openFunction(fmt::format("WF_DEVICE void {}_elements", body_.name), parameters);
-  if (body_.indexing == Indexing::Flat)
-    flatLoops();
-  else
-    stridedLoop();
-  zeroDimensionalOutputs("begin == 0 && threadIdx.x == 0");
-  out_.close();
-  out_.line();
+ElementsVariant BodyEmitter::deviceElements() {
+  return {fmt::format("WF_DEVICE void {}_elements", body_.name),
+          {fmt::format("/// Elements [begin, end) of one member of {}:", body_.name),
+           "/// the threads of the block stride through them."},
+          {},
+          [&] { flatLoops(); },
+          [&] { stridedLoop(); },
+          "begin == 0 && threadIdx.x == 0"};
 }
 
-void BodyEmitter::elementRange() {
-  out_.line("const {0} begin = {0}(first - entry.header.first_chunk) * {1};", indexType_,
-            body_.chunkElements);
-  out_.line("const {0} limit = {0}(end - entry.header.first_chunk) * {1};", indexType_,
-            body_.chunkElements);
-  out_.line("const {0} stop = limit < entry.header.numel ? limit : {0}(entry.header.numel);",
-            indexType_);
-}
-
-void BodyEmitter::runFunction() {
-  out_.line("/// Chunks [first, end) of member `member` of {}, one block's share of it, on",
-            body_.name);
-  out_.line("/// the device: the values every element shares are computed once for the whole run.");
-  std::vector<std::string> parameters = tableParameters();
-  parameters.insert(parameters.end(), {"i32 member", "i32 first", "i32 end"});
-  openFunction(fmt::format("WF_DEVICE void {}_run", body_.name), parameters);
-  out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
-  elementRange();
-  out_.line("{}_elements(params, entry, u, begin, stop);", body_.name);
-  if (body_.hasDeferredWrites) {
+RunVariant BodyEmitter::deviceRun() {
+  RunVariant run;
+  run.signature = fmt::format("WF_DEVICE void {}_run", body_.name);
+  run.comment = {
+      fmt::format("/// Chunks [first, end) of member `member` of {}, one block's share of it, on",
+                  body_.name),
+      "/// the device: the values every element shares are computed once for the whole run."};
+  run.elements = [&] {
+    out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
+    elementRange();
+    out_.line("{}_elements(params, entry, u, begin, stop);", body_.name);
+  };
+  run.oneThread = [&](llvm::function_ref<void()> work) {
     out_.line("__syncthreads(); // every thread of the block has read the 0-d inputs");
     out_.line("if (threadIdx.x == 0)");
     out_.indent();
-    out_.line("{}_deferred(params, entry, u, member, end - first);", body_.name);
+    work();
     out_.dedent();
-  } else {
-    out_.line("(void)member;");
-  }
-  out_.close();
-  out_.line();
-}
-
-void BodyEmitter::hostRunFunction() {
-  out_.directive("#ifndef __CUDACC__");
-  out_.line("/// Chunks [first, end) of member `member` of {} on the host backend: the",
-            body_.name);
-  out_.line("/// block's threads run one after another in `thread_order`, up to the barrier; then");
-  out_.line("/// thread 0 goes on.");
-  std::vector<std::string> parameters = tableParameters();
-  parameters.insert(parameters.end(), {"i32 member", "i32 first", "i32 end", "u32 block",
-                                       "u32 grid", "const u32* thread_order"});
-  openFunction(fmt::format("inline void {}_host_run", body_.name), parameters);
-  elementRange();
-  out_.open("for (u32 t = 0; t < {}; ++t)", plan_.threadsPerBlock);
-  out_.line("wf_host_enter_thread(thread_order[t], block, {}, grid);", plan_.threadsPerBlock);
-  out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
-  out_.line("{}_elements(params, entry, u, begin, stop);", body_.name);
-  out_.close();
-  if (body_.hasDeferredWrites) {
-    out_.line("wf_host_enter_thread(0, block, {}, grid);", plan_.threadsPerBlock);
-    out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
-    out_.line("{}_deferred(params, entry, u, member, end - first);", body_.name);
-  } else {
-    out_.line("(void)member;");
-  }
-  out_.close();
-  out_.directive("#endif");
-  out_.line();
-}
-
-void BodyEmitter::hostPointerLocals() {
-  forEachElementTensor(true, true, [&](const Slot& slot) {
-    out_.line("{}{}* const {}_ = {};", slot.written ? "" : "const ", cppType(slot.dtype),
-              slot.field, slotAccess(slot));
-  });
-}
-
-std::string BodyEmitter::hostRead(const Slot& slot, const std::string& index) const {
-  if (isBitsStruct(slot.dtype))
-    return fmt::format("{}{{{}_[{}].bits}}", cppType(slot.dtype), slot.field, index);
-  return fmt::format("{}_[{}]", slot.field, index);
-}
-
-std::string BodyEmitter::hostStore(const Slot& slot, const std::string& index) const {
-  const char* bits = isBitsStruct(slot.dtype) ? ".bits" : "";
-  return fmt::format("{0}_[{1}]{2} = out.{0}{2};", slot.field, index, bits);
-}
-
-void BodyEmitter::hostFastFlatLoop() {
-  out_.open("for ({0} i = begin; i < end; ++i)", indexType_);
-  elementCall([&](const Slot& slot) { return hostRead(slot, "i"); });
-  forEachElementTensor(false, true, [&](const Slot& slot) { out_.line(hostStore(slot, "i")); });
-  out_.close();
-}
-
-/// Walks [begin, end) row by row of the domain's innermost dimension: the coordinates of the
-/// row's first element give each tensor's offset once, and the row is one loop with constant
-/// strides (no division per element).
-void BodyEmitter::hostFastStridedLoop() {
-  unsigned rank = body_.domainRank;
-  if (rank == 0) {
-    out_.open("for ({0} i = begin; i < end; ++i)", indexType_);
-    elementCall([&](const Slot& slot) { return hostRead(slot, "0"); });
-    forEachElementTensor(false, true, [&](const Slot& slot) { out_.line(hostStore(slot, "0")); });
-    out_.close();
-    return;
-  }
-  unsigned inner = rank - 1;
-  // An empty member (an extent of 0) has no coordinates to find.
-  out_.open("if (begin < end)");
-  out_.line("{} c[{}]; // coordinates of element i in the domain", indexType_, rank);
-  out_.line("{} rest = begin;", indexType_);
-  out_.open("for (int d = {}; d > 0; --d)", inner);
-  out_.line("c[d] = rest % {}(entry.extents[d]);", indexType_);
-  out_.line("rest /= {}(entry.extents[d]);", indexType_);
-  out_.close();
-  out_.line("c[0] = rest;");
-  out_.open("for ({0} i = begin; i < end;)", indexType_);
-  out_.line("const {0} row_left = {0}(entry.extents[{1}]) - c[{1}];", indexType_, inner);
-  out_.line("const {0} row = end - i < row_left ? end - i : row_left;", indexType_);
-  forEachElementTensor(true, true, [&](const Slot& slot) {
-    std::vector<std::string> terms;
-    for (unsigned d = 0; d < rank; ++d)
-      terms.push_back(
-          fmt::format("c[{}] * {}(entry.{}_strides[{}])", d, indexType_, slot.field, d));
-    out_.wrapped(fmt::format("const {} at_{} = ", indexType_, slot.field), terms, " + ", ";");
-    out_.line("const {0} step_{1} = {0}(entry.{1}_strides[{2}]);", indexType_, slot.field, inner);
-  });
-  out_.open("for ({0} k = 0; k < row; ++k)", indexType_);
-  auto at = [](const Slot& slot) { return fmt::format("at_{0} + k * step_{0}", slot.field); };
-  elementCall([&](const Slot& slot) { return hostRead(slot, at(slot)); });
-  forEachElementTensor(false, true,
-                       [&](const Slot& slot) { out_.line(hostStore(slot, at(slot))); });
-  out_.close();
-  out_.line("i += row;");
-  out_.line("c[{}] += row;", inner);
-  out_.open("for (int d = {}; d > 0 && c[d] == {}(entry.extents[d]); --d)", inner, indexType_);
-  out_.line("c[d] = 0;");
-  out_.line("++c[d - 1];");
-  out_.close();
-  out_.close();
-  out_.close();
-}
-
-void BodyEmitter::hostFastElementsFunction() {
-  out_.line("/// Elements [begin, end) of one member of {} on the host's fast path: one loop",
-            body_.name);
-  out_.line("/// over consecutive elements, which the host compiler vectorizes.");
-  std::vector<std::string> parameters = tableParameters();
-  parameters.insert(parameters.end(), {fmt::format("const {}_uniform& u", body_.name),
-                                       fmt::format("const {} begin", indexType_),
-                                       fmt::format("const {} end", indexType_)});
-  openFunction(fmt::format("inline void {}_host_fast_elements", body_.name), parameters);
-  out_.line("(void)params;");
-  hostPointerLocals();
-  if (body_.indexing == Indexing::Flat)
-    hostFastFlatLoop();
-  else
-    hostFastStridedLoop();
-  zeroDimensionalOutputs("begin == 0");
-  out_.close();
-  out_.line();
-}
-
-void BodyEmitter::hostFastRunFunction() {
-  out_.line("/// Chunks [first, end) of member `member` of {} on the host's fast path: the",
-            body_.name);
-  out_.line("/// block's work as one thread's loop; the deferred writes by the same ticket rule.");
-  std::vector<std::string> parameters = tableParameters();
-  parameters.insert(parameters.end(), {"i32 member", "i32 first", "i32 end"});
-  openFunction(fmt::format("inline void {}_host_fast_run", body_.name), parameters);
-  out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
-  elementRange();
-  out_.line("{}_host_fast_elements(params, entry, u, begin, stop);", body_.name);
-  if (body_.hasDeferredWrites)
-    out_.line("{}_deferred(params, entry, u, member, end - first);", body_.name);
-  else
-    out_.line("(void)member;");
-  out_.close();
-  out_.line();
+  };
+  return run;
 }
 
 void BodyEmitter::functions() {
   uniformStruct();
   prologue();
   elementFunction();
-  elementsFunction();
+  elementsFunction(deviceElements());
   if (body_.hasDeferredWrites)
     deferredFunction();
-  runFunction();
-  hostRunFunction();
+  runFunction(deviceRun());
+  runFunction(hostVerifyRun());
   out_.directive("#ifndef __CUDACC__");
-  hostFastElementsFunction();
-  hostFastRunFunction();
+  elementsFunction(hostFastElements());
+  runFunction(hostFastRun());
   out_.directive("#endif");
 }
-
-} // namespace
 
 void emitBodyEntry(const KernelPlan& plan, const BodyPlan& body, CodeWriter& out) {
   BodyEmitter(plan, body, out).entry();

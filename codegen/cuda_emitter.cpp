@@ -3,6 +3,7 @@
 #include "codegen/body_emitter.h"
 #include "codegen/code_writer.h"
 #include "codegen/constant_literal.h"
+#include "codegen/emitter_internal.h"
 #include "codegen/prelude.h"
 
 #include <fmt/format.h>
@@ -152,6 +153,8 @@ void parameterType(const KernelPlan& plan, CodeWriter& out) {
   out.line();
 }
 
+} // namespace
+
 /// The walk both entry points share: block `block` of `grid` takes the contiguous chunks
 /// [block * per_block, (block + 1) * per_block) and hands each member's run of them to its
 /// body's `<body><runFunction>(params, entry, member, first, end)` (the host entry adds `block,
@@ -200,6 +203,8 @@ void chunkWalk(const KernelPlan& plan, llvm::StringRef block, llvm::StringRef gr
   out.close();
 }
 
+namespace {
+
 void kernel(const KernelPlan& plan, CodeWriter& out) {
   out.line(
       "/// A persistent grid: block b runs the b-th of gridDim.x equal shares of all members'");
@@ -212,68 +217,6 @@ void kernel(const KernelPlan& plan, CodeWriter& out) {
                   ", ");
   chunkWalk(plan, "blockIdx.x", "gridDim.x", "_run", /*hostArguments=*/false, out);
   out.close();
-}
-
-/// The kernel's pointer fields for a checker that runs its launches on the host (the CUDA
-/// driver double checks that each is a live device allocation written before the launch).
-void launchAbi(const KernelPlan& plan, CodeWriter& out) {
-  llvm::SmallVector<std::string, 16> fields;
-  for (const BodyPlan& body : plan.bodies)
-    for (const Slot& slot : body.slots) {
-      if (slot.kind != SlotKind::ElementTensor && slot.kind != SlotKind::UniformTensor)
-        continue;
-      // Shared element tensors have no one numel to bound them by.
-      const char* reach = slot.kind == SlotKind::UniformTensor              ? "wf_reach_one"
-                          : body.indexing == Indexing::Flat && !slot.shared ? "wf_reach_numel"
-                                                                            : "wf_reach_first";
-      fields.push_back(fmt::format("{{{}, {}, \"{}\", {}, {}}}", slot.shared ? -1 : int(body.index),
-                                   slot.offset, slot.field, byteSize(slot.dtype), reach));
-    }
-  size_t count = fields.size();
-  if (fields.empty())
-    fields.push_back("{-2, 0, \"\", 0, wf_reach_one}"); // no array of size 0 in C++
-  bool inParameters = plan.tableLocation == TableLocation::KernelParameters;
-  out.line(
-      "/// Where the launch's pointers are (body -1: the parameter block; else offsets in that");
-  out.line("/// body's member entry), for a checker that runs launches on the host.");
-  out.open("static const wf_pointer_field {}_pointer_fields[] =", plan.name);
-  for (size_t i = 0; i < fields.size(); ++i)
-    out.line("{}{}", fields[i], i + 1 < fields.size() ? "," : "");
-  out.close(";");
-  out.wrapped(
-      fmt::format("extern \"C\" const wf_launch_abi {}_launch_abi = {{", plan.name),
-      {std::to_string(plan.threadsPerBlock), std::to_string((plan.parameterBytes + 7) / 8 * 8),
-       std::to_string(inParameters ? plan.tableOffset : 0), std::to_string(inParameters ? 1 : 0),
-       std::to_string(plan.entryBytes), std::to_string(count), plan.name + "_pointer_fields"},
-      ", ", "};");
-}
-
-/// The host backend's entry points: one block of the grid on the calling CPU thread, with
-/// emulated CUDA threads (verify) or as one loop per member run (fast).
-void hostEntry(const KernelPlan& plan, CodeWriter& out) {
-  out.line();
-  out.directive("#ifndef __CUDACC__");
-  out.line(
-      "/// Host backend: runs block `block` of a `grid`-block launch of {} on this CPU thread.",
-      plan.name);
-  out.openWrapped(fmt::format("extern \"C\" void {}_host_block(", plan.name),
-                  {"const void* parameters", "u32 block", "u32 grid", "const u32* thread_order"},
-                  ", ");
-  out.line("const {0}& params = *static_cast<const {0}*>(parameters);", parameterTypeName(plan));
-  chunkWalk(plan, "block", "grid", "_host_run", /*hostArguments=*/true, out);
-  out.close();
-  out.line();
-  out.line("/// Host backend, fast path: block `block` of a `grid`-block launch of {} as one loop",
-           plan.name);
-  out.line("/// per member run on this CPU thread (no emulated threads; any grid size).");
-  out.openWrapped(fmt::format("extern \"C\" void {}_host_fast_block(", plan.name),
-                  {"const void* parameters", "u32 block", "u32 grid"}, ", ");
-  out.line("const {0}& params = *static_cast<const {0}*>(parameters);", parameterTypeName(plan));
-  chunkWalk(plan, "block", "grid", "_host_fast_run", /*hostArguments=*/false, out);
-  out.close();
-  out.line();
-  launchAbi(plan, out);
-  out.directive("#endif");
 }
 
 } // namespace
@@ -292,7 +235,7 @@ std::string emitCuda(const KernelPlan& plan) {
   for (const BodyPlan& body : plan.bodies)
     emitBodyFunctions(plan, body, out);
   kernel(plan, out);
-  hostEntry(plan, out);
+  emitHostEntries(plan, out);
   return out.text();
 }
 

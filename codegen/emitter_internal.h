@@ -1,0 +1,156 @@
+#pragma once
+/// Internal to codegen: the body emitter and the chunk walk, shared by the device half
+/// (body_emitter.cpp, cuda_emitter.cpp) and the host half (host_entries.cpp) of the emitted
+/// text. Every element loop of a kernel comes from one skeleton here: a loop head, where the
+/// element is (`ElementLoop::locate`) and how its tensors are reached (`ElementAccess`), with
+/// the per-element action written once in `BodyEmitter::perElement`.
+
+#include "codegen/body_values.h"
+#include "codegen/code_writer.h"
+#include "scheduler/kernel_plan.h"
+
+#include <llvm/ADT/STLFunctionalExtras.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace widefuse {
+
+/// How one element loop reaches the tensors of its element.
+struct ElementAccess {
+  /// The expression of a read tensor's element.
+  std::function<std::string(const Slot&)> read;
+  /// The statement that stores `out.<field>` into a written tensor's element.
+  std::function<std::string(const Slot&)> store;
+};
+
+/// One loop over elements: its `for (...)` head, the statements an iteration needs before
+/// its element (coordinates, offsets; may be empty), and how it reaches the tensors.
+struct ElementLoop {
+  std::string head;
+  std::function<void()> locate;
+  ElementAccess access;
+};
+
+/// One of a body's `<body>_elements`-like functions: elements [begin, end) of one member,
+/// by the device's threads or by one host loop. The loops differ; the signature and the 0-d
+/// outputs written once per member do not.
+struct ElementsVariant {
+  /// `WF_DEVICE void <body>_elements`.
+  std::string signature;
+  llvm::SmallVector<std::string, 2> comment;
+  /// Statements before the loops (may be empty).
+  std::function<void()> locals;
+  std::function<void()> flat;
+  std::function<void()> strided;
+  /// When the one thread that writes the 0-d outputs is running.
+  std::string firstElement;
+};
+
+/// One of a body's `<body>_run`-like functions: a block's share of a member's chunks, on the
+/// device, on the host with emulated threads (verify) or as one loop (fast). They differ in
+/// how every thread runs its elements and how one thread then goes on; what that thread does
+/// after the member's last chunk is written once (`BodyEmitter::afterLastChunk`).
+struct RunVariant {
+  /// `WF_DEVICE void <body>_run`.
+  std::string signature;
+  llvm::SmallVector<std::string, 3> comment;
+  /// Parameters after `params, entry, member, first, end`.
+  std::vector<std::string> extraParameters;
+  /// The range, the prologue and every thread's elements.
+  std::function<void()> elements;
+  /// Runs its argument on one thread of the block after every thread's elements.
+  std::function<void(llvm::function_ref<void()>)> oneThread;
+  /// Wrapped in `#ifndef __CUDACC__` on its own.
+  bool hostOnly = false;
+};
+
+/// The statements of one body, written into a CodeWriter. The device functions are in
+/// body_emitter.cpp, the host backend's in host_entries.cpp.
+class BodyEmitter {
+public:
+  BodyEmitter(const KernelPlan& plan, const BodyPlan& body, CodeWriter& out);
+
+  /// The member-table entry struct, with its offsets pinned.
+  void entry();
+  /// Every function of the body, device and host, in the order the kernel needs them.
+  void functions();
+
+private:
+  std::string slotAccess(const Slot& slot) const {
+    return (slot.shared ? "params." : "entry.") + slot.field;
+  }
+  /// A tensor slot's pointer, marked as global memory.
+  std::string pointerOf(const Slot& slot) const { return "wf_global(" + slotAccess(slot) + ")"; }
+  /// The parameters every body function starts with: `const <params>& params, const
+  /// <member>& entry`.
+  std::vector<std::string> tableParameters() const;
+  /// `head(parameters...) {` wrapped at the writer's width, then the body's depth.
+  void openFunction(const std::string& head, const std::vector<std::string>& parameters) {
+    out_.openWrapped(head + "(", parameters, ", ");
+  }
+  /// Calls `each` for the element tensors read (`reads`) and/or written (`writes`).
+  void forEachElementTensor(bool reads, bool writes,
+                            const std::function<void(const Slot&)>& each) const;
+
+  // The skeleton every body function is written with.
+  /// What one element does: `<body>_element(u, {reads...})`, then its stores.
+  void perElement(const ElementAccess& access);
+  void elementLoop(const ElementLoop& loop);
+  void elementsFunction(const ElementsVariant& variant);
+  void runFunction(const RunVariant& variant);
+  /// What one thread does after a block's last chunk of the member: the ticket's deferred
+  /// writes, or nothing.
+  void afterLastChunk(const RunVariant& variant);
+  /// `begin`, `limit` and `stop` of a run of chunks [first, end).
+  void elementRange();
+  /// `const <index> at_<field> = c0 * stride0 + ...;` with `coordinate(d)` for dimension d.
+  void offsetLocal(const Slot& slot, llvm::function_ref<std::string(unsigned)> coordinate);
+  /// The 0-d outputs, written once per member where `condition` holds.
+  void zeroDimensionalOutputs(llvm::StringRef condition);
+
+  // Device functions (body_emitter.cpp).
+  void uniformStruct();
+  void prologue();
+  void elementFunction();
+  void deferredFunction();
+  ElementsVariant deviceElements();
+  RunVariant deviceRun();
+  void scalarLoop(llvm::StringRef from, llvm::StringRef to, llvm::StringRef comment);
+  void flatLoops();
+  void vectorLoop();
+  void vectorLoads(llvm::StringRef prefix, llvm::StringRef past);
+  void stridedLoop();
+
+  // Host backend functions (host_entries.cpp).
+  RunVariant hostVerifyRun();
+  ElementsVariant hostFastElements();
+  RunVariant hostFastRun();
+  void hostFastFlatLoop();
+  void hostFastStridedLoop();
+  /// Local copies of the element tensors' pointers (`m0_`), so that the host compiler sees
+  /// that stores through one do not change the table entry the others come from.
+  void hostPointerLocals();
+  /// The fast path's access to element `index(slot)` of each tensor.
+  ElementAccess hostAccess(std::function<std::string(const Slot&)> index) const;
+
+  const KernelPlan& plan_;
+  const BodyPlan& body_;
+  BodyValues values_;
+  CodeWriter& out_;
+  std::string indexType_;
+};
+
+/// The walk every entry point shares: block `block` of `grid` takes its contiguous share of
+/// the chunks and hands each member's run of them to its body's `<body><runFunction>(params,
+/// entry, member, first, end)` (`hostArguments` adds `block, grid, thread_order`).
+void chunkWalk(const KernelPlan& plan, llvm::StringRef block, llvm::StringRef grid,
+               llvm::StringRef runFunction, bool hostArguments, CodeWriter& out);
+
+/// The host backend's entry points and the launch description for host-side checkers.
+void emitHostEntries(const KernelPlan& plan, CodeWriter& out);
+
+} // namespace widefuse
