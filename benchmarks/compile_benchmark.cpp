@@ -6,7 +6,7 @@
 
 #include "optim/seed_adam.h"
 #include "runtime/fusion_compiler.h"
-#include "runtime/host_compiler.h"
+#include "runtime/host/host_compiler.h"
 
 #include <benchmark/benchmark.h>
 #include <llvm/ADT/SmallString.h>
@@ -33,7 +33,7 @@ FusionCompileOptions batched() {
 /// Loads NVRTC once so that its dlopen is not charged to the first measurement.
 void warmUpNvrtc() {
   static bool done = [] {
-    KernelCache cache(KernelCacheOptions{std::nullopt, false});
+    CubinCache cache(KernelCacheOptions{std::nullopt, false});
     auto fusion = optim::buildSeedAdam(mixedShapes(1));
     compileFusion(*fusion, batched(), cache);
     return true;
@@ -45,7 +45,7 @@ void coldCompile(benchmark::State& state) {
   warmUpNvrtc();
   auto fusion = optim::buildSeedAdam(mixedShapes(state.range(0)));
   for (auto _ : state) {
-    KernelCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
+    CubinCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
     CompiledFusion compiled = compileFusion(*fusion, batched(), cache);
     benchmark::DoNotOptimize(compiled.kernels.data());
     if (compiled.kernels.size() != 1 || compiled.kernels[0].cache != CacheOutcome::Miss)
@@ -60,11 +60,11 @@ void warmDiskCacheHit(benchmark::State& state) {
   llvm::sys::fs::createUniqueDirectory("widefuse-benchmark-cache", directory);
   auto fusion = optim::buildSeedAdam(mixedShapes(state.range(0)));
   {
-    KernelCache fill(KernelCacheOptions{directory.str().str(), true});
+    CubinCache fill(KernelCacheOptions{directory.str().str(), true});
     compileFusion(*fusion, batched(), fill);
   }
   for (auto _ : state) {
-    KernelCache cache(KernelCacheOptions{directory.str().str(), true});
+    CubinCache cache(KernelCacheOptions{directory.str().str(), true});
     CompiledFusion compiled = compileFusion(*fusion, batched(), cache);
     benchmark::DoNotOptimize(compiled.kernels.data());
     if (compiled.kernels[0].cache != CacheOutcome::DiskHit)
@@ -78,7 +78,7 @@ void emitOnly(benchmark::State& state) {
   auto fusion = optim::buildSeedAdam(mixedShapes(state.range(0)));
   FusionCompileOptions options = batched();
   options.emitOnly = true;
-  KernelCache cache(KernelCacheOptions{std::nullopt, false});
+  CubinCache cache(KernelCacheOptions{std::nullopt, false});
   for (auto _ : state) {
     CompiledFusion compiled = compileFusion(*fusion, options, cache);
     benchmark::DoNotOptimize(compiled.kernels.data());
@@ -88,14 +88,14 @@ BENCHMARK(emitOnly)->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond);
 
 /// The host compiler building the seed Adam's batched kernel (100 parameters) into a shared
 /// object: arg 0 from the plain text (a memory-only cache, which precompiles nothing), arg 1
-/// with the shim and prelude precompiled, as every kernel after a cache directory's first
+/// with the host and device preludes precompiled, as every kernel after a cache directory's first
 /// finds them (the records are removed before each iteration; the prelude's files stay).
 void hostCompile(benchmark::State& state) {
   bool precompiled = state.range(0) == 1;
   auto fusion = optim::buildSeedAdam(mixedShapes(100));
   FusionCompileOptions options = batched();
   options.emitOnly = true;
-  KernelCache emitCache(KernelCacheOptions{std::nullopt, false});
+  CubinCache emitCache(KernelCacheOptions{std::nullopt, false});
   CompiledFusion emitted = compileFusion(*fusion, options, emitCache);
   const std::string& source = emitted.kernels[0].source;
   const std::string& name = emitted.kernels[0].plan->name;

@@ -11,7 +11,7 @@
 
 #include "optim/adam.h"
 #include "optim/model_presets.h"
-#include "runtime/cuda_device.h"
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
 
 #include <benchmark/benchmark.h>
@@ -136,7 +136,7 @@ void adamStep(benchmark::State& state, const Case& c, SegmentationMode mode,
   optim::AdamFusion adam = optim::buildAdam(config);
   DeviceArguments tensors(device, adam);
   ExecutorOptions options;
-  options.backend = Backend::Cuda;
+  options.backend = "cuda";
   options.mode = mode;
   options.schedule = schedule;
   FusionExecutorCache executor(*adam.fusion, options);

@@ -46,7 +46,7 @@ struct AdamTensors {
 /// Batched Adam up to the launch call (backend none).
 ExecutorOptions dispatchOnly() {
   ExecutorOptions options;
-  options.backend = Backend::None;
+  options.backend = "none";
   options.mode = SegmentationMode::Batched;
   return options;
 }
@@ -79,9 +79,9 @@ void hostThroughput(benchmark::State& state) {
   auto fusion = optim::buildSeedAdam(mixedShapes(20));
   AdamTensors adam(*fusion);
   ExecutorOptions options;
-  options.backend = Backend::Host;
+  options.backend = "host";
   options.mode = SegmentationMode::Batched;
-  options.hostThreads = unsigned(state.range(0));
+  options.host.threads = unsigned(state.range(0));
   FusionExecutorCache executor(*fusion, options);
   executor.run(adam.arguments);
   for (auto _ : state)

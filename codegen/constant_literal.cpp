@@ -61,8 +61,8 @@ template <typename From> Number convertTo(From value, DataType type) {
   case DataType::Float8_e5m2:
   case DataType::Float8_e8m0fnu:
     return {Number::Kind::Floating, false, 0,
-            reducedBitsToFloat(type, toReducedBits(type, convertNumber<double>(value),
-                                                   convertNumber<float>(value)))};
+            narrowBitsToFloat(type, toNarrowBits(type, convertNumber<double>(value),
+                                                 convertNumber<float>(value)))};
   case DataType::ComplexFloat:
   case DataType::ComplexDouble:
     break; // constantLiteral writes a complex target as a pair of its parts
@@ -95,8 +95,8 @@ template <typename T> std::string shortestDecimal(T value) {
 }
 
 std::string floatingLiteral(double value, DataType type) {
-  if (isReducedPrecision(type)) {
-    uint16_t bits = toReducedBits(type, value, float(value));
+  if (isNarrowFloat(type)) {
+    uint16_t bits = toNarrowBits(type, value, float(value));
     return fmt::format("{}{{0x{:0{}x}}}", cppType(type), bits, 2 * byteSize(type));
   }
   if (std::isnan(value) || std::isinf(value)) {

@@ -37,13 +37,33 @@ void headerComment(const KernelPlan& plan, CodeWriter& out) {
   out.line();
 }
 
-/// The offsets of the entry header's fields, as scheduler/kernel_abi.h names them.
-std::string entryHeaderPins() {
-  return fmt::format("WF_CHECK_OFFSET(wf_entry_header, numel, {});\n"
-                     "WF_CHECK_OFFSET(wf_entry_header, first_chunk, {});\n"
-                     "WF_CHECK_OFFSET(wf_entry_header, body, {});\n"
-                     "static_assert(sizeof(wf_entry_header) == {}, \"entry header\");\n",
-                     abi::kEntryNumelOffset, abi::kEntryFirstChunkOffset, abi::kEntryBodyOffset,
+/// The fields of a fixed header, with comments aligned, then a WF_CHECK_OFFSET per field.
+void headerFields(llvm::ArrayRef<abi::HeaderField> fields, llvm::StringRef entryType,
+                  llvm::StringRef structName, CodeWriter& out, std::string& pins) {
+  std::vector<std::string> declarations;
+  size_t width = 0;
+  for (const abi::HeaderField& field : fields) {
+    std::string type = fmt::format(fmt::runtime(field.type), fmt::arg("entry", entryType.str()));
+    declarations.push_back(fmt::format("{} {};", type, field.name));
+    width = std::max(width, declarations.back().size());
+  }
+  for (size_t index = 0; index < fields.size(); ++index) {
+    out.line("{:<{}} // {}", declarations[index], width, fields[index].comment);
+    pins += fmt::format("WF_CHECK_OFFSET({}, {}, {});\n", structName.str(), fields[index].name,
+                        fields[index].offset);
+  }
+}
+
+/// The entry header every member table starts its entries with.
+std::string entryHeader() {
+  CodeWriter out;
+  std::string pins;
+  out.line("/// First fields of every member-table entry.");
+  out.open("struct wf_entry_header");
+  headerFields(abi::kEntryHeader, "", "wf_entry_header", out, pins);
+  out.close(";");
+  return out.text() + pins +
+         fmt::format("static_assert(sizeof(wf_entry_header) == {}, \"entry header\");\n",
                      abi::kEntryHeaderBytes);
 }
 
@@ -59,13 +79,7 @@ std::string skeletonHelpers() {
   static_assert(__builtin_offsetof(type, field) == offset, "table layout of " #type)
 #endif
 
-/// First fields of every member-table entry.
-struct wf_entry_header {
-  i64 numel;       // elements of the member's domain
-  i32 first_chunk; // global index of the member's first chunk (prefix sum)
-  i32 body;        // which body runs the member (packed kernels)
-};
-)" + entryHeaderPins() +
+)" + entryHeader() +
          R"(
 
 /// Tells the compiler that a pointer read from the member table addresses global memory, so
@@ -115,11 +129,8 @@ void parameterType(const KernelPlan& plan, CodeWriter& out) {
   std::string name = parameterTypeName(plan);
   out.line("/// The kernel's single argument.");
   out.open("struct {}", name);
-  out.line("i32 num_members;");
-  out.line("i32 num_chunks;");
-  out.line("u32* tickets; // one per member, zero between launches (deferred writes)");
-  out.line("const {}* table; // the member table when it lives in device memory",
-           entryTypeName(plan));
+  std::string pins;
+  headerFields(abi::kParameterHeader, entryTypeName(plan), name, out, pins);
   std::vector<const Slot*> shared;
   for (const BodyPlan& body : plan.bodies)
     for (const Slot& slot : body.slots)
@@ -140,10 +151,7 @@ void parameterType(const KernelPlan& plan, CodeWriter& out) {
   auto pin = [&](llvm::StringRef field, unsigned offset) {
     out.line("WF_CHECK_OFFSET({}, {}, {});", name, field.str(), offset);
   };
-  pin("num_members", abi::kNumMembersOffset);
-  pin("num_chunks", abi::kNumChunksOffset);
-  pin("tickets", abi::kTicketsOffset);
-  pin("table", abi::kTableOffset);
+  out.verbatim(pins);
   for (const Slot* slot : shared)
     pin(slot->field, slot->offset);
   if (inParameters)

@@ -119,12 +119,12 @@ bool isInteger(DataType type) {
   return isSignedInteger(type) || isUnsignedInteger(type);
 }
 
-bool isReducedPrecision(DataType type) {
+bool isNarrowFloat(DataType type) {
   return type == DataType::Half || type == DataType::BFloat16 || isFloat8(type);
 }
 
 DataType computeType(DataType type) {
-  return isReducedPrecision(type) ? DataType::Float : type;
+  return isNarrowFloat(type) ? DataType::Float : type;
 }
 
 std::pair<int64_t, int64_t> integerRange(DataType type) {
@@ -208,7 +208,7 @@ DataType promoteTypes(DataType a, DataType b) {
   }
   bool aFloat = isFloatingPoint(a), bFloat = isFloatingPoint(b);
   if (aFloat && bFloat) {
-    if (isReducedPrecision(a) && isReducedPrecision(b))
+    if (isNarrowFloat(a) && isNarrowFloat(b))
       return DataType::Float; // half + bfloat16, fp8 + half, e4m3fn + e5m2 (nvFuser's rule)
     return byteSize(a) >= byteSize(b) ? a : b;
   }

@@ -55,7 +55,7 @@ bool isSignedInteger(DataType type);
 /// True for uint8..uint32.
 bool isUnsignedInteger(DataType type);
 /// True for half, bfloat16 and the fp8 types: storage types, computed in float and rounded.
-bool isReducedPrecision(DataType type);
+bool isNarrowFloat(DataType type);
 /// True for the three fp8 types (one byte each).
 bool isFloat8(DataType type);
 /// True for c64 and c128.
@@ -79,7 +79,7 @@ TypeCategory categoryOf(DataType type);
 /// PyTorch's promote_types for two data types (e.g. int32 + half -> half, half + bfloat16 ->
 /// float, uint8 + int8 -> int16, uint32 + int32 -> int64). fp8 types, which torch refuses to
 /// promote with any other type, promote as nvFuser's promoteType does: like half, so fp8 with
-/// another reduced-precision type is float, and fp8 with an integer or bool stays fp8.
+/// another narrow-float type is float, and fp8 with an integer or bool stays fp8.
 /// Complex with anything is complex, wide enough for both (c64 + f64 = c128), as in torch.
 DataType promoteTypes(DataType a, DataType b);
 

@@ -34,7 +34,7 @@ Buffer makeBuffer(DataType dtype, llvm::ArrayRef<int64_t> shape) {
   return buffer;
 }
 
-/// Calls fn.template operator()<T>() with the C++ type of a non-reduced-precision dtype.
+/// Calls fn.template operator()<T>() with the C++ type of a non-narrow dtype.
 template <typename Fn> decltype(auto) visitNativeType(DataType type, Fn&& fn) {
   switch (type) {
   case DataType::Bool:
@@ -67,8 +67,8 @@ template <typename Fn> decltype(auto) visitNativeType(DataType type, Fn&& fn) {
   WF_UNREACHABLE("{} has no native C++ type", shortName(type).str());
 }
 
-/// The bits of element i of a reduced-precision buffer (2 bytes for f16/bf16, 1 for fp8).
-uint16_t reducedBitsAt(const Buffer& buffer, size_t i) {
+/// The bits of element i of a narrow-float buffer (2 bytes for f16/bf16, 1 for fp8).
+uint16_t narrowBitsAt(const Buffer& buffer, size_t i) {
   return byteSize(buffer.dtype) == 1 ? buffer.as<uint8_t>()[i] : buffer.as<uint16_t>()[i];
 }
 
@@ -76,10 +76,10 @@ uint16_t reducedBitsAt(const Buffer& buffer, size_t i) {
 /// first).
 template <typename C> std::vector<C> loadAll(const Buffer& buffer) {
   std::vector<C> values(size_t(buffer.numel()));
-  if (isReducedPrecision(buffer.dtype)) {
+  if (isNarrowFloat(buffer.dtype)) {
     for (size_t i = 0; i < values.size(); ++i)
       values[i] =
-          element::convertNumber<C>(reducedBitsToFloat(buffer.dtype, reducedBitsAt(buffer, i)));
+          element::convertNumber<C>(narrowBitsToFloat(buffer.dtype, narrowBitsAt(buffer, i)));
     return values;
   }
   visitNativeType(buffer.dtype, [&]<typename S>() {
@@ -96,11 +96,11 @@ template <typename C>
 Buffer storeAll(const std::vector<C>& values, DataType dtype, llvm::ArrayRef<int64_t> shape) {
   Buffer buffer = makeBuffer(dtype, shape);
   WF_ASSERT(values.size() == size_t(buffer.numel()));
-  if (isReducedPrecision(dtype)) {
+  if (isNarrowFloat(dtype)) {
     for (size_t i = 0; i < values.size(); ++i) {
       using element::convertNumber;
       uint16_t bits =
-          toReducedBits(dtype, convertNumber<double>(values[i]), convertNumber<float>(values[i]));
+          toNarrowBits(dtype, convertNumber<double>(values[i]), convertNumber<float>(values[i]));
       if (byteSize(dtype) == 1)
         buffer.as<uint8_t>()[i] = uint8_t(bits);
       else

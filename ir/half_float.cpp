@@ -145,7 +145,7 @@ float float8E8M0FnuBitsToFloat(uint8_t bits) {
   return std::ldexp(1.0f, int(bits) - 127);
 }
 
-float reducedBitsToFloat(DataType type, uint16_t bits) {
+float narrowBitsToFloat(DataType type, uint16_t bits) {
   switch (type) {
   case DataType::Half:
     return halfBitsToFloat(bits);
@@ -158,11 +158,11 @@ float reducedBitsToFloat(DataType type, uint16_t bits) {
   case DataType::Float8_e8m0fnu:
     return float8E8M0FnuBitsToFloat(uint8_t(bits));
   default:
-    WF_UNREACHABLE("{} is not a reduced-precision type", shortName(type).str());
+    WF_UNREACHABLE("{} is not a narrow-float type", shortName(type).str());
   }
 }
 
-uint16_t toReducedBits(DataType type, double value, float asFloat) {
+uint16_t toNarrowBits(DataType type, double value, float asFloat) {
   switch (type) {
   case DataType::Half:
     return toHalfBits(value);
@@ -175,7 +175,7 @@ uint16_t toReducedBits(DataType type, double value, float asFloat) {
   case DataType::Float8_e8m0fnu:
     return toFloat8E8M0FnuBits(asFloat);
   default:
-    WF_UNREACHABLE("{} is not a reduced-precision type", shortName(type).str());
+    WF_UNREACHABLE("{} is not a narrow-float type", shortName(type).str());
   }
 }
 

@@ -36,11 +36,11 @@ float float8E4M3FnBitsToFloat(uint8_t bits);
 float float8E5M2BitsToFloat(uint8_t bits);
 float float8E8M0FnuBitsToFloat(uint8_t bits);
 
-/// The exact float value of the bits of a reduced-precision (f16, bf16, fp8) element.
-float reducedBitsToFloat(DataType type, uint16_t bits);
-/// The bits of the reduced-precision `type` nearest to `value`: f16/bf16 round the double
+/// The exact float value of the bits of a narrow-float (f16, bf16, fp8) element.
+float narrowBitsToFloat(DataType type, uint16_t bits);
+/// The bits of the narrow-float `type` nearest to `value`: f16/bf16 round the double
 /// once; fp8 rounds `asFloat`, the source converted to float as torch converts it (callers
 /// pass `float(source)`, so an i64 or f64 source rounds to float first, as in c10).
-uint16_t toReducedBits(DataType type, double value, float asFloat);
+uint16_t toNarrowBits(DataType type, double value, float asFloat);
 
 } // namespace widefuse

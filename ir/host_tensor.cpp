@@ -79,7 +79,7 @@ double floatingElement(const HostTensor& tensor, int64_t i) {
   case DataType::Float8_e4m3fn:
   case DataType::Float8_e5m2:
   case DataType::Float8_e8m0fnu:
-    return reducedBitsToFloat(tensor.dtype(), tensor.as<uint8_t>()[i]);
+    return narrowBitsToFloat(tensor.dtype(), tensor.as<uint8_t>()[i]);
   default:
     WF_UNREACHABLE("floatingElement of a {} tensor", shortName(tensor.dtype()).str());
   }
@@ -102,7 +102,7 @@ void setFloatingElement(HostTensor& tensor, int64_t i, double value) {
   case DataType::Float8_e4m3fn:
   case DataType::Float8_e5m2:
   case DataType::Float8_e8m0fnu:
-    tensor.as<uint8_t>()[i] = uint8_t(toReducedBits(tensor.dtype(), value, float(value)));
+    tensor.as<uint8_t>()[i] = uint8_t(toNarrowBits(tensor.dtype(), value, float(value)));
     return;
   default:
     WF_UNREACHABLE("setFloatingElement of a {} tensor", shortName(tensor.dtype()).str());

@@ -93,7 +93,7 @@ void validateAdamDtypes(const AdamConfig& config) {
   case MasterWeights::None:
     return;
   case MasterWeights::Fp32:
-    if (!isReducedPrecision(config.dtype))
+    if (!isNarrowFloat(config.dtype))
       fail("Adam: fp32 master weights are for bf16 or f16 parameters; {} parameters are their "
            "own master (use master weights none)",
            param);
@@ -145,7 +145,7 @@ struct Parameter {
 
 /// The compute type of a tensor op on `x`: float for half/bfloat16, else its own dtype.
 Val up(Val x) {
-  return isReducedPrecision(x.dtype()) ? cast(x, DataType::Float) : x;
+  return isNarrowFloat(x.dtype()) ? cast(x, DataType::Float) : x;
 }
 
 /// A tensor op's result rounded once to the dtype of the tensor it lands in (as a PyTorch
@@ -323,7 +323,7 @@ private:
   /// state torch's kernels' f32 form, one fused multiply-add (weight < 0.5:
   /// `weight * (grad - m) + m`, else `(weight - 1) * (grad - m) + grad`).
   Val lerpOf(Val m, Val grad, double weight) {
-    if (!isReducedPrecision(stateDtype_))
+    if (!isNarrowFloat(stateDtype_))
       return lerp(up(m), up(grad), weight);
     Val difference = up(grad) - up(m);
     if (std::fabs(float(weight)) < 0.5f)
@@ -334,7 +334,7 @@ private:
   /// v + value * grad * grad: for bf16/f16 state with the last multiply and the add fused, as
   /// torch's addcmul kernels compute it.
   Val addcmulOf(Val v, Val grad, double value) {
-    if (!isReducedPrecision(stateDtype_))
+    if (!isNarrowFloat(stateDtype_))
       return up(v) + value * up(grad) * up(grad);
     return fma(value * up(grad), up(grad), up(v));
   }

@@ -1,5 +1,5 @@
 #pragma once
-/// The kernel caches' directories on disk, shared by the cubin cache (KernelCache) and the host
+/// The kernel caches' directories on disk, shared by the cubin cache (CubinCache) and the host
 /// compiler's cache (HostKernelCache) so that both meet the same faults the same way: a
 /// directory that cannot be created or written, a write that fails part way (a full disk), two
 /// processes writing one record at once. None of them is an error: the caller warns once and

@@ -132,8 +132,8 @@ void checkArch(llvm::StringRef arch) {
          supportedArchList(nvrtc));
 }
 
-CompiledKernel compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
-                           const CompileOptions& options) {
+CudaBinary compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
+                       const CompileOptions& options) {
   const NvrtcLibrary& nvrtc = NvrtcLibrary::instance();
   checkArch(options.arch);
 
@@ -154,7 +154,7 @@ CompiledKernel compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
                                             flagPointers.data());
   auto stop = std::chrono::steady_clock::now();
 
-  CompiledKernel kernel;
+  CudaBinary kernel;
   kernel.name = kernelName.str();
   kernel.arch = options.arch;
   kernel.log = programLog(nvrtc, program.get());

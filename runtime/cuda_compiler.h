@@ -38,7 +38,7 @@ struct KernelStats {
 
 /// One compiled kernel: what a launcher needs (the cubin, the entry name) plus what helps a
 /// person judge it (PTX, NVRTC's log, ptxas statistics, compile time).
-struct CompiledKernel {
+struct CudaBinary {
   /// The entry function's name (`extern "C"`, so unmangled).
   std::string name;
   /// The arch the cubin is for, e.g. "sm_90".
@@ -60,8 +60,8 @@ struct CompiledKernel {
 /// compilation; the last names the kernel, quotes NVRTC's log and gives the path of a file
 /// holding the source ($WIDEFUSE_DUMP_DIR/<kernelName>.cu when that variable is set, else a
 /// file in the system's temporary directory).
-CompiledKernel compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
-                           const CompileOptions& options);
+CudaBinary compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
+                       const CompileOptions& options);
 
 /// Parses ptxas -v output for one entry function (exposed for tests). Other functions'
 /// lines (callees such as __internal_accurate_pow, other entries) are ignored; a kernel the

@@ -20,7 +20,7 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
 /// traffic, so while ptxas reports spills the scheduler gives a plan with fewer resident blocks
 /// (more registers, the same source), which replaces `plan`. The runtime sizes the grid from
 /// the occupancy the final kernel has.
-void compileWithoutSpills(KernelPlan& plan, FusionKernel& kernel, KernelCache& cache,
+void compileWithoutSpills(KernelPlan& plan, FusionKernel& kernel, CubinCache& cache,
                           CompileOptions options) {
   options.maxRegisters = registerCap(plan);
   CacheResult compiled = cache.compile(kernel.source, plan.name, options);
@@ -42,14 +42,17 @@ void compileWithoutSpills(KernelPlan& plan, FusionKernel& kernel, KernelCache& c
 } // namespace
 
 CompiledFusion compileFusion(const Fusion& fusion, const FusionCompileOptions& options,
-                             KernelCache& cache, const Specialization* specialization) {
+                             CubinCache& cache, const Specialization* specialization,
+                             std::shared_ptr<const SegmentedFusion> segmented) {
   auto start = std::chrono::steady_clock::now();
   const DumpOptions& dumps = options.dumps;
   if (dumps.fusion)
     writeDump(dumps, fusion.name() + ".wf", printFusion(fusion));
 
   CompiledFusion result;
-  result.segmented = std::make_unique<SegmentedFusion>(segment(fusion, {options.mode}));
+  result.segmented = segmented
+                         ? std::move(segmented)
+                         : std::make_shared<const SegmentedFusion>(segment(fusion, {options.mode}));
   if (dumps.segments)
     writeDump(dumps, fusion.name() + ".segments.txt", formatSegmentedFusion(*result.segmented));
 

@@ -4,8 +4,8 @@
 /// signature; `widefuse compile` runs it once.
 
 #include "codegen/cuda_emitter.h"
+#include "runtime/cubin_cache.h"
 #include "runtime/dump_options.h"
-#include "runtime/kernel_cache.h"
 #include "scheduler/schedule.h"
 
 #include <memory>
@@ -36,7 +36,7 @@ struct FusionKernel {
   /// The generated CUDA C++ source.
   std::string source;
   /// The NVRTC result; null when only emitted.
-  std::shared_ptr<const CompiledKernel> compiled;
+  std::shared_ptr<const CudaBinary> compiled;
   CacheOutcome cache = CacheOutcome::Miss;
   /// Time to get the cubin: NVRTC on a miss, a lookup or file read on a hit.
   double milliseconds = 0;
@@ -46,7 +46,7 @@ struct FusionKernel {
 
 /// Everything compileFusion produced; owns the segmentation the plans point into.
 struct CompiledFusion {
-  std::unique_ptr<SegmentedFusion> segmented;
+  std::shared_ptr<const SegmentedFusion> segmented;
   ScheduledFusion scheduled;
   /// One per plan, in plan order.
   std::vector<FusionKernel> kernels;
@@ -57,9 +57,12 @@ struct CompiledFusion {
 };
 
 /// Runs the pipeline for `fusion` (which must outlive the result) with the declared input
-/// signature, or with `signature` when given. Throws Error for an unsupported fusion, arch,
-/// a missing NVRTC or a failed compilation.
+/// signature, or with `specialization` when given. `segmented`: the fusion's segmentation in
+/// `options.mode` when the caller has it already (an executor segments once for all its
+/// specializations). Throws Error for an unsupported fusion, arch, a missing NVRTC or a failed
+/// compilation.
 CompiledFusion compileFusion(const Fusion& fusion, const FusionCompileOptions& options,
-                             KernelCache& cache, const Specialization* specialization = nullptr);
+                             CubinCache& cache, const Specialization* specialization = nullptr,
+                             std::shared_ptr<const SegmentedFusion> segmented = nullptr);
 
 } // namespace widefuse

@@ -1,14 +1,15 @@
 #pragma once
-/// FusionExecutorCache: the one place that strings define -> segment -> schedule -> codegen ->
-/// compile -> launch together. Keyed by specialization; the steady state (the same tensors
-/// as the last run) skips the checks, the lookup and the rebinding: no recompilation, no table
-/// rebuild; a PreparedRun does not even compare the arguments.
+/// FusionExecutorCache: the one place that strings check -> shapes -> specialize -> lower ->
+/// build -> bind -> launch together, for whichever Backend the options select. Keyed by
+/// specialization; the steady state (the same tensors as the last run) skips the checks, the
+/// lookup and the rebinding: no recompilation, no table rebuild; a PreparedRun does not even
+/// compare the arguments.
 
 #include "ir/runtime_shapes.h"
 #include "runtime/argument_fingerprint.h"
+#include "runtime/backend.h"
+#include "runtime/executor_options.h"
 #include "runtime/fusion_compiler.h"
-#include "runtime/host_launcher.h"
-#include "runtime/launch_binding.h"
 #include "runtime/prepared_run.h"
 
 #include <llvm/ADT/ArrayRef.h>
@@ -17,78 +18,23 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <vector>
 
 namespace widefuse {
 
-/// Where a fusion runs.
-enum class Backend {
-  Auto,      ///< cuda when a device is present, else host
-  Cuda,      ///< the GPU, through the CUDA driver
-  Host,      ///< the generated kernels compiled by the host compiler, on CPU threads
-  Reference, ///< the reference evaluator (no kernels)
-  None,      ///< compile the kernels, run nothing
+/// One specialization of an executor: what lowering produced for it (null for a backend that
+/// lowers nothing) and the backend's build of it.
+struct CompiledSpecialization {
+  std::shared_ptr<const CompiledFusion> compiled;
+  std::unique_ptr<LoadedFusion> loaded;
 };
-
-/// Every backend, in the order messages list them.
-inline constexpr Backend kAllBackends[] = {Backend::Auto, Backend::Cuda, Backend::Host,
-                                           Backend::Reference, Backend::None};
-
-/// The command-line name of a backend: auto, cuda, host, reference, none.
-llvm::StringRef backendName(Backend backend);
-/// Parses a backend name; throws Error listing the valid ones.
-Backend parseBackend(llvm::StringRef name);
-
-/// True when WIDEFUSE_CUDA_SYNC is set (and not "0"): the default of
-/// ExecutorOptions::synchronizeEachLaunch.
-bool synchronizeEachLaunchFromEnvironment();
-
-/// How a FusionExecutorCache compiles and runs.
-struct ExecutorOptions {
-  SegmentationMode mode = SegmentationMode::Auto;
-  Backend backend = Backend::Auto;
-  /// Host backend: one vectorized loop per block's member run (fast, the default), or every
-  /// CUDA thread emulated (verify). Both give the reference evaluator's values bit for bit.
-  HostExecution hostExecution = HostExecution::Fast;
-  /// Host backend: the order of blocks (and, verifying, of each block's threads).
-  BlockOrder blockOrder;
-  /// Host backend: CPU threads running blocks; 0 (the default) is one per core, 1 runs the
-  /// blocks one after another in the block order.
-  unsigned hostThreads = 0;
-  /// Host backend, fast path: the fewest elements that keep one more worker thread busy
-  /// (tests lower it to run small fusions on several workers).
-  int64_t hostElementsPerWorker = kElementsPerHostWorker;
-  /// Let NVRTC contract a*b+c into fma (device only; the host never contracts).
-  bool fmad = true;
-  /// The scheduler's tuning knobs (benchmarks compare settings; the defaults are measured).
-  ScheduleOptions schedule;
-  /// The target when there is no device to ask (default sm_90).
-  std::optional<std::string> arch;
-  /// Dumps after each stage (default: from WIDEFUSE_DUMP / WIDEFUSE_DUMP_DIR).
-  std::optional<DumpOptions> dumps;
-  /// CUDA backend: the stream (a CUstream) launches go to; null is the default stream.
-  void* stream = nullptr;
-  /// CUDA backend: wait for each kernel and name the one whose asynchronous fault surfaced
-  /// (debugging; slow). Default: the environment variable WIDEFUSE_CUDA_SYNC (set, not "0").
-  bool synchronizeEachLaunch = synchronizeEachLaunchFromEnvironment();
-};
-
-/// What one run returns.
-struct RunResult {
-  /// The fusion's plain outputs, in declaration order, when widefuse allocated them (empty
-  /// for backend none, and when the caller supplied the outputs).
-  std::vector<HostTensor> outputs;
-};
-
-/// One compiled specialization of an executor: its kernels and the bindings of its last run.
-struct CompiledSpecialization;
 
 /// Compiles a fusion once per specialization (what the arguments decide about the kernels:
 /// dense inputs, index widths) and runs it; thread-safe.
 class FusionExecutorCache {
 public:
-  /// `fusion` must outlive the cache.
+  /// `fusion` must outlive the cache. Throws Error for an unknown backend name, or one that
+  /// cannot run here (cuda without a driver or a device).
   explicit FusionExecutorCache(const Fusion& fusion, ExecutorOptions options = {});
   ~FusionExecutorCache();
   FusionExecutorCache(const FusionExecutorCache&) = delete;
@@ -107,57 +53,38 @@ public:
   /// used; the checks of run() are not repeated.
   std::unique_ptr<PreparedRun> prepare(llvm::ArrayRef<Argument> arguments);
 
-  /// The backend runs use (auto resolved).
-  Backend backend() const { return backend_; }
-  /// The compiled kernels of the last run's specialization (null before the first run).
+  /// The backend runs use; for `auto`, null until the first run or prepare decides it.
+  const Backend* backend() const;
+  /// The backend's name: `auto` until it is decided.
+  llvm::StringRef backendName() const;
+  /// The compiled kernels of the last run's specialization (null before the first run, and
+  /// for a backend that compiles none).
   std::shared_ptr<const CompiledFusion> lastCompiled() const;
   /// Number of specializations compiled so far.
   size_t numSpecializations() const;
 
 private:
   friend class PreparedRun;
+  /// The specialization of checked arguments and their shapes: found, or made (specialize,
+  /// lower, build) on first use. Decides `auto` on the first call.
   std::shared_ptr<CompiledSpecialization> specializationFor(llvm::ArrayRef<Argument> arguments,
                                                             const RuntimeShapes& shapes);
-  /// One step of `specialization`. `checked`: the fingerprint the arguments were found equal
-  /// to (null when unknown).
-  RunResult launch(CompiledSpecialization& specialization, llvm::ArrayRef<Argument> arguments,
-                   const RuntimeShapes& shapes, const Fingerprint& checked,
-                   llvm::ArrayRef<TensorRef> callerOutputs);
-  /// The CUDA backend's step: host tensors staged through device buffers.
-  RunResult launchOnDevice(CompiledSpecialization& specialization,
-                           llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
-                           const Fingerprint& checked, llvm::ArrayRef<TensorRef> callerOutputs);
-  /// Binds every launch (reusing the last bindings when nothing changed) and, unless `launch`
-  /// is false (backend none: everything up to the launch call), runs them.
-  void bindAndLaunch(CompiledSpecialization& specialization, llvm::ArrayRef<Argument> arguments,
-                     const RuntimeShapes& shapes, llvm::ArrayRef<TensorRef> outputs, bool launch,
-                     const Fingerprint& checked);
-  /// The bindings of every launch of `compiled` for these arguments and outputs.
-  void bind(const CompiledFusion& compiled, llvm::ArrayRef<Argument> arguments,
-            const RuntimeShapes& shapes, llvm::ArrayRef<TensorRef> outputs,
-            std::vector<LaunchBinding>& bindings, std::vector<std::vector<uint32_t>>& tickets);
-  /// A PreparedRun's step after some of its arguments moved or changed (`changed`: by value
-  /// id): when the host backend's cached bindings are still those of its arguments before the
-  /// change (`before`), rewrites just the changed pointers and scalars in them, makes
-  /// `after` (the new arguments' fingerprint, written into by this call) theirs, runs them and
-  /// returns true. Otherwise (another run bound them since, or the CUDA backend, whose tables
-  /// may live on the device) does nothing and returns false.
-  bool launchPatched(CompiledSpecialization& specialization, llvm::ArrayRef<Argument> arguments,
-                     llvm::ArrayRef<uint8_t> changed, const Fingerprint& before,
-                     const std::shared_ptr<std::vector<int64_t>>& after);
-  /// Runs the bound launches on the backend.
-  void runBound(CompiledSpecialization& specialization, std::vector<LaunchBinding>& bindings,
-                bool rebound);
+  /// Selects `backend` and the device its kernels target (called with mutex_ held, once).
+  void select(const Backend& backend);
+  /// What the arguments decide about the kernels: dense inputs, 64-bit index flags.
+  Specialization specialize(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes);
+  /// compileFusion as far as the backend needs.
+  std::shared_ptr<const CompiledFusion> lower(const Specialization& specialization) const;
 
   const Fusion& fusion_;
   ExecutorOptions options_;
-  Backend backend_ = Backend::Host;
-  DeviceDescription device_;
   mutable std::mutex mutex_;
-  /// The position in fusion_.inputs() of each input's value id (-1 for other values).
-  std::vector<int> inputIndex_;
-  /// The fusion's components (for the 64-bit index flags of a specialization).
-  std::unique_ptr<SegmentedFusion> components_;
+  /// Null while `auto` is undecided.
+  const Backend* backend_ = nullptr;
+  DeviceDescription device_;
+  /// The fusion's segmentation, computed once: it depends on the mode only, and every
+  /// specialization's plans point into it.
+  std::shared_ptr<const SegmentedFusion> segmented_;
   std::map<std::vector<bool>, std::shared_ptr<CompiledSpecialization>> specializations_;
   std::shared_ptr<const CompiledFusion> last_;
   /// The last accepted arguments without plain outputs, their specialization and shapes: the

@@ -119,7 +119,7 @@ std::string cacheRecordFileName(llvm::StringRef keyMaterial) {
   return fmt::format("{:016x}.wfkernel", hashKey(keyMaterial).first);
 }
 
-std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CompiledKernel& kernel) {
+std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CudaBinary& kernel) {
   KeyHash key = hashKey(keyMaterial);
   Writer record;
   record.raw(kMagic);
@@ -142,8 +142,8 @@ std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CompiledKernel&
   return std::move(record.text());
 }
 
-std::optional<CompiledKernel> decodeCacheRecord(llvm::StringRef bytes, llvm::StringRef keyMaterial,
-                                                std::string& problem) {
+std::optional<CudaBinary> decodeCacheRecord(llvm::StringRef bytes, llvm::StringRef keyMaterial,
+                                            std::string& problem) {
   // The checksum first: after it passes, every later mismatch is a real difference of key
   // or format, not damage.
   if (bytes.size() < kMagic.size() + 8) {
@@ -174,7 +174,7 @@ std::optional<CompiledKernel> decodeCacheRecord(llvm::StringRef bytes, llvm::Str
     problem = "it belongs to another key";
     return std::nullopt;
   }
-  CompiledKernel kernel;
+  CudaBinary kernel;
   kernel.name = in.bytes().str();
   kernel.arch = in.bytes().str();
   kernel.stats.registers = in.i32();

@@ -1,5 +1,5 @@
 #pragma once
-/// The kernel cache's on-disk record: the key it belongs to and one CompiledKernel, in a
+/// The kernel cache's on-disk record: the key it belongs to and one CudaBinary, in a
 /// self-checking binary format, so a truncated, altered or foreign file is recognised and
 /// recompiled instead of being handed to the driver.
 
@@ -35,11 +35,11 @@ std::string cacheRecordFileName(llvm::StringRef keyMaterial);
 
 /// The record's bytes: magic, format version, key length and hash, the kernel's fields with
 /// their lengths, and a trailing checksum over all of it.
-std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CompiledKernel& kernel);
+std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CudaBinary& kernel);
 
 /// The kernel stored in `bytes`, or nullopt with `problem` set (e.g. "checksum mismatch")
 /// when the bytes are not a well-formed record for exactly `keyMaterial`.
-std::optional<CompiledKernel> decodeCacheRecord(llvm::StringRef bytes, llvm::StringRef keyMaterial,
-                                                std::string& problem);
+std::optional<CudaBinary> decodeCacheRecord(llvm::StringRef bytes, llvm::StringRef keyMaterial,
+                                            std::string& problem);
 
 } // namespace widefuse

@@ -44,7 +44,7 @@ void encodeScalar(DataType dtype, const ScalarArgument& value, std::byte* out) {
         case DataType::Float8_e4m3fn:
         case DataType::Float8_e5m2:
         case DataType::Float8_e8m0fnu:
-          return store(uint8_t(toReducedBits(dtype, 0, convertNumber<float>(number))));
+          return store(uint8_t(toNarrowBits(dtype, 0, convertNumber<float>(number))));
         case DataType::ComplexFloat:
         case DataType::ComplexDouble: // the IR has no complex scalar inputs or constants
           WF_UNREACHABLE("a complex scalar argument reached the launch binding");

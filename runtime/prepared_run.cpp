@@ -44,13 +44,11 @@ void PreparedRun::collectWrittenSpans() {
 }
 
 RunResult PreparedRun::launch() {
-  if (!specialization_) // the reference evaluator: nothing was prepared
-    return executor_->run(arguments_);
+  LoadedFusion& loaded = *specialization_->loaded;
   if (anyChanged_) {
     if (!own_)
       own_ = std::make_shared<std::vector<int64_t>>();
-    bool patched =
-        executor_->launchPatched(*specialization_, arguments_, changed_, fingerprint_, own_);
+    bool patched = loaded.runChanged(arguments_, changed_, fingerprint_, own_);
     if (!patched) { // own_ may still be what another thread's run compares with: a new one
       own_ = std::make_shared<std::vector<int64_t>>();
       fingerprintInto(arguments_, *own_);
@@ -61,7 +59,7 @@ RunResult PreparedRun::launch() {
     if (patched)
       return RunResult{};
   }
-  return executor_->launch(*specialization_, arguments_, *shapes_, fingerprint_, {});
+  return loaded.run(Step{arguments_, *shapes_, fingerprint_, {}});
 }
 
 void PreparedRun::rebindTensor(size_t index, void* data) {

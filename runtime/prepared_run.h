@@ -24,7 +24,8 @@ struct RuntimeShapes;
 class PreparedRun {
 public:
   /// One step with the prepared arguments (scalars included). After rebindTensor/setScalar,
-  /// the host backend rewrites only the changed pointers and scalars in its launch tables.
+  /// a backend that supports it (host) rewrites only the changed pointers and scalars in its
+  /// launch tables.
   RunResult launch();
 
   /// Points tensor argument `index` at `data` for the following launches: memory laid out as

@@ -27,12 +27,12 @@ constexpr unsigned kMaxBytesInFlight = 192;
 /// only needs to be small enough that small members and the last shares balance well.
 constexpr unsigned kIterationsPerChunk = 4;
 
-const AliasPlan* aliasPlanFor(const SegmentedFusion& segmented, unsigned component,
-                              const Value* destination) {
+const HazardPlan* aliasPlanFor(const SegmentedFusion& segmented, unsigned component,
+                               const Value* destination) {
   // planAliases emits plans component by component.
   auto first =
       std::partition_point(segmented.aliasPlans.begin(), segmented.aliasPlans.end(),
-                           [&](const AliasPlan& plan) { return plan.component < component; });
+                           [&](const HazardPlan& plan) { return plan.component < component; });
   for (auto it = first; it != segmented.aliasPlans.end() && it->component == component; ++it)
     if (it->alias.destination == destination)
       return &*it;
@@ -60,7 +60,8 @@ public:
   BodyPlanner(const SegmentedFusion& segmented, const SignatureClass& signature,
               const BodyRequest& request, std::vector<std::string>& notes)
       : segmented_(segmented), signature_(signature), request_(request), notes_(notes),
-        component_(segmented.components[signature.members.front()]) {}
+        component_(segmented.components[signature.members.front()]),
+        names_(segmented.fusion->name() + "_") {}
 
   BodyPlan run() {
     body_.index = request_.index;
@@ -118,7 +119,7 @@ void BodyPlanner::addInputSlots() {
     slot.name = names_.claim(input->name());
     slot.dtype = input->dtype();
     slot.read = isReadBy(component_, input);
-    if (const AliasPlan* plan = aliasPlanFor(segmented_, component_.id, input)) {
+    if (const HazardPlan* plan = aliasPlanFor(segmented_, component_.id, input)) {
       slot.written = true;
       slot.deferred = plan->resolution == HazardResolution::DeferredWrite;
       body_.hasDeferredWrites |= slot.deferred;
@@ -129,7 +130,7 @@ void BodyPlanner::addInputSlots() {
 }
 
 void BodyPlanner::addElementTensorSlots(const Value* input, unsigned index) {
-  const AliasPlan* plan = aliasPlanFor(segmented_, component_.id, input);
+  const HazardPlan* plan = aliasPlanFor(segmented_, component_.id, input);
   if (plan && plan->resolution == HazardResolution::DeferredWrite)
     fail("cannot generate a kernel for copy_({}, {}): {}; widefuse defers only writes of 0-d "
          "tensors inside a kernel (split the fusion so that '{}' is written by a later one)",

@@ -46,7 +46,8 @@ bool isReservedCppName(llvm::StringRef name) {
 
 std::string CppNames::claim(llvm::StringRef base) {
   // A prefix cannot be fixed by a suffix: move such names out of the reserved prefixes.
-  std::string stem = hasReservedPrefix(base) ? "v" + base.str() : base.str();
+  bool kernelName = !kernelPrefix_.empty() && base.startswith(kernelPrefix_);
+  std::string stem = hasReservedPrefix(base) || kernelName ? "v" + base.str() : base.str();
   std::string candidate = stem;
   for (unsigned suffix = 1; isReservedCppName(candidate) || taken_.count(candidate); ++suffix)
     candidate = fmt::format("{}_{}", stem, suffix);

@@ -3,7 +3,8 @@
 /// arguments (the runtime's binding, the CUDA driver double that checks launches): the header
 /// of every parameter block and of every member-table entry. Codegen pins each field with a
 /// WF_CHECK_OFFSET at these offsets, so the host compiler proves the layout the runtime
-/// writes. Plain constants without dependencies, for any of those to include.
+/// writes. Plain constants without dependencies, for any of those to include; nothing else
+/// states these fields.
 
 namespace widefuse::abi {
 
@@ -26,5 +27,30 @@ inline constexpr unsigned kEntryFirstChunkOffset = 8;
 inline constexpr unsigned kEntryBodyOffset = 12;
 /// Size of a member-table entry's header; the body's fields follow.
 inline constexpr unsigned kEntryHeaderBytes = 16;
+
+/// One field of a fixed header as generated code declares it, so codegen writes the struct
+/// and its offset pins from the same list the offsets above come from.
+struct HeaderField {
+  const char* type; ///< C++ type in the prelude's names; `{entry}` is the kernel's entry type
+  const char* name;
+  unsigned offset;
+  const char* comment;
+};
+
+/// The parameter block's header, in order.
+inline constexpr HeaderField kParameterHeader[] = {
+    {"i32", "num_members", kNumMembersOffset, "members of this launch"},
+    {"i32", "num_chunks", kNumChunksOffset, "chunks of all members"},
+    {"u32*", "tickets", kTicketsOffset, "one per member, zero between launches (deferred writes)"},
+    {"const {entry}*", "table", kTableOffset, "the member table when it lives in device memory"},
+};
+
+/// The header of every member-table entry (`wf_entry_header`), in order.
+inline constexpr HeaderField kEntryHeader[] = {
+    {"i64", "numel", kEntryNumelOffset, "elements of the member's domain"},
+    {"i32", "first_chunk", kEntryFirstChunkOffset,
+     "global index of the member's first chunk (prefix sum)"},
+    {"i32", "body", kEntryBodyOffset, "which body runs the member (packed kernels)"},
+};
 
 } // namespace widefuse::abi

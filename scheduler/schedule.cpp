@@ -30,7 +30,7 @@ Indexing chooseIndexing(const SegmentedFusion& segmented, llvm::ArrayRef<unsigne
 }
 
 /// The members of `group` that belong to signature class `classId`, in group order.
-std::vector<unsigned> membersOfClass(const SegmentedFusion& segmented, const KernelGroup& group,
+std::vector<unsigned> membersOfClass(const SegmentedFusion& segmented, const LaunchGroup& group,
                                      unsigned classId) {
   std::vector<unsigned> members;
   for (unsigned member : group.members)
@@ -46,10 +46,10 @@ public:
       : segmented_(segmented), specialization_(specialization), device_(device), options_(options) {
   }
 
-  KernelPlan plan(const KernelGroup& group);
+  KernelPlan plan(const LaunchGroup& group);
 
 private:
-  void addBodies(KernelPlan& plan, const KernelGroup& group);
+  void addBodies(KernelPlan& plan, const LaunchGroup& group);
   void layOutParameters(KernelPlan& plan, size_t memberCount);
 
   const SegmentedFusion& segmented_;
@@ -58,7 +58,7 @@ private:
   const ScheduleOptions& options_;
 };
 
-KernelPlan KernelPlanner::plan(const KernelGroup& group) {
+KernelPlan KernelPlanner::plan(const LaunchGroup& group) {
   KernelPlan plan;
   plan.segmented = &segmented_;
   plan.device = device_;
@@ -79,7 +79,7 @@ KernelPlan KernelPlanner::plan(const KernelGroup& group) {
   return plan;
 }
 
-void KernelPlanner::addBodies(KernelPlan& plan, const KernelGroup& group) {
+void KernelPlanner::addBodies(KernelPlan& plan, const LaunchGroup& group) {
   for (unsigned classId : group.signatureClasses) {
     std::vector<unsigned> members = membersOfClass(segmented_, group, classId);
     BodyRequest request;
@@ -180,7 +180,7 @@ ScheduledFusion schedule(const SegmentedFusion& segmented, const Specialization&
   // Per-component groups of one class plan to the same kernel: keep one plan, many launches.
   // Equal plans have equal names, so only plans of one name are compared.
   llvm::StringMap<llvm::SmallVector<unsigned, 1>> plansNamed;
-  for (const KernelGroup& group : segmented.groups) {
+  for (const LaunchGroup& group : segmented.groups) {
     KernelPlan plan = planner.plan(group);
     llvm::SmallVector<unsigned, 1>& candidates = plansNamed[plan.name];
     auto same = llvm::find_if(

@@ -20,11 +20,11 @@ std::string crossPositionRead(const Component& component, const Value* destinati
 
 } // namespace
 
-std::vector<AliasPlan> planAliases(llvm::ArrayRef<Component> components) {
-  std::vector<AliasPlan> plans;
+std::vector<HazardPlan> planAliases(llvm::ArrayRef<Component> components) {
+  std::vector<HazardPlan> plans;
   for (const Component& component : components)
     for (const Alias& alias : component.aliases) {
-      AliasPlan plan;
+      HazardPlan plan;
       plan.component = component.id;
       plan.alias = alias;
       std::string why = crossPositionRead(component, alias.destination);

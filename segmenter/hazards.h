@@ -14,6 +14,6 @@ namespace widefuse {
 /// written (p, m, v) stays a plain in-place update; one read at other positions (a 0-d
 /// `step` read by every element, a broadcast read) becomes a deferred write that happens
 /// once, after every block has finished reading. Never adds a kernel.
-std::vector<AliasPlan> planAliases(llvm::ArrayRef<Component> components);
+std::vector<HazardPlan> planAliases(llvm::ArrayRef<Component> components);
 
 } // namespace widefuse

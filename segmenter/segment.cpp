@@ -60,11 +60,11 @@ void groupPacked(SegmentedFusion& segmented) {
     if (segmented.groups.empty() ||
         segmented.groups.back().signatureClasses.size() == kMaxSignaturesPerPack)
       segmented.groups.push_back({unsigned(segmented.groups.size()), {}, {}});
-    KernelGroup& group = segmented.groups.back();
+    LaunchGroup& group = segmented.groups.back();
     group.signatureClasses.push_back(signature.id);
     group.members.insert(group.members.end(), signature.members.begin(), signature.members.end());
   }
-  for (KernelGroup& group : segmented.groups)
+  for (LaunchGroup& group : segmented.groups)
     llvm::sort(group.members);
   segmented.decisions.push_back(fmt::format(
       "packed: up to {} signature classes per kernel, each block running one member's body; "

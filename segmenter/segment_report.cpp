@@ -42,7 +42,7 @@ std::string formatSegmentedFusion(const SegmentedFusion& segmented) {
                   segmented.fusion->name(), modeName(segmented.mode).str(),
                   modeName(segmented.requestedMode).str(), segmented.components.size(),
                   segmented.signatureClasses.size(), segmented.numLaunches());
-  for (const KernelGroup& group : segmented.groups) {
+  for (const LaunchGroup& group : segmented.groups) {
     std::string classes;
     for (unsigned id : group.signatureClasses)
       classes += fmt::format("{}{}", classes.empty() ? "" : ", ", id);
@@ -56,13 +56,13 @@ std::string formatSegmentedFusion(const SegmentedFusion& segmented) {
                         signature.lifted.size());
   }
   size_t deferred = 0;
-  for (const AliasPlan& alias : segmented.aliasPlans)
+  for (const HazardPlan& alias : segmented.aliasPlans)
     deferred += alias.resolution == HazardResolution::DeferredWrite;
   text += fmt::format("  copies: {} in place, {} deferred writes\n",
                       segmented.aliasPlans.size() - deferred, deferred);
   constexpr size_t kShownCopies = 8;
   for (size_t i = 0; i < segmented.aliasPlans.size() && i < kShownCopies; ++i) {
-    const AliasPlan& alias = segmented.aliasPlans[i];
+    const HazardPlan& alias = segmented.aliasPlans[i];
     text += fmt::format("    copy_({}, {}): {}: {}\n", alias.alias.source->name(),
                         alias.alias.destination->name(), resolutionName(alias.resolution).str(),
                         alias.reason);
@@ -78,7 +78,7 @@ std::string formatSegmentedFusion(const SegmentedFusion& segmented) {
 nlohmann::json segmentedFusionToJson(const SegmentedFusion& segmented) {
   using nlohmann::json;
   json groups = json::array();
-  for (const KernelGroup& group : segmented.groups) {
+  for (const LaunchGroup& group : segmented.groups) {
     json members = json::array();
     for (unsigned id : group.members)
       members.push_back(componentName(segmented.components[id]));
@@ -102,7 +102,7 @@ nlohmann::json segmentedFusionToJson(const SegmentedFusion& segmented) {
                        {"lifted_constants", lifted}});
   }
   json copies = json::array();
-  for (const AliasPlan& alias : segmented.aliasPlans)
+  for (const HazardPlan& alias : segmented.aliasPlans)
     copies.push_back({{"component", componentName(segmented.components[alias.component])},
                       {"source", alias.alias.source->name()},
                       {"destination", alias.alias.destination->name()},

@@ -80,7 +80,7 @@ enum class HazardResolution {
 };
 
 /// The plan for one copy_ of one component.
-struct AliasPlan {
+struct HazardPlan {
   unsigned component = 0;
   Alias alias{};
   HazardResolution resolution = HazardResolution::InPlace;
@@ -89,7 +89,7 @@ struct AliasPlan {
 };
 
 /// One kernel: the signature classes it runs and their members.
-struct KernelGroup {
+struct LaunchGroup {
   unsigned id = 0;
   llvm::SmallVector<unsigned, 1> signatureClasses;
   /// Component ids, ascending.
@@ -104,8 +104,8 @@ struct SegmentedFusion {
   SegmentationMode mode = SegmentationMode::Batched;
   std::vector<Component> components;
   std::vector<SignatureClass> signatureClasses;
-  std::vector<KernelGroup> groups;
-  std::vector<AliasPlan> aliasPlans;
+  std::vector<LaunchGroup> groups;
+  std::vector<HazardPlan> aliasPlans;
   /// Sentences explaining the decisions, in order.
   std::vector<std::string> decisions;
 

@@ -5,6 +5,7 @@
 /// reference evaluator; `--backend none` compiles the kernels without running them.
 
 #include "tools/adam_state.h"
+#include "tools/backend_option.h"
 #include "tools/commands.h"
 #include "tools/compile_report.h"
 #include "tools/host_backend_options.h"
@@ -215,7 +216,7 @@ void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
                  const optim::AdamConfig& config, const std::string& source, int64_t elements,
                  int64_t bytesPerStep) {
   FusionCompileOptions options = fusionCompileOptions(arguments.compile, arguments.json);
-  CompiledFusion compiled = compileFusion(*adam.fusion, options, KernelCache::global());
+  CompiledFusion compiled = compileFusion(*adam.fusion, options, CubinCache::global());
   if (printEmitted(compiled, arguments.compile))
     return;
   if (arguments.json) {
@@ -245,7 +246,7 @@ void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
   size_t perComponent = segment(fusion, {SegmentationMode::PerComponent}).numLaunches();
   size_t batched = segment(fusion, {SegmentationMode::Batched}).numLaunches();
   size_t deferred = 0;
-  for (const AliasPlan& alias : segmented.aliasPlans)
+  for (const HazardPlan& alias : segmented.aliasPlans)
     deferred += alias.resolution == HazardResolution::DeferredWrite;
   fmt::print("widefuse adam: {}{}{} over {}: {} parameters, {} elements\n", arguments.optimizer,
              arguments.amsgrad ? " (amsgrad)" : "", arguments.maximize ? " (maximize)" : "", source,
@@ -276,18 +277,13 @@ struct AdamOutcome {
   std::optional<StateComparison> verification;
 };
 
-/// The executor the arguments ask for; null for the reference backend (the evaluator steps).
-std::unique_ptr<FusionExecutorCache> makeExecutor(const AdamArguments& arguments,
-                                                  const Fusion& fusion, Backend backend,
-                                                  BlockOrder order) {
-  if (backend == Backend::Reference)
-    return nullptr;
+/// The executor the arguments ask for (the reference evaluator's too).
+std::unique_ptr<FusionExecutorCache>
+makeExecutor(const AdamArguments& arguments, const Fusion& fusion, const std::string& backend) {
   ExecutorOptions options;
   options.backend = backend;
   options.mode = parseMode(arguments.compile.mode);
-  options.blockOrder = order;
-  options.hostThreads = arguments.host.threads;
-  options.hostExecution = hostExecutionOf(arguments.host);
+  options.host = hostOptionsOf(arguments.host);
   options.fmad = !arguments.compile.noFmad;
   options.schedule = arguments.compile.schedule;
   // --dump-dir and WIDEFUSE_DUMP; --arch only when given (else the device's own).
@@ -300,11 +296,11 @@ std::unique_ptr<FusionExecutorCache> makeExecutor(const AdamArguments& arguments
 /// Runs the steps on `state` (timed), checking each against the oracle when it is small, then
 /// the final state against the reference evaluator's steps from `initial` (when given).
 AdamOutcome runSteps(const AdamArguments& arguments, const optim::AdamFusion& adam,
-                     FusionExecutorCache* executor, AdamState& state,
+                     FusionExecutorCache& executor, AdamState& state,
                      std::optional<AdamState>& initial, int64_t elements) {
   const Fusion& fusion = *adam.fusion;
   AdamOutcome outcome;
-  outcome.backend = executor ? backendName(executor->backend()).str() : "reference";
+  outcome.backend = executor.backendName().str();
   bool slow = elements * std::max(1, arguments.steps) > 8'000'000 && !arguments.json;
   bool oracle = elements <= 20'000'000;
   if (oracle)
@@ -317,10 +313,7 @@ AdamOutcome runSteps(const AdamArguments& arguments, const optim::AdamFusion& ad
     progress(slow, fmt::format("step {} of {} on the {} backend", step + 1, arguments.steps,
                                outcome.backend));
     auto start = std::chrono::steady_clock::now();
-    if (executor)
-      executor->run(stepArguments);
-    else
-      evaluate(fusion, stepArguments);
+    executor.run(stepArguments);
     outcome.seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (exact)
@@ -338,8 +331,7 @@ AdamOutcome runSteps(const AdamArguments& arguments, const optim::AdamFusion& ad
 
 void printJsonReport(const AdamArguments& arguments, const optim::AdamConfig& config,
                      const Fusion& fusion, const SegmentedFusion& segmented,
-                     const AdamOutcome& outcome, int64_t elements, int64_t bytesPerStep,
-                     const BlockOrder& order) {
+                     const AdamOutcome& outcome, int64_t elements, int64_t bytesPerStep) {
   nlohmann::json report = {{"fusion", fusion.name()},
                            {"optimizer", arguments.optimizer},
                            {"params", segmented.components.size()},
@@ -354,7 +346,7 @@ void printJsonReport(const AdamArguments& arguments, const optim::AdamConfig& co
   if (outcome.worstError)
     report["max_abs_error_vs_oracle"] = *outcome.worstError;
   if (outcome.backend == "host")
-    report["block_order"] = formatBlockOrder(order);
+    report["block_order"] = formatBlockOrder(hostOptionsOf(arguments.host).blockOrder);
   if (const auto& v = outcome.verification)
     report["verify"] = {{"max_abs_error", v->maxAbsolute},
                         {"max_rel_error", v->maxRelative},
@@ -384,22 +376,22 @@ void printTextReport(const AdamArguments& arguments, const AdamOutcome& outcome,
                arguments.exportDirectory);
 }
 
-/// The arguments' backend and block order, after the checks that need no model.
-std::pair<Backend, BlockOrder> checkAdamArguments(const AdamArguments& arguments) {
-  Backend backend = parseBackend(arguments.backend);
-  BlockOrder order = checkHostBackendArguments(arguments.host);
+/// The arguments' backend, after the checks that need no model.
+std::string checkAdamArguments(const AdamArguments& arguments) {
+  std::string backend = commandLineBackend(arguments.backend);
+  hostOptionsOf(arguments.host);
   if (arguments.steps < 0)
     fail("--steps must be 0 or more, got {}", arguments.steps);
-  if (!arguments.compile.emit.empty() && backend != Backend::None)
+  if (!arguments.compile.emit.empty() && backend != "none")
     fail("--emit prints the kernels without running them: add --backend none");
-  if (backend == Backend::Reference && hasCompileOnlyOptions(arguments.compile))
+  if (backend == "reference" && hasCompileOnlyOptions(arguments.compile))
     fail("--arch, --dump-dir, --emit, --no-fmad, --prefetch and --blocks-per-sm apply to "
          "compiled kernels: the reference backend runs no kernels");
-  return {backend, order};
+  return backend;
 }
 
 void runAdam(const AdamArguments& arguments) {
-  auto [backend, order] = checkAdamArguments(arguments);
+  std::string backend = checkAdamArguments(arguments);
   auto [shapes, source] = modelShapes(arguments);
   optim::AdamConfig config = adamConfig(arguments, std::move(shapes));
   int64_t elements = 0;
@@ -407,7 +399,7 @@ void runAdam(const AdamArguments& arguments) {
     elements += optim::totalElements(group.shapes);
   int64_t bytesPerStep = elements * bytesPerElement(config);
   optim::AdamFusion adam = optim::buildAdam(config);
-  if (backend == Backend::None)
+  if (backend == "none")
     return compileOnly(adam, arguments, config, source, elements, bytesPerStep);
   const Fusion& fusion = *adam.fusion;
   // The state, its initial copy for --verify, and the evaluator's own copies. The reference
@@ -431,17 +423,16 @@ void runAdam(const AdamArguments& arguments) {
       manifest["scalars"][fmt::format("lr{}", g)] = groupLearningRate(g);
     exportAdamState(arguments.exportDirectory, adam, state, "initial", manifest);
   }
-  std::unique_ptr<FusionExecutorCache> executor = makeExecutor(arguments, fusion, backend, order);
-  AdamOutcome outcome = runSteps(arguments, adam, executor.get(), state, initial, elements);
+  std::unique_ptr<FusionExecutorCache> executor = makeExecutor(arguments, fusion, backend);
+  AdamOutcome outcome = runSteps(arguments, adam, *executor, state, initial, elements);
   if (!arguments.exportDirectory.empty()) {
     exportAdamState(arguments.exportDirectory, adam, state, "final", manifest);
     std::ofstream(arguments.exportDirectory + "/manifest.json") << manifest.dump(2) << "\n";
   }
   if (arguments.json)
-    return printJsonReport(arguments, config, fusion, segmented, outcome, elements, bytesPerStep,
-                           order);
+    return printJsonReport(arguments, config, fusion, segmented, outcome, elements, bytesPerStep);
   printSummary(adam, arguments, config, source, elements, segmented);
-  if (executor && executor->lastCompiled())
+  if (executor->lastCompiled())
     fmt::print("{}", formatCompileReport(*executor->lastCompiled()));
   printTextReport(arguments, outcome, bytesPerStep);
 }

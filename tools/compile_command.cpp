@@ -27,7 +27,7 @@ struct CompileCommandArguments {
 void runCompile(const CompileCommandArguments& arguments) {
   FusionCompileOptions options = fusionCompileOptions(arguments.compile, arguments.json);
   std::unique_ptr<Fusion> fusion = loadFusionFile(arguments.path);
-  CompiledFusion compiled = compileFusion(*fusion, options, KernelCache::global());
+  CompiledFusion compiled = compileFusion(*fusion, options, CubinCache::global());
   if (printEmitted(compiled, arguments.compile))
     return;
   if (arguments.json) {

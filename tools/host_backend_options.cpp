@@ -21,13 +21,12 @@ void addHostBackendOptions(CLI::App& command, HostBackendArguments& arguments) {
       ->capture_default_str();
 }
 
-BlockOrder checkHostBackendArguments(const HostBackendArguments& arguments) {
-  hostExecutionOf(arguments);
-  return parseBlockOrder(arguments.blockOrder);
-}
-
-HostExecution hostExecutionOf(const HostBackendArguments& arguments) {
-  return parseHostExecution(arguments.execution);
+HostOptions hostOptionsOf(const HostBackendArguments& arguments) {
+  HostOptions options;
+  options.execution = parseHostExecution(arguments.execution);
+  options.blockOrder = parseBlockOrder(arguments.blockOrder);
+  options.threads = arguments.threads;
+  return options;
 }
 
 } // namespace widefuse

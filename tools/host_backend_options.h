@@ -2,7 +2,7 @@
 /// The host backend's command-line options, which `widefuse run` and `widefuse adam` share:
 /// --host-execution, --block-order and --threads.
 
-#include "runtime/host_launcher.h"
+#include "runtime/host/host_options.h"
 
 #include <string>
 
@@ -23,11 +23,8 @@ struct HostBackendArguments {
 /// Registers --host-execution, --block-order and --threads on `command`.
 void addHostBackendOptions(CLI::App& command, HostBackendArguments& arguments);
 
-/// The parsed block order; throws Error for a bad order or a bad --host-execution (checked
-/// before anything runs).
-BlockOrder checkHostBackendArguments(const HostBackendArguments& arguments);
-
-/// The parsed --host-execution.
-HostExecution hostExecutionOf(const HostBackendArguments& arguments);
+/// The host backend's options these arguments say; throws Error for a bad --block-order or
+/// --host-execution (checked before anything runs, whatever the backend).
+HostOptions hostOptionsOf(const HostBackendArguments& arguments);
 
 } // namespace widefuse

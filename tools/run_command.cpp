@@ -2,6 +2,7 @@
 /// the reference evaluator) and writes every output and every updated (copy_ destination)
 /// input as a .npy file, then reports what it wrote as JSON on standard output.
 
+#include "tools/backend_option.h"
 #include "tools/commands.h"
 #include "tools/fusion_file.h"
 #include "tools/host_backend_options.h"
@@ -116,18 +117,15 @@ nlohmann::ordered_json writeResults(const Fusion& fusion, const EvaluationResult
   return report;
 }
 
-/// Runs the generated kernels (or nothing, for `none`) through a FusionExecutorCache; the
-/// updated inputs are the bound tensors, changed in place.
-EvaluationResult runKernels(const Fusion& fusion, BoundArguments& bound, Backend backend,
-                            const RunOptions& options, std::string& resolvedBackend) {
+/// Runs the fusion through a FusionExecutorCache on `backend` (the reference evaluator
+/// included); the updated inputs are the bound tensors, changed in place.
+EvaluationResult runOnBackend(const Fusion& fusion, BoundArguments& bound,
+                              const std::string& backend, const RunOptions& options) {
   ExecutorOptions executorOptions;
   executorOptions.backend = backend;
   executorOptions.mode = parseMode(options.mode);
-  executorOptions.blockOrder = checkHostBackendArguments(options.host);
-  executorOptions.hostThreads = options.host.threads;
-  executorOptions.hostExecution = hostExecutionOf(options.host);
+  executorOptions.host = hostOptionsOf(options.host);
   FusionExecutorCache executor(fusion, executorOptions);
-  resolvedBackend = backendName(executor.backend()).str();
   RunResult run = executor.run(bound.arguments);
   EvaluationResult result;
   result.outputs = std::move(run.outputs);
@@ -139,26 +137,20 @@ EvaluationResult runKernels(const Fusion& fusion, BoundArguments& bound, Backend
 }
 
 void runRun(const RunOptions& options) {
-  Backend backend = parseBackend(options.backend);
-  checkHostBackendArguments(options.host);
+  std::string backend = commandLineBackend(options.backend);
+  hostOptionsOf(options.host);
+  if (backend == "none")
+    fail("--backend none compiles without running, so there is nothing to write: use "
+         "`widefuse compile` to see the kernels");
   std::unique_ptr<Fusion> fusion = loadFusionFile(options.file);
   BoundArguments bound = bindArguments(*fusion, parseAssignments(options.inputs, "--input"),
                                        parseAssignments(options.scalars, "--scalar"));
   checkArguments(*fusion, bound.arguments);
   checkDistinctFileNames(*fusion);
   SegmentedFusion segmented = segment(*fusion, {parseMode(options.mode)});
-  EvaluationResult result;
-  std::string resolvedBackend = "reference";
-  if (backend == Backend::Reference) {
-    result = evaluate(*fusion, bound.arguments);
-  } else {
-    result = runKernels(*fusion, bound, backend, options, resolvedBackend);
-    if (backend == Backend::None)
-      fail("--backend none compiles without running, so there is nothing to write: use "
-           "`widefuse compile` to see the kernels");
-  }
+  EvaluationResult result = runOnBackend(*fusion, bound, backend, options);
   nlohmann::ordered_json report = writeResults(*fusion, result, options);
-  report["backend"] = resolvedBackend;
+  report["backend"] = backend;
   nlohmann::json segments = segmentedFusionToJson(segmented);
   report["mode"] = segments["mode"];
   report["launches"] = segments["launches"];

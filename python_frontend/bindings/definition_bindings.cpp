@@ -8,6 +8,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "python_frontend/python_printer.h"
+#include "runtime/backend_registry.h"
 #include "runtime/fusion_executor.h"
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
@@ -248,13 +249,7 @@ void bindDefinition(nb::module_& module) {
       },
       "Every data type as (its name in widefuse.DataType, its text-form short name).");
   module.def(
-      "backend_names",
-      [] {
-        std::vector<std::string> names;
-        for (Backend backend : kAllBackends)
-          names.push_back(backendName(backend).str());
-        return names;
-      },
+      "backend_names", [] { return backendNames(); },
       "The backends execute() takes, as the C++ executor names them.");
   module.def(
       "op_names",

@@ -9,7 +9,7 @@
 #include "ir/error.h"
 #include "ir/runtime_shapes.h"
 #include "optim/model_presets.h"
-#include "runtime/cuda_device.h"
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
 
 #include <nanobind/ndarray.h>
@@ -62,7 +62,7 @@ nb::dlpack::dtype deviceDlpackType(DataType type) {
 /// fp8, and its DLPack import of bool and f16 varies between versions). Complex types are
 /// NumPy's complex64 and complex128.
 nb::dlpack::dtype hostDlpackType(DataType type) {
-  if (type == DataType::Bool || isReducedPrecision(type))
+  if (type == DataType::Bool || isNarrowFloat(type))
     return {static_cast<uint8_t>(nb::dlpack::dtype_code::UInt),
             static_cast<uint8_t>(8 * byteSize(type)), 1};
   return deviceDlpackType(type);
@@ -224,18 +224,18 @@ public:
              bool fmad, const std::optional<std::string>& arch, uintptr_t stream)
       : fusion_(handle.fusion) {
     ExecutorOptions options;
-    options.backend = parseBackend(backend);
+    options.backend = backend;
     options.mode = parseMode(mode);
-    options.blockOrder = parseBlockOrder(blockOrder);
-    options.hostExecution = parseHostExecution(hostExecution);
-    options.hostThreads = threads; // 0: one per core
+    options.host.blockOrder = parseBlockOrder(blockOrder);
+    options.host.execution = parseHostExecution(hostExecution);
+    options.host.threads = threads; // 0: one per core
     options.fmad = fmad;
     options.arch = arch;
-    options.stream = reinterpret_cast<void*>(stream);
+    options.cuda.stream = reinterpret_cast<void*>(stream);
     cache_ = std::make_unique<FusionExecutorCache>(*fusion_, std::move(options));
   }
 
-  std::string backend() const { return backendName(cache_->backend()).str(); }
+  std::string backend() const { return cache_->backendName().str(); }
 
   nb::list run(const nb::list& arguments, bool deviceOutputs) {
     std::vector<HeldBuffer> held; // released after the run, with the GIL held

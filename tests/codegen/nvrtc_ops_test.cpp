@@ -21,7 +21,7 @@ namespace {
 /// Compiles every kernel of `fusion` for `arch`.
 void expectCompiles(const Fusion& fusion, llvm::StringRef arch, SegmentationMode mode) {
   SCOPED_TRACE(fmt::format("{} for {}", fusion.name(), arch.str()));
-  KernelCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
+  CubinCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
   FusionCompileOptions options;
   options.mode = mode;
   options.device = deviceForArch(arch);

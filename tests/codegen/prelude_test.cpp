@@ -317,7 +317,7 @@ TEST(PreludeElementOps, TestsCoverEveryOpForEveryComputeTypeItsRuleAllows) {
         op == OpKind::BroadcastInDim || op == OpKind::Size)
       continue;
     for (DataType type : kAllDataTypes)
-      EXPECT_TRUE(isReducedPrecision(type) || !ruleAllows(op, type) ||
+      EXPECT_TRUE(isNarrowFloat(type) || !ruleAllows(op, type) ||
                   tested[opName(op).str()].count(type))
           << opName(op).str() << " untested on " << shortName(type).str();
   }

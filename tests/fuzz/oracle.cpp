@@ -86,7 +86,7 @@ double elementAsDouble(const std::byte* p, DataType dtype) {
   case DataType::Float8_e4m3fn:
   case DataType::Float8_e5m2:
   case DataType::Float8_e8m0fnu:
-    return reducedBitsToFloat(dtype, uint8_t(p[0]));
+    return narrowBitsToFloat(dtype, uint8_t(p[0]));
   case DataType::Float: {
     float f;
     std::memcpy(&f, p, 4);

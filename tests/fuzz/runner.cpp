@@ -44,12 +44,12 @@ RunOutcome runConfig(const FuzzCase& fuzzCase, const RunConfig& config,
   std::vector<std::vector<std::byte>> storage;
   std::vector<Argument> arguments = bindArguments(fusion, fuzzCase.inputs, storage);
   ExecutorOptions options;
-  options.backend = Backend::Host;
+  options.backend = "host";
   options.mode = config.mode;
-  options.blockOrder = config.order;
-  options.hostThreads = config.threads;
-  options.hostExecution = config.execution;
-  options.hostElementsPerWorker = 1;
+  options.host.blockOrder = config.order;
+  options.host.threads = config.threads;
+  options.host.execution = config.execution;
+  options.host.elementsPerWorker = 1;
   RunResult result;
   RunOutcome outcome;
   outcome.kind = RunOutcome::Kind::Mismatch;

@@ -65,9 +65,9 @@ void fillRandom(DataType dtype, std::vector<std::byte>& storage, std::mt19937_64
     } else if (dtype == DataType::ComplexDouble) {
       double parts[2] = {randomDouble(random), randomDouble(random)};
       std::memcpy(element, parts, 16);
-    } else if (isReducedPrecision(dtype)) {
+    } else if (isNarrowFloat(dtype)) {
       double value = randomDouble(random);
-      uint16_t bits = toReducedBits(dtype, value, float(value));
+      uint16_t bits = toNarrowBits(dtype, value, float(value));
       std::memcpy(element, &bits, size); // little-endian: the low byte for fp8
     } else {
       // Little-endian: the low `size` bytes of the integer are its value in `dtype`.

@@ -17,7 +17,7 @@ TEST(DataType, ShortNamesRoundTrip) {
 TEST(DataType, Float8TypesAreOneByteStorageTypesComputedInFloat) {
   for (DataType type : {DataType::Float8_e4m3fn, DataType::Float8_e5m2, DataType::Float8_e8m0fnu}) {
     EXPECT_EQ(byteSize(type), 1u);
-    EXPECT_TRUE(isFloatingPoint(type) && isReducedPrecision(type) && isFloat8(type));
+    EXPECT_TRUE(isFloatingPoint(type) && isNarrowFloat(type) && isFloat8(type));
     EXPECT_EQ(computeType(type), DataType::Float);
     EXPECT_EQ(categoryOf(type), TypeCategory::Floating);
   }

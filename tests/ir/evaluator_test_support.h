@@ -74,7 +74,7 @@ inline double elementAsDouble(const HostTensor& tensor, int64_t i) {
   case DataType::Float8_e4m3fn: // decoded as tests/ir/float8_test.cpp checks, pattern by pattern
   case DataType::Float8_e5m2:
   case DataType::Float8_e8m0fnu:
-    return reducedBitsToFloat(tensor.dtype(), tensor.as<uint8_t>()[i]);
+    return narrowBitsToFloat(tensor.dtype(), tensor.as<uint8_t>()[i]);
   case DataType::ComplexFloat: // the real part (as a cast to a real type reads it)
     return tensor.as<float>()[2 * i];
   case DataType::ComplexDouble:
@@ -125,7 +125,7 @@ inline void setElement(HostTensor& tensor, int64_t i, double value) {
   case DataType::Float8_e4m3fn: // e8m0fnu has powers of two only: others round (no zero: 2^-127)
   case DataType::Float8_e5m2:
   case DataType::Float8_e8m0fnu:
-    tensor.as<uint8_t>()[i] = uint8_t(toReducedBits(tensor.dtype(), value, float(value)));
+    tensor.as<uint8_t>()[i] = uint8_t(toNarrowBits(tensor.dtype(), value, float(value)));
     break;
   case DataType::ComplexFloat: // imaginary part 0
     tensor.as<float>()[2 * i] = float(value);

@@ -124,7 +124,7 @@ uint8_t referenceEncodeE8M0(float value) {
 }
 
 float decode(DataType type, unsigned bits) {
-  return reducedBitsToFloat(type, uint16_t(bits));
+  return narrowBitsToFloat(type, uint16_t(bits));
 }
 
 TEST(Float8, DecodesEveryPatternAsTheFormatDefines) {

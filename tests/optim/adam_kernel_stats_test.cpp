@@ -53,7 +53,7 @@ TEST(AdamKernelStats, EveryConfigurationCompilesForSm90WithoutSpills) {
       FusionCompileOptions options;
       options.mode = SegmentationMode::Batched;
       options.device = deviceForArch("sm_90");
-      KernelCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
+      CubinCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
       CompiledFusion compiled = compileFusion(*adam.fusion, options, cache);
       for (const FusionKernel& kernel : compiled.kernels) {
         const KernelStats& stats = kernel.compiled->stats;
@@ -90,7 +90,7 @@ TEST(AdamKernelStats, MixedPrecisionUses16ByteAccessesWithoutSpills) {
       FusionCompileOptions options;
       options.mode = SegmentationMode::Batched;
       options.device = deviceForArch("sm_90");
-      KernelCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
+      CubinCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
       CompiledFusion compiled = compileFusion(*adam.fusion, options, cache);
       unsigned widest = 0; // of the flat bodies: a 0-d parameter's moves one element
       for (const FusionKernel& kernel : compiled.kernels) {

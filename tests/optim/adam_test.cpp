@@ -224,7 +224,7 @@ size_t runAndCompare(const AdamConfig& config, int steps, const StepSchedule& sc
   }
 
   ExecutorOptions options;
-  options.backend = Backend::Host;
+  options.backend = "host";
   options.mode = SegmentationMode::Batched;
   FusionExecutorCache executor(*adam.fusion, options);
   std::normal_distribution<double> normal;
@@ -383,7 +383,7 @@ TEST(Adam, GroupsWithDifferentHyperparametersShareOneBatchedKernel) {
     config.groups[1].hyper.weightDecay = 0.1;
     AdamFusion adam = buildAdam(config);
     ExecutorOptions options;
-    options.backend = Backend::Host;
+    options.backend = "host";
     options.mode = SegmentationMode::Batched;
     FusionExecutorCache executor(*adam.fusion, options);
     std::mt19937 random(1);

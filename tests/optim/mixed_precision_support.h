@@ -212,9 +212,9 @@ inline int64_t bitDifferences(const HostTensor& a, const HostTensor& b) {
 
 inline ExecutorOptions hostOptions(BlockOrder order) {
   ExecutorOptions options;
-  options.backend = Backend::Host;
+  options.backend = "host";
   options.mode = SegmentationMode::Batched;
-  options.blockOrder = order;
+  options.host.blockOrder = order;
   return options;
 }
 

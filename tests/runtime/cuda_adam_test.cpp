@@ -8,7 +8,7 @@
 // in the last place, so f32 values may differ by a few ulps and a 16-bit value may round the
 // other way (one ulp of its type). Step counters are exact.
 
-#include "runtime/cuda_device.h"
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
 
 #include "ir/half_float.h"
@@ -103,10 +103,10 @@ void checkAdam(const optim::AdamConfig& config, SegmentationMode mode, Residency
   AdamState onDevice = initialAdamState(adam);
   AdamState reference = onDevice.clone();
   ExecutorOptions options;
-  options.backend = Backend::Cuda;
+  options.backend = "cuda";
   options.mode = mode;
   options.fmad = false;
-  options.stream = stream;
+  options.cuda.stream = stream;
   options.schedule = schedule;
   FusionExecutorCache executor(*adam.fusion, options);
   std::optional<DeviceState> resident;
@@ -214,7 +214,7 @@ TEST(CudaAdam, SixHundredParametersUseADeviceTableAndAPreparedRun) {
   AdamState onDevice = initialAdamState(adam);
   AdamState reference = onDevice.clone();
   ExecutorOptions options;
-  options.backend = Backend::Cuda;
+  options.backend = "cuda";
   options.mode = SegmentationMode::Batched;
   options.fmad = false;
   FusionExecutorCache executor(*adam.fusion, options);
@@ -267,7 +267,7 @@ TEST(CudaAdam, ViewsStartingMidVectorPeelAHeadOrStayScalar) {
       offsets.push_back(offset);
     }
     ExecutorOptions options;
-    options.backend = Backend::Cuda;
+    options.backend = "cuda";
     options.mode = SegmentationMode::Batched;
     options.fmad = false;
     FusionExecutorCache executor(*adam.fusion, options);
@@ -295,7 +295,7 @@ TEST(CudaAdam, RunsLeaveTheCallersContextCurrent) {
       optim::AdamFusion adam = optim::buildAdam(config);
       AdamState state = initialAdamState(adam);
       ExecutorOptions options;
-      options.backend = Backend::Cuda;
+      options.backend = "cuda";
       FusionExecutorCache executor(*adam.fusion, options);
       executor.run(state.arguments(*adam.fusion));
       CUcontext current = reinterpret_cast<CUcontext>(1);

@@ -38,7 +38,7 @@ class CompileForArch : public ::testing::TestWithParam<const char*> {};
 TEST_P(CompileForArch, GivesCubinPtxAndStats) {
   CompileOptions options;
   options.arch = GetParam();
-  CompiledKernel kernel = compileCuda(addKernelSource("add_one"), "add_one", options);
+  CudaBinary kernel = compileCuda(addKernelSource("add_one"), "add_one", options);
   EXPECT_EQ(kernel.name, "add_one");
   EXPECT_EQ(kernel.arch, GetParam());
   ASSERT_GE(kernel.cubin.size(), 4u);
@@ -62,12 +62,12 @@ TEST(CudaCompiler, FmadOffKeepsMultiplyAndAddSeparate) {
                        "  out[i] = a[i] * b[i] + c[i];\n"
                        "}\n";
   CompileOptions fused;
-  CompiledKernel on = compileCuda(source, "muladd", fused);
+  CudaBinary on = compileCuda(source, "muladd", fused);
   EXPECT_TRUE(contains(on.ptx, "fma.rn.f32")) << on.ptx;
 
   CompileOptions separate;
   separate.fmad = false;
-  CompiledKernel off = compileCuda(source, "muladd", separate);
+  CudaBinary off = compileCuda(source, "muladd", separate);
   EXPECT_FALSE(contains(off.ptx, "fma.rn.f32")) << off.ptx;
   EXPECT_TRUE(contains(off.ptx, "mul.rn.f32")) << off.ptx;
   EXPECT_TRUE(contains(off.ptx, "add.rn.f32")) << off.ptx;

@@ -1,6 +1,6 @@
 // CudaDevice on a real GPU: NVRTC-compiled kernels launched with one parameter block, device
 // memory round trips. Every test skips when no device is present (label `gpu`).
-#include "runtime/cuda_device.h"
+#include "runtime/cuda/cuda_device.h"
 
 #include "runtime/cuda_compiler.h"
 #include "tests/support/error_of.h"
@@ -45,7 +45,7 @@ extern "C" __global__ void copy_large(const __grid_constant__ LargeParams params
 }
 )";
 
-CompiledKernel compileFor(const CudaDevice& device, const char* source, const char* name) {
+CudaBinary compileFor(const CudaDevice& device, const char* source, const char* name) {
   CompileOptions options;
   options.arch = device.description().arch;
   return compileCuda(source, name, options);

@@ -1,7 +1,7 @@
 // The CUDA driver's loading and errors, and CudaDevice's plumbing on a fake driver: runs on
 // any machine. The same code on a real GPU is tested by cuda_device_test.cpp.
-#include "runtime/cuda_device.h"
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_driver.h"
 
 #include "tests/runtime/runtime_test_support.h"
 #include "tests/support/error_of.h"
@@ -327,8 +327,8 @@ protected:
   std::unique_ptr<CudaDriver> driver;
 };
 
-CompiledKernel fakeKernel(std::string arch = "sm_90", std::string image = "FAKECUBIN") {
-  return CompiledKernel{"fill", std::move(arch), {image.begin(), image.end()}, {}, {}, {}, 0};
+CudaBinary fakeKernel(std::string arch = "sm_90", std::string image = "FAKECUBIN") {
+  return CudaBinary{"fill", std::move(arch), {image.begin(), image.end()}, {}, {}, {}, 0};
 }
 
 TEST_F(FakeDevice, DescribesTheDevice) {

@@ -4,7 +4,7 @@
 // glibc in the last place, so the comparison allows a relative 1e-5; with fmad off every
 // other operation rounds as the reference does.
 
-#include "runtime/cuda_device.h"
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
 
 #include "optim/seed_adam.h"
@@ -44,7 +44,7 @@ TEST(CudaExecutor, SeedAdamMatchesTheReferenceInEveryMode) {
       return list;
     };
     ExecutorOptions options;
-    options.backend = Backend::Cuda;
+    options.backend = "cuda";
     options.mode = mode;
     options.fmad = false;
     FusionExecutorCache executor(*fusion, options);

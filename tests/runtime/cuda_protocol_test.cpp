@@ -3,7 +3,7 @@
 // Every test skips unless the process's driver is the double (ctest sets it up); each names
 // the defect it guards against.
 
-#include "runtime/cuda_device.h"
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
 
 #include "ir/fusion_definition.h"
@@ -86,9 +86,9 @@ struct AdamOnDevice {
 
 ExecutorOptions onTheDevice(SegmentationMode mode, void* stream = nullptr) {
   ExecutorOptions options;
-  options.backend = Backend::Cuda;
+  options.backend = "cuda";
   options.mode = mode;
-  options.stream = stream;
+  options.cuda.stream = stream;
   return options;
 }
 
@@ -179,7 +179,7 @@ TEST(CudaProtocol, SynchronizingEachLaunchNamesTheKernelThatFaulted) {
   CudaStream other(device, /*nonBlocking=*/true);
   copy.buffers[0].zeroAsync(other.handle());
   ExecutorOptions options = onTheDevice(SegmentationMode::Batched);
-  options.synchronizeEachLaunch = true;
+  options.cuda.synchronizeEachLaunch = true;
   FusionExecutorCache executor(*adam.fusion, options);
   std::string message = errorOf([&] { executor.run(copy.arguments); });
   EXPECT_NE(message.find("kernel 'adam_step_class0' failed (found by synchronizing after each "

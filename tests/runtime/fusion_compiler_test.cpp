@@ -23,8 +23,8 @@ std::vector<optim::Shape> mixedShapes(size_t count) {
   return widefuse::testing::mixedShapes(count, pattern);
 }
 
-KernelCache memoryCache() {
-  return KernelCache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
+CubinCache memoryCache() {
+  return CubinCache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
 }
 
 FusionCompileOptions optionsFor(SegmentationMode mode) {
@@ -53,7 +53,7 @@ class AdamThousandParameters : public ::testing::TestWithParam<DataType> {};
 
 TEST_P(AdamThousandParameters, BatchedIsOneSpillFreeCompileWithSixteenByteAccesses) {
   auto fusion = optim::buildSeedAdam(mixedShapes(1000), GetParam());
-  KernelCache cache = memoryCache();
+  CubinCache cache = memoryCache();
   CompiledFusion compiled = compileFusion(*fusion, optionsFor(SegmentationMode::Batched), cache);
   EXPECT_EQ(compiled.numLaunches(), 1u);
   ASSERT_EQ(compiled.kernels.size(), 1u);
@@ -71,7 +71,7 @@ TEST_P(AdamThousandParameters, BatchedIsOneSpillFreeCompileWithSixteenByteAccess
 
 TEST_P(AdamThousandParameters, PerComponentCompilesOneBodyForAllMembers) {
   auto fusion = optim::buildSeedAdam(mixedShapes(1000), GetParam());
-  KernelCache cache = memoryCache();
+  CubinCache cache = memoryCache();
   CompiledFusion compiled =
       compileFusion(*fusion, optionsFor(SegmentationMode::PerComponent), cache);
   EXPECT_EQ(compiled.numLaunches(), 1000u);
@@ -91,12 +91,12 @@ TEST(FusionCompiler, ASecondProcessLoadsTheKernelFromDisk) {
   auto fusion = optim::buildSeedAdam(mixedShapes(3));
   std::string firstSource;
   {
-    KernelCache cache(KernelCacheOptions{directory.path(), true});
+    CubinCache cache(KernelCacheOptions{directory.path(), true});
     CompiledFusion first = compileFusion(*fusion, optionsFor(SegmentationMode::Batched), cache);
     EXPECT_EQ(first.kernels[0].cache, CacheOutcome::Miss);
     firstSource = first.kernels[0].source;
   }
-  KernelCache fresh(KernelCacheOptions{directory.path(), true});
+  CubinCache fresh(KernelCacheOptions{directory.path(), true});
   CompiledFusion second = compileFusion(*fusion, optionsFor(SegmentationMode::Batched), fresh);
   EXPECT_EQ(second.kernels[0].cache, CacheOutcome::DiskHit);
   EXPECT_EQ(second.kernels[0].source, firstSource); // codegen is deterministic
@@ -109,7 +109,7 @@ TEST(FusionCompiler, DumpsEveryStageIntoTheDumpDirectory) {
   FusionCompileOptions options = optionsFor(SegmentationMode::Batched);
   options.dumps = parseDumpList("fusion,segments,cuda,ptx,plan");
   options.dumps.directory = directory.path();
-  KernelCache cache = memoryCache();
+  CubinCache cache = memoryCache();
   CompiledFusion compiled = compileFusion(*fusion, options, cache);
   std::string kernel = compiled.kernels[0].plan->name;
   for (std::string file : {std::string("adam_step.wf"), std::string("adam_step.segments.txt"),
@@ -132,7 +132,7 @@ TEST(FusionCompiler, DumpListsAreCheckedAndEmitOnlySkipsNvrtc) {
   auto fusion = optim::buildSeedAdam(mixedShapes(2));
   FusionCompileOptions options = optionsFor(SegmentationMode::Batched);
   options.emitOnly = true;
-  KernelCache cache = memoryCache();
+  CubinCache cache = memoryCache();
   CompiledFusion compiled = compileFusion(*fusion, options, cache);
   EXPECT_EQ(cache.memoryRecords(), 0u);
   EXPECT_EQ(compiled.kernels[0].compiled, nullptr);

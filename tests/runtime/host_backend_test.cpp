@@ -6,11 +6,12 @@
 // planted bug (the deferred step write made immediate) must make that comparison fail: a
 // test of the test.
 
-#include "runtime/cuda_device.h"
 #include "runtime/fusion_executor.h"
+#include "runtime/host/host_launcher.h"
 #include "runtime/launch_binding.h"
 #include "tests/codegen/test_fusions.h"
-#include "tests/support/same_element.h"
+#include "tests/support/host_comparison.h"
+#include "tests/support/seed_adam_state.h"
 
 #include "ir/fusion_definition.h"
 #include "ir/half_float.h"
@@ -23,79 +24,11 @@
 #include <cstring>
 #include <functional>
 #include <random>
-#include <thread>
-
-#include <sys/mman.h>
 
 using namespace widefuse;
 using namespace widefuse::testing;
 
 namespace {
-
-/// Random contents for a tensor of `dtype`: ordinary values with zeros, infinities, NaN and
-/// denormals mixed in for floating point; bools as 0/1.
-void fillRandom(HostTensor& tensor, std::mt19937_64& random) {
-  std::uniform_int_distribution<int> pick(0, 19);
-  std::normal_distribution<double> normal(0.0, 3.0);
-  const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-40, -2.5, 0.5};
-  auto* bytes = static_cast<unsigned char*>(tensor.data());
-  size_t size = byteSize(tensor.dtype());
-  // A complex element is two values of its part type, each drawn like a real one.
-  bool complex = isComplex(tensor.dtype());
-  if (complex)
-    size /= 2;
-  for (int64_t i = 0; i < tensor.numel() * (complex ? 2 : 1); ++i) {
-    unsigned char* at = bytes + i * size;
-    DataType dtype = complexPartType(tensor.dtype());
-    if (dtype == DataType::Bool) {
-      at[0] = random() & 1;
-    } else if (isFloatingPoint(dtype)) {
-      int choice = pick(random);
-      double value = choice < 8 ? specials[choice] : normal(random);
-      if (dtype == DataType::Float) {
-        float narrow = float(value);
-        std::memcpy(at, &narrow, 4);
-      } else if (dtype == DataType::Double) {
-        std::memcpy(at, &value, 8);
-      } else if (isFloat8(dtype) && choice % 2 == 0) {
-        at[0] = uint8_t(random()); // any of the 256 patterns, NaNs included
-      } else {
-        uint16_t bits = toReducedBits(dtype, value, float(value));
-        std::memcpy(at, &bits, size); // little-endian: the low byte for fp8
-      }
-    } else {
-      uint64_t bits = random();
-      // Small values half of the time, so that shifts and pow see in-range amounts.
-      if (pick(random) < 10)
-        bits = uint64_t(int64_t(pick(random)) - 5);
-      std::memcpy(at, &bits, size);
-    }
-  }
-}
-
-/// The bytes of an element in hex, highest address first (little-endian numbers read right).
-std::string describeBytes(const unsigned char* element, size_t size) {
-  std::string text = "0x";
-  for (size_t i = size; i-- > 0;)
-    text += fmt::format("{:02x}", element[i]);
-  return text;
-}
-
-int64_t countDifferences(const HostTensor& actual, const HostTensor& expected,
-                         const std::string& what) {
-  EXPECT_EQ(actual.dtype(), expected.dtype()) << what;
-  EXPECT_EQ(actual.shape(), expected.shape()) << what;
-  int64_t differences = 0;
-  size_t size = byteSize(actual.dtype());
-  auto* a = static_cast<const unsigned char*>(actual.data());
-  auto* b = static_cast<const unsigned char*>(expected.data());
-  for (int64_t i = 0; i < std::min(actual.numel(), expected.numel()); ++i)
-    if (!sameElement(a + i * size, b + i * size, actual.dtype()) && differences++ == 0)
-      ADD_FAILURE() << what << ": first difference at element " << i << ": host "
-                    << describeBytes(a + i * size, size) << ", reference "
-                    << describeBytes(b + i * size, size);
-  return differences;
-}
 
 /// " = op(operand dtypes)" for a computed value, for failure messages.
 std::string describeDefinition(const Value& value) {
@@ -147,10 +80,10 @@ void expectHostMatchesReference(const Fusion& fusion, SegmentationMode mode, int
   hostArguments.resize(fusion.inputs().size());
   referenceArguments.resize(fusion.inputs().size());
   ExecutorOptions options;
-  options.backend = Backend::Host;
+  options.backend = "host";
   options.mode = mode;
-  options.hostExecution = execution;
-  options.hostThreads = threads;
+  options.host.execution = execution;
+  options.host.threads = threads;
   FusionExecutorCache executor(fusion, options);
   RunResult result = executor.run(hostArguments);
   EvaluationResult expected = evaluate(fusion, referenceArguments);
@@ -200,55 +133,6 @@ TEST(HostBackend, LongRunsOnSeveralThreadsEqualTheReferenceBitwise) {
 
 namespace {
 
-/// The seed's Adam state for some shapes: per parameter p, g, m, v, step (tensors, possibly
-/// strided views into larger buffers), then lr, beta1, beta2, eps.
-struct AdamState {
-  std::vector<HostTensor> buffers; // storage
-  std::vector<TensorRef> views;    // p, g, m, v, step per parameter
-  std::vector<Argument> arguments() const {
-    std::vector<Argument> list(views.begin(), views.end());
-    for (double scalar : {1e-3, 0.9, 0.999, 1e-8})
-      list.push_back(ScalarArgument(scalar));
-    return list;
-  }
-  AdamState clone() const {
-    AdamState copy;
-    copy.buffers = buffers;
-    for (size_t i = 0; i < views.size(); ++i) {
-      TensorRef view = views[i];
-      view.data = copy.buffers[i].data();
-      copy.views.push_back(view);
-    }
-    return copy;
-  }
-};
-
-/// Random initial state; parameter `transposed` gets column-major (non-contiguous) tensors.
-AdamState initialAdamState(const Fusion& fusion, int transposed) {
-  AdamState state;
-  std::mt19937 random(7);
-  std::normal_distribution<float> normal;
-  for (size_t i = 0; i + 4 < fusion.inputs().size(); ++i) {
-    const Value* input = fusion.inputs()[i];
-    llvm::SmallVector<int64_t, 4> shape(input->extents().begin(), input->extents().end());
-    bool columnMajor = int(i / 5) == transposed && shape.size() == 2;
-    HostTensor buffer(input->dtype(), shape);
-    int role = int(i % 5); // p, g, m, v, step
-    for (int64_t k = 0; k < buffer.numel(); ++k)
-      buffer.as<float>()[k] = role == 4   ? float(3 + i / 5 % 4)
-                              : role == 3 ? std::fabs(normal(random)) * 0.01f
-                                          : normal(random);
-    TensorRef view = buffer.ref();
-    if (columnMajor)
-      view.strides = {1, shape[0]}; // the same buffer read as a transposed matrix
-    state.buffers.push_back(std::move(buffer));
-    state.views.push_back(view);
-  }
-  for (size_t i = 0; i < state.views.size(); ++i) // the buffers have moved
-    state.views[i].data = state.buffers[i].data();
-  return state;
-}
-
 /// Shapes of the 100-parameter test: every awkward size, and [40, 24] for the transposed one.
 std::vector<optim::Shape> awkwardShapes() {
   const optim::Shape pattern[] = {{0}, {1}, {3}, {4097}, {64, 32}, {7}, {16, 16}, {3, 5, 2}};
@@ -262,15 +146,6 @@ std::vector<optim::Shape> awkwardShapes() {
 }
 constexpr int kTransposed = 99;
 constexpr int kSteps = 10;
-
-/// Elements that differ between two states, over every tensor.
-int64_t stateDifferences(const AdamState& actual, const AdamState& expected) {
-  int64_t differences = 0;
-  for (size_t i = 0; i < actual.buffers.size(); ++i)
-    differences +=
-        countDifferences(actual.buffers[i], expected.buffers[i], fmt::format("tensor {}", i));
-  return differences;
-}
 
 /// The 100-parameter state twice: with the transposed member (which makes a batched body
 /// strided for every member) and all contiguous (the vector path with its scalar tails).
@@ -312,11 +187,11 @@ TEST_P(AdamOnTheHost, EqualsTheReferenceBitwiseInEveryBlockOrderAndMode) {
         SCOPED_TRACE(fmt::format("{}, {} in {} order", hostExecutionName(execution).str(),
                                  modeName(mode).str(), order));
         ExecutorOptions options;
-        options.backend = Backend::Host;
+        options.backend = "host";
         options.mode = mode;
-        options.hostExecution = execution;
-        options.hostThreads = 1;
-        options.blockOrder = parseBlockOrder(order);
+        options.host.execution = execution;
+        options.host.threads = 1;
+        options.host.blockOrder = parseBlockOrder(order);
         FusionExecutorCache executor(*fusion_, options);
         AdamState state = initial().clone();
         for (int step = 0; step < kSteps; ++step)
@@ -335,11 +210,11 @@ TEST_P(AdamOnTheHost, EqualsTheReferenceWithBlocksOverlappingOnSeveralThreads) {
     for (unsigned threads : {2u, 3u}) {
       SCOPED_TRACE(fmt::format("{} on {} threads", hostExecutionName(execution).str(), threads));
       ExecutorOptions options;
-      options.backend = Backend::Host;
+      options.backend = "host";
       options.mode = SegmentationMode::Batched;
-      options.hostExecution = execution;
-      options.blockOrder = parseBlockOrder("shuffle:11");
-      options.hostThreads = threads;
+      options.host.execution = execution;
+      options.host.blockOrder = parseBlockOrder("shuffle:11");
+      options.host.threads = threads;
       FusionExecutorCache executor(*fusion_, options);
       AdamState state = initial().clone();
       for (int step = 0; step < kSteps; ++step)
@@ -355,7 +230,7 @@ void runOnHostWithGrid(
     const Fusion& fusion, AdamState& state, unsigned grid, const BlockOrder& order,
     HostExecution execution, unsigned workers = 1, const ScheduleOptions& schedule = {},
     const std::function<void(std::string&)>& edit = [](std::string&) {}) {
-  KernelCache nvrtc(KernelCacheOptions{std::nullopt, false});
+  CubinCache nvrtc(KernelCacheOptions{std::nullopt, false});
   FusionCompileOptions options;
   options.mode = SegmentationMode::Batched;
   options.schedule = schedule;
@@ -516,10 +391,10 @@ TEST(HostBackend, ViewsStartingMidVectorEqualTheReference) {
           onReference.push_back(ScalarArgument(scalar));
         }
         ExecutorOptions options;
-        options.backend = Backend::Host;
+        options.backend = "host";
         options.mode = SegmentationMode::Batched;
-        options.blockOrder = parseBlockOrder("shuffle:3");
-        options.hostExecution = execution;
+        options.host.blockOrder = parseBlockOrder("shuffle:3");
+        options.host.execution = execution;
         options.schedule.prefetch = prefetch;
         FusionExecutorCache executor(*fusion, options);
         for (int step = 0; step < 3; ++step) {
@@ -529,186 +404,4 @@ TEST(HostBackend, ViewsStartingMidVectorEqualTheReference) {
         for (size_t t = 0; t < device.size(); ++t)
           EXPECT_EQ(countDifferences(device[t], reference[t], fmt::format("tensor {}", t)), 0);
       }
-}
-
-TEST(HostBackendConcurrency, EightThreadsShareOneCacheWithTheirOwnInputs) {
-  auto fusion = optim::buildSeedAdam({{300}, {4097}, {1}, {17, 3}});
-  ExecutorOptions options;
-  options.backend = Backend::Host;
-  FusionExecutorCache executor(*fusion, options);
-  std::vector<AdamState> states, expected;
-  for (int t = 0; t < 8; ++t) {
-    AdamState state = initialAdamState(*fusion, -1);
-    for (HostTensor& buffer : state.buffers) // different inputs per thread
-      for (int64_t k = 0; k < buffer.numel(); ++k)
-        buffer.as<float>()[k] += float(t) * 0.25f;
-    expected.push_back(state.clone());
-    states.push_back(state.clone());
-  }
-  for (AdamState& state : expected)
-    for (int step = 0; step < 3; ++step)
-      evaluate(*fusion, state.arguments());
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t)
-    threads.emplace_back([&, t] {
-      try {
-        for (int step = 0; step < 3; ++step)
-          executor.run(states[t].arguments());
-      } catch (const std::exception& error) {
-        ADD_FAILURE() << "thread " << t << ": " << error.what();
-      }
-    });
-  for (std::thread& thread : threads)
-    thread.join();
-  for (int t = 0; t < 8; ++t)
-    EXPECT_EQ(stateDifferences(states[t], expected[t]), 0) << "thread " << t;
-  EXPECT_EQ(executor.numSpecializations(), 1u);
-}
-
-TEST(Backends, CudaWithoutADeviceNamesTheHostBackendAndAutoFallsBackToIt) {
-  if (CudaDevice::available())
-    GTEST_SKIP() << "a CUDA device is present";
-  auto fusion = optim::buildSeedAdam({{8}});
-  ExecutorOptions cuda;
-  cuda.backend = Backend::Cuda;
-  try {
-    FusionExecutorCache executor(*fusion, cuda);
-    ADD_FAILURE() << "backend cuda without a device did not fail";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("use backend=host"), std::string::npos)
-        << error.what();
-  }
-  FusionExecutorCache automatic(*fusion);
-  EXPECT_EQ(automatic.backend(), Backend::Host);
-  EXPECT_EQ(parseBackend("auto"), Backend::Auto);
-  try {
-    parseBackend("gpu");
-    ADD_FAILURE() << "no error for an unknown backend";
-  } catch (const Error& error) {
-    EXPECT_NE(std::string(error.what()).find("auto, cuda, host, reference or none"),
-              std::string::npos);
-  }
-}
-
-TEST(PreparedRun, LaunchesTheSameStepsAsRunWithoutCheckingAgain) {
-  auto fusion = optim::buildSeedAdam({{300}, {4097}, {1}, {17, 3}});
-  for (HostExecution execution : kExecutions) {
-    SCOPED_TRACE(hostExecutionName(execution).str());
-    AdamState state = initialAdamState(*fusion, -1);
-    AdamState expected = state.clone();
-    ExecutorOptions options;
-    options.backend = Backend::Host;
-    options.hostExecution = execution;
-    options.blockOrder = parseBlockOrder("reverse");
-    FusionExecutorCache executor(*fusion, options);
-    std::unique_ptr<PreparedRun> prepared = executor.prepare(state.arguments());
-    for (int step = 0; step < 4; ++step) {
-      prepared->launch();
-      evaluate(*fusion, expected.arguments());
-    }
-    EXPECT_EQ(stateDifferences(state, expected), 0);
-    EXPECT_EQ(state.buffers[4].as<float>()[0], expected.buffers[4].as<float>()[0]);
-    // A bad argument is refused at prepare() time, before anything runs.
-    std::vector<Argument> wrong = state.arguments();
-    wrong.pop_back();
-    EXPECT_THROW(executor.prepare(wrong), Error);
-  }
-}
-
-TEST(CallerOutputs, PlainOutputsGoWhereTheCallerSaysAndAreChecked) {
-  FusionDefinition fd("outputs");
-  Val x = fd.defineTensor({-1}, DataType::Float, "x");
-  Val y = fd.defineTensor({-1}, DataType::Float, "y");
-  fd.addOutput(x * 2.0 + y);
-  fd.addOutput(cast(x, DataType::BFloat16));
-  auto fusion = fd.finalize();
-  HostTensor a(DataType::Float, {1000}), b(DataType::Float, {1000});
-  std::mt19937_64 random(5);
-  fillRandom(a, random);
-  fillRandom(b, random);
-  std::vector<Argument> arguments = {a.ref(), b.ref()};
-  EvaluationResult expected = evaluate(*fusion, arguments);
-  for (Backend backend : {Backend::Host, Backend::Reference}) {
-    ExecutorOptions options;
-    options.backend = backend;
-    FusionExecutorCache executor(*fusion, options);
-    HostTensor first(DataType::Float, {1000}), second(DataType::BFloat16, {1000});
-    RunResult result = executor.run(arguments, {first.ref(), second.ref()});
-    EXPECT_TRUE(result.outputs.empty());
-    EXPECT_EQ(countDifferences(first, expected.outputs[0], "first"), 0);
-    EXPECT_EQ(countDifferences(second, expected.outputs[1], "second"), 0);
-    HostTensor wrongShape(DataType::Float, {999});
-    try {
-      executor.run(arguments, {wrongShape.ref(), second.ref()});
-      ADD_FAILURE() << "no error for a wrongly shaped output";
-    } catch (const Error& error) {
-      EXPECT_NE(std::string(error.what()).find("output 't1'"), std::string::npos) << error.what();
-    }
-    EXPECT_THROW(executor.run(arguments, {first.ref()}), Error);
-  }
-}
-
-TEST(HostBackend, WrittenTensorsJoinedThroughAZeroDimValueMustShareTheirExtents) {
-  // x and y are joined by the step counter both read (its write must follow every read, so
-  // one kernel computes both) but their symbolic extents are bound separately.
-  FusionDefinition fd("joined");
-  Val a = fd.defineTensor({-1}, DataType::Float, "a");
-  Val b = fd.defineTensor({-1}, DataType::Float, "b");
-  Val step = fd.defineTensor({}, DataType::Float, "step");
-  fd.copy_(step + 1.0, step);
-  fd.addOutput(a * step);
-  fd.addOutput(b * step);
-  auto fusion = fd.finalize();
-  HostTensor x(DataType::Float, {3}), y(DataType::Float, {13}), counter(DataType::Float, {});
-  counter.as<float>()[0] = 2.0f;
-  for (Backend backend : {Backend::Host, Backend::Reference}) {
-    ExecutorOptions options;
-    options.backend = backend;
-    FusionExecutorCache executor(*fusion, options);
-    std::vector<Argument> arguments = {x.ref(), y.ref(), counter.ref()};
-    if (backend == Backend::Reference) { // the evaluator has no iteration domain
-      EXPECT_EQ(executor.run(arguments).outputs[1].numel(), 13);
-      continue;
-    }
-    try {
-      executor.run(arguments);
-      ADD_FAILURE() << "no error for written tensors of shapes [3] and [13]";
-    } catch (const Error& error) {
-      EXPECT_NE(std::string(error.what()).find("has shape [13] but"), std::string::npos)
-          << error.what();
-    }
-    EXPECT_THROW(executor.prepare(arguments), Error);
-    EXPECT_EQ(counter.as<float>()[0], 2.0f); // nothing ran
-  }
-}
-
-TEST(HostBackend, AViewSpanning2To31ElementsIsIndexedWith64Bits) {
-  // Two elements 2^31 elements apart (a strided view, as a column of a huge matrix is): the
-  // span asks for 64-bit indices, and with 32-bit ones the second element's offset would
-  // wrap. The 8 GiB of address space is reserved, not touched: only two pages are written.
-  const int64_t stride = int64_t(1) << 31;
-  size_t bytes = size_t(stride + 1) * sizeof(float);
-  void* reserved = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (reserved == MAP_FAILED)
-    GTEST_SKIP() << "cannot reserve " << bytes << " bytes of address space";
-  auto* x = static_cast<float*>(reserved);
-  x[0] = 1.5f;
-  x[stride] = -3.25f;
-  FusionDefinition fd("wide");
-  Val view = fd.defineTensor({2}, DataType::Float, "x");
-  fd.copy_(view * 2.0f + 1.0f, view); // in place, through the same 64-bit offsets
-  auto fusion = fd.finalize();
-  TensorRef argument{DataType::Float, {2}, {stride}, x};
-  ExecutorOptions options;
-  options.backend = Backend::Host;
-  FusionExecutorCache executor(*fusion, options);
-  executor.run({argument});
-  EXPECT_EQ(x[0], 1.5f * 2.0f + 1.0f);
-  EXPECT_EQ(x[stride], -3.25f * 2.0f + 1.0f);
-  EXPECT_EQ(x[stride - 1], 0.0f); // the element a wrapped offset would be nearer
-  ASSERT_NE(executor.lastCompiled(), nullptr);
-  for (const KernelPlan& plan : executor.lastCompiled()->scheduled.plans)
-    EXPECT_EQ(plan.indexBits, 64u) << plan.name;
-  munmap(reserved, bytes);
 }

@@ -4,7 +4,7 @@
 // right kernel (rebuilt, or without the disk cache after one warning) or a widefuse::Error
 // that says what is wrong and how to fix it; never a crash or a wrong kernel.
 
-#include "runtime/host_compiler.h"
+#include "runtime/host/host_compiler.h"
 
 #include "codegen/prelude.h"
 

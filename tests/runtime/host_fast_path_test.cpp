@@ -4,7 +4,8 @@
 // blocks per worker; and a step that only wakes workers creates no thread.
 
 #include "runtime/fusion_executor.h"
-#include "runtime/host_thread_pool.h"
+#include "runtime/host/host_launcher.h"
+#include "runtime/host/host_thread_pool.h"
 #include "tests/support/same_element.h"
 
 #include "ir/evaluator.h"
@@ -74,11 +75,11 @@ TEST(HostFastPath, DeferredWritesStayCorrectWhenOneMembersChunksRunOnSeveralWork
   SeedAdamState state = randomState(*fusion);
   SeedAdamState expected = state; // HostTensor copies its bytes
   ExecutorOptions options;
-  options.backend = Backend::Host;
-  options.hostExecution = HostExecution::Fast;
-  options.hostThreads = 4;
+  options.backend = "host";
+  options.host.execution = HostExecution::Fast;
+  options.host.threads = 4;
   for (const char* order : {"forward", "reverse", "shuffle:9"}) {
-    options.blockOrder = parseBlockOrder(order);
+    options.host.blockOrder = parseBlockOrder(order);
     FusionExecutorCache executor(*fusion, options);
     for (int step = 0; step < 5; ++step) {
       executor.run(state.arguments());

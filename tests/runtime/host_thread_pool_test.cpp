@@ -2,7 +2,7 @@
 // when asked, workers are created once and reused, and launches from several callers at once
 // each finish with their own tasks.
 
-#include "runtime/host_thread_pool.h"
+#include "runtime/host/host_thread_pool.h"
 
 #include <gtest/gtest.h>
 

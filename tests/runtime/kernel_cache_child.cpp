@@ -4,8 +4,8 @@
 //
 //   kernel_cache_child nvrtc|host CACHE_DIR START_FD
 
-#include "runtime/host_compiler.h"
-#include "runtime/kernel_cache.h"
+#include "runtime/cubin_cache.h"
+#include "runtime/host/host_compiler.h"
 
 #include "tests/runtime/runtime_test_support.h"
 
@@ -21,7 +21,7 @@ using namespace widefuse;
 namespace {
 
 int compileWithNvrtc(const KernelCacheOptions& options) {
-  KernelCache cache(options);
+  CubinCache cache(options);
   CacheResult result = cache.compile(testing::addKernelSource("shared"), "shared", {});
   bool right = result.kernel->name == "shared" && !result.kernel->cubin.empty() &&
                result.kernel->ptx.find(".entry shared(") != std::string::npos;

@@ -2,8 +2,8 @@
 // the right kernel, and the directory ends with one valid record and no temporary files. The
 // children (kernel_cache_child) block on a pipe until all of them are running, then compile.
 
-#include "runtime/host_compiler.h"
-#include "runtime/kernel_cache.h"
+#include "runtime/cubin_cache.h"
+#include "runtime/host/host_compiler.h"
 
 #include "tests/runtime/runtime_test_support.h"
 #include "tests/support/temp_dir.h"
@@ -75,7 +75,7 @@ TEST(KernelCacheProcesses, ProcessesCompilingOneCubinAtOnceAllGetIt) {
   EXPECT_EQ(fs::path(files[0]).extension(), ".wfkernel");
   KernelCacheOptions options;
   options.directory = directory.path();
-  KernelCache cache(options);
+  CubinCache cache(options);
   ::testing::internal::CaptureStderr();
   CacheResult result = cache.compile(widefuse::testing::addKernelSource("shared"), "shared", {});
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");

@@ -6,16 +6,16 @@ using namespace widefuse;
 
 namespace {
 
-CompiledKernel sampleKernel() {
+CudaBinary sampleKernel() {
   // Designated initialisers: assigning a literal to a std::string member trips GCC 12's
   // false -Wrestrict positive.
-  return CompiledKernel{.name = "k",
-                        .arch = "sm_90",
-                        .cubin = {'\x7f', 'E', 'L', 'F', '\0', '\x01', '\xff'},
-                        .ptx = ".visible .entry k()\n{\n\tret;\n}\n",
-                        .log = "ptxas info    : Used 4 registers",
-                        .stats = {4, 8, 12, 16},
-                        .nvrtcMilliseconds = 12.5};
+  return CudaBinary{.name = "k",
+                    .arch = "sm_90",
+                    .cubin = {'\x7f', 'E', 'L', 'F', '\0', '\x01', '\xff'},
+                    .ptx = ".visible .entry k()\n{\n\tret;\n}\n",
+                    .log = "ptxas info    : Used 4 registers",
+                    .stats = {4, 8, 12, 16},
+                    .nvrtcMilliseconds = 12.5};
 }
 
 std::string sampleKey() {
@@ -24,10 +24,10 @@ std::string sampleKey() {
 }
 
 TEST(KernelCacheRecord, RoundTripsEveryField) {
-  CompiledKernel kernel = sampleKernel();
+  CudaBinary kernel = sampleKernel();
   std::string key = sampleKey();
   std::string problem;
-  std::optional<CompiledKernel> decoded =
+  std::optional<CudaBinary> decoded =
       decodeCacheRecord(encodeCacheRecord(key, kernel), key, problem);
   ASSERT_TRUE(decoded) << problem;
   EXPECT_EQ(decoded->name, kernel.name);

@@ -1,4 +1,4 @@
-#include "runtime/kernel_cache.h"
+#include "runtime/cubin_cache.h"
 #include "runtime/kernel_cache_record.h"
 
 #include "tests/runtime/runtime_test_support.h"
@@ -42,7 +42,7 @@ KernelCacheOptions inMemory() {
   return options;
 }
 
-void expectSameKernel(const CompiledKernel& a, const CompiledKernel& b) {
+void expectSameKernel(const CudaBinary& a, const CudaBinary& b) {
   EXPECT_EQ(a.name, b.name);
   EXPECT_EQ(a.arch, b.arch);
   EXPECT_EQ(a.cubin, b.cubin);
@@ -54,8 +54,8 @@ void expectSameKernel(const CompiledKernel& a, const CompiledKernel& b) {
   EXPECT_EQ(a.nvrtcMilliseconds, b.nvrtcMilliseconds);
 }
 
-TEST(KernelCache, MissThenMemoryHit) {
-  KernelCache cache(inMemory());
+TEST(CubinCache, MissThenMemoryHit) {
+  CubinCache cache(inMemory());
   EXPECT_FALSE(cache.diskEnabled());
   EXPECT_EQ(cache.directory(), "");
   std::string source = addKernelSource("add_one");
@@ -68,8 +68,8 @@ TEST(KernelCache, MissThenMemoryHit) {
   EXPECT_EQ(cache.memoryRecords(), 1u);
 }
 
-TEST(KernelCache, EveryOptionIsPartOfTheKey) {
-  KernelCache cache(inMemory());
+TEST(CubinCache, EveryOptionIsPartOfTheKey) {
+  CubinCache cache(inMemory());
   std::string source = addKernelSource("add_one");
   CompileOptions sm80;
   sm80.arch = "sm_80";
@@ -84,12 +84,12 @@ TEST(KernelCache, EveryOptionIsPartOfTheKey) {
   EXPECT_EQ(cache.memoryRecords(), 4u);
 }
 
-TEST(KernelCache, SecondCacheLoadsFromDisk) {
+TEST(CubinCache, SecondCacheLoadsFromDisk) {
   TempDir directory;
   std::string source = addKernelSource("add_one");
-  std::shared_ptr<const CompiledKernel> compiled;
+  std::shared_ptr<const CudaBinary> compiled;
   {
-    KernelCache cache(onDisk(directory));
+    CubinCache cache(onDisk(directory));
     EXPECT_TRUE(cache.diskEnabled());
     EXPECT_EQ(cache.directory(), directory.path());
     CacheResult result = cache.compile(source, "add_one", {});
@@ -97,7 +97,7 @@ TEST(KernelCache, SecondCacheLoadsFromDisk) {
     compiled = result.kernel;
     EXPECT_TRUE(std::filesystem::exists(cache.recordPath(source, "add_one", {})));
   }
-  KernelCache later(onDisk(directory));
+  CubinCache later(onDisk(directory));
   CacheResult loaded = later.compile(source, "add_one", {});
   EXPECT_EQ(loaded.outcome, CacheOutcome::DiskHit);
   expectSameKernel(*loaded.kernel, *compiled);
@@ -119,13 +119,13 @@ TEST(KernelCache, SecondCacheLoadsFromDisk) {
 void expectDamagedEntryIsRecompiled(const std::function<std::string(std::string)>& damage) {
   TempDir directory;
   std::string source = addKernelSource("add_one");
-  KernelCache first(onDisk(directory));
-  std::shared_ptr<const CompiledKernel> compiled = first.compile(source, "add_one", {}).kernel;
+  CubinCache first(onDisk(directory));
+  std::shared_ptr<const CudaBinary> compiled = first.compile(source, "add_one", {}).kernel;
   std::string path = first.recordPath(source, "add_one", {});
   std::string entry = readFile(path);
   writeFile(path, damage(entry));
 
-  KernelCache second(onDisk(directory));
+  CubinCache second(onDisk(directory));
   ::testing::internal::CaptureStderr();
   CacheResult result = second.compile(source, "add_one", {});
   std::string warnings = ::testing::internal::GetCapturedStderr();
@@ -137,38 +137,38 @@ void expectDamagedEntryIsRecompiled(const std::function<std::string(std::string)
   EXPECT_EQ(result.kernel->cubin, compiled->cubin);
 
   // The entry was overwritten with a valid one.
-  KernelCache third(onDisk(directory));
+  CubinCache third(onDisk(directory));
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(third.compile(source, "add_one", {}).outcome, CacheOutcome::DiskHit);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
-TEST(KernelCache, TruncatedEntryIsRecompiled) {
+TEST(CubinCache, TruncatedEntryIsRecompiled) {
   expectDamagedEntryIsRecompiled(
       [](std::string entry) { return entry.substr(0, entry.size() / 2); });
 }
 
-TEST(KernelCache, EmptyEntryIsRecompiled) {
+TEST(CubinCache, EmptyEntryIsRecompiled) {
   expectDamagedEntryIsRecompiled([](std::string) { return std::string(); });
 }
 
-TEST(KernelCache, FlippedByteIsRecompiled) {
+TEST(CubinCache, FlippedByteIsRecompiled) {
   expectDamagedEntryIsRecompiled([](std::string entry) {
     entry[entry.size() / 2] ^= 0x01;
     return entry;
   });
 }
 
-TEST(KernelCache, BadMagicIsRecompiled) {
+TEST(CubinCache, BadMagicIsRecompiled) {
   expectDamagedEntryIsRecompiled([](std::string entry) {
     entry[0] = 'X';
     return entry;
   });
 }
 
-TEST(KernelCache, EntryOfAnotherKernelIsRecompiled) {
+TEST(CubinCache, EntryOfAnotherKernelIsRecompiled) {
   TempDir directory;
-  KernelCache cache(onDisk(directory));
+  CubinCache cache(onDisk(directory));
   std::string one = addKernelSource("add_one", 1);
   std::string two = addKernelSource("add_two", 2);
   cache.compile(one, "add_one", {});
@@ -184,14 +184,14 @@ TEST(KernelCache, EntryOfAnotherKernelIsRecompiled) {
   EXPECT_TRUE(contains(warnings, "is corrupt; recompiling")) << warnings;
 }
 
-TEST(KernelCache, UnwritableDirectoryCachesInMemory) {
+TEST(CubinCache, UnwritableDirectoryCachesInMemory) {
   TempDir directory;
   // A regular file where a parent directory should be: unwritable even for root.
   writeFile(directory.file("blocker"), "not a directory");
   KernelCacheOptions options;
   options.directory = directory.file("blocker") + "/cache";
   ::testing::internal::CaptureStderr();
-  KernelCache cache(options);
+  CubinCache cache(options);
   std::string warnings = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(cache.diskEnabled());
   EXPECT_TRUE(contains(warnings, "widefuse: warning: kernel cache directory '" +
@@ -207,17 +207,17 @@ TEST(KernelCache, UnwritableDirectoryCachesInMemory) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), ""); // Warned once, at construction.
 }
 
-TEST(KernelCache, RecordOfAnotherNvrtcVersionIsRecompiled) {
+TEST(CubinCache, RecordOfAnotherNvrtcVersionIsRecompiled) {
   // A valid record of this very kernel, but keyed for another NVRTC (a toolkit upgrade, or a
   // cache shared between machines), found where this NVRTC's record belongs.
   TempDir directory;
   std::string source = addKernelSource("add_one");
-  KernelCache cache(onDisk(directory));
+  CubinCache cache(onDisk(directory));
   CacheResult compiled = cache.compile(source, "add_one", {});
   std::string path = cache.recordPath(source, "add_one", {});
   writeFile(path,
             encodeCacheRecord(kernelCacheKey(source, "add_one", {}, "11.8"), *compiled.kernel));
-  KernelCache later(onDisk(directory));
+  CubinCache later(onDisk(directory));
   ::testing::internal::CaptureStderr();
   CacheResult result = later.compile(source, "add_one", {});
   std::string warnings = ::testing::internal::GetCapturedStderr();
@@ -230,12 +230,12 @@ TEST(KernelCache, RecordOfAnotherNvrtcVersionIsRecompiled) {
   EXPECT_EQ(result.kernel->cubin, compiled.kernel->cubin);
 }
 
-TEST(KernelCache, ExistingDirectoryNobodyCanWriteCachesInMemory) {
+TEST(CubinCache, ExistingDirectoryNobodyCanWriteCachesInMemory) {
   // /proc/self exists, and no process, root included, can create files in it.
   KernelCacheOptions options;
   options.directory = "/proc/self";
   ::testing::internal::CaptureStderr();
-  KernelCache cache(options);
+  CubinCache cache(options);
   std::string source = addKernelSource("add_one");
   EXPECT_EQ(cache.compile(source, "add_one", {}).outcome, CacheOutcome::Miss);
   EXPECT_EQ(cache.compile(source, "add_one", {}).outcome, CacheOutcome::MemoryHit);
@@ -246,13 +246,13 @@ TEST(KernelCache, ExistingDirectoryNobodyCanWriteCachesInMemory) {
   EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
 }
 
-TEST(KernelCache, DirectoryWhoseWritesStartFailingWarnsOnceAndCachesInMemory) {
+TEST(CubinCache, DirectoryWhoseWritesStartFailingWarnsOnceAndCachesInMemory) {
   // The directory is replaced by a file after the cache checked it: every write now fails.
   TempDir directory;
   std::string cacheDirectory = directory.file("cache");
   KernelCacheOptions options;
   options.directory = cacheDirectory;
-  KernelCache cache(options);
+  CubinCache cache(options);
   std::filesystem::remove_all(cacheDirectory);
   writeFile(cacheDirectory, "not a directory");
   ::testing::internal::CaptureStderr();
@@ -277,7 +277,7 @@ TEST(KernelCache, DirectoryWhoseWritesStartFailingWarnsOnceAndCachesInMemory) {
   setrlimit(RLIMIT_FSIZE, &limit);
   KernelCacheOptions options;
   options.directory = directory;
-  KernelCache cache(options);
+  CubinCache cache(options);
   // Standard error into a pipe (gtest's capture is taken by the death test itself).
   int saved = dup(2), captured[2];
   if (pipe(captured) != 0)
@@ -307,9 +307,9 @@ TEST(KernelCacheDeathTest, FullDiskWarnsOnceAndCachesInMemory) {
               "large\\); caching in memory only");
 }
 
-TEST(KernelCache, CompileErrorsPropagateAndCacheNothing) {
+TEST(CubinCache, CompileErrorsPropagateAndCacheNothing) {
   TempDir directory;
-  KernelCache cache(onDisk(directory));
+  CubinCache cache(onDisk(directory));
   ScopedEnvironment dumpDir("WIDEFUSE_DUMP_DIR", directory.file("dumps"));
   std::string message = errorOf([&] { cache.compile("this is not CUDA", "nothing", {}); });
   EXPECT_TRUE(contains(message, "kernel 'nothing'")) << message;
@@ -321,9 +321,9 @@ TEST(KernelCache, CompileErrorsPropagateAndCacheNothing) {
   EXPECT_EQ(cache.memoryRecords(), 0u);
 }
 
-TEST(KernelCache, ConcurrentCompilesAgree) {
+TEST(CubinCache, ConcurrentCompilesAgree) {
   TempDir directory;
-  KernelCache cache(onDisk(directory));
+  CubinCache cache(onDisk(directory));
   constexpr int kThreads = 8;
   // Every thread compiles one shared source and one of four per-group sources, so both
   // same-key races and different keys in flight happen at once.
@@ -353,7 +353,7 @@ TEST(KernelCache, ConcurrentCompilesAgree) {
   EXPECT_EQ(cache.memoryRecords(), 5u);
 
   // What reached the disk is what a new process would load.
-  KernelCache later(onDisk(directory));
+  CubinCache later(onDisk(directory));
   for (int group = 0; group < 4; ++group) {
     CacheResult result =
         later.compile(addKernelSource(groupName(group), group), groupName(group), {});
@@ -362,33 +362,33 @@ TEST(KernelCache, ConcurrentCompilesAgree) {
   }
 }
 
-TEST(KernelCache, DefaultDirectoryFollowsTheEnvironment) {
+TEST(CubinCache, DefaultDirectoryFollowsTheEnvironment) {
   ScopedEnvironment cacheDir("WIDEFUSE_CACHE_DIR", "/tmp/wf-cache");
   ScopedEnvironment xdg("XDG_CACHE_HOME", "/tmp/xdg");
   ScopedEnvironment home("HOME", "/tmp/home");
-  EXPECT_EQ(KernelCache::defaultDirectory(), "/tmp/wf-cache");
+  EXPECT_EQ(CubinCache::defaultDirectory(), "/tmp/wf-cache");
   {
     ScopedEnvironment noCacheDir("WIDEFUSE_CACHE_DIR", std::nullopt);
-    EXPECT_EQ(KernelCache::defaultDirectory(), "/tmp/xdg/widefuse");
+    EXPECT_EQ(CubinCache::defaultDirectory(), "/tmp/xdg/widefuse");
     {
       ScopedEnvironment emptyXdg("XDG_CACHE_HOME", "");
-      EXPECT_EQ(KernelCache::defaultDirectory(), "/tmp/home/.cache/widefuse");
+      EXPECT_EQ(CubinCache::defaultDirectory(), "/tmp/home/.cache/widefuse");
       ScopedEnvironment noHome("HOME", std::nullopt);
-      EXPECT_EQ(KernelCache::defaultDirectory(), std::nullopt);
+      EXPECT_EQ(CubinCache::defaultDirectory(), std::nullopt);
     }
   }
 }
 
-TEST(KernelCache, DefaultOptionsUseTheEnvironmentsDirectory) {
+TEST(CubinCache, DefaultOptionsUseTheEnvironmentsDirectory) {
   TempDir directory;
   ScopedEnvironment cacheDir("WIDEFUSE_CACHE_DIR", directory.file("from-env"));
-  KernelCache cache;
+  CubinCache cache;
   EXPECT_TRUE(cache.diskEnabled());
   EXPECT_EQ(cache.directory(), directory.file("from-env"));
   EXPECT_TRUE(std::filesystem::is_directory(directory.file("from-env")));
 }
 
-TEST(KernelCache, OutcomeNames) {
+TEST(CubinCache, OutcomeNames) {
   EXPECT_EQ(cacheOutcomeName(CacheOutcome::Miss), "miss");
   EXPECT_EQ(cacheOutcomeName(CacheOutcome::MemoryHit), "memory hit");
   EXPECT_EQ(cacheOutcomeName(CacheOutcome::DiskHit), "disk hit");

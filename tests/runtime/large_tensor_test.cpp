@@ -126,10 +126,10 @@ constexpr HostExecution kExecutions[] = {HostExecution::Fast, HostExecution::Ver
 ExecutorOptions hostOptions(HostExecution execution,
                             SegmentationMode mode = SegmentationMode::Auto) {
   ExecutorOptions options;
-  options.backend = Backend::Host;
-  options.hostExecution = execution;
+  options.backend = "host";
+  options.host.execution = execution;
   options.mode = mode;
-  options.hostThreads = 2;
+  options.host.threads = 2;
   return options;
 }
 

@@ -99,8 +99,8 @@ TEST(SteadyState, APreparedStepAllocatesNothing) {
     arguments.push_back(ScalarArgument(scalar));
   for (unsigned threads : {1u, 2u}) {
     ExecutorOptions options;
-    options.backend = Backend::Host;
-    options.hostThreads = threads;
+    options.backend = "host";
+    options.host.threads = threads;
     FusionExecutorCache executor(*fusion, options);
     std::unique_ptr<PreparedRun> prepared = executor.prepare(arguments);
     prepared->launch(); // the first launch may start the workers

@@ -58,7 +58,7 @@ TEST(Segmenter, SeedAdamGivesOneKernelPerParameterOrOneBatched) {
     EXPECT_EQ(batched.groups[0].members.size(), count);
     EXPECT_EQ(segment(*fusion).numLaunches(), 1u); // auto = batched
     ASSERT_EQ(batched.aliasPlans.size(), 4 * count);
-    for (const AliasPlan& plan : batched.aliasPlans) {
+    for (const HazardPlan& plan : batched.aliasPlans) {
       bool isStep = plan.alias.destination->rank() == 0;
       EXPECT_EQ(plan.resolution,
                 isStep ? HazardResolution::DeferredWrite : HazardResolution::InPlace)

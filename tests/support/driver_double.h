@@ -2,7 +2,7 @@
 /// The CUDA driver double as a test sees it: its control functions, found in the driver the
 /// runtime loaded (tests/support/cuda_double/driver_double.cpp says what it checks).
 
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "tests/support/cuda_double/double_control.h"
 
 #include <dlfcn.h>

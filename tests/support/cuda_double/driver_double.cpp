@@ -8,7 +8,7 @@
 // - memory and streams follow the documented ordering rules, played adversarially
 //   (stream_model.h): a write the runtime did not order before its reader is reported;
 // - each launch is decoded with the kernel's own description of its pointers
-//   (`<kernel>_launch_abi`, named by scheduler/kernel_abi.h and runtime/launch_abi.h): every
+//   (`<kernel>_launch_abi`, named by scheduler/kernel_abi.h and codegen/launch_abi.h): every
 //   pointer must lie in a live allocation of the launching device whose queued writes were
 //   ordered before the launch; then the launch runs, block by block in a shuffled order, through
 //   the host build of the same kernel, so the values it writes are checked too.
@@ -19,10 +19,11 @@
 
 #include "tests/support/cuda_double/double_control.h"
 #include "tests/support/cuda_double/double_format.h"
+#include "tests/support/cuda_double/launch_checker.h"
 #include "tests/support/cuda_double/stream_model.h"
 
-#include "runtime/host_compiler.h"
-#include "runtime/launch_abi.h"
+#include "codegen/launch_abi.h"
+#include "runtime/host/host_compiler.h"
 #include "scheduler/kernel_abi.h"
 
 #include <algorithm>
@@ -64,145 +65,12 @@ void* contextOf(int device) {
   return reinterpret_cast<void*>(uintptr_t(0x1000 + device));
 }
 
-/// A loaded image: the host build of its one kernel and what it says about its launches.
-struct Module {
-  std::string name;
-  std::shared_ptr<const HostKernel> kernel;
-  const wf_launch_abi* abi = nullptr;
-  /// Generic kernels (no `_host_block` of their own): the block size the wrapper runs.
-  unsigned* blockThreads = nullptr;
-  /// The size of the kernel's single parameter.
-  size_t parameterBytes = 0;
-  int device = 0;
-};
-
-/// The wrapper the double appends to a kernel that has no host entry of its own (a plain
-/// CUDA kernel taking one struct by value): each thread of the block in turn. No barriers.
-std::string genericHostEntry(const std::string& name, const std::string& type) {
-  return "\nextern \"C\" unsigned wf_double_block_threads = 0;\n"
-         "extern \"C\" const unsigned wf_double_parameter_bytes = sizeof(" +
-         type +
-         ");\n"
-         "extern \"C\" void " +
-         name +
-         "_host_block(const void* parameters, unsigned block, "
-         "unsigned grid, const unsigned* thread_order) {\n"
-         "  for (unsigned t = 0; t < wf_double_block_threads; ++t) {\n"
-         "    wf_host_enter_thread(thread_order[t], block, wf_double_block_threads, grid);\n"
-         "    " +
-         name + "(*static_cast<const " + type +
-         "*>(parameters));\n"
-         "  }\n}\n";
-}
-
 #define WF_LOCK std::lock_guard<std::recursive_mutex> lock(mutex)
 #define WF_NEED_CONTEXT                                                                            \
   if (currentDevice < 0)                                                                           \
     return kInvalidContext;                                                                        \
   if (model().stickyError())                                                                       \
   return model().stickyError()
-
-template <typename T> T readAt(const std::byte* bytes, unsigned offset) {
-  T value;
-  std::memcpy(&value, bytes + offset, sizeof(T));
-  return value;
-}
-
-/// Checks one pointer a launch passes: [pointer, pointer + bytes) inside a live allocation of
-/// its device, written in order.
-void checkPointer(const Operation& launch, int device, const void* pointer, size_t bytes,
-                  const std::string& where) {
-  if (!pointer || bytes == 0)
-    return; // empty tensors may have no memory; a dereference would crash the host build
-  uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
-  Allocation* allocation = model().find(address);
-  if (!allocation) {
-    model().violate(launch.what + " passes " + where +
-                    " pointing outside every live device allocation (host memory, or freed)");
-    return;
-  }
-  if (allocation->device != device)
-    model().violate(launch.what + " on device " + std::to_string(device) + " passes " + where +
-                    " in the memory of device " + std::to_string(allocation->device));
-  if (!model().find(address, bytes))
-    model().violate(launch.what + " passes " + where + " reaching " + std::to_string(bytes) +
-                    " bytes, past the end of its allocation");
-  model().checkOrdered(launch, *allocation, where);
-}
-
-/// The bytes a pointer field reaches for a member of `numel` elements (0: nothing to check).
-size_t reachBytes(const wf_pointer_field& field, int64_t numel) {
-  if (field.reach == wf_reach_one)
-    return field.element_bytes;
-  if (numel <= 0)
-    return 0; // an empty member reads nothing; its pointer may be anything
-  return field.reach == wf_reach_numel ? size_t(numel) * field.element_bytes : field.element_bytes;
-}
-
-/// The member table a launch reads, or null after reporting why it cannot be read.
-const std::byte* memberTable(const Operation& launch, const Module& module,
-                             const std::vector<std::byte>& parameters, int members) {
-  const wf_launch_abi& abi = *module.abi;
-  size_t tableBytes = size_t(members) * abi.entry_bytes;
-  if (abi.table_in_parameters) {
-    if (abi.table_offset + tableBytes > parameters.size()) {
-      model().violate(launch.what + " names " + std::to_string(members) +
-                      " members, more than its parameter block holds");
-      return nullptr;
-    }
-    return parameters.data() + abi.table_offset;
-  }
-  void* table = readAt<void*>(parameters.data(), abi::kTableOffset);
-  checkPointer(launch, module.device, table, tableBytes, "the member table");
-  return model().stickyError() ? nullptr : static_cast<const std::byte*>(table);
-}
-
-/// Every pointer of a widefuse launch, found with the kernel's own description.
-void checkLaunchPointers(const Operation& launch, const Module& module,
-                         const std::vector<std::byte>& parameters) {
-  const wf_launch_abi& abi = *module.abi;
-  const std::byte* block = parameters.data();
-  int members = readAt<int32_t>(block, abi::kNumMembersOffset);
-  if (members < 0) {
-    model().violate(launch.what + " names a negative number of members");
-    return;
-  }
-  checkPointer(launch, module.device, readAt<void*>(block, abi::kTicketsOffset),
-               size_t(members) * sizeof(uint32_t), "the tickets");
-  for (unsigned f = 0; f < abi.field_count; ++f)
-    if (abi.fields[f].body == -1)
-      checkPointer(launch, module.device, readAt<void*>(block, abi.fields[f].offset),
-                   reachBytes(abi.fields[f], 1),
-                   std::string("the shared tensor '") + abi.fields[f].name + "'");
-  const std::byte* table = memberTable(launch, module, parameters, members);
-  if (!table)
-    return; // do not read through a bad table
-  for (int m = 0; m < members; ++m) {
-    const std::byte* entry = table + size_t(m) * abi.entry_bytes;
-    int body = readAt<int32_t>(entry, abi::kEntryBodyOffset);
-    int64_t numel = readAt<int64_t>(entry, abi::kEntryNumelOffset);
-    for (unsigned f = 0; f < abi.field_count; ++f)
-      if (abi.fields[f].body == body)
-        checkPointer(launch, module.device, readAt<void*>(entry, abi.fields[f].offset),
-                     reachBytes(abi.fields[f], numel),
-                     "member " + std::to_string(m) + "'s tensor '" + abi.fields[f].name + "'");
-  }
-}
-
-/// Runs a launch on the host: blocks in a shuffled order, each block's threads shuffled.
-void runLaunch(const Module& module, const std::vector<std::byte>& parameters, unsigned grid,
-               unsigned threads, uint64_t seed) {
-  std::mt19937_64 random(seed);
-  std::vector<unsigned> blocks(grid), order(threads);
-  std::iota(blocks.begin(), blocks.end(), 0u);
-  std::iota(order.begin(), order.end(), 0u);
-  std::shuffle(blocks.begin(), blocks.end(), random);
-  std::shuffle(order.begin(), order.end(), random);
-  if (module.blockThreads)
-    *module.blockThreads = threads;
-  for (unsigned block : blocks)
-    module.kernel->runBlock(parameters.data(), block, grid, order.data());
-}
 
 } // namespace
 
@@ -604,7 +472,7 @@ WF_EXPORT int cuLaunchKernel(Module* function, unsigned gridX, unsigned gridY, u
                     if (model().stickyError())
                       return; // the context is lost: nothing more runs
                     if (function->abi)
-                      checkLaunchPointers(self, *function, *block);
+                      checkLaunchPointers(model(), self, *function, *block);
                     if (!model().stickyError())
                       runLaunch(*function, *block, gridX, blockX, seed);
                   });

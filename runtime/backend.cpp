@@ -1,0 +1,22 @@
+#include "runtime/backend.h"
+
+namespace widefuse {
+
+LoadedFusion::~LoadedFusion() = default;
+
+bool LoadedFusion::runChanged(llvm::ArrayRef<Argument>, llvm::ArrayRef<uint8_t>, const Fingerprint&,
+                              const std::shared_ptr<std::vector<int64_t>>&) {
+  return false;
+}
+
+Backend::~Backend() = default;
+
+bool Backend::holdsArguments(llvm::ArrayRef<Argument>) const {
+  return false;
+}
+
+DeviceDescription Backend::targetDevice(const std::optional<std::string>& arch) const {
+  return arch ? deviceForArch(*arch) : defaultDevice();
+}
+
+} // namespace widefuse

@@ -1,0 +1,85 @@
+#pragma once
+/// Backend: where a fusion runs, as an object. A backend says what it needs from lowering,
+/// which device the kernels target, and builds each compiled specialization into a
+/// LoadedFusion that runs its steps. FusionExecutorCache does everything before (checks,
+/// shapes, specialization, lowering) the same way for every backend; backend_registry.cpp
+/// lists them.
+
+#include "ir/evaluator.h"
+#include "ir/runtime_shapes.h"
+#include "runtime/argument_fingerprint.h"
+#include "runtime/executor_options.h"
+#include "scheduler/device_description.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace widefuse {
+
+struct CompiledFusion;
+
+/// How far compileFusion lowers a fusion for a backend.
+enum class Lowering {
+  None,     ///< not at all: the backend interprets the fusion (the reference evaluator)
+  Sources,  ///< plans and CUDA sources; the backend builds them itself (the host compiler)
+  Binaries, ///< plans, sources and NVRTC's cubins
+};
+
+/// One step of a specialization: arguments that passed every check, and their shapes.
+struct Step {
+  llvm::ArrayRef<Argument> arguments;
+  const RuntimeShapes& shapes;
+  /// The fingerprint the arguments were found equal to (null when unknown): what cached
+  /// bindings are matched against first.
+  const Fingerprint& checked;
+  /// Where the plain outputs go (checked: dense, of their dtype and shape); empty: the
+  /// backend allocates them in host memory and returns them.
+  llvm::ArrayRef<TensorRef> outputs;
+};
+
+/// One compiled specialization, built for its backend: what runs the steps. Thread-safe.
+class LoadedFusion {
+public:
+  virtual ~LoadedFusion();
+  /// Runs one step (nothing is left half written on failure before the first kernel runs).
+  virtual RunResult run(const Step& step) = 0;
+  /// A PreparedRun's step after the inputs flagged in `changed` (by value id) moved or took
+  /// new scalars: when the backend's cached bindings are still those of `before`, rewrites
+  /// just those sites, makes `after` (filled here from `arguments`) theirs, runs and returns
+  /// true. Otherwise does nothing and returns false (the caller then runs a plain step).
+  virtual bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
+                          const Fingerprint& before,
+                          const std::shared_ptr<std::vector<int64_t>>& after);
+};
+
+/// Where fusions run. Stateless (one object per backend, for the process's lifetime);
+/// everything specific to a fusion lives in the LoadedFusion it builds.
+class Backend {
+public:
+  virtual ~Backend();
+  /// The name options and the command line select it by (`host`, `cuda`, ...).
+  virtual llvm::StringRef name() const = 0;
+  /// What compileFusion must produce for load().
+  virtual Lowering lowering() const = 0;
+  /// Throws Error naming the fix when the backend cannot run in this process (no driver, no
+  /// device); called once, when an executor selects it.
+  virtual void checkAvailable() const {}
+  /// Whether the arguments live in this backend's memory, so that `auto` picks it (cuda:
+  /// a tensor in device memory). Never throws.
+  virtual bool holdsArguments(llvm::ArrayRef<Argument> arguments) const;
+  /// The device kernels are scheduled and compiled for: `arch`'s when given, else the
+  /// backend's own (the GPU's, for cuda; sm_90 otherwise).
+  virtual DeviceDescription targetDevice(const std::optional<std::string>& arch) const;
+  /// Builds `compiled` (null when lowering() is None) of `fusion` into what runs its steps.
+  virtual std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
+                                             std::shared_ptr<const CompiledFusion> compiled,
+                                             const ExecutorOptions& options) const = 0;
+};
+
+} // namespace widefuse

@@ -1,0 +1,107 @@
+#include "runtime/cuda/cuda_backend.h"
+
+#include "runtime/binding_cache.h"
+#include "runtime/cuda/cuda_launcher.h"
+#include "runtime/cuda/device_staging.h"
+
+#include <mutex>
+
+namespace widefuse {
+namespace {
+
+/// A specialization's modules loaded on the device, with their tables and tickets.
+class CudaFusion final : public LoadedFusion {
+public:
+  CudaFusion(const Fusion& fusion, std::shared_ptr<const CompiledFusion> compiled,
+             const CudaOptions& options)
+      : fusion_(fusion), options_(options), kernels_(CudaDevice::get(), *compiled),
+        cache_(fusion, compiled) {}
+
+  RunResult run(const Step& step) override {
+    DeviceStaging staging(CudaDevice::get(), fusion_, options_.stream);
+    // Tensors known to be in device memory (the same arguments as a run that found them
+    // there) are not asked about again.
+    bool knownResident = false;
+    if (step.checked) {
+      std::lock_guard<std::mutex> lock(residentMutex_);
+      knownResident = resident_ == step.checked;
+    }
+    std::vector<Argument> inputs =
+        knownResident ? std::vector<Argument>(step.arguments.begin(), step.arguments.end())
+                      : staging.stageInputs(step.arguments);
+    // Outputs: the caller's device tensors as they are; anything in host memory (the
+    // caller's or ones widefuse allocates) is written on the device and copied back after.
+    RunResult result;
+    std::vector<TensorRef> hostOutputTensors = hostOutputs(fusion_, step, result);
+    std::vector<TensorRef> outputs = staging.stageOutputs(hostOutputTensors);
+    bool resident = !staging.stagedInputs();
+    if (resident && step.checked) {
+      std::lock_guard<std::mutex> lock(residentMutex_);
+      resident_ = step.checked;
+    }
+    // Staged inputs have this run's addresses: their bindings are never reused.
+    const Fingerprint unknown;
+    Step onDevice{inputs, step.shapes, resident ? step.checked : unknown, outputs};
+    auto launch = [&](std::vector<LaunchBinding>& bindings, bool rebound) {
+      kernels_.launch(cache_.compiled(), bindings, rebound, options_.stream,
+                      options_.synchronizeEachLaunch);
+    };
+    try {
+      // Runs share the device tables and tickets, so they take turns.
+      cache_.bindAndRun(onDevice, outputs, true, BoundRunner(launch));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(residentMutex_);
+      resident_ = nullptr;
+      throw;
+    }
+    staging.copyBack(step.arguments, hostOutputTensors);
+    return result;
+  }
+
+private:
+  const Fusion& fusion_;
+  CudaOptions options_;
+  CudaKernels kernels_;
+  BindingCache cache_;
+  /// The fingerprint whose tensors were all found in device memory, so that the steady state
+  /// asks the driver about no pointer.
+  std::mutex residentMutex_;
+  Fingerprint resident_;
+};
+
+class CudaBackend final : public Backend {
+public:
+  llvm::StringRef name() const override { return "cuda"; }
+  Lowering lowering() const override { return Lowering::Binaries; }
+  void checkAvailable() const override { CudaDevice::get(); }
+  bool holdsArguments(llvm::ArrayRef<Argument> arguments) const override {
+    if (!CudaDevice::available())
+      return false;
+    const CudaDevice& device = CudaDevice::get();
+    for (const Argument& argument : arguments)
+      if (const auto* tensor = std::get_if<TensorRef>(&argument))
+        if (tensor->data && device.deviceOrdinalOf(tensor->data))
+          return true;
+    return false;
+  }
+  DeviceDescription targetDevice(const std::optional<std::string>& arch) const override {
+    DeviceDescription device = arch ? deviceForArch(*arch) : CudaDevice::get().description();
+    // Tables move to device memory on drivers before 12.1.
+    device.maxParameterBytes = CudaDevice::get().maxParameterBytes();
+    return device;
+  }
+  std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
+                                     std::shared_ptr<const CompiledFusion> compiled,
+                                     const ExecutorOptions& options) const override {
+    return std::make_unique<CudaFusion>(fusion, std::move(compiled), options.cuda);
+  }
+};
+
+} // namespace
+
+const Backend& cudaBackend() {
+  static const CudaBackend backend;
+  return backend;
+}
+
+} // namespace widefuse

@@ -1,0 +1,20 @@
+#pragma once
+/// What the CUDA backend's options are: the stream its launches go to, and whether each launch
+/// is waited for (debugging).
+
+namespace widefuse {
+
+/// True when WIDEFUSE_CUDA_SYNC is set (and not "0"): the default of
+/// CudaOptions::synchronizeEachLaunch.
+bool synchronizeEachLaunchFromEnvironment();
+
+/// How the CUDA backend runs (ExecutorOptions::cuda).
+struct CudaOptions {
+  /// The stream (a CUstream) launches go to; null is the default stream.
+  void* stream = nullptr;
+  /// Wait for each kernel and name the one whose asynchronous fault surfaced (debugging;
+  /// slow). Default: the environment variable WIDEFUSE_CUDA_SYNC (set, not "0").
+  bool synchronizeEachLaunch = synchronizeEachLaunchFromEnvironment();
+};
+
+} // namespace widefuse

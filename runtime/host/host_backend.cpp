@@ -1,0 +1,82 @@
+#include "runtime/host/host_backend.h"
+
+#include "runtime/binding_cache.h"
+#include "runtime/host/host_compiler.h"
+#include "runtime/host/host_launcher.h"
+
+namespace widefuse {
+namespace {
+
+/// A specialization's kernels loaded from shared objects, one per plan.
+class HostFusion final : public LoadedFusion {
+public:
+  HostFusion(const Fusion& fusion, std::shared_ptr<const CompiledFusion> compiled,
+             const HostOptions& options)
+      : fusion_(fusion), options_(options), cache_(fusion, compiled) {
+    for (const FusionKernel& kernel : compiled->kernels)
+      kernels_.push_back(HostKernelCache::global().compile(kernel.source, kernel.plan->name));
+  }
+
+  RunResult run(const Step& step) override {
+    RunResult result;
+    std::vector<TensorRef> outputs = hostOutputs(fusion_, step, result);
+    // Host runs proceed in parallel, binding privately when the cache is busy.
+    auto launch = [this](std::vector<LaunchBinding>& bindings, bool) { runGrids(bindings); };
+    cache_.bindAndRun(step, outputs, false, BoundRunner(launch));
+    return result;
+  }
+
+  bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
+                  const Fingerprint& before,
+                  const std::shared_ptr<std::vector<int64_t>>& after) override {
+    auto launch = [this](std::vector<LaunchBinding>& bindings, bool) { runGrids(bindings); };
+    return cache_.runChanged(arguments, changed, before, after, launch);
+  }
+
+private:
+  /// Runs every bound launch's grid on CPU threads.
+  void runGrids(llvm::ArrayRef<LaunchBinding> bindings) const {
+    const CompiledFusion& compiled = cache_.compiled();
+    unsigned threads = hostThreadCount(options_.threads);
+    for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
+      unsigned planIndex = compiled.scheduled.launches[i].plan;
+      const KernelPlan& plan = compiled.scheduled.plans[planIndex];
+      const HostKernel& kernel = *kernels_[planIndex];
+      const LaunchBinding& binding = bindings[i];
+      if (options_.execution == HostExecution::Fast) {
+        FastLaunchShape shape = fastLaunchShape(binding.numChunks, binding.numElements, threads,
+                                                options_.elementsPerWorker);
+        runHostGridFast(kernel, binding.parameters, shape.grid, options_.blockOrder, shape.workers);
+      } else {
+        runHostGrid(kernel, binding.parameters, gridBlocks(binding, plan.maxGridBlocks),
+                    plan.threadsPerBlock, options_.blockOrder, threads);
+      }
+    }
+  }
+
+  const Fusion& fusion_;
+  HostOptions options_;
+  std::vector<std::shared_ptr<const HostKernel>> kernels_;
+  BindingCache cache_;
+};
+
+class HostBackend final : public Backend {
+public:
+  llvm::StringRef name() const override { return "host"; }
+  // The host compiler builds the sources itself: NVRTC is not needed.
+  Lowering lowering() const override { return Lowering::Sources; }
+  std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
+                                     std::shared_ptr<const CompiledFusion> compiled,
+                                     const ExecutorOptions& options) const override {
+    return std::make_unique<HostFusion>(fusion, std::move(compiled), options.host);
+  }
+};
+
+} // namespace
+
+const Backend& hostBackend() {
+  static const HostBackend backend;
+  return backend;
+}
+
+} // namespace widefuse

@@ -1,0 +1,119 @@
+#pragma once
+/// The host backend's compiler: a generated kernel's source, with the host prelude in front, built
+/// by the host C++ compiler into a shared object, cached on disk like cubins and loaded with
+/// dlopen.
+
+#include "runtime/cubin_cache.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace widefuse {
+
+class HostPrecompiledPrelude;
+
+/// A generated kernel compiled for the CPU: its `<name>_host_block` entry (emulated CUDA
+/// threads) and its `<name>_host_fast_block` entry (one loop per member run).
+class HostKernel {
+public:
+  using BlockFunction = void (*)(const void* parameters, unsigned block, unsigned grid,
+                                 const unsigned* threadOrder);
+  using FastBlockFunction = void (*)(const void* parameters, unsigned block, unsigned grid);
+  HostKernel(std::string name, void* library, BlockFunction function, FastBlockFunction fast)
+      : name_(std::move(name)), library_(library), function_(function), fast_(fast) {}
+  HostKernel(const HostKernel&) = delete;
+  HostKernel& operator=(const HostKernel&) = delete;
+
+  /// Runs block `block` of a `grid`-block launch on the calling thread, the block's threads in
+  /// `threadOrder` (a permutation of 0..threadsPerBlock-1).
+  void runBlock(const void* parameters, unsigned block, unsigned grid,
+                const unsigned* threadOrder) const {
+    function_(parameters, block, grid, threadOrder);
+  }
+  /// Runs block `block` of a `grid`-block launch on the calling thread as one loop per member
+  /// run; any grid size is valid (blocks take contiguous shares of the chunks). Only for
+  /// kernels with a fast entry (every generated kernel has one).
+  void runBlockFast(const void* parameters, unsigned block, unsigned grid) const {
+    fast_(parameters, block, grid);
+  }
+  /// Whether the kernel has the fast path's entry.
+  bool hasFastEntry() const { return fast_ != nullptr; }
+  const std::string& name() const { return name_; }
+  /// Another symbol of the kernel's shared object (its `<name>_launch_abi`, say); null when
+  /// there is none.
+  void* symbol(llvm::StringRef name) const;
+
+private:
+  std::string name_;
+  void* library_; // kept loaded for the process's lifetime: kernels may run until exit
+  BlockFunction function_;
+  FastBlockFunction fast_;
+};
+
+/// Compiles and loads host kernels; thread-safe. Records live in `<cache dir>/host/` keyed by
+/// the source, the compiler's identity and its flags, in the cubin cache's self-checking record
+/// format; one that is damaged, of another key or does not load is rebuilt (one warning each).
+/// Builds happen in files of their own under $TMPDIR, so a cache directory that
+/// cannot be written (or stops accepting writes) only costs the disk cache, with one warning
+/// per process. One thread builds a given kernel at a time; the others wait for it.
+class HostKernelCache {
+public:
+  /// Uses the directory and disk setting of `options` (see CubinCache).
+  explicit HostKernelCache(KernelCacheOptions options = {});
+  ~HostKernelCache();
+
+  /// The loaded kernel for `source`, whose host entry is `<kernelName>_host_block`. Throws
+  /// Error with the compiler's output and the path of the source when compilation fails, and
+  /// naming the fix when there is no compiler or no writable temporary directory.
+  std::shared_ptr<const HostKernel> compile(llvm::StringRef source, llvm::StringRef kernelName);
+
+  /// Whether records are read from and written to `<cache dir>/host/` (false without a usable
+  /// directory, and after a write there failed).
+  bool diskEnabled() const;
+
+  /// The host compiler: $WIDEFUSE_HOST_CXX, else `c++`.
+  static std::string compilerCommand();
+  /// The process-wide cache with default options.
+  static HostKernelCache& global();
+
+private:
+  std::shared_ptr<const HostKernel> loadOrBuild(const std::string& keyMaterial,
+                                                llvm::StringRef source, llvm::StringRef kernelName);
+  std::shared_ptr<const HostKernel> loadRecord(const std::string& keyMaterial,
+                                               llvm::StringRef kernelName);
+  std::shared_ptr<const HostKernel>
+  buildAndStore(const std::string& keyMaterial, llvm::StringRef source, llvm::StringRef kernelName);
+  std::string buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
+                                const std::string& keyMaterial);
+  /// One run of the host compiler on a translation unit, written to a scratch file.
+  struct CompileAttempt {
+    int status = -1;        // the compiler's exit status (-1: it did not exit normally)
+    std::string output;     // what it printed
+    std::string sourcePath; // the scratch source, left for the caller (its path goes in errors)
+    std::string object;     // the shared object when status is 0
+  };
+  CompileAttempt compileUnit(llvm::StringRef unit, llvm::StringRef kernelName);
+  std::shared_ptr<const HostKernel> loadImage(llvm::StringRef image, llvm::StringRef kernelName,
+                                              const std::string& stem, std::string& problem);
+  void storeRecord(const std::string& keyMaterial, llvm::StringRef kernelName,
+                   llvm::StringRef image);
+  std::string recordPath(llvm::StringRef keyMaterial) const;
+
+  std::string directory_;    // <cache dir>/host
+  std::string warningTopic_; // <cache dir>: its problems are reported once per process
+  mutable std::mutex mutex_;
+  bool useDisk_ = false; // guarded by mutex_: a failed write turns it off
+  std::condition_variable built_;
+  std::unordered_set<std::string> building_; // keys some thread is building
+  std::unordered_map<std::string, std::shared_ptr<const HostKernel>> kernels_;
+  /// The host and device preludes precompiled in directory_ (null without a usable disk cache).
+  std::unique_ptr<HostPrecompiledPrelude> prelude_;
+};
+
+} // namespace widefuse

@@ -1,0 +1,110 @@
+#include "runtime/host/host_precompiled_prelude.h"
+
+#include "codegen/host_prelude.h"
+#include "codegen/prelude.h"
+#include "runtime/cache_directory.h"
+#include "runtime/kernel_cache_record.h"
+
+#include <fmt/format.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/Support/FileSystem.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace widefuse {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// What the header holds: the text it stands for in every kernel's translation unit.
+std::string headerText() {
+  return hostPrelude().str() + "\n" + devicePrelude().str();
+}
+
+/// Whether `path` can stand in an #include line and in the shell's single quotes as it is.
+bool plainPath(llvm::StringRef path) {
+  return path.find_first_of("\"'\\\n") == llvm::StringRef::npos;
+}
+
+} // namespace
+
+HostPrecompiledPrelude::HostPrecompiledPrelude(const std::string& directory) {
+  // Absolute: the #include is resolved from the scratch source's directory, not from ours.
+  std::error_code error;
+  if (!directory.empty())
+    directory_ = fs::absolute(directory, error).string();
+}
+
+HostPrecompiledPrelude::Unit
+HostPrecompiledPrelude::translationUnit(llvm::StringRef source, llvm::StringRef compilerCommand,
+                                        llvm::StringRef flags, llvm::StringRef identity) {
+  Unit plain{hostPrelude().str() + "\n" + source.str(), ""};
+  size_t at = source.find(devicePrelude());
+  if (directory_.empty() || !plainPath(directory_) || at == llvm::StringRef::npos)
+    return plain;
+  // Only comments may stand before it: GCC takes a precompiled header only when it is
+  // included before the first C token.
+  llvm::SmallVector<llvm::StringRef, 16> lines;
+  source.take_front(at).split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    if (!line.trim().empty() && !line.trim().startswith("//"))
+      return plain;
+  std::string stem =
+      cacheRecordFileName(fmt::format("precompiled prelude\n{}\n{}\n{}\n{}", compilerCommand.str(),
+                                      identity.str(), flags.str(), headerText()));
+  std::string header =
+      joinCachePath(directory_, "prelude-" + stem.substr(0, stem.find('.')) + ".h");
+  if (!ensureBuilt(header, compilerCommand, flags))
+    return plain;
+  return {source.take_front(at).str() + fmt::format("#include \"{}\"\n", header) +
+              source.drop_front(at + devicePrelude().size()).str(),
+          header};
+}
+
+void HostPrecompiledPrelude::discard(const std::string& header, bool removeFile) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  states_[header] = State::Unavailable;
+  std::error_code ignored;
+  if (removeFile)
+    fs::remove(header + ".gch", ignored);
+}
+
+bool HostPrecompiledPrelude::ensureBuilt(const std::string& header, llvm::StringRef compilerCommand,
+                                         llvm::StringRef flags) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto known = states_.find(header); known != states_.end())
+    return known->second == State::Ready;
+  std::string gch = header + ".gch";
+  std::error_code error;
+  bool ready = fs::exists(gch, error) && fs::exists(header, error);
+  if (!ready && writeCacheFileAtomically(header, headerText()).empty()) {
+    // Built into a file no other process or thread uses, then renamed into place, so that a
+    // compile elsewhere sees the whole .gch or none.
+    int fd = -1;
+    llvm::SmallString<256> scratch;
+    if (!llvm::sys::fs::createUniqueFile(gch + ".tmp-%%%%%%%%", fd, scratch)) {
+      ::close(fd);
+      std::string command =
+          fmt::format("{} {} -x c++-header -o '{}' '{}' >/dev/null 2>&1", compilerCommand.str(),
+                      flags.str(), std::string(scratch), header);
+      int status = std::system(command.c_str());
+      ready = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (ready) {
+        fs::rename(std::string(scratch), gch, error);
+        ready = !error;
+      }
+      fs::remove(std::string(scratch), error);
+    }
+  }
+  // A header that cannot be built (a full disk, a compiler without precompiled headers) only
+  // costs the speed-up: kernels compile from the plain text, without a word.
+  states_[header] = ready ? State::Ready : State::Unavailable;
+  return ready;
+}
+
+} // namespace widefuse

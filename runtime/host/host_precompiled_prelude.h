@@ -1,0 +1,52 @@
+#pragma once
+/// The host prelude and the device prelude, which every generated kernel starts with, as a
+/// precompiled header in the host kernel cache's directory: the host compiler then parses them
+/// once per cache directory instead of once per kernel, about half of a kernel's compile time.
+
+#include <llvm/ADT/StringRef.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace widefuse {
+
+/// Builds `<directory>/prelude-<key>.h` and its `.h.gch` on first use and rewrites a kernel's
+/// source to include it. GCC reads the .gch when the include comes before the first C token and
+/// the flags match; otherwise (clang, another GCC) it reads the header's text, which is the
+/// very text it replaces, so the kernel is the same either way. Thread-safe.
+class HostPrecompiledPrelude {
+public:
+  /// `directory` is the host cache's directory; "" turns the header off.
+  explicit HostPrecompiledPrelude(const std::string& directory);
+
+  /// A kernel's translation unit.
+  struct Unit {
+    std::string text;   ///< what the compiler reads
+    std::string header; ///< the header `text` includes; "" when it holds the plain text
+  };
+
+  /// The translation unit for `source` (the host prelude goes first): the prelude replaced by an
+  /// #include of the header once it is built, else the plain text. `compilerCommand`, `flags`
+  /// (those of the kernel, without -shared) and `identity` (the compiler's version and the
+  /// CPU) name the header, so another compiler or CPU gets another.
+  Unit translationUnit(llvm::StringRef source, llvm::StringRef compilerCommand,
+                       llvm::StringRef flags, llvm::StringRef identity);
+
+  /// Stops using `header` in this process: a compile with it failed where the plain text did
+  /// not. `removeFile` (the compiler named the precompiled header: a damaged .gch) also
+  /// removes its .gch, so that the next process builds it anew.
+  void discard(const std::string& header, bool removeFile);
+
+private:
+  enum class State { Ready, Unavailable };
+  /// Builds `header` and its .gch when missing; false when they cannot be had.
+  bool ensureBuilt(const std::string& header, llvm::StringRef compilerCommand,
+                   llvm::StringRef flags);
+
+  std::string directory_;
+  std::mutex mutex_; // held while a header builds: other threads wait rather than build it too
+  std::map<std::string, State> states_; // by header path; guarded by mutex_
+};
+
+} // namespace widefuse
