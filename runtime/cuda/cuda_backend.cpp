@@ -9,12 +9,25 @@
 namespace widefuse {
 namespace {
 
+/// The device, after checking that `stream` does not capture: loading a specialization
+/// allocates device memory and loads modules, which a capture forbids.
+const CudaDevice& deviceOutsideCapture(const Fusion& fusion, void* stream) {
+  const CudaDevice& device = CudaDevice::get();
+  if (device.isCapturing(stream))
+    fail("fusion '{}' runs for the first time with these arguments' specialization under CUDA "
+         "graph capture: loading its kernels allocates device memory, which a capture forbids; "
+         "run one step before capturing (torch's recipe warms up on a side stream)",
+         fusion.name());
+  return device;
+}
+
 /// A specialization's modules loaded on the device, with their tables and tickets.
 class CudaFusion final : public LoadedFusion {
 public:
   CudaFusion(const Fusion& fusion, std::shared_ptr<const CompiledFusion> compiled,
              const CudaOptions& options)
-      : fusion_(fusion), options_(options), kernels_(CudaDevice::get(), *compiled),
+      : fusion_(fusion), options_(options),
+        kernels_(deviceOutsideCapture(fusion, options.stream), *compiled),
         cache_(fusion, compiled) {}
 
   RunResult run(const Step& step) override {
@@ -58,7 +71,51 @@ public:
     return result;
   }
 
+  bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
+                  const Fingerprint& before,
+                  const std::shared_ptr<std::vector<int64_t>>& after) override {
+    {
+      std::lock_guard<std::mutex> lock(residentMutex_);
+      if (!before || resident_ != before)
+        return false; // not all known to be in device memory: run() stages what must be
+    }
+    if (!changedTensorsResident(arguments, changed))
+      return false;
+    auto launch = [&](std::vector<LaunchBinding>& bindings, bool) {
+      // The bindings were patched: device tables must be uploaded again.
+      kernels_.launch(cache_.compiled(), bindings, /*rebound=*/true, options_.stream,
+                      options_.synchronizeEachLaunch);
+    };
+    bool ran = false;
+    try {
+      ran = cache_.runChanged(arguments, changed, before, after, BoundRunner(launch));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(residentMutex_);
+      resident_ = nullptr;
+      throw;
+    }
+    if (ran) {
+      std::lock_guard<std::mutex> lock(residentMutex_);
+      resident_ = after;
+    }
+    return ran;
+  }
+
 private:
+  /// True when every tensor flagged in `changed` (by value id) is in this device's memory:
+  /// only they are asked about (one pointer query each), the others were found there before.
+  bool changedTensorsResident(llvm::ArrayRef<Argument> arguments,
+                              llvm::ArrayRef<uint8_t> changed) const {
+    const CudaDevice& device = CudaDevice::get();
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      const auto* tensor = std::get_if<TensorRef>(&arguments[i]);
+      if (tensor && changed[fusion_.inputs()[i]->id()] && tensor->data && tensor->numel() > 0 &&
+          device.deviceOrdinalOf(tensor->data) != device.ordinal())
+        return false;
+    }
+    return true;
+  }
+
   const Fusion& fusion_;
   CudaOptions options_;
   CudaKernels kernels_;

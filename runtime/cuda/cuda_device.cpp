@@ -186,6 +186,18 @@ void CudaDevice::synchronizeContext() const {
   driver_->check(driver_->cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
+bool CudaDevice::isCapturing(void* stream) const {
+  if (!driver_->cuStreamIsCapturing)
+    return false;
+  ContextScope scope(*this);
+  int status = kCudaStreamCaptureStatusNone;
+  CUresult result = driver_->cuStreamIsCapturing(static_cast<CUstream>(stream), &status);
+  if (result == kCudaErrorStreamCaptureImplicit)
+    return true; // the legacy stream, while a blocking stream captures
+  driver_->check(result, "cuStreamIsCapturing");
+  return status != kCudaStreamCaptureStatusNone;
+}
+
 std::optional<int> CudaDevice::deviceOrdinalOf(const void* pointer) const {
   ContextScope scope(*this);
   auto address = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer));

@@ -94,6 +94,11 @@ public:
   void synchronize(void* stream) const;
   /// Waits for all work of the context, on every stream.
   void synchronizeContext() const;
+  /// True while `stream` is being captured into a CUDA graph (torch.cuda.graph), its capture
+  /// invalidated included, and for the legacy stream (null) while a blocking stream captures:
+  /// work queued there is recorded, not run, and the calls that synchronise or allocate are
+  /// refused. A pure query, legal during capture; false when the driver lacks it.
+  bool isCapturing(void* stream) const;
 
   /// The ordinal of the device whose memory `pointer` is (cuMemAlloc, cudaMalloc, PyTorch's
   /// allocator); nullopt for host memory and addresses the driver does not know.

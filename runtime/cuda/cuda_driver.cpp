@@ -42,6 +42,12 @@ const char* fallbackErrorName(CUresult result) {
     return "CUDA_ERROR_NO_BINARY_FOR_GPU";
   case 500:
     return "CUDA_ERROR_NOT_FOUND";
+  case 900:
+    return "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+  case 901:
+    return "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+  case 906:
+    return "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT";
   default:
     return nullptr;
   }
@@ -127,6 +133,10 @@ std::unique_ptr<CudaDriver> CudaDriver::fromResolver(Resolver resolver, llvm::St
   // Optional: drivers before 12.4 lack it, and launches then skip the parameter size check.
   d.cuFuncGetParamInfo =
       reinterpret_cast<decltype(d.cuFuncGetParamInfo)>(resolver("cuFuncGetParamInfo"));
+  // Optional, so that fake drivers of tests need not have it: the runtime then never sees a
+  // capture.
+  d.cuStreamIsCapturing =
+      reinterpret_cast<decltype(d.cuStreamIsCapturing)>(resolver("cuStreamIsCapturing"));
   d.path_ = origin.str();
   return driver;
 }

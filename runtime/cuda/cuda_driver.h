@@ -41,6 +41,11 @@ inline constexpr CUresult kCudaErrorStubLibrary = 34;
 inline constexpr CUresult kCudaErrorNoDevice = 100;
 /// CUDA_ERROR_NOT_FOUND (e.g. cuModuleGetFunction with an unknown name).
 inline constexpr CUresult kCudaErrorNotFound = 500;
+/// CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: the legacy stream was used (or asked about) while a
+/// blocking stream captures.
+inline constexpr CUresult kCudaErrorStreamCaptureImplicit = 906;
+/// CU_STREAM_CAPTURE_STATUS_NONE: cuStreamIsCapturing's answer for a stream not capturing.
+inline constexpr int kCudaStreamCaptureStatusNone = 0;
 
 /// CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT.
 inline constexpr int kCudaAttributeMultiprocessorCount = 16;
@@ -169,6 +174,9 @@ public:
   CUresult (*cuGetErrorString)(CUresult result, const char** text) = nullptr;
   /// cuPointerGetAttribute (`attribute` is a CUpointer_attribute).
   CUresult (*cuPointerGetAttribute)(void* value, int attribute, CUdeviceptr address) = nullptr;
+  /// cuStreamIsCapturing (`status` is a CUstreamCaptureStatus); optional (drivers since 10.0
+  /// have it): without it no stream is taken to capture.
+  CUresult (*cuStreamIsCapturing)(CUstream stream, int* status) = nullptr;
 
   CudaDriver(const CudaDriver&) = delete;
   CudaDriver& operator=(const CudaDriver&) = delete;

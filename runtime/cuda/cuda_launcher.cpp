@@ -3,6 +3,7 @@
 #include "ir/error.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace widefuse {
 
@@ -30,10 +31,46 @@ CudaKernels::CudaKernels(const CudaDevice& device, const CompiledFusion& compile
     tickets_.emplace_back(device, std::max<size_t>(1, launch.members.size()) * sizeof(uint32_t));
   }
   ticketsZeroed_.assign(tickets_.size(), false);
+  tableCaptured_.assign(tables_.size(), false);
+}
+
+void CudaKernels::prepareTableUpload(size_t i, const KernelPlan& plan, size_t bytes,
+                                     bool capturing) {
+  if (capturing)
+    fail("kernel '{}' keeps its member table in device memory ({} bytes) and its arguments "
+         "changed since its last launch: a launch under CUDA graph capture cannot upload the "
+         "table (the graph would copy host memory that later steps rewrite); launch once with "
+         "these arguments before capturing",
+         plan.name, bytes);
+  if (!tableCaptured_[i])
+    return;
+  // The graph replays its launches with the pointers it captured, as it does for tables in
+  // the kernel parameters: the new table goes elsewhere. Outside capture, so it may allocate.
+  retiredTables_.push_back(std::move(tables_[i]));
+  tables_[i] = DeviceBuffer(device_, retiredTables_.back().size());
+  tableCaptured_[i] = false;
 }
 
 void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings,
                          bool rebound, void* stream, bool synchronizeEach) {
+  // Asked once per call at most, and only where a capture changes what may be done: the steady
+  // state of kernels with their tables in the parameters asks the driver nothing.
+  std::optional<bool> capturing;
+  auto underCapture = [&] {
+    if (!capturing)
+      capturing = device_.isCapturing(stream);
+    return *capturing;
+  };
+  // Refused before anything is queued, so that a capture never holds half a step.
+  if (synchronizeEach && underCapture())
+    fail("fusion kernels were launched under CUDA graph capture with WIDEFUSE_CUDA_SYNC=1 (or "
+         "CudaOptions::synchronizeEachLaunch): waiting for each kernel is not possible while "
+         "its stream captures; unset it for the capture");
+  if (rebound)
+    for (size_t i = 0; i < bindings.size(); ++i)
+      if (!bindings[i].table.empty())
+        prepareTableUpload(i, compiled.scheduled.plans[compiled.scheduled.launches[i].plan],
+                           bindings[i].table.size(), underCapture());
   for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
     const KernelLaunch& launch = compiled.scheduled.launches[i];
     const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
@@ -52,8 +89,12 @@ void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBindi
     }
     if (plan.needsTickets && !ticketsZeroed_[i]) {
       tickets_[i].zeroAsync(stream); // every later launch finds them zeroed by the kernel
-      ticketsZeroed_[i] = true;
+      // A captured memset runs at each replay, not now: a launch outside the graph zeroes
+      // them again.
+      ticketsZeroed_[i] = !underCapture();
     }
+    if (tables_[i].size() && underCapture())
+      tableCaptured_[i] = true;
     device_.launch(modules_[launch.plan], plan.name, binding.parameters,
                    gridBlocks(binding, gridLimits_[launch.plan]), plan.threadsPerBlock, stream);
     if (synchronizeEach) {

@@ -4,6 +4,13 @@
 /// once, on the stream of the first launch; the kernels leave them zeroed). Every transfer of
 /// a launch is queued on the launch's stream, so it is ordered with the kernels whatever kind
 /// of stream the caller uses (non-blocking ones included).
+///
+/// CUDA graph capture (torch.cuda.graph): a launch whose bindings did not change since the
+/// last one, and whose tickets were zeroed before, queues kernels and nothing else, so it can
+/// be captured and replayed. A launch under capture that would have to upload a device member
+/// table, or to wait for its kernels (synchronizeEach), throws an Error naming what instead of
+/// baking a graph that reads host memory later steps rewrite. A device table a graph has
+/// captured belongs to that graph: a later upload goes to a fresh one.
 
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_compiler.h"
@@ -24,11 +31,17 @@ public:
 
   /// Points each binding at its device table and tickets, uploads the tables when `rebound`,
   /// and launches every kernel on `stream` without synchronising (unless `synchronizeEach`:
-  /// then it waits after each kernel and names the one that failed).
+  /// then it waits after each kernel and names the one that failed). Asks the driver whether
+  /// `stream` captures only when it matters: first launches, uploads, device tables,
+  /// synchronizeEach.
   void launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings, bool rebound,
               void* stream, bool synchronizeEach);
 
 private:
+  /// Makes tables_[i] ready for a new upload of `bytes` bytes: refused under capture; a table a
+  /// graph captured is left to the graph and replaced.
+  void prepareTableUpload(size_t i, const KernelPlan& plan, size_t bytes, bool capturing);
+
   const CudaDevice& device_;
   std::vector<CudaModule> modules_;
   /// Per plan: the persistent grid's size, resident blocks x multiprocessors.
@@ -36,6 +49,10 @@ private:
   std::vector<DeviceBuffer> tables_;
   std::vector<DeviceBuffer> tickets_;
   std::vector<bool> ticketsZeroed_;
+  /// Per launch: a captured graph reads tables_[i] at each replay.
+  std::vector<bool> tableCaptured_;
+  /// Tables captured graphs still read; kept as long as the kernels are.
+  std::vector<DeviceBuffer> retiredTables_;
 };
 
 } // namespace widefuse

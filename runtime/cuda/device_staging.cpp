@@ -40,6 +40,17 @@ void copyElements(const TensorRef& tensor, const std::byte* source) {
 
 } // namespace
 
+void DeviceStaging::refuseUnderCapture(llvm::StringRef role, const Value& value) {
+  if (checkedCapture_)
+    return;
+  if (device_.isCapturing(stream_))
+    fail("{} '{}' is in host memory, and a run under CUDA graph capture cannot stage it (a "
+         "device buffer, and a synchronisation to copy results back): pass tensors in device "
+         "memory",
+         role.str(), value.name());
+  checkedCapture_ = true;
+}
+
 std::vector<Argument> DeviceStaging::stageInputs(llvm::ArrayRef<Argument> arguments) {
   std::vector<Argument> staged(arguments.begin(), arguments.end());
   for (size_t i = 0; i < staged.size(); ++i) {
@@ -48,6 +59,7 @@ std::vector<Argument> DeviceStaging::stageInputs(llvm::ArrayRef<Argument> argume
     if (!tensor || !tensor->data || tensor->numel() == 0 ||
         inDeviceMemory(device_, tensor->data, "input", *fusion_.inputs()[i]))
       continue;
+    refuseUnderCapture("input", *fusion_.inputs()[i]);
     size_t bytes = size_t(tensor->span()) * byteSize(tensor->dtype);
     DeviceBuffer buffer(device_, bytes);
     // On the launch stream: a synchronous copy from pageable memory returns before the data
@@ -65,6 +77,7 @@ std::vector<TensorRef> DeviceStaging::stageOutputs(llvm::ArrayRef<TensorRef> out
     if (staged[i].numel() == 0 ||
         inDeviceMemory(device_, staged[i].data, "output", *fusion_.outputs()[i]))
       continue; // an empty output has nothing to write or copy back
+    refuseUnderCapture("output", *fusion_.outputs()[i]);
     DeviceBuffer buffer(device_, size_t(staged[i].numel()) * byteSize(staged[i].dtype));
     staged[i].data = buffer.pointer();
     outputs_.emplace_back(i, std::move(buffer));

@@ -26,6 +26,8 @@ public:
   /// `outputs` with every non-empty one in host memory replaced by a device buffer.
   std::vector<TensorRef> stageOutputs(llvm::ArrayRef<TensorRef> outputs);
   /// True when stageInputs copied an input (the bindings then hold run-specific addresses).
+  /// Staging allocates and, after the run, synchronises: under CUDA graph capture the stage
+  /// calls throw an Error naming the tensor instead.
   bool stagedInputs() const { return !inputs_.empty(); }
   /// Waits for the stream, then copies the staged copy_ destinations (element by element, so
   /// interleaved destinations stay intact) and outputs back into `arguments` and `outputs`,
@@ -33,9 +35,13 @@ public:
   void copyBack(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<TensorRef> outputs);
 
 private:
+  /// Throws Error naming `role` `value` when the stream captures (asked once per staging).
+  void refuseUnderCapture(llvm::StringRef role, const Value& value);
+
   const CudaDevice& device_;
   const Fusion& fusion_;
   void* stream_;
+  bool checkedCapture_ = false;
   std::vector<std::pair<size_t, DeviceBuffer>> inputs_;
   std::vector<std::pair<size_t, DeviceBuffer>> outputs_;
 };

@@ -41,6 +41,14 @@ public:
   /// Makes the `nth` launch from now fail with `result`.
   void failLaunch(int nth, int result) { failLaunch_(nth, result); }
   size_t liveAllocations() { return liveAllocations_(); }
+  /// Starts capturing `stream` (CUstreamCaptureMode `mode`: 0 global); a CUresult.
+  int beginCapture(void* stream, int mode = 0) { return beginCapture_(stream, mode); }
+  /// Ends the capture of `stream` into `*graph` (null when it was invalidated); a CUresult.
+  int endCapture(void* stream, void** graph) { return endCapture_(stream, graph); }
+  /// Replays `graph` on `stream` (queued, as cuGraphLaunch); a CUresult.
+  int launchGraph(void* graph, void* stream) { return launchGraph_(graph, stream); }
+  /// Frees a graph from endCapture.
+  void destroyGraph(void* graph) { destroyGraph_(graph); }
 
 private:
   explicit DriverDouble(void* handle)
@@ -50,13 +58,25 @@ private:
             dlsym(handle, "wf_double_read_counters"))),
         failLaunch_(reinterpret_cast<void (*)(int, int)>(dlsym(handle, "wf_double_fail_launch"))),
         liveAllocations_(
-            reinterpret_cast<size_t (*)()>(dlsym(handle, "wf_double_live_allocations"))) {}
+            reinterpret_cast<size_t (*)()>(dlsym(handle, "wf_double_live_allocations"))),
+        beginCapture_(
+            reinterpret_cast<int (*)(void*, int)>(dlsym(handle, "wf_double_begin_capture"))),
+        endCapture_(
+            reinterpret_cast<int (*)(void*, void**)>(dlsym(handle, "wf_double_end_capture"))),
+        launchGraph_(
+            reinterpret_cast<int (*)(void*, void*)>(dlsym(handle, "wf_double_launch_graph"))),
+        destroyGraph_(reinterpret_cast<void (*)(void*)>(dlsym(handle, "wf_double_destroy_graph"))) {
+  }
 
   void (*reset_)();
   const char* (*violations_)();
   void (*readCounters_)(wf_double_counters*);
   void (*failLaunch_)(int, int);
   size_t (*liveAllocations_)();
+  int (*beginCapture_)(void*, int);
+  int (*endCapture_)(void*, void**);
+  int (*launchGraph_)(void*, void*);
+  void (*destroyGraph_)(void*);
 };
 
 } // namespace widefuse::testing

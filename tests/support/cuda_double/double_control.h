@@ -19,6 +19,8 @@ struct wf_double_counters {
   uint64_t pointerQueries;     ///< cuPointerGetAttribute
   uint64_t synchronizations;   ///< cuStreamSynchronize and cuCtxSynchronize
   uint64_t legacyStreamWrites; ///< copies, memsets and launches on the legacy default stream
+  uint64_t capturedOperations; ///< launches and memsets recorded by a stream capture
+  uint64_t captureRefusals;    ///< calls refused because a capture was in progress
 };
 
 /// Forgets the recorded violations, the sticky error, the counters and any planted failure.
@@ -31,4 +33,16 @@ void wf_double_read_counters(wf_double_counters* counters);
 void wf_double_fail_launch(int nth, int result);
 /// Allocations not freed yet.
 size_t wf_double_live_allocations();
+
+/// Starts capturing `stream` (a CUstream) as cuStreamBeginCapture with CUstreamCaptureMode
+/// `mode` (0 global, 1 thread-local, 2 relaxed) does; torch's torch.cuda.graph does this
+/// before the runtime's step. Needs a current context. Returns a CUresult.
+int wf_double_begin_capture(void* stream, int mode);
+/// Ends the capture of `stream`: `*graph` is the recorded work (null when the capture was
+/// invalidated: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED). Returns a CUresult.
+int wf_double_end_capture(void* stream, void** graph);
+/// Queues the work `graph` recorded on `stream`, as cuGraphLaunch of its instance does.
+int wf_double_launch_graph(void* graph, void* stream);
+/// Frees a graph from wf_double_end_capture.
+void wf_double_destroy_graph(void* graph);
 }

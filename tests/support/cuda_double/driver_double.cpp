@@ -13,10 +13,17 @@
 //   ordered before the launch; then the launch runs, block by block in a shuffled order, through
 //   the host build of the same kernel, so the values it writes are checked too.
 //
-// A violation makes the error sticky (CUDA_ERROR_ILLEGAL_ADDRESS), as a faulting kernel does.
+// - stream capture (capture_model.h): work on a capturing stream is recorded, not run, into a
+//   graph that wf_double_launch_graph replays; the calls a capture forbids are refused with the
+//   real driver's errors and recorded as violations.
+//
+// A violation makes the error sticky (CUDA_ERROR_ILLEGAL_ADDRESS), as a faulting kernel does;
+// a call refused during capture does not (a real context survives it).
 // What it does not model: timing, races between kernels on unordered streams that touch the
-// same memory (only copies and memsets are tracked as writers), events, graphs, peer access.
+// same memory (only copies and memsets are tracked as writers), events, graph nodes other than
+// captured stream work, peer access.
 
+#include "tests/support/cuda_double/capture_model.h"
 #include "tests/support/cuda_double/double_control.h"
 #include "tests/support/cuda_double/double_format.h"
 #include "tests/support/cuda_double/launch_checker.h"
@@ -57,6 +64,10 @@ StreamModel& model() {
   static StreamModel* instance = new StreamModel(); // never destroyed, like a driver
   return *instance;
 }
+CaptureModel& capture() {
+  static CaptureModel* instance = new CaptureModel(model());
+  return *instance;
+}
 wf_double_counters counters{};
 int failLaunchIn = 0, failLaunchResult = 0;
 thread_local int currentDevice = -1;
@@ -71,6 +82,10 @@ void* contextOf(int device) {
     return kInvalidContext;                                                                        \
   if (model().stickyError())                                                                       \
   return model().stickyError()
+/// Returns the error of a call that the captures in progress forbid (capture_model.h).
+#define WF_CAPTURE_REFUSES(...)                                                                    \
+  if (int refused = capture().refuse(__VA_ARGS__))                                                 \
+  return refused
 
 } // namespace
 
@@ -79,6 +94,7 @@ void* contextOf(int device) {
 WF_EXPORT void wf_double_reset() {
   WF_LOCK;
   model().clearViolations();
+  capture().resetCounts();
   counters = {};
   failLaunchIn = failLaunchResult = 0;
 }
@@ -91,6 +107,7 @@ WF_EXPORT const char* wf_double_violations() {
 WF_EXPORT void wf_double_read_counters(wf_double_counters* out) {
   WF_LOCK;
   *out = counters;
+  out->captureRefusals = capture().refusals();
 }
 
 WF_EXPORT void wf_double_fail_launch(int nth, int result) {
@@ -177,6 +194,7 @@ WF_EXPORT int cuCtxGetCurrent(void** context) {
 WF_EXPORT int cuCtxSynchronize() {
   WF_LOCK;
   WF_NEED_CONTEXT;
+  WF_CAPTURE_REFUSES("cuCtxSynchronize", /*unsafe=*/true);
   ++counters.synchronizations;
   model().synchronizeAll();
   return model().stickyError();
@@ -192,6 +210,15 @@ WF_EXPORT int cuGetErrorName(int result, const char** name) {
     return kSuccess;
   case 701:
     *name = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    return kSuccess;
+  case kCaptureUnsupported:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED";
+    return kSuccess;
+  case kCaptureInvalidated:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED";
+    return kSuccess;
+  case kCaptureImplicit:
+    *name = "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT";
     return kSuccess;
   default:
     return kInvalidValue;
@@ -213,6 +240,7 @@ WF_EXPORT int cuMemAlloc_v2(uintptr_t* address, size_t bytes) {
   WF_NEED_CONTEXT;
   if (bytes == 0)
     return kInvalidValue;
+  WF_CAPTURE_REFUSES("cuMemAlloc", /*unsafe=*/true);
   ++counters.allocations;
   *address = model().allocate(bytes, currentDevice).base;
   return *address ? kSuccess : kOutOfMemory;
@@ -221,6 +249,7 @@ WF_EXPORT int cuMemAlloc_v2(uintptr_t* address, size_t bytes) {
 WF_EXPORT int cuMemFree_v2(uintptr_t address) {
   WF_LOCK;
   WF_NEED_CONTEXT;
+  WF_CAPTURE_REFUSES("cuMemFree", /*unsafe=*/true);
   ++counters.frees;
   return model().free(address) ? kSuccess : kInvalidValue;
 }
@@ -253,6 +282,9 @@ int queueUpload(Stream& stream, uintptr_t to, const void* from, size_t bytes, co
   Allocation* allocation = model().find(to, bytes);
   if (!allocation)
     return kInvalidValue;
+  WF_CAPTURE_REFUSES(call, /*unsafe=*/false, &stream,
+                     " and the copy reads pageable host memory, which a graph would read at "
+                     "each replay");
   ++counters.uploads;
   counters.legacyStreamWrites += stream.legacy;
   auto staged = std::make_shared<std::vector<std::byte>>(
@@ -262,6 +294,17 @@ int queueUpload(Stream& stream, uintptr_t to, const void* from, size_t bytes, co
       std::memcpy(reinterpret_cast<void*>(to), staged->data(), staged->size());
   });
   return kSuccess;
+}
+
+/// Queues `run` on `stream`, or records it when the stream captures.
+void submit(Stream& stream, std::string what, std::vector<Allocation*> writes,
+            std::function<void(Operation&)> run) {
+  if (capture().capturing(stream)) {
+    ++counters.capturedOperations;
+    capture().record(stream, std::move(what), std::move(writes), std::move(run));
+    return;
+  }
+  model().enqueue(stream, std::move(what), std::move(writes), std::move(run));
 }
 
 /// Runs a copy out of device memory into host memory, checking that nothing unordered is
@@ -280,10 +323,11 @@ int queueMemset(Stream& stream, uintptr_t to, unsigned char value, size_t bytes,
   Allocation* allocation = model().find(to, bytes);
   if (!allocation)
     return kInvalidValue;
+  WF_CAPTURE_REFUSES(call, /*unsafe=*/false, &stream);
   ++counters.memsets;
   counters.legacyStreamWrites += stream.legacy;
-  model().enqueue(stream, call, {allocation},
-                  [=](Operation&) { std::memset(reinterpret_cast<void*>(to), value, bytes); });
+  submit(stream, call, {allocation},
+         [=](Operation&) { std::memset(reinterpret_cast<void*>(to), value, bytes); });
   return kSuccess;
 }
 
@@ -296,6 +340,7 @@ WF_EXPORT int cuMemcpyHtoD_v2(uintptr_t to, const void* from, size_t bytes) {
   // before the copy is initiated. The function will return once the pageable buffer has been
   // copied to the staging memory for DMA transfer to device memory, but the DMA to final
   // destination may not have completed."
+  WF_CAPTURE_REFUSES("cuMemcpyHtoD", /*unsafe=*/true);
   Stream& legacy = model().legacyStream(currentDevice);
   model().synchronize(legacy);
   return queueUpload(legacy, to, from, bytes, "cuMemcpyHtoD");
@@ -313,6 +358,7 @@ WF_EXPORT int cuMemcpyDtoH_v2(void* to, uintptr_t from, size_t bytes) {
   WF_NEED_CONTEXT;
   if (!model().find(from, bytes))
     return kInvalidValue;
+  WF_CAPTURE_REFUSES("cuMemcpyDtoH", /*unsafe=*/true);
   // Synchronous: returns once the copy is done, after the legacy stream's earlier work; the
   // host has then seen everything before it on that stream complete.
   Stream& legacy = model().legacyStream(currentDevice);
@@ -327,6 +373,9 @@ WF_EXPORT int cuMemcpyDtoHAsync_v2(void* to, uintptr_t from, size_t bytes, void*
   Stream* queue = model().streamOf(stream, currentDevice);
   if (!queue || !model().find(from, bytes))
     return kInvalidValue;
+  WF_CAPTURE_REFUSES("cuMemcpyDtoHAsync", /*unsafe=*/false, queue,
+                     " and the copy writes pageable host memory, which a graph would write at "
+                     "each replay");
   queueDownload(*queue, to, from, bytes, "cuMemcpyDtoHAsync");
   return kSuccess;
 }
@@ -336,6 +385,7 @@ WF_EXPORT int cuMemsetD8_v2(uintptr_t to, unsigned char value, size_t bytes) {
   WF_NEED_CONTEXT;
   // "The synchronous memset functions are asynchronous with respect to the host except when
   // the target is pinned host memory": queued on the legacy stream.
+  WF_CAPTURE_REFUSES("cuMemsetD8", /*unsafe=*/true);
   return queueMemset(model().legacyStream(currentDevice), to, value, bytes, "cuMemsetD8");
 }
 
@@ -370,6 +420,8 @@ WF_EXPORT int cuStreamSynchronize(void* stream) {
   Stream* queue = model().streamOf(stream, currentDevice);
   if (!queue)
     return kInvalidHandle;
+  WF_CAPTURE_REFUSES("cuStreamSynchronize", /*unsafe=*/false, queue,
+                     ": its work is recorded, not run");
   ++counters.synchronizations;
   model().synchronize(*queue);
   return model().stickyError();
@@ -460,6 +512,7 @@ WF_EXPORT int cuLaunchKernel(Module* function, unsigned gridX, unsigned gridY, u
     return kInvalidHandle;
   if (function->abi && blockX != function->abi->threads_per_block)
     return kInvalidValue; // the host entry is written for the kernel's own block size
+  WF_CAPTURE_REFUSES("the launch of kernel '" + function->name + "'", /*unsafe=*/false, queue);
   ++counters.launches;
   counters.legacyStreamWrites += queue->legacy;
   // The driver copies the argument during the call.
@@ -467,14 +520,73 @@ WF_EXPORT int cuLaunchKernel(Module* function, unsigned gridX, unsigned gridY, u
       static_cast<const std::byte*>(parameters[0]),
       static_cast<const std::byte*>(parameters[0]) + function->parameterBytes);
   uint64_t seed = counters.launches;
-  model().enqueue(*queue, "the launch of kernel '" + function->name + "'", {},
-                  [function, block, gridX, blockX, seed](Operation& self) {
-                    if (model().stickyError())
-                      return; // the context is lost: nothing more runs
-                    if (function->abi)
-                      checkLaunchPointers(model(), self, *function, *block);
-                    if (!model().stickyError())
-                      runLaunch(*function, *block, gridX, blockX, seed);
-                  });
+  submit(*queue, "the launch of kernel '" + function->name + "'", {},
+         [function, block, gridX, blockX, seed](Operation& self) {
+           if (model().stickyError())
+             return; // the context is lost: nothing more runs
+           if (function->abi)
+             checkLaunchPointers(model(), self, *function, *block);
+           if (!model().stickyError())
+             runLaunch(*function, *block, gridX, blockX, seed);
+         });
   return kSuccess;
+}
+
+// --- stream capture (capture_model.h) -------------------------------------------------------
+
+WF_EXPORT int cuStreamBeginCapture_v2(void* stream, int mode) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  Stream* queue = model().streamOf(stream, currentDevice);
+  return queue ? capture().begin(*queue, mode) : kInvalidHandle;
+}
+
+WF_EXPORT int cuStreamEndCapture(void* stream, void** graph) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  Stream* queue = model().streamOf(stream, currentDevice);
+  if (!queue)
+    return kInvalidHandle;
+  Graph* captured = nullptr;
+  int result = capture().end(*queue, &captured);
+  *graph = captured;
+  return result;
+}
+
+WF_EXPORT int cuStreamIsCapturing(void* stream, int* status) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  Stream* queue = model().streamOf(stream, currentDevice);
+  if (!queue)
+    return kInvalidHandle;
+  int answer = capture().status(*queue);
+  if (answer == kCaptureImplicit)
+    return answer;
+  *status = answer;
+  return kSuccess;
+}
+
+WF_EXPORT int wf_double_begin_capture(void* stream, int mode) {
+  return cuStreamBeginCapture_v2(stream, mode);
+}
+
+WF_EXPORT int wf_double_end_capture(void* stream, void** graph) {
+  return cuStreamEndCapture(stream, graph);
+}
+
+WF_EXPORT int wf_double_launch_graph(void* graph, void* stream) {
+  WF_LOCK;
+  WF_NEED_CONTEXT;
+  Stream* queue = model().streamOf(stream, currentDevice);
+  if (!queue || !graph)
+    return kInvalidHandle;
+  WF_CAPTURE_REFUSES("cuGraphLaunch", /*unsafe=*/false, queue);
+  capture().launch(*static_cast<const Graph*>(graph), *queue);
+  return kSuccess;
+}
+
+WF_EXPORT void wf_double_destroy_graph(void* graph) {
+  WF_LOCK;
+  model().drainAll(); // queued replays still run its operations
+  delete static_cast<Graph*>(graph);
 }

@@ -70,6 +70,9 @@ class StreamModel {
 public:
   /// Records a violation (one line) and makes the context's error sticky.
   void violate(const std::string& line);
+  /// Records a violation (one line) that leaves the context usable: a call the driver refused
+  /// (stream capture's rules, capture_model.h).
+  void report(const std::string& line) { violations_ += line + "\n"; }
   const std::string& violations() const { return violations_; }
   /// The sticky error of a faulting launch (0 when none), as the real driver keeps it.
   int stickyError() const { return stickyError_; }

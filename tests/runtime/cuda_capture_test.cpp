@@ -1,0 +1,213 @@
+// CUDA graph capture of a prepared step (torch.cuda.graph), on the CUDA driver double: its
+// capture mode records the work of a capturing stream instead of running it, refuses every
+// call a real capture forbids (tests/support/cuda_double/capture_model.h), and replays the
+// recorded work. A step whose setup already happened must be captured with nothing but its
+// launches; what cannot be captured must be an Error naming it, never a wrong graph.
+
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/fusion_executor.h"
+
+#include "optim/adam.h"
+#include "tests/support/driver_double.h"
+#include "tests/support/error_of.h"
+#include "tests/support/mixed_shapes.h"
+#include "tools/adam_state.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+using namespace widefuse;
+using widefuse::testing::DriverDouble;
+using widefuse::testing::errorOf;
+
+namespace {
+
+#define WF_REQUIRE_DOUBLE()                                                                        \
+  DriverDouble* driverDouble = DriverDouble::get();                                                \
+  if (!driverDouble)                                                                               \
+    GTEST_SKIP() << "the CUDA driver is not the driver double";                                    \
+  driverDouble->reset()
+
+/// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
+constexpr int kInvalidated = 901;
+
+size_t inputNamed(const Fusion& fusion, llvm::StringRef name) {
+  for (size_t i = 0; i < fusion.inputs().size(); ++i)
+    if (fusion.inputs()[i]->name() == name)
+      return i;
+  ADD_FAILURE() << "no input " << name.str();
+  return 0;
+}
+
+/// An Adam step (amsgrad) over `count` mixed parameters: host arguments the reference
+/// evaluator steps, and a device copy of every tensor the runtime steps.
+struct AdamOnDevice {
+  optim::AdamFusion adam;
+  AdamState state;
+  std::vector<Argument> reference;
+  std::vector<DeviceBuffer> buffers; // by input index (empty for scalars)
+  std::vector<Argument> arguments;
+
+  AdamOnDevice(const CudaDevice& device, size_t count) : adam(build(count)) {
+    state = initialAdamState(adam);
+    reference = state.arguments(*adam.fusion);
+    for (const Argument& argument : reference) {
+      buffers.emplace_back();
+      const TensorRef* tensor = std::get_if<TensorRef>(&argument);
+      if (!tensor) {
+        arguments.push_back(argument);
+        continue;
+      }
+      buffers.back() = DeviceBuffer(device, std::max<size_t>(bytesOf(*tensor), 1));
+      buffers.back().upload({static_cast<const std::byte*>(tensor->data), bytesOf(*tensor)});
+      TensorRef copy = *tensor;
+      copy.data = buffers.back().pointer();
+      arguments.push_back(copy);
+    }
+    device.synchronize(nullptr);
+  }
+  static optim::AdamFusion build(size_t count) {
+    optim::AdamConfig config;
+    config.amsgrad = true;
+    config.groups.push_back({widefuse::testing::mixedShapes(count), {}});
+    return optim::buildAdam(config);
+  }
+  static size_t bytesOf(const TensorRef& tensor) {
+    return size_t(tensor.numel()) * byteSize(tensor.dtype);
+  }
+  const Fusion& fusion() const { return *adam.fusion; }
+  /// Tensor inputs whose device copy differs in bits from the reference's.
+  int differing() const {
+    int different = 0;
+    for (size_t i = 0; i < reference.size(); ++i) {
+      const TensorRef* tensor = std::get_if<TensorRef>(&reference[i]);
+      if (!tensor || bytesOf(*tensor) == 0)
+        continue;
+      std::vector<std::byte> bytes(bytesOf(*tensor));
+      buffers[i].download(bytes);
+      different += std::memcmp(bytes.data(), tensor->data, bytes.size()) != 0;
+    }
+    return different;
+  }
+  /// New random grad values for input `index`, written to the reference and to `target`
+  /// (the device memory the runtime reads it from); the copy is waited for.
+  void newGrad(size_t index, DeviceBuffer& target, uint32_t seed) {
+    auto& tensor = std::get<TensorRef>(reference[index]);
+    std::mt19937 random(seed);
+    std::normal_distribution<float> normal;
+    auto* values = static_cast<float*>(tensor.data);
+    for (int64_t e = 0; e < tensor.numel(); ++e)
+      values[e] = normal(random);
+    // On the legacy stream: the caller synchronises before a step reads it.
+    target.upload({static_cast<const std::byte*>(tensor.data), bytesOf(tensor)});
+  }
+};
+
+ExecutorOptions onStream(SegmentationMode mode, void* stream) {
+  ExecutorOptions options;
+  options.backend = "cuda";
+  options.mode = mode;
+  options.cuda.stream = stream;
+  return options;
+}
+
+/// Runs `body` while `stream` captures.
+struct Capture {
+  void* graph;         ///< null when the capture was invalidated
+  int result;          ///< cuStreamEndCapture's
+  std::string failure; ///< the Error `body` threw, if any
+};
+
+template <typename Body> Capture captured(DriverDouble& driverDouble, void* stream, Body body) {
+  CudaDevice::ContextScope scope(CudaDevice::get());
+  EXPECT_EQ(driverDouble.beginCapture(stream), 0);
+  std::string failure;
+  try {
+    body();
+  } catch (const Error& error) {
+    failure = error.what();
+  }
+  void* graph = nullptr;
+  int result = driverDouble.endCapture(stream, &graph);
+  return {graph, result, failure};
+}
+
+} // namespace
+
+TEST(CudaCapture, APreparedStepIsCapturedWithItsLaunchesAloneAndReplays) {
+  WF_REQUIRE_DOUBLE();
+  const CudaDevice& device = CudaDevice::get();
+  for (SegmentationMode mode : {SegmentationMode::Batched, SegmentationMode::PerComponent}) {
+    SCOPED_TRACE(modeName(mode).str());
+    AdamOnDevice adam(device, 9);
+    const Fusion& fusion = adam.fusion();
+    CudaStream stream(device, /*nonBlocking=*/true); // torch's capture streams are such
+    FusionExecutorCache executor(fusion, onStream(mode, stream.handle()));
+    std::unique_ptr<PreparedRun> prepared = executor.prepare(adam.arguments);
+    // The warm-up torch's recipe asks for: the first launch zeroes the tickets.
+    for (int step = 0; step < 2; ++step) {
+      prepared->launch();
+      evaluate(fusion, adam.reference);
+    }
+    // Before the capture: a new grad for p1 (another buffer) and a new learning rate.
+    size_t g1 = inputNamed(fusion, "g1"), g5 = inputNamed(fusion, "g5");
+    size_t lr = inputNamed(fusion, "lr0");
+    DeviceBuffer movedGrad(device, adam.buffers[g1].size());
+    adam.newGrad(g1, movedGrad, 1);
+    device.synchronize(nullptr);
+    prepared->rebindTensor(g1, movedGrad.pointer());
+    std::swap(adam.buffers[g1], movedGrad); // where the runtime now reads g1 from
+    prepared->setScalar(lr, 0.5e-3);
+    adam.reference[lr] = ScalarArgument(0.5e-3);
+
+    stream.synchronize();
+    driverDouble->reset();
+    auto [graph, result, failure] =
+        captured(*driverDouble, stream.handle(), [&] { prepared->launch(); });
+    EXPECT_EQ(failure, "");
+    ASSERT_EQ(result, 0) << driverDouble->violations();
+    ASSERT_NE(graph, nullptr);
+    wf_double_counters counters = driverDouble->counters();
+    size_t launches = executor.lastCompiled()->numLaunches();
+    EXPECT_EQ(counters.capturedOperations, launches);
+    EXPECT_EQ(counters.launches, launches);
+    for (auto [count, what] :
+         {std::pair(counters.allocations, "allocations"), std::pair(counters.frees, "frees"),
+          std::pair(counters.uploads, "uploads"), std::pair(counters.downloads, "downloads"),
+          std::pair(counters.memsets, "memsets"),
+          std::pair(counters.synchronizations, "synchronizations"),
+          std::pair(counters.legacyStreamWrites, "legacy stream writes"),
+          std::pair(counters.captureRefusals, "refused calls")})
+      EXPECT_EQ(count, 0u) << what << " during the capture";
+    // Only the rebound grad is asked about (memory type and device: pure queries, legal under
+    // capture).
+    EXPECT_EQ(counters.pointerQueries, 2u);
+    EXPECT_EQ(driverDouble->violations(), "");
+    // Recorded, not run: the device state is still that of the warm-up.
+    stream.synchronize();
+    EXPECT_EQ(adam.differing(), 0);
+
+    // Replays with new values in the static grads, as torch's recipe copies them in.
+    for (uint32_t replay = 0; replay < 3; ++replay) {
+      evaluate(fusion, adam.reference);
+      {
+        CudaDevice::ContextScope scope(device);
+        ASSERT_EQ(driverDouble->launchGraph(graph, stream.handle()), 0);
+      }
+      stream.synchronize();
+      EXPECT_EQ(adam.differing(), 0) << "replay " << replay;
+      adam.newGrad(g1, adam.buffers[g1], 10 + replay);
+      adam.newGrad(g5, adam.buffers[g5], 20 + replay);
+      device.synchronize(nullptr);
+    }
+    // After the capture the step still runs outside it.
+    prepared->launch();
+    evaluate(fusion, adam.reference);
+    stream.synchronize();
+    EXPECT_EQ(adam.differing(), 0);
+    EXPECT_EQ(driverDouble->violations(), "");
+    driverDouble->destroyGraph(graph);
+  }
+}
