@@ -211,3 +211,95 @@ TEST(CudaCapture, APreparedStepIsCapturedWithItsLaunchesAloneAndReplays) {
     driverDouble->destroyGraph(graph);
   }
 }
+
+TEST(CudaCapture, TheDoubleRefusesWhatACaptureForbids) {
+  // The test of the test: each call a real capture refuses is refused, recorded and
+  // invalidates the capture, so a runtime that made one would fail the test above.
+  WF_REQUIRE_DOUBLE();
+  const CudaDevice& device = CudaDevice::get();
+  CudaStream stream(device, /*nonBlocking=*/true), blocking(device, /*nonBlocking=*/false);
+  DeviceBuffer buffer(device, 64);
+  std::vector<std::byte> host(64);
+  struct Case {
+    const char* call;
+    const char* error;
+    CudaStream* captured;
+    std::function<void()> body;
+  };
+  Case cases[] = {
+      {"cuStreamSynchronize", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", &stream,
+       [&] { stream.synchronize(); }},
+      {"cuCtxSynchronize", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", &stream,
+       [&] { device.synchronizeContext(); }},
+      {"cuMemAlloc", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", &stream,
+       [&] { DeviceBuffer(device, 16); }},
+      {"cuMemcpyHtoDAsync", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", &stream,
+       [&] { buffer.uploadAsync(host, stream.handle()); }},
+      {"cuMemcpyHtoD", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", &stream,
+       [&] { buffer.upload(host); }},
+      {"cuMemsetD8Async", "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", &blocking,
+       [&] { buffer.zeroAsync(nullptr); }}, // the legacy stream, beside a blocking capture
+  };
+  for (const Case& test : cases) {
+    SCOPED_TRACE(test.call);
+    driverDouble->reset();
+    auto [graph, result, failure] = captured(*driverDouble, test.captured->handle(), test.body);
+    EXPECT_NE(failure.find(test.error), std::string::npos) << failure;
+    EXPECT_NE(driverDouble->violations().find(std::string(test.call) + " during stream capture"),
+              std::string::npos)
+        << driverDouble->violations();
+    EXPECT_EQ(result, kInvalidated);
+    EXPECT_EQ(graph, nullptr);
+    EXPECT_EQ(driverDouble->counters().captureRefusals, 1u);
+  }
+  driverDouble->reset();
+}
+
+TEST(CudaCapture, WhatCannotBeCapturedIsAnErrorNamingIt) {
+  // The runtime asks whether its stream captures wherever a step would stage, upload, load or
+  // wait, and refuses before the driver has to: no call is refused, nothing is half captured.
+  WF_REQUIRE_DOUBLE();
+  const CudaDevice& device = CudaDevice::get();
+  CudaStream stream(device, /*nonBlocking=*/true);
+  auto expectRefused = [&](const char* what, auto body) {
+    SCOPED_TRACE(what);
+    driverDouble->reset();
+    Capture capture = captured(*driverDouble, stream.handle(), body);
+    EXPECT_NE(capture.failure.find(what), std::string::npos) << capture.failure;
+    EXPECT_EQ(driverDouble->counters().captureRefusals, 0u) << driverDouble->violations();
+    EXPECT_EQ(driverDouble->counters().capturedOperations, 0u);
+    EXPECT_EQ(capture.result, 0);
+    driverDouble->destroyGraph(capture.graph);
+  };
+  AdamOnDevice adam(device, 3);
+  // Host tensors are staged: a device buffer, and a wait to copy them back.
+  FusionExecutorCache staged(adam.fusion(), onStream(SegmentationMode::Batched, stream.handle()));
+  staged.run(adam.reference);
+  expectRefused("input 'p0' is in host memory, and a run under CUDA graph capture cannot stage it",
+                [&] { staged.run(adam.reference); });
+  // The first run loads the kernels and allocates their tickets.
+  FusionExecutorCache fresh(adam.fusion(), onStream(SegmentationMode::Batched, stream.handle()));
+  expectRefused("runs for the first time", [&] { fresh.run(adam.arguments); });
+  // WIDEFUSE_CUDA_SYNC=1 waits for each kernel.
+  ExecutorOptions waiting = onStream(SegmentationMode::Batched, stream.handle());
+  waiting.cuda.synchronizeEachLaunch = true;
+  FusionExecutorCache synchronizing(adam.fusion(), waiting);
+  synchronizing.run(adam.arguments);
+  expectRefused("WIDEFUSE_CUDA_SYNC=1", [&] { synchronizing.run(adam.arguments); });
+  // A member table in device memory (600 parameters) must be uploaded after a rebind.
+  AdamOnDevice large(device, 600);
+  FusionExecutorCache executor(large.fusion(),
+                               onStream(SegmentationMode::Batched, stream.handle()));
+  std::unique_ptr<PreparedRun> prepared = executor.prepare(large.arguments);
+  prepared->launch();
+  size_t g1 = inputNamed(large.fusion(), "g1");
+  DeviceBuffer movedGrad(device, large.buffers[g1].size());
+  prepared->rebindTensor(g1, movedGrad.pointer());
+  stream.synchronize();
+  expectRefused("keeps its member table in device memory", [&] { prepared->launch(); });
+  // Outside the capture the same step runs.
+  driverDouble->reset();
+  prepared->launch();
+  stream.synchronize();
+  EXPECT_EQ(driverDouble->violations(), "");
+}
