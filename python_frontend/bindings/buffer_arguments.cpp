@@ -113,6 +113,10 @@ void checkLayout(const TensorRef& ref, const Value& input) {
 
 } // namespace
 
+std::optional<DataType> bufferDataType(const Py_buffer& view) {
+  return typeOfFormat(view.format ? view.format : "B", view.itemsize);
+}
+
 void ReleaseBuffer::operator()(Py_buffer* view) const {
   PyBuffer_Release(view);
   delete view;
@@ -127,7 +131,7 @@ TensorRef tensorFromBuffer(nb::handle object, const Value& input, bool written,
   }
   held.emplace_back(acquired.release());
   const Py_buffer& view = *held.back();
-  std::optional<DataType> type = typeOfFormat(view.format ? view.format : "B", view.itemsize);
+  std::optional<DataType> type = bufferDataType(view);
   if (!type)
     fail("input '{}': buffer format '{}' is not supported", input.name(),
          view.format ? view.format : "");

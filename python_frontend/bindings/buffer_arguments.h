@@ -9,6 +9,7 @@
 #include <nanobind/nanobind.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace widefuse::python {
@@ -19,6 +20,10 @@ struct ReleaseBuffer {
 };
 /// A buffer view held while a run uses its memory.
 using HeldBuffer = std::unique_ptr<Py_buffer, ReleaseBuffer>;
+
+/// The data type of a buffer view's elements (native byte order), nullopt for a format
+/// widefuse does not read.
+std::optional<DataType> bufferDataType(const Py_buffer& view);
 
 /// Describes `object`'s buffer as tensor input `input`, after checking its element type,
 /// byte order, alignment, strides, the layout `input` declares, and, when `input` is written

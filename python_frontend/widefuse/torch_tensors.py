@@ -76,6 +76,11 @@ def current_stream(tensor: Any) -> Optional[int]:
     return loaded_torch().cuda.current_stream(tensor.device).cuda_stream
 
 
+def cuda_stream() -> int:
+    """torch's current stream on CUDA device 0 (the stream a steady execute() checks)."""
+    return loaded_torch().cuda.current_stream(0).cuda_stream
+
+
 def host_outputs(raw: Sequence[np.ndarray], data_types: Sequence[DataType]) -> list:
     """The host backend's outputs (bool, f16, bf16 and fp8 as unsigned integers of the same
     width) as CPU torch tensors sharing their memory."""

@@ -1,0 +1,243 @@
+#include "python_frontend/bindings/steady_inputs.h"
+
+#include "ir/error.h"
+#include "ir/extent_expression.h"
+#include "ir/fusion.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+#include <cstring>
+
+namespace nb = nanobind;
+
+namespace widefuse::python {
+namespace {
+
+/// The number `object` holds, when it is exactly a bool, int (within 64 bits) or float.
+std::optional<ScalarArgument> numberOf(PyObject* object) {
+  if (PyBool_Check(object))
+    return ScalarArgument(object == Py_True);
+  if (PyLong_CheckExact(object)) {
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(object, &overflow);
+    if (overflow != 0 || (value == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    return ScalarArgument(int64_t(value));
+  }
+  if (PyFloat_CheckExact(object))
+    return ScalarArgument(PyFloat_AS_DOUBLE(object));
+  return std::nullopt;
+}
+
+/// Equal numbers, floats by their bits (-0.0 is a change; every NaN with the same bits is not).
+bool sameNumber(const ScalarArgument& a, const ScalarArgument& b) {
+  if (a.index() != b.index())
+    return false;
+  if (const double* x = std::get_if<double>(&a)) {
+    double y = std::get<double>(b);
+    return std::memcmp(x, &y, sizeof y) == 0;
+  }
+  return a == b;
+}
+
+/// The i-th object of list or tuple `objects` (borrowed); the caller checked the size.
+PyObject* item(PyObject* objects, size_t i) {
+  return PyList_Check(objects) ? PyList_GET_ITEM(objects, Py_ssize_t(i))
+                               : PyTuple_GET_ITEM(objects, Py_ssize_t(i));
+}
+
+/// The size of `objects` when it is a list or tuple, else -1.
+Py_ssize_t sizeOf(PyObject* objects) {
+  if (PyList_Check(objects))
+    return PyList_GET_SIZE(objects);
+  if (PyTuple_Check(objects))
+    return PyTuple_GET_SIZE(objects);
+  return -1;
+}
+
+} // namespace
+
+bool SteadyInputs::adoptable(const Fusion& fusion, nb::handle objects, const nb::list& arguments) {
+  Py_ssize_t size = sizeOf(objects.ptr());
+  if (size < 0 || size_t(size) != fusion.inputs().size() || arguments.size() != size_t(size))
+    return false;
+  TorchTensorReader* torch = TorchTensorReader::get();
+  for (size_t i = 0; i < size_t(size); ++i) {
+    PyObject* object = item(objects.ptr(), i);
+    if (!fusion.inputs()[i]->isTensor()) {
+      if (!numberOf(object))
+        return false;
+    } else if (arguments[i].ptr() == object) { // a NumPy array the C++ side read as a buffer
+      if (!PyObject_CheckBuffer(object) || Py_TYPE(object)->tp_weaklistoffset == 0)
+        return false;
+    } else if (!torch || !torch->isPlainTensor(object)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void SteadyInputs::adopt(const Fusion& fusion, nb::handle objects, std::vector<Argument> arguments,
+                         std::unique_ptr<PreparedRun> run) {
+  fusion_ = &fusion;
+  arguments_ = std::move(arguments);
+  run_ = std::move(run);
+  slots_.clear();
+  llvm::SmallVector<const Value*, 4> extents = extentInputs(fusion);
+  TorchTensorReader* torch = TorchTensorReader::get();
+  for (size_t i = 0; i < arguments_.size(); ++i) {
+    const Value* input = fusion.inputs()[i];
+    PyObject* object = item(objects.ptr(), i);
+    Slot slot;
+    slot.type = Py_TYPE(object);
+    slot.written = fusion.aliasOf(input) != nullptr;
+    slot.isExtent = llvm::is_contained(extents, input);
+    if (!input->isTensor()) {
+      slot.kind = Kind::Number;
+    } else {
+      slot.kind = torch && torch->isPlainTensor(object) ? Kind::Torch : Kind::Buffer;
+      slot.weak = nb::steal(PyWeakref_NewRef(object, nullptr));
+      if (!slot.weak.is_valid())
+        throw nb::python_error();
+      if (slot.kind == Kind::Torch) {
+        TorchLayout layout;
+        TorchFacts facts;
+        if (!torch->readLayout(object, layout) || !torch->readFacts(object, facts))
+          fail("internal: input '{}' could not be read back", input->name());
+        slot.dtype = layout.dtype;
+        slot.device = facts.device;
+      }
+    }
+    slots_.push_back(std::move(slot));
+  }
+}
+
+PyObject* SteadyInputs::referent(const Slot& slot) {
+  return slot.weak.is_valid() ? PyWeakref_GET_OBJECT(slot.weak.ptr()) : nullptr;
+}
+
+bool SteadyInputs::compareNumber(size_t index, PyObject* object,
+                                 llvm::SmallVectorImpl<Change>& changes) const {
+  const Slot& slot = slots_[index];
+  if (Py_TYPE(object) != slot.type)
+    return false; // another kind of number: the checked path converts and checks it
+  std::optional<ScalarArgument> value = numberOf(object);
+  if (!value)
+    return false;
+  if (sameNumber(*value, std::get<ScalarArgument>(arguments_[index])))
+    return true;
+  if (slot.isExtent)
+    return false;
+  changes.push_back({index, nullptr, *value, nullptr});
+  return true;
+}
+
+bool SteadyInputs::compareTorch(size_t index, PyObject* object, bool gradEnabled,
+                                llvm::SmallVectorImpl<Change>& changes) const {
+  const Slot& slot = slots_[index];
+  const TorchTensorReader& torch = *TorchTensorReader::get();
+  if (!torch.isPlainTensor(object))
+    return false;
+  TorchLayout layout;
+  if (!torch.readLayout(object, layout) || layout.dtype != slot.dtype)
+    return false;
+  const TensorRef& before = std::get<TensorRef>(arguments_[index]);
+  if (layout.sizes != before.shape || layout.strides != before.strides)
+    return false;
+  if (gradEnabled && torch.requiresGrad(object))
+    return false;
+  if (object == referent(slot) && layout.data == before.data)
+    return true;
+  // Another tensor, or new memory: a device or a lazy bit could differ too. (Memory at the same
+  // address is on the same device: host and device allocations never share an address.)
+  TorchFacts facts;
+  if (!torch.readFacts(object, facts) || !facts.strided || facts.conjugated || facts.negated ||
+      facts.device != slot.device)
+    return false;
+  changes.push_back({index, layout.data, ScalarArgument(false), object});
+  return true;
+}
+
+bool SteadyInputs::compareBuffer(size_t index, PyObject* object, std::vector<HeldBuffer>& held,
+                                 llvm::SmallVectorImpl<Change>& changes) const {
+  const Slot& slot = slots_[index];
+  if (Py_TYPE(object) != slot.type)
+    return false;
+  auto view = std::make_unique<Py_buffer>();
+  if (PyObject_GetBuffer(object, view.get(), PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  held.emplace_back(view.release());
+  const Py_buffer& buffer = *held.back();
+  const TensorRef& before = std::get<TensorRef>(arguments_[index]);
+  if (bufferDataType(buffer) != before.dtype || size_t(buffer.ndim) != before.shape.size() ||
+      (slot.written && buffer.readonly))
+    return false;
+  for (size_t d = 0; d < before.shape.size(); ++d)
+    if (buffer.shape[d] != before.shape[d] ||
+        buffer.strides[d] != before.strides[d] * buffer.itemsize)
+      return false;
+  if (object != referent(slot) || buffer.buf != before.data)
+    changes.push_back({index, buffer.buf, ScalarArgument(false), object});
+  return true;
+}
+
+bool SteadyInputs::match(nb::handle objects, std::vector<HeldBuffer>& held) {
+  if (!fusion_ || sizeOf(objects.ptr()) != Py_ssize_t(slots_.size()))
+    return false;
+  // First pass: compare, changing nothing.
+  llvm::SmallVector<Change, 8> changes;
+  int gradEnabled = -1; // asked once, when the first torch tensor is compared
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    PyObject* object = item(objects.ptr(), i);
+    bool same = false;
+    switch (slots_[i].kind) {
+    case Kind::Number:
+      same = compareNumber(i, object, changes);
+      break;
+    case Kind::Torch:
+      if (gradEnabled < 0)
+        gradEnabled = TorchTensorReader::get()->gradEnabled() ? 1 : 0;
+      same = compareTorch(i, object, gradEnabled == 1, changes);
+      break;
+    case Kind::Buffer:
+      same = compareBuffer(i, object, held, changes);
+      break;
+    }
+    if (!same)
+      return false;
+  }
+  // Second pass: rebind and set. PreparedRun refuses misaligned memory and memory overlapping
+  // a copy_ destination; the checked path then says so in its own words.
+  try {
+    apply(changes);
+  } catch (const Error&) {
+    return false;
+  }
+  return true;
+}
+
+void SteadyInputs::apply(llvm::ArrayRef<Change> changes) {
+  for (const Change& change : changes) {
+    Slot& slot = slots_[change.index];
+    if (slot.kind == Kind::Number) {
+      if (run_)
+        run_->setScalar(change.index, change.value);
+      std::get<ScalarArgument>(arguments_[change.index]) = change.value;
+      continue;
+    }
+    if (run_)
+      run_->rebindTensor(change.index, change.data);
+    std::get<TensorRef>(arguments_[change.index]).data = change.data;
+    if (change.object != referent(slot)) {
+      slot.weak = nb::steal(PyWeakref_NewRef(change.object, nullptr));
+      if (!slot.weak.is_valid())
+        throw nb::python_error();
+    }
+  }
+}
+
+} // namespace widefuse::python

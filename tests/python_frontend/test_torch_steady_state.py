@@ -1,0 +1,210 @@
+"""execute()'s steady state: a call with the objects of the last accepted one, or with new
+tensors laid out as before, is compared and rebound in C++ without the Python-side checks.
+Each test mutates what the steady state compares (a pointer, strides, sizes, dtype, device,
+grad mode, a number, writability, overlap) between two calls and checks that the change is
+either rebound (the values are those torch computes on the new memory) or refused with the
+checked path's message, and never run on stale bindings."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+import torch
+
+from widefuse import DataType, Error, FusionDefinition
+
+
+def _sgd(shape=(-1,), plain_output=False):
+    """p <- p - lr * g in place (p, g f32 of `shape`'s rank, lr a runtime double); with
+    `plain_output`, also returns g * 2."""
+    contiguity = [True] * len(shape)
+    with FusionDefinition() as fd:
+        p = fd.define_tensor(shape=list(shape), contiguity=contiguity, dtype=DataType.Float)
+        g = fd.define_tensor(shape=list(shape), contiguity=contiguity, dtype=DataType.Float)
+        lr = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.sub(p, fd.ops.mul(g, lr)), alias_input=p)
+        if plain_output:
+            fd.add_output(fd.ops.mul(g, 2.0))
+    return fd
+
+
+def _steady_runs(fd):
+    return fd._running("execute()").last_executor.steady_runs
+
+
+def _expected(p, g, lr):
+    """torch's own p - lr * g, in float32 as the fusion computes it (lr rounded to float32
+    where widefuse's mul rounds it: the double scalar times a float tensor is a float)."""
+    return p - torch.tensor(lr, dtype=torch.float64).to(torch.float32) * g
+
+
+@pytest.fixture
+def tensors():
+    generator = torch.Generator().manual_seed(7)
+    return (torch.randn(33, generator=generator), torch.randn(33, generator=generator))
+
+
+def test_the_same_tensors_run_in_the_steady_state(tensors):
+    fd = _sgd()
+    p, g = tensors
+    expected = p.clone()
+    for step in range(4):
+        fd.execute([p, g, 0.1])
+        expected = _expected(expected, g, 0.1)
+        torch.testing.assert_close(p, expected, rtol=0, atol=0)
+    assert _steady_runs(fd) == 3  # every call after the first
+
+
+def test_a_new_grad_tensor_is_rebound(tensors):
+    fd = _sgd()
+    p, g = tensors
+    fd.execute([p, g, 0.1])
+    before = _steady_runs(fd)
+    old_g = g.clone()
+    new_g = torch.full((33,), 3.0)
+    expected = _expected(p.clone(), new_g, 0.1)
+    fd.execute([p, new_g, 0.1])
+    assert _steady_runs(fd) == before + 1
+    torch.testing.assert_close(p, expected, rtol=0, atol=0)
+    torch.testing.assert_close(g, old_g)  # the old grad is neither read nor written
+
+
+def test_new_memory_under_the_same_parameter_object_is_rebound(tensors):
+    fd = _sgd()
+    p, g = tensors
+    fd.execute([p, g, 0.1])
+    old_memory = p.data
+    old_values = old_memory.clone()
+    p.data = torch.linspace(-1, 1, 33)  # the same object, another pointer
+    expected = _expected(p.clone(), g, 0.1)
+    fd.execute([p, g, 0.1])
+    torch.testing.assert_close(p, expected, rtol=0, atol=0)
+    torch.testing.assert_close(old_memory, old_values, rtol=0, atol=0)  # not written
+
+
+def test_a_changed_number_is_set_and_another_kind_of_number_is_converted(tensors):
+    fd = _sgd()
+    p, g = tensors
+    fd.execute([p, g, 0.1])
+    expected = p.clone()
+    for lr in (0.25, -0.0, 2):  # a new float, the float -0.0, an int for the double scalar
+        fd.execute([p, g, lr])
+        expected = _expected(expected, g, float(lr))
+        torch.testing.assert_close(p, expected, rtol=0, atol=0)
+
+
+def test_strides_changed_in_place_are_noticed():
+    fd = _sgd(shape=(-1, -1))
+    p, g = torch.randn(4, 4), torch.randn(4, 4)
+    fd.execute([p, g, 0.1])
+    g.t_()  # the same object and pointer, strides (1, 4): no longer the declared row-major
+    p_before = p.clone()
+    with pytest.raises(Error, match=r"input 'T1': the array's strides \(1, 4\)"):
+        fd.execute([p, g, 0.1])
+    torch.testing.assert_close(p, p_before, rtol=0, atol=0)  # nothing was written
+
+
+def test_sizes_changed_in_place_are_noticed(tensors):
+    fd = _sgd()
+    p, g = tensors
+    fd.execute([p, g, 0.1])
+    g.resize_(17)  # the same pointer and strides, fewer elements
+    p_before = p.clone()
+    with pytest.raises(Error, match=r"'T0' has shape \[33\] but 'T3' has shape \[17\]"):
+        fd.execute([p, g, 0.1])
+    torch.testing.assert_close(p, p_before, rtol=0, atol=0)
+    p.resize_(17)  # both at the new extent: a run of 17 elements, not of the 33 bound before
+    expected = _expected(p.clone(), g, 0.1)
+    fd.execute([p, g, 0.1])
+    torch.testing.assert_close(p, expected, rtol=0, atol=0)
+
+
+def test_a_changed_dtype_is_refused(tensors):
+    fd = _sgd()
+    p, g = tensors
+    fd.execute([p, g, 0.1])
+    g.data = g.data.view(torch.int32)  # the same pointer, sizes and strides
+    with pytest.raises(Error, match="input 'T1' is DataType.Float; the array is DataType.Int"):
+        fd.execute([p, g, 0.1])
+
+
+def test_a_new_tensor_on_another_device_is_refused(tensors):
+    fd = _sgd()
+    p, g = tensors
+    fd.execute([p, g, 0.1])
+    with pytest.raises(Error, match="input 'T1' is a meta tensor"):
+        fd.execute([p, torch.empty(33, device="meta"), 0.1])
+
+
+def test_a_lazily_negated_view_is_refused(tensors):
+    fd = _sgd()
+    p, g = tensors
+    fd.execute([p, g, 0.1])
+    negated = torch.complex(torch.randn(33), torch.randn(33)).conj().imag  # the neg bit set
+    assert negated.is_neg()
+    with pytest.raises(Error, match="lazily negated"):
+        fd.execute([p, negated.as_strided((33,), (1,)), 0.1])
+
+
+def test_requires_grad_set_between_calls_is_refused_under_grad_mode(tensors):
+    fd = _sgd()
+    p, g = tensors
+    fd.execute([p, g, 0.1])
+    g.requires_grad_()
+    with pytest.raises(Error, match="input 'T1' requires grad"):
+        fd.execute([p, g, 0.1])
+    with torch.no_grad():  # as in an optimizer step: read in place
+        expected = _expected(p.clone(), g, 0.1)
+        fd.execute([p, g, 0.1])
+        torch.testing.assert_close(p, expected, rtol=0, atol=0)
+
+
+def test_a_new_grad_overlapping_the_parameter_is_refused(tensors):
+    fd = _sgd()
+    p, g = tensors
+    fd.execute([p, g, 0.1])
+    p_before = p.clone()
+    with pytest.raises(Error, match="shares memory with input 'T0'"):
+        fd.execute([p, p[:].view(33), 0.1])
+    torch.testing.assert_close(p, p_before, rtol=0, atol=0)
+
+
+def test_plain_outputs_come_back_fresh_from_the_steady_state(tensors):
+    fd = _sgd(plain_output=True)
+    p, g = tensors
+    first = fd.execute([p, g, 0.1])[0]
+    second = fd.execute([p, g, 0.1])[0]
+    assert _steady_runs(fd) == 1
+    assert second.data_ptr() != first.data_ptr()
+    torch.testing.assert_close(second, g * 2, rtol=0, atol=0)
+
+
+def test_the_steady_state_keeps_no_input_alive(tensors):
+    fd = _sgd()
+    p, _ = tensors
+    g = torch.randn(33)
+    fd.execute([p, g, 0.1])
+    fd.execute([p, g, 0.1])
+    gone = weakref.ref(g)
+    del g
+    gc.collect()
+    assert gone() is None  # a grad dropped by zero_grad(set_to_none=True) is freed
+
+
+def test_numpy_arrays_rebind_and_notice_reshapes_and_read_only_flags():
+    fd = _sgd(shape=(-1, -1))
+    p = np.arange(12, dtype=np.float32).reshape(3, 4)
+    g = np.ones((3, 4), dtype=np.float32)
+    fd.execute([p, g, 0.5])
+    new_g = np.full((3, 4), 2.0, dtype=np.float32)
+    expected = p - np.float32(0.5) * new_g
+    fd.execute([p, new_g, 0.5])
+    np.testing.assert_array_equal(p, expected)
+    assert _steady_runs(fd) == 1
+    g.shape = (4, 3)  # reshaped in place: the same object and memory, other sizes
+    with pytest.raises(Error, match=r"'T0' has shape \[3, 4\] but 'T3' has shape \[4, 3\]"):
+        fd.execute([p, g, 0.5])
+    p.flags.writeable = False
+    with pytest.raises(Error, match="input 'T0' is updated in place .* read-only"):
+        fd.execute([p, new_g, 0.5])
