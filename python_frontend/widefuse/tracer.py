@@ -9,6 +9,8 @@ they are constants of the recorded definition and part of the cache key, as in T
 from __future__ import annotations
 
 import functools
+import gc
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Optional
 
@@ -16,6 +18,8 @@ import numpy as np
 
 from ._widefuse import Error
 from .arguments import array_view, layout_of
+from .execution import options_key
+from .declarations import tensor_declaration
 from .fusion_definition import FusionDefinition
 from .values import Tensor, Value
 
@@ -32,43 +36,68 @@ class _Leaf:
     input: int
 
 
-def _collect(value: Any, arrays: list, seen: dict, key: list) -> None:
+# The array types every call meets (an optimizer's parameters, grads and state), whose
+# arrays the walk below takes without asking what else they are: NumPy's, and torch's once
+# the program has imported torch.
+_PLAIN_ARRAYS: set = {np.ndarray}
+# In a structure key, an array seen for the first time (its layout is not part of that key).
+_ARRAY = "array"
+
+
+def _plain_arrays() -> set:
+    if len(_PLAIN_ARRAYS) == 1 and "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        _PLAIN_ARRAYS.update((torch.Tensor, torch.nn.Parameter))
+    return _PLAIN_ARRAYS
+
+
+def _collect(value: Any, arrays: list, seen: dict, key: list, describe: bool = True) -> None:
     """Appends every distinct array in `value` to `arrays` (`seen` maps id -> index) and the
-    trace key of `value` to `key`. This runs on every call, so NumPy arrays, including those
-    directly in a list (an optimizer's parameters), are handled without a further call."""
-    if type(value) is np.ndarray:
-        _collect_array(value, arrays, seen, key, (value.dtype, value.shape, value.strides))
+    key of `value` to `key`: with `describe`, the trace key (each array's dtype, shape,
+    strides and device), else the structure key (containers, constants and which arrays are
+    the same object, whose arrays' layouts the steady state of execute() compares). This
+    runs on every call, so arrays directly in a list (an optimizer's parameters) are handled
+    without a further call."""
+    plain = _plain_arrays()
+    if type(value) in plain:
+        _collect_array(value, arrays, seen, key, describe)
     elif isinstance(value, (list, tuple)):
         key.append((type(value).__name__, len(value)))
         for item in value:
-            if type(item) is np.ndarray:
+            if type(item) in plain:
                 index = seen.get(id(item))
                 if index is None:
                     seen[id(item)] = len(arrays)
                     arrays.append(item)
-                    key.append((item.dtype, item.shape, item.strides))
+                    key.append(_describe(item, len(arrays) - 1) if describe else _ARRAY)
                 else:
                     key.append(("same array", index))
             else:
-                _collect(item, arrays, seen, key)
+                _collect(item, arrays, seen, key, describe)
     elif isinstance(value, dict):
         key.append(("dict", tuple(value)))
         for item in value.values():
-            _collect(item, arrays, seen, key)
+            _collect(item, arrays, seen, key, describe)
     elif _is_array(value) and not isinstance(value, (str, bytes, np.generic)):
-        view = array_view(value, f"argument {len(arrays)}")
-        _collect_array(value, arrays, seen, key,
-                       ("array", view.dtype.value, view.shape, view.strides, view.on_device))
+        _collect_array(value, arrays, seen, key, describe)
     else:
         key.append(_constant_key(value))
 
 
-def _collect_array(value: Any, arrays: list, seen: dict, key: list, description: tuple) -> None:
+def _describe(array: Any, index: int) -> tuple:
+    """An array's part of the trace key."""
+    if type(array) is np.ndarray:
+        return (array.dtype, array.shape, array.strides)
+    view = array_view(array, f"argument {index}")
+    return ("array", view.dtype.value, view.shape, view.strides, view.on_device)
+
+
+def _collect_array(value: Any, arrays: list, seen: dict, key: list, describe: bool) -> None:
     index = seen.get(id(value))
     if index is None:
         seen[id(value)] = len(arrays)
         arrays.append(value)
-        key.append(description)
+        key.append(_describe(value, len(arrays) - 1) if describe else _ARRAY)
     else:
         key.append(("same array", index))
 
@@ -139,6 +168,14 @@ class TracedFunction:
         self._backend = backend
         self._execute_options = execute_options
         self._recordings: dict[tuple, _Recording] = {}
+        # By structure key: the recording the last call of that structure ran, whose
+        # execute() steady state a next call tries first.
+        self._by_structure: dict[tuple, _Recording] = {}
+        try:
+            self._options: Optional[tuple] = options_key(mode=mode, backend=backend,
+                                                         **execute_options)
+        except TypeError:  # an unknown option: execute() names it at the first call
+            self._options = None
         self.last_definition: Optional[FusionDefinition] = None
 
     @property
@@ -147,7 +184,20 @@ class TracedFunction:
         return len(self._recordings)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The steady state: the structure alone finds the recording, whose execute() then
+        # compares the arrays' layouts in C++; anything else builds the whole trace key.
+        arrays: list = []
+        key: list = []
+        _collect((args, kwargs), arrays, {}, key, describe=False)
+        structure = tuple(key)
+        recording = self._by_structure.get(structure)
+        if recording is not None and self._options is not None:
+            outputs = recording.definition._running("execute()").run_steady(arrays, self._options)
+            if outputs is not None:
+                self.last_definition = recording.definition
+                return _substitute(recording.result, outputs)
         recording, arrays = self._recording_for(args, kwargs)
+        self._by_structure[structure] = recording
         outputs = recording.definition.execute(arrays, mode=self._mode, backend=self._backend,
                                                **self._execute_options)
         return _substitute(recording.result, outputs)
@@ -180,17 +230,34 @@ class TracedFunction:
     def _record(self, structure: Any, arrays: list) -> _Recording:
         name = getattr(self._function, "__name__", "traced")
         fd = FusionDefinition(name if name.isidentifier() else "traced")
-        with fd:
-            proxies = []
-            for array in arrays:
-                view = array_view(array, f"argument {len(proxies)}")
-                stride_order, contiguity = layout_of(view.shape, view.strides)
-                proxies.append(fd.define_tensor(shape=view.shape, contiguity=contiguity,
-                                                dtype=view.dtype, stride_order=stride_order))
-            args, kwargs = _substitute(structure, proxies)
-            returned = self._function(*args, **kwargs)
-            outputs: list = []
-            result = self._outputs(fd, returned, outputs)
+        # Recording makes a few objects per op and frees none of them: the cyclic garbage
+        # collector would only walk the growing heap again and again.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with fd:
+                proxies = []
+                declarations: dict = {}  # by layout: an optimizer's arrays share a few
+                for array in arrays:
+                    # A NumPy array's view depends on its layout and alignment alone.
+                    layout = ((array.dtype, array.shape, array.strides)
+                              if type(array) is np.ndarray and array.flags.aligned else None)
+                    declaration = declarations.get(layout)
+                    if declaration is None:
+                        view = array_view(array, f"argument {len(proxies)}")
+                        stride_order, contiguity = layout_of(view.shape, view.strides)
+                        declaration = tensor_declaration(view.shape, contiguity, view.dtype,
+                                                         stride_order)
+                        if layout is not None:
+                            declarations[layout] = declaration
+                    proxies.append(fd.define_declared_tensor(declaration))
+                args, kwargs = _substitute(structure, proxies)
+                returned = self._function(*args, **kwargs)
+                outputs: list = []
+                result = self._outputs(fd, returned, outputs)
+        finally:
+            if collecting:
+                gc.enable()
         return _Recording(fd, result)
 
     def _outputs(self, fd: FusionDefinition, returned: Any, outputs: list) -> Any:
