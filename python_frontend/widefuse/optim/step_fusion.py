@@ -24,6 +24,30 @@ def local(tensor: Any) -> torch.Tensor:
     return tensor if shard is None else shard
 
 
+def current_stream(tensor: Any) -> Optional[int]:
+    """torch's current CUDA stream on a tensor's device, the one widefuse launches on (None
+    on the CPU)."""
+    device = local(tensor).device
+    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
+
+
+def capturing() -> bool:
+    """True while torch captures a CUDA graph on its current stream (torch.cuda.graph)."""
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+
+
+def refuse_tensor_hyperparameters(groups: list[dict], used: list[int]) -> None:
+    """Raises Error for a 1-element tensor hyperparameter of a used group: a step reads it
+    with .item(), which a CUDA graph capture forbids (call while capturing)."""
+    for g in used:
+        for name, value in groups[g].items():
+            if name != "params" and isinstance(value, torch.Tensor) and value.numel() == 1:
+                raise Error(f"param group {g}'s '{name}' is a tensor, and widefuse reads "
+                            "hyperparameters as numbers at each step (.item(), which "
+                            "synchronizes and cannot be captured into a CUDA graph): pass a "
+                            "Python number; its value at capture is what every replay uses")
+
+
 def stepped(tensor: Any) -> torch.Tensor:
     """The memory a step reads and writes as the fusion sees it: the local shard, and a
     complex tensor as its real view (pairs of reals), as torch's optimizers step it."""
@@ -284,6 +308,8 @@ class PreparedStep:
         self.scaling_inputs = [i for i, s in enumerate(step.sources)
                                if s.kind in ("grad_scale", "found_inf")]
         self.scaling_tensors = [t for t in scaling_tensors if t is not None]
+        # The stream the prepared kernels launch on, whatever stream is current later.
+        self.stream = current_stream(entries[0].param)
         self.execution: PreparedExecution = step.definition.prepare(arguments, **options)
         # The grads must not be kept alive. The state is, here as well as by the optimizer:
         # a state tensor replaced behind the optimizer's back (state[p]["exp_avg"] = t) must
