@@ -262,3 +262,23 @@ def test_a_definition_per_layout_and_other_dtypes_refused():
                                              "array is DataType.Double"):
         fusion(x.t().double(), y.double())
     assert len(fusion._definitions) == 2
+
+
+def test_later_steps_run_in_the_steady_state_and_new_grads_are_rebound():
+    """Steps after the first run on execute()'s steady state (compared in C++, no Python-side
+    checks), new grad tensors included; the values still equal torch's Adam."""
+    params = make_params(3)
+    theirs = clones(params)
+    adam = torch.optim.Adam(theirs, foreach=False)
+    jitted = thunder.jit(_single_tensor_adam, executors=[widefuse.thunder.executor])
+    state = jit_state(params)
+    for step in range(4):
+        for p, q in zip(params, theirs):  # new grad tensors each step, as backward makes them
+            p.grad = torch.full_like(p, 0.5 * step + 0.25)
+            q.grad = p.grad.clone()
+        jit_step(jitted, params, state)
+        adam.step()
+    torch.testing.assert_close(params, theirs)
+    regions, trace = widefuse_regions(jitted)
+    fusion = trace.python_ctx()[regions[0].sym.name]
+    assert fusion.last_used._running("execute()").last_executor.steady_runs == 3

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+import widefuse
 from widefuse import DataType, Error, FusionDefinition
 
 
@@ -208,3 +209,38 @@ def test_numpy_arrays_rebind_and_notice_reshapes_and_read_only_flags():
     p.flags.writeable = False
     with pytest.raises(Error, match="input 'T0' is updated in place .* read-only"):
         fd.execute([p, new_g, 0.5])
+
+
+def _sgd_step(params, grads, lr):
+    for p, g in zip(params, grads):
+        widefuse.copy_(p - lr * g, p)
+
+
+def test_a_traced_call_runs_in_the_steady_state_and_rekeys_on_another_layout():
+    traced = widefuse.trace(_sgd_step)
+    params = [torch.randn(5), torch.randn(2, 3)]
+    grads = [torch.randn(5), torch.randn(2, 3)]
+    expected = [p - 0.5 * g for p, g in zip(params, grads)]
+    traced(params, grads, 0.5)
+    new_grads = [torch.ones(5), torch.ones(2, 3)]  # new tensors, laid out as before
+    expected = [p - 0.5 * g for p, g in zip(expected, new_grads)]
+    traced(params, new_grads, 0.5)
+    for p, e in zip(params, expected):
+        torch.testing.assert_close(p, e)
+    assert traced.last_definition._running("execute()").last_executor.steady_runs == 1
+    # Another layout (a transposed grad) and another dtype: recorded anew, right values.
+    wide = [torch.randn(5, dtype=torch.float64), torch.randn(3, 2).t()]
+    params64 = [torch.randn(5, dtype=torch.float64), torch.randn(2, 3)]
+    expected = [p - 0.5 * g for p, g in zip(params64, wide)]
+    traced(params64, wide, 0.5)
+    for p, e in zip(params64, expected):
+        torch.testing.assert_close(p, e)
+    assert traced.cache_size == 2
+
+
+def test_a_traced_call_notices_the_same_tensor_passed_twice():
+    traced = widefuse.trace(lambda a, b: a + b)
+    x, y = torch.randn(4), torch.randn(4)
+    torch.testing.assert_close(traced(x, y), x + y)
+    torch.testing.assert_close(traced(x, x), x + x)  # one input now: another structure
+    torch.testing.assert_close(traced(y, x), y + x)
