@@ -1,7 +1,7 @@
-"""The seed issue's timing on the CPU: torch.optim.Adam's step() next to the Thunder-jitted
-seed step (tests/python_frontend/thunder_seed_adam.py) with widefuse's executor and with
-Thunder's default executors (its torch executor on the CPU), in the same run, for 2, 50 and
-1000 parameters of 64x64 float32.
+"""The seed issue's timing on the CPU: torch.optim.Adam's step() (foreach=False, and
+fused=True) next to the Thunder-jitted seed step (tests/python_frontend/thunder_seed_adam.py)
+with widefuse's executor and with Thunder's default executors (its torch executor on the CPU),
+in the same run, for 2, 50 and 1000 parameters of 64x64 float32 (or the counts given).
 
 - seed_step/<runner>/N: median time of one step (after warm-up: traced and compiled);
   first_3_steps_s: the warm-up's three steps.
@@ -51,6 +51,8 @@ def median_microseconds(step, steps):
 def runners(count, threads):
     adam = torch.optim.Adam(parameters(count), foreach=False)
     yield "torch_adam", adam.step
+    fused = torch.optim.Adam(parameters(count), fused=True)
+    yield "torch_adam_fused", fused.step
     ours = widefuse.thunder.WidefuseExecutor(f"widefuse_{threads}_threads", threads=threads)
     for name, executors in (("thunder_widefuse", [ours]), ("thunder_default", None)):
         params = parameters(count)
