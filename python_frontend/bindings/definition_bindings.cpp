@@ -10,6 +10,7 @@
 #include "python_frontend/python_printer.h"
 #include "runtime/backend_registry.h"
 #include "runtime/fusion_executor.h"
+#include "segmenter/components.h"
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
 
@@ -110,6 +111,29 @@ public:
     return live().apply(*op, arguments, std::move(attributes), name);
   }
 
+  /// Pointwise op `kind` (an index into op_names()) of `operands`, a tuple of value handles
+  /// and Python numbers: apply() without attributes and without converting its arguments,
+  /// the tracer's one call per recorded op. Unlike apply()'s, the handle it returns does not
+  /// keep the definition alive: the Python FusionDefinition holds both.
+  Val applyPointwise(unsigned kind, nb::tuple operands) {
+    if (kind >= kNumOpKinds)
+      fail("unknown op number {}", kind);
+    OpKind op = static_cast<OpKind>(kind);
+    llvm::SmallVector<Operand, 3> arguments;
+    bool tensorResult = op == OpKind::BroadcastInDim;
+    bool allLiterals = true;
+    for (nb::handle operand : operands) {
+      arguments.push_back(operandOf(operand));
+      if (!arguments.back().literal()) {
+        allLiterals = false;
+        tensorResult |= op != OpKind::Size && arguments.back().val().value()->isTensor();
+      }
+    }
+    bool complexLiteral = op == OpKind::Complex && allLiterals;
+    std::string name = complexLiteral ? std::string() : nextName(tensorResult ? 'T' : 'S');
+    return live().apply(op, arguments, OpAttributes{}, name);
+  }
+
   void copy(nb::handle source, const Val& destination) {
     live().copy_(operandOf(source), destination);
   }
@@ -119,10 +143,14 @@ public:
   /// two shapes in one subgraph, say) is refused when the `with` block ends, not at the first
   /// execute().
   FusionHandle finalize() {
-    std::shared_ptr<const Fusion> fusion = live().finalize();
+    // Held here from now on, so that the values' handles stay valid even when the check
+    // below refuses the fusion.
+    finished_ = live().finalize();
     builder_.reset();
-    segment(*fusion);
-    return FusionHandle{fusion};
+    // Only components can be refused (their iteration domains); classes and launch groups
+    // are the executor's, which segments for the mode it runs in.
+    findComponents(*finished_);
+    return FusionHandle{finished_};
   }
 
   /// The fusion so far, for printing before finalize().
@@ -164,6 +192,7 @@ private:
   }
 
   std::unique_ptr<FusionDefinition> builder_;
+  std::shared_ptr<const Fusion> finished_;
   size_t valuesSeen_ = 0;
   unsigned namedValues_ = 0;
   /// Names of what repr(fd) prints but the IR does not hold (define_vector's vectors).
@@ -284,6 +313,7 @@ void bindDefinition(nb::module_& module) {
            nb::arg("dtype").none() = nb::none(), nb::arg("shape") = std::vector<nb::object>{},
            nb::arg("broadcast_dims") = std::vector<int64_t>{}, nb::arg("dim") = 0,
            nb::keep_alive<0, 1>())
+      .def("op", &PyDefinition::applyPointwise, nb::arg("kind"), nb::arg("operands"))
       .def("copy_", &PyDefinition::copy, nb::arg("source"), nb::arg("destination"))
       .def("add_output", &PyDefinition::addOutput, nb::arg("value"))
       .def("finalize", &PyDefinition::finalize)

@@ -72,6 +72,20 @@ def tensor_contiguity(contiguity: Any, shape: Sequence[int], order: Sequence[int
     return [flags[rank - 1 - order[d]] or shape[d] == 1 for d in range(rank)]
 
 
+# define_tensor's arguments checked and normalised: shape, stride order, one contiguity flag
+# per logical dimension, and the dtype as given (define_tensor converts it last).
+TensorDeclaration = tuple[list[int], list[int], list[bool], Any]
+
+
+def tensor_declaration(shape: Sequence[Any], contiguity: Any, dtype: Any,
+                       stride_order: Optional[Sequence[int]]) -> TensorDeclaration:
+    """define_tensor's shape, stride_order and contiguity checked and normalised, in this
+    order (each raising as define_tensor documents), with its dtype."""
+    extents = tensor_shape(shape)
+    order = tensor_stride_order(stride_order, len(extents))
+    return extents, order, tensor_contiguity(contiguity, extents, order), dtype
+
+
 def tensor_stride_order(stride_order: Optional[Sequence[int]], rank: int,
                         what: str = "define_tensor") -> list[int]:
     """A permutation of 0..rank-1 (negative entries count from the end, as in nvFuser)."""

@@ -22,11 +22,17 @@ from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_argumen
                      not_an_extent)
 from .arguments import layout_of
 from .data_type import DataType, data_type_of, from_torch
-from .declarations import (constant_value, scalar_dtype_or_value, tensor_contiguity,
-                           tensor_shape, tensor_stride_order)
+from .declarations import (TensorDeclaration, constant_value, scalar_dtype_or_value,
+                           tensor_declaration, tensor_shape, tensor_stride_order)
 from .execution import DefinedFusion, PreparedExecution, Runner
 from .operators import Operators
 from .values import Scalar, Tensor, Value, Vector, depends_of, handle, input_handle, rebind
+
+
+# The ops without attributes by name, as the builder numbers them (its op()).
+_POINTWISE_KINDS = {name: kind for kind, name in enumerate(_widefuse.op_names())
+                    if name not in ("cast", "bitcast", "broadcast_in_dim", "size")}
+_NO_DEPENDS: frozenset = frozenset()
 
 
 def _python_number(value: Any) -> Any:
@@ -126,7 +132,9 @@ class FusionDefinition:
         sources: list[tuple[str, int]] = []
         orders: dict[int, list[int]] = {}
         indices: dict[int, int] = {}  # fusion output index by handle id
-        aliases = self._aliased_inputs()
+        # An optimizer step has in-place updates only: no aliases to look for.
+        has_outputs = any(call[0] == "output" for call in self._calls)
+        aliases = self._aliased_inputs() if has_outputs else {}
         for call in self._calls:
             if call[0] != "output":
                 continue
@@ -188,9 +196,13 @@ class FusionDefinition:
                 raise Error("define_tensor takes either sizes= and strides=, or shape=, "
                             "contiguity= and stride_order=, not both")
             shape, stride_order, contiguity = _descriptor(sizes, strides, static_sizes)
-        shape = tensor_shape(shape)
-        order = tensor_stride_order(stride_order, len(shape))
-        contiguity = tensor_contiguity(contiguity, shape, order)
+        return self.define_declared_tensor(
+            tensor_declaration(shape, contiguity, dtype, stride_order))
+
+    def define_declared_tensor(self, declaration: TensorDeclaration) -> Tensor:
+        """define_tensor of a declaration made by tensor_declaration: the tracer declares
+        each layout of its arrays once and defines every input of that layout from it."""
+        shape, order, contiguity, dtype = declaration
         value = self._live().define_tensor(shape, data_type_of(dtype, "define_tensor").value,
                                            order, contiguity)
         self._tensor_inputs[id(value)] = value
@@ -308,12 +320,38 @@ class FusionDefinition:
         numbers; `dtype` for cast and bitcast, `shape` (ints and extent Scalars) and
         `broadcast_dims` for broadcast_in_dim, `dim` for size. fd.ops and the values'
         operators and methods call it."""
+        if dtype is None and not shape and not broadcast_dims and not dim and \
+                op in _POINTWISE_KINDS:
+            return self.pointwise(op, operands)
         values = [self._operand(operand, op) for operand in operands]
         extents = [self._operand(extent, op) if isinstance(extent, Value) else extent
                    for extent in shape]
         result = self._live().apply(op, values, None if dtype is None else dtype.value,
                                     extents, list(broadcast_dims), dim)
         return (Tensor if result.is_tensor else Scalar)(self, result, depends_of(operands))
+
+    def pointwise(self, op: str, operands: Sequence[Any]) -> Value:
+        """apply_op for an op without attributes (every op but cast, bitcast,
+        broadcast_in_dim and size). A traced optimizer records hundreds of thousands of
+        these, so the usual operands (values of this definition, Python numbers) are passed
+        to the builder as they are, in one call; anything else goes through _operand, which
+        converts it or raises."""
+        handles = []
+        depends: frozenset = _NO_DEPENDS
+        for operand in operands:
+            kind = type(operand)
+            if (kind is Tensor or kind is Scalar) and operand._fd is self:
+                handles.append(operand._value)
+                if operand._depends:
+                    depends = depends | operand._depends
+            elif kind is float or kind is int or kind is bool:
+                handles.append(operand)
+            else:
+                handles.append(self._operand(operand, op))
+                if isinstance(operand, Value) and operand._depends:
+                    depends = depends | operand._depends
+        result = self._live().op(_POINTWISE_KINDS[op], tuple(handles))
+        return (Tensor if result.is_tensor else Scalar)(self, result, depends)
 
     def assign_in_place(self, tensor: Tensor, value: Any) -> None:
         """Writes `value` into `tensor` in place, as torch's in-place methods and ``out=`` do:

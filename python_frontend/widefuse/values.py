@@ -30,6 +30,9 @@ class Builder(Protocol):
                  dim: int = 0) -> Value:
         """Adds IR op `op` of `operands` (values of this definition or Python numbers)."""
 
+    def pointwise(self, op: str, operands: Sequence[Any]) -> Value:
+        """apply_op for an op without attributes: the operators' and methods' one call."""
+
     def assign_in_place(self, tensor: Tensor, value: Any) -> None:
         """Makes later reads of `tensor` see `value`; a tensor input receives it at the end."""
 
@@ -87,7 +90,9 @@ class Value:
         return self._value.name
 
     def _apply(self, op: str, *operands: Any, **attributes: Any) -> Value:
-        return self._fd.apply_op(op, operands, **attributes)
+        if attributes:
+            return self._fd.apply_op(op, operands, **attributes)
+        return self._fd.pointwise(op, operands)
 
     def __pos__(self) -> Value:
         return self
@@ -174,15 +179,19 @@ _UNARY_OPERATORS = {"neg": "neg", "abs": "abs"}
 
 
 def _binary_operator(op: str, reflected: bool) -> Callable[..., Value]:
-    def operator(self, other: Any) -> Value:
-        return self._apply(op, other, self) if reflected else self._apply(op, self, other)
+    if reflected:
+        def operator(self, other: Any) -> Value:
+            return self._fd.pointwise(op, (other, self))
+    else:
+        def operator(self, other: Any) -> Value:
+            return self._fd.pointwise(op, (self, other))
 
     return operator
 
 
 def _unary_operator(op: str) -> Callable[..., Value]:
     def operator(self) -> Value:
-        return self._apply(op, self)
+        return self._fd.pointwise(op, (self,))
 
     return operator
 
@@ -226,14 +235,21 @@ def checked_arguments(function: Callable[..., Any], display_name: str) -> Callab
                     for p in signature.parameters.values()],
         return_annotation=inspect.Signature.empty)
 
+    # Arguments are checked only when the call raises TypeError: Python binds them before
+    # the body runs, so a call they do not fit has done nothing yet, and binding every call
+    # up front would cost more than the op it records.
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
         try:
-            signature.bind(*args, **kwargs)
-        except TypeError as error:
-            raise UnsupportedOperationError(
-                f"{display_name}(): {error}; widefuse supports {display_name}{shown}") from None
-        return function(*args, **kwargs)
+            return function(*args, **kwargs)
+        except TypeError:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as error:
+                raise UnsupportedOperationError(
+                    f"{display_name}(): {error}; widefuse supports {display_name}{shown}"
+                ) from None
+            raise
 
     return checked
 
@@ -425,7 +441,7 @@ IN_PLACE_METHODS = ("add_", "sub_", "mul_", "div_", "pow_", "lerp_", "addcmul_",
 
 def _unary_method(name: str, op: str) -> Callable[..., Value]:
     def method(self) -> Value:
-        return self._apply(op, self)
+        return self._fd.pointwise(op, (self,))
 
     method.__doc__ = f"Elementwise {op} (torch's Tensor.{name})."
     return method
@@ -433,7 +449,7 @@ def _unary_method(name: str, op: str) -> Callable[..., Value]:
 
 def _binary_method(name: str) -> Callable[..., Value]:
     def method(self, other: Any) -> Value:
-        return self._apply(name, self, other)
+        return self._fd.pointwise(name, (self, other))
 
     method.__doc__ = f"Elementwise {name} of the tensor and `other` (torch's Tensor.{name})."
     return method
