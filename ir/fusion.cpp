@@ -248,7 +248,7 @@ void Fusion::addAlias(Value* source, Value* destination) {
 void Fusion::addOutput(Value* value) {
   if (!value->isTensor())
     fail("output '{}' of fusion '{}' is a scalar; outputs must be tensors", value->name(), name_);
-  if (std::find(outputs_.begin(), outputs_.end(), value) != outputs_.end())
+  if (!isOutput_.insert(value).second)
     fail("'{}' is already an output of fusion '{}'", value->name(), name_);
   outputs_.push_back(value);
 }

@@ -7,6 +7,7 @@
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringRef.h>
@@ -103,6 +104,7 @@ private:
   llvm::StringSet<> reserved_;
   llvm::StringMap<unsigned> nextSuffix_;
   llvm::DenseMap<const Value*, unsigned> aliasOfDestination_;
+  llvm::DenseSet<const Value*> isOutput_; // outputs_ as a set: adding N outputs stays linear
 };
 
 /// True for a C-style identifier: a letter or '_', then letters, digits or '_'.

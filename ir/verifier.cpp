@@ -4,13 +4,30 @@
 #include "ir/fusion.h"
 #include "ir/op_builder.h"
 
-#include <llvm/ADT/DenseSet.h>
+#include <vector>
 
 namespace widefuse {
 namespace {
 
-void verifyExpr(const Fusion& fusion, const Expr& expr,
-                const llvm::DenseSet<const Value*>& defined) {
+/// The values defined so far, by id: a flat array, since every value of every expression is
+/// looked up (a fusion of many parameters has millions).
+class DefinedValues {
+public:
+  explicit DefinedValues(const Fusion& fusion) : fusion_(fusion), defined_(fusion.numValues()) {}
+  bool count(const Value* value) const { return fusion_.owns(value) && defined_[value->id()]; }
+  /// Marks `value` (of this fusion) defined; false when it was already.
+  bool insert(const Value* value) {
+    bool fresh = !defined_[value->id()];
+    defined_[value->id()] = true;
+    return fresh;
+  }
+
+private:
+  const Fusion& fusion_;
+  std::vector<bool> defined_;
+};
+
+void verifyExpr(const Fusion& fusion, const Expr& expr, const DefinedValues& defined) {
   for (const Value* operand : expr.operands())
     if (!fusion.owns(operand) || !defined.count(operand))
       fail("fusion '{}': '{}' uses '{}' before it is defined", fusion.name(), expr.result()->name(),
@@ -33,7 +50,7 @@ void verifyExpr(const Fusion& fusion, const Expr& expr,
 } // namespace
 
 void verify(const Fusion& fusion) {
-  llvm::DenseSet<const Value*> defined;
+  DefinedValues defined(fusion);
   for (size_t id = 0; id < fusion.numValues(); ++id) {
     const Value* value = fusion.value(static_cast<unsigned>(id));
     if (value->isInput() || value->isConstant())
@@ -44,17 +61,17 @@ void verify(const Fusion& fusion) {
   for (size_t id = 0; id < fusion.numExprs(); ++id) {
     const Expr& expr = *fusion.expr(static_cast<unsigned>(id));
     verifyExpr(fusion, expr, defined);
-    if (!defined.insert(expr.result()).second)
+    if (!defined.insert(expr.result()))
       fail("fusion '{}': '{}' is defined twice", fusion.name(), expr.result()->name());
   }
-  llvm::DenseSet<const Value*> written;
+  DefinedValues written(fusion);
   for (const Alias& alias : fusion.aliases()) {
     if (!defined.count(alias.source))
       fail("fusion '{}': copy_ source '{}' is not defined", fusion.name(), alias.source->name());
     if (!alias.destination->isInput() || !alias.destination->isTensor())
       fail("fusion '{}': copy_ destination '{}' is not an input tensor", fusion.name(),
            alias.destination->name());
-    if (!written.insert(alias.destination).second)
+    if (!written.insert(alias.destination))
       fail("fusion '{}': two copies into '{}'", fusion.name(), alias.destination->name());
   }
   for (const Value* output : fusion.outputs())

@@ -16,13 +16,25 @@
 namespace widefuse {
 namespace {
 
+/// A set of one fusion's values, by id: a flat array, as every operand of every expression is
+/// looked up several times (a fusion of many parameters has millions).
+class ValueSet {
+public:
+  explicit ValueSet(const Fusion& fusion) : members_(fusion.numValues()) {}
+  bool count(const Value* value) const { return members_[value->id()]; }
+  void insert(const Value* value) { members_[value->id()] = true; }
+
+private:
+  std::vector<bool> members_;
+};
+
 /// Values that belong to no component: scalars, constants, read-only 0-d inputs and 0-d
 /// values computed only from such values, unless written or returned; and always extent
 /// values (size), which kernels read like scalar inputs. An input or constant
 /// copied into several tensors stays shared: it is read, like any other, and must not join
 /// the subgraphs it is copied into (their tensors may differ in shape at run time).
-llvm::DenseSet<const Value*> findSharedValues(const Fusion& fusion) {
-  llvm::DenseSet<const Value*> pinned; // written, computed and copied from, or returned
+ValueSet findSharedValues(const Fusion& fusion) {
+  ValueSet pinned(fusion); // written, computed and copied from, or returned
   for (const Alias& alias : fusion.aliases()) {
     pinned.insert(alias.destination);
     if (!alias.source->isInput() && !alias.source->isConstant())
@@ -30,7 +42,7 @@ llvm::DenseSet<const Value*> findSharedValues(const Fusion& fusion) {
   }
   for (const Value* output : fusion.outputs())
     pinned.insert(output);
-  llvm::DenseSet<const Value*> shared;
+  ValueSet shared(fusion);
   for (size_t id = 0; id < fusion.numValues(); ++id) {
     const Value* value = fusion.value(unsigned(id));
     bool candidate = value->isScalar() || value->rank() == 0;
@@ -56,7 +68,7 @@ llvm::DenseSet<const Value*> findSharedValues(const Fusion& fusion) {
 }
 
 /// Adds the shared expressions `expr` reads, transitively, to `needed`.
-void collectSharedCone(const Expr* expr, const llvm::DenseSet<const Value*>& shared,
+void collectSharedCone(const Expr* expr, const ValueSet& shared,
                        llvm::DenseSet<const Expr*>& needed) {
   for (const Value* operand : expr->operands()) {
     const Expr* definition = operand->definition();
@@ -113,8 +125,7 @@ void assignDomain(const Fusion& fusion, Component& component) {
 
 /// Joins values into classes: an expression with its operands, a copy_'s source with its
 /// destination; shared values (read by several components) join nothing.
-llvm::IntEqClasses unionOfConnectedValues(const Fusion& fusion,
-                                          const llvm::DenseSet<const Value*>& shared) {
+llvm::IntEqClasses unionOfConnectedValues(const Fusion& fusion, const ValueSet& shared) {
   // Union-find over value ids: a flat array, much cheaper than a set of nodes for thousands
   // of parameters.
   llvm::IntEqClasses classes(unsigned(fusion.numValues()));
@@ -138,8 +149,7 @@ llvm::IntEqClasses unionOfConnectedValues(const Fusion& fusion,
 /// expressions first (they read only shared values), then its own, each in fusion order,
 /// whatever member first built them.
 void finishComponent(const Fusion& fusion, Component& component,
-                     const llvm::DenseSet<const Expr*>& exprs,
-                     const llvm::DenseSet<const Value*>& shared) {
+                     const llvm::DenseSet<const Expr*>& exprs, const ValueSet& shared) {
   component.exprs.assign(exprs.begin(), exprs.end());
   llvm::sort(component.exprs, [&](const Expr* a, const Expr* b) {
     bool aShared = shared.count(a->result()), bShared = shared.count(b->result());
@@ -165,7 +175,7 @@ void finishComponent(const Fusion& fusion, Component& component,
 /// The expressions that compute `value` inside its component (the shared scalar expressions
 /// it reads included), added to `cone`.
 void collectCone(const Value* value, const llvm::DenseSet<const Expr*>& component,
-                 const llvm::DenseSet<const Value*>& shared, llvm::DenseSet<const Expr*>& cone) {
+                 const ValueSet& shared, llvm::DenseSet<const Expr*>& cone) {
   const Expr* definition = value->definition();
   if (!definition || shared.count(value) || !component.count(definition) ||
       !cone.insert(definition).second)
@@ -236,7 +246,7 @@ bool mayShareDomain(const Component& component) {
 /// are independent kernels. 0-d writes go with the first part.
 std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Component& component,
                                       const llvm::DenseSet<const Expr*>& exprs,
-                                      const llvm::DenseSet<const Value*>& shared) {
+                                      const ValueSet& shared) {
   std::vector<llvm::SmallVector<int64_t, 4>> keys;
   std::vector<DomainPart> parts;
   auto partOf = [&](const Value* value) -> size_t {
@@ -296,7 +306,7 @@ std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Com
 } // namespace
 
 std::vector<Component> findComponents(const Fusion& fusion) {
-  llvm::DenseSet<const Value*> shared = findSharedValues(fusion);
+  ValueSet shared = findSharedValues(fusion);
   llvm::IntEqClasses classes = unionOfConnectedValues(fusion, shared);
   // Number components by their first expression (or written input) in fusion order.
   constexpr unsigned kNone = ~0u;

@@ -1,5 +1,7 @@
 #include "segmenter/signatures.h"
 
+#include <bit>
+#include <cmath>
 #include <map>
 
 namespace widefuse {
@@ -22,6 +24,21 @@ llvm::SmallVector<const Value*, 8> constantsOf(const Component& component) {
 
 namespace {
 
+/// True when the two constants print alike (formatConstant): one type and the same bits,
+/// except that every NaN is one literal. Compared without printing: a fusion of many
+/// parameters compares every constant of every member.
+bool sameLiteral(const ConstantValue& a, const ConstantValue& b) {
+  if (a.index() != b.index())
+    return false;
+  if (const double* x = std::get_if<double>(&a)) {
+    double y = std::get<double>(b);
+    if (std::isnan(*x) || std::isnan(y))
+      return std::isnan(*x) && std::isnan(y);
+    return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(y);
+  }
+  return a == b;
+}
+
 /// Records every constant position whose value differs between the members of `signature`.
 void liftConstants(SignatureClass& signature, llvm::ArrayRef<Component> components) {
   llvm::SmallVector<llvm::SmallVector<const Value*, 8>, 4> perMember;
@@ -31,7 +48,7 @@ void liftConstants(SignatureClass& signature, llvm::ArrayRef<Component> componen
     const Value* first = perMember.front()[position];
     // Compare bits: -0.0 and 0.0 are different literals (and NaN equals itself).
     bool differs = llvm::any_of(perMember, [&](const auto& constants) {
-      return formatConstant(*constants[position]->constant()) != formatConstant(*first->constant());
+      return !sameLiteral(*constants[position]->constant(), *first->constant());
     });
     if (!differs)
       continue;
