@@ -350,7 +350,10 @@ class FusionDefinition:
                 handles.append(self._operand(operand, op))
                 if isinstance(operand, Value) and operand._depends:
                     depends = depends | operand._depends
-        result = self._live().op(_POINTWISE_KINDS[op], tuple(handles))
+        builder = self._builder
+        if builder is None or self._builder_empty:
+            builder = self._live()  # raises once the definition is finished
+        result = builder.op(_POINTWISE_KINDS[op], tuple(handles))
         return (Tensor if result.is_tensor else Scalar)(self, result, depends)
 
     def assign_in_place(self, tensor: Tensor, value: Any) -> None:

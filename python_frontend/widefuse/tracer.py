@@ -123,8 +123,11 @@ def _constant_key(value: Any) -> tuple:
 def _structure(value: Any, seen: dict) -> Any:
     """`value` with each array replaced by _Leaf(its input index), as _collect numbered them;
     built only when a new trace key is recorded."""
-    if id(value) in seen and (type(value) is np.ndarray or _is_array(value)):
-        return _Leaf(seen[id(value)])
+    # `seen` holds arrays only, all alive while this runs: an id found there is that array
+    # (asking a torch tensor for the array attributes costs more than the whole lookup).
+    index = seen.get(id(value))
+    if index is not None:
+        return _Leaf(index)
     if isinstance(value, (list, tuple)):
         items = [_structure(item, seen) for item in value]
         if isinstance(value, list):
@@ -147,6 +150,31 @@ def _substitute(structure: Any, proxies: list) -> Any:
     if isinstance(structure, dict):
         return {name: _substitute(item, proxies) for name, item in structure.items()}
     return structure
+
+
+def _proxies(fd: FusionDefinition, arrays: list) -> list:
+    """One tensor input of `fd` per array, declared from the array's view. An optimizer's
+    arrays share a few layouts, so each layout is declared once (by NumPy layout and
+    alignment, on which a NumPy array's view depends alone, and by view)."""
+    proxies = []
+    declarations: dict = {}
+    by_view: dict = {}
+    for array in arrays:
+        layout = ((array.dtype, array.shape, array.strides)
+                  if type(array) is np.ndarray and array.flags.aligned else None)
+        declaration = declarations.get(layout)
+        if declaration is None:
+            view = array_view(array, f"argument {len(proxies)}")
+            described = (view.dtype, view.shape, view.strides)
+            declaration = by_view.get(described)
+            if declaration is None:
+                stride_order, contiguity = layout_of(view.shape, view.strides)
+                declaration = by_view[described] = tensor_declaration(
+                    view.shape, contiguity, view.dtype, stride_order)
+            if layout is not None:
+                declarations[layout] = declaration
+        proxies.append(fd.define_declared_tensor(declaration))
+    return proxies
 
 
 @dataclass
@@ -236,21 +264,7 @@ class TracedFunction:
         gc.disable()
         try:
             with fd:
-                proxies = []
-                declarations: dict = {}  # by layout: an optimizer's arrays share a few
-                for array in arrays:
-                    # A NumPy array's view depends on its layout and alignment alone.
-                    layout = ((array.dtype, array.shape, array.strides)
-                              if type(array) is np.ndarray and array.flags.aligned else None)
-                    declaration = declarations.get(layout)
-                    if declaration is None:
-                        view = array_view(array, f"argument {len(proxies)}")
-                        stride_order, contiguity = layout_of(view.shape, view.strides)
-                        declaration = tensor_declaration(view.shape, contiguity, view.dtype,
-                                                         stride_order)
-                        if layout is not None:
-                            declarations[layout] = declaration
-                    proxies.append(fd.define_declared_tensor(declaration))
+                proxies = _proxies(fd, arrays)
                 args, kwargs = _substitute(structure, proxies)
                 returned = self._function(*args, **kwargs)
                 outputs: list = []
