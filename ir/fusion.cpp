@@ -77,9 +77,17 @@ bool isIdentifier(llvm::StringRef name) {
 }
 
 bool isValidName(llvm::StringRef name) {
-  if (!isIdentifier(name) || parseDataType(name))
-    return false;
-  return std::find(std::begin(kKeywords), std::end(kKeywords), name) == std::end(kKeywords);
+  // Every value's name is checked (a million for a large optimizer step): one lookup in the
+  // words a name must not be, not a scan of the data types and keywords.
+  static const llvm::StringSet<> reserved = [] {
+    llvm::StringSet<> words;
+    for (DataType type : kAllDataTypes)
+      words.insert(shortName(type));
+    for (llvm::StringRef keyword : kKeywords)
+      words.insert(keyword);
+    return words;
+  }();
+  return isIdentifier(name) && !reserved.contains(name);
 }
 
 std::string formatExtents(llvm::ArrayRef<int64_t> extents) {

@@ -30,8 +30,9 @@ namespace {
 /// A Python number or a value handle as an op operand. bool is tested first: in Python it is
 /// also an int.
 Operand operandOf(nb::handle object) {
-  if (nb::isinstance<Val>(object))
-    return Operand(nb::cast<Val>(object));
+  Val value;
+  if (nb::try_cast(object, value))
+    return Operand(value);
   if (nb::isinstance<nb::bool_>(object))
     return Operand(nb::cast<bool>(object));
   if (nb::isinstance<nb::int_>(object)) {
