@@ -10,5 +10,7 @@ void bindDefinition(nanobind::module_& module);
 /// _Executor (compile once per specialization, run on NumPy or device memory) and the DLPack
 /// import helper.
 void bindExecutor(nanobind::module_& module);
+/// structure_key (a traced call's structure key, walked in C++).
+void bindStructureKey(nanobind::module_& module);
 
 } // namespace widefuse::python

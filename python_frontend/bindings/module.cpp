@@ -6,4 +6,5 @@ NB_MODULE(_widefuse, module) {
   module.doc() = "widefuse's C++ core: fusion builder, text form, segmenter report and executor.";
   widefuse::python::bindDefinition(module);
   widefuse::python::bindExecutor(module);
+  widefuse::python::bindStructureKey(module);
 }

@@ -16,7 +16,7 @@ from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 
-from ._widefuse import Error
+from ._widefuse import Error, structure_key
 from .arguments import array_view, layout_of
 from .execution import options_key
 from .declarations import tensor_declaration
@@ -40,8 +40,6 @@ class _Leaf:
 # arrays the walk below takes without asking what else they are: NumPy's, and torch's once
 # the program has imported torch.
 _PLAIN_ARRAYS: set = {np.ndarray}
-# In a structure key, an array seen for the first time (its layout is not part of that key).
-_ARRAY = "array"
 
 
 def _plain_arrays() -> set:
@@ -51,16 +49,14 @@ def _plain_arrays() -> set:
     return _PLAIN_ARRAYS
 
 
-def _collect(value: Any, arrays: list, seen: dict, key: list, describe: bool = True) -> None:
+def _collect(value: Any, arrays: list, seen: dict, key: list) -> None:
     """Appends every distinct array in `value` to `arrays` (`seen` maps id -> index) and the
-    key of `value` to `key`: with `describe`, the trace key (each array's dtype, shape,
-    strides and device), else the structure key (containers, constants and which arrays are
-    the same object, whose arrays' layouts the steady state of execute() compares). This
-    runs on every call, so arrays directly in a list (an optimizer's parameters) are handled
-    without a further call."""
+    trace key of `value` to `key` (each array's dtype, shape, strides and device). The walk
+    is the one structure_key does in C++ for the structure key (bindings/structure_key.cpp):
+    both take the same arrays in the same order."""
     plain = _plain_arrays()
     if type(value) in plain:
-        _collect_array(value, arrays, seen, key, describe)
+        _collect_array(value, arrays, seen, key)
     elif isinstance(value, (list, tuple)):
         key.append((type(value).__name__, len(value)))
         for item in value:
@@ -69,19 +65,27 @@ def _collect(value: Any, arrays: list, seen: dict, key: list, describe: bool = T
                 if index is None:
                     seen[id(item)] = len(arrays)
                     arrays.append(item)
-                    key.append(_describe(item, len(arrays) - 1) if describe else _ARRAY)
+                    key.append(_describe(item, len(arrays) - 1))
                 else:
                     key.append(("same array", index))
             else:
-                _collect(item, arrays, seen, key, describe)
+                _collect(item, arrays, seen, key)
     elif isinstance(value, dict):
         key.append(("dict", tuple(value)))
         for item in value.values():
-            _collect(item, arrays, seen, key, describe)
+            _collect(item, arrays, seen, key)
     elif _is_array(value) and not isinstance(value, (str, bytes, np.generic)):
-        _collect_array(value, arrays, seen, key, describe)
+        _collect_array(value, arrays, seen, key)
     else:
         key.append(_constant_key(value))
+
+
+def _leaf_key(value: Any) -> Optional[tuple]:
+    """For the C++ structure walk (structure_key): None for an array, else the constant key
+    of a leaf that is neither a container nor a NumPy or torch array."""
+    if _is_array(value) and not isinstance(value, (str, bytes, np.generic)):
+        return None
+    return _constant_key(value)
 
 
 def _describe(array: Any, index: int) -> tuple:
@@ -92,12 +96,12 @@ def _describe(array: Any, index: int) -> tuple:
     return ("array", view.dtype.value, view.shape, view.strides, view.on_device)
 
 
-def _collect_array(value: Any, arrays: list, seen: dict, key: list, describe: bool) -> None:
+def _collect_array(value: Any, arrays: list, seen: dict, key: list) -> None:
     index = seen.get(id(value))
     if index is None:
         seen[id(value)] = len(arrays)
         arrays.append(value)
-        key.append(_describe(value, len(arrays) - 1) if describe else _ARRAY)
+        key.append(_describe(value, len(arrays) - 1))
     else:
         key.append(("same array", index))
 
@@ -215,9 +219,7 @@ class TracedFunction:
         # The steady state: the structure alone finds the recording, whose execute() then
         # compares the arrays' layouts in C++; anything else builds the whole trace key.
         arrays: list = []
-        key: list = []
-        _collect((args, kwargs), arrays, {}, key, describe=False)
-        structure = tuple(key)
+        structure = structure_key((args, kwargs), arrays, _leaf_key)
         recording = self._by_structure.get(structure)
         if recording is not None and self._options is not None:
             outputs = recording.definition._running("execute()").run_steady(arrays, self._options)

@@ -244,3 +244,17 @@ def test_a_traced_call_notices_the_same_tensor_passed_twice():
     torch.testing.assert_close(traced(x, y), x + y)
     torch.testing.assert_close(traced(x, x), x + x)  # one input now: another structure
     torch.testing.assert_close(traced(y, x), y + x)
+
+
+def test_a_traced_call_keys_constants_by_bits_and_dicts_by_their_keys():
+    traced = widefuse.trace(lambda xs, scale: {name: x * scale for name, x in xs.items()})
+    x = torch.tensor([1.0, -2.0])
+    positive = traced({"a": x}, 0.0)["a"]
+    negative = traced({"a": x}, -0.0)["a"]  # the same structure but for the constant's bits
+    assert torch.signbit(positive).tolist() == [False, True]
+    assert torch.signbit(negative).tolist() == [True, False]
+    renamed = traced({"b": x}, 2.0)  # another key: another structure
+    assert list(renamed) == ["b"]
+    torch.testing.assert_close(renamed["b"], x * 2)
+    with pytest.raises(Error, match="traced functions take arrays, numbers"):
+        traced({"a": x}, {1.0})  # an unhashable constant (a set): refused by the leaf key
