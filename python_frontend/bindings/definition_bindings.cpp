@@ -68,6 +68,19 @@ public:
     return live().defineTensor(shape, dataTypeNamed(dtype), nextName('T'), std::move(layout));
   }
 
+  /// `count` tensor inputs of one declaration, in one call: the tracer's inputs (an
+  /// optimizer's parameters and state share a few layouts). Like applyPointwise's, the
+  /// handles do not keep the definition alive: the Python FusionDefinition holds both.
+  std::vector<Val> defineTensors(unsigned count, const std::vector<int64_t>& shape,
+                                 const std::string& dtype, const std::vector<int64_t>& strideOrder,
+                                 const std::vector<bool>& contiguity) {
+    std::vector<Val> values;
+    values.reserve(count);
+    for (unsigned i = 0; i < count; ++i)
+      values.push_back(defineTensor(shape, dtype, strideOrder, contiguity));
+    return values;
+  }
+
   Val defineScalar(const std::string& dtype) {
     return live().defineScalar(dataTypeNamed(dtype), nextName('S'));
   }
@@ -306,6 +319,8 @@ void bindDefinition(nb::module_& module) {
       .def(nb::init<const std::string&>(), nb::arg("name"))
       .def("define_tensor", &PyDefinition::defineTensor, nb::arg("shape"), nb::arg("dtype"),
            nb::arg("stride_order"), nb::arg("contiguity"), nb::keep_alive<0, 1>())
+      .def("define_tensors", &PyDefinition::defineTensors, nb::arg("count"), nb::arg("shape"),
+           nb::arg("dtype"), nb::arg("stride_order"), nb::arg("contiguity"))
       .def("define_scalar", &PyDefinition::defineScalar, nb::arg("dtype"), nb::keep_alive<0, 1>())
       .def("name_vector", &PyDefinition::nameVector)
       .def("constant", &PyDefinition::constant, nb::arg("value"), nb::arg("dtype"),

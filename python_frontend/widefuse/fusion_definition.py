@@ -196,19 +196,25 @@ class FusionDefinition:
                 raise Error("define_tensor takes either sizes= and strides=, or shape=, "
                             "contiguity= and stride_order=, not both")
             shape, stride_order, contiguity = _descriptor(sizes, strides, static_sizes)
-        return self.define_declared_tensor(
-            tensor_declaration(shape, contiguity, dtype, stride_order))
+        return self.define_declared_tensors(
+            tensor_declaration(shape, contiguity, dtype, stride_order))[0]
 
-    def define_declared_tensor(self, declaration: TensorDeclaration) -> Tensor:
-        """define_tensor of a declaration made by tensor_declaration: the tracer declares
-        each layout of its arrays once and defines every input of that layout from it."""
+    def define_declared_tensors(self, declaration: TensorDeclaration,
+                                count: int = 1) -> list[Tensor]:
+        """`count` define_tensor calls of one declaration made by tensor_declaration, in one
+        call of the builder: the tracer declares each layout of its arrays once and defines
+        every run of inputs of that layout from it."""
         shape, order, contiguity, dtype = declaration
-        value = self._live().define_tensor(shape, data_type_of(dtype, "define_tensor").value,
-                                           order, contiguity)
-        self._tensor_inputs[id(value)] = value
-        self._input_positions[id(value)] = len(self._input_arity)
-        self._input_arity.append(1)
-        return Tensor(self, value)
+        values = self._live().define_tensors(count, shape,
+                                             data_type_of(dtype, "define_tensor").value, order,
+                                             contiguity)
+        tensors = []
+        for value in values:
+            self._tensor_inputs[id(value)] = value
+            self._input_positions[id(value)] = len(self._input_arity)
+            self._input_arity.append(1)
+            tensors.append(Tensor(self, value))
+        return tensors
 
     def from_pytorch(self, tensor: Any, static_sizes: bool = False) -> Tensor:
         """A tensor input laid out and typed like the torch tensor `tensor` (nvFuser's

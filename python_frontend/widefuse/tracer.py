@@ -133,7 +133,11 @@ def _structure(value: Any, seen: dict) -> Any:
     if index is not None:
         return _Leaf(index)
     if isinstance(value, (list, tuple)):
-        items = [_structure(item, seen) for item in value]
+        # The arrays directly in a list (an optimizer's parameters) without a further call.
+        items = []
+        for item in value:
+            index = seen.get(id(item))
+            items.append(_structure(item, seen) if index is None else _Leaf(index))
         if isinstance(value, list):
             return items
         # A namedtuple keeps its type (optimizer code reads hyperparameters by field name).
@@ -147,7 +151,8 @@ def _substitute(structure: Any, proxies: list) -> Any:
     if isinstance(structure, _Leaf):
         return proxies[structure.input]
     if isinstance(structure, list):
-        return [_substitute(item, proxies) for item in structure]
+        return [proxies[item.input] if type(item) is _Leaf else _substitute(item, proxies)
+                for item in structure]
     if isinstance(structure, tuple):
         items = [_substitute(item, proxies) for item in structure]
         return type(structure)._make(items) if hasattr(structure, "_fields") else tuple(items)
@@ -159,16 +164,22 @@ def _substitute(structure: Any, proxies: list) -> Any:
 def _proxies(fd: FusionDefinition, arrays: list) -> list:
     """One tensor input of `fd` per array, declared from the array's view. An optimizer's
     arrays share a few layouts, so each layout is declared once (by NumPy layout and
-    alignment, on which a NumPy array's view depends alone, and by view)."""
-    proxies = []
+    alignment, on which a NumPy array's view depends alone, and by view), and each run of
+    arrays of one declaration is defined in one call. A run is defined before the next new
+    layout is looked at, so errors come in the order of the arrays."""
+    proxies: list = []
     declarations: dict = {}
     by_view: dict = {}
-    for array in arrays:
+    run: list = [None, 0]  # the declaration and length of the run not defined yet
+    for index, array in enumerate(arrays):
         layout = ((array.dtype, array.shape, array.strides)
                   if type(array) is np.ndarray and array.flags.aligned else None)
         declaration = declarations.get(layout)
         if declaration is None:
-            view = array_view(array, f"argument {len(proxies)}")
+            if run[1]:
+                proxies += fd.define_declared_tensors(*run)
+                run = [None, 0]
+            view = array_view(array, f"argument {index}")
             described = (view.dtype, view.shape, view.strides)
             declaration = by_view.get(described)
             if declaration is None:
@@ -177,7 +188,13 @@ def _proxies(fd: FusionDefinition, arrays: list) -> list:
                     view.shape, contiguity, view.dtype, stride_order)
             if layout is not None:
                 declarations[layout] = declaration
-        proxies.append(fd.define_declared_tensor(declaration))
+        if declaration is not run[0]:
+            if run[1]:
+                proxies += fd.define_declared_tensors(*run)
+            run = [declaration, 0]
+        run[1] += 1
+    if run[1]:
+        proxies += fd.define_declared_tensors(*run)
     return proxies
 
 
