@@ -5,7 +5,7 @@ namespace widefuse {
 LoadedFusion::~LoadedFusion() = default;
 
 bool LoadedFusion::runChanged(llvm::ArrayRef<Argument>, llvm::ArrayRef<uint8_t>, const Fingerprint&,
-                              const std::shared_ptr<std::vector<int64_t>>&) {
+                              const std::shared_ptr<std::vector<int64_t>>&, void*) {
   return false;
 }
 

@@ -31,7 +31,8 @@ enum class Lowering {
   Binaries, ///< plans, sources and NVRTC's cubins
 };
 
-/// One step of a specialization: arguments that passed every check, and their shapes.
+/// One step of a specialization: arguments that passed every check, their shapes, and the
+/// stream its device work goes to.
 struct Step {
   llvm::ArrayRef<Argument> arguments;
   const RuntimeShapes& shapes;
@@ -41,6 +42,12 @@ struct Step {
   /// Where the plain outputs go (checked: dense, of their dtype and shape); empty: the
   /// backend allocates them in host memory and returns them.
   llvm::ArrayRef<TensorRef> outputs;
+  /// The CUstream everything this step queues goes to (uploads, tickets, kernels; null: the
+  /// legacy default stream): the one given to run() or launch(), else the executor's
+  /// ExecutorOptions::cuda.stream. Per step, not per executor, so that a step warmed up on one
+  /// stream can be captured on another (torch.cuda.graph captures on its own). Backends
+  /// without a device ignore it.
+  void* stream = nullptr;
 };
 
 /// One compiled specialization, built for its backend: what runs the steps. Thread-safe.
@@ -53,9 +60,10 @@ public:
   /// new scalars: when the backend's cached bindings are still those of `before`, rewrites
   /// just those sites, makes `after` (filled here from `arguments`) theirs, runs and returns
   /// true. Otherwise does nothing and returns false (the caller then runs a plain step).
+  /// `stream`: as Step::stream.
   virtual bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
                           const Fingerprint& before,
-                          const std::shared_ptr<std::vector<int64_t>>& after);
+                          const std::shared_ptr<std::vector<int64_t>>& after, void* stream);
 };
 
 /// Where fusions run. Stateless (one object per backend, for the process's lifetime);
@@ -77,9 +85,12 @@ public:
   /// backend's own (the GPU's, for cuda; sm_90 otherwise).
   virtual DeviceDescription targetDevice(const std::optional<std::string>& arch) const;
   /// Builds `compiled` (null when lowering() is None) of `fusion` into what runs its steps.
+  /// `stream`: the one of the step that needs it (cuda refuses to load while it captures:
+  /// loading allocates).
   virtual std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                              std::shared_ptr<const CompiledFusion> compiled,
-                                             const ExecutorOptions& options) const = 0;
+                                             const ExecutorOptions& options,
+                                             void* stream) const = 0;
 };
 
 } // namespace widefuse

@@ -149,7 +149,7 @@ FusionExecutorCache::lower(const Specialization& specialization) const {
 
 std::shared_ptr<CompiledSpecialization>
 FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
-                                       const RuntimeShapes& shapes) {
+                                       const RuntimeShapes& shapes, void* stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   // auto: the backend where the arguments live, decided by the first of them.
   if (!backend_)
@@ -166,14 +166,15 @@ FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
   // lower: segments, plans, sources, cubins, as far as the backend needs.
   entry->compiled = lower(specialization);
   // build: the backend makes the lowered kernels runnable (loads modules, host objects).
-  entry->loaded = backend_->load(fusion_, entry->compiled, options_);
+  entry->loaded = backend_->load(fusion_, entry->compiled, options_, stream);
   last_ = entry->compiled;
   specializations_.emplace(std::move(key), entry);
   return entry;
 }
 
 RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
-                                   llvm::ArrayRef<TensorRef> outputs) {
+                                   llvm::ArrayRef<TensorRef> outputs, std::optional<void*> stream) {
+  void* runStream = streamFor(stream);
   // The steady state: the same arguments as the last accepted run (same pointers, shapes,
   // strides, dtypes and scalars) passed every check then, so they pass now, with the same
   // shapes and specialization. Fusions with plain outputs allocate them and always bind anew.
@@ -196,7 +197,7 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
     if (!outputs.empty())
       checkCallerOutputs(fusion_, outputs, *shapes);
     // specialize, lower, build: once per specialization.
-    specialization = specializationFor(arguments, *shapes);
+    specialization = specializationFor(arguments, *shapes, runStream);
     if (fusion_.outputs().empty()) {
       fingerprint = fingerprintOf(arguments);
       std::lock_guard<std::mutex> lock(mutex_);
@@ -206,14 +207,16 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
     }
   }
   // bind, launch: the backend's, reusing the last bindings when nothing changed.
-  return specialization->loaded->run(Step{arguments, *shapes, fingerprint, outputs});
+  return specialization->loaded->run(Step{arguments, *shapes, fingerprint, outputs, runStream});
 }
 
-std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argument> arguments) {
+std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argument> arguments,
+                                                          std::optional<void*> stream) {
   checkArguments(fusion_, arguments);
   std::vector<Argument> copied(arguments.begin(), arguments.end());
   auto shapes = std::make_shared<RuntimeShapes>(inferRuntimeShapes(fusion_, arguments));
-  std::shared_ptr<CompiledSpecialization> specialization = specializationFor(arguments, *shapes);
+  std::shared_ptr<CompiledSpecialization> specialization =
+      specializationFor(arguments, *shapes, streamFor(stream));
   Fingerprint fingerprint = fingerprintOf(arguments);
   // One fingerprint object for equal arguments: what the cache keys on it (reusable bindings,
   // tensors known to be in device memory) then holds for run() and the PreparedRun alike,

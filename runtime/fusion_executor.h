@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace widefuse {
@@ -45,13 +46,17 @@ public:
   /// caller's buffers untouched. copy_ destinations are updated in place. `outputs`, when
   /// given, are where the plain outputs go (one dense tensor per output, of its dtype and run
   /// time shape; on the CUDA backend device memory avoids any copy); otherwise widefuse
-  /// allocates them in host memory and returns them.
-  RunResult run(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<TensorRef> outputs = {});
+  /// allocates them in host memory and returns them. `stream`: the CUstream this run queues
+  /// its work on (Step::stream); nullopt: ExecutorOptions::cuda.stream.
+  RunResult run(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<TensorRef> outputs = {},
+                std::optional<void*> stream = std::nullopt);
 
   /// Checks, compiles and binds `arguments` once for repeated launches (see PreparedRun).
   /// The caller keeps every tensor at its address, shape and strides while the handle is
-  /// used; the checks of run() are not repeated.
-  std::unique_ptr<PreparedRun> prepare(llvm::ArrayRef<Argument> arguments);
+  /// used; the checks of run() are not repeated. `stream`: where the first launch will go
+  /// (loading a specialization is refused while it captures); each launch names its own.
+  std::unique_ptr<PreparedRun> prepare(llvm::ArrayRef<Argument> arguments,
+                                       std::optional<void*> stream = std::nullopt);
 
   /// The backend runs use; for `auto`, null until the first run or prepare decides it.
   const Backend* backend() const;
@@ -67,8 +72,12 @@ private:
   friend class PreparedRun;
   /// The specialization of checked arguments and their shapes: found, or made (specialize,
   /// lower, build) on first use. Decides `auto` on the first call.
-  std::shared_ptr<CompiledSpecialization> specializationFor(llvm::ArrayRef<Argument> arguments,
-                                                            const RuntimeShapes& shapes);
+  std::shared_ptr<CompiledSpecialization>
+  specializationFor(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes, void* stream);
+  /// The stream a step goes to: `stream`, else the options' (ExecutorOptions::cuda.stream).
+  void* streamFor(std::optional<void*> stream) const {
+    return stream.value_or(options_.cuda.stream);
+  }
   /// Selects `backend` and the device its kernels target (called with mutex_ held, once).
   void select(const Backend& backend);
   /// What the arguments decide about the kernels: dense inputs, 64-bit index flags.

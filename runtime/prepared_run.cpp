@@ -43,12 +43,13 @@ void PreparedRun::collectWrittenSpans() {
             [](const WrittenSpan& a, const WrittenSpan& b) { return a.start < b.start; });
 }
 
-RunResult PreparedRun::launch() {
+RunResult PreparedRun::launch(std::optional<void*> stream) {
   LoadedFusion& loaded = *specialization_->loaded;
+  void* launchStream = executor_->streamFor(stream);
   if (anyChanged_) {
     if (!own_)
       own_ = std::make_shared<std::vector<int64_t>>();
-    bool patched = loaded.runChanged(arguments_, changed_, fingerprint_, own_);
+    bool patched = loaded.runChanged(arguments_, changed_, fingerprint_, own_, launchStream);
     if (!patched) { // own_ may still be what another thread's run compares with: a new one
       own_ = std::make_shared<std::vector<int64_t>>();
       fingerprintInto(arguments_, *own_);
@@ -59,7 +60,7 @@ RunResult PreparedRun::launch() {
     if (patched)
       return RunResult{};
   }
-  return loaded.run(Step{arguments_, *shapes_, fingerprint_, {}});
+  return loaded.run(Step{arguments_, *shapes_, fingerprint_, {}, launchStream});
 }
 
 void PreparedRun::rebindTensor(size_t index, void* data) {

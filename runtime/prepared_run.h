@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace widefuse {
@@ -23,10 +24,11 @@ struct RuntimeShapes;
 /// not outlive the FusionExecutorCache that made it.
 class PreparedRun {
 public:
-  /// One step with the prepared arguments (scalars included). After rebindTensor/setScalar,
-  /// a backend that supports it (host) rewrites only the changed pointers and scalars in its
-  /// launch tables.
-  RunResult launch();
+  /// One step with the prepared arguments (scalars included), queued on `stream` (a CUstream;
+  /// nullopt: the executor's ExecutorOptions::cuda.stream). After rebindTensor/setScalar, a
+  /// backend that supports it rewrites only the changed pointers and scalars in its launch
+  /// tables. Steps on different streams are ordered by the CUDA backend (runtime.md §4.1).
+  RunResult launch(std::optional<void*> stream = std::nullopt);
 
   /// Points tensor argument `index` at `data` for the following launches: memory laid out as
   /// the prepared tensor is (same dtype, shape and strides), as a fresh grad tensor of a

@@ -24,14 +24,15 @@ const CudaDevice& deviceOutsideCapture(const Fusion& fusion, void* stream) {
 /// A specialization's modules loaded on the device, with their tables and tickets.
 class CudaFusion final : public LoadedFusion {
 public:
+  /// `stream`: that of the step that loads it (refused while it captures).
   CudaFusion(const Fusion& fusion, std::shared_ptr<const CompiledFusion> compiled,
-             const CudaOptions& options)
-      : fusion_(fusion), options_(options),
-        kernels_(deviceOutsideCapture(fusion, options.stream), *compiled),
-        cache_(fusion, compiled) {}
+             const CudaOptions& options, void* stream)
+      : fusion_(fusion), synchronizeEach_(options.synchronizeEachLaunch),
+        kernels_(deviceOutsideCapture(fusion, stream), *compiled), cache_(fusion, compiled) {}
 
   RunResult run(const Step& step) override {
-    DeviceStaging staging(CudaDevice::get(), fusion_, options_.stream);
+    // Everything below goes to the step's stream: staging, uploads, tickets, kernels.
+    DeviceStaging staging(CudaDevice::get(), fusion_, step.stream);
     // Tensors known to be in device memory (the same arguments as a run that found them
     // there) are not asked about again.
     bool knownResident = false;
@@ -54,10 +55,9 @@ public:
     }
     // Staged inputs have this run's addresses: their bindings are never reused.
     const Fingerprint unknown;
-    Step onDevice{inputs, step.shapes, resident ? step.checked : unknown, outputs};
+    Step onDevice{inputs, step.shapes, resident ? step.checked : unknown, outputs, step.stream};
     auto launch = [&](std::vector<LaunchBinding>& bindings, bool rebound) {
-      kernels_.launch(cache_.compiled(), bindings, rebound, options_.stream,
-                      options_.synchronizeEachLaunch);
+      kernels_.launch(cache_.compiled(), bindings, rebound, step.stream, synchronizeEach_);
     };
     try {
       // Runs share the device tables and tickets, so they take turns.
@@ -72,8 +72,8 @@ public:
   }
 
   bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
-                  const Fingerprint& before,
-                  const std::shared_ptr<std::vector<int64_t>>& after) override {
+                  const Fingerprint& before, const std::shared_ptr<std::vector<int64_t>>& after,
+                  void* stream) override {
     {
       std::lock_guard<std::mutex> lock(residentMutex_);
       if (!before || resident_ != before)
@@ -83,8 +83,7 @@ public:
       return false;
     auto launch = [&](std::vector<LaunchBinding>& bindings, bool) {
       // The bindings were patched: device tables must be uploaded again.
-      kernels_.launch(cache_.compiled(), bindings, /*rebound=*/true, options_.stream,
-                      options_.synchronizeEachLaunch);
+      kernels_.launch(cache_.compiled(), bindings, /*rebound=*/true, stream, synchronizeEach_);
     };
     bool ran = false;
     try {
@@ -117,7 +116,8 @@ private:
   }
 
   const Fusion& fusion_;
-  CudaOptions options_;
+  /// CudaOptions::synchronizeEachLaunch; the stream is each step's (Step::stream).
+  bool synchronizeEach_;
   CudaKernels kernels_;
   BindingCache cache_;
   /// The fingerprint whose tensors were all found in device memory, so that the steady state
@@ -149,8 +149,8 @@ public:
   }
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
-                                     const ExecutorOptions& options) const override {
-    return std::make_unique<CudaFusion>(fusion, std::move(compiled), options.cuda);
+                                     const ExecutorOptions& options, void* stream) const override {
+    return std::make_unique<CudaFusion>(fusion, std::move(compiled), options.cuda, stream);
   }
 };
 

@@ -51,6 +51,19 @@ void CudaKernels::prepareTableUpload(size_t i, const KernelPlan& plan, size_t by
   tableCaptured_[i] = false;
 }
 
+void CudaKernels::followLastStream(void* stream, llvm::function_ref<bool()> capturing) {
+  if (lastStream_ == stream)
+    return; // the steady state: one stream, in stream order, asks nothing
+  // A captured launch runs at replay, which its caller orders; and it may not wait.
+  if (capturing())
+    return;
+  // Without events, the one wait that needs no handle of the last stream (which may be gone
+  // by now: CuPy destroys its streams): the context's.
+  if (lastStream_)
+    device_.synchronizeContext();
+  lastStream_ = stream;
+}
+
 void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings,
                          bool rebound, void* stream, bool synchronizeEach) {
   // Asked once per call at most, and only where a capture changes what may be done: the steady
@@ -66,6 +79,7 @@ void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBindi
     fail("fusion kernels were launched under CUDA graph capture with WIDEFUSE_CUDA_SYNC=1 (or "
          "CudaOptions::synchronizeEachLaunch): waiting for each kernel is not possible while "
          "its stream captures; unset it for the capture");
+  followLastStream(stream, underCapture);
   if (rebound)
     for (size_t i = 0; i < bindings.size(); ++i)
       if (!bindings[i].table.empty())

@@ -11,12 +11,20 @@
 /// table, or to wait for its kernels (synchronizeEach), throws an Error naming what instead of
 /// baking a graph that reads host memory later steps rewrite. A device table a graph has
 /// captured belongs to that graph: a later upload goes to a fresh one.
+///
+/// Streams are per launch. The tables and tickets are one set per specialization, so a launch
+/// on another stream than the last one first waits for the context (outside capture), lest
+/// its upload or kernels meet the last stream's still running; a launch under capture cannot
+/// wait, and the capture is ordered by its caller (torch.cuda.graph synchronizes first).
 
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_compiler.h"
 #include "runtime/launch_binding.h"
 
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
+
+#include <optional>
 
 #include <vector>
 
@@ -41,6 +49,9 @@ private:
   /// Makes tables_[i] ready for a new upload of `bytes` bytes: refused under capture; a table a
   /// graph captured is left to the graph and replaced.
   void prepareTableUpload(size_t i, const KernelPlan& plan, size_t bytes, bool capturing);
+  /// Orders a launch on `stream` after the work of the last launch on another stream (a
+  /// context wait; none under capture). `capturing` asks the driver, lazily.
+  void followLastStream(void* stream, llvm::function_ref<bool()> capturing);
 
   const CudaDevice& device_;
   std::vector<CudaModule> modules_;
@@ -53,6 +64,9 @@ private:
   std::vector<bool> tableCaptured_;
   /// Tables captured graphs still read; kept as long as the kernels are.
   std::vector<DeviceBuffer> retiredTables_;
+  /// The stream of the last launch outside capture (nullopt before the first); callers hold
+  /// the binding cache's lock, so launches of one specialization take turns.
+  std::optional<void*> lastStream_;
 };
 
 } // namespace widefuse

@@ -10,7 +10,8 @@ bool synchronizeEachLaunchFromEnvironment();
 
 /// How the CUDA backend runs (ExecutorOptions::cuda).
 struct CudaOptions {
-  /// The stream (a CUstream) launches go to; null is the default stream.
+  /// The stream (a CUstream) launches go to when a run or launch names none (Step::stream);
+  /// null is the legacy default stream.
   void* stream = nullptr;
   /// Wait for each kernel and name the one whose asynchronous fault surfaced (debugging;
   /// slow). Default: the environment variable WIDEFUSE_CUDA_SYNC (set, not "0").

@@ -27,8 +27,8 @@ public:
   }
 
   bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
-                  const Fingerprint& before,
-                  const std::shared_ptr<std::vector<int64_t>>& after) override {
+                  const Fingerprint& before, const std::shared_ptr<std::vector<int64_t>>& after,
+                  void*) override {
     auto launch = [this](std::vector<LaunchBinding>& bindings, bool) { runGrids(bindings); };
     return cache_.runChanged(arguments, changed, before, after, launch);
   }
@@ -67,7 +67,7 @@ public:
   Lowering lowering() const override { return Lowering::Sources; }
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
-                                     const ExecutorOptions& options) const override {
+                                     const ExecutorOptions& options, void*) const override {
     return std::make_unique<HostFusion>(fusion, std::move(compiled), options.host);
   }
 };

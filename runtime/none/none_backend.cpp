@@ -30,7 +30,7 @@ public:
   Lowering lowering() const override { return Lowering::Binaries; }
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
-                                     const ExecutorOptions&) const override {
+                                     const ExecutorOptions&, void*) const override {
     return std::make_unique<BoundFusion>(fusion, std::move(compiled));
   }
 };

@@ -212,6 +212,113 @@ TEST(CudaCapture, APreparedStepIsCapturedWithItsLaunchesAloneAndReplays) {
   }
 }
 
+TEST(CudaCapture, AStepWarmedUpOnOneStreamIsCapturedOnAnother) {
+  // torch.cuda.graph(g) without stream= captures on a stream of its own, not the warm-up's:
+  // the stream is each launch's, so the captured step is the warm-up's kernels on the capture
+  // stream, and nothing else.
+  WF_REQUIRE_DOUBLE();
+  const CudaDevice& device = CudaDevice::get();
+  for (SegmentationMode mode : {SegmentationMode::Batched, SegmentationMode::PerComponent}) {
+    SCOPED_TRACE(modeName(mode).str());
+    AdamOnDevice adam(device, 9);
+    const Fusion& fusion = adam.fusion();
+    CudaStream warmUp(device, /*nonBlocking=*/true), capture(device, /*nonBlocking=*/true);
+    // The executor's own stream is neither: every launch names its stream.
+    FusionExecutorCache executor(fusion, onStream(mode, nullptr));
+    std::unique_ptr<PreparedRun> prepared = executor.prepare(adam.arguments, warmUp.handle());
+    for (int step = 0; step < 2; ++step) {
+      prepared->launch(warmUp.handle());
+      evaluate(fusion, adam.reference);
+    }
+    size_t lr = inputNamed(fusion, "lr0"), g3 = inputNamed(fusion, "g3");
+    prepared->setScalar(lr, 2e-3);
+    adam.reference[lr] = ScalarArgument(2e-3);
+    // What torch.cuda.graph does before its capture: the device is idle.
+    device.synchronizeContext();
+    driverDouble->reset();
+    auto [graph, result, failure] =
+        captured(*driverDouble, capture.handle(), [&] { prepared->launch(capture.handle()); });
+    EXPECT_EQ(failure, "");
+    ASSERT_EQ(result, 0) << driverDouble->violations();
+    ASSERT_NE(graph, nullptr);
+    wf_double_counters counters = driverDouble->counters();
+    size_t launches = executor.lastCompiled()->numLaunches();
+    EXPECT_EQ(counters.capturedOperations, launches);
+    EXPECT_EQ(counters.launches, launches);
+    for (auto [count, what] :
+         {std::pair(counters.allocations, "allocations"), std::pair(counters.frees, "frees"),
+          std::pair(counters.uploads, "uploads"), std::pair(counters.downloads, "downloads"),
+          std::pair(counters.memsets, "memsets"),
+          std::pair(counters.synchronizations, "synchronizations"),
+          std::pair(counters.legacyStreamWrites, "legacy stream writes"),
+          std::pair(counters.captureRefusals, "refused calls"),
+          std::pair(counters.pointerQueries, "pointer queries")})
+      EXPECT_EQ(count, 0u) << what << " during the capture";
+    EXPECT_EQ(driverDouble->violations(), "");
+    device.synchronizeContext();
+    EXPECT_EQ(adam.differing(), 0) << "the capture ran something";
+
+    // Replayed on a third stream, as a graph may be, with new grads copied in between.
+    CudaStream replay(device, /*nonBlocking=*/true);
+    for (uint32_t round = 0; round < 3; ++round) {
+      evaluate(fusion, adam.reference);
+      {
+        CudaDevice::ContextScope scope(device);
+        ASSERT_EQ(driverDouble->launchGraph(graph, replay.handle()), 0);
+      }
+      replay.synchronize();
+      EXPECT_EQ(adam.differing(), 0) << "replay " << round;
+      adam.newGrad(g3, adam.buffers[g3], 30 + round);
+      device.synchronize(nullptr);
+    }
+    // Eager steps go on: back on the warm-up stream, and on the executor's default one.
+    prepared->launch(warmUp.handle());
+    evaluate(fusion, adam.reference);
+    prepared->launch();
+    evaluate(fusion, adam.reference);
+    device.synchronizeContext();
+    EXPECT_EQ(adam.differing(), 0);
+    EXPECT_EQ(driverDouble->violations(), "");
+    driverDouble->destroyGraph(graph);
+  }
+}
+
+TEST(CudaCapture, AStepOnAnotherStreamWaitsForTheLastStreamsWork) {
+  // The tables and tickets are the executor's, not the stream's: a launch on a new stream
+  // must not upload a table or count tickets while the last stream's kernels may still run.
+  // The double runs queued work only when forced, so an unordered reader would find the
+  // writes pending and be reported.
+  WF_REQUIRE_DOUBLE();
+  const CudaDevice& device = CudaDevice::get();
+  AdamOnDevice adam(device, 600); // a member table in device memory
+  const Fusion& fusion = adam.fusion();
+  CudaStream first(device, /*nonBlocking=*/true), second(device, /*nonBlocking=*/true);
+  FusionExecutorCache executor(fusion, onStream(SegmentationMode::Batched, first.handle()));
+  size_t g1 = inputNamed(fusion, "g1");
+  std::unique_ptr<PreparedRun> prepared = executor.prepare(adam.arguments);
+  driverDouble->reset();
+  prepared->launch(); // the options' stream: `first`
+  evaluate(fusion, adam.reference);
+  EXPECT_EQ(driverDouble->counters().synchronizations, 0u);
+  // A new grad in fresh memory (written on the legacy stream, which `first` does not wait
+  // for); the rebind uploads the table again, now on `second`.
+  DeviceBuffer movedGrad(device, adam.buffers[g1].size());
+  adam.newGrad(g1, movedGrad, 7);
+  device.synchronize(nullptr); // the legacy stream alone: `first` still has its step queued
+  prepared->rebindTensor(g1, movedGrad.pointer());
+  std::swap(adam.buffers[g1], movedGrad);
+  uint64_t before = driverDouble->counters().synchronizations;
+  prepared->launch(second.handle());
+  evaluate(fusion, adam.reference);
+  EXPECT_EQ(driverDouble->counters().synchronizations, before + 1) << "one wait, at the switch";
+  prepared->launch(second.handle());
+  evaluate(fusion, adam.reference);
+  EXPECT_EQ(driverDouble->counters().synchronizations, before + 1) << "none on one stream";
+  second.synchronize();
+  EXPECT_EQ(adam.differing(), 0);
+  EXPECT_EQ(driverDouble->violations(), "");
+}
+
 TEST(CudaCapture, TheDoubleRefusesWhatACaptureForbids) {
   // The test of the test: each call a real capture refuses is refused, recorded and
   // invalidates the capture, so a runtime that made one would fail the test above.
