@@ -169,6 +169,13 @@ nb::object hostArray(HostTensor tensor) {
       .cast();
 }
 
+/// A stream from Python (a CUstream's address; None: the executor's default stream).
+std::optional<void*> streamOf(std::optional<uintptr_t> stream) {
+  if (!stream)
+    return std::nullopt;
+  return reinterpret_cast<void*>(*stream);
+}
+
 nb::list hostArrays(RunResult result) {
   nb::list outputs;
   for (HostTensor& tensor : result.outputs)
@@ -204,11 +211,12 @@ public:
     }
   }
 
-  nb::list launch() {
+  /// One step on `stream` (None: the executor's default stream).
+  nb::list launch(std::optional<uintptr_t> stream) {
     RunResult result;
     {
       nb::gil_scoped_release release;
-      result = run_->launch();
+      result = run_->launch(streamOf(stream));
     }
     return hostArrays(std::move(result));
   }
@@ -219,7 +227,9 @@ private:
   std::vector<HeldBuffer> held_;
 };
 
-/// Compiles a fusion once per specialization and runs it (FusionExecutorCache).
+/// Compiles a fusion once per specialization and runs it (FusionExecutorCache). One executor
+/// serves every stream: each call names its own (`stream`, the constructor's: for calls that
+/// name none).
 class PyExecutor {
 public:
   PyExecutor(const FusionHandle& handle, const std::string& backend, const std::string& mode,
@@ -240,53 +250,52 @@ public:
 
   std::string backend() const { return cache_->backendName().str(); }
 
-  nb::list run(const nb::list& arguments, bool deviceOutputs) {
+  /// One checked run on `stream` (a CUstream; None: the executor's default stream).
+  nb::list run(const nb::list& arguments, bool deviceOutputs, std::optional<uintptr_t> stream) {
     std::vector<HeldBuffer> held; // released after the run, with the GIL held
     std::vector<Argument> converted = argumentsOf(arguments, *fusion_, held);
-    nb::list outputs;
-    if (deviceOutputs && !fusion_->outputs().empty()) {
-      for (nb::object& output : runWithDeviceOutputs(converted))
-        outputs.append(output);
-      return outputs;
-    }
+    if (deviceOutputs && !fusion_->outputs().empty())
+      return deviceArrays(converted, streamOf(stream));
     RunResult result;
     {
       nb::gil_scoped_release release;
-      result = cache_->run(converted);
+      result = cache_->run(converted, {}, streamOf(stream));
     }
     return hostArrays(std::move(result));
   }
 
   /// execute()'s checked path: `arguments` as the Python side checked and described them,
   /// `objects` the inputs they describe. Runs them, and adopts them as the steady state when
-  /// the steady state can read them back (and no other thread is using it).
-  nb::list runChecked(const nb::list& arguments, nb::handle objects, bool deviceOutputs) {
+  /// the steady state can read them back (and no other thread is using it). `stream`: as
+  /// run()'s; the steady state is not tied to it (each call names its own).
+  nb::list runChecked(const nb::list& arguments, nb::handle objects, bool deviceOutputs,
+                      std::optional<uintptr_t> stream) {
     std::unique_lock<std::mutex> lock(steadyMutex_, std::try_to_lock);
     if (!lock.owns_lock() || !SteadyInputs::adoptable(*fusion_, objects, arguments)) {
       if (lock.owns_lock())
         steady_ = SteadyInputs(); // forget the last inputs: they are not these
-      return run(arguments, deviceOutputs);
+      return run(arguments, deviceOutputs, stream);
     }
     std::vector<HeldBuffer> held;
     std::vector<Argument> converted = argumentsOf(arguments, *fusion_, held);
     if (deviceOutputs && !fusion_->outputs().empty()) {
-      nb::list outputs = deviceArrays(converted);
+      nb::list outputs = deviceArrays(converted, streamOf(stream));
       steady_.adopt(*fusion_, objects, std::move(converted), nullptr);
       return outputs;
     }
     std::unique_ptr<PreparedRun> prepared;
     {
       nb::gil_scoped_release release;
-      prepared = cache_->prepare(converted);
+      prepared = cache_->prepare(converted, streamOf(stream));
     }
     steady_.adopt(*fusion_, objects, std::move(converted), std::move(prepared));
-    return launchSteady();
+    return launchSteady(streamOf(stream));
   }
 
   /// execute()'s steady state: the outputs when `objects` are the adopted inputs or differ
   /// only in what a prepared run rebinds (see SteadyInputs::match), else None (the caller
-  /// takes the checked path).
-  nb::object runSteady(nb::handle objects) {
+  /// takes the checked path). Runs on `stream` (None: the executor's default stream).
+  nb::object runSteady(nb::handle objects, std::optional<uintptr_t> stream) {
     std::unique_lock<std::mutex> lock(steadyMutex_, std::try_to_lock);
     if (!lock.owns_lock() || !steady_.adopted())
       return nb::none();
@@ -295,18 +304,19 @@ public:
       return nb::none();
     ++steadyRuns_;
     if (!steady_.run())
-      return deviceArrays(steady_.arguments());
-    return launchSteady();
+      return deviceArrays(steady_.arguments(), streamOf(stream));
+    return launchSteady(streamOf(stream));
   }
 
-  /// Checks, compiles and binds once; the arguments must stay where they are.
-  PyPreparedRun prepare(const nb::list& arguments) {
+  /// Checks, compiles and binds once; the arguments must stay where they are. `stream`: that
+  /// of the first launch (a specialization is not loaded while it captures).
+  PyPreparedRun prepare(const nb::list& arguments, std::optional<uintptr_t> stream) {
     std::vector<HeldBuffer> held;
     std::vector<Argument> converted = argumentsOf(arguments, *fusion_, held);
     std::unique_ptr<PreparedRun> run;
     {
       nb::gil_scoped_release release;
-      run = cache_->prepare(converted);
+      run = cache_->prepare(converted, streamOf(stream));
     }
     return PyPreparedRun(std::move(run), std::move(held), fusion_);
   }
@@ -331,25 +341,27 @@ public:
   size_t steadyRuns() const { return steadyRuns_; }
 
 private:
-  /// One launch of the steady state's prepared run (steadyMutex_ held).
-  nb::list launchSteady() {
+  /// One launch of the steady state's prepared run on `stream` (steadyMutex_ held).
+  nb::list launchSteady(std::optional<void*> stream) {
     RunResult result;
     {
       nb::gil_scoped_release release;
-      result = steady_.run()->launch();
+      result = steady_.run()->launch(stream);
     }
     return hostArrays(std::move(result));
   }
 
-  nb::list deviceArrays(llvm::ArrayRef<Argument> arguments) {
+  nb::list deviceArrays(llvm::ArrayRef<Argument> arguments, std::optional<void*> stream) {
     nb::list outputs;
-    for (nb::object& output : runWithDeviceOutputs(arguments))
+    for (nb::object& output : runWithDeviceOutputs(arguments, stream))
       outputs.append(output);
     return outputs;
   }
 
-  /// Plain outputs allocated in device memory and handed over as DLPack-capable arrays.
-  std::vector<nb::object> runWithDeviceOutputs(llvm::ArrayRef<Argument> arguments) {
+  /// Plain outputs allocated in device memory and handed over as DLPack-capable arrays; the
+  /// kernels run on `stream`.
+  std::vector<nb::object> runWithDeviceOutputs(llvm::ArrayRef<Argument> arguments,
+                                               std::optional<void*> stream) {
     checkArguments(*fusion_, arguments);
     RuntimeShapes shapes = inferRuntimeShapes(*fusion_, arguments);
     CudaDevice& device = CudaDevice::get();
@@ -367,7 +379,7 @@ private:
     }
     {
       nb::gil_scoped_release release;
-      cache_->run(arguments, outputs);
+      cache_->run(arguments, outputs, stream);
     }
     std::vector<nb::object> arrays;
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -421,7 +433,9 @@ nb::tuple dlpackView(nb::handle object) {
 
 void bindExecutor(nb::module_& module) {
   nb::class_<PyPreparedRun>(module, "_PreparedRun", "A run prepared once, launched many times.")
-      .def("launch", &PyPreparedRun::launch, "One step; returns the plain outputs.")
+      .def("launch", &PyPreparedRun::launch, nb::arg("stream").none() = nb::none(),
+           "One step on `stream` (a CUstream address; None: the executor's); returns the plain "
+           "outputs.")
       .def("rebind", &PyPreparedRun::rebind, nb::arg("indices"), nb::arg("addresses"),
            "Points tensor arguments at new memory laid out as before.")
       .def("set_scalars", &PyPreparedRun::setScalars, nb::arg("indices"), nb::arg("values"),
@@ -432,15 +446,18 @@ void bindExecutor(nb::module_& module) {
                     uintptr_t>(),
            nb::arg("fusion"), nb::arg("backend"), nb::arg("mode"), nb::arg("block_order"),
            nb::arg("host_execution"), nb::arg("threads"), nb::arg("fmad"), nb::arg("arch").none(),
-           nb::arg("stream"))
+           nb::arg("stream") = 0)
       .def_prop_ro("backend", &PyExecutor::backend)
-      .def("run", &PyExecutor::run, nb::arg("arguments"), nb::arg("device_outputs"))
+      .def("run", &PyExecutor::run, nb::arg("arguments"), nb::arg("device_outputs"),
+           nb::arg("stream").none() = nb::none())
       .def("run_checked", &PyExecutor::runChecked, nb::arg("arguments"), nb::arg("objects"),
-           nb::arg("device_outputs"),
-           "Runs checked arguments and adopts their objects as the steady state.")
+           nb::arg("device_outputs"), nb::arg("stream").none() = nb::none(),
+           "Runs checked arguments on `stream` and adopts their objects as the steady state.")
       .def("run_steady", &PyExecutor::runSteady, nb::arg("objects"),
-           "The outputs when the objects match the steady state, else None.")
-      .def("prepare", &PyExecutor::prepare, nb::arg("arguments"), nb::keep_alive<0, 1>(),
+           nb::arg("stream").none() = nb::none(),
+           "The outputs (run on `stream`) when the objects match the steady state, else None.")
+      .def("prepare", &PyExecutor::prepare, nb::arg("arguments"),
+           nb::arg("stream").none() = nb::none(), nb::keep_alive<0, 1>(),
            "Checks, compiles and binds once for arguments that stay in place.")
       .def("last_kernels", &PyExecutor::lastKernels,
            "The kernels of the last run: name, launches per run, CUDA source.")

@@ -153,10 +153,10 @@ class Runner:
         executor, arguments, on_device, torch_device, stream = self._executor_for(
             "execute()", inputs, backend=backend, mode=mode, block_order=block_order,
             host_execution=host_execution, threads=threads, fmad=fmad, arch=arch, device=device)
-        raw = executor.run_checked(arguments, _flat_inputs(self.defined, inputs), on_device)
+        raw = executor.run_checked(arguments, _flat_inputs(self.defined, inputs), on_device,
+                                   stream)
         ran = backend != "none"
-        self._steady[options] = _SteadyState(executor, on_device, torch_device,
-                                              stream if on_device else None, ran)
+        self._steady[options] = _SteadyState(executor, on_device, torch_device, stream, ran)
         return self.outputs_for(raw, on_device, torch_device, inputs, ran=ran)
 
     def run_steady(self, inputs: Sequence[Any], options: tuple) -> Optional[list]:
@@ -187,13 +187,15 @@ class Runner:
         no checks at all, so its cost does not grow with the number of inputs. The arrays
         must keep their shape, strides and memory while the result is used (the result holds
         them; NumPy then refuses to resize them). Takes execute()'s options."""
-        executor, arguments, on_device, torch_device, _ = self._executor_for(
+        executor, arguments, on_device, torch_device, stream = self._executor_for(
             "prepare()", inputs, **options)
         if on_device and self.defined.fusion.outputs():
             raise Error("prepare() on CUDA arrays needs a fusion without plain outputs (the "
                         "outputs would land in host memory); use execute()")
-        return PreparedExecution(self, executor.prepare(arguments), list(inputs), torch_device,
-                                 ran=options.get("backend", "auto") != "none")
+        return PreparedExecution(self, executor.prepare(arguments, stream), list(inputs),
+                                 torch_device, ran=options.get("backend", "auto") != "none",
+                                 stream=stream, torch_stream=on_device and
+                                 torch_device is not None)
 
     def outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str],
                     inputs: Sequence[Any], ran: bool = True) -> list:
@@ -231,10 +233,11 @@ class Runner:
                       mode: str = "auto", block_order: str = "forward",
                       host_execution: str = "fast", threads: Optional[int] = None,
                       fmad: bool = True, arch: Optional[str] = None,
-                      device: Any = None) -> tuple[Any, list, bool, Optional[str], int]:
+                      device: Any = None) -> tuple[Any, list, bool, Optional[str], Optional[int]]:
         """The executor for these options, the checked arguments, whether they are on the
         device, the torch device of torch inputs (None without torch tensors) and the stream
-        the executor launches on."""
+        this call launches on (the producer's; None off the device: the legacy stream). The
+        stream is per call, not per executor: one executor serves every stream."""
         if device not in (None, 0, "cuda", "cuda:0"):
             raise Error(f"{what[:-2]}(device={device!r}): widefuse runs on CUDA device 0 only")
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
@@ -260,14 +263,15 @@ class Runner:
             backend = "cuda" if on_device else "host"
         elif on_device and backend != "cuda":
             raise Error(f"backend '{backend}' cannot read CUDA arrays; use backend='cuda'")
-        key = (backend, mode, block_order, host_execution, threads, fmad, arch, stream or 0)
+        key = (backend, mode, block_order, host_execution, threads, fmad, arch)
         executor = self._executors.get(key)
         if executor is None:
             executor = _widefuse._Executor(self.defined.fusion, backend, mode, block_order,
-                                           host_execution, threads, fmad, arch, stream or 0)
+                                           host_execution, threads, fmad, arch)
             self._executors[key] = executor
         self.last_executor = executor
-        return executor, arguments, on_device and backend == "cuda", torch_device, stream or 0
+        on_device = on_device and backend == "cuda"
+        return executor, arguments, on_device, torch_device, (stream or 0) if on_device else None
 
 
 def _host_outputs(outputs: list, data_types: Sequence[DataType]) -> list:
@@ -342,13 +346,17 @@ class _SteadyState:
     executor: Any
     on_device: bool
     torch_device: Optional[str]
-    stream: Optional[int]  # torch's stream on CUDA device 0 when the run was adopted
+    stream: Optional[int]  # the adopted call's stream (None off the device)
     ran: bool
 
     def run(self, runner: Runner, inputs: Sequence[Any]) -> Optional[list]:
-        """The outputs, or None when these inputs need the checked path."""
-        if self.stream is not None and torch_tensors.cuda_stream() != self.stream:
-            return None
+        """The outputs, or None when these inputs need the checked path. Torch CUDA tensors
+        run on torch's current stream of this call (what a CUDA graph capture needs), other
+        arrays on the adopted call's stream (the steady state adopts torch tensors and NumPy
+        arrays only: a CuPy array, whose interface names its stream, takes the checked path)."""
+        stream = self.stream
+        if stream is not None and self.torch_device is not None:
+            stream = torch_tensors.cuda_stream()
         defined = runner.defined
         if defined.vector_names:
             if not isinstance(inputs, (list, tuple)) or len(inputs) != len(defined.input_arity):
@@ -356,7 +364,7 @@ class _SteadyState:
             flat = _flat_inputs(defined, inputs)
         else:
             flat = inputs
-        raw = self.executor.run_steady(flat)
+        raw = self.executor.run_steady(flat, stream)
         if raw is None:
             return None
         runner.last_executor = self.executor
@@ -367,14 +375,22 @@ class PreparedExecution:
     """A step prepared by FusionDefinition.prepare(): call it to run one step."""
 
     def __init__(self, runner: Runner, prepared: Any, inputs: list,
-                 torch_device: Optional[str] = None, ran: bool = True) -> None:
+                 torch_device: Optional[str] = None, ran: bool = True,
+                 stream: Optional[int] = None, torch_stream: bool = False) -> None:
         self._runner = runner
         self._prepared = prepared
         self._inputs = inputs  # keeps the arrays (and so their memory) alive
         self._torch_device = torch_device
         self._ran = ran
+        self._stream = stream  # prepare()'s stream (None off the device)
+        self._torch_stream = torch_stream  # torch CUDA tensors: torch's current stream
 
-    def __call__(self) -> list[Any]:
-        """Runs one step on the prepared inputs; returns the plain outputs."""
-        return self._runner.outputs_for(self._prepared.launch(), False, self._torch_device,
-                                        self._inputs, self._ran)
+    def __call__(self, stream: Optional[int] = None) -> list[Any]:
+        """Runs one step on the prepared inputs; returns the plain outputs. On the GPU it
+        runs on `stream` (a CUstream address) when given, else on torch's current stream for
+        torch CUDA tensors (that of each call, so that a step can be captured by
+        torch.cuda.graph on its own stream), else on the stream prepare() found."""
+        if stream is None:
+            stream = torch_tensors.cuda_stream() if self._torch_stream else self._stream
+        return self._runner.outputs_for(self._prepared.launch(stream), False,
+                                        self._torch_device, self._inputs, self._ran)

@@ -77,7 +77,9 @@ def current_stream(tensor: Any) -> Optional[int]:
 
 
 def cuda_stream() -> int:
-    """torch's current stream on CUDA device 0 (the stream a steady execute() checks)."""
+    """torch's current stream on CUDA device 0: where a steady execute() or a prepared step
+    of torch CUDA tensors launches, read at each call (torch.cuda.graph captures on its own
+    stream)."""
     return loaded_torch().cuda.current_stream(0).cuda_stream
 
 

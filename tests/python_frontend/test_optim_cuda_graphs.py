@@ -1,6 +1,14 @@
 """widefuse.optim steps captured into a CUDA graph (torch.cuda.graph) and replayed: the replays
-must step as torch's capturable Adam does eagerly. Needs a GPU (marked `gpu`); the capture
-protocol itself is proven without one by runtime_cuda_capture_test on the driver double."""
+must step as torch's capturable Adam does eagerly, whether the capture runs on the warm-up's
+side stream (stream=) or on torch.cuda.graph's own stream, since each step launches on torch's
+current stream. Needs a GPU (marked `gpu`); the capture protocol itself is proven without one
+by runtime_cuda_capture_test on the driver double.
+
+torch.cuda.make_graphed_callables does not apply to an optimizer step: it graphs the forward
+and backward of an autograd callable (its sample_args are the callable's tensor inputs, its
+outputs get a backward graph), and torch's own recipe for it ("partial-network capture") runs
+optimizer.step() eagerly beside the graphed callables. A step takes no inputs, returns nothing
+and runs under no_grad; capturing it is torch.cuda.graph's job ("whole-network capture")."""
 
 import pytest
 import torch
@@ -28,10 +36,27 @@ def _setup(mode):
     return ours, theirs, static_grads, grads, ours_optimizer, theirs_optimizer
 
 
+def _step_torch(theirs, theirs_optimizer, grads):
+    for step_grads in grads:
+        for q, new in zip(theirs, step_grads):
+            q.grad = new.clone()
+        theirs_optimizer.step()
+
+
+def _assert_equal(ours, theirs, ours_optimizer, theirs_optimizer):
+    for p, q in zip(ours, theirs):
+        torch.testing.assert_close(p, q)
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            torch.testing.assert_close(ours_optimizer.state[p][key],
+                                       theirs_optimizer.state[q][key].to(
+                                           ours_optimizer.state[p][key].dtype))
+
+
+@pytest.mark.parametrize("capture_stream", ["warm-up", "torch's own"])
 @pytest.mark.parametrize("mode", ["packed", "per-component"])
-def test_captured_adam_replays_equal_torch_stepped_eagerly(mode):
+def test_captured_adam_replays_equal_torch_stepped_eagerly(mode, capture_stream):
     ours, theirs, static_grads, grads, ours_optimizer, theirs_optimizer = _setup(mode)
-    # torch's recipe: warm up on a side stream, then capture there.
+    # torch's recipe: warm up on a side stream, then capture.
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -41,34 +66,49 @@ def test_captured_adam_replays_equal_torch_stepped_eagerly(mode):
             ours_optimizer.step()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side):
+    # Without stream=, torch.cuda.graph captures on a stream of its own, not the warm-up's.
+    with torch.cuda.graph(graph, **({"stream": side} if capture_stream == "warm-up" else {})):
         ours_optimizer.step()  # recorded, not run
     for step in range(WARMUP, WARMUP + REPLAYS):
         for grad, new in zip(static_grads, grads[step]):
             grad.copy_(new)
         graph.replay()
     torch.cuda.synchronize()
-    for step in range(WARMUP + REPLAYS):
-        for q, new in zip(theirs, grads[step]):
-            q.grad = new.clone()
-        theirs_optimizer.step()
-    for p, q in zip(ours, theirs):
-        torch.testing.assert_close(p, q)
-        for key in ("exp_avg", "exp_avg_sq", "step"):
-            torch.testing.assert_close(ours_optimizer.state[p][key],
-                                       theirs_optimizer.state[q][key].to(
-                                           ours_optimizer.state[p][key].dtype))
+    _step_torch(theirs, theirs_optimizer, grads)
+    _assert_equal(ours, theirs, ours_optimizer, theirs_optimizer)
 
 
-def test_capturing_on_another_stream_than_the_warm_up_is_an_error():
-    ours, _, static_grads, grads, ours_optimizer, _ = _setup("packed")
+def test_eager_steps_after_a_capture_go_on_on_any_stream():
+    # One prepared step serves every stream: the default one, a side stream, the graph.
+    ours, theirs, static_grads, grads, ours_optimizer, theirs_optimizer = _setup("packed")
     side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(WARMUP):
+    streams = [torch.cuda.current_stream(), side, torch.cuda.current_stream()]
+    for step, stream in enumerate(streams):
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for grad, new in zip(static_grads, grads[step]):
+                grad.copy_(new)
             ours_optimizer.step()
-    torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
-    with pytest.raises(Error, match="warm up on the stream you capture on"):
-        with torch.cuda.graph(graph):  # torch's own private capture stream
+    with torch.cuda.graph(graph):
+        ours_optimizer.step()
+    for grad, new in zip(static_grads, grads[len(streams)]):
+        grad.copy_(new)
+    graph.replay()
+    for step in range(len(streams) + 1, WARMUP + REPLAYS):  # eager again, after the graph
+        for grad, new in zip(static_grads, grads[step]):
+            grad.copy_(new)
+        ours_optimizer.step()
+    torch.cuda.synchronize()
+    _step_torch(theirs, theirs_optimizer, grads)
+    _assert_equal(ours, theirs, ours_optimizer, theirs_optimizer)
+
+
+def test_capturing_a_step_that_was_never_prepared_is_an_error():
+    # The first steps trace, create the state and load kernels: nothing a capture may hold.
+    _, _, _, _, ours_optimizer, _ = _setup("packed")
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(Error, match="needs a step prepared before the capture"):
+        with torch.cuda.graph(graph):
             ours_optimizer.step()

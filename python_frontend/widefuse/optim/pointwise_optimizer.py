@@ -33,7 +33,7 @@ import torch
 from .._widefuse import Error
 from ..errors import SpecializationRequest
 from .arguments import InvalidArgument
-from .step_fusion import (Entry, PreparedStep, StepFusion, capturing, current_stream, group_key,
+from .step_fusion import (Entry, PreparedStep, StepFusion, capturing, group_key,
                           layout, local, refuse_tensor_hyperparameters, run_once, step_dtype,
                           trace_key, trace_step)
 
@@ -184,10 +184,9 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                 # be captured, and a graph without it would replay nothing.
                 raise Error(f"{type(self).__name__}.step() under CUDA graph capture needs a "
                             "step prepared before the capture, with the same parameters, grad "
-                            "layouts, state and hyperparameter kinds, on the capture stream: "
-                            "run two steps first (the first creates the state), as torch's "
-                            "recipe warms up on a side stream; then torch.cuda.graph(g, "
-                            "stream=that stream)")
+                            "layouts, state and hyperparameter kinds: run two steps first (the "
+                            "first creates the state), as torch's recipe warms up on a side "
+                            "stream; then capture, on any stream")
             self._prepare_and_launch(scaling)
         return loss
 
@@ -201,17 +200,8 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         prepared = self._prepared
         if prepared is None:
             return False
-        if prepared.stream is not None and current_stream(prepared.params[0]) != prepared.stream:
-            # Its kernels launch on the stream it was prepared on: elsewhere they would race
-            # with torch's work, or run outside the graph being captured.
-            if capturing():
-                raise Error(f"{type(self).__name__}.step() is captured on CUDA stream "
-                            f"{current_stream(prepared.params[0]):#x} but was prepared on "
-                            f"stream {prepared.stream:#x}, where its kernels launch: warm up "
-                            "on the stream you capture on (torch.cuda.graph(g, stream=s) with "
-                            "the warm-up's side stream s)")
-            return False
-        if prepared.stream is not None and capturing():
+        # The step launches on torch's current stream (PreparedStep.launch), whichever it is.
+        if prepared.cuda_device is not None and capturing():
             refuse_tensor_hyperparameters(self.param_groups, prepared.groups)
         params, grads, addresses = prepared.params, prepared.grads, prepared.param_addresses
         grad_layouts = prepared.grad_layouts

@@ -24,13 +24,6 @@ def local(tensor: Any) -> torch.Tensor:
     return tensor if shard is None else shard
 
 
-def current_stream(tensor: Any) -> Optional[int]:
-    """torch's current CUDA stream on a tensor's device, the one widefuse launches on (None
-    on the CPU)."""
-    device = local(tensor).device
-    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
-
-
 def capturing() -> bool:
     """True while torch captures a CUDA graph on its current stream (torch.cuda.graph)."""
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
@@ -308,8 +301,10 @@ class PreparedStep:
         self.scaling_inputs = [i for i, s in enumerate(step.sources)
                                if s.kind in ("grad_scale", "found_inf")]
         self.scaling_tensors = [t for t in scaling_tensors if t is not None]
-        # The stream the prepared kernels launch on, whatever stream is current later.
-        self.stream = current_stream(entries[0].param)
+        # Each launch goes to torch's current stream of its step (a warm-up's side stream, then
+        # torch.cuda.graph's capture stream): only the device is fixed.
+        device = local(entries[0].param).device
+        self.cuda_device = device if device.type == "cuda" else None
         self.execution: PreparedExecution = step.definition.prepare(arguments, **options)
         # The grads must not be kept alive. The state is, here as well as by the optimizer:
         # a state tensor replaced behind the optimizer's back (state[p]["exp_avg"] = t) must
@@ -353,7 +348,8 @@ class PreparedStep:
                 self.scalars[position] = value
         if indices:
             self.execution._prepared.set_scalars(indices, values)
-        self.execution._prepared.launch()
+        self.execution._prepared.launch(None if self.cuda_device is None else
+                                        torch.cuda.current_stream(self.cuda_device).cuda_stream)
         if not self.launches:
             self.launches = sum(kernel["launches"]
                                 for kernel in self.fusion.definition.last_kernels())
