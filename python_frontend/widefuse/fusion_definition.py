@@ -342,15 +342,18 @@ class FusionDefinition:
         these, so the usual operands (values of this definition, Python numbers) are passed
         to the builder as they are, in one call; anything else goes through _operand, which
         converts it or raises."""
+        kind = _POINTWISE_KINDS.get(op)
+        if kind is None:  # an op with attributes, or none at all: apply_op says which
+            return self.apply_op(op, operands)
         handles = []
         depends: frozenset = _NO_DEPENDS
         for operand in operands:
-            kind = type(operand)
-            if (kind is Tensor or kind is Scalar) and operand._fd is self:
+            python_type = type(operand)
+            if (python_type is Tensor or python_type is Scalar) and operand._fd is self:
                 handles.append(operand._value)
                 if operand._depends:
                     depends = depends | operand._depends
-            elif kind is float or kind is int or kind is bool:
+            elif python_type is float or python_type is int or python_type is bool:
                 handles.append(operand)
             else:
                 handles.append(self._operand(operand, op))
@@ -359,7 +362,7 @@ class FusionDefinition:
         builder = self._builder
         if builder is None or self._builder_empty:
             builder = self._live()  # raises once the definition is finished
-        result = builder.op(_POINTWISE_KINDS[op], tuple(handles))
+        result = builder.op(kind, tuple(handles))
         return (Tensor if result.is_tensor else Scalar)(self, result, depends)
 
     def assign_in_place(self, tensor: Tensor, value: Any) -> None:
