@@ -1,6 +1,7 @@
 """The seed issue's timing on the CPU: torch.optim.Adam's step() (foreach=False, and
 fused=True) next to the Thunder-jitted seed step (tests/python_frontend/thunder_seed_adam.py)
-with widefuse's executor and with Thunder's default executors (its torch executor on the CPU),
+with widefuse's executor, with widefuse.thunder.jit (the same with the prologue's tensor checks
+done by widefuse) and with Thunder's default executors (its torch executor on the CPU),
 in the same run, for 2, 50 and 1000 parameters of 64x64 float32 (or the counts given).
 
 - seed_step/<runner>/N: median time of one step (after warm-up: traced and compiled);
@@ -54,9 +55,11 @@ def runners(count, threads):
     fused = torch.optim.Adam(parameters(count), fused=True)
     yield "torch_adam_fused", fused.step
     ours = widefuse.thunder.WidefuseExecutor(f"widefuse_{threads}_threads", threads=threads)
-    for name, executors in (("thunder_widefuse", [ours]), ("thunder_default", None)):
+    for name, executors in (("thunder_widefuse", [ours]), ("widefuse_thunder_jit", "jit"),
+                            ("thunder_default", None)):
         params = parameters(count)
-        jitted = thunder.jit(_single_tensor_adam, executors=executors)
+        jitted = (widefuse.thunder.jit(_single_tensor_adam, threads=threads) if executors == "jit"
+                  else thunder.jit(_single_tensor_adam, executors=executors))
         state = jit_state(params)
         yield name, lambda: jit_step(jitted, params, state)
 

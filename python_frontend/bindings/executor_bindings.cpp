@@ -308,6 +308,32 @@ public:
     return launchSteady(streamOf(stream));
   }
 
+  /// The steady state's comparison alone, ahead of the launch (a Thunder prologue's check):
+  /// `objects[order[i]]` is input i. Returns a token for launchMatched when they match (the
+  /// moved tensors rebound, the changed numbers set), else None. Only tensors and numbers
+  /// the steady state reads back in memory are matched (NumPy buffers are not held).
+  nb::object matchSteady(nb::handle objects, const std::vector<size_t>& order) {
+    std::unique_lock<std::mutex> lock(steadyMutex_, std::try_to_lock);
+    if (!lock.owns_lock() || !steady_.adopted() || !steady_.run())
+      return nb::none();
+    std::vector<HeldBuffer> held;
+    if (!steady_.match(objects, held, order) || !held.empty())
+      return nb::none(); // a buffer would have to stay held until the launch
+    return nb::int_(steady_.generation());
+  }
+
+  /// The launch after matchSteady returned `token`: the outputs when nothing was matched or
+  /// adopted since and `objects` (in input order) are the matched ones, else None.
+  nb::object launchMatched(nb::handle objects, uint64_t token, std::optional<uintptr_t> stream) {
+    std::unique_lock<std::mutex> lock(steadyMutex_, std::try_to_lock);
+    if (!lock.owns_lock() || !steady_.run() || !steady_.stillMatched(token, objects))
+      return nb::none();
+    ++matchedLaunches_;
+    return launchSteady(streamOf(stream));
+  }
+  /// Launches by launchMatched so far.
+  size_t matchedLaunches() const { return matchedLaunches_; }
+
   /// Checks, compiles and binds once; the arguments must stay where they are. `stream`: that
   /// of the first launch (a specialization is not loaded while it captures).
   PyPreparedRun prepare(const nb::list& arguments, std::optional<uintptr_t> stream) {
@@ -403,6 +429,7 @@ private:
   std::mutex steadyMutex_;
   SteadyInputs steady_; // declared after cache_: its prepared run goes first
   size_t steadyRuns_ = 0;
+  size_t matchedLaunches_ = 0;
 };
 
 /// The address, dtype, shape, strides, device and writability of any object exporting DLPack
@@ -453,6 +480,13 @@ void bindExecutor(nb::module_& module) {
       .def("run_checked", &PyExecutor::runChecked, nb::arg("arguments"), nb::arg("objects"),
            nb::arg("device_outputs"), nb::arg("stream").none() = nb::none(),
            "Runs checked arguments on `stream` and adopts their objects as the steady state.")
+      .def("match_steady", &PyExecutor::matchSteady, nb::arg("objects"), nb::arg("order"),
+           "The steady state's comparison alone: a token for launch_matched, else None.")
+      .def("launch_matched", &PyExecutor::launchMatched, nb::arg("objects"), nb::arg("token"),
+           nb::arg("stream").none() = nb::none(),
+           "The outputs of a launch right after match_steady, else None.")
+      .def_prop_ro("matched_launches", &PyExecutor::matchedLaunches,
+                   "Launches right after a match_steady (widefuse.thunder.jit) so far.")
       .def("run_steady", &PyExecutor::runSteady, nb::arg("objects"),
            nb::arg("stream").none() = nb::none(),
            "The outputs (run on `stream`) when the objects match the steady state, else None.")

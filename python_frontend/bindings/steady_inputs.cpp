@@ -81,6 +81,7 @@ bool SteadyInputs::adoptable(const Fusion& fusion, nb::handle objects, const nb:
 
 void SteadyInputs::adopt(const Fusion& fusion, nb::handle objects, std::vector<Argument> arguments,
                          std::unique_ptr<PreparedRun> run) {
+  ++generation_;
   fusion_ = &fusion;
   arguments_ = std::move(arguments);
   run_ = std::move(run);
@@ -185,14 +186,22 @@ bool SteadyInputs::compareBuffer(size_t index, PyObject* object, std::vector<Hel
   return true;
 }
 
-bool SteadyInputs::match(nb::handle objects, std::vector<HeldBuffer>& held) {
-  if (!fusion_ || sizeOf(objects.ptr()) != Py_ssize_t(slots_.size()))
+bool SteadyInputs::match(nb::handle objects, std::vector<HeldBuffer>& held,
+                         llvm::ArrayRef<size_t> order) {
+  ++generation_;
+  if (!fusion_)
     return false;
+  Py_ssize_t size = sizeOf(objects.ptr());
+  if (order.empty() ? size != Py_ssize_t(slots_.size()) : order.size() != slots_.size())
+    return false;
+  for (size_t position : order)
+    if (Py_ssize_t(position) >= size)
+      return false;
   // First pass: compare, changing nothing.
   llvm::SmallVector<Change, 8> changes;
   int gradEnabled = -1; // asked once, when the first torch tensor is compared
   for (size_t i = 0; i < slots_.size(); ++i) {
-    PyObject* object = item(objects.ptr(), i);
+    PyObject* object = item(objects.ptr(), order.empty() ? i : order[i]);
     bool same = false;
     switch (slots_[i].kind) {
     case Kind::Number:
@@ -216,6 +225,25 @@ bool SteadyInputs::match(nb::handle objects, std::vector<HeldBuffer>& held) {
     apply(changes);
   } catch (const Error&) {
     return false;
+  }
+  matched_ = generation_;
+  return true;
+}
+
+bool SteadyInputs::stillMatched(uint64_t generation, nb::handle objects) const {
+  if (generation != matched_ || generation != generation_ ||
+      sizeOf(objects.ptr()) != Py_ssize_t(slots_.size()))
+    return false;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    PyObject* object = item(objects.ptr(), i);
+    if (slots_[i].kind == Kind::Number) {
+      std::optional<ScalarArgument> value = numberOf(object);
+      if (Py_TYPE(object) != slots_[i].type || !value ||
+          !sameNumber(*value, std::get<ScalarArgument>(arguments_[i])))
+        return false;
+    } else if (object != referent(slots_[i])) {
+      return false;
+    }
   }
   return true;
 }

@@ -16,6 +16,7 @@
 
 #include <llvm/ADT/ArrayRef.h>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -48,8 +49,19 @@ public:
   /// value for an output extent. Otherwise rebinds the tensors that moved and sets the
   /// numbers that changed (throwing Error, as PreparedRun does, for memory that overlaps a
   /// copy_ destination) and returns true. `held` receives the NumPy buffer views, to be kept
-  /// until the launch is over.
-  bool match(nanobind::handle objects, std::vector<HeldBuffer>& held);
+  /// until the launch is over. With an `order`, input i is `objects[order[i]]` (a Thunder
+  /// prologue lists the tensors in its own order).
+  bool match(nanobind::handle objects, std::vector<HeldBuffer>& held,
+             llvm::ArrayRef<size_t> order = {});
+
+  /// The number of the last match or adoption: a later launch asks whether nothing came in
+  /// between (stillMatched).
+  uint64_t generation() const { return generation_; }
+  /// True when match number `generation` succeeded, nothing was matched or adopted since, and
+  /// `objects` (in input order) are the matched objects and numbers: what a launch right
+  /// after a prologue's match needs to skip comparing again. Tensors are compared by identity
+  /// only (nothing runs between the two calls that could move them).
+  bool stillMatched(uint64_t generation, nanobind::handle objects) const;
 
   /// The prepared run (null for runs with device outputs).
   PreparedRun* run() { return run_.get(); }
@@ -90,6 +102,8 @@ private:
   std::vector<Slot> slots_;
   std::vector<Argument> arguments_;
   std::unique_ptr<PreparedRun> run_;
+  uint64_t generation_ = 0; ///< counts matches and adoptions
+  uint64_t matched_ = 0;    ///< the generation of the last successful match
 };
 
 } // namespace widefuse::python

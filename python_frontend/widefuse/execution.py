@@ -169,6 +169,29 @@ class Runner:
             return None
         return None if steady is None else steady.run(self, inputs)
 
+    def match_steady(self, inputs: Sequence[Any], order: Sequence[int],
+                     options: tuple) -> Optional[int]:
+        """The steady state's comparison alone, ahead of the call that launches it
+        (widefuse.thunder.jit's prologue): input i is `inputs[order[i]]`. A token for
+        launch_matched when they match, else None."""
+        steady = self._steady.get(options)
+        if steady is None or self.defined.vector_names:  # inputs are spread into vectors
+            return None
+        return steady.executor.match_steady(inputs, list(order))
+
+    def launch_matched(self, inputs: Sequence[Any], token: int,
+                       options: tuple) -> Optional[list]:
+        """The outputs of the launch right after match_steady gave `token`, when `inputs` are
+        the matched objects and nothing ran in between; else None."""
+        steady = self._steady.get(options)
+        if steady is None:
+            return None
+        raw = steady.executor.launch_matched(inputs, token, steady.launch_stream())
+        if raw is None:
+            return None
+        self.last_executor = steady.executor
+        return self.outputs_for(raw, steady.on_device, steady.torch_device, inputs, steady.ran)
+
     def validate(self, inputs: Sequence[Any], reference_outputs: Sequence[Any],
                  **options: Any) -> None:
         """Runs the fusion (execute()'s options) and raises AssertionError unless each output
@@ -349,14 +372,18 @@ class _SteadyState:
     stream: Optional[int]  # the adopted call's stream (None off the device)
     ran: bool
 
+    def launch_stream(self) -> Optional[int]:
+        """The stream of this call: torch's current one for torch CUDA tensors."""
+        if self.stream is not None and self.torch_device is not None:
+            return torch_tensors.cuda_stream()
+        return self.stream
+
     def run(self, runner: Runner, inputs: Sequence[Any]) -> Optional[list]:
         """The outputs, or None when these inputs need the checked path. Torch CUDA tensors
         run on torch's current stream of this call (what a CUDA graph capture needs), other
         arrays on the adopted call's stream (the steady state adopts torch tensors and NumPy
         arrays only: a CuPy array, whose interface names its stream, takes the checked path)."""
-        stream = self.stream
-        if stream is not None and self.torch_device is not None:
-            stream = torch_tensors.cuda_stream()
+        stream = self.launch_stream()
         defined = runner.defined
         if defined.vector_names:
             if not isinstance(inputs, (list, tuple)) or len(inputs) != len(defined.input_arity):
