@@ -12,5 +12,7 @@ void bindDefinition(nanobind::module_& module);
 void bindExecutor(nanobind::module_& module);
 /// structure_key (a traced call's structure key, walked in C++).
 void bindStructureKey(nanobind::module_& module);
+/// torch_layout (a torch tensor's address and layout, read in C++).
+void bindTorchTensorReader(nanobind::module_& module);
 
 } // namespace widefuse::python

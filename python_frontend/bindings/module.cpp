@@ -7,4 +7,5 @@ NB_MODULE(_widefuse, module) {
   widefuse::python::bindDefinition(module);
   widefuse::python::bindExecutor(module);
   widefuse::python::bindStructureKey(module);
+  widefuse::python::bindTorchTensorReader(module);
 }

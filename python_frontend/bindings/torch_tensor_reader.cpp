@@ -1,5 +1,10 @@
 #include "python_frontend/bindings/torch_tensor_reader.h"
 
+#include "python_frontend/bindings/bindings.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <nanobind/nanobind.h>
+
 namespace widefuse::python {
 namespace {
 
@@ -166,6 +171,42 @@ bool TorchTensorReader::requiresGrad(PyObject* tensor) const {
 
 bool TorchTensorReader::gradEnabled() const {
   return truthOf(PyObject_Vectorcall(isGradEnabled_, nullptr, 0, nullptr), true);
+}
+
+namespace {
+
+/// A tuple of `values`' integers.
+nanobind::tuple tupleOf(llvm::ArrayRef<int64_t> values) {
+  nanobind::tuple tuple = nanobind::steal<nanobind::tuple>(PyTuple_New(Py_ssize_t(values.size())));
+  for (size_t i = 0; i < values.size(); ++i)
+    PyTuple_SET_ITEM(tuple.ptr(), Py_ssize_t(i), PyLong_FromLongLong(values[i]));
+  return tuple;
+}
+
+/// torch_layout(tensor): (address, torch dtype, sizes, strides, device) of a plain dense torch
+/// tensor that widefuse reads as it is (no lazy bit; the CPU or a CUDA device; not requiring
+/// grad under grad mode), else None: the Python side then checks it and names what is wrong.
+nanobind::object torchLayout(nanobind::handle tensor) {
+  TorchTensorReader* reader = TorchTensorReader::get();
+  if (!reader || !reader->isPlainTensor(tensor.ptr()))
+    return nanobind::none();
+  TorchLayout layout;
+  TorchFacts facts;
+  if (!reader->readLayout(tensor.ptr(), layout) || !reader->readFacts(tensor.ptr(), facts) ||
+      !facts.strided || facts.conjugated || facts.negated || facts.device < -1 ||
+      (reader->requiresGrad(tensor.ptr()) && reader->gradEnabled()))
+    return nanobind::none();
+  return nanobind::make_tuple(reinterpret_cast<uintptr_t>(layout.data),
+                              nanobind::handle(layout.dtype), tupleOf(layout.sizes),
+                              tupleOf(layout.strides), facts.device);
+}
+
+} // namespace
+
+void bindTorchTensorReader(nanobind::module_& module) {
+  module.def("torch_layout", &torchLayout, nanobind::arg("tensor"),
+             "(address, dtype, sizes, strides, device: -1 for the CPU) of a plain dense torch "
+             "tensor widefuse reads as it is, else None.");
 }
 
 } // namespace widefuse::python

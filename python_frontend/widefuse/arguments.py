@@ -17,9 +17,9 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import torch_tensors
-from ._widefuse import Error, dlpack_view
+from ._widefuse import Error, dlpack_view, torch_layout
 from .errors import ArgumentTypeError
-from .data_type import DataType, from_numpy
+from .data_type import DataType, from_numpy, from_torch
 
 # DLPack device types (dlpack.h): CPU, CUDA, pinned host memory, managed memory.
 _DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_HOST, _DLPACK_CUDA_MANAGED = 1, 2, 3, 13
@@ -139,6 +139,19 @@ def _dlpack_view(value: Any, name: str) -> ArrayView:
 
 
 def _torch_view(tensor: Any, name: str) -> ArrayView:
+    # A plain dense tensor is read in C++ (torch_layout); anything else is checked here, where
+    # the messages are.
+    fast = torch_layout(tensor)
+    if fast is not None:
+        address, torch_dtype, shape, strides, device = fast
+        dtype = from_torch(torch_dtype)
+        if dtype is not None:
+            on_device = device >= 0
+            if not on_device or device == 0:
+                return ArrayView(address=address, dtype=dtype, shape=shape, strides=strides,
+                                 read_only=False, on_device=on_device,
+                                 stream=torch_tensors.current_stream(tensor) if on_device else
+                                 None, torch_device="cuda:0" if on_device else "cpu")
     dtype = torch_tensors.check_tensor(tensor, name)
     on_device = tensor.device.type == "cuda"
     return ArrayView(address=tensor.data_ptr(), dtype=dtype, shape=tuple(tensor.shape),

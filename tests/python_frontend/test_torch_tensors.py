@@ -138,10 +138,12 @@ def test_widefuse_imports_and_runs_without_torch():
 
 
 def test_tensors_on_two_devices_are_refused(monkeypatch):
-    # No second device here: the device one tensor reports is patched; the check is the same.
-    from widefuse import torch_tensors
+    # No second device here: the device one tensor reports is patched (on the Python path,
+    # which reads it through device_name); the check is the same.
+    from widefuse import arguments, torch_tensors
     x, y = torch.ones(2, 3), torch.ones(2, 3)
     real = torch_tensors.device_name
+    monkeypatch.setattr(arguments, "torch_layout", lambda tensor: None)
     monkeypatch.setattr(torch_tensors, "device_name",
                         lambda tensor: "cuda:0" if tensor is y else real(tensor))
     with pytest.raises(widefuse.Error, match="input 'T1' is on cuda:0 but input 'T0' is on cpu"):
