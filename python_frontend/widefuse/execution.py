@@ -101,7 +101,12 @@ class DefinedFusion:
     output_types: tuple[DataType, ...] = field(init=False)  # of the fusion's plain outputs
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "inputs", tuple(self.fusion.inputs()))
+        inputs = tuple(self.fusion.inputs())
+        for facts in inputs:  # dense row-major declared: a dense array needs no other check
+            rank = len(facts["shape"])
+            facts["row_major"] = (list(facts["stride_order"]) in ([], list(range(rank - 1, -1, -1)))
+                                  and all(facts["contiguity"]))
+        object.__setattr__(self, "inputs", inputs)
         object.__setattr__(self, "output_types", tuple(
             from_short_name(facts["dtype"]) for facts in self.fusion.outputs()))
 
@@ -323,6 +328,17 @@ def _flat_inputs(defined: DefinedFusion, inputs: Sequence[Any]) -> list:
     return flat
 
 
+def _is_dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """True for dense row-major strides (extent-1 dimensions skipped), which every layout
+    check accepts for a tensor declared row-major and dense."""
+    expected = 1
+    for extent, stride in zip(reversed(shape), reversed(strides)):
+        if extent != 1 and stride != expected:
+            return False
+        expected *= extent
+    return True
+
+
 def _arguments(defined: DefinedFusion,
                inputs: Sequence[Any]) -> tuple[list, bool, Optional[int], Optional[str]]:
     """The extension's arguments for `inputs`, checked against the fusion's inputs; whether
@@ -342,7 +358,8 @@ def _arguments(defined: DefinedFusion,
         view = array_view(value, name)
         if view.dtype is not dtype:
             raise Error(f"input '{name}' is {dtype!r}; the array is {view.dtype!r}")
-        if len(view.shape) == len(facts["shape"]):
+        if len(view.shape) == len(facts["shape"]) and not (
+                facts["row_major"] and _is_dense(view.shape, view.strides)):
             check_layout(view, name, facts["stride_order"], facts["contiguity"])
         if facts["written"] and view.read_only:
             raise Error(f"input '{name}' is updated in place (add_output alias / copy_) "

@@ -49,14 +49,15 @@ def _plain_arrays() -> set:
     return _PLAIN_ARRAYS
 
 
-def _collect(value: Any, arrays: list, seen: dict, key: list) -> None:
+def _collect(value: Any, arrays: list, seen: dict, key: list, views: dict) -> None:
     """Appends every distinct array in `value` to `arrays` (`seen` maps id -> index) and the
-    trace key of `value` to `key` (each array's dtype, shape, strides and device). The walk
+    trace key of `value` to `key` (each array's dtype, shape, strides and device), and the
+    views of arrays other than NumPy's to `views` by index (recording declares from them). The walk
     is the one structure_key does in C++ for the structure key (bindings/structure_key.cpp):
     both take the same arrays in the same order."""
     plain = _plain_arrays()
     if type(value) in plain:
-        _collect_array(value, arrays, seen, key)
+        _collect_array(value, arrays, seen, key, views)
     elif isinstance(value, (list, tuple)):
         key.append((type(value).__name__, len(value)))
         for item in value:
@@ -65,17 +66,17 @@ def _collect(value: Any, arrays: list, seen: dict, key: list) -> None:
                 if index is None:
                     seen[id(item)] = len(arrays)
                     arrays.append(item)
-                    key.append(_describe(item, len(arrays) - 1))
+                    key.append(_describe(item, len(arrays) - 1, views))
                 else:
                     key.append(("same array", index))
             else:
-                _collect(item, arrays, seen, key)
+                _collect(item, arrays, seen, key, views)
     elif isinstance(value, dict):
         key.append(("dict", tuple(value)))
         for item in value.values():
-            _collect(item, arrays, seen, key)
+            _collect(item, arrays, seen, key, views)
     elif _is_array(value) and not isinstance(value, (str, bytes, np.generic)):
-        _collect_array(value, arrays, seen, key)
+        _collect_array(value, arrays, seen, key, views)
     else:
         key.append(_constant_key(value))
 
@@ -88,20 +89,20 @@ def _leaf_key(value: Any) -> Optional[tuple]:
     return _constant_key(value)
 
 
-def _describe(array: Any, index: int) -> tuple:
-    """An array's part of the trace key."""
+def _describe(array: Any, index: int, views: dict) -> tuple:
+    """An array's part of the trace key; its view goes to `views` (NumPy arrays' need none)."""
     if type(array) is np.ndarray:
         return (array.dtype, array.shape, array.strides)
-    view = array_view(array, f"argument {index}")
+    view = views[index] = array_view(array, f"argument {index}")
     return ("array", view.dtype.value, view.shape, view.strides, view.on_device)
 
 
-def _collect_array(value: Any, arrays: list, seen: dict, key: list) -> None:
+def _collect_array(value: Any, arrays: list, seen: dict, key: list, views: dict) -> None:
     index = seen.get(id(value))
     if index is None:
         seen[id(value)] = len(arrays)
         arrays.append(value)
-        key.append(_describe(value, len(arrays) - 1))
+        key.append(_describe(value, len(arrays) - 1, views))
     else:
         key.append(("same array", index))
 
@@ -161,12 +162,13 @@ def _substitute(structure: Any, proxies: list) -> Any:
     return structure
 
 
-def _proxies(fd: FusionDefinition, arrays: list) -> list:
+def _proxies(fd: FusionDefinition, arrays: list, views: dict) -> list:
     """One tensor input of `fd` per array, declared from the array's view. An optimizer's
     arrays share a few layouts, so each layout is declared once (by NumPy layout and
     alignment, on which a NumPy array's view depends alone, and by view), and each run of
     arrays of one declaration is defined in one call. A run is defined before the next new
-    layout is looked at, so errors come in the order of the arrays."""
+    layout is looked at, so errors come in the order of the arrays. `views`: the arrays'
+    views the trace key was built from, by index (NumPy arrays' are made here)."""
     proxies: list = []
     declarations: dict = {}
     by_view: dict = {}
@@ -179,7 +181,7 @@ def _proxies(fd: FusionDefinition, arrays: list) -> list:
             if run[1]:
                 proxies += fd.define_declared_tensors(*run)
                 run = [None, 0]
-            view = array_view(array, f"argument {index}")
+            view = views.get(index) or array_view(array, f"argument {index}")
             described = (view.dtype, view.shape, view.strides)
             declaration = by_view.get(described)
             if declaration is None:
@@ -265,16 +267,17 @@ class TracedFunction:
         arrays: list = []
         key: list = []
         seen: dict = {}
-        _collect((args, kwargs), arrays, seen, key)
+        views: dict = {}
+        _collect((args, kwargs), arrays, seen, key, views)
         trace_key = tuple(key)
         recording = self._recordings.get(trace_key)
         if recording is None:
-            recording = self._record(_structure((args, kwargs), seen), arrays)
+            recording = self._record(_structure((args, kwargs), seen), arrays, views)
             self._recordings[trace_key] = recording
         self.last_definition = recording.definition
         return recording, arrays
 
-    def _record(self, structure: Any, arrays: list) -> _Recording:
+    def _record(self, structure: Any, arrays: list, views: dict) -> _Recording:
         name = getattr(self._function, "__name__", "traced")
         fd = FusionDefinition(name if name.isidentifier() else "traced")
         # Recording makes a few objects per op and frees none of them: the cyclic garbage
@@ -283,7 +286,7 @@ class TracedFunction:
         gc.disable()
         try:
             with fd:
-                proxies = _proxies(fd, arrays)
+                proxies = _proxies(fd, arrays, views)
                 args, kwargs = _substitute(structure, proxies)
                 returned = self._function(*args, **kwargs)
                 outputs: list = []
