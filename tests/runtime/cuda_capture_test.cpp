@@ -24,12 +24,6 @@ using widefuse::testing::errorOf;
 
 namespace {
 
-#define WF_REQUIRE_DOUBLE()                                                                        \
-  DriverDouble* driverDouble = DriverDouble::get();                                                \
-  if (!driverDouble)                                                                               \
-    GTEST_SKIP() << "the CUDA driver is not the driver double";                                    \
-  driverDouble->reset()
-
 /// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
 constexpr int kInvalidated = 901;
 
@@ -134,6 +128,24 @@ template <typename Body> Capture captured(DriverDouble& driverDouble, void* stre
   return {graph, result, failure};
 }
 
+/// Checks that the capture since the double's reset recorded `launches` kernel launches and
+/// nothing else: no allocation, copy, memset, wait, legacy-stream work or refused call, and
+/// `pointerQueries` pointer queries.
+void expectLaunchesAlone(DriverDouble& driverDouble, size_t launches, uint64_t pointerQueries) {
+  wf_double_counters counters = driverDouble.counters();
+  EXPECT_EQ(counters.capturedOperations, launches);
+  EXPECT_EQ(counters.launches, launches);
+  for (auto [count, what] :
+       {std::pair(counters.allocations, "allocations"), std::pair(counters.frees, "frees"),
+        std::pair(counters.uploads, "uploads"), std::pair(counters.downloads, "downloads"),
+        std::pair(counters.memsets, "memsets"),
+        std::pair(counters.synchronizations, "synchronizations"),
+        std::pair(counters.legacyStreamWrites, "legacy stream writes"),
+        std::pair(counters.captureRefusals, "refused calls")})
+    EXPECT_EQ(count, 0u) << what << " during the capture";
+  EXPECT_EQ(counters.pointerQueries, pointerQueries);
+}
+
 } // namespace
 
 TEST(CudaCapture, APreparedStepIsCapturedWithItsLaunchesAloneAndReplays) {
@@ -169,21 +181,9 @@ TEST(CudaCapture, APreparedStepIsCapturedWithItsLaunchesAloneAndReplays) {
     EXPECT_EQ(failure, "");
     ASSERT_EQ(result, 0) << driverDouble->violations();
     ASSERT_NE(graph, nullptr);
-    wf_double_counters counters = driverDouble->counters();
-    size_t launches = executor.lastCompiled()->numLaunches();
-    EXPECT_EQ(counters.capturedOperations, launches);
-    EXPECT_EQ(counters.launches, launches);
-    for (auto [count, what] :
-         {std::pair(counters.allocations, "allocations"), std::pair(counters.frees, "frees"),
-          std::pair(counters.uploads, "uploads"), std::pair(counters.downloads, "downloads"),
-          std::pair(counters.memsets, "memsets"),
-          std::pair(counters.synchronizations, "synchronizations"),
-          std::pair(counters.legacyStreamWrites, "legacy stream writes"),
-          std::pair(counters.captureRefusals, "refused calls")})
-      EXPECT_EQ(count, 0u) << what << " during the capture";
     // Only the rebound grad is asked about (memory type and device: pure queries, legal under
     // capture).
-    EXPECT_EQ(counters.pointerQueries, 2u);
+    expectLaunchesAlone(*driverDouble, executor.lastCompiled()->numLaunches(), 2);
     EXPECT_EQ(driverDouble->violations(), "");
     // Recorded, not run: the device state is still that of the warm-up.
     stream.synchronize();
@@ -241,19 +241,7 @@ TEST(CudaCapture, AStepWarmedUpOnOneStreamIsCapturedOnAnother) {
     EXPECT_EQ(failure, "");
     ASSERT_EQ(result, 0) << driverDouble->violations();
     ASSERT_NE(graph, nullptr);
-    wf_double_counters counters = driverDouble->counters();
-    size_t launches = executor.lastCompiled()->numLaunches();
-    EXPECT_EQ(counters.capturedOperations, launches);
-    EXPECT_EQ(counters.launches, launches);
-    for (auto [count, what] :
-         {std::pair(counters.allocations, "allocations"), std::pair(counters.frees, "frees"),
-          std::pair(counters.uploads, "uploads"), std::pair(counters.downloads, "downloads"),
-          std::pair(counters.memsets, "memsets"),
-          std::pair(counters.synchronizations, "synchronizations"),
-          std::pair(counters.legacyStreamWrites, "legacy stream writes"),
-          std::pair(counters.captureRefusals, "refused calls"),
-          std::pair(counters.pointerQueries, "pointer queries")})
-      EXPECT_EQ(count, 0u) << what << " during the capture";
+    expectLaunchesAlone(*driverDouble, executor.lastCompiled()->numLaunches(), 0);
     EXPECT_EQ(driverDouble->violations(), "");
     device.synchronizeContext();
     EXPECT_EQ(adam.differing(), 0) << "the capture ran something";

@@ -23,12 +23,6 @@ using widefuse::testing::errorOf;
 
 namespace {
 
-#define WF_REQUIRE_DOUBLE()                                                                        \
-  DriverDouble* driverDouble = DriverDouble::get();                                                \
-  if (!driverDouble)                                                                               \
-    GTEST_SKIP() << "the CUDA driver is not the driver double";                                    \
-  driverDouble->reset()
-
 /// Bit-for-bit equality: the double runs the kernels' host build, which computes what the
 /// reference evaluator computes.
 int64_t differingTensors(const AdamState& a, const AdamState& b) {

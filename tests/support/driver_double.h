@@ -80,3 +80,10 @@ private:
 };
 
 } // namespace widefuse::testing
+
+/// Skips the test unless the CUDA driver is the double; declares `driverDouble`, reset.
+#define WF_REQUIRE_DOUBLE()                                                                        \
+  ::widefuse::testing::DriverDouble* driverDouble = ::widefuse::testing::DriverDouble::get();      \
+  if (!driverDouble)                                                                               \
+    GTEST_SKIP() << "the CUDA driver is not the driver double";                                    \
+  driverDouble->reset()
