@@ -54,6 +54,12 @@ def _assert_equal(ours, theirs, ours_optimizer, theirs_optimizer):
 
 @pytest.mark.parametrize("capture_stream", ["warm-up", "torch's own"])
 @pytest.mark.parametrize("mode", ["packed", "per-component"])
+def _load(static_grads, values):
+    """Copies one step's grads into the static grads, as torch's recipe for graphs does."""
+    for grad, new in zip(static_grads, values):
+        grad.copy_(new)
+
+
 def test_captured_adam_replays_equal_torch_stepped_eagerly(mode, capture_stream):
     ours, theirs, static_grads, grads, ours_optimizer, theirs_optimizer = _setup(mode)
     # torch's recipe: warm up on a side stream, then capture.
@@ -61,8 +67,7 @@ def test_captured_adam_replays_equal_torch_stepped_eagerly(mode, capture_stream)
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for step in range(WARMUP):
-            for grad, new in zip(static_grads, grads[step]):
-                grad.copy_(new)
+            _load(static_grads, grads[step])
             ours_optimizer.step()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
@@ -70,8 +75,7 @@ def test_captured_adam_replays_equal_torch_stepped_eagerly(mode, capture_stream)
     with torch.cuda.graph(graph, **({"stream": side} if capture_stream == "warm-up" else {})):
         ours_optimizer.step()  # recorded, not run
     for step in range(WARMUP, WARMUP + REPLAYS):
-        for grad, new in zip(static_grads, grads[step]):
-            grad.copy_(new)
+        _load(static_grads, grads[step])
         graph.replay()
     torch.cuda.synchronize()
     _step_torch(theirs, theirs_optimizer, grads)
@@ -86,19 +90,16 @@ def test_eager_steps_after_a_capture_go_on_on_any_stream():
     for step, stream in enumerate(streams):
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            for grad, new in zip(static_grads, grads[step]):
-                grad.copy_(new)
+            _load(static_grads, grads[step])
             ours_optimizer.step()
         torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         ours_optimizer.step()
-    for grad, new in zip(static_grads, grads[len(streams)]):
-        grad.copy_(new)
+    _load(static_grads, grads[len(streams)])
     graph.replay()
     for step in range(len(streams) + 1, WARMUP + REPLAYS):  # eager again, after the graph
-        for grad, new in zip(static_grads, grads[step]):
-            grad.copy_(new)
+        _load(static_grads, grads[step])
         ours_optimizer.step()
     torch.cuda.synchronize()
     _step_torch(theirs, theirs_optimizer, grads)
