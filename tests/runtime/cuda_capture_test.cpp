@@ -14,6 +14,7 @@
 #include "tools/adam_state.h"
 
 #include <gtest/gtest.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
 
 #include <cstring>
 #include <random>
@@ -146,6 +147,25 @@ void expectLaunchesAlone(DriverDouble& driverDouble, size_t launches, uint64_t p
   EXPECT_EQ(counters.pointerQueries, pointerQueries);
 }
 
+/// Replays `graph` on `stream` three times, each checked against the reference evaluator;
+/// `refill(round)` writes new grads after each, as torch's recipe copies them into the static
+/// grads between replays.
+void expectReplaysMatch(DriverDouble& driverDouble, const CudaDevice& device, AdamOnDevice& adam,
+                        void* graph, const CudaStream& stream,
+                        llvm::function_ref<void(uint32_t)> refill) {
+  for (uint32_t round = 0; round < 3; ++round) {
+    evaluate(adam.fusion(), adam.reference);
+    {
+      CudaDevice::ContextScope scope(device);
+      ASSERT_EQ(driverDouble.launchGraph(graph, stream.handle()), 0);
+    }
+    stream.synchronize();
+    EXPECT_EQ(adam.differing(), 0) << "replay " << round;
+    refill(round);
+    device.synchronize(nullptr);
+  }
+}
+
 } // namespace
 
 TEST(CudaCapture, APreparedStepIsCapturedWithItsLaunchesAloneAndReplays) {
@@ -190,18 +210,10 @@ TEST(CudaCapture, APreparedStepIsCapturedWithItsLaunchesAloneAndReplays) {
     EXPECT_EQ(adam.differing(), 0);
 
     // Replays with new values in the static grads, as torch's recipe copies them in.
-    for (uint32_t replay = 0; replay < 3; ++replay) {
-      evaluate(fusion, adam.reference);
-      {
-        CudaDevice::ContextScope scope(device);
-        ASSERT_EQ(driverDouble->launchGraph(graph, stream.handle()), 0);
-      }
-      stream.synchronize();
-      EXPECT_EQ(adam.differing(), 0) << "replay " << replay;
-      adam.newGrad(g1, adam.buffers[g1], 10 + replay);
-      adam.newGrad(g5, adam.buffers[g5], 20 + replay);
-      device.synchronize(nullptr);
-    }
+    expectReplaysMatch(*driverDouble, device, adam, graph, stream, [&](uint32_t round) {
+      adam.newGrad(g1, adam.buffers[g1], 10 + round);
+      adam.newGrad(g5, adam.buffers[g5], 20 + round);
+    });
     // After the capture the step still runs outside it.
     prepared->launch();
     evaluate(fusion, adam.reference);
@@ -248,17 +260,8 @@ TEST(CudaCapture, AStepWarmedUpOnOneStreamIsCapturedOnAnother) {
 
     // Replayed on a third stream, as a graph may be, with new grads copied in between.
     CudaStream replay(device, /*nonBlocking=*/true);
-    for (uint32_t round = 0; round < 3; ++round) {
-      evaluate(fusion, adam.reference);
-      {
-        CudaDevice::ContextScope scope(device);
-        ASSERT_EQ(driverDouble->launchGraph(graph, replay.handle()), 0);
-      }
-      replay.synchronize();
-      EXPECT_EQ(adam.differing(), 0) << "replay " << round;
-      adam.newGrad(g3, adam.buffers[g3], 30 + round);
-      device.synchronize(nullptr);
-    }
+    expectReplaysMatch(*driverDouble, device, adam, graph, replay,
+                       [&](uint32_t round) { adam.newGrad(g3, adam.buffers[g3], 30 + round); });
     // Eager steps go on: back on the warm-up stream, and on the executor's default one.
     prepared->launch(warmUp.handle());
     evaluate(fusion, adam.reference);
