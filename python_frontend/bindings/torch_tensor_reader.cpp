@@ -169,6 +169,10 @@ bool TorchTensorReader::requiresGrad(PyObject* tensor) const {
   return truthOf(readProperty(requiresGrad_, tensor), true);
 }
 
+bool TorchTensorReader::lazyBitSet(PyObject* tensor) const {
+  return truthOf(callMethod(isConj_, tensor), true) || truthOf(callMethod(isNeg_, tensor), true);
+}
+
 bool TorchTensorReader::gradEnabled() const {
   return truthOf(PyObject_Vectorcall(isGradEnabled_, nullptr, 0, nullptr), true);
 }

@@ -50,6 +50,8 @@ public:
   bool readFacts(PyObject* tensor, TorchFacts& facts) const;
   /// Whether `tensor.requires_grad`; true when the read fails (the checked path then decides).
   bool requiresGrad(PyObject* tensor) const;
+  /// Whether the conjugate or the negative bit is set; true when a read fails.
+  bool lazyBitSet(PyObject* tensor) const;
   /// torch.is_grad_enabled(); true when the call fails.
   bool gradEnabled() const;
 

@@ -255,3 +255,19 @@ def test_a_traced_call_keys_constants_by_bits_and_dicts_by_their_keys():
     torch.testing.assert_close(renamed["b"], x * 2)
     with pytest.raises(Error, match="traced functions take arrays, numbers"):
         traced({"a": x}, {1.0})  # an unhashable constant (a set): refused by the leaf key
+
+
+def test_a_conjugate_bit_set_on_the_same_complex_memory_is_refused():
+    with FusionDefinition() as fd:
+        p = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.ComplexFloat)
+        q = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.ComplexFloat)
+        fd.add_output(fd.ops.add(p, q), alias_input=p)
+    p = torch.complex(torch.randn(8), torch.randn(8))
+    q = torch.complex(torch.randn(8), torch.randn(8))
+    expected = p + q
+    fd.execute([p, q])
+    torch.testing.assert_close(p, expected)
+    p.data = p.data.conj()  # the same object, address, sizes, strides and dtype; the bit set
+    assert p.is_conj()
+    with pytest.raises(Error, match="lazily conjugated"):
+        fd.execute([p, q])
