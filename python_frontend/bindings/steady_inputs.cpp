@@ -151,8 +151,9 @@ bool SteadyInputs::compareTorch(size_t index, PyObject* object, bool gradEnabled
     return false;
   if (object == referent(slot) && layout.data == before.data)
     // `.data =` may have set a lazy bit on the same memory: p.data = p.data.conj() for a
-    // complex p, asked each call. (A real tensor gets a negative bit only as the imaginary
-    // part of a conjugate view, never of its own memory; asking every tensor costs ~0.1 us.)
+    // complex p, asked each call. A real tensor gets a negative bit only as the imaginary part
+    // of a conjugate view (p.data = c.conj().imag with p already c.imag): not asked, since
+    // asking every tensor costs ~0.1 us (python.md §3 names the gap).
     return !isComplex(before.dtype) || !torch.lazyBitSet(object);
   // Another tensor, or new memory: a device or a lazy bit could differ too. (Memory at the same
   // address is on the same device: host and device allocations never share an address.)
