@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 BUILD_DIR=${WIDEFUSE_BUILD_DIR:-build}
 cmake --build "$BUILD_DIR" --target runtime_cuda_device_test runtime_cuda_executor_test \
   runtime_cuda_adam_test \
-  cuda_benchmark dispatch_benchmark widefuse
+  cuda_benchmark dispatch_benchmark widefuse _widefuse widefuse_python_sources
 rm -rf gpu-bundle && mkdir -p gpu-bundle/lib
 for binary in runtime_cuda_device_test runtime_cuda_executor_test runtime_cuda_adam_test \
               cuda_benchmark \
@@ -19,5 +19,11 @@ for binary in runtime_cuda_device_test runtime_cuda_executor_test runtime_cuda_a
     grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
     xargs -r -I{} cp -n {} gpu-bundle/lib/
 done
+# The Python package (benchmarks/gpu/optim_step.py), built for this machine's Python: on another
+# version it does not import there, and that step says so.
+cp -r "$BUILD_DIR/python" gpu-bundle/python
+ldd gpu-bundle/python/widefuse/_widefuse*.so | awk '/=> \// {print $3}' |
+  grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
+  xargs -r -I{} cp -n {} gpu-bundle/lib/
 grep -qx '/gpu-bundle/' .git/info/exclude 2>/dev/null || echo '/gpu-bundle/' >>.git/info/exclude
 du -sh gpu-bundle

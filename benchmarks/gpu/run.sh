@@ -4,9 +4,12 @@
 # after benchmarks/gpu/bundle.sh here. In order: the gpu-labelled tests; the Adam benchmark
 # (widefuse batched and per-component over real parameter lists, f32 and bf16, and the batched
 # kernel under other schedules) next to torch's fused and foreach Adam and a device copy of
-# the same bytes, joined into tables; `widefuse adam` verified against the oracle; Nsight
+# the same bytes, joined into tables; one optimizer step from Python (widefuse.optim, the
+# Thunder seed step) beside torch's fused Adam, host and device time; `widefuse adam` verified
+# against the oracle; Nsight
 # Compute profiles of two batched kernels. Results go to $OUT (or ./gpu-results): log.txt,
-# table.md and the JSON behind it, adam.json, ncu.txt. About five minutes on an H200.
+# table.md and the JSON behind it, adam.json, optim_step.json, ncu.txt. About seven minutes on
+# an H200.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 RESULTS=${OUT:-gpu-results}
@@ -37,6 +40,11 @@ LD_LIBRARY_PATH= timeout 120 python3 benchmarks/gpu/torch_adam.py "$RESULTS/case
   2>&1 || status=1
 LD_LIBRARY_PATH= python3 benchmarks/gpu/report.py "$RESULTS/cases.json" "$RESULTS/cuda_benchmark.json" \
   "$RESULTS/torch.json" | tee "$RESULTS/table.md" || status=1
+
+step optimizer steps from Python
+# widefuse.optim and the Thunder seed step beside torch's fused Adam: host and device time.
+LD_LIBRARY_PATH="$PWD/gpu-bundle/lib" PYTHONPATH="$PWD/gpu-bundle/python" timeout 240 \
+  python3 benchmarks/gpu/optim_step.py "$RESULTS/optim_step.json" 2>&1 || status=1
 
 step widefuse adam
 for model in seed tiny; do

@@ -1,0 +1,107 @@
+"""One optimizer step from Python on the GPU, host time and device time, beside torch's fused
+Adam in the same run (issue 29): torch.optim.Adam(fused=True), widefuse.optim.Adam, and, where
+Lightning Thunder is installed, the seed's step under thunder.jit with widefuse's executor and
+under widefuse.thunder.jit. Parameters of a model preset (gpt2 by default), f32 and bf16.
+
+- host: the median time step() takes to return, without a synchronisation (what the Python
+  side costs when the GPU keeps up).
+- device: the median of (10 steps and one synchronisation) / 10.
+
+    python3 optim_step.py OUT.json [--device=cuda|cpu] [--model=gpt2]
+
+Needs torch and the widefuse package (run.sh puts gpu-bundle/python on PYTHONPATH); prints why
+and exits 0 when widefuse does not import (another Python version than the bundle's).
+`--device=cpu` checks the script on a machine without a GPU.
+"""
+
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+STEPS = 10
+REPETITIONS = 7
+
+
+def median_seconds(step, device):
+    """(host, device) medians of `step`, after three warm-up steps."""
+    for _ in range(3):
+        step()
+    synchronize(device)
+    host, whole = [], []
+    for _ in range(REPETITIONS):
+        start = time.perf_counter()
+        for _ in range(STEPS):
+            begin = time.perf_counter()
+            step()
+            host.append(time.perf_counter() - begin)
+        synchronize(device)
+        whole.append((time.perf_counter() - start) / STEPS)
+    return statistics.median(host), statistics.median(whole)
+
+
+def synchronize(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def parameters(shapes, dtype, device):
+    generator = torch.Generator().manual_seed(0)
+    params = []
+    for shape in shapes:
+        p = torch.nn.Parameter(torch.randn(shape, generator=generator).to(device, dtype))
+        p.grad = torch.randn(shape, generator=generator).to(device, dtype)
+        params.append(p)
+    return params
+
+
+def runners(shapes, dtype, device):
+    import widefuse.optim
+
+    yield "torch fused", torch.optim.Adam(parameters(shapes, dtype, device), fused=True).step
+    yield "widefuse.optim", widefuse.optim.Adam(parameters(shapes, dtype, device)).step
+    try:
+        import thunder
+        import widefuse.thunder
+        sys.path.insert(0, "tests/python_frontend")
+        from thunder_seed_adam import _single_tensor_adam, jit_state, jit_step
+    except ImportError as error:
+        print(f"optim_step: Thunder rows skipped ({error})", file=sys.stderr)
+        return
+    for name, jit in (("thunder.jit + widefuse", lambda f: thunder.jit(
+            f, executors=[widefuse.thunder.executor])), ("widefuse.thunder.jit",
+                                                          widefuse.thunder.jit)):
+        params = [p.detach() for p in parameters(shapes, dtype, device)]
+        for p in params:
+            p.grad = torch.randn_like(p)
+        jitted, state = jit(_single_tensor_adam), jit_state(params)
+        yield name, lambda jitted=jitted, params=params, state=state: jit_step(jitted, params,
+                                                                               state)
+
+
+def main():
+    arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
+    options = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
+    device, model = options.get("device", "cuda"), options.get("model", "gpt2")
+    try:
+        import widefuse._widefuse as core
+    except ImportError as error:
+        print(f"optim_step: skipped, widefuse does not import here ({error})")
+        return
+    shapes = [tuple(shape) for shape in core.model_shapes(model)]
+    rows = []
+    for dtype in (torch.float32, torch.bfloat16):
+        for name, step in runners(shapes, dtype, device):
+            host, whole = median_seconds(step, device)
+            rows.append(dict(runner=name, dtype=str(dtype).replace("torch.", ""), model=model,
+                             params=len(shapes), host_ms=host * 1e3, step_ms=whole * 1e3))
+            print(f"| {model} | {rows[-1]['dtype']} | {name} | {host * 1e3:.3f} | "
+                  f"{whole * 1e3:.3f} |", flush=True)
+    with open(arguments[0] if arguments else "optim_step.json", "w") as out:
+        json.dump(dict(device=device, rows=rows), out, indent=1)
+
+
+if __name__ == "__main__":
+    main()
