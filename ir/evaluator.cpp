@@ -5,6 +5,8 @@
 #include "ir/fusion.h"
 #include "ir/half_float.h"
 #include "ir/op_builder.h"
+#include "ir/reduction.h"
+#include "ir/reduction_tree.h"
 #include "ir/runtime_shapes.h"
 
 #include <llvm/ADT/DenseMap.h>
@@ -245,9 +247,80 @@ Buffer evaluatePointwise(const Expr& expr, llvm::ArrayRef<const Buffer*> operand
     return storeAll(mapElements<arity, C>(count, loaded, fn), resultType, shape);                  \
   }
 #include "ir/op_kinds.def"
+    default: // reductions and ops with attributes: Evaluation::evaluateExpr
+      break;
     }
     WF_UNREACHABLE("unknown op");
   }
+}
+
+/// Calls fn.template operator()<Op>() with the reduction tree's combine of `op`.
+template <typename Fn> decltype(auto) visitTreeOp(OpKind op, Fn&& fn) {
+  switch (op) {
+  case OpKind::Sum:
+    return fn.template operator()<wf_tree_sum>();
+  case OpKind::Max:
+    return fn.template operator()<wf_tree_max>();
+  case OpKind::Min:
+    return fn.template operator()<wf_tree_min>();
+  case OpKind::Any:
+    return fn.template operator()<wf_tree_any>();
+  case OpKind::All:
+    return fn.template operator()<wf_tree_all>();
+  default:
+    break;
+  }
+  WF_UNREACHABLE("{} is not a reduction", opName(op).str());
+}
+
+/// The reduction tree over `count` consecutive leaves; false in `here` when there are none.
+template <typename Op, typename A> A treeOver(const A* leaves, int64_t count, bool& here) {
+  wf_tree_counter<A, Op> counter;
+  for (int64_t i = 0; i < count; ++i)
+    counter.push(leaves[i]);
+  return counter.finish(&here);
+}
+
+/// A result from its tree (ir_reference.md 10.3 step 6): zero elements give the op's empty
+/// value, and a sum is added to +0.0 once, so it is never -0.0.
+template <typename Op, typename A> A finishTree(OpKind op, A value, bool here) {
+  if (!here) {
+    WF_ASSERT(op != OpKind::Max && op != OpKind::Min, "an empty {} reached the evaluator",
+              opName(op).str());
+    return A(op == OpKind::All);
+  }
+  if (op == OpKind::Sum)
+    return wf_tree_sum::combine(value, A(0));
+  return value;
+}
+
+/// A reduction's results, by the tree every backend follows. Leaves are the elements in
+/// row-major order converted to the accumulator (max/min: to their result type first).
+template <typename Op, typename A>
+std::vector<A> reduceLeaves(const Expr& expr, llvm::ArrayRef<std::vector<A>> leaves,
+                            llvm::ArrayRef<int64_t> operandShape) {
+  OpKind op = expr.op();
+  const OpAttributes& attributes = expr.attributes();
+  std::vector<A> results;
+  bool here = false;
+  if (attributes.reduction == ReductionScope::Rows) {
+    RowCount count = reductionRows(attributes, operandShape);
+    for (int64_t r = 0; r < count.rows; ++r) {
+      A value = treeOver<Op>(leaves[0].data() + r * count.length, count.length, here);
+      results.push_back(finishTree<Op>(op, value, here));
+    }
+    return results;
+  }
+  // Global: each operand's tree, then the tree over them in operand order (one operand: the
+  // tensor scope).
+  wf_tree_counter<A, Op> operands;
+  for (const std::vector<A>& operand : leaves) {
+    A value = treeOver<Op>(operand.data(), int64_t(operand.size()), here);
+    operands.push(value, here);
+  }
+  A value = operands.finish(&here);
+  results.push_back(finishTree<Op>(op, value, here));
+  return results;
 }
 
 /// Everything the evaluation of one fusion needs.
@@ -267,6 +340,7 @@ private:
   Buffer constantBuffer(const Value& value) const;
   Buffer evaluateExpr(const Expr& expr);
   Buffer broadcast(const Expr& expr, const Buffer& operand);
+  Buffer reduce(const Expr& expr, llvm::ArrayRef<const Buffer*> operands) const;
   Buffer bitcast(const Expr& expr, const Buffer& operand) const;
   void writeBack(const Alias& alias, const Buffer& value, const TensorRef& target) const;
 
@@ -383,6 +457,34 @@ Buffer Evaluation::broadcast(const Expr& expr, const Buffer& operand) {
   return result;
 }
 
+Buffer Evaluation::reduce(const Expr& expr, llvm::ArrayRef<const Buffer*> operands) const {
+  OpKind op = expr.op();
+  DataType resultType = storageType(expr.result()->dtype());
+  DataType accumulator = reductionAccumulatorType(op, expr.result()->dtype());
+  if (options_.oracle && isFloatingPoint(accumulator))
+    accumulator = DataType::Double;
+  // max/min leaves are the elements in their result type (exact); any/all leaves are truth
+  // values, held as bytes; sums convert each element to the accumulator directly.
+  bool exactLeaves = op == OpKind::Max || op == OpKind::Min;
+  bool truth = accumulator == DataType::Bool;
+  DataType leafType = truth ? DataType::UInt8 : computeType(accumulator);
+  return visitNativeType(leafType, [&]<typename A>() -> Buffer {
+    if constexpr (element::kComplex<A> || std::is_same_v<A, bool>) {
+      WF_UNREACHABLE("a reduction accumulates in {}", shortName(leafType).str());
+    } else {
+      return visitTreeOp(op, [&]<typename Op>() {
+        llvm::SmallVector<std::vector<A>, 4> leaves;
+        for (const Buffer* operand : operands)
+          leaves.push_back(loadAll<A>(exactLeaves ? convertBuffer(*operand, resultType)
+                                      : truth     ? convertBuffer(*operand, DataType::Bool)
+                                                  : *operand));
+        std::vector<A> results = reduceLeaves<Op, A>(expr, leaves, operands[0]->shape);
+        return storeAll(results, resultType, shapes_.of(expr.result()));
+      });
+    }
+  });
+}
+
 Buffer Evaluation::bitcast(const Expr& expr, const Buffer& operand) const {
   // Bits exist only in the declared types, also in oracle mode.
   Buffer bits = convertBuffer(operand, expr.operand(0)->dtype());
@@ -395,6 +497,8 @@ Buffer Evaluation::evaluateExpr(const Expr& expr) {
   for (const Value* operand : expr.operands())
     operands.push_back(&bufferOf(operand));
   DataType resultType = storageType(expr.result()->dtype());
+  if (isReduction(expr.op()))
+    return reduce(expr, operands);
   switch (expr.op()) {
   case OpKind::Cast:
     return convertBuffer(*operands[0], resultType);

@@ -13,6 +13,14 @@ namespace widefuse {
 
 class Value;
 
+/// Which elements of a reduction's operands give one result (docs/ir_reference.md 10.2).
+enum class ReductionScope : uint8_t {
+  None,   ///< not a reduction
+  Tensor, ///< every element of one operand: a 0-d result
+  Global, ///< every element of two or more operands: one 0-d result
+  Rows,   ///< per row of dimension `OpAttributes::dim`: the operand's shape without it
+};
+
 /// Attributes that some ops carry besides their value operands.
 struct OpAttributes {
   /// Target type of cast and bitcast.
@@ -25,8 +33,11 @@ struct OpAttributes {
   /// dimension takes (null where the extent is static or comes from the operand). Empty when
   /// no dimension has one, so that attributes stay canonical.
   llvm::SmallVector<const Value*, 4> broadcastExtents;
-  /// size: the operand dimension whose extent the result is.
+  /// size: the operand dimension whose extent the result is; a rows reduction: the dimension
+  /// it reduces.
   int64_t dim = 0;
+  /// Reductions: the scope; None on every other op.
+  ReductionScope reduction = ReductionScope::None;
   /// Inserted by implicit broadcasting (a size or broadcast_in_dim the caller did not write);
   /// nvFuser-style printing leaves it out, as the op that needs it inserts it again.
   bool implicit = false;

@@ -1,5 +1,7 @@
 #include "ir/fusion_definition.h"
 
+#include "ir/reduction.h"
+
 #include "ir/error.h"
 #include "ir/op_builder.h"
 #include "ir/verifier.h"
@@ -171,6 +173,41 @@ Val size(const Val& x, int64_t dim) {
   attributes.dim = dim;
   return applyOp(OpKind::Size, {x}, attributes);
 }
+
+namespace {
+
+Val reduceValues(OpKind op, llvm::ArrayRef<Val> xs, std::optional<llvm::ArrayRef<int64_t>> dims) {
+  llvm::SmallVector<const Value*, 4> values;
+  for (const Val& x : xs) {
+    if (!x)
+      fail("{}: an operand is an empty Val (not a value of a FusionDefinition)", opName(op).str());
+    values.push_back(x.value());
+  }
+  if (xs.empty())
+    fail("{}: a reduction takes one or more tensors", opName(op).str());
+  OpAttributes attributes = reductionAttributes(op, values, dims);
+  llvm::SmallVector<Operand, 4> operands(xs.begin(), xs.end());
+  return xs[0].owner()->apply(op, operands, std::move(attributes));
+}
+
+} // namespace
+
+#define WF_DEFINE_REDUCTION(name, kind)                                                            \
+  Val name(const Val& x) {                                                                         \
+    return reduceValues(OpKind::kind, {x}, std::nullopt);                                          \
+  }                                                                                                \
+  Val name(llvm::ArrayRef<Val> xs) {                                                               \
+    return reduceValues(OpKind::kind, xs, std::nullopt);                                           \
+  }                                                                                                \
+  Val name(const Val& x, llvm::ArrayRef<int64_t> dims) {                                           \
+    return reduceValues(OpKind::kind, {x}, dims);                                                  \
+  }
+WF_DEFINE_REDUCTION(sum, Sum)
+WF_DEFINE_REDUCTION(max, Max)
+WF_DEFINE_REDUCTION(min, Min)
+WF_DEFINE_REDUCTION(any, Any)
+WF_DEFINE_REDUCTION(all, All)
+#undef WF_DEFINE_REDUCTION
 
 Val operator+(const Operand& a, const Operand& b) {
   return add(a, b);

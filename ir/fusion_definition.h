@@ -133,6 +133,22 @@ Val broadcast_in_dim_to_extents(const Operand& x, llvm::ArrayRef<ShapeEntry> sha
 /// (nvFuser's size / t.size(dim)).
 Val size(const Val& x, int64_t dim);
 
+/// Reductions (docs/ir_reference.md section 10), one set per op of sum max min any all:
+/// `sum(x)` combines every element of `x` into a 0-d result; `sum({a, b, c})` every element
+/// of all of them into one (the global scope: the gradient norm over every parameter);
+/// `sum(x, {d})` each row of dimension `d`, the innermost (or one followed by static 1s).
+/// `widefuse::max` and `min` leave std::max and std::min alone.
+#define WF_DECLARE_REDUCTION(name)                                                                 \
+  Val name(const Val& x);                                                                          \
+  Val name(llvm::ArrayRef<Val> xs);                                                                \
+  Val name(const Val& x, llvm::ArrayRef<int64_t> dims);
+WF_DECLARE_REDUCTION(sum)
+WF_DECLARE_REDUCTION(max)
+WF_DECLARE_REDUCTION(min)
+WF_DECLARE_REDUCTION(any)
+WF_DECLARE_REDUCTION(all)
+#undef WF_DECLARE_REDUCTION
+
 /// nvFuser's mod: C's `%`, the remainder with the sign of the dividend. That is fmod for
 /// integers and floating point alike, so it is a name for fmod, not an op of its own.
 Val mod(const Operand& a, const Operand& b);

@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "ir/extent_expression.h"
+#include "ir/reduction.h"
 #include "ir/type_promotion.h"
 
 #include <fmt/format.h>
@@ -117,6 +118,8 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
                                 shortName(to).str(), byteSize(from), byteSize(to)));
     return to;
   }
+  case TypeRule::Reduction: // typed by inferReductionType, whose scopes need the attributes
+    break;
   }
   WF_UNREACHABLE("unhandled type rule for {}", opName(op).str());
 }
@@ -221,6 +224,8 @@ llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operan
 
 ValueType inferResultType(OpKind op, llvm::ArrayRef<const Value*> operands,
                           const OpAttributes& attributes) {
+  if (isReduction(op))
+    return inferReductionType(op, operands, attributes);
   if (operands.size() != opArity(op))
     fail("{} takes {} operand(s), got {}", opName(op).str(), opArity(op), operands.size());
   ValueType type;
@@ -257,7 +262,9 @@ namespace {
 void canonicalizeAttributes(OpKind op, OpAttributes& attributes) {
   if (opTypeRule(op) != TypeRule::Cast && opTypeRule(op) != TypeRule::Bitcast)
     attributes.targetType = DataType::Float;
-  if (op != OpKind::Size)
+  if (!isReduction(op))
+    attributes.reduction = ReductionScope::None;
+  if (op != OpKind::Size && attributes.reduction != ReductionScope::Rows)
     attributes.dim = 0;
   if (op != OpKind::BroadcastInDim) {
     attributes.broadcastShape.clear();
@@ -383,10 +390,10 @@ Value* buildOp(Fusion& fusion, OpKind op, llvm::ArrayRef<Value*> operands, OpAtt
     if (extent && !fusion.owns(extent))
       fail("{}: extent '{}' belongs to another fusion than '{}'", opName(op).str(), extent->name(),
            fusion.name());
-  if (operands.size() != opArity(op))
+  if (!isReduction(op) && operands.size() != opArity(op))
     fail("{} takes {} operand(s), got {}", opName(op).str(), opArity(op), operands.size());
   llvm::SmallVector<Value*, 3> broadcast(operands.begin(), operands.end());
-  if (op != OpKind::BroadcastInDim && op != OpKind::Size) {
+  if (op != OpKind::BroadcastInDim && op != OpKind::Size && !isReduction(op)) {
     // Check the operands as given first, so a type error names what the caller wrote.
     llvm::SmallVector<const Value*, 3> given(operands.begin(), operands.end());
     inferDataType(op, given, attributes);
@@ -411,6 +418,8 @@ DataType exprComputeType(const Expr& expr) {
     return complexPartType(expr.result()->dtype());
   case TypeRule::Logical:
     return DataType::Bool;
+  case TypeRule::Reduction:
+    return computeType(reductionAccumulatorType(expr.op(), expr.result()->dtype()));
   case TypeRule::Arithmetic: // abs of a complex value is real
     return computeType(expr.op() == OpKind::Abs ? expr.operand(0)->dtype()
                                                 : expr.result()->dtype());

@@ -11,6 +11,7 @@ struct OpInfo {
 
 constexpr OpInfo kOpInfo[] = {
 #define WF_OP(Enum, name, arity, rule) {#name, arity, TypeRule::rule},
+#define WF_REDUCTION_OP(Enum, name) {#name, 1, TypeRule::Reduction},
 #include "ir/op_kinds.def"
 };
 
@@ -24,6 +25,10 @@ unsigned opArity(OpKind op) {
 }
 TypeRule opTypeRule(OpKind op) {
   return kOpInfo[static_cast<unsigned>(op)].rule;
+}
+
+bool isReduction(OpKind op) {
+  return opTypeRule(op) == TypeRule::Reduction;
 }
 
 bool acceptsComplex(OpKind op) {
@@ -78,6 +83,9 @@ bool acceptsComplex(OpKind op) {
   case OpKind::Bitcast:
   case OpKind::BroadcastInDim:
   case OpKind::Size:
+  // Reductions to truth values read z != 0.
+  case OpKind::Any:
+  case OpKind::All:
     return true;
   default:
     return false;

@@ -11,6 +11,7 @@ namespace widefuse {
 /// One enumerator per op in op_kinds.def.
 enum class OpKind : uint8_t {
 #define WF_OP(Enum, name, arity, rule) Enum,
+#define WF_REDUCTION_OP(Enum, name) Enum,
 #include "ir/op_kinds.def"
 };
 
@@ -35,18 +36,23 @@ enum class TypeRule : uint8_t {
   Extent,         ///< size(t, dim): an i64 scalar, the run-time extent of a tensor dimension
   ComplexPart,    ///< real/imag: a complex operand's part type (real of a real is itself)
   MakeComplex,    ///< complex(re, im): f32 or f64 parts; result c64 or c128
+  Reduction,      ///< sum max min any all: one or more tensors, a scope (ir/reduction.h)
 };
 
 /// Number of ops in the table.
 inline constexpr unsigned kNumOpKinds = 0
 #define WF_OP(Enum, name, arity, rule) +1
+#define WF_REDUCTION_OP(Enum, name) +1
 #include "ir/op_kinds.def"
     ;
 
 /// The op's name in the text form and the APIs ("add", "broadcast_in_dim").
 llvm::StringRef opName(OpKind op);
-/// Number of value operands (attributes not counted).
+/// Number of value operands (attributes not counted); for a reduction, the least (1): it
+/// takes one or more.
 unsigned opArity(OpKind op);
+/// True for the reductions (sum max min any all), whose operand count varies.
+bool isReduction(OpKind op);
 /// The typing rule of the op.
 TypeRule opTypeRule(OpKind op);
 /// True when the op is defined on complex operands (c64, c128); every other op rejects them.

@@ -1,6 +1,7 @@
 #include "ir/parser.h"
 
 #include "ir/op_builder.h"
+#include "ir/reduction.h"
 #include "ir/text_lexer.h"
 #include "ir/verifier.h"
 
@@ -158,6 +159,7 @@ private:
                       llvm::function_ref<void(unsigned)> parseOne);
   void skipArgument();
   Value* parseCall(const Token& opToken, llvm::StringRef resultName);
+  Value* parseReduction(const Token& opToken, OpKind op, llvm::StringRef resultName);
   Value* parseOperand();
   Value* parseLiteral();
   ConstantValue parseNumber(const Token& token, bool negative);
@@ -456,6 +458,8 @@ Value* Parser::parseCall(const Token& opToken, llvm::StringRef resultName) {
   if (nesting_ >= kMaxCallNesting)
     failAt(source_, opToken, "calls nested more than {} deep; split the expression",
            kMaxCallNesting);
+  if (isReduction(*op))
+    return parseReduction(opToken, *op, resultName);
   ++nesting_;
   llvm::SmallVector<ArgumentForm, 3> forms = argumentForms(*op);
   llvm::SmallVector<Value*, 3> operands;
@@ -483,6 +487,33 @@ Value* Parser::parseCall(const Token& opToken, llvm::StringRef resultName) {
   --nesting_;
   return located(*statement_, [&] {
     return buildOp(*fusion_, *op, operands, std::move(attributes), resultName);
+  });
+}
+
+/// `sum(x)`, `sum(a, b, c)` or `sum(x, [d])`: operands, then at most one dims list.
+Value* Parser::parseReduction(const Token& opToken, OpKind op, llvm::StringRef resultName) {
+  ++nesting_;
+  expect(TokenKind::LParen, fmt::format("'(' after '{}'", opToken.text.str()));
+  llvm::SmallVector<Value*, 4> operands;
+  std::optional<llvm::SmallVector<int64_t, 4>> dims;
+  if (!peek().is(TokenKind::RParen)) {
+    do {
+      if (dims)
+        unexpected("')' after the dims list (it comes last)");
+      if (peek().is(TokenKind::LBracket))
+        dims = parseIntegerList(/*allowSymbolic=*/false);
+      else
+        operands.push_back(parseOperand());
+    } while (consumeIf(TokenKind::Comma));
+  }
+  expect(TokenKind::RParen, fmt::format("',' or ')' in the arguments of '{}'", opToken.text.str()));
+  --nesting_;
+  return located(*statement_, [&] {
+    llvm::SmallVector<const Value*, 4> given(operands.begin(), operands.end());
+    std::optional<llvm::ArrayRef<int64_t>> dimsRef;
+    if (dims)
+      dimsRef = llvm::ArrayRef<int64_t>(*dims);
+    return buildOp(*fusion_, op, operands, reductionAttributes(op, given, dimsRef), resultName);
   });
 }
 

@@ -140,6 +140,10 @@ std::string formatArguments(const Expr& expr) {
   case TypeRule::Extent:
     args.push_back(fmt::format("{}", attributes.dim));
     break;
+  case TypeRule::Reduction:
+    if (attributes.reduction == ReductionScope::Rows)
+      args.push_back(fmt::format("[{}]", attributes.dim));
+    break;
   default:
     break;
   }

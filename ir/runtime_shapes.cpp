@@ -4,6 +4,7 @@
 #include "ir/extent_expression.h"
 #include "ir/fusion.h"
 #include "ir/host_tensor.h"
+#include "ir/reduction.h"
 
 namespace widefuse {
 namespace {
@@ -57,6 +58,18 @@ llvm::SmallVector<int64_t, 4> broadcastShape(const Expr& expr, const RuntimeShap
   return shape;
 }
 
+/// A reduction's result shape; max and min over zero elements fail here, before any work.
+llvm::SmallVector<int64_t, 4> reductionShape(const Expr& expr, const RuntimeShapes& shapes) {
+  llvm::SmallVector<llvm::SmallVector<int64_t, 4>, 4> operandShapes;
+  for (const Value* operand : expr.operands())
+    operandShapes.push_back(shapes.of(operand));
+  if (reductionHasNoValue(expr.op(), expr.attributes(), operandShapes))
+    fail("{}: at run time '{}' has shape {}: {} over zero elements has no value",
+         expr.result()->name(), expr.operand(0)->name(), formatExtents(operandShapes[0]),
+         opName(expr.op()).str());
+  return reductionResultShape(expr.attributes(), operandShapes[0]);
+}
+
 } // namespace
 
 int64_t RuntimeShapes::extentOf(const Value* extent) const {
@@ -94,6 +107,13 @@ RuntimeShapes inferRuntimeShapes(const Fusion& fusion, llvm::ArrayRef<Argument> 
     case OpKind::Bitcast:
     case OpKind::Set:
       result = shapes.of(expr.operand(0));
+      break;
+    case OpKind::Sum:
+    case OpKind::Max:
+    case OpKind::Min:
+    case OpKind::Any:
+    case OpKind::All:
+      result = reductionShape(expr, shapes);
       break;
     default:
       result = pointwiseShape(expr, shapes);

@@ -81,6 +81,9 @@ private:
     for (const Value* extent : attributes.broadcastExtents)
       key_.append(extent != nullptr);
     key_.append(uint64_t(attributes.dim));
+    key_.append(uint64_t(attributes.reduction));
+    if (isReduction(expr.op())) // the one op whose operand count varies
+      key_.append(expr.operands().size());
     positions_[expr.result()] = next_++;
   }
 

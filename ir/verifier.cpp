@@ -37,6 +37,9 @@ void verifyExpr(const Fusion& fusion, const Expr& expr, const DefinedValues& def
     if (extent && (!fusion.owns(extent) || !defined.count(extent)))
       fail("fusion '{}': '{}' takes an output extent from '{}' before it is defined", fusion.name(),
            expr.result()->name(), extent->name());
+  if (!isReduction(expr.op()) && expr.attributes().reduction != ReductionScope::None)
+    fail("fusion '{}': '{}' is a {}, which takes no reduction scope", fusion.name(),
+         expr.result()->name(), opName(expr.op()).str());
   llvm::SmallVector<const Value*, 3> operands(expr.operands().begin(), expr.operands().end());
   ValueType expected = inferResultType(expr.op(), operands, expr.attributes());
   const Value& result = *expr.result();

@@ -25,13 +25,14 @@ from .data_type import DataType, data_type_of, from_torch
 from .declarations import (TensorDeclaration, constant_value, scalar_dtype_or_value,
                            tensor_declaration, tensor_shape, tensor_stride_order)
 from .execution import DefinedFusion, PreparedExecution, Runner
-from .operators import Operators
+from .operators import REDUCTION_OPS, Operators
 from .values import Scalar, Tensor, Value, Vector, depends_of, handle, input_handle, rebind
 
 
 # The ops without attributes by name, as the builder numbers them (its op()).
 _POINTWISE_KINDS = {name: kind for kind, name in enumerate(_widefuse.op_names())
-                    if name not in ("cast", "bitcast", "broadcast_in_dim", "size")}
+                    if name not in ("cast", "bitcast", "broadcast_in_dim", "size")
+                    and name not in REDUCTION_OPS}
 _NO_DEPENDS: frozenset = frozenset()
 
 

@@ -14,6 +14,8 @@ from .values import Builder, Scalar, Tensor, UnsupportedOperationError, Value, V
 # nvFuser's names for ops whose IR name differs.
 NVFUSER_NAMES = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
 _ATTRIBUTE_OPS = ("cast", "bitcast", "broadcast_in_dim", "size")
+# Reductions take a scope besides their operands (docs/ir_reference.md section 10).
+REDUCTION_OPS = ("sum", "max", "min", "any", "all")
 # nvFuser ops written here on top of the IR's ops.
 _COMPOSITE_OPS = ("addcmul", "broadcast", "segment_set", "stride_order")
 
@@ -166,7 +168,7 @@ def _op_function(op: str, arity: int) -> Callable[..., Value]:
 def _all_op_functions() -> dict[str, Callable[..., Value]]:
     functions: dict[str, Callable[..., Value]] = {}
     for op in _widefuse.op_names():
-        if op in _ATTRIBUTE_OPS:
+        if op in _ATTRIBUTE_OPS or op in REDUCTION_OPS:
             continue
         function = _op_function(op, _widefuse.op_arity(op))
         functions[op] = function

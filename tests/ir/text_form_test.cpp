@@ -43,10 +43,6 @@ const Value& valueNamed(const Fusion& fusion, llvm::StringRef name) {
   return *value;
 }
 
-#define EXPECT_CONTAINS(haystack, needle)                                                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)                                 \
-      << "'" << (needle) << "' not in: " << (haystack)
-
 /// Operands valid for each typing rule: [4, 8] tensors of a dtype the rule accepts, with a
 /// literal in the last position of binary ops so literals are exercised for every op.
 llvm::SmallVector<Val, 3> operandsFor(FusionDefinition& fd, OpKind op) {
@@ -87,6 +83,8 @@ OpAttributes attributesFor(OpKind op) {
     attributes.broadcastShape = {4, 8};
     attributes.broadcastDims = {1};
   }
+  if (isReduction(op))
+    attributes.reduction = ReductionScope::Tensor;
   return attributes;
 }
 

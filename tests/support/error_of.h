@@ -22,3 +22,8 @@ template <typename Body> std::string errorOf(Body body) {
 }
 
 } // namespace widefuse::testing
+
+/// Expects `needle` in the string `haystack` (an error message), printing both when not.
+#define EXPECT_CONTAINS(haystack, needle)                                                          \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)                                 \
+      << "'" << (needle) << "' not in: " << (haystack)
