@@ -294,10 +294,14 @@ private:
                        pythonComplex(*expr.operand(0)), pythonDataTypeName(result.dtype()).str()));
       return;
     }
+    const OpAttributes& attributes = expr.attributes();
+    if (isReduction(expr.op())) {
+      printReduction(expr, result);
+      return;
+    }
     llvm::SmallVector<std::string, 4> arguments;
     for (const Value* operand : expr.operands())
       arguments.push_back(use(operand));
-    const OpAttributes& attributes = expr.attributes();
     if (expr.op() == OpKind::Cast || expr.op() == OpKind::Bitcast)
       arguments.push_back(
           fmt::format("dtype=DataType.{}", pythonDataTypeName(attributes.targetType).str()));
@@ -316,6 +320,28 @@ private:
     std::string name = define(result);
     line(fmt::format("{} = fd.ops.{}({})", name, pythonOpName(expr.op()).str(),
                      fmt::join(arguments, ", ")));
+  }
+
+  /// fd.ops' spelling of a reduction (docs/ir_reference.md 10.5): `sum(x)` for the tensor
+  /// scope, `sum([a, b])` for the global one (widefuse's), `sum(x, dims=[d], keepdim=False)`
+  /// for rows, as nvFuser writes it.
+  void printReduction(const Expr& expr, const Value& result) {
+    llvm::SmallVector<std::string, 4> operands;
+    for (const Value* operand : expr.operands())
+      operands.push_back(use(operand));
+    std::string arguments;
+    switch (expr.attributes().reduction) {
+    case ReductionScope::Global:
+      arguments = fmt::format("[{}]", fmt::join(operands, ", "));
+      break;
+    case ReductionScope::Rows:
+      arguments = fmt::format("{}, dims=[{}], keepdim=False", operands[0], expr.attributes().dim);
+      break;
+    default:
+      arguments = operands[0];
+    }
+    std::string name = define(result);
+    line(fmt::format("{} = fd.ops.{}({})", name, pythonOpName(expr.op()).str(), arguments));
   }
 
   const Fusion& fusion_;

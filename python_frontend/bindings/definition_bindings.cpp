@@ -7,6 +7,7 @@
 #include "ir/fusion_definition.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/reduction.h"
 #include "python_frontend/python_printer.h"
 #include "runtime/backend_registry.h"
 #include "runtime/fusion_executor.h"
@@ -52,6 +53,21 @@ ConstantValue constantOf(nb::handle object) {
   if (!operand.literal())
     fail("define_scalar: the value must be a Python number");
   return *operand.literal();
+}
+
+/// A reduction whose dims do not give a scope (docs/ir_reference.md 10.2): raised in Python as
+/// _widefuse.ReductionScopeError, which the frontend turns into UnsupportedOperationError.
+class ReductionScopeError : public Error {
+public:
+  using Error::Error;
+};
+
+/// True when the fusion holds a reduction.
+bool hasReduction(const Fusion& fusion) {
+  for (unsigned id = 0; id < fusion.numExprs(); ++id)
+    if (isReduction(fusion.expr(id)->op()))
+      return true;
+  return false;
 }
 
 /// The C++ FusionDefinition until finalize(), then the finished fusion.
@@ -148,6 +164,28 @@ public:
     return live().apply(op, arguments, OpAttributes{}, name);
   }
 
+  /// Reduction `opName` (sum max min any all) of `operands`, tensor handles: one operand and
+  /// no dims is the tensor scope, several the global scope; `dims` as in the C++ `sum(x,
+  /// {d})` (reductionAttributes). One call per reduction, as op() is for pointwise ops.
+  Val reduce(const std::string& opName, const std::vector<Val>& operands,
+             const std::optional<std::vector<int64_t>>& dims) {
+    std::optional<OpKind> op = parseOpKind(opName);
+    if (!op || !isReduction(*op))
+      fail("'{}' is not a reduction (sum, max, min, any, all)", opName);
+    llvm::SmallVector<const Value*, 4> values;
+    for (const Val& operand : operands)
+      values.push_back(operand.value());
+    OpAttributes attributes;
+    try {
+      attributes = dims ? reductionAttributes(*op, values, llvm::ArrayRef<int64_t>(*dims))
+                        : reductionAttributes(*op, values, std::nullopt);
+    } catch (const Error& error) {
+      throw ReductionScopeError(error.what());
+    }
+    llvm::SmallVector<Operand, 4> arguments(operands.begin(), operands.end());
+    return live().apply(*op, arguments, std::move(attributes), nextName('T'));
+  }
+
   void copy(nb::handle source, const Val& destination) {
     live().copy_(operandOf(source), destination);
   }
@@ -162,8 +200,11 @@ public:
     finished_ = live().finalize();
     builder_.reset();
     // Only components can be refused (their iteration domains); classes and launch groups
-    // are the executor's, which segments for the mode it runs in.
-    findComponents(*finished_);
+    // are the executor's, which segments for the mode it runs in. The component finder does
+    // not know reductions yet: a fusion with one is refused by the executor's segment(),
+    // which names the reduction and the reference backend, the one that runs it.
+    if (!hasReduction(*finished_))
+      findComponents(*finished_);
     return FusionHandle{finished_};
   }
 
@@ -281,7 +322,9 @@ void bindValue(nb::module_& module) {
 } // namespace
 
 void bindDefinition(nb::module_& module) {
-  nb::exception<Error>(module, "Error", PyExc_RuntimeError);
+  nb::exception<Error> error(module, "Error", PyExc_RuntimeError);
+  // Registered after Error, so tried first (nanobind tries translators newest first).
+  nb::exception<ReductionScopeError>(module, "ReductionScopeError", error);
   module.def(
       "data_types",
       [] {
@@ -330,6 +373,8 @@ void bindDefinition(nb::module_& module) {
            nb::arg("broadcast_dims") = std::vector<int64_t>{}, nb::arg("dim") = 0,
            nb::keep_alive<0, 1>())
       .def("op", &PyDefinition::applyPointwise, nb::arg("kind"), nb::arg("operands"))
+      .def("reduce", &PyDefinition::reduce, nb::arg("op"), nb::arg("operands"),
+           nb::arg("dims").none(), nb::keep_alive<0, 1>())
       .def("copy_", &PyDefinition::copy, nb::arg("source"), nb::arg("destination"))
       .def("add_output", &PyDefinition::addOutput, nb::arg("value"))
       .def("finalize", &PyDefinition::finalize)
