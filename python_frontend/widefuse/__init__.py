@@ -19,6 +19,9 @@ from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, complex, copy_
                         expm1, fmod, imag, isfinite, isinf, isnan, lerp, log, log1p, maximum,
                         minimum, mul, neg, negative, pow, real, reciprocal, rsqrt, sigmoid,
                         sign, sqrt, sub, tanh, where)
+# Reductions (docs/ir_reference.md section 10); sum([a, b, c]) is one sum over several tensors.
+from .functions import (all, amax, amin, any, max, mean, min, norm, sum, sum_of_squares,
+                        vector_norm)
 from .tracer import TracedFunction, trace
 from .values import Scalar, Tensor, UnsupportedOperationError, Value, Vector
 
@@ -35,7 +38,8 @@ complex64 = cfloat = DataType.ComplexFloat
 complex128 = cdouble = DataType.ComplexDouble
 
 # `from widefuse import *` exports no name that would shadow a builtin (abs, pow, bool,
-# float, complex); those stay available as widefuse.abs, ... for `import widefuse as torch`.
+# float, complex, sum, max, min, any, all); those stay available as widefuse.abs, ... for
+# `import widefuse as torch`.
 __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "DataType", "DimensionIndexError", "Error",
     "FusionDefinition", "PreparedExecution", "Scalar", "Tensor", "TracedFunction", "Version",
@@ -44,7 +48,7 @@ __all__ = [
     "add", "addcdiv", "addcmul", "atan2", "clamp", "div", "exp", "expm1", "fmod", "imag",
     "isfinite", "isinf", "isnan", "lerp", "log", "log1p", "maximum", "minimum", "mul", "neg",
     "negative", "real", "reciprocal", "rsqrt", "sigmoid", "sign", "sqrt", "sub", "tanh",
-    "where",
+    "where", "amax", "amin", "mean", "norm", "sum_of_squares", "vector_norm",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float16", "half",
     "bfloat16", "float32", "float64", "double", "complex64", "complex128", "cfloat",
     "cdouble",

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ._widefuse import Error
+from . import tensor_reductions
 from .values import (Tensor, UnsupportedOperationError, Value, checked_arguments, scaled,
                      set_torch_dispatch)
 
@@ -168,8 +169,38 @@ imag = _unary("imag")
 complex = _binary("complex")  # shadows the builtin here, as abs and pow do
 
 
+
+
+# Reductions (tensor_reductions.py). sum, sum_of_squares and vector_norm also take a list of
+# tensors: one result over all their elements (widefuse's global scope).
+def _method(name: str) -> Any:
+    """widefuse.<name>(x, ...): the traced tensor's method `name`, as torch.<name> is."""
+    def function(input: Any, *args: Any, **kwargs: Any) -> Value:
+        if not isinstance(input, Tensor):
+            raise Error(f"widefuse.{name}: the input must be a traced tensor")
+        return getattr(input, name)(*args, **kwargs)
+
+    function.__name__ = name
+    function.__doc__ = f"torch.{name} of a traced tensor (its method Tensor.{name})."
+    return function
+
+
+def _named(name: str, function: Any) -> Any:
+    """`function` as widefuse.<name>, argument-checked as this module's functions are."""
+    function.__name__ = function.__qualname__ = name
+    return _checked(function)
+
+
+sum = _named("sum", tensor_reductions.torch_sum)
+vector_norm = _named("vector_norm", tensor_reductions.torch_vector_norm)
+sum_of_squares = _named("sum_of_squares", tensor_reductions.torch_sum_of_squares)
+norm = _named("norm", tensor_reductions.torch_norm)
+amax, amin, max, min, any, all, mean = map(_method, ("amax", "amin", "max", "min", "any",
+                                                     "all", "mean"))
+
 # torch names whose widefuse function has another name.
-_RENAMED = {"true_divide": "div", "multiply": "mul", "subtract": "sub", "clip": "clamp"}
+_RENAMED = {"true_divide": "div", "multiply": "mul", "subtract": "sub", "clip": "clamp",
+            "linalg_vector_norm": "vector_norm"}
 
 
 def torch_dispatch(func: Any, args: Any, kwargs: dict) -> Any:

@@ -26,7 +26,8 @@ from .declarations import (TensorDeclaration, constant_value, scalar_dtype_or_va
                            tensor_declaration, tensor_shape, tensor_stride_order)
 from .execution import DefinedFusion, PreparedExecution, Runner
 from .operators import REDUCTION_OPS, Operators
-from .values import Scalar, Tensor, Value, Vector, depends_of, handle, input_handle, rebind
+from .values import (Scalar, Tensor, UnsupportedOperationError, Value, Vector, depends_of,
+                     handle, input_handle, rebind)
 
 
 # The ops without attributes by name, as the builder numbers them (its op()).
@@ -365,6 +366,20 @@ class FusionDefinition:
             builder = self._live()  # raises once the definition is finished
         result = builder.op(kind, tuple(handles))
         return (Tensor if result.is_tensor else Scalar)(self, result, depends)
+
+    def apply_reduction(self, op: str, operands: Sequence[Tensor],
+                        dims: Optional[Sequence[int]]) -> Tensor:
+        """Adds reduction `op` (sum max min any all) of tensors `operands`, in one builder
+        call: no `dims` is the tensor scope for one operand and the global scope for several;
+        `dims` names the dimensions reduced (docs/ir_reference.md 10.2). dims that give no
+        scope raise UnsupportedOperationError with the builder's message. fd.ops' reductions
+        and the tracer's call it."""
+        handles = [self._operand(operand, op) for operand in operands]
+        try:
+            result = self._live().reduce(op, handles, None if dims is None else list(dims))
+        except _widefuse.ReductionScopeError as error:
+            raise UnsupportedOperationError(str(error)) from None
+        return Tensor(self, result, depends_of(operands))
 
     def assign_in_place(self, tensor: Tensor, value: Any) -> None:
         """Writes `value` into `tensor` in place, as torch's in-place methods and ``out=`` do:

@@ -9,13 +9,16 @@ from . import _widefuse
 from ._widefuse import Error
 from .errors import ArgumentTypeError, DimensionIndexError, out_of_boundary
 from .data_type import data_type_of
+from . import reductions
 from .values import Builder, Scalar, Tensor, UnsupportedOperationError, Value, Vector
 
 # nvFuser's names for ops whose IR name differs.
 NVFUSER_NAMES = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
 _ATTRIBUTE_OPS = ("cast", "bitcast", "broadcast_in_dim", "size")
-# Reductions take a scope besides their operands (docs/ir_reference.md section 10).
+# Reductions take a scope besides their operands (docs/ir_reference.md section 10): the
+# methods of Operators below, not the generic table.
 REDUCTION_OPS = ("sum", "max", "min", "any", "all")
+_REDUCTION_HELPERS = ("sum_of_squares", "vector_norm", "mean")
 # nvFuser ops written here on top of the IR's ops.
 _COMPOSITE_OPS = ("addcmul", "broadcast", "segment_set", "stride_order")
 
@@ -135,15 +138,56 @@ class Operators:
         scaled = self._fd.apply_op("mul", (c, value))
         return self._fd.apply_op("add", (a, self._fd.apply_op("mul", (b, scaled))))
 
+    # Reductions (reductions.py): the one tensor scope for a tensor, the global scope for a
+    # list of tensors, rows for dims=[the innermost dimension]; nvFuser's keywords.
+    def sum(self, x: Any, dims: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        """The sum of the elements of `x` (a tensor, or a list of tensors: one sum over all of
+        them) over `dims`; `dtype` casts the operand(s) first, `keepdim` keeps the reduced
+        dimensions with extent 1. Integers and bool sum to Int (wrapping)."""
+        return reductions.reduce(self._fd, "sum", x, dims, keepdim, dtype)
+
+    def max(self, x: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
+        """The largest element of `x` (a tensor or a list of tensors) over `dims`; NaN wins."""
+        return reductions.reduce(self._fd, "max", x, dims, keepdim)
+
+    def min(self, x: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
+        """The smallest element of `x` (a tensor or a list of tensors) over `dims`; NaN wins."""
+        return reductions.reduce(self._fd, "min", x, dims, keepdim)
+
+    def any(self, x: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
+        """Whether some element of `x` over `dims` is nonzero (a Bool tensor)."""
+        return reductions.reduce(self._fd, "any", x, dims, keepdim)
+
+    def all(self, x: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
+        """Whether every element of `x` over `dims` is nonzero (a Bool tensor)."""
+        return reductions.reduce(self._fd, "all", x, dims, keepdim)
+
+    def sum_of_squares(self, xs: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
+        """The sum of the squares of the elements of `xs` (a tensor or a list of tensors),
+        computed in Float (Double for Double operands)."""
+        return reductions.sum_of_squares(self._fd, xs, dims, keepdim)
+
+    def vector_norm(self, xs: Any, ord: Any = 2, dims: Any = None, keepdim: bool = False,
+                    dtype: Any = None) -> Tensor:
+        """torch.linalg.vector_norm of the elements of `xs` (a tensor or a list of tensors:
+        one norm over all of them), computed in Float (Double for Double)."""
+        return reductions.vector_norm(self._fd, xs, ord, dims, keepdim, dtype)
+
+    def mean(self, x: Any, dims: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        """The mean of the elements of tensor `x` over `dims`, summed in Float (Double for
+        Double) and returned in x's dtype."""
+        return reductions.mean(self._fd, x, dims, keepdim, dtype)
+
     def __dir__(self) -> list[str]:
         return sorted(set(object.__dir__(self)) | set(_OP_FUNCTIONS))
 
     def __getattr__(self, name: str) -> Callable[..., Value]:
         function = _OP_FUNCTIONS.get(name)
         if function is None:
+            known = sorted([*_OP_FUNCTIONS, *_ATTRIBUTE_OPS, *_COMPOSITE_OPS, *REDUCTION_OPS,
+                            *_REDUCTION_HELPERS])
             raise UnsupportedOperationError(
-                f"fd.ops has no op '{name}'; widefuse's ops: "
-                f"{', '.join(sorted([*_OP_FUNCTIONS, *_ATTRIBUTE_OPS, *_COMPOSITE_OPS]))}")
+                f"fd.ops has no op '{name}'; widefuse's ops: {', '.join(known)}")
         fd = self._fd
 
         def op(*operands: Any, **keywords: Any) -> Value:

@@ -33,6 +33,11 @@ class Builder(Protocol):
     def pointwise(self, op: str, operands: Sequence[Any]) -> Value:
         """apply_op for an op without attributes: the operators' and methods' one call."""
 
+    def apply_reduction(self, op: str, operands: Sequence[Tensor],
+                        dims: Optional[Sequence[int]]) -> Tensor:
+        """Adds reduction `op` (sum max min any all) of tensors `operands` reducing `dims`
+        (None: every element); UnsupportedOperationError for dims that give no scope."""
+
     def assign_in_place(self, tensor: Tensor, value: Any) -> None:
         """Makes later reads of `tensor` see `value`; a tensor input receives it at the end."""
 
@@ -44,7 +49,8 @@ class Builder(Protocol):
 
 
 class UnsupportedOperationError(Error, AttributeError):
-    """An operation widefuse does not trace (a reduction, an in-place method, ...).
+    """An operation widefuse does not trace (a reduction over a middle dimension, an
+    in-place method, ...).
 
     Also an AttributeError, so ``hasattr(tensor, "sum")`` is simply False.
     """
@@ -273,7 +279,8 @@ class Tensor(Value):
 
     Besides the methods written here it has torch's elementwise methods of one op each
     (``sqrt``, ``exp``, ``maximum``, ...), casts (``float``, ``half``, ...) and in-place
-    forms (``add_``, ``mul_``, ...): see the tables after the class.
+    forms (``add_``, ``mul_``, ...): see the tables after the class. The reductions (``sum``,
+    ``amax``, ``mean``, ``norm``, ...) are added by tensor_reductions.py.
     """
 
     __slots__ = ()
@@ -343,6 +350,10 @@ class Tensor(Value):
     def pow(self, exponent: Any) -> Value:
         return self**exponent
 
+    def square(self) -> Value:
+        """The tensor times itself (torch's Tensor.square)."""
+        return self * self
+
     def lerp(self, end: Any, weight: Any) -> Value:
         return self._apply("lerp", self, end, weight)
 
@@ -411,6 +422,11 @@ class Tensor(Value):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in ("item", "tolist"):
+            raise UnsupportedOperationError(
+                f"Tensor.{name}() is not supported: a traced value (a reduction's result too) "
+                "is only known when the fusion runs, so Python cannot read or branch on it "
+                "(use where())")
         if name.endswith("_") and not name.endswith("__"):
             raise UnsupportedOperationError(
                 f"in-place method Tensor.{name}() is not supported (see docs/python.md for the "
@@ -492,6 +508,14 @@ def _install_methods(cls: type) -> None:
 
 
 _install_methods(Tensor)
+
+
+def add_tensor_methods(methods: dict[str, Callable[..., Any]]) -> None:
+    """Adds torch-style methods written in another module (tensor_reductions.py) to Tensor,
+    named and argument-checked as its own."""
+    for name, method in methods.items():
+        method.__name__, method.__qualname__ = name, f"Tensor.{name}"
+        setattr(Tensor, name, checked_arguments(method, f"Tensor.{name}"))
 
 
 # ---- for the rest of the package (fusion_definition, functions) ----------------------------
