@@ -201,8 +201,8 @@ public:
     builder_.reset();
     // Only components can be refused (their iteration domains); classes and launch groups
     // are the executor's, which segments for the mode it runs in. The component finder does
-    // not know reductions yet: a fusion with one is refused by the executor's segment(),
-    // which names the reduction and the reference backend, the one that runs it.
+    // not know reductions yet: a fusion with one is checked by the executor instead, which
+    // names the reduction and the reference backend, the one that runs it.
     if (!hasReduction(*finished_))
       findComponents(*finished_);
     return FusionHandle{finished_};
