@@ -372,10 +372,10 @@ def test_kernel_backends_refuse_reductions_naming_the_reference_backend():
         fd.add_output(fd.ops.sum(x, dims=[1]))  # finalizes: the component check is skipped
     x = np.ones((4, 8), np.float32)
     for options in ({}, {"backend": "host"}, {"backend": "host", "mode": "batched"}):
-        with pytest.raises(widefuse.Error, match=re.escape("backend='reference'")):
+        with pytest.raises(widefuse.Error, match="reference backend"):
             fd.execute([x], **options)
     with pytest.raises(widefuse.Error, match="reference backend"):
-        widefuse.trace(lambda t: t.sum())(torch.ones(3))
+        widefuse.trace(lambda t: t.sum(dim=-1))(torch.ones(3, 4))
     doubled, sums = fd.execute([x], backend=REFERENCE)
     np.testing.assert_array_equal(sums, x.sum(axis=1))
 
