@@ -3,6 +3,7 @@
 #include "ir/op_builder.h"
 #include "ir/reduction.h"
 #include "ir/text_lexer.h"
+#include "ir/text_literal.h"
 #include "ir/verifier.h"
 
 #include <llvm/ADT/STLFunctionalExtras.h>
@@ -13,7 +14,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -67,36 +67,6 @@ std::string dataTypeList() {
   for (DataType type : kAllDataTypes)
     names.push_back(shortName(type).str());
   return fmt::format("{}", fmt::join(names, " "));
-}
-
-/// Checks the Python-number syntax: digits [. digits] [e [+-] digits], or . digits [...].
-/// Sets `isInteger` when there is neither a '.' nor an exponent.
-bool isWellFormedNumber(llvm::StringRef s, bool& isInteger) {
-  size_t i = 0;
-  auto digits = [&] {
-    size_t begin = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9')
-      ++i;
-    return i - begin;
-  };
-  size_t mantissaDigits = digits();
-  bool dot = i < s.size() && s[i] == '.';
-  if (dot) {
-    ++i;
-    mantissaDigits += digits();
-  }
-  if (mantissaDigits == 0)
-    return false;
-  bool exponent = i < s.size() && (s[i] == 'e' || s[i] == 'E');
-  if (exponent) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-'))
-      ++i;
-    if (digits() == 0)
-      return false;
-  }
-  isInteger = !dot && !exponent;
-  return i == s.size();
 }
 
 /// Recursive-descent parser over the token list. Builds the fusion as it goes: names are
@@ -572,54 +542,12 @@ Value* Parser::parseLiteral() {
 }
 
 ConstantValue Parser::parseNumber(const Token& token, bool negative) {
-  bool isInteger = false;
-  if (!isWellFormedNumber(token.text, isInteger))
-    failAt(source_, token, "malformed number '{}'", token.text.str());
-  std::string text = fmt::format("{}{}", negative ? "-" : "", token.text.str());
-  const char* end = text.data() + text.size();
-  if (isInteger) {
-    int64_t value = 0;
-    if (std::from_chars(text.data(), end, value).ec != std::errc())
-      failAt(source_, token,
-             "integer literal '{}' does not fit in 64 bits (write {}.0 for a "
-             "floating-point number)",
-             text, text);
-    return value;
-  }
-  double value = 0;
-  if (std::from_chars(text.data(), end, value).ec != std::errc())
-    failAt(source_, token, "number '{}' is out of the range of f64", text);
-  return value;
+  return located(token, [&] { return numberLiteral(token.text, negative); });
 }
 
-/// Converts a literal to the payload a `literal:dtype` constant keeps, rejecting literals
-/// that the dtype cannot hold exactly.
 ConstantValue Parser::typedConstant(const ConstantValue& value, DataType type, llvm::StringRef text,
                                     const Token& at) {
-  std::string name = shortName(type).str();
-  if (isComplex(type))
-    failAt(source_, at,
-           "'{}:{}': a constant of type {} must be written complex(re, im) of two real constants",
-           text.str(), name, name);
-  if (type == DataType::Bool) {
-    if (!std::holds_alternative<bool>(value))
-      failAt(source_, at, "'{}:b8': b8 constants are written true:b8 or false:b8", text.str());
-    return value;
-  }
-  if (std::holds_alternative<bool>(value))
-    failAt(source_, at, "'{}:{}': true and false are b8 literals; write 1:{} or 0:{}", text.str(),
-           name, name, name);
-  if (isFloatingPoint(type))
-    return std::visit([](auto v) { return static_cast<double>(v); }, value);
-  if (!std::holds_alternative<int64_t>(value))
-    failAt(source_, at, "'{}:{}': {} is an integer dtype; write an integer literal", text.str(),
-           name, name);
-  auto [low, high] = integerRange(type);
-  int64_t integer = std::get<int64_t>(value);
-  if (integer < low || integer > high)
-    failAt(source_, at, "'{}:{}': {} is outside the range of {} ({} to {})", text.str(), name,
-           integer, name, low, high);
-  return value;
+  return located(at, [&] { return typedLiteral(value, type, text); });
 }
 
 } // namespace
