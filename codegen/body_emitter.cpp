@@ -96,6 +96,7 @@ void BodyEmitter::entry() {
       out_.line("i64 {}_strides[{}]; // in elements, 0 where broadcast", slot.field,
                 body_.domainRank);
   }
+  reductionFields();
   out_.close(";");
   if (strided)
     out_.line("WF_CHECK_OFFSET({}, extents, {});", name, body_.extentsOffset);
@@ -105,6 +106,14 @@ void BodyEmitter::entry() {
     out_.line("WF_CHECK_OFFSET({}, {}, {});", name, slot.field, slot.offset);
     if (slot.kind == SlotKind::ElementTensor && strided)
       out_.line("WF_CHECK_OFFSET({}, {}_strides, {});", name, slot.field, slot.stridesOffset);
+  }
+  for (const ReductionSlot& slot : body_.reductions) {
+    out_.line("WF_CHECK_OFFSET({}, {}_partials, {});", name, slot.name, slot.partialsOffset);
+    out_.line("WF_CHECK_OFFSET({}, {}_out, {});", name, slot.name, slot.outOffset);
+    out_.line("WF_CHECK_OFFSET({}, {}_results, {});", name, slot.name, slot.resultsOffset);
+    out_.line("WF_CHECK_OFFSET({}, {}_ticket, {});", name, slot.name, slot.ticketOffset);
+    out_.line("WF_CHECK_OFFSET({}, {}_operand, {});", name, slot.name, slot.operandOffset);
+    out_.line("WF_CHECK_OFFSET({}, {}_operands, {});", name, slot.name, slot.operandsOffset);
   }
   out_.line("static_assert(sizeof({}) == {}, \"member table layout\");", name, body_.entryBytes);
   out_.line();
@@ -159,6 +168,7 @@ void BodyEmitter::elementFunction() {
   out_.open("struct {}_out", body_.name);
   forEachElementTensor(
       false, true, [&](const Slot& slot) { out_.line("{} {};", cppType(slot.dtype), slot.name); });
+  reductionLeafFields();
   out_.close(";");
   out_.line();
   out_.line("/// One element of {}: a statement per IR expression.", body_.name);
@@ -179,6 +189,7 @@ void BodyEmitter::elementFunction() {
   forEachElementTensor(false, true, [&](const Slot& slot) {
     out_.line("out.{} = {};", slot.name, values_.writtenValueText(slot));
   });
+  reductionLeafValues();
   out_.line("return out;");
   out_.close();
   out_.line();
@@ -256,7 +267,7 @@ void BodyEmitter::elementRange() {
 }
 
 void BodyEmitter::afterLastChunk(const RunVariant& variant) {
-  if (!body_.hasDeferredWrites) {
+  if (!body_.hasDeferredWrites && body_.reductions.empty()) {
     out_.line("(void)member;");
     return;
   }
@@ -284,15 +295,19 @@ void BodyEmitter::runFunction(const RunVariant& variant) {
 
 // ---- device functions ----
 
+ElementAccess BodyEmitter::flatAccess() const {
+  return {[](const Slot& slot) { return "wf_global(entry." + slot.field + ")[i]"; },
+          [&](const Slot& slot) {
+            return fmt::format("{}[i] = out.{};", pointerOf(slot), slot.field);
+          }};
+}
+
 void BodyEmitter::scalarLoop(llvm::StringRef from, llvm::StringRef to, llvm::StringRef comment) {
   out_.line("// {}", comment.str());
   elementLoop({fmt::format("for ({0} i = {1} + {0}(threadIdx.x); i < {2}; i += {3})", indexType_,
                            from.str(), to.str(), plan_.threadsPerBlock),
                {},
-               {[](const Slot& slot) { return "wf_global(entry." + slot.field + ")[i]"; },
-                [&](const Slot& slot) {
-                  return fmt::format("{}[i] = out.{};", pointerOf(slot), slot.field);
-                }}});
+               flatAccess()});
 }
 
 void BodyEmitter::flatLoops() {
@@ -394,30 +409,33 @@ void BodyEmitter::vectorLoop() {
   out_.close();
 }
 
-void BodyEmitter::stridedLoop() {
+void BodyEmitter::stridedLocate() {
   unsigned rank = body_.domainRank;
-  auto locate = [&] {
-    if (rank > 0)
-      out_.line("{} rest = i; // coordinates of element i in the domain", indexType_);
-    for (unsigned d = rank; d-- > 1;) {
-      out_.line("const {0} c{1} = rest % {0}(entry.extents[{1}]);", indexType_, d);
-      out_.line("rest /= {}(entry.extents[{}]);", indexType_, d);
-    }
-    if (rank > 0)
-      out_.line("const {} c0 = rest;", indexType_);
-    // Each tensor's offset of the element, from its own strides (0 along broadcast dimensions).
-    forEachElementTensor(true, true, [&](const Slot& slot) {
-      offsetLocal(slot, [](unsigned d) { return fmt::format("c{}", d); });
-    });
-  };
-  elementLoop(
-      {fmt::format("for ({0} i = begin + {0}(threadIdx.x); i < end; i += {1})", indexType_,
-                   plan_.threadsPerBlock),
-       locate,
-       {[&](const Slot& slot) { return fmt::format("{}[at_{}]", pointerOf(slot), slot.field); },
-        [&](const Slot& slot) {
-          return fmt::format("{}[at_{}] = out.{};", pointerOf(slot), slot.field, slot.field);
-        }}});
+  if (rank > 0)
+    out_.line("{} rest = i; // coordinates of element i in the domain", indexType_);
+  for (unsigned d = rank; d-- > 1;) {
+    out_.line("const {0} c{1} = rest % {0}(entry.extents[{1}]);", indexType_, d);
+    out_.line("rest /= {}(entry.extents[{}]);", indexType_, d);
+  }
+  if (rank > 0)
+    out_.line("const {} c0 = rest;", indexType_);
+  // Each tensor's offset of the element, from its own strides (0 along broadcast dimensions).
+  forEachElementTensor(true, true, [&](const Slot& slot) {
+    offsetLocal(slot, [](unsigned d) { return fmt::format("c{}", d); });
+  });
+}
+
+ElementAccess BodyEmitter::stridedAccess() const {
+  return {[&](const Slot& slot) { return fmt::format("{}[at_{}]", pointerOf(slot), slot.field); },
+          [&](const Slot& slot) {
+            return fmt::format("{}[at_{}] = out.{};", pointerOf(slot), slot.field, slot.field);
+          }};
+}
+
+void BodyEmitter::stridedLoop() {
+  elementLoop({fmt::format("for ({0} i = begin + {0}(threadIdx.x); i < end; i += {1})", indexType_,
+                           plan_.threadsPerBlock),
+               [&] { stridedLocate(); }, stridedAccess()});
 }
 
 void BodyEmitter::deferredFunction() {
@@ -434,6 +452,9 @@ void BodyEmitter::deferredFunction() {
   out_.line("const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {}) / {}) : 1;",
             body_.chunkElements - 1, body_.chunkElements);
   out_.open("if (atomicAdd(params.tickets + member, u32(done)) == u32(chunks - done))");
+  if (!body_.reductions.empty())
+    out_.line("__threadfence(); // every block's partials are visible");
+  reductionFinish();
   for (const Slot& slot : body_.slots)
     if (slot.kind == SlotKind::UniformTensor && slot.deferred)
       out_.line("*{} = {}; // deferred copy_ into {}", pointerOf(slot),
@@ -449,8 +470,8 @@ ElementsVariant BodyEmitter::deviceElements() {
           {fmt::format("/// Elements [begin, end) of one member of {}:", body_.name),
            "/// the threads of the block stride through them."},
           {},
-          [&] { flatLoops(); },
-          [&] { stridedLoop(); },
+          [&] { body_.reductions.empty() ? flatLoops() : deviceReductionLoop(); },
+          [&] { body_.reductions.empty() ? stridedLoop() : deviceReductionLoop(); },
           "begin == 0 && threadIdx.x == 0"};
 }
 
@@ -481,7 +502,7 @@ void BodyEmitter::functions() {
   prologue();
   elementFunction();
   elementsFunction(deviceElements());
-  if (body_.hasDeferredWrites)
+  if (body_.hasDeferredWrites || !body_.reductions.empty())
     deferredFunction();
   runFunction(deviceRun());
   runFunction(hostVerifyRun());

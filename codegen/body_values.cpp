@@ -101,4 +101,13 @@ std::string BodyValues::writtenValueText(const Slot& slot) const {
   return convertedText(valueText(source, view).text, source->dtype(), slot.dtype);
 }
 
+std::string BodyValues::reducedValueText(const ReductionSlot& slot) const {
+  auto [reduction, operand] = component_.contributions[slot.contribution];
+  ElementView identity;
+  if (body_.indexing == Indexing::Strided)
+    for (unsigned d = 0; d < body_.domainRank; ++d)
+      identity.push_back(int64_t(d));
+  return valueText(reduction->operand(operand), &identity).text;
+}
+
 } // namespace widefuse

@@ -22,6 +22,8 @@ public:
   OperandText operandText(const Expr& expr, unsigned index, const ElementView* view) const;
   /// The C++ text of the value written to `slot`, in the slot's dtype.
   std::string writtenValueText(const Slot& slot) const;
+  /// The element value a reduction of the body reduces, in its own dtype.
+  std::string reducedValueText(const ReductionSlot& slot) const;
   /// The name of a value computed once per run (the prologue's `u.<name>`).
   std::string uniformName(const Value* value) const { return uniformName_.lookup(value); }
   /// The representative component the body is written with.

@@ -124,6 +124,31 @@ private:
   void vectorLoop();
   void vectorLoads(llvm::StringRef prefix, llvm::StringRef past);
   void stridedLoop();
+  /// The element's reads and stores by its flat index `i` (flat bodies, one per access).
+  ElementAccess flatAccess() const;
+  /// Coordinates and tensor offsets of element `i` (strided bodies), and their access.
+  void stridedLocate();
+  ElementAccess stridedAccess() const;
+  // Reductions (reduction_emitter.cpp, docs/codegen.md section 9).
+  /// The entry fields of the body's reductions.
+  void reductionFields();
+  /// `A <name>;` leaves in the element's out struct, and their values.
+  void reductionLeafFields();
+  void reductionLeafValues();
+  /// Each reduction's leaf of element `i`: the identity past `end`, else the element's (its
+  /// stores done).
+  void reductionLeaves(llvm::StringRef end);
+  /// When a chunk's rows are done (or the run ends at `end`): its partials, by `thread`
+  /// alone (empty: the one host thread).
+  void chunkPartials(llvm::StringRef end, llvm::StringRef thread);
+  /// The device's elements of a reducing body: rows of the block's threads, each row's tree,
+  /// each chunk's partial.
+  void deviceReductionLoop();
+  /// The host's: the same rows, the threads of each in `thread_order` (verify) or in order.
+  void hostReductionRows(bool emulated);
+  /// The member's last finisher: its tree of the chunk partials, its result or its part of a
+  /// global one (and the last contributor's combine).
+  void reductionFinish();
 
   // Host backend functions (host_entries.cpp).
   RunVariant hostVerifyRun();

@@ -26,6 +26,10 @@ RunVariant BodyEmitter::hostVerifyRun() {
   run.extraParameters = {"u32 block", "u32 grid", "const u32* thread_order"};
   run.hostOnly = true;
   run.elements = [&] {
+    if (!body_.reductions.empty()) {
+      hostReductionRows(/*emulated=*/true);
+      return;
+    }
     elementRange();
     out_.open("for (u32 t = 0; t < {}; ++t)", plan_.threadsPerBlock);
     out_.line("wf_host_enter_thread(thread_order[t], block, {}, grid);", plan_.threadsPerBlock);
@@ -134,6 +138,10 @@ RunVariant BodyEmitter::hostFastRun() {
                   body_.name),
       "/// block's work as one thread's loop; the deferred writes by the same ticket rule."};
   run.elements = [&] {
+    if (!body_.reductions.empty()) {
+      hostReductionRows(/*emulated=*/false);
+      return;
+    }
     out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
     elementRange();
     out_.line("{}_host_fast_elements(params, entry, u, begin, stop);", body_.name);

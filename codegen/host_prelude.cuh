@@ -15,6 +15,7 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __grid_constant__
+#define __shared__
 
 struct wf_host_dim3 {
   unsigned x = 0, y = 0, z = 0;

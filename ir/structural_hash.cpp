@@ -18,6 +18,7 @@ enum Tag : uint64_t {
   kAliasTag = 4ull << 56,
   kOutputTag = 5ull << 56,
   kReferenceTag = 6ull << 56,
+  kContributionTag = 7ull << 56,
 };
 
 uint64_t constantBits(const ConstantValue& constant) {
@@ -45,6 +46,12 @@ public:
     for (const Value* output : subgraph.outputs) {
       key_.append(kOutputTag);
       reference(output);
+    }
+    for (auto [reduction, operand] : subgraph.contributions) {
+      key_.append(kContributionTag | uint64_t(reduction->op()) << 8 |
+                  uint64_t(reduction->result()->dtype()));
+      key_.append(uint64_t(reduction->attributes().reduction));
+      reference(reduction->operand(operand));
     }
     return std::move(key_);
   }

@@ -23,6 +23,9 @@ struct StructuralKeyOptions {
   bool includeConstantValues = true;
 };
 
+/// A reduction and the position of the operand a subgraph contributes to it.
+using Contribution = std::pair<const Expr*, unsigned>;
+
 /// A subgraph to key: its inputs in a canonical order, its expressions in topological order,
 /// its in-place updates and plain outputs.
 struct Subgraph {
@@ -30,6 +33,10 @@ struct Subgraph {
   llvm::ArrayRef<const Expr*> exprs;
   llvm::ArrayRef<Alias> aliases;
   llvm::ArrayRef<const Value*> outputs;
+  /// Reductions it contributes an operand to: (the reduction, which operand). The reduction
+  /// itself may read values outside the subgraph (a global one); only the op, scope, result
+  /// type and this operand are keyed.
+  llvm::ArrayRef<Contribution> contributions = {};
 };
 
 /// An exact structural description (a token sequence), compared for equality; hash() is for

@@ -2,6 +2,8 @@
 
 #include "ir/extent_expression.h"
 
+#include <memory>
+
 namespace widefuse {
 
 BindingCache::BindingCache(const Fusion& fusion, std::shared_ptr<const CompiledFusion> compiled)
@@ -15,7 +17,8 @@ BindingCache::BindingCache(const Fusion& fusion, std::shared_ptr<const CompiledF
 
 void BindingCache::bind(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
                         llvm::ArrayRef<TensorRef> outputs, std::vector<LaunchBinding>& bindings,
-                        std::vector<std::vector<uint32_t>>& tickets) const {
+                        std::vector<std::vector<uint32_t>>& tickets,
+                        std::vector<std::vector<std::byte>>& workspaces) const {
   auto tensorOf = [&](const Value* value, bool asOutput) -> const TensorRef& {
     if (asOutput)
       return outputs[size_t(outputIndex_[value->id()])];
@@ -28,14 +31,28 @@ void BindingCache::bind(llvm::ArrayRef<Argument> arguments, const RuntimeShapes&
   };
   bindings.clear();
   tickets.clear();
+  workspaces.clear();
+  GlobalReductions globals;
   for (const KernelLaunch& launch : compiled_->scheduled.launches) {
     const KernelPlan& plan = compiled_->scheduled.plans[launch.plan];
-    bindings.push_back(bindLaunch(plan, launch, shapes, tensorOf, scalarOf));
+    bindings.push_back(
+        bindLaunch(plan, launch, shapes, tensorOf, scalarOf, globals, unsigned(bindings.size())));
     tickets.emplace_back(launch.members.size(), 0u);
     LaunchBinding& binding = bindings.back();
     setTableAddresses(binding, binding.table.empty() ? nullptr : binding.table.data(),
                       tickets.back().data());
+    // Room for 16-byte alignment (the reserve's), zeroed: the global tickets start at 0.
+    workspaces.emplace_back(binding.workspaceBytes + 16, std::byte{0});
   }
+  globals.checkComplete();
+  std::vector<void*> bases;
+  for (std::vector<std::byte>& workspace : workspaces) {
+    void* base = workspace.data();
+    std::size_t space = workspace.size();
+    bases.push_back(std::align(16, 1, base, space));
+  }
+  for (LaunchBinding& binding : bindings)
+    setWorkspaceAddresses(binding, bases);
 }
 
 void BindingCache::bindAndRun(const Step& step, llvm::ArrayRef<TensorRef> outputs, bool exclusive,
@@ -47,17 +64,25 @@ void BindingCache::bindAndRun(const Step& step, llvm::ArrayRef<TensorRef> output
     cached.try_lock();
   std::vector<LaunchBinding> privateBindings;
   std::vector<std::vector<uint32_t>> privateTickets;
+  std::vector<std::vector<std::byte>> privateWorkspaces;
   auto& bindings = cached.owns_lock() ? bindings_ : privateBindings;
   auto& tickets = cached.owns_lock() ? tickets_ : privateTickets;
-  // Fresh outputs have fresh addresses: only fusions without plain outputs reuse bindings.
-  bool reuse = cached.owns_lock() && outputs.empty() && !bindings.empty() && fingerprint_ &&
+  auto& workspaces = cached.owns_lock() ? workspaces_ : privateWorkspaces;
+  // Fresh outputs have fresh addresses: bindings are reused while the outputs stay where they
+  // were (a prepared run's fixed outputs), as the arguments do.
+  bool sameOutputs = outputs.size() == outputAddresses_.size() &&
+                     std::equal(outputs.begin(), outputs.end(), outputAddresses_.begin(),
+                                [](const TensorRef& output, const void* address) {
+                                  return output.data == address;
+                                });
+  bool reuse = cached.owns_lock() && sameOutputs && !bindings.empty() && fingerprint_ &&
                (fingerprint_ == step.checked || hasFingerprint(step.arguments, *fingerprint_));
   // Equal contents: adopt the caller's fingerprint, so that its next call (a PreparedRun's, say)
   // matches by pointer instead of comparing every argument again.
   if (reuse && step.checked)
     fingerprint_ = step.checked;
   if (!reuse) {
-    bind(step.arguments, step.shapes, outputs, bindings, tickets);
+    bind(step.arguments, step.shapes, outputs, bindings, tickets, workspaces);
     // Not reusable until a launch with them has succeeded: a failure half way (an upload, a
     // launch) must not leave bindings that a retry or a PreparedRun would trust.
     if (cached.owns_lock())
@@ -73,10 +98,13 @@ void BindingCache::bindAndRun(const Step& step, llvm::ArrayRef<TensorRef> output
     }
     throw;
   }
-  // What the bindings were built from, recorded once they have launched (fusions with plain
-  // outputs bind their fresh outputs every time and are never reused).
-  if (!reuse && cached.owns_lock() && outputs.empty())
+  // What the bindings were built from, recorded once they have launched.
+  if (!reuse && cached.owns_lock()) {
     fingerprint_ = step.checked ? step.checked : fingerprintOf(step.arguments);
+    outputAddresses_.clear();
+    for (const TensorRef& output : outputs)
+      outputAddresses_.push_back(output.data);
+  }
 }
 
 bool BindingCache::runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,

@@ -40,7 +40,8 @@ private:
   /// The bindings of every launch for these arguments and outputs.
   void bind(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
             llvm::ArrayRef<TensorRef> outputs, std::vector<LaunchBinding>& bindings,
-            std::vector<std::vector<uint32_t>>& tickets) const;
+            std::vector<std::vector<uint32_t>>& tickets,
+            std::vector<std::vector<std::byte>>& workspaces) const;
 
   const Fusion& fusion_;
   std::shared_ptr<const CompiledFusion> compiled_;
@@ -51,8 +52,12 @@ private:
   /// What the cached bindings were built from: pointers, shapes, strides, scalar bits. Null
   /// while they are not reusable (none yet, or their launch failed).
   Fingerprint fingerprint_;
+  /// Where the outputs of the cached bindings are.
+  std::vector<const void*> outputAddresses_;
   std::vector<LaunchBinding> bindings_;
   std::vector<std::vector<uint32_t>> tickets_;
+  /// Host memory for each launch's workspace (reductions); a device backend replaces it.
+  std::vector<std::vector<std::byte>> workspaces_;
 };
 
 /// The plain outputs of `fusion` allocated in host memory (into `result`), and their refs:

@@ -4,6 +4,7 @@
 #include "ir/runtime_shapes.h"
 #include "runtime/backend_registry.h"
 #include "runtime/cubin_cache.h"
+#include "runtime/pass_runner.h"
 
 #include "segmenter/segment.h"
 
@@ -46,7 +47,8 @@ void checkIterationDomains(const Fusion& fusion, const SegmentedFusion& segmente
   }
 }
 
-/// Caller-supplied outputs: one dense tensor per plain output, of its dtype and shape.
+} // namespace
+
 void checkCallerOutputs(const Fusion& fusion, llvm::ArrayRef<TensorRef> outputs,
                         const RuntimeShapes& shapes) {
   if (outputs.size() != fusion.outputs().size())
@@ -68,8 +70,6 @@ void checkCallerOutputs(const Fusion& fusion, llvm::ArrayRef<TensorRef> outputs,
   }
 }
 
-} // namespace
-
 FusionExecutorCache::FusionExecutorCache(const Fusion& fusion, ExecutorOptions options)
     : fusion_(fusion), options_(std::move(options)) {
   if (!options_.dumps)
@@ -77,6 +77,24 @@ FusionExecutorCache::FusionExecutorCache(const Fusion& fusion, ExecutorOptions o
   // A named backend is checked now; `auto` waits for the arguments.
   if (const Backend* backend = findBackend(options_.backend))
     select(*backend);
+  needsPasses_ = needsPasses(fusion_);
+}
+
+PassRunner* FusionExecutorCache::passRunner(llvm::ArrayRef<Argument> arguments) {
+  if (!needsPasses_)
+    return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!backend_)
+    select(backendForArguments(arguments));
+  // The evaluator computes reductions itself; kernel backends run the passes.
+  if (backend_->lowering() == Lowering::None)
+    return nullptr;
+  if (!passes_) {
+    ExecutorOptions options = options_;
+    options.backend = backend_->name().str();
+    passes_ = std::make_unique<PassRunner>(fusion_, options);
+  }
+  return passes_.get();
 }
 
 FusionExecutorCache::~FusionExecutorCache() = default;
@@ -102,6 +120,13 @@ std::shared_ptr<const CompiledFusion> FusionExecutorCache::lastCompiled() const 
   return last_;
 }
 
+std::vector<std::shared_ptr<const CompiledFusion>> FusionExecutorCache::lastCompiledPasses() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (passes_)
+    return passes_->lastCompiled();
+  return {last_};
+}
+
 size_t FusionExecutorCache::numSpecializations() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return specializations_.size();
@@ -119,8 +144,9 @@ Specialization FusionExecutorCache::specialize(llvm::ArrayRef<Argument> argument
   std::vector<const TensorRef*> tensorOfInput(fusion_.numValues(), nullptr);
   for (size_t i = 0; i < arguments.size(); ++i)
     tensorOfInput[fusion_.inputs()[i]->id()] = std::get_if<TensorRef>(&arguments[i]);
-  if (!segmented_)
+  if (!segmented_) {
     segmented_ = std::make_shared<const SegmentedFusion>(segment(fusion_, {options_.mode}));
+  }
   checkIterationDomains(fusion_, *segmented_, shapes);
   for (const Component& component : segmented_->components) {
     int64_t largest = component.domainValue ? numElements(shapes.of(component.domainValue)) : 1;
@@ -174,6 +200,8 @@ FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
 
 RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
                                    llvm::ArrayRef<TensorRef> outputs, std::optional<void*> stream) {
+  if (PassRunner* passes = passRunner(arguments))
+    return passes->run(arguments, outputs, stream);
   void* runStream = streamFor(stream);
   // The steady state: the same arguments as the last accepted run (same pointers, shapes,
   // strides, dtypes and scalars) passed every check then, so they pass now, with the same
@@ -211,10 +239,15 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
 }
 
 std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argument> arguments,
-                                                          std::optional<void*> stream) {
+                                                          std::optional<void*> stream,
+                                                          llvm::ArrayRef<TensorRef> outputs) {
+  if (PassRunner* passes = passRunner(arguments))
+    return passes->prepare(*this, arguments, stream);
   checkArguments(fusion_, arguments);
   std::vector<Argument> copied(arguments.begin(), arguments.end());
   auto shapes = std::make_shared<RuntimeShapes>(inferRuntimeShapes(fusion_, arguments));
+  if (!outputs.empty())
+    checkCallerOutputs(fusion_, outputs, *shapes);
   std::shared_ptr<CompiledSpecialization> specialization =
       specializationFor(arguments, *shapes, streamFor(stream));
   Fingerprint fingerprint = fingerprintOf(arguments);
@@ -231,8 +264,9 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
       lastShapes_ = shapes;
     }
   }
-  return std::unique_ptr<PreparedRun>(new PreparedRun(
-      *this, std::move(copied), std::move(specialization), std::move(shapes), fingerprint));
+  return std::unique_ptr<PreparedRun>(
+      new PreparedRun(*this, std::move(copied), std::move(specialization), std::move(shapes),
+                      fingerprint, std::vector<TensorRef>(outputs.begin(), outputs.end())));
 }
 
 } // namespace widefuse

@@ -32,6 +32,13 @@ struct CompiledSpecialization {
 
 /// Compiles a fusion once per specialization (what the arguments decide about the kernels:
 /// dense inputs, index widths) and runs it; thread-safe.
+class PassRunner;
+
+/// Caller-supplied outputs: one dense tensor per plain output, of its dtype and run-time
+/// shape. Throws Error naming the output.
+void checkCallerOutputs(const Fusion& fusion, llvm::ArrayRef<TensorRef> outputs,
+                        const RuntimeShapes& shapes);
+
 class FusionExecutorCache {
 public:
   /// `fusion` must outlive the cache. Throws Error for an unknown backend name, or one that
@@ -55,8 +62,11 @@ public:
   /// The caller keeps every tensor at its address, shape and strides while the handle is
   /// used; the checks of run() are not repeated. `stream`: where the first launch will go
   /// (loading a specialization is refused while it captures); each launch names its own.
+  /// `outputs`: where every launch puts the plain outputs (checked as run() checks them);
+  /// empty: each launch allocates them in host memory and returns them.
   std::unique_ptr<PreparedRun> prepare(llvm::ArrayRef<Argument> arguments,
-                                       std::optional<void*> stream = std::nullopt);
+                                       std::optional<void*> stream = std::nullopt,
+                                       llvm::ArrayRef<TensorRef> outputs = {});
 
   /// The backend runs use; for `auto`, null until the first run or prepare decides it.
   const Backend* backend() const;
@@ -65,6 +75,9 @@ public:
   /// The compiled kernels of the last run's specialization (null before the first run, and
   /// for a backend that compiles none).
   std::shared_ptr<const CompiledFusion> lastCompiled() const;
+  /// The compiled kernels of the last run, one entry per pass for a fusion run as passes
+  /// (else lastCompiled() alone); null entries for what has not run.
+  std::vector<std::shared_ptr<const CompiledFusion>> lastCompiledPasses() const;
   /// Number of specializations compiled so far.
   size_t numSpecializations() const;
 
@@ -82,6 +95,9 @@ private:
   void select(const Backend& backend);
   /// What the arguments decide about the kernels: dense inputs, 64-bit index flags.
   Specialization specialize(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes);
+  /// The passes of a fusion with reductions on a kernel backend (decides `auto`); null when
+  /// the fusion runs as one (no reduction, or a backend without kernels).
+  PassRunner* passRunner(llvm::ArrayRef<Argument> arguments);
   /// compileFusion as far as the backend needs.
   std::shared_ptr<const CompiledFusion> lower(const Specialization& specialization) const;
 
@@ -101,6 +117,9 @@ private:
   Fingerprint lastFingerprint_;
   std::shared_ptr<CompiledSpecialization> lastSpecialization_;
   std::shared_ptr<const RuntimeShapes> lastShapes_;
+  /// A value reads a reduction's result (segmenter/passes.h).
+  bool needsPasses_ = false;
+  std::unique_ptr<PassRunner> passes_;
 };
 
 } // namespace widefuse

@@ -63,9 +63,9 @@ template <typename T> void put(std::vector<std::byte>& bytes, size_t offset, T v
 class Binder {
 public:
   Binder(const KernelPlan& plan, const RuntimeShapes& shapes, TensorLookup tensorOf,
-         ScalarLookup scalarOf)
+         ScalarLookup scalarOf, GlobalReductions& globals, unsigned index)
       : plan_(plan), segmented_(*plan.segmented), shapes_(shapes), tensorOf_(tensorOf),
-        scalarOf_(scalarOf) {
+        scalarOf_(scalarOf), globals_(globals), index_(index) {
     for (const BodyPlan& body : plan.bodies) {
       bodyOfClass_[body.signatureClass] = &body;
       const SignatureClass& signature = segmented_.signatureClasses[body.signatureClass];
@@ -83,6 +83,16 @@ private:
   void bindSlot(const BodyPlan& body, const Slot& slot, const Component& component, unsigned member,
                 llvm::ArrayRef<int64_t> domain, LaunchBinding& binding,
                 std::vector<std::byte>& bytes, size_t base);
+  /// A member's reduction fields: its partials and, for a global reduction, the results and
+  /// ticket every contributor in the launch shares.
+  void bindReduction(const ReductionSlot& slot, const Component& component, int64_t chunks,
+                     LaunchBinding& binding, std::vector<std::byte>& bytes, size_t base);
+  /// `bytes` of workspace, 16-byte aligned, written at `offset` of `bytes`.
+  uint64_t reserve(LaunchBinding& binding, uint64_t size, std::vector<std::byte>& bytes,
+                   size_t offset);
+
+  GlobalReductions& globals_;
+  unsigned index_;
 
   const KernelPlan& plan_;
   const SegmentedFusion& segmented_;
@@ -145,6 +155,41 @@ void Binder::bindSlot(const BodyPlan& body, const Slot& slot, const Component& c
   }
 }
 
+uint64_t Binder::reserve(LaunchBinding& binding, uint64_t size, std::vector<std::byte>& bytes,
+                         size_t offset) {
+  uint64_t at = (binding.workspaceBytes + 15) / 16 * 16;
+  binding.workspaceBytes = at + size;
+  binding.workspaceSites.push_back({&bytes == &binding.table, uint32_t(offset), at, index_});
+  return at;
+}
+
+void Binder::bindReduction(const ReductionSlot& slot, const Component& component, int64_t chunks,
+                           LaunchBinding& binding, std::vector<std::byte>& bytes, size_t base) {
+  auto [reduction, operand] = component.contributions[slot.contribution];
+  uint64_t accumulator = byteSize(computeType(slot.accumulator));
+  reserve(binding, uint64_t(chunks) * accumulator, bytes, base + slot.partialsOffset);
+  put(bytes, base + slot.outOffset, tensorOf_(reduction->result(), true).data);
+  if (!slot.global)
+    return;
+  unsigned operands = unsigned(reduction->operands().size());
+  auto [found, first] = globals_.entries.try_emplace(reduction);
+  GlobalReductions::Entry& global = found->second;
+  if (first) {
+    global.launch = index_;
+    global.results = reserve(binding, operands * accumulator, bytes, base + slot.resultsOffset);
+    global.ticket = reserve(binding, sizeof(uint32_t), bytes, base + slot.ticketOffset);
+  } else {
+    bool inTable = &bytes == &binding.table;
+    binding.workspaceSites.push_back(
+        {inTable, uint32_t(base + slot.resultsOffset), global.results, global.launch});
+    binding.workspaceSites.push_back(
+        {inTable, uint32_t(base + slot.ticketOffset), global.ticket, global.launch});
+  }
+  global.contributors += 1;
+  put(bytes, base + slot.operandOffset, int32_t(operand));
+  put(bytes, base + slot.operandsOffset, int32_t(operands));
+}
+
 void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t entryOffset,
                         LaunchBinding& binding, bool first) {
   const Component& component = segmented_.components[member];
@@ -175,6 +220,8 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
     else if (first) // shared slots hold the same value for every member
       bindSlot(body, slot, component, member, domain, binding, binding.parameters, 0);
   }
+  for (const ReductionSlot& slot : body.reductions)
+    bindReduction(slot, component, chunks, binding, entries, entryOffset);
 }
 
 LaunchBinding Binder::bind(const KernelLaunch& launch) {
@@ -203,9 +250,17 @@ LaunchBinding Binder::bind(const KernelLaunch& launch) {
 } // namespace
 
 LaunchBinding bindLaunch(const KernelPlan& plan, const KernelLaunch& launch,
-                         const RuntimeShapes& shapes, TensorLookup tensorOf,
-                         ScalarLookup scalarOf) {
-  return Binder(plan, shapes, tensorOf, scalarOf).bind(launch);
+                         const RuntimeShapes& shapes, TensorLookup tensorOf, ScalarLookup scalarOf,
+                         GlobalReductions& globals, unsigned index) {
+  return Binder(plan, shapes, tensorOf, scalarOf, globals, index).bind(launch);
+}
+
+void GlobalReductions::checkComplete() const {
+  // The last contributor combines every operand's tree: a missing one would never finish.
+  for (const auto& [reduction, global] : entries)
+    WF_ASSERT(global.contributors == reduction->operands().size(),
+              "the launches compute {} of the {} operands of '{}'", global.contributors,
+              reduction->operands().size(), reduction->result()->name());
 }
 
 void patchArguments(LaunchBinding& binding, llvm::ArrayRef<uint8_t> changed,
@@ -224,6 +279,14 @@ void patchArguments(LaunchBinding& binding, llvm::ArrayRef<uint8_t> changed,
 
 unsigned gridBlocks(const LaunchBinding& binding, unsigned maxBlocks) {
   return std::max(1u, std::min({binding.numChunks, maxBlocks, kMaxGridBlocks}));
+}
+
+void setWorkspaceAddresses(LaunchBinding& binding, llvm::ArrayRef<void*> bases) {
+  for (const WorkspaceSite& site : binding.workspaceSites) {
+    std::vector<std::byte>& bytes = site.inTable ? binding.table : binding.parameters;
+    auto* base = static_cast<std::byte*>(bases[site.launch]);
+    put(bytes, site.offset, static_cast<void*>(base + site.workspaceOffset));
+  }
 }
 
 void setTableAddresses(LaunchBinding& binding, const void* table, const void* tickets) {

@@ -11,13 +11,29 @@ namespace widefuse {
 
 PreparedRun::PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
                          std::shared_ptr<CompiledSpecialization> specialization,
-                         std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint)
+                         std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint,
+                         std::vector<TensorRef> outputs)
     : executor_(&executor), arguments_(std::move(arguments)),
       specialization_(std::move(specialization)), shapes_(std::move(shapes)),
       fingerprint_(std::move(fingerprint)), changed_(executor.fusion_.numValues(), 0),
-      isExtent_(arguments_.size(), 0) {
+      isExtent_(arguments_.size(), 0), outputs_(std::move(outputs)) {
+  collectInputFacts();
+}
+
+PreparedRun::PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
+                         std::vector<std::unique_ptr<PreparedRun>> passes,
+                         std::vector<std::vector<std::pair<unsigned, unsigned>>> uses,
+                         std::vector<HostTensor> memory, std::vector<size_t> outputs)
+    : executor_(&executor), arguments_(std::move(arguments)),
+      changed_(executor.fusion_.numValues(), 0), isExtent_(arguments_.size(), 0),
+      passes_(std::move(passes)), uses_(std::move(uses)), memory_(std::move(memory)),
+      outputMemory_(std::move(outputs)) {
+  collectInputFacts();
+}
+
+void PreparedRun::collectInputFacts() {
   collectWrittenSpans();
-  const Fusion& fusion = executor.fusion_;
+  const Fusion& fusion = executor_->fusion_;
   for (const Value* input : extentInputs(fusion))
     isExtent_[size_t(llvm::find(fusion.inputs(), input) - fusion.inputs().begin())] = 1;
 }
@@ -44,8 +60,24 @@ void PreparedRun::collectWrittenSpans() {
 }
 
 RunResult PreparedRun::launch(std::optional<void*> stream) {
+  if (!passes_.empty()) { // one after another, on one stream
+    for (std::unique_ptr<PreparedRun>& pass : passes_)
+      pass->launch(stream);
+    RunResult result;
+    for (size_t index : outputMemory_)
+      result.outputs.push_back(memory_[index]);
+    return result;
+  }
   LoadedFusion& loaded = *specialization_->loaded;
   void* launchStream = executor_->streamFor(stream);
+  // Patched bindings write the outputs where the last bind put them: only fixed outputs (or
+  // none) may be written there again; fresh ones are bound anew by run().
+  bool patchable = outputs_.size() == executor_->fusion_.outputs().size();
+  if (anyChanged_ && !patchable) {
+    std::fill(changed_.begin(), changed_.end(), 0);
+    anyChanged_ = false;
+    fingerprint_ = nullptr; // unknown: the cached bindings are matched by content
+  }
   if (anyChanged_) {
     if (!own_)
       own_ = std::make_shared<std::vector<int64_t>>();
@@ -60,7 +92,7 @@ RunResult PreparedRun::launch(std::optional<void*> stream) {
     if (patched)
       return RunResult{};
   }
-  return loaded.run(Step{arguments_, *shapes_, fingerprint_, {}, launchStream});
+  return loaded.run(Step{arguments_, *shapes_, fingerprint_, outputs_, launchStream});
 }
 
 void PreparedRun::rebindTensor(size_t index, void* data) {
@@ -101,6 +133,9 @@ void PreparedRun::rebindTensor(size_t index, void* data) {
     }
     *tensor = moved;
   }
+  for (auto [pass, input] : uses_.empty() ? llvm::ArrayRef<std::pair<unsigned, unsigned>>{}
+                                          : llvm::ArrayRef(uses_[index]))
+    passes_[pass]->rebindTensor(input, data);
   markChanged(index);
 }
 
@@ -119,6 +154,9 @@ void PreparedRun::setScalar(size_t index, ScalarArgument value) {
          "run keeps its shapes; prepare a new run for other extents",
          input.name());
   *scalar = value;
+  for (auto [pass, input] : uses_.empty() ? llvm::ArrayRef<std::pair<unsigned, unsigned>>{}
+                                          : llvm::ArrayRef(uses_[index]))
+    passes_[pass]->setScalar(input, value);
   markChanged(index);
 }
 

@@ -4,6 +4,7 @@
 /// between steps (a new grad tensor, a scheduled learning rate) are replaced one at a time.
 
 #include "ir/arguments.h"
+#include "ir/host_tensor.h"
 #include "runtime/argument_fingerprint.h"
 
 #include <cstdint>
@@ -43,9 +44,20 @@ public:
 
 private:
   friend class FusionExecutorCache;
+  friend class PassRunner;
   PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
               std::shared_ptr<CompiledSpecialization> specialization,
-              std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint);
+              std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint,
+              std::vector<TensorRef> outputs);
+  /// A fusion run as passes (runtime/pass_runner.h): one prepared run per pass, `uses[i]` the
+  /// (pass, input) pairs that argument i of the whole fusion is; the passes' results and the
+  /// fusion's outputs live in `memory`.
+  PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
+              std::vector<std::unique_ptr<PreparedRun>> passes,
+              std::vector<std::vector<std::pair<unsigned, unsigned>>> uses,
+              std::vector<HostTensor> memory, std::vector<size_t> outputs);
+  /// Common to both: the spans of the written inputs and which scalars are extents.
+  void collectInputFacts();
   /// The byte spans of the copy_ destinations, in address order (they never overlap).
   void collectWrittenSpans();
 
@@ -71,6 +83,14 @@ private:
     size_t index;
   };
   std::vector<WrittenSpan> writtenSpans_;
+  /// Where the plain outputs go at each launch (fixed when prepared; empty: allocated).
+  std::vector<TensorRef> outputs_;
+  /// A fusion run as passes: each pass's prepared run, where each argument goes, the memory
+  /// of the results and outputs, and which of it is the fusion's outputs.
+  std::vector<std::unique_ptr<PreparedRun>> passes_;
+  std::vector<std::vector<std::pair<unsigned, unsigned>>> uses_;
+  std::vector<HostTensor> memory_;
+  std::vector<size_t> outputMemory_;
 };
 
 } // namespace widefuse

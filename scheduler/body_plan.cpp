@@ -1,6 +1,7 @@
 #include "scheduler/body_plan.h"
 
 #include "ir/error.h"
+#include "ir/reduction.h"
 #include "scheduler/element_views.h"
 #include "segmenter/signatures.h"
 
@@ -75,6 +76,7 @@ public:
     addInputSlots();
     addOutputSlots();
     addLiftedSlots();
+    addReductionSlots();
     addUniformValues();
     chooseVectorWidth();
     layOutEntry();
@@ -86,6 +88,7 @@ private:
   void addElementTensorSlots(const Value* input, unsigned index);
   void addOutputSlots();
   void addLiftedSlots();
+  void addReductionSlots();
   void addUniformValues();
   void chooseVectorWidth();
   void layOutEntry();
@@ -213,6 +216,31 @@ void BodyPlanner::addLiftedSlots() {
   }
 }
 
+void BodyPlanner::addReductionSlots() {
+  for (unsigned j = 0; j < component_.contributions.size(); ++j) {
+    auto [reduction, operand] = component_.contributions[j];
+    if (reduction->attributes().reduction == ReductionScope::Rows)
+      fail("'{}' is a {} over rows, which only the reference backend runs so far "
+           "(backend='reference'); kernels reduce every element of their operands (tensor and "
+           "global scopes)",
+           reduction->result()->name(), opName(reduction->op()).str());
+    ReductionSlot slot;
+    slot.contribution = j;
+    slot.op = reduction->op();
+    slot.global = reduction->attributes().reduction == ReductionScope::Global;
+    slot.result = reduction->result()->dtype();
+    slot.accumulator = reductionAccumulatorType(slot.op, slot.result);
+    const Value* value = reduction->operand(operand);
+    slot.operandType = value->dtype();
+    for (const ElementInstance& instance : body_.elementInstances)
+      if (instance.value == value && instance.view == identityView())
+        slot.operand = instance.name;
+    WF_ASSERT(!slot.operand.empty(), "no element value for the operand '{}'", value->name());
+    slot.name = names_.claim(fmt::format("r{}", j));
+    body_.reductions.push_back(std::move(slot));
+  }
+}
+
 void BodyPlanner::addUniformValues() {
   for (const Slot& slot : body_.slots)
     if (slot.source.kind == SlotSource::Kind::Input &&
@@ -238,7 +266,13 @@ void BodyPlanner::chooseVectorWidth() {
       widest = std::max(widest, unsigned(byteSize(slot.dtype)));
       bytesPerElement += unsigned(byteSize(slot.dtype)) * (slot.read || slot.written);
     }
-  if (body_.indexing == Indexing::Strided) {
+  if (!body_.reductions.empty()) {
+    // Each thread reduces one element per access, so that a row of the block's threads is a
+    // subtree of the reduction tree (docs/codegen.md 9.3).
+    body_.vectorElements = 1;
+    notes_.push_back(fmt::format("{}: reduces {} value{}, one element per access", body_.name,
+                                 body_.reductions.size(), body_.reductions.size() == 1 ? "" : "s"));
+  } else if (body_.indexing == Indexing::Strided) {
     body_.vectorElements = 1;
     notes_.push_back(fmt::format("{}: strided indexing (broadcasts or non-dense tensors), one "
                                  "element per access",
@@ -296,6 +330,14 @@ void BodyPlanner::layOutEntry() {
       unsigned size = unsigned(byteSize(slot.dtype));
       slot.offset = place(cursor, size, size);
     }
+  }
+  for (ReductionSlot& slot : body_.reductions) {
+    slot.partialsOffset = place(cursor, 8, 8);
+    slot.outOffset = place(cursor, 8, 8);
+    slot.resultsOffset = place(cursor, 8, 8);
+    slot.ticketOffset = place(cursor, 8, 8);
+    slot.operandOffset = place(cursor, 4, 4);
+    slot.operandsOffset = place(cursor, 4, 4);
   }
   body_.entryBytes = (cursor + 7) / 8 * 8;
 }

@@ -39,6 +39,8 @@ ViewLists neededViews(const Component& component, Indexing indexing) {
     need(needed, component, alias.source, identity);
   for (const Value* output : component.outputs)
     need(needed, component, output, identity);
+  for (auto [reduction, operand] : component.contributions)
+    need(needed, component, reduction->operand(operand), identity);
   for (auto it = component.exprs.rbegin(); it != component.exprs.rend(); ++it) {
     const Expr* expr = *it;
     auto found = needed.find(expr->result());

@@ -93,6 +93,33 @@ struct ElementInstance {
   bool operator==(const ElementInstance&) const = default;
 };
 
+/// A reduction a body computes a part of (docs/codegen.md section 9): the partial of each
+/// chunk, then, by the member's last finisher, the member's tree; for a global reduction the
+/// last contributing member combines every member's tree.
+struct ReductionSlot {
+  /// Position in the representative's Component::contributions.
+  unsigned contribution = 0;
+  OpKind op = OpKind::Sum;
+  /// Several members contribute (the global scope); else the member's tree is the result.
+  bool global = false;
+  /// The type the tree combines in (reductionAccumulatorType) and the result's dtype.
+  DataType accumulator = DataType::Float;
+  DataType result = DataType::Float;
+  /// The element value reduced (its instance name) and its dtype.
+  std::string operand;
+  DataType operandType = DataType::Float;
+  /// C++ prefix of its fields: `r0`.
+  std::string name;
+  /// Entry byte offsets of its fields: `<name>_partials` (this member's chunk partials, in
+  /// the workspace), `<name>_out` (the result tensor), and for a global reduction
+  /// `<name>_results` (every contributor's tree, in the workspace), `<name>_ticket`,
+  /// `<name>_operand` (this member's position) and `<name>_operands` (how many contribute).
+  unsigned partialsOffset = 0, outOffset = 0, resultsOffset = 0, ticketOffset = 0;
+  unsigned operandOffset = 0, operandsOffset = 0;
+
+  bool operator==(const ReductionSlot&) const = default;
+};
+
 /// The body of one signature class inside a kernel.
 struct BodyPlan {
   /// Position in KernelPlan::bodies; packed kernels select the body by it.
@@ -123,6 +150,8 @@ struct BodyPlan {
   unsigned extentsOffset = 0;
   /// True when some slot is written deferred (the kernel needs a ticket workspace).
   bool hasDeferredWrites = false;
+  /// The reductions it computes a part of; members then have a last finisher (a ticket).
+  std::vector<ReductionSlot> reductions;
 
   bool operator==(const BodyPlan&) const = default;
 };

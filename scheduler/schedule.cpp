@@ -93,7 +93,8 @@ void KernelPlanner::addBodies(KernelPlan& plan, const LaunchGroup& group) {
     request.prefetch = options_.prefetch;
     plan.bodies.push_back(
         planBody(segmented_, segmented_.signatureClasses[classId], request, plan.notes));
-    plan.needsTickets |= plan.bodies.back().hasDeferredWrites;
+    plan.needsTickets |=
+        plan.bodies.back().hasDeferredWrites || !plan.bodies.back().reductions.empty();
     plan.entryBytes = std::max(plan.entryBytes, plan.bodies.back().entryBytes);
   }
   if (plan.needsTickets)

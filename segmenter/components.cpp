@@ -34,14 +34,18 @@ private:
 /// copied into several tensors stays shared: it is read, like any other, and must not join
 /// the subgraphs it is copied into (their tensors may differ in shape at run time).
 ValueSet findSharedValues(const Fusion& fusion) {
-  ValueSet pinned(fusion); // written, computed and copied from, or returned
+  ValueSet pinned(fusion); // written, computed and copied from, or returned as an input
   for (const Alias& alias : fusion.aliases()) {
     pinned.insert(alias.destination);
     if (!alias.source->isInput() && !alias.source->isConstant())
       pinned.insert(alias.source);
   }
+  // A returned value computed from shared values stays shared (a 0-d program of its own
+  // writes it), so that the components reading it do not become one: the clip coefficient's
+  // total norm, returned and read by every parameter.
   for (const Value* output : fusion.outputs())
-    pinned.insert(output);
+    if (output->isInput())
+      pinned.insert(output);
   ValueSet shared(fusion);
   for (size_t id = 0; id < fusion.numValues(); ++id) {
     const Value* value = fusion.value(unsigned(id));
@@ -93,6 +97,9 @@ void assignDomain(const Fusion& fusion, Component& component) {
     written.push_back({alias.source, alias.destination});
   for (const Value* output : component.outputs)
     written.push_back({output, nullptr});
+  // A reduction's operand spans the domain of the component computing it.
+  for (auto [reduction, operand] : component.contributions)
+    written.push_back({reduction->operand(operand), nullptr});
   const Value* domainDestination = nullptr;
   for (auto [value, destination] : written) {
     if (!value->isTensor() || value->rank() == 0)
@@ -135,7 +142,9 @@ llvm::IntEqClasses unionOfConnectedValues(const Fusion& fusion, const ValueSet& 
   };
   for (size_t id = 0; id < fusion.numExprs(); ++id) {
     const Expr* expr = fusion.expr(unsigned(id));
-    if (shared.count(expr->result()))
+    // A reduction joins nothing: each operand's cone stays in the operand's component, so a
+    // global one over every parameter does not make the parameters one component.
+    if (shared.count(expr->result()) || isReduction(expr->op()))
       continue;
     for (const Value* operand : expr->operands())
       join(expr->result(), operand);
@@ -169,6 +178,8 @@ void finishComponent(const Fusion& fusion, Component& component,
   }
   for (const Value* output : component.outputs)
     addInput(output);
+  for (auto [reduction, operand] : component.contributions)
+    addInput(reduction->operand(operand));
   assignDomain(fusion, component);
 }
 
@@ -193,7 +204,12 @@ struct DomainPart {
 
 /// The first write a part makes (for messages).
 const Value* firstWrite(const Component& component) {
-  return component.aliases.empty() ? component.outputs.front() : component.aliases.front().source;
+  if (!component.aliases.empty())
+    return component.aliases.front().source;
+  if (!component.outputs.empty())
+    return component.outputs.front();
+  auto [reduction, operand] = component.contributions.front();
+  return reduction->operand(operand);
 }
 
 /// Why the parts cannot run as separate kernels: one reads a copy_ destination that another
@@ -260,31 +276,43 @@ std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Com
     parts.emplace_back();
     return parts.size() - 1;
   };
+  // What the component writes, and the operands it reduces (which span a domain too).
+  struct Write {
+    const Value* value;
+    const Alias* alias = nullptr;
+    const Contribution* contribution = nullptr;
+  };
   // Tensors of rank >= 1 first, so that 0-d writes join a real domain.
-  llvm::SmallVector<std::pair<const Value*, const Alias*>, 8> written;
+  llvm::SmallVector<Write, 8> written;
   for (bool zeroD : {false, true}) {
     for (const Alias& alias : component.aliases)
       if ((alias.source->rank() == 0) == zeroD)
         written.push_back({alias.source, &alias});
     for (const Value* output : component.outputs)
       if ((output->rank() == 0) == zeroD)
-        written.push_back({output, nullptr});
+        written.push_back({output});
+    for (const Contribution& contribution : component.contributions)
+      if (!zeroD) // kernels reduce operands of rank >= 1 only
+        written.push_back(
+            {contribution.first->operand(contribution.second), nullptr, &contribution});
   }
   llvm::SmallVector<size_t, 8> partOfWrite;
-  for (auto [value, alias] : written)
-    partOfWrite.push_back(partOf(value));
+  for (const Write& write : written)
+    partOfWrite.push_back(partOf(write.value));
   if (parts.size() <= 1) { // the common case (every optimizer step): the component itself
     parts.assign(1, DomainPart{component, exprs});
     return parts;
   }
   for (size_t i = 0; i < written.size(); ++i) {
-    auto [value, alias] = written[i];
+    const Write& write = written[i];
     DomainPart& part = parts[partOfWrite[i]];
-    if (alias)
-      part.component.aliases.push_back(*alias);
+    if (write.alias)
+      part.component.aliases.push_back(*write.alias);
+    else if (write.contribution)
+      part.component.contributions.push_back(*write.contribution);
     else
-      part.component.outputs.push_back(value);
-    collectCone(value, exprs, shared, part.exprs);
+      part.component.outputs.push_back(write.value);
+    collectCone(write.value, exprs, shared, part.exprs);
   }
   for (DomainPart& part : parts) {
     // Keep the fusion's order of aliases and outputs within the part.
@@ -301,6 +329,33 @@ std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Com
     });
   }
   return parts;
+}
+
+bool isReductionResult(const Value& value) {
+  return value.definition() && isReduction(value.definition()->op());
+}
+
+/// A value that reads a reduction result cannot be computed with it: the result exists only
+/// once every element is reduced (splitPasses cuts such a fusion into passes first).
+void checkNoReductionRead(const Fusion& fusion, const Value* reader, const Value* operand) {
+  if (isReductionResult(*operand))
+    fail("fusion '{}': '{}' reads the reduction '{}' it is computed with; cut the fusion into "
+         "passes first (splitPasses)",
+         fusion.name(), reader->name(), operand->name());
+}
+
+/// Gives each operand of a reduction to the component computing it.
+template <typename ComponentOf>
+void addContributions(const Fusion& fusion, const Expr& reduction, const ValueSet& shared,
+                      ComponentOf&& componentOf) {
+  for (unsigned k = 0; k < reduction.operands().size(); ++k) {
+    const Value* operand = reduction.operand(k);
+    if (shared.count(operand) || operand->rank() == 0)
+      fail("fusion '{}': '{}' reduces the 0-d value '{}'; kernels reduce tensors of rank >= 1 "
+           "only so far (the reference backend runs it)",
+           fusion.name(), reduction.result()->name(), operand->name());
+    componentOf(operand).contributions.push_back({&reduction, k});
+  }
 }
 
 } // namespace
@@ -326,17 +381,32 @@ std::vector<Component> findComponents(const Fusion& fusion) {
     const Expr* expr = fusion.expr(unsigned(id));
     if (shared.count(expr->result()))
       continue;
+    if (isReduction(expr->op())) {
+      addContributions(fusion, *expr, shared, componentOf);
+      continue;
+    }
+    for (const Value* operand : expr->operands())
+      checkNoReductionRead(fusion, expr->result(), operand);
     Component& component = componentOf(expr->result());
     if (exprSets.size() < components.size())
       exprSets.resize(components.size());
     exprSets[component.id].insert(expr);
     collectSharedCone(expr, shared, exprSets[component.id]);
   }
-  for (const Alias& alias : fusion.aliases())
+  for (const Alias& alias : fusion.aliases()) {
+    checkNoReductionRead(fusion, alias.destination, alias.source);
     componentOf(alias.destination).aliases.push_back(alias);
+  }
   for (const Value* output : fusion.outputs())
-    componentOf(output).outputs.push_back(output);
+    if (!isReductionResult(*output))
+      componentOf(output).outputs.push_back(output);
   exprSets.resize(components.size());
+  for (const Value* output : fusion.outputs())
+    if (shared.count(output) && output->definition()) { // computed by a 0-d program of its own
+      auto& exprs = exprSets[componentOf(output).id];
+      exprs.insert(output->definition());
+      collectSharedCone(output->definition(), shared, exprs);
+    }
   // Each component splits where its writes provably differ in shape. Where a part would
   // read what another writes, parts that may share one shape stay one kernel (checked at
   // run time, as a subgraph joined through a written 0-d step counter is).

@@ -274,6 +274,16 @@ bool hasReductions(const Fusion& fusion) {
   return false;
 }
 
+bool needsPasses(const Fusion& fusion) {
+  auto isResult = [](const Value* value) {
+    return value->definition() && isReduction(value->definition()->op());
+  };
+  for (size_t id = 0; id < fusion.numExprs(); ++id)
+    if (llvm::any_of(fusion.expr(unsigned(id))->operands(), isResult))
+      return true;
+  return llvm::any_of(fusion.aliases(), [&](const Alias& alias) { return isResult(alias.source); });
+}
+
 PassPlan splitPasses(const Fusion& fusion) {
   PassAssignment assignment(fusion);
   PassPlan plan;

@@ -59,8 +59,12 @@ struct PassPlan {
   std::vector<std::string> decisions;
 };
 
-/// True when the fusion has a reduction (and so more than one pass may be needed).
+/// True when the fusion has a reduction.
 bool hasReductions(const Fusion& fusion);
+
+/// True when an expression or a copy_ reads a reduction result: the fusion needs more than
+/// one pass. (One whose reductions are only returned runs as one.)
+bool needsPasses(const Fusion& fusion);
 
 /// Cuts a verified fusion into passes. A reduction is computed in the pass of its operands'
 /// latest level; a value reading its result is in a later pass; pointwise values are

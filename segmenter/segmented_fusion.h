@@ -43,8 +43,12 @@ struct Component {
   llvm::SmallVector<const Value*, 8> inputs;
   /// Its in-place updates.
   llvm::SmallVector<Alias, 4> aliases;
-  /// Its plain outputs.
+  /// Its plain outputs (reduction results are not: see contributions).
   llvm::SmallVector<const Value*, 2> outputs;
+  /// The reductions it computes a part of: each names the reduction and the operand this
+  /// component computes (the only operand of a tensor-scope one; one of several of a global
+  /// one, whose other operands other components compute). docs/segmenter.md section 9.
+  llvm::SmallVector<Contribution, 1> contributions;
   /// The value whose shape is the iteration domain (a written tensor of the highest rank).
   const Value* domainValue = nullptr;
   /// Static extents of the domain (kSymbolicExtent where known only at run time).

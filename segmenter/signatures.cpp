@@ -7,7 +7,8 @@
 namespace widefuse {
 
 Subgraph subgraphOf(const Component& component) {
-  return Subgraph{component.inputs, component.exprs, component.aliases, component.outputs};
+  return Subgraph{component.inputs, component.exprs, component.aliases, component.outputs,
+                  component.contributions};
 }
 
 llvm::SmallVector<const Value*, 8> constantsOf(const Component& component) {

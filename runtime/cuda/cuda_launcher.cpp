@@ -31,6 +31,9 @@ CudaKernels::CudaKernels(const CudaDevice& device, const CompiledFusion& compile
     tickets_.emplace_back(device, std::max<size_t>(1, launch.members.size()) * sizeof(uint32_t));
   }
   ticketsZeroed_.assign(tickets_.size(), false);
+  workspaces_.resize(tickets_.size());
+  workspaceBases_.assign(tickets_.size(), nullptr);
+  workspacesZeroed_.assign(tickets_.size(), false);
   tableCaptured_.assign(tables_.size(), false);
 }
 
@@ -85,13 +88,31 @@ void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBindi
       if (!bindings[i].table.empty())
         prepareTableUpload(i, compiled.scheduled.plans[compiled.scheduled.launches[i].plan],
                            bindings[i].table.size(), underCapture());
+  // Every launch's workspace first: a global reduction's later contributors point into an
+  // earlier launch's.
+  bool relocated = false;
+  for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
+    if (bindings[i].workspaceBytes <= workspaces_[i].size())
+      continue;
+    if (underCapture())
+      fail("kernel '{}' needs a larger reduction workspace ({} bytes) than its last launch: a "
+           "launch under CUDA graph capture cannot allocate; launch once with these arguments "
+           "before capturing",
+           compiled.scheduled.plans[compiled.scheduled.launches[i].plan].name,
+           bindings[i].workspaceBytes);
+    workspaces_[i] = DeviceBuffer(device_, bindings[i].workspaceBytes);
+    workspaceBases_[i] = workspaces_[i].pointer();
+    workspacesZeroed_[i] = false;
+    relocated = true;
+  }
   for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
     const KernelLaunch& launch = compiled.scheduled.launches[i];
     const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
     LaunchBinding& binding = bindings[i];
-    if (rebound) {
+    if (rebound || relocated) {
       setTableAddresses(binding, tables_[i].size() ? tables_[i].pointer() : nullptr,
                         tickets_[i].pointer());
+      setWorkspaceAddresses(binding, workspaceBases_);
       // The copy runs in stream order, after earlier kernels read the old table. The binding
       // is pageable host memory, which the driver stages into pinned memory before the call
       // returns (the driver API's "API synchronization behavior": such a copy "might be
@@ -106,6 +127,10 @@ void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBindi
       // A captured memset runs at each replay, not now: a launch outside the graph zeroes
       // them again.
       ticketsZeroed_[i] = !underCapture();
+    }
+    if (binding.workspaceBytes && !workspacesZeroed_[i]) {
+      workspaces_[i].zeroAsync(stream);
+      workspacesZeroed_[i] = !underCapture();
     }
     if (tables_[i].size() && underCapture())
       tableCaptured_[i] = true;

@@ -60,6 +60,11 @@ private:
   std::vector<DeviceBuffer> tables_;
   std::vector<DeviceBuffer> tickets_;
   std::vector<bool> ticketsZeroed_;
+  /// Each launch's workspace (reduction partials, results, tickets), grown to what its
+  /// binding needs, zeroed on its first launch (the kernels leave the tickets zeroed).
+  std::vector<DeviceBuffer> workspaces_;
+  std::vector<void*> workspaceBases_;
+  std::vector<bool> workspacesZeroed_;
   /// Per launch: a captured graph reads tables_[i] at each replay.
   std::vector<bool> tableCaptured_;
   /// Tables captured graphs still read; kept as long as the kernels are.

@@ -4,7 +4,8 @@ all in every scope and every dtype each allows, bit for bit against the NumPy re
 sum_of_squares, vector_norm and mean; the tracer's torch spellings; repr(fd); the errors.
 
 Kernels do not run reductions yet: every fusion here runs on the reference evaluator
-(backend="reference"), and the host backend's refusal is tested too.
+(backend="reference"); the host backend runs the tensor and global scopes (bit for bit) and
+refuses rows.
 """
 
 import math
@@ -365,19 +366,29 @@ def test_repr_rebuilds_every_scope():
         assert rebuilt_from_repr(fd, fd.name, api).to_text() == fd.to_text()
 
 
-def test_kernel_backends_refuse_reductions_naming_the_reference_backend():
+def test_kernel_backends_run_tensor_and_global_scopes_and_refuse_rows():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[4, 8])
+        y = fd.define_tensor(shape=[3])
         fd.add_output(fd.ops.mul(x, 2))
-        fd.add_output(fd.ops.sum(x, dims=[1]))  # finalizes: the component check is skipped
-    x = np.ones((4, 8), np.float32)
+        fd.add_output(fd.ops.sum(x))
+        fd.add_output(fd.ops.max([x, y]))
+    x = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
+    y = np.random.default_rng(4).standard_normal(3).astype(np.float32)
+    expected = fd.execute([x, y], backend=REFERENCE)
     for options in ({}, {"backend": "host"}, {"backend": "host", "mode": "batched"}):
-        with pytest.raises(widefuse.Error, match="reference backend"):
-            fd.execute([x], **options)
+        for got, want in zip(fd.execute([x, y], **options), expected):
+            np.testing.assert_array_equal(got, want)
+    with FusionDefinition() as rows:
+        t = rows.define_tensor(shape=[4, 8])
+        rows.add_output(rows.ops.sum(t, dims=[1]))
+    with pytest.raises(widefuse.Error, match=re.escape("backend='reference'")):
+        rows.execute([x], backend="host")
     with pytest.raises(widefuse.Error, match="reference backend"):
-        widefuse.trace(lambda t: t.sum(dim=-1))(torch.ones(3, 4))
-    doubled, sums = fd.execute([x], backend=REFERENCE)
-    np.testing.assert_array_equal(sums, x.sum(axis=1))
+        widefuse.trace(lambda t: t.sum(dim=-1))(torch.ones(3, 2))
+    torch.testing.assert_close(widefuse.trace(lambda t: t.sum())(torch.ones(3, 2)),
+                               torch.ones(3, 2).sum())
+    np.testing.assert_array_equal(rows.execute([x], backend=REFERENCE)[0], x.sum(axis=1))
 
 
 def _refusal(build):

@@ -261,7 +261,8 @@ void runOnHostWithGrid(
   for (int step = 0; step < kSteps; ++step)
     for (const KernelLaunch& launch : compiled.scheduled.launches) {
       const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
-      LaunchBinding binding = bindLaunch(plan, launch, shapes, tensorOf, scalarOf);
+      GlobalReductions globals;
+      LaunchBinding binding = bindLaunch(plan, launch, shapes, tensorOf, scalarOf, globals, 0);
       std::vector<uint32_t> tickets(launch.members.size(), 0);
       setTableAddresses(binding, binding.table.empty() ? nullptr : binding.table.data(),
                         tickets.data());

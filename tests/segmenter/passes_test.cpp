@@ -3,6 +3,8 @@
 // (outputs and every copied-into input), with the pass count docs/segmenter.md 9.4 gives.
 
 #include "segmenter/passes.h"
+#include "segmenter/segment.h"
+#include "tests/support/error_of.h"
 
 #include "ir/evaluator.h"
 #include "ir/fusion_definition.h"
@@ -112,15 +114,15 @@ std::unique_ptr<Fusion> clippedAdam(llvm::ArrayRef<optim::Shape> shapes) {
     moments.push_back(fd.defineTensor(shapes[i], DataType::Float, fmt::format("m{}", i)));
     squares.push_back(grads.back() * grads.back());
   }
-  Val total = sqrt(sum(squares));
-  Val coefficient = minimum(1.0 / (total + 1e-6), 1.0);
+  Val squared = sum(squares);
+  Val coefficient = minimum(1.0 / (sqrt(squared) + 1e-6), 1.0);
   for (size_t i = 0; i < shapes.size(); ++i) {
     Val g = grads[i] * coefficient;
     Val m1 = moments[i] * 0.9 + g * 0.1;
     fd.copy_(params[i] - lr * m1, params[i]);
     fd.copy_(m1, moments[i]);
   }
-  fd.addOutput(total);
+  fd.addOutput(squared);
   return fd.finalize();
 }
 
@@ -212,4 +214,27 @@ TEST(Passes, RowsResultsAreReadThroughBroadcasts) {
   PassPlan plan = expectSameAsWhole(*fusion, 2);
   ASSERT_EQ(plan.passes.size(), 2u);
   EXPECT_EQ(plan.passes[1].fusion->inputs().size(), 2u); // x and the row maxima
+}
+
+TEST(Passes, EachPassSegmentsIntoOneLaunchAndAReductionJoinsNoComponents) {
+  auto fusion = clippedAdam(widefuse::testing::mixedShapes(9));
+  PassPlan plan = splitPasses(*fusion);
+  ASSERT_EQ(plan.passes.size(), 2u);
+  SegmentedFusion first = segment(*plan.passes[0].fusion, {SegmentationMode::Batched});
+  SegmentedFusion second = segment(*plan.passes[1].fusion, {SegmentationMode::Batched});
+  EXPECT_EQ(first.numLaunches() + second.numLaunches(), 2u);
+  // One component per gradient, each computing its own operand of the global sum.
+  ASSERT_EQ(first.components.size(), 9u);
+  for (unsigned c = 0; c < 9; ++c) {
+    ASSERT_EQ(first.components[c].contributions.size(), 1u);
+    EXPECT_EQ(first.components[c].contributions[0].second, c);
+    EXPECT_TRUE(first.components[c].outputs.empty());
+  }
+  EXPECT_EQ(second.components.size(), 9u);
+}
+
+TEST(Passes, AWholeFusionReadingItsReductionIsNotOneSegment) {
+  auto fusion = clippedAdam(widefuse::testing::mixedShapes(2));
+  EXPECT_CONTAINS(widefuse::testing::errorOf([&] { segment(*fusion, {}); }),
+                  "cut the fusion into passes first");
 }

@@ -291,3 +291,23 @@ TEST(Segmenter, SignedZeroLiteralsAreLifted) {
   auto fusion = fd.finalize();
   EXPECT_EQ(segment(*fusion).signatureClasses.at(0).lifted.size(), 1u);
 }
+
+TEST(Segmenter, AReturnedValueOfSharedValuesJoinsNoComponents) {
+  // Returning the 0-d value every parameter reads keeps the parameters apart: a 0-d program
+  // of its own writes it.
+  FusionDefinition fd("returned");
+  Val total = fd.defineTensor({}, DataType::Float, "total");
+  Val coefficient = minimum(1.0 / (sqrt(total) + 1e-6), 1.0);
+  for (int i = 0; i < 2; ++i) {
+    Val p = fd.defineTensor({4 + i}, DataType::Float, "p" + std::to_string(i));
+    fd.copy_(p * coefficient, p);
+  }
+  fd.addOutput(coefficient);
+  auto fusion = fd.finalize();
+  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::Batched});
+  ASSERT_EQ(segmented.components.size(), 3u);
+  EXPECT_EQ(segmented.signatureClasses.size(), 2u); // both parameters, and the 0-d program
+  const Component& program = segmented.components[2];
+  EXPECT_EQ(program.outputs.size(), 1u);
+  EXPECT_FALSE(program.exprs.empty());
+}

@@ -1,0 +1,70 @@
+// ---- reductions (docs/codegen.md section 9) -------------------------------------------------
+// The reduction tree's combines and counter are the reference evaluator's own text
+// (ir/reduction_tree.h); here are what kernels add: the leaf that stands for a missing element,
+// the finish, and the trees over a block's row of threads and over short arrays.
+#include "ir/reduction_tree.h"
+
+/// +infinity of f32 or f64 (no <cmath> under NVRTC).
+template <typename A> WF_DEVICE A wf_infinity() {
+  if constexpr (sizeof(A) == 4)
+    return wf_bitcast<A>(0x7f800000u);
+  else
+    return wf_bitcast<A>(0x7ff0000000000000ull);
+}
+
+/// The leaf a missing element stands for: combining with it changes no bit (x + -0.0 is x,
+/// -0.0 included; max(x, -inf) is x, NaN included), so chunks past a member's end pad with it.
+template <typename Op, typename A> WF_DEVICE A wf_tree_identity() {
+  if constexpr (wf_is_same<Op, wf_tree_sum>::value)
+    return A(-0.0);
+  else if constexpr (wf_is_same<Op, wf_tree_max>::value && wf_is_floating<A>::value)
+    return -wf_infinity<A>();
+  else if constexpr (wf_is_same<Op, wf_tree_max>::value)
+    return wf_limits<A>::lowest;
+  else if constexpr (wf_is_same<Op, wf_tree_min>::value && wf_is_floating<A>::value)
+    return wf_infinity<A>();
+  else if constexpr (wf_is_same<Op, wf_tree_min>::value)
+    return wf_limits<A>::max;
+  else
+    return A(wf_is_same<Op, wf_tree_all>::value);
+}
+
+/// The result from its tree: a sum is added to +0.0 once, so it is never -0.0 (the tree of
+/// zero elements is the identity, which this makes the empty sum's +0.0).
+template <typename Op, typename A> WF_DEVICE A wf_tree_finish(A value) {
+  if constexpr (wf_is_same<Op, wf_tree_sum>::value)
+    return Op::combine(value, A(0));
+  else
+    return value;
+}
+
+/// The pairwise tree of `count` values in place, `count` a power of two (pad with the
+/// identity): values[i] becomes the tree of [i, i + 2o) at step o, as the recursive definition.
+template <typename Op, typename A> WF_DEVICE A wf_tree_array(A* values, int count) {
+  for (int o = 1; o < count; o *= 2)
+    for (int i = 0; i + o < count; i += 2 * o)
+      values[i] = Op::combine(values[i], values[i + o]);
+  return values[0];
+}
+
+#ifdef __CUDACC__
+/// The tree of the block's `Threads` leaves, one per thread, in thread order (the block's
+/// elements of one row): every thread takes part; the result is valid on thread 0.
+template <typename Op, int Threads, typename A> WF_DEVICE A wf_block_tree(A leaf, A* row) {
+  row[threadIdx.x] = leaf;
+  __syncthreads();
+  for (int o = 1; o < Threads; o *= 2) {
+    if ((threadIdx.x & (2 * o - 1)) == 0)
+      row[threadIdx.x] = Op::combine(row[threadIdx.x], row[threadIdx.x + o]);
+    __syncthreads();
+  }
+  return row[0];
+}
+#else
+/// The host backend's entries compute the rows themselves (its device functions are compiled,
+/// never run): reaching this is a bug in the host entry.
+template <typename Op, int Threads, typename A> inline A wf_block_tree(A leaf, A*) {
+  __builtin_trap();
+  return leaf;
+}
+#endif

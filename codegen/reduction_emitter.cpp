@@ -1,0 +1,214 @@
+// The kernel side of reductions (docs/codegen.md section 9): each member's chunks give one
+// partial each, by the reduction tree over rows of the block's threads; the member's last
+// finisher combines them, and for a global reduction the last contributor combines the
+// members' trees. Every order of blocks and threads gives the reference evaluator's bits.
+#include "codegen/constant_literal.h"
+#include "codegen/emitter_internal.h"
+#include "ir/error.h"
+
+#include <fmt/format.h>
+
+namespace widefuse {
+namespace {
+
+/// The C++ type a reduction combines in (f32, f64, i64, b8).
+std::string accumulatorType(const ReductionSlot& slot) {
+  return cppType(computeType(slot.accumulator));
+}
+
+/// The prelude's combine of the op (ir/reduction_tree.h).
+std::string treeOp(const ReductionSlot& slot) {
+  switch (slot.op) {
+  case OpKind::Sum:
+    return "wf_tree_sum";
+  case OpKind::Max:
+    return "wf_tree_max";
+  case OpKind::Min:
+    return "wf_tree_min";
+  case OpKind::Any:
+    return "wf_tree_any";
+  case OpKind::All:
+    return "wf_tree_all";
+  default:
+    WF_UNREACHABLE("{} is not a reduction", opName(slot.op).str());
+  }
+}
+
+std::string identity(const ReductionSlot& slot) {
+  return fmt::format("wf_tree_identity<{}, {}>()", treeOp(slot), accumulatorType(slot));
+}
+
+/// The result stored from a finished tree `value`.
+std::string finishedText(const ReductionSlot& slot, const std::string& value) {
+  return convertedText(fmt::format("wf_tree_finish<{}>({})", treeOp(slot), value),
+                       computeType(slot.accumulator), slot.result);
+}
+
+} // namespace
+
+void BodyEmitter::reductionFields() {
+  for (const ReductionSlot& slot : body_.reductions) {
+    std::string a = accumulatorType(slot);
+    out_.line("{}* {}_partials; // this member's chunk partials (workspace)", a, slot.name);
+    out_.line("{}* {}_out; // the {} result", cppType(slot.result), slot.name,
+              opName(slot.op).str());
+    out_.line("{}* {}_results; // global: every contributor's tree (workspace)", a, slot.name);
+    out_.line("u32* {}_ticket; // global: contributors done (workspace)", slot.name);
+    out_.line("i32 {}_operand; // global: this member's operand", slot.name);
+    out_.line("i32 {}_operands; // global: the operands", slot.name);
+  }
+}
+
+void BodyEmitter::reductionLeafFields() {
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{} {}; // a leaf of {}", accumulatorType(slot), slot.name, opName(slot.op).str());
+}
+
+void BodyEmitter::reductionLeafValues() {
+  for (const ReductionSlot& slot : body_.reductions) {
+    std::string text = values_.reducedValueText(slot);
+    DataType leaf = computeType(slot.accumulator);
+    // max/min compare the elements in their result type; sums convert once, to the
+    // accumulator; any/all read truth values.
+    if (slot.op == OpKind::Max || slot.op == OpKind::Min)
+      text = convertedText(convertedText(text, slot.operandType, slot.result), slot.result, leaf);
+    else
+      text = convertedText(text, slot.operandType, leaf);
+    out_.line("out.{} = {};", slot.name, text);
+  }
+}
+
+void BodyEmitter::reductionLeaves(llvm::StringRef end) {
+  bool strided = body_.indexing == Indexing::Strided;
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{} {}_leaf = {};", accumulatorType(slot), slot.name, identity(slot));
+  out_.open("if (i < {})", end.str());
+  if (strided)
+    stridedLocate();
+  perElement(strided ? stridedAccess() : flatAccess());
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_leaf = out.{0};", slot.name);
+  out_.close();
+}
+
+void BodyEmitter::chunkPartials(llvm::StringRef end, llvm::StringRef thread) {
+  unsigned threads = plan_.threadsPerBlock;
+  int64_t rows = body_.chunkElements / threads;
+  out_.open("if (++row == {} || i0 + {} >= {})", rows, threads, end.str());
+  if (!thread.empty())
+    out_.open("if ({})", thread.str());
+  for (const ReductionSlot& slot : body_.reductions) {
+    out_.line("for (int k = row; k < {}; ++k)", rows);
+    out_.line("  {}_rows[k] = {};", slot.name, identity(slot));
+    out_.line("wf_global(entry.{0}_partials)[chunk] = wf_tree_array<{1}>({0}_rows, {2});",
+              slot.name, treeOp(slot), rows);
+  }
+  if (!thread.empty())
+    out_.close();
+  out_.line("row = 0;");
+  out_.line("++chunk;");
+  out_.close();
+}
+
+void BodyEmitter::deviceReductionLoop() {
+  unsigned threads = plan_.threadsPerBlock;
+  int64_t rows = body_.chunkElements / threads;
+  out_.line("// Rows of {} elements, one per thread: each row's tree, then each chunk's of its {} "
+            "rows",
+            threads, rows);
+  for (const ReductionSlot& slot : body_.reductions) {
+    out_.line("__shared__ {} {}_row[{}];", accumulatorType(slot), slot.name, threads);
+    out_.line("{} {}_rows[{}]; // thread 0's", accumulatorType(slot), slot.name, rows);
+  }
+  out_.line("{0} chunk = begin / {1}; // the member's chunk of element `begin`", indexType_,
+            body_.chunkElements);
+  out_.line("int row = 0;");
+  out_.open("for ({0} i0 = begin; i0 < end; i0 += {1})", indexType_, threads);
+  out_.line("const {0} i = i0 + {0}(threadIdx.x);", indexType_);
+  reductionLeaves("end");
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("const {0} {1}_tree = wf_block_tree<{2}, {3}>({1}_leaf, {1}_row);",
+              accumulatorType(slot), slot.name, treeOp(slot), threads);
+  out_.open("if (threadIdx.x == 0)");
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_rows[row] = {0}_tree;", slot.name);
+  out_.close();
+  chunkPartials("end", "threadIdx.x == 0");
+  out_.close();
+  out_.openCommented("if (begin >= end && threadIdx.x == 0)", "an empty member's one chunk");
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("wf_global(entry.{}_partials)[chunk] = {};", slot.name, identity(slot));
+  out_.close();
+}
+
+void BodyEmitter::hostReductionRows(bool emulated) {
+  unsigned threads = plan_.threadsPerBlock;
+  int64_t rows = body_.chunkElements / threads;
+  // The verify run's last thread declares its own `u` after these rows.
+  if (emulated) {
+    out_.line(llvm::StringRef("{"));
+    out_.indent();
+  }
+  elementRange();
+  if (emulated)
+    out_.line("wf_host_enter_thread(thread_order[0], block, {}, grid);", threads);
+  out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
+  for (const ReductionSlot& slot : body_.reductions) {
+    out_.line("{} {}_row[{}];", accumulatorType(slot), slot.name, threads);
+    out_.line("{} {}_rows[{}];", accumulatorType(slot), slot.name, rows);
+  }
+  out_.line("{0} chunk = begin / {1};", indexType_, body_.chunkElements);
+  out_.line("int row = 0;");
+  out_.open("for ({0} i0 = begin; i0 < stop; i0 += {1})", indexType_, threads);
+  out_.open("for (u32 t = 0; t < {}; ++t)", threads);
+  out_.line("const u32 thread = {};", emulated ? "thread_order[t]" : "t");
+  if (emulated)
+    out_.line("wf_host_enter_thread(thread, block, {}, grid);", threads);
+  out_.line("const {0} i = i0 + {0}(thread);", indexType_);
+  reductionLeaves("stop");
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_row[thread] = {0}_leaf;", slot.name);
+  out_.close();
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_rows[row] = wf_tree_array<{1}>({0}_row, {2});", slot.name, treeOp(slot),
+              threads);
+  chunkPartials("stop", "");
+  out_.close();
+  out_.openCommented("if (begin >= stop)", "an empty member's one chunk");
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("entry.{}_partials[chunk] = {};", slot.name, identity(slot));
+  out_.close();
+  if (emulated)
+    out_.close();
+}
+
+void BodyEmitter::reductionFinish() {
+  for (const ReductionSlot& slot : body_.reductions) {
+    std::string a = accumulatorType(slot), op = treeOp(slot);
+    out_.line("{{ // {}: the member's tree of its chunk partials", slot.name);
+    out_.indent();
+    out_.line("wf_tree_counter<{}, {}> tree;", a, op);
+    out_.line("for (i32 k = 0; k < chunks; ++k)");
+    out_.line("  tree.push(*(volatile {}*)(entry.{}_partials + k));", a, slot.name);
+    out_.line("bool here = false;");
+    out_.line("const {} value = tree.finish(&here);", a);
+    if (!slot.global) {
+      out_.line("*entry.{}_out = {};", slot.name, finishedText(slot, "value"));
+      out_.close();
+      continue;
+    }
+    out_.line("entry.{0}_results[entry.{0}_operand] = value;", slot.name);
+    out_.line("__threadfence();");
+    out_.open("if (atomicAdd(entry.{0}_ticket, 1u) == u32(entry.{0}_operands - 1))", slot.name);
+    out_.line("__threadfence(); // every contributor's tree is visible");
+    out_.line("wf_tree_counter<{}, {}> all;", a, op);
+    out_.line("for (i32 k = 0; k < entry.{}_operands; ++k)", slot.name);
+    out_.line("  all.push(*(volatile {}*)(entry.{}_results + k));", a, slot.name);
+    out_.line("*entry.{}_out = {};", slot.name, finishedText(slot, "all.finish(&here)"));
+    out_.line("*entry.{}_ticket = 0u; // ready for the next launch", slot.name);
+    out_.close();
+    out_.close();
+  }
+}
+
+} // namespace widefuse

@@ -1,0 +1,322 @@
+// Reductions on the host backend: a fusion with reductions runs as its passes, and every
+// result, output and updated input equals the reference evaluator's bits, on the fast path
+// and verifying in forward, reverse and shuffled block and thread orders, on one and several
+// CPU threads, over members of awkward sizes (0, 1, 1023, 1025, 4097 elements).
+
+#include "runtime/fusion_executor.h"
+#include "runtime/pass_runner.h"
+#include "runtime/prepared_run.h"
+#include "tests/support/error_of.h"
+#include "tests/support/host_comparison.h"
+
+#include "ir/evaluator.h"
+#include "ir/fusion_definition.h"
+#include "ir/half_float.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace widefuse;
+using namespace widefuse::testing;
+
+namespace {
+
+const std::vector<int64_t> kSizes = {1023, 0, 1, 4097, 1025, 7, 256};
+
+/// Host options covering the orders and thread counts of the fast and verify paths.
+std::vector<HostOptions> hostVariants() {
+  std::vector<HostOptions> variants;
+  for (HostExecution execution : {HostExecution::Fast, HostExecution::Verify})
+    for (BlockOrder::Kind order :
+         {BlockOrder::Kind::Forward, BlockOrder::Kind::Reverse, BlockOrder::Kind::Shuffle})
+      for (unsigned threads : {1u, 3u}) {
+        HostOptions options;
+        options.execution = execution;
+        options.blockOrder = {order, 7};
+        options.threads = threads;
+        options.elementsPerWorker = 64;
+        variants.push_back(options);
+      }
+  return variants;
+}
+
+/// Finite floats with every mantissa bit in use (so that the order of a sum shows in its
+/// bits), a zero of either sign now and then; small integers; random bools.
+void fillFinite(HostTensor& tensor, std::mt19937_64& random) {
+  std::normal_distribution<double> normal(0.0, 3.0);
+  for (int64_t i = 0; i < tensor.numel(); ++i) {
+    double value = random() % 17 == 0 ? (random() % 2 ? 0.0 : -0.0) : normal(random);
+    if (!isFloatingPoint(tensor.dtype()))
+      value = std::round(value);
+    if (tensor.dtype() == DataType::Float)
+      tensor.as<float>()[i] = float(value);
+    else if (tensor.dtype() == DataType::Double)
+      tensor.as<double>()[i] = value;
+    else if (tensor.dtype() == DataType::Int32)
+      tensor.as<int32_t>()[i] = int32_t(value);
+    else if (tensor.dtype() == DataType::Bool)
+      tensor.as<bool>()[i] = value > 0;
+    else
+      tensor.as<uint16_t>()[i] = toNarrowBits(tensor.dtype(), value, float(value));
+  }
+}
+
+/// Random inputs of the fusion's types: finite values, or every special value
+/// (fillRandom: infinities, NaN, denormals) when `specials`.
+std::vector<HostTensor> randomInputs(const Fusion& fusion, uint64_t seed, bool specials = false) {
+  std::mt19937_64 random(seed);
+  std::vector<HostTensor> tensors;
+  for (const Value* input : fusion.inputs()) {
+    tensors.emplace_back(input->isTensor() ? input->dtype() : DataType::Float,
+                         input->isTensor() ? input->extents() : llvm::ArrayRef<int64_t>{});
+    if (input->isTensor() && specials)
+      fillRandom(tensors.back(), random);
+    else if (input->isTensor())
+      fillFinite(tensors.back(), random);
+  }
+  return tensors;
+}
+
+std::vector<Argument> argumentsOf(const Fusion& fusion, std::vector<HostTensor>& tensors) {
+  std::vector<Argument> arguments;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    arguments.push_back(fusion.inputs()[i]->isTensor() ? Argument(tensors[i].ref())
+                                                       : Argument(ScalarArgument(0.25)));
+  return arguments;
+}
+
+/// Runs `fusion` `steps` times on the host backend with `options` and on the evaluator, and
+/// compares the outputs of every step and the updated inputs at the end.
+void expectHostEqualsEvaluator(const Fusion& fusion, const HostOptions& host, int steps = 2,
+                               bool specials = false) {
+  SCOPED_TRACE(fmt::format("{} {} {} threads", hostExecutionName(host.execution).str(),
+                           formatBlockOrder(host.blockOrder), host.threads));
+  std::vector<HostTensor> hostInputs = randomInputs(fusion, 3, specials);
+  std::vector<HostTensor> referenceInputs = hostInputs;
+  std::vector<Argument> hostArguments = argumentsOf(fusion, hostInputs);
+  std::vector<Argument> referenceArguments = argumentsOf(fusion, referenceInputs);
+  ExecutorOptions options;
+  options.backend = "host";
+  options.host = host;
+  FusionExecutorCache executor(fusion, options);
+  for (int step = 0; step < steps; ++step) {
+    RunResult result = executor.run(hostArguments);
+    EvaluationResult expected = evaluate(fusion, referenceArguments);
+    ASSERT_EQ(result.outputs.size(), expected.outputs.size());
+    for (size_t o = 0; o < expected.outputs.size(); ++o)
+      EXPECT_EQ(countDifferences(result.outputs[o], expected.outputs[o],
+                                 fmt::format("step {} output {}", step, o)),
+                0);
+  }
+  for (size_t i = 0; i < hostInputs.size(); ++i)
+    if (fusion.inputs()[i]->isTensor())
+      EXPECT_EQ(countDifferences(hostInputs[i], referenceInputs[i],
+                                 "input " + fusion.inputs()[i]->name()),
+                0);
+}
+
+/// Adam's momentum step with the gradients clipped by their global norm.
+std::unique_ptr<Fusion> clippedMomentum(DataType dtype) {
+  FusionDefinition fd("clipped");
+  Val lr = fd.defineScalar(DataType::Double, "lr");
+  std::vector<Val> params, grads, moments, squares;
+  for (size_t i = 0; i < kSizes.size(); ++i) {
+    params.push_back(fd.defineTensor({kSizes[i]}, dtype, fmt::format("p{}", i)));
+    grads.push_back(fd.defineTensor({kSizes[i]}, dtype, fmt::format("g{}", i)));
+    moments.push_back(fd.defineTensor({kSizes[i]}, DataType::Float, fmt::format("m{}", i)));
+    Val g = cast(grads.back(), DataType::Float);
+    squares.push_back(g * g);
+  }
+  Val squared = sum(squares);
+  Val coefficient = minimum(1.0 / (sqrt(squared) + 1e-6), 1.0);
+  for (size_t i = 0; i < kSizes.size(); ++i) {
+    Val m1 = moments[i] * 0.9 + cast(grads[i], DataType::Float) * coefficient * 0.1;
+    fd.copy_(cast(params[i] - lr * m1, dtype), params[i]);
+    fd.copy_(m1, moments[i]);
+  }
+  fd.addOutput(squared);
+  return fd.finalize();
+}
+
+} // namespace
+
+TEST(HostReductions, ClippedStepsEqualTheEvaluatorInEveryOrder) {
+  auto fusion = clippedMomentum(DataType::Float);
+  for (const HostOptions& host : hostVariants())
+    expectHostEqualsEvaluator(*fusion, host);
+}
+
+TEST(HostReductions, ClippedStepIsTwoLaunches) {
+  auto fusion = clippedMomentum(DataType::BFloat16);
+  PassPlan plan = splitPasses(*fusion);
+  ASSERT_EQ(plan.passes.size(), 2u);
+  ExecutorOptions options;
+  options.backend = "host";
+  size_t launches = 0;
+  for (const Pass& pass : plan.passes) {
+    FusionExecutorCache executor(*pass.fusion, options);
+    std::vector<HostTensor> inputs = randomInputs(*pass.fusion, 1);
+    std::vector<Argument> arguments = argumentsOf(*pass.fusion, inputs);
+    executor.run(arguments);
+    launches += executor.lastCompiled()->scheduled.launches.size();
+  }
+  EXPECT_EQ(launches, 2u);
+  HostOptions verify;
+  verify.execution = HostExecution::Verify;
+  verify.blockOrder = {BlockOrder::Kind::Shuffle, 3};
+  expectHostEqualsEvaluator(*fusion, verify);
+}
+
+TEST(HostReductions, EveryOpOfEveryScopeAndDtype) {
+  for (DataType dtype : {DataType::Float, DataType::BFloat16, DataType::Double, DataType::Int32,
+                         DataType::Bool, DataType::Half}) {
+    SCOPED_TRACE(shortName(dtype).str());
+    FusionDefinition fd("every_op");
+    std::vector<Val> xs;
+    for (size_t i = 0; i < 3; ++i)
+      xs.push_back(fd.defineTensor({kSizes[i + 3], 2}, dtype, fmt::format("x{}", i)));
+    bool numeric = dtype != DataType::Bool;
+    for (Val x : xs) {
+      if (numeric)
+        fd.addOutput(sum(x));
+      fd.addOutput(max(x));
+      fd.addOutput(min(x));
+      fd.addOutput(any(x));
+      fd.addOutput(all(x));
+    }
+    fd.addOutput(max(xs));
+    fd.addOutput(any(xs));
+    if (numeric)
+      fd.addOutput(sum(xs));
+    auto fusion = fd.finalize();
+    HostOptions verify;
+    verify.execution = HostExecution::Verify;
+    verify.blockOrder = {BlockOrder::Kind::Reverse, 0};
+    for (const HostOptions& host : {HostOptions{}, verify})
+      for (bool specials : {false, true}) // NaN and infinities: max/min/any/all see them
+        expectHostEqualsEvaluator(*fusion, host, 1, specials);
+  }
+}
+
+TEST(HostReductions, StridedMembersAndTensorScopeNorms) {
+  // Per-tensor norms (LAMB's trust ratio) over members read through a broadcast.
+  FusionDefinition fd("trust");
+  for (int i = 0; i < 3; ++i) {
+    Val p = fd.defineTensor({33 + i, 40}, DataType::Float, fmt::format("p{}", i));
+    Val row = fd.defineTensor({40}, DataType::Float, fmt::format("b{}", i));
+    Val u = p * 0.01 + broadcast_in_dim(row, {33 + i, 40}, {1});
+    Val trust = sqrt(sum(p * p)) / (sqrt(sum(u * u)) + 1e-6);
+    fd.copy_(p - u * trust, p);
+  }
+  auto fusion = fd.finalize();
+  for (const HostOptions& host : hostVariants())
+    expectHostEqualsEvaluator(*fusion, host);
+}
+
+TEST(HostReductions, MaxOfNothingFailsBeforeAnythingIsWritten) {
+  FusionDefinition fd("empty");
+  Val x = fd.defineTensor({-1}, DataType::Float, "x");
+  Val p = fd.defineTensor({4}, DataType::Float, "p");
+  Val q = fd.defineTensor({4}, DataType::Float, "q");
+  fd.copy_(q * 0.5, q); // pass 1 would write q
+  fd.copy_(p + max(x), p);
+  auto fusion = fd.finalize();
+  ExecutorOptions options;
+  options.backend = "host";
+  FusionExecutorCache executor(*fusion, options);
+  HostTensor empty(DataType::Float, {0}), pTensor(DataType::Float, {4}),
+      qTensor(DataType::Float, {4});
+  for (int i = 0; i < 4; ++i)
+    pTensor.as<float>()[i] = qTensor.as<float>()[i] = float(i);
+  std::vector<Argument> arguments{empty.ref(), pTensor.ref(), qTensor.ref()};
+  EXPECT_CONTAINS(errorOf([&] { executor.run(arguments); }), "max over zero elements has no value");
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(pTensor.as<float>()[i], float(i));
+    EXPECT_EQ(qTensor.as<float>()[i], float(i));
+  }
+}
+
+TEST(HostReductions, NvrtcCompilesTheDeviceHalfOfEveryPass) {
+  // The device path (rows by shared-memory trees, block barriers) runs only on a GPU; NVRTC
+  // compiles it here, for every op and dtype the host tests run.
+  for (DataType dtype : {DataType::Float, DataType::BFloat16, DataType::Int32, DataType::Bool}) {
+    FusionDefinition fd("device_half");
+    std::vector<Val> xs;
+    for (int i = 0; i < 2; ++i)
+      xs.push_back(fd.defineTensor({5 + i, 3}, dtype, fmt::format("x{}", i)));
+    fd.addOutput(max(xs));
+    fd.addOutput(any(xs[0]));
+    fd.addOutput(all(xs[1]));
+    if (dtype != DataType::Bool)
+      fd.addOutput(sum(xs));
+    auto fusion = fd.finalize();
+    CubinCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
+    CompiledFusion compiled = compileFusion(*fusion, FusionCompileOptions{}, cache);
+    ASSERT_FALSE(compiled.kernels.empty()) << shortName(dtype).str();
+    for (const FusionKernel& kernel : compiled.kernels)
+      EXPECT_FALSE(kernel.compiled->cubin.empty()) << kernel.plan->name;
+  }
+}
+
+TEST(HostReductions, APreparedRunOfPassesRebindsAGradAndEqualsTheEvaluator) {
+  auto fusion = clippedMomentum(DataType::Float);
+  std::vector<HostTensor> hostInputs = randomInputs(*fusion, 5), referenceInputs = hostInputs;
+  std::vector<Argument> hostArguments = argumentsOf(*fusion, hostInputs);
+  std::vector<Argument> referenceArguments = argumentsOf(*fusion, referenceInputs);
+  ExecutorOptions options;
+  options.backend = "host";
+  FusionExecutorCache executor(*fusion, options);
+  std::unique_ptr<PreparedRun> prepared = executor.prepare(hostArguments);
+  // A fresh grad for g3 in other memory: every pass that reads it must read it from there.
+  size_t grad = 0;
+  while (fusion->inputs()[grad]->name() != "g3")
+    ++grad;
+  HostTensor freshGrad = hostInputs[grad];
+  std::mt19937_64 random(9);
+  fillFinite(freshGrad, random);
+  for (int step = 0; step < 3; ++step) {
+    if (step == 2) {
+      prepared->rebindTensor(grad, freshGrad.data());
+      std::memcpy(referenceInputs[grad].data(), freshGrad.data(), freshGrad.byteSize());
+    }
+    RunResult result = prepared->launch();
+    EvaluationResult expected = evaluate(*fusion, referenceArguments);
+    ASSERT_EQ(result.outputs.size(), 1u);
+    EXPECT_EQ(countDifferences(result.outputs[0], expected.outputs[0], "the squared norm"), 0);
+  }
+  for (size_t i = 0; i < hostInputs.size(); ++i)
+    if (fusion->inputs()[i]->isTensor() && i != grad)
+      EXPECT_EQ(countDifferences(hostInputs[i], referenceInputs[i], fusion->inputs()[i]->name()),
+                0);
+}
+
+TEST(HostReductions, AGlobalReductionOverSeveralLaunchesCombinesOnce) {
+  // f32 and bf16 operands are two signature classes: in batched mode two launches contribute
+  // to one sum, whose last contributor (in the second launch) combines them.
+  FusionDefinition fd("two_launches");
+  std::vector<Val> xs;
+  for (int i = 0; i < 4; ++i)
+    xs.push_back(fd.defineTensor({kSizes[i]}, i % 2 ? DataType::BFloat16 : DataType::Float,
+                                 fmt::format("x{}", i)));
+  fd.addOutput(sum(xs));
+  fd.addOutput(max(xs));
+  auto fusion = fd.finalize();
+  ExecutorOptions options;
+  options.backend = "host";
+  options.mode = SegmentationMode::Batched;
+  FusionExecutorCache executor(*fusion, options);
+  std::vector<HostTensor> inputs = randomInputs(*fusion, 8);
+  std::vector<Argument> arguments = argumentsOf(*fusion, inputs);
+  RunResult result = executor.run(arguments);
+  EXPECT_EQ(executor.lastCompiled()->scheduled.launches.size(), 2u);
+  EvaluationResult expected = evaluate(*fusion, arguments);
+  for (size_t o = 0; o < 2; ++o)
+    EXPECT_EQ(countDifferences(result.outputs[o], expected.outputs[o], "output"), 0);
+  HostOptions verify;
+  verify.execution = HostExecution::Verify;
+  verify.blockOrder = {BlockOrder::Kind::Shuffle, 5};
+  expectHostEqualsEvaluator(*fusion, verify);
+}
