@@ -12,6 +12,9 @@ number of threads (issue: the host backend at memory speed):
 - small1000/<optimizer>: one Adam step over 1000 parameters of 64 elements: dispatch and run.
 - gpt2-<name>/widefuse: user-defined pointwise optimizers built on widefuse.optim's
   PointwiseOptimizer (RMSprop, Lion: 20 bytes per element) over the same shapes, in GB/s.
+- gpt2-clip/<optimizer>: AdamW with the grads clipped by their global norm (max norm 1):
+  widefuse.optim.AdamW(max_grad_norm=1.0) against clip_grad_norm_(foreach=True) then
+  torch.optim.AdamW(fused=True).
 - gpt2-bf16*/<optimizer>: bf16 parameters and grads. torch keeps its state in the
   parameters' dtype (its fused kernel refuses fp32 state for bf16 parameters: "expected
   scalar type BFloat16 but found Float"); widefuse with bf16 state (torch's configuration),
@@ -65,6 +68,17 @@ def parameters(shapes, dtype=torch.float32):
     return params
 
 
+class ClippedTorch:
+    """What a torch user writes to clip: clip_grad_norm_(foreach=True), then the step."""
+
+    def __init__(self, params, optimizer):
+        self.params, self.optimizer = params, optimizer
+
+    def step(self):
+        torch.nn.utils.clip_grad_norm_(self.params, 1.0, foreach=True)
+        self.optimizer.step()
+
+
 def interleaved_step_seconds(group, steps, warmup=2):
     """Median step time of each optimizer of `group` ((name, shapes, dtype, make, bytes)
     entries), their steps taken in turn (A B C A B C ...) so that the machine's slow and fast
@@ -100,6 +114,14 @@ def groups(threads):
             lambda p: torch.optim.RMSprop(p, lr=1e-3, foreach=True), 20),
            ("gpt2-lion/widefuse", gpt2, torch.float32,
             lambda p: widefuse.optim.Lion(p, lr=1e-4, threads=threads), 20)]
+    # Clipping by the global grad norm, then AdamW (issue 30). Bytes per element: widefuse
+    # reads each grad once for the norm and once in the update (4 + 28); torch's
+    # clip_grad_norm_ reads it for the norm, then reads and writes it to scale it (4 + 8),
+    # before its fused step (28).
+    yield [("gpt2-clip/widefuse", gpt2, torch.float32,
+            lambda p: widefuse.optim.AdamW(p, lr=1e-3, threads=threads, max_grad_norm=1.0), 32),
+           ("gpt2-clip/torch_fused", gpt2, torch.float32,
+            lambda p: ClippedTorch(p, torch.optim.AdamW(p, lr=1e-3, fused=True)), 40)]
     # bf16 parameters and grads. Bytes per element: bf16 state 14 (p, m, v read and written,
     # g read); fp32 state 22 (p 4, g 2, m and v 16); fp32 state and master 28 (master 8, p
     # written 2, g 2, m and v 16).
@@ -152,12 +174,16 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--only", default="",
+                        help="run only the groups whose first case starts with this (gpt2-clip)")
     arguments = parser.parse_args()
     torch.set_num_threads(arguments.threads)
     rows = []
     for name, seconds, moved in triads(arguments.steps * 3):
         rows.append(row(name, seconds, arguments.steps * 3, GB_per_s=moved / seconds / 1e9))
     for group in groups(arguments.threads):
+        if not group[0][0].startswith(arguments.only):
+            continue
         print(f"host_speed_benchmark: {', '.join(entry[0] for entry in group)}", file=sys.stderr)
         medians = interleaved_step_seconds(group, arguments.steps)
         for (name, shapes, _, _, bytes_per_element), seconds in zip(group, medians):

@@ -52,7 +52,8 @@ class Adam(PointwiseOptimizer):
                  fused: Any = None, decoupled_weight_decay: bool = False,
                  master_weights: bool = False, store_param_remainders: bool = False,
                  state_dtype: Optional[torch.dtype] = None,
-                 mode: str = "packed", threads: Optional[int] = None) -> None:
+                 mode: str = "packed", threads: Optional[int] = None,
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
         _check_arguments(lr, betas, eps, weight_decay, differentiable)
         _check_master_options(master_weights, store_param_remainders, state_dtype)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
@@ -61,7 +62,8 @@ class Adam(PointwiseOptimizer):
                         decoupled_weight_decay=decoupled_weight_decay,
                         master_weights=master_weights,
                         store_param_remainders=store_param_remainders, state_dtype=state_dtype)
-        super().__init__(params, defaults, mode=mode, threads=threads)
+        super().__init__(params, defaults, mode=mode, threads=threads,
+                         max_grad_norm=max_grad_norm, norm_type=norm_type)
 
     # What torch's Adam.__setstate__ gives a group of an older checkpoint that lacks them.
     _old_checkpoint_defaults = dict(amsgrad=False, maximize=False, foreach=None,
@@ -192,13 +194,15 @@ class AdamW(Adam):
                  foreach: Any = None, capturable: bool = False, differentiable: bool = False,
                  fused: Any = None, master_weights: bool = False,
                  store_param_remainders: bool = False, state_dtype: Optional[torch.dtype] = None,
-                 mode: str = "packed", threads: Optional[int] = None) -> None:
+                 mode: str = "packed", threads: Optional[int] = None,
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
                          maximize=maximize, capturable=capturable,
                          differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True, master_weights=master_weights,
                          store_param_remainders=store_param_remainders,
-                         state_dtype=state_dtype, mode=mode, threads=threads)
+                         state_dtype=state_dtype, mode=mode, threads=threads,
+                         max_grad_norm=max_grad_norm, norm_type=norm_type)
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)

@@ -47,13 +47,22 @@ class PointwiseOptimizer(torch.optim.Optimizer):
     "per-component" one launch per parameter. ``launches_per_step`` is the number of
     kernel launches of the last step. `threads`: CPU threads for parameters in host memory
     (default torch.get_num_threads()).
+
+    `max_grad_norm` clips the grads by their total norm inside the step, as
+    ``torch.nn.utils.clip_grad_norm_(params, max_grad_norm, norm_type)`` before ``step()``
+    would (after GradScaler's unscale): the step is then two launches, the norm's and the
+    update's, with no host synchronisation. ``grad_norm`` is the last step's total norm, a 0-d
+    tensor (what clip_grad_norm_ returns), and the grads themselves are left unscaled.
     """
 
     def __init__(self, params: Any, defaults: dict, *, mode: str = "packed",
-                 threads: Optional[int] = None) -> None:
+                 threads: Optional[int] = None, max_grad_norm: Optional[float] = None,
+                 norm_type: float = 2.0) -> None:
         self._prepared: Optional[PreparedStep] = None  # add_param_group runs in super().__init__
         self._traced: dict[tuple, StepFusion] = {}
         self._specialized: set[str] = set()
+        self._clip = _clip_option(max_grad_norm, norm_type)
+        self.grad_norm: Optional[torch.Tensor] = None
         # How the step's fusion runs: `threads` CPU threads on the host backend (default:
         # torch's intra-op thread count), ignored on the GPU.
         self._options = dict(mode=mode, threads=threads or torch.get_num_threads())
@@ -96,7 +105,8 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         state = super().__getstate__()
         state.update(_options=self._options, launches_per_step=self.launches_per_step,
                      _specialized=set(self._specialized),
-                     _hyperparameters=list(self._hyperparameters))
+                     _hyperparameters=list(self._hyperparameters), _clip=self._clip,
+                     grad_norm=self.grad_norm)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -109,6 +119,8 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         self.__dict__.setdefault("_options", dict(mode="packed",
                                                   threads=torch.get_num_threads()))
         self.__dict__.setdefault("launches_per_step", 0)
+        self.__dict__.setdefault("_clip", None)  # an optimizer pickled before max_grad_norm
+        self.__dict__.setdefault("grad_norm", None)
         # What update() receives: the constructor's defaults (torch's __setstate__ adds
         # "differentiable" to the defaults of an optimizer that has none).
         self.__dict__.setdefault("_hyperparameters", [
@@ -231,7 +243,17 @@ class PointwiseOptimizer(torch.optim.Optimizer):
             self._prepared = None
             raise
         self.launches_per_step = prepared.launches
+        self._grad_norm_from(prepared.grad_norm)
         return True
+
+    def _grad_norm_from(self, output: Any) -> None:
+        """Keeps a step's total grad norm as torch's clip_grad_norm_ returns it: a 0-d tensor
+        on the parameters' device."""
+        if output is None:
+            return
+        norm = output if isinstance(output, torch.Tensor) else torch.from_numpy(output)
+        device = local(self.param_groups[0]["params"][0]).device
+        self.grad_norm = norm.reshape(()).to(device)
 
     def _group_key(self, groups: list[int]) -> tuple:
         return group_key(self.param_groups, groups, self._hyperparameters, self._specialized)
@@ -248,8 +270,9 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         present = (scaling[0] is not None, scaling[1] is not None)
         step = self._traced_step(entries, present)
         if step.new_state:
-            self.launches_per_step = run_once(step, entries, self.param_groups, scaling,
-                                              self._options)
+            self.launches_per_step, grad_norm = run_once(step, entries, self.param_groups,
+                                                         scaling, self._options)
+            self._grad_norm_from(grad_norm)
             self._store_state(entries)
             return
         groups = sorted({entry.group for entry in entries})
@@ -259,6 +282,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         prepared.launch([], self.param_groups, [t for t in scaling if t is not None])
         self._prepared = prepared
         self.launches_per_step = prepared.launches
+        self._grad_norm_from(prepared.grad_norm)
 
     def _store_state(self, entries: list[Entry]) -> None:
         # As torch: a parameter without state (SGD without momentum) has no entry at all.
@@ -268,7 +292,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
 
     def _traced_step(self, entries: list[Entry], present: tuple[bool, bool]) -> StepFusion:
         while True:
-            key = (self._options["mode"],
+            key = (self._options["mode"], self._clip,
                    trace_key(entries, self.param_groups, self._hyperparameters,
                              self._specialized, present))
             step = self._traced.get(key)
@@ -276,7 +300,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                 return step
             try:
                 step = trace_step(type(self).__name__, self.update, entries, self.param_groups,
-                                  self._hyperparameters, self._specialized, present)
+                                  self._hyperparameters, self._specialized, present, self._clip)
             except SpecializationRequest as request:
                 if request.names <= self._specialized:
                     raise
@@ -379,6 +403,22 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                 except Error as error:
                     raise Error(f"{where} ({param.dtype}, shape {list(param.shape)}): {error} "
                                 "(nothing was loaded)") from None
+
+
+def _clip_option(max_grad_norm: Any, norm_type: Any) -> Optional[tuple]:
+    """(max_norm, norm_type) for a step that clips, checked; None when it does not."""
+    if max_grad_norm is None:
+        return None
+    if isinstance(max_grad_norm, bool) or not isinstance(max_grad_norm, (int, float)):
+        raise TypeError(f"max_grad_norm must be a number or None, not "
+                        f"{type(max_grad_norm).__name__}")
+    if not 0.0 <= max_grad_norm < float("inf"):
+        raise ValueError(f"Invalid max_grad_norm: {max_grad_norm} (a finite number >= 0)")
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)):
+        raise TypeError(f"norm_type must be a number, not {type(norm_type).__name__}")
+    if norm_type != float("inf") and not norm_type > 0:
+        raise ValueError(f"Invalid norm_type: {norm_type} (a number > 0, or inf)")
+    return (float(max_grad_norm), float(norm_type))
 
 
 def _scaling_tensor(optimizer: Any, name: str) -> Optional[torch.Tensor]:

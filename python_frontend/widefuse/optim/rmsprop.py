@@ -20,7 +20,8 @@ class RMSprop(PointwiseOptimizer):
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False,
                  capturable: bool = False, foreach: Any = None, maximize: bool = False,
                  differentiable: bool = False, mode: str = "packed",
-                 threads: Optional[int] = None) -> None:
+                 threads: Optional[int] = None,
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
         check_lr(lr)
         check_not_negative("epsilon value", eps)
         check_not_negative("momentum value", momentum)
@@ -31,7 +32,8 @@ class RMSprop(PointwiseOptimizer):
                                       centered=centered, weight_decay=weight_decay,
                                       capturable=capturable, foreach=foreach, maximize=maximize,
                                       differentiable=differentiable),
-                         mode=mode, threads=threads)
+                         mode=mode, threads=threads,
+                         max_grad_norm=max_grad_norm, norm_type=norm_type)
 
     # What torch's RMSprop.__setstate__ gives a group of an older checkpoint that lacks them.
     _old_checkpoint_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False,

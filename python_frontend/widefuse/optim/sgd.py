@@ -19,7 +19,8 @@ class SGD(PointwiseOptimizer):
     def __init__(self, params: Any, lr: Any = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: Any = None, differentiable: bool = False, fused: Any = None,
-                 mode: str = "packed", threads: Optional[int] = None) -> None:
+                 mode: str = "packed", threads: Optional[int] = None,
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
         check_lr(lr)
         check_not_negative("momentum value", momentum)
         check_not_negative("weight_decay value", weight_decay)
@@ -30,7 +31,8 @@ class SGD(PointwiseOptimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize, foreach=foreach,
                                       differentiable=differentiable, fused=fused),
-                         mode=mode, threads=threads)
+                         mode=mode, threads=threads,
+                         max_grad_norm=max_grad_norm, norm_type=norm_type)
 
     # What torch's SGD.__setstate__ gives a group of an older checkpoint that lacks them.
     _old_checkpoint_defaults = dict(nesterov=False, maximize=False, foreach=None,

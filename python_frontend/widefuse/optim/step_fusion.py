@@ -14,6 +14,7 @@ import torch
 from .._widefuse import Error
 from ..arguments import layout_of
 from ..fusion_definition import FusionDefinition, PreparedExecution
+from ..functions import vector_norm
 from ..torch_tensors import check_tensor
 from ..values import Tensor, specializable
 
@@ -120,14 +121,18 @@ class StepFusion:
     definition: FusionDefinition
     sources: list[Source] = field(default_factory=list)
     new_state: list[tuple[int, str]] = field(default_factory=list)
+    # The position of the total gradient norm among the plain outputs (max_grad_norm), or None.
+    grad_norm_output: Optional[int] = None
 
 
 def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], groups: list[dict],
                hyperparameters: list[str], specialized: set[str],
-               scaling: tuple[bool, bool]) -> StepFusion:
+               scaling: tuple[bool, bool], clip: Optional[tuple] = None) -> StepFusion:
     """Traces `update` over `entries`; raises SpecializationRequest when Python control flow
     needs a hyperparameter's value (the caller adds it to `specialized` and traces again).
-    `scaling`: whether a grad scale and a found-inf flag (torch.amp.GradScaler) are inputs."""
+    `scaling`: whether a grad scale and a found-inf flag (torch.amp.GradScaler) are inputs.
+    `clip`: (max_norm, norm_type) to clip the (unscaled) grads by their total norm first, as
+    torch.nn.utils.clip_grad_norm_ does; the norm is an output of the step."""
     fd = FusionDefinition(name)
     step = StepFusion(fd)
     with fd:
@@ -138,17 +143,24 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
             grad_scale = _tensor_input(fd, step, _scale_layout(entries), Source("grad_scale"))
         if scaling[1]:
             found_inf = _tensor_input(fd, step, _scale_layout(entries), Source("found_inf"))
+        inputs = []
         for k, entry in enumerate(entries):
             param = _tensor_input(fd, step, stepped(entry.param), Source("param", k))
             grad = _tensor_input(fd, step, stepped(entry.grad), Source("grad", k))
             state = {key: _tensor_input(fd, step, stepped(value), Source("state", k, key))
                      for key, value in entry.state.items()}
-            entry_values = [param, *state.values()]
-            entries_before = {id(t): Tensor(fd, t._value) for t in entry_values}
             if grad_scale is not None:
                 grad = grad / grad_scale.to(grad.dtype)
+            inputs.append((param, grad, state))
+        grads = [grad for _, grad, _ in inputs]
+        total_norm = None
+        if clip is not None:
+            grads, total_norm = _clipped(grads, *clip)
+        for k, (entry, (param, _, state)) in enumerate(zip(entries, inputs)):
+            entry_values = [param, *state.values()]
+            entries_before = {id(t): Tensor(fd, t._value) for t in entry_values}
             given = dict(state)
-            update(param, grad, state, **keywords[entry.group])
+            update(param, grads[k], state, **keywords[entry.group])
             _add_new_state(fd, step, k, given, state)
             if found_inf is not None:  # a step with an inf or NaN grad changes nothing
                 skip = found_inf != 0
@@ -156,7 +168,18 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
                     before = entries_before[id(tensor)]
                     if tensor._value is not before._value:
                         tensor.copy_(torch.where(skip, before, tensor))
+        if total_norm is not None:
+            step.grad_norm_output = len(step.new_state)
+            fd.add_output(total_norm)
     return step
+
+
+def _clipped(grads: list[Tensor], max_norm: float, norm_type: float) -> tuple[list, Tensor]:
+    """The grads scaled as torch.nn.utils.clip_grad_norm_ scales them, and their total norm:
+    one reduction over every grad (the first pass of the step), read by every update."""
+    total_norm = vector_norm(grads, norm_type)
+    coefficient = torch.clamp(max_norm / (total_norm + 1e-6), max=1.0)
+    return [grad * coefficient for grad in grads], total_norm
 
 
 def _add_new_state(fd: FusionDefinition, step: StepFusion, k: int, given: dict,
@@ -260,11 +283,13 @@ def _argument(source: Source, entries: list[Entry], groups: list[dict],
 
 
 def run_once(step: StepFusion, entries: list[Entry], groups: list[dict],
-             scaling_tensors: tuple, options: dict) -> int:
+             scaling_tensors: tuple, options: dict) -> tuple[int, Any]:
     """Runs a step that creates state (no binding is kept: the next step's state differs),
-    stores the new state in the entries, and returns the kernel launches it took."""
+    stores the new state in the entries, and returns the kernel launches it took and the
+    total grad norm (None without max_grad_norm)."""
     outputs = step.definition.execute(step_arguments(step, entries, groups, scaling_tensors),
                                       **options)
+    grad_norm = None if step.grad_norm_output is None else outputs[step.grad_norm_output]
     for (k, key), output in zip(step.new_state, outputs):
         param = entries[k].param
         if local(param).is_complex():  # state made from a complex parameter's real view
@@ -274,7 +299,7 @@ def run_once(step: StepFusion, entries: list[Entry], groups: list[dict],
             output = DTensor.from_local(output, param.device_mesh, param.placements,
                                         shape=param.shape, stride=param.stride())
         entries[k].state[key] = output
-    return sum(kernel["launches"] for kernel in step.definition.last_kernels())
+    return sum(kernel["launches"] for kernel in step.definition.last_kernels()), grad_norm
 
 
 class PreparedStep:
@@ -312,6 +337,7 @@ class PreparedStep:
         self.execution._inputs = []
         self.state_tensors = [value for entry in entries for value in entry.state.values()]
         self.launches = 0  # known after the first launch
+        self.grad_norm = None  # the last launch's total grad norm (max_grad_norm)
 
     def same_scaling(self, scaling: tuple) -> bool:
         """True when GradScaler's tensors (or their absence) match the prepared ones."""
@@ -348,8 +374,11 @@ class PreparedStep:
                 self.scalars[position] = value
         if indices:
             self.execution._prepared.set_scalars(indices, values)
-        self.execution._prepared.launch(None if self.cuda_device is None else
-                                        torch.cuda.current_stream(self.cuda_device).cuda_stream)
+        outputs = self.execution._prepared.launch(
+            None if self.cuda_device is None else
+            torch.cuda.current_stream(self.cuda_device).cuda_stream)
+        if self.fusion.grad_norm_output is not None:
+            self.grad_norm = outputs[self.fusion.grad_norm_output]
         if not self.launches:
             self.launches = sum(kernel["launches"]
                                 for kernel in self.fusion.definition.last_kernels())

@@ -1,0 +1,128 @@
+"""widefuse.optim's max_grad_norm: the grads clipped by their total norm inside the step, in two
+launches (the norm, then the update), against torch.nn.utils.clip_grad_norm_ followed by
+torch's own optimizer in the same test, step after step; with torch.amp.GradScaler too."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import widefuse.optim  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+SHAPES = [(64, 32), (7,), (1,), (3, 5, 2), (257,), (16, 16), (0,), (33, 9)]
+
+
+def _params(count: int, seed: int, dtype=torch.float32) -> list:
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(SHAPES[i % len(SHAPES)], generator=generator, dtype=dtype)
+            for i in range(count)]
+
+
+def _set_grads(ours: list, theirs: list, step: int, scale: float) -> None:
+    """The same random grads for both: norms above the clip most steps, below it some."""
+    generator = torch.Generator().manual_seed(1000 + step)
+    for a, b in zip(ours, theirs):
+        grad = torch.randn(a.shape, generator=generator, dtype=a.dtype) * scale
+        a.grad = grad.clone()
+        b.grad = grad.clone()
+
+
+@pytest.mark.parametrize("norm_type", [2.0, math.inf])
+def test_adamw_with_max_grad_norm_equals_clip_grad_norm_then_adamw(norm_type):
+    # torch's inf norm refuses an empty grad ("does not have an identity"); widefuse's global
+    # max leaves an empty operand out, so the comparison keeps to what torch takes.
+    ours = [p.clone() for p in _params(50, 1) if norm_type == 2.0 or p.numel()]
+    theirs = [p.clone() for p in ours]
+    optimizer = widefuse.optim.AdamW(ours, lr=1e-2, weight_decay=0.1, max_grad_norm=1.0,
+                                     norm_type=norm_type)
+    reference = torch.optim.AdamW(theirs, lr=1e-2, weight_decay=0.1, foreach=False)
+    for step in range(100):
+        _set_grads(ours, theirs, step, scale=0.002 if step % 10 == 3 else 1.0)
+        total = torch.nn.utils.clip_grad_norm_(theirs, 1.0, norm_type=norm_type)
+        reference.step()
+        optimizer.step()
+        torch.testing.assert_close(optimizer.grad_norm, total)
+        if step % 10 == 0 or step == 99:
+            for a, b in zip(ours, theirs):
+                torch.testing.assert_close(a, b)
+        assert optimizer.launches_per_step <= 2
+    # The grads themselves are left as they were given (the clip is inside the step).
+    generator = torch.Generator().manual_seed(1000 + 99)
+    torch.testing.assert_close(ours[0].grad, torch.randn(ours[0].shape, generator=generator))
+
+
+def test_a_norm_below_the_limit_leaves_the_step_unclipped():
+    ours = [p.clone() for p in _params(6, 2)]
+    theirs = [p.clone() for p in ours]
+    optimizer = widefuse.optim.SGD(ours, lr=0.1, momentum=0.9, max_grad_norm=1e6)
+    reference = torch.optim.SGD(theirs, lr=0.1, momentum=0.9, foreach=False)
+    for step in range(3):
+        _set_grads(ours, theirs, step, scale=1.0)
+        total = torch.nn.utils.clip_grad_norm_(theirs, 1e6)
+        reference.step()
+        optimizer.step()
+        torch.testing.assert_close(optimizer.grad_norm, total)
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b)
+
+
+def test_grad_scaler_unscales_clips_and_skips_a_step_with_an_inf_grad():
+    ours = [p.clone() for p in _params(10, 3)]
+    theirs = [p.clone() for p in ours]
+    optimizer = widefuse.optim.Adam(ours, lr=1e-2, max_grad_norm=0.5)
+    reference = torch.optim.Adam(theirs, lr=1e-2, foreach=False)
+    scaler = torch.amp.GradScaler("cpu", init_scale=256.0, growth_interval=2)
+    reference_scaler = torch.amp.GradScaler("cpu", init_scale=256.0, growth_interval=2)
+    for step in range(6):
+        # What scaling the loss does before backward: the scalers start tracking their scale.
+        scaler.scale(torch.ones(()))
+        reference_scaler.scale(torch.ones(()))
+        scale = scaler.get_scale()
+        _set_grads(ours, theirs, step, scale=scale)
+        if step == 3:  # an overflow: both steps are skipped and the scale backs off
+            ours[1].grad[0] = math.inf
+            theirs[1].grad[0] = math.inf
+        reference_scaler.unscale_(reference)
+        torch.nn.utils.clip_grad_norm_(theirs, 0.5)
+        reference_scaler.step(reference)
+        reference_scaler.update()
+        scaler.step(optimizer)
+        scaler.update()
+        assert scaler.get_scale() == reference_scaler.get_scale()
+        for a, b in zip(ours, theirs):
+            torch.testing.assert_close(a, b)
+
+
+def test_bad_clip_options_raise_torch_style_errors():
+    params = _params(2, 4)
+    with pytest.raises(ValueError, match="Invalid max_grad_norm"):
+        widefuse.optim.Adam(params, max_grad_norm=-1.0)
+    with pytest.raises(ValueError, match="Invalid norm_type"):
+        widefuse.optim.Adam(params, max_grad_norm=1.0, norm_type=0.0)
+    with pytest.raises(TypeError, match="max_grad_norm must be a number"):
+        widefuse.optim.Adam(params, max_grad_norm="1")
+
+
+def test_a_pickled_clipping_optimizer_keeps_clipping():
+    import pickle
+
+    ours = [p.clone() for p in _params(3, 5)]
+    optimizer = widefuse.optim.Adam(ours, lr=1e-2, max_grad_norm=0.25)
+    for p in ours:
+        p.grad = torch.ones_like(p)
+    optimizer.step()
+    copy = pickle.loads(pickle.dumps(optimizer))
+    copied = copy.param_groups[0]["params"]
+    for p, q in zip(ours, copied):
+        p.grad = torch.full_like(p, 3.0)
+        q.grad = torch.full_like(q, 3.0)
+    optimizer.step()
+    copy.step()
+    torch.testing.assert_close(copy.grad_norm, optimizer.grad_norm)
+    for p, q in zip(ours, copied):
+        torch.testing.assert_close(q, p)
