@@ -29,18 +29,6 @@ bool sameValue(double actual, double expected) {
   return actual == expected && std::signbit(actual) == std::signbit(expected);
 }
 
-/// Rounds a float result to `dtype` with the test's own conversions.
-double roundTo(DataType dtype, float value) {
-  switch (dtype) {
-  case DataType::Half:
-    return referenceHalfToFloat(referenceHalf(value));
-  case DataType::BFloat16:
-    return referenceBFloat16ToFloat(referenceBFloat16(value));
-  default:
-    return value;
-  }
-}
-
 using Builder = std::function<Val(std::vector<Val>&)>;
 
 /// Runs a floating-point op for each float dtype; `reference` is called with float (or

@@ -44,6 +44,19 @@ inline float referenceHalfToFloat(uint16_t bits) {
   return static_cast<float>(half);
 }
 
+/// Rounds a float result to `dtype` with these reference conversions (f16, bf16; others as
+/// they are).
+inline double roundTo(DataType dtype, float value) {
+  switch (dtype) {
+  case DataType::Half:
+    return referenceHalfToFloat(referenceHalf(value));
+  case DataType::BFloat16:
+    return referenceBFloat16ToFloat(referenceBFloat16(value));
+  default:
+    return value;
+  }
+}
+
 /// Element i of a tensor as double (half/bfloat16 decoded by the reference helpers).
 inline double elementAsDouble(const HostTensor& tensor, int64_t i) {
   switch (tensor.dtype()) {

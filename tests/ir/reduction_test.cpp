@@ -88,18 +88,6 @@ void expectSameValue(double actual, double expected, const std::string& what) {
   EXPECT_EQ(std::signbit(actual), std::signbit(expected)) << what << " (sign of zero)";
 }
 
-/// A float rounded to `dtype` as this test's own helpers round (f16, bf16; f32 as is).
-double roundedTo(DataType dtype, float value) {
-  switch (dtype) {
-  case DataType::Half:
-    return referenceHalfToFloat(referenceHalf(value));
-  case DataType::BFloat16:
-    return referenceBFloat16ToFloat(referenceBFloat16(value));
-  default:
-    return value;
-  }
-}
-
 } // namespace
 
 TEST(Reductions, TheDocumentedExamples) {
@@ -303,7 +291,7 @@ TEST(Reductions, EveryOpAndDtypeAgainstTheRecursiveTree) {
               expected = *treeOf(row, [](double a, double b) { return a + b; }) + 0.0;
             else if (isFloatingPoint(dtype))
               expected =
-                  roundedTo(dtype, *treeOf(asFloat, [](float a, float b) { return a + b; }) + 0.0f);
+                  roundTo(dtype, *treeOf(asFloat, [](float a, float b) { return a + b; }) + 0.0f);
             else
               expected = double(*treeOf(std::vector<int64_t>(row.begin(), row.end()),
                                         [](int64_t a, int64_t b) { return a + b; }));
