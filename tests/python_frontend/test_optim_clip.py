@@ -126,3 +126,48 @@ def test_a_pickled_clipping_optimizer_keeps_clipping():
     torch.testing.assert_close(copy.grad_norm, optimizer.grad_norm)
     for p, q in zip(ours, copied):
         torch.testing.assert_close(q, p)
+
+
+def _lamb_reference(params, grads_per_step, lr, betas, eps, weight_decay, max_norm=None):
+    """LAMB in float64 NumPy, written from the paper's update (and clip_grad_norm_'s clip)."""
+    import numpy as np
+
+    p = [x.double().numpy().copy() for x in params]
+    m = [np.zeros_like(x) for x in p]
+    v = [np.zeros_like(x) for x in p]
+    for t, grads in enumerate(grads_per_step, start=1):
+        g = [x.double().numpy() for x in grads]
+        if max_norm is not None:
+            total = math.sqrt(sum(float((x * x).sum()) for x in g))
+            g = [x * min(max_norm / (total + 1e-6), 1.0) for x in g]
+        for i in range(len(p)):
+            m[i] = betas[0] * m[i] + (1 - betas[0]) * g[i]
+            v[i] = betas[1] * v[i] + (1 - betas[1]) * g[i] * g[i]
+            m_hat = m[i] / (1 - betas[0]**t)
+            v_hat = v[i] / (1 - betas[1]**t)
+            u = m_hat / (np.sqrt(v_hat) + eps) + weight_decay * p[i]
+            w_norm, u_norm = np.linalg.norm(p[i].ravel()), np.linalg.norm(u.ravel())
+            trust = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
+            p[i] = p[i] - lr * trust * u
+    return p
+
+
+@pytest.mark.parametrize("max_grad_norm", [None, 1.0])
+def test_lamb_equals_a_float64_reference_in_two_or_three_passes(max_grad_norm):
+    params = [p.clone() for p in _params(12, 6) if p.numel()]
+    start = [p.clone() for p in params]
+    optimizer = widefuse.optim.LAMB(params, lr=1e-2, weight_decay=0.01,
+                                    max_grad_norm=max_grad_norm)
+    history = []
+    for step in range(20):
+        generator = torch.Generator().manual_seed(2000 + step)
+        grads = [torch.randn(p.shape, generator=generator) for p in params]
+        history.append(grads)
+        for p, g in zip(params, grads):
+            p.grad = g.clone()
+        optimizer.step()
+        # per-tensor norms, then the update (and the global norm before them when clipping)
+        assert optimizer.launches_per_step == (2 if max_grad_norm is None else 3)
+    expected = _lamb_reference(start, history, 1e-2, (0.9, 0.999), 1e-6, 0.01, max_grad_norm)
+    for p, e in zip(params, expected):
+        torch.testing.assert_close(p.double(), torch.from_numpy(e), rtol=1e-4, atol=1e-5)

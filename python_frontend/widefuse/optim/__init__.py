@@ -1,6 +1,6 @@
 """Optimizers for PyTorch whose step is one widefuse fusion: drop-in ``Adam`` and ``AdamW``,
 the ``PointwiseOptimizer`` base class for your own, and examples built on it (``SGD``,
-``RMSprop``, ``Adagrad``, ``Lion``). Needs torch (``pip install widefuse[torch]``); the rest
+``RMSprop``, ``Adagrad``, ``Lion``, ``LAMB``). Needs torch (``pip install widefuse[torch]``); the rest
 of widefuse does not."""
 
 try:
@@ -10,9 +10,10 @@ except ImportError as error:  # pragma: no cover - exercised only without torch
 
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .lamb import LAMB
 from .lion import Lion
 from .pointwise_optimizer import PointwiseOptimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Adagrad", "Adam", "AdamW", "Lion", "PointwiseOptimizer", "RMSprop", "SGD"]
+__all__ = ["Adagrad", "Adam", "AdamW", "LAMB", "Lion", "PointwiseOptimizer", "RMSprop", "SGD"]
