@@ -242,7 +242,7 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
                                                           std::optional<void*> stream,
                                                           llvm::ArrayRef<TensorRef> outputs) {
   if (PassRunner* passes = passRunner(arguments))
-    return passes->prepare(*this, arguments, stream);
+    return passes->prepare(*this, arguments, stream, outputs);
   checkArguments(fusion_, arguments);
   std::vector<Argument> copied(arguments.begin(), arguments.end());
   auto shapes = std::make_shared<RuntimeShapes>(inferRuntimeShapes(fusion_, arguments));

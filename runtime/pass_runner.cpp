@@ -98,15 +98,16 @@ RunResult PassRunner::run(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<Ten
 
 std::unique_ptr<PreparedRun> PassRunner::prepare(FusionExecutorCache& executor,
                                                  llvm::ArrayRef<Argument> arguments,
-                                                 std::optional<void*> stream) {
+                                                 std::optional<void*> stream,
+                                                 llvm::ArrayRef<TensorRef> callerOutputs) {
   std::lock_guard<std::mutex> lock(mutex_);
-  // The prepared run owns its memory: results first, then the fusion's outputs. Reserved
-  // first: growing a vector of HostTensor copies them (their move may throw), which would
-  // leave the bound references behind.
+  // The prepared run owns its memory: results first, then the fusion's outputs unless the
+  // caller gave them. Reserved first: growing a vector of HostTensor copies them (their move
+  // may throw), which would leave the bound references behind.
   std::vector<HostTensor> memory, outputs;
   memory.reserve(plan_.results.size() + fusion_.outputs().size());
   outputs.reserve(fusion_.outputs().size());
-  Bound bound = bind(arguments, {}, memory, outputs);
+  Bound bound = bind(arguments, callerOutputs, memory, outputs);
   std::vector<size_t> outputMemory;
   for (HostTensor& output : outputs) {
     outputMemory.push_back(memory.size());

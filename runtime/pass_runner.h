@@ -33,10 +33,12 @@ public:
   RunResult run(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<TensorRef> outputs,
                 std::optional<void*> stream);
   /// A prepared run of the passes (FusionExecutorCache::prepare): each pass prepared once,
-  /// with its own memory for the results, so that a launch checks nothing.
+  /// with its own memory for the results, so that a launch checks nothing. `outputs`: where
+  /// every launch puts the fusion's outputs (empty: memory of its own, returned by launch).
   std::unique_ptr<PreparedRun> prepare(FusionExecutorCache& executor,
                                        llvm::ArrayRef<Argument> arguments,
-                                       std::optional<void*> stream);
+                                       std::optional<void*> stream,
+                                       llvm::ArrayRef<TensorRef> outputs);
   /// Each pass's compiled kernels of its last run (null for a pass not run yet).
   std::vector<std::shared_ptr<const CompiledFusion>> lastCompiled() const;
   /// The plan the runner follows.

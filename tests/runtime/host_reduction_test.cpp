@@ -320,3 +320,21 @@ TEST(HostReductions, AGlobalReductionOverSeveralLaunchesCombinesOnce) {
   verify.blockOrder = {BlockOrder::Kind::Shuffle, 5};
   expectHostEqualsEvaluator(*fusion, verify);
 }
+
+TEST(HostReductions, APreparedRunOfPassesWritesTheCallersOutputs) {
+  auto fusion = clippedMomentum(DataType::Float);
+  std::vector<HostTensor> inputs = randomInputs(*fusion, 6), referenceInputs = inputs;
+  std::vector<Argument> arguments = argumentsOf(*fusion, inputs);
+  std::vector<Argument> referenceArguments = argumentsOf(*fusion, referenceInputs);
+  ExecutorOptions options;
+  options.backend = "host";
+  FusionExecutorCache executor(*fusion, options);
+  HostTensor squared(DataType::Float, {});
+  std::vector<TensorRef> outputs{squared.ref()};
+  std::unique_ptr<PreparedRun> prepared = executor.prepare(arguments, std::nullopt, outputs);
+  for (int step = 0; step < 2; ++step) {
+    EXPECT_TRUE(prepared->launch().outputs.empty()); // in the caller's tensor instead
+    EvaluationResult expected = evaluate(*fusion, referenceArguments);
+    EXPECT_EQ(countDifferences(squared, expected.outputs[0], "the squared norm"), 0);
+  }
+}
