@@ -233,6 +233,8 @@ std::string emitCuda(const KernelPlan& plan) {
   CodeWriter out;
   headerComment(plan, out);
   out.verbatim(devicePrelude());
+  if (llvm::any_of(plan.bodies, [](const BodyPlan& body) { return !body.reductions.empty(); }))
+    out.verbatim(reductionPrelude());
   out.line();
   out.verbatim(skeletonHelpers());
   out.line("// ---- {} ----", plan.name);

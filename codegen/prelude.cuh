@@ -449,6 +449,5 @@ template <typename T, int N> WF_DEVICE void wf_store(T* address, const T (&value
 #endif
 }
 
-#include "codegen/prelude_reduce.cuh"
 
 #endif // WIDEFUSE_PRELUDE

@@ -10,4 +10,8 @@ namespace widefuse {
 /// The text of codegen/prelude.cuh.
 llvm::StringRef devicePrelude();
 
+/// The text of codegen/prelude_reduce.cuh (with ir/reduction_tree.h in it): what kernels that
+/// reduce add after devicePrelude(); the others leave it out, which keeps their compile short.
+llvm::StringRef reductionPrelude();
+
 } // namespace widefuse

@@ -1,5 +1,6 @@
-// ---- reductions (docs/codegen.md section 9) -------------------------------------------------
-// The reduction tree's combines and counter are the reference evaluator's own text
+// widefuse reduction prelude (docs/codegen.md section 9): what a kernel that reduces adds after
+// the device prelude (codegen/prelude.cuh), which it needs; kernels without reductions leave it
+// out. The reduction tree's combines and counter are the reference evaluator's own text
 // (ir/reduction_tree.h); here are what kernels add: the leaf that stands for a missing element,
 // the finish, and the trees over a block's row of threads and over short arrays.
 #include "ir/reduction_tree.h"
