@@ -1,6 +1,7 @@
 """widefuse.optim's max_grad_norm: the grads clipped by their total norm inside the step, in two
 launches (the norm, then the update), against torch.nn.utils.clip_grad_norm_ followed by
-torch's own optimizer in the same test, step after step; with torch.amp.GradScaler too."""
+torch's own optimizer in the same test, step after step; with torch.amp.GradScaler too; and
+error_if_nonfinite, which raises torch's error and changes nothing, on every shipped optimizer."""
 
 from __future__ import annotations
 
@@ -171,3 +172,91 @@ def test_lamb_equals_a_float64_reference_in_two_or_three_passes(max_grad_norm):
     expected = _lamb_reference(start, history, 1e-2, (0.9, 0.999), 1e-6, 0.01, max_grad_norm)
     for p, e in zip(params, expected):
         torch.testing.assert_close(p.double(), torch.from_numpy(e), rtol=1e-4, atol=1e-5)
+
+
+# Every shipped optimizer, with its torch twin where torch has one (LAMB has none).
+OPTIMIZERS = [
+    ("Adam", dict(lr=1e-2)), ("AdamW", dict(lr=1e-2, weight_decay=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9)), ("RMSprop", dict(lr=1e-2, momentum=0.5)),
+    ("Adagrad", dict(lr=0.1)), ("Lion", dict(lr=1e-3)), ("LAMB", dict(lr=1e-2)),
+]
+
+
+def _state_copy(optimizer) -> dict:
+    return {id(p): {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in s.items()}
+            for p, s in optimizer.state.items()}
+
+
+def _assert_same_state(optimizer, saved: dict) -> None:
+    assert {id(p) for p in optimizer.state} == set(saved)
+    for p, state in optimizer.state.items():
+        assert state.keys() == saved[id(p)].keys()
+        for key, value in state.items():
+            assert torch.equal(value, saved[id(p)][key]), key
+
+
+@pytest.mark.parametrize("name, options", OPTIMIZERS, ids=[n for n, _ in OPTIMIZERS])
+def test_error_if_nonfinite_raises_torchs_error_and_changes_nothing(name, options):
+    ours = [p.clone() for p in _params(6, 7) if p.numel()]
+    theirs = [p.clone() for p in ours]
+    optimizer = getattr(widefuse.optim, name)(ours, max_grad_norm=1.0,
+                                              error_if_nonfinite=True, **options)
+    reference = getattr(torch.optim, name, None)
+    reference = reference and reference(theirs, foreach=False, **options)
+    for step in range(4):
+        _set_grads(ours, theirs, step, scale=1.0)
+        if step in (0, 2):  # before any state exists, and with state: nothing changes
+            for grads in (ours, theirs):
+                grads[step].grad[0] = math.inf if step else math.nan
+            with pytest.raises(RuntimeError) as expected:
+                torch.nn.utils.clip_grad_norm_(theirs, 1.0, error_if_nonfinite=True)
+            before, state = [p.clone() for p in ours], _state_copy(optimizer)
+            norm = optimizer.grad_norm
+            with pytest.raises(RuntimeError) as raised:
+                optimizer.step()
+            assert str(raised.value) == str(expected.value)
+            for p, b in zip(ours, before):
+                assert torch.equal(p, b)
+            _assert_same_state(optimizer, state)
+            assert optimizer.grad_norm is norm
+            continue
+        total = torch.nn.utils.clip_grad_norm_(theirs, 1.0)
+        optimizer.step()
+        torch.testing.assert_close(optimizer.grad_norm, total)
+        assert optimizer.launches_per_step == (3 if name == "LAMB" else 2)
+        if reference is not None:
+            reference.step()
+            for a, b in zip(ours, theirs):
+                torch.testing.assert_close(a, b)
+    if "step" in optimizer.state[ours[0]]:  # the two refused steps counted nothing
+        assert float(optimizer.state[ours[0]]["step"]) == 2
+
+
+def test_error_if_nonfinite_is_a_traced_choice_kept_by_pickle_and_checked():
+    import pickle
+
+    params = [p.clone() for p in _params(3, 8)]
+    optimizer = widefuse.optim.Adam(params, lr=1e-2, max_grad_norm=1.0,
+                                    error_if_nonfinite=True)
+    copy = pickle.loads(pickle.dumps(optimizer))
+    for p in copy.param_groups[0]["params"]:
+        p.grad = torch.full_like(p, math.nan)
+    with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
+        copy.step()
+    # Without it, a NaN norm scales the grads by NaN, as torch's clip would.
+    lenient = widefuse.optim.SGD([p.clone() for p in params], lr=0.1, max_grad_norm=1.0)
+    for p in lenient.param_groups[0]["params"]:
+        p.grad = torch.full_like(p, math.nan)
+    lenient.step()
+    assert torch.isnan(lenient.grad_norm)
+    assert all(torch.isnan(p).all() for p in lenient.param_groups[0]["params"] if p.numel())
+    # An optimizer pickled before error_if_nonfinite existed: (max_norm, norm_type).
+    state = optimizer.__getstate__()
+    state["_clip"] = (1.0, 2.0)
+    old = widefuse.optim.Adam.__new__(widefuse.optim.Adam)
+    old.__setstate__(state)
+    assert old._clip == (1.0, 2.0, False)
+    with pytest.raises(TypeError, match="error_if_nonfinite must be a bool"):
+        widefuse.optim.Adam(params, max_grad_norm=1.0, error_if_nonfinite="yes")
+    with pytest.raises(ValueError, match="error_if_nonfinite=True needs max_grad_norm"):
+        widefuse.optim.Adam(params, error_if_nonfinite=True)

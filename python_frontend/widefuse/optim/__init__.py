@@ -1,7 +1,8 @@
 """Optimizers for PyTorch whose step is one widefuse fusion: drop-in ``Adam`` and ``AdamW``,
 the ``PointwiseOptimizer`` base class for your own, and examples built on it (``SGD``,
-``RMSprop``, ``Adagrad``, ``Lion``, ``LAMB``). Needs torch (``pip install widefuse[torch]``); the rest
-of widefuse does not."""
+``RMSprop``, ``Adagrad``, ``Lion``, ``LAMB``), and ``clip_grad_norm_``, torch's, whose scaling
+folds into the next step of the widefuse optimizer owning the grads. Needs torch
+(``pip install widefuse[torch]``); the rest of widefuse does not."""
 
 try:
     import torch  # noqa: F401
@@ -10,10 +11,12 @@ except ImportError as error:  # pragma: no cover - exercised only without torch
 
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .clip import clip_grad_norm_
 from .lamb import LAMB
 from .lion import Lion
 from .pointwise_optimizer import PointwiseOptimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Adagrad", "Adam", "AdamW", "LAMB", "Lion", "PointwiseOptimizer", "RMSprop", "SGD"]
+__all__ = ["Adagrad", "Adam", "AdamW", "LAMB", "Lion", "PointwiseOptimizer", "RMSprop", "SGD",
+           "clip_grad_norm_"]

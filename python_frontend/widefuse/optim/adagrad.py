@@ -19,7 +19,8 @@ class Adagrad(PointwiseOptimizer):
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: Any = None,
                  *, maximize: bool = False, differentiable: bool = False, fused: Any = None,
                  mode: str = "packed", threads: Optional[int] = None,
-                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
+                 error_if_nonfinite: bool = False) -> None:
         check_lr(lr)
         check_not_negative("lr_decay value", lr_decay)
         check_not_negative("weight_decay value", weight_decay)
@@ -32,7 +33,8 @@ class Adagrad(PointwiseOptimizer):
                                       foreach=foreach, maximize=maximize,
                                       differentiable=differentiable, fused=fused),
                          mode=mode, threads=threads,
-                         max_grad_norm=max_grad_norm, norm_type=norm_type)
+                         max_grad_norm=max_grad_norm, norm_type=norm_type,
+                         error_if_nonfinite=error_if_nonfinite)
         # As torch's Adagrad: every parameter given to the constructor has its state at once
         # (a later add_param_group's parameters get theirs at their first step).
         for group in self.param_groups:

@@ -53,7 +53,8 @@ class Adam(PointwiseOptimizer):
                  master_weights: bool = False, store_param_remainders: bool = False,
                  state_dtype: Optional[torch.dtype] = None,
                  mode: str = "packed", threads: Optional[int] = None,
-                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
+                 error_if_nonfinite: bool = False) -> None:
         _check_arguments(lr, betas, eps, weight_decay, differentiable)
         _check_master_options(master_weights, store_param_remainders, state_dtype)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
@@ -63,7 +64,8 @@ class Adam(PointwiseOptimizer):
                         master_weights=master_weights,
                         store_param_remainders=store_param_remainders, state_dtype=state_dtype)
         super().__init__(params, defaults, mode=mode, threads=threads,
-                         max_grad_norm=max_grad_norm, norm_type=norm_type)
+                         max_grad_norm=max_grad_norm, norm_type=norm_type,
+                         error_if_nonfinite=error_if_nonfinite)
 
     # What torch's Adam.__setstate__ gives a group of an older checkpoint that lacks them.
     _old_checkpoint_defaults = dict(amsgrad=False, maximize=False, foreach=None,
@@ -195,14 +197,16 @@ class AdamW(Adam):
                  fused: Any = None, master_weights: bool = False,
                  store_param_remainders: bool = False, state_dtype: Optional[torch.dtype] = None,
                  mode: str = "packed", threads: Optional[int] = None,
-                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
+                 error_if_nonfinite: bool = False) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
                          maximize=maximize, capturable=capturable,
                          differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True, master_weights=master_weights,
                          store_param_remainders=store_param_remainders,
                          state_dtype=state_dtype, mode=mode, threads=threads,
-                         max_grad_norm=max_grad_norm, norm_type=norm_type)
+                         max_grad_norm=max_grad_norm, norm_type=norm_type,
+                         error_if_nonfinite=error_if_nonfinite)
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)

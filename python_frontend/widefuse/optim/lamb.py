@@ -24,7 +24,8 @@ class LAMB(PointwiseOptimizer):
     def __init__(self, params: Any, lr: Any = 1e-3, betas: Any = (0.9, 0.999), eps: float = 1e-6,
                  weight_decay: float = 0.0, *, bias_correction: bool = True,
                  mode: str = "packed", threads: Optional[int] = None,
-                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
+                 error_if_nonfinite: bool = False) -> None:
         check_lr(lr)
         check_betas(betas)
         check_not_negative("epsilon value", eps)
@@ -32,7 +33,8 @@ class LAMB(PointwiseOptimizer):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       bias_correction=bias_correction),
                          mode=mode, threads=threads,
-                         max_grad_norm=max_grad_norm, norm_type=norm_type)
+                         max_grad_norm=max_grad_norm, norm_type=norm_type,
+                         error_if_nonfinite=error_if_nonfinite)
 
     def init_state(self, param: torch.Tensor) -> dict:
         return {"step": torch.zeros((), dtype=step_dtype(), device=param.device),

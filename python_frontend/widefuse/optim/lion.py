@@ -19,14 +19,16 @@ class Lion(PointwiseOptimizer):
     def __init__(self, params: Any, lr: Any = 1e-4, betas: Any = (0.9, 0.99),
                  weight_decay: float = 0.0, *, maximize: bool = False,
                  mode: str = "packed", threads: Optional[int] = None,
-                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
+                 error_if_nonfinite: bool = False) -> None:
         check_lr(lr)
         check_betas(betas)
         check_not_negative("weight_decay value", weight_decay)
         super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay,
                                       maximize=maximize),
                          mode=mode, threads=threads,
-                         max_grad_norm=max_grad_norm, norm_type=norm_type)
+                         max_grad_norm=max_grad_norm, norm_type=norm_type,
+                         error_if_nonfinite=error_if_nonfinite)
 
     def init_state(self, param: torch.Tensor) -> dict:
         return {"exp_avg": torch.zeros_like(param, memory_format=torch.preserve_format)}

@@ -33,6 +33,7 @@ import torch
 from .._widefuse import Error
 from ..errors import SpecializationRequest
 from .arguments import InvalidArgument
+from .fold import PendingFold, live_optimizers
 from .step_fusion import (Entry, PreparedStep, StepFusion, capturing, group_key,
                           layout, local, refuse_tensor_hyperparameters, run_once, step_dtype,
                           trace_key, trace_step)
@@ -53,16 +54,21 @@ class PointwiseOptimizer(torch.optim.Optimizer):
     would (after GradScaler's unscale): the step is then two launches, the norm's and the
     update's, with no host synchronisation. ``grad_norm`` is the last step's total norm, a 0-d
     tensor (what clip_grad_norm_ returns), and the grads themselves are left unscaled.
+    `error_if_nonfinite` (with `max_grad_norm`): a step whose total norm is inf or NaN raises
+    torch's RuntimeError and changes nothing (parameters, state, step count), as
+    ``clip_grad_norm_(..., error_if_nonfinite=True)`` raises before torch's step.
     """
 
     def __init__(self, params: Any, defaults: dict, *, mode: str = "packed",
                  threads: Optional[int] = None, max_grad_norm: Optional[float] = None,
-                 norm_type: float = 2.0) -> None:
+                 norm_type: float = 2.0, error_if_nonfinite: bool = False) -> None:
         self._prepared: Optional[PreparedStep] = None  # add_param_group runs in super().__init__
         self._traced: dict[tuple, StepFusion] = {}
         self._specialized: set[str] = set()
-        self._clip = _clip_option(max_grad_norm, norm_type)
+        self._clip = _clip_option(max_grad_norm, norm_type, error_if_nonfinite)
         self.grad_norm: Optional[torch.Tensor] = None
+        # widefuse.optim.clip_grad_norm_'s scaling, folded into the next step (fold.py).
+        self._pending_fold: Optional[PendingFold] = None
         # How the step's fusion runs: `threads` CPU threads on the host backend (default:
         # torch's intra-op thread count), ignored on the GPU.
         self._options = dict(mode=mode, threads=threads or torch.get_num_threads())
@@ -71,6 +77,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         self._hyperparameters = list(self.defaults)
         self._init_takes_hyperparameters = len(
             inspect.signature(self.init_state).parameters) > 1
+        live_optimizers.add(self)
 
     # What subclasses write
     def init_state(self, param: torch.Tensor, **hyperparameters: Any) -> dict:
@@ -120,6 +127,9 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                                                   threads=torch.get_num_threads()))
         self.__dict__.setdefault("launches_per_step", 0)
         self.__dict__.setdefault("_clip", None)  # an optimizer pickled before max_grad_norm
+        if self._clip is not None and len(self._clip) == 2:  # ... or before error_if_nonfinite
+            self._clip = (*self._clip, False)
+        self.__dict__.setdefault("_pending_fold", None)  # a fold is not pickled: its grads aren't
         self.__dict__.setdefault("grad_norm", None)
         # What update() receives: the constructor's defaults (torch's __setstate__ adds
         # "differentiable" to the defaults of an optimizer that has none).
@@ -133,6 +143,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
             for name in self._hyperparameters:
                 group.setdefault(name, self.defaults[name])
         self._prepared = None
+        live_optimizers.add(self)
 
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)
@@ -189,7 +200,8 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        scaling = (_scaling_tensor(self, "grad_scale"), _scaling_tensor(self, "found_inf"))
+        scaling = (_scaling_tensor(self, "grad_scale"), _scaling_tensor(self, "found_inf"),
+                   self._fold_coefficient())
         if not self._launch_prepared(scaling):
             if capturing():
                 # Preparing checks, traces, allocates state and loads kernels: none of it can
@@ -200,7 +212,22 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                             "first creates the state), as torch's recipe warms up on a side "
                             "stream; then capture, on any stream")
             self._prepare_and_launch(scaling)
+        self._pending_fold = None
         return loss
+
+    def _fold_coefficient(self) -> Optional[torch.Tensor]:
+        """The coefficient of the clip_grad_norm_ folded into this step, None without one or
+        when the grads it was for are gone (fold.py; raises Error when only some changed)."""
+        pending = self._pending_fold
+        if pending is None:
+            return None
+        params = [(f"parameter {i} of param group {g}", param)
+                  for g, group in enumerate(self.param_groups)
+                  for i, param in enumerate(group["params"]) if param.grad is not None]
+        if pending.verdict(params):
+            return pending.coefficient
+        self._pending_fold = None  # stale: a new backward replaced or rewrote every grad
+        return None
 
     # torch.amp.GradScaler hands its scale and inf flag to step() as attributes.
     _step_supports_amp_scaling = True
@@ -215,6 +242,10 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         # The step launches on torch's current stream (PreparedStep.launch), whichever it is.
         if prepared.cuda_device is not None and capturing():
             refuse_tensor_hyperparameters(self.param_groups, prepared.groups)
+            if self._clip is not None and self._clip[2]:
+                raise Error(f"{type(self).__name__}(error_if_nonfinite=True).step() cannot be "
+                            "captured into a CUDA graph: it reads the total norm on the host to "
+                            "raise (a synchronisation); use error_if_nonfinite=False")
         params, grads, addresses = prepared.params, prepared.grads, prepared.param_addresses
         grad_layouts = prepared.grad_layouts
         count = len(params)
@@ -243,8 +274,27 @@ class PointwiseOptimizer(torch.optim.Optimizer):
             self._prepared = None
             raise
         self.launches_per_step = prepared.launches
+        self._refuse_nonfinite(prepared.grad_norm)
         self._grad_norm_from(prepared.grad_norm)
         return True
+
+    def _refuse_nonfinite(self, output: Any, entries: Optional[list[Entry]] = None,
+                          had_state: Optional[set] = None) -> None:
+        """With error_if_nonfinite, raises torch's RuntimeError for a step whose total norm
+        is inf or NaN (its kernels changed nothing: trace_step skips the update). The state
+        made for parameters stepped for the first time (`entries` without `had_state`) is
+        dropped again, so the optimizer is as before the step."""
+        if self._clip is None or not self._clip[2] or output is None:
+            return
+        norm = output if isinstance(output, torch.Tensor) else torch.from_numpy(output)
+        if bool(torch.isfinite(norm.reshape(()))):  # the one host synchronisation, as torch's
+            return
+        for entry in entries or ():
+            if id(entry.param) not in had_state:
+                self.state.pop(entry.param, None)
+        if entries is not None:
+            self._prepared = None  # it holds the dropped state
+        raise RuntimeError(nonfinite_message(self._clip[1]))
 
     def _grad_norm_from(self, output: Any) -> None:
         """Keeps a step's total grad norm as torch's clip_grad_norm_ returns it: a 0-d tensor
@@ -267,11 +317,14 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         if not entries:
             self.launches_per_step = 0
             return
-        present = (scaling[0] is not None, scaling[1] is not None)
+        present = (scaling[0] is not None, scaling[1] is not None,
+                   None if scaling[2] is None else scaling[2].dtype)
         step = self._traced_step(entries, present)
+        had_state = {id(entry.param) for entry in entries if entry.param in self.state}
         if step.new_state:
             self.launches_per_step, grad_norm = run_once(step, entries, self.param_groups,
                                                          scaling, self._options)
+            self._refuse_nonfinite(grad_norm)
             self._grad_norm_from(grad_norm)
             self._store_state(entries)
             return
@@ -282,6 +335,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         prepared.launch([], self.param_groups, [t for t in scaling if t is not None])
         self._prepared = prepared
         self.launches_per_step = prepared.launches
+        self._refuse_nonfinite(prepared.grad_norm, entries, had_state)
         self._grad_norm_from(prepared.grad_norm)
 
     def _store_state(self, entries: list[Entry]) -> None:
@@ -405,9 +459,24 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                                 "(nothing was loaded)") from None
 
 
-def _clip_option(max_grad_norm: Any, norm_type: Any) -> Optional[tuple]:
-    """(max_norm, norm_type) for a step that clips, checked; None when it does not."""
+def nonfinite_message(norm_type: float) -> str:
+    """torch's clip_grad_norm_(error_if_nonfinite=True) message for a non-finite total norm."""
+    return (f"The total norm of order {float(norm_type)} for gradients from `parameters` is "
+            "non-finite, so it cannot be clipped. To disable this error and scale the "
+            "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+
+
+def _clip_option(max_grad_norm: Any, norm_type: Any,
+                 error_if_nonfinite: Any = False) -> Optional[tuple]:
+    """(max_norm, norm_type, error_if_nonfinite) for a step that clips, checked; None when it
+    does not."""
+    if not isinstance(error_if_nonfinite, bool):
+        raise TypeError(f"error_if_nonfinite must be a bool, not "
+                        f"{type(error_if_nonfinite).__name__}")
     if max_grad_norm is None:
+        if error_if_nonfinite:
+            raise ValueError("error_if_nonfinite=True needs max_grad_norm: without it the step "
+                             "computes no norm")
         return None
     if isinstance(max_grad_norm, bool) or not isinstance(max_grad_norm, (int, float)):
         raise TypeError(f"max_grad_norm must be a number or None, not "
@@ -418,7 +487,7 @@ def _clip_option(max_grad_norm: Any, norm_type: Any) -> Optional[tuple]:
         raise TypeError(f"norm_type must be a number, not {type(norm_type).__name__}")
     if norm_type != float("inf") and not norm_type > 0:
         raise ValueError(f"Invalid norm_type: {norm_type} (a number > 0, or inf)")
-    return (float(max_grad_norm), float(norm_type))
+    return (float(max_grad_norm), float(norm_type), error_if_nonfinite)
 
 
 def _scaling_tensor(optimizer: Any, name: str) -> Optional[torch.Tensor]:

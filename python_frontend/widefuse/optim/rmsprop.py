@@ -21,7 +21,8 @@ class RMSprop(PointwiseOptimizer):
                  capturable: bool = False, foreach: Any = None, maximize: bool = False,
                  differentiable: bool = False, mode: str = "packed",
                  threads: Optional[int] = None,
-                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
+                 error_if_nonfinite: bool = False) -> None:
         check_lr(lr)
         check_not_negative("epsilon value", eps)
         check_not_negative("momentum value", momentum)
@@ -33,7 +34,8 @@ class RMSprop(PointwiseOptimizer):
                                       capturable=capturable, foreach=foreach, maximize=maximize,
                                       differentiable=differentiable),
                          mode=mode, threads=threads,
-                         max_grad_norm=max_grad_norm, norm_type=norm_type)
+                         max_grad_norm=max_grad_norm, norm_type=norm_type,
+                         error_if_nonfinite=error_if_nonfinite)
 
     # What torch's RMSprop.__setstate__ gives a group of an older checkpoint that lacks them.
     _old_checkpoint_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False,

@@ -20,7 +20,8 @@ class SGD(PointwiseOptimizer):
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: Any = None, differentiable: bool = False, fused: Any = None,
                  mode: str = "packed", threads: Optional[int] = None,
-                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0) -> None:
+                 max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
+                 error_if_nonfinite: bool = False) -> None:
         check_lr(lr)
         check_not_negative("momentum value", momentum)
         check_not_negative("weight_decay value", weight_decay)
@@ -32,7 +33,8 @@ class SGD(PointwiseOptimizer):
                                       maximize=maximize, foreach=foreach,
                                       differentiable=differentiable, fused=fused),
                          mode=mode, threads=threads,
-                         max_grad_norm=max_grad_norm, norm_type=norm_type)
+                         max_grad_norm=max_grad_norm, norm_type=norm_type,
+                         error_if_nonfinite=error_if_nonfinite)
 
     # What torch's SGD.__setstate__ gives a group of an older checkpoint that lacks them.
     _old_checkpoint_defaults = dict(nesterov=False, maximize=False, foreach=None,

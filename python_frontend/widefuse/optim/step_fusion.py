@@ -17,6 +17,7 @@ from ..fusion_definition import FusionDefinition, PreparedExecution
 from ..functions import vector_norm
 from ..torch_tensors import check_tensor
 from ..values import Tensor, specializable
+from .master_weights import opmath, rounded
 
 
 def local(tensor: Any) -> torch.Tensor:
@@ -105,7 +106,7 @@ def number(value: Any) -> Any:
 class Source:
     """Where one fusion input comes from at each step."""
 
-    kind: str  # "param", "grad", "state", "scalar", "grad_scale", "found_inf"
+    kind: str  # "param", "grad", "state", "scalar", "grad_scale", "found_inf", "clip_coef"
     entry: int = -1
     name: str = ""  # state key or hyperparameter name
     group: int = -1
@@ -127,12 +128,16 @@ class StepFusion:
 
 def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], groups: list[dict],
                hyperparameters: list[str], specialized: set[str],
-               scaling: tuple[bool, bool], clip: Optional[tuple] = None) -> StepFusion:
+               scaling: tuple, clip: Optional[tuple] = None) -> StepFusion:
     """Traces `update` over `entries`; raises SpecializationRequest when Python control flow
     needs a hyperparameter's value (the caller adds it to `specialized` and traces again).
-    `scaling`: whether a grad scale and a found-inf flag (torch.amp.GradScaler) are inputs.
-    `clip`: (max_norm, norm_type) to clip the (unscaled) grads by their total norm first, as
-    torch.nn.utils.clip_grad_norm_ does; the norm is an output of the step."""
+    `scaling`: whether a grad scale and a found-inf flag (torch.amp.GradScaler) are inputs,
+    and the dtype of the 0-d coefficient of a folded clip_grad_norm_ (None: no fold), which
+    multiplies every grad first, as that clip would have in place.
+    `clip`: (max_norm, norm_type, error_if_nonfinite) to clip the (unscaled) grads by their
+    total norm, as torch.nn.utils.clip_grad_norm_ does; the norm is an output of the step, and
+    with error_if_nonfinite a non-finite norm leaves parameters and state as they were (the
+    caller then raises)."""
     fd = FusionDefinition(name)
     step = StepFusion(fd)
     with fd:
@@ -143,27 +148,37 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
             grad_scale = _tensor_input(fd, step, _scale_layout(entries), Source("grad_scale"))
         if scaling[1]:
             found_inf = _tensor_input(fd, step, _scale_layout(entries), Source("found_inf"))
+        coefficient = None
+        if len(scaling) > 2 and scaling[2] is not None:
+            coefficient = _tensor_input(fd, step, _scale_layout(entries, scaling[2]),
+                                        Source("clip_coef"))
         inputs = []
         for k, entry in enumerate(entries):
             param = _tensor_input(fd, step, stepped(entry.param), Source("param", k))
             grad = _tensor_input(fd, step, stepped(entry.grad), Source("grad", k))
             state = {key: _tensor_input(fd, step, stepped(value), Source("state", k, key))
                      for key, value in entry.state.items()}
+            if coefficient is not None:  # the folded clip, before the step's unscale as in torch
+                grad = scaled_by(grad, coefficient)
             if grad_scale is not None:
                 grad = grad / grad_scale.to(grad.dtype)
             inputs.append((param, grad, state))
         grads = [grad for _, grad, _ in inputs]
-        total_norm = None
+        total_norm = skip = None
+        if found_inf is not None:  # a step with an inf or NaN grad changes nothing
+            skip = found_inf != 0
         if clip is not None:
-            grads, total_norm = _clipped(grads, *clip)
+            grads, total_norm = _clipped(grads, clip[0], clip[1])
+            if len(clip) > 2 and clip[2]:  # error_if_nonfinite: nothing changes, then it raises
+                nonfinite = total_norm.isfinite().logical_not()
+                skip = nonfinite if skip is None else skip | nonfinite
         for k, (entry, (param, _, state)) in enumerate(zip(entries, inputs)):
             entry_values = [param, *state.values()]
             entries_before = {id(t): Tensor(fd, t._value) for t in entry_values}
             given = dict(state)
             update(param, grads[k], state, **keywords[entry.group])
             _add_new_state(fd, step, k, given, state)
-            if found_inf is not None:  # a step with an inf or NaN grad changes nothing
-                skip = found_inf != 0
+            if skip is not None:
                 for tensor in entry_values:
                     before = entries_before[id(tensor)]
                     if tensor._value is not before._value:
@@ -179,7 +194,15 @@ def _clipped(grads: list[Tensor], max_norm: float, norm_type: float) -> tuple[li
     one reduction over every grad (the first pass of the step), read by every update."""
     total_norm = vector_norm(grads, norm_type)
     coefficient = torch.clamp(max_norm / (total_norm + 1e-6), max=1.0)
-    return [grad * coefficient for grad in grads], total_norm
+    return [scaled_by(grad, coefficient) for grad in grads], total_norm
+
+
+def scaled_by(grad: Tensor, coefficient: Tensor) -> Tensor:
+    """`grad` times the 0-d `coefficient` as torch's grad.mul_(coefficient) computes it: in
+    float32 for a bf16/f16 grad (the coefficient not rounded to the grad's dtype first), else
+    in the grad's dtype; the result in the grad's dtype."""
+    compute = opmath(grad)
+    return rounded(compute * rounded(coefficient, compute.dtype), grad.dtype)
 
 
 def _add_new_state(fd: FusionDefinition, step: StepFusion, k: int, given: dict,
@@ -201,9 +224,9 @@ def _add_new_state(fd: FusionDefinition, step: StepFusion, k: int, given: dict,
             raise Error(f"update() removed state['{key}']")
 
 
-def _scale_layout(entries: list[Entry]) -> torch.Tensor:
-    """A 0-d f32 tensor on the parameters' device: what GradScaler's scale and flag are."""
-    return torch.empty((), dtype=torch.float32, device=local(entries[0].param).device)
+def _scale_layout(entries: list[Entry], dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A 0-d tensor on the parameters' device: f32 for GradScaler's scale and flag."""
+    return torch.empty((), dtype=dtype, device=local(entries[0].param).device)
 
 
 def _tensor_input(fd: FusionDefinition, step: StepFusion, tensor: torch.Tensor,
@@ -274,6 +297,8 @@ def _argument(source: Source, entries: list[Entry], groups: list[dict],
         return scaling_tensors[0]
     if source.kind == "found_inf":
         return scaling_tensors[1]
+    if source.kind == "clip_coef":
+        return scaling_tensors[2]
     entry = entries[source.entry]
     if source.kind == "param":
         return stepped(entry.param)
@@ -324,7 +349,7 @@ class PreparedStep:
         arguments = step_arguments(step, entries, groups, scaling_tensors)
         self.scalars = [arguments[i] for i in self.scalar_inputs]
         self.scaling_inputs = [i for i, s in enumerate(step.sources)
-                               if s.kind in ("grad_scale", "found_inf")]
+                               if s.kind in ("grad_scale", "found_inf", "clip_coef")]
         self.scaling_tensors = [t for t in scaling_tensors if t is not None]
         # Each launch goes to torch's current stream of its step (a warm-up's side stream, then
         # torch.cuda.graph's capture stream): only the device is fixed.

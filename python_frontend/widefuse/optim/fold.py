@@ -1,0 +1,55 @@
+"""A gradient clip folded into an optimizer's next step: ``widefuse.optim.clip_grad_norm_``
+computes the total norm and the scaling coefficient now, and the step of the one widefuse
+optimizer that owns exactly those grads multiplies them by the coefficient inside its kernel
+instead of a second pass writing every grad now (docs/torch.md §10.3).
+
+The fold is valid only for the grads the clip read: it remembers each one's identity and
+``_version`` (torch's counter of in-place writes), and the step (or a second clip) checks them."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Optional
+
+import torch
+
+from .._widefuse import Error
+
+# Every live PointwiseOptimizer, so that a clip can find the one owning its parameters.
+live_optimizers: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+class PendingFold:
+    """The coefficient of a clip not yet applied, and the grads it is for."""
+
+    def __init__(self, coefficient: torch.Tensor, params: list) -> None:
+        self.coefficient = coefficient  # 0-d, in the total norm's dtype, on the grads' device
+        # Weak references: a pending fold must not keep a set of grads alive after zero_grad.
+        self.grads = {id(p): (weakref.ref(p.grad), p.grad._version) for p in params}
+
+    def verdict(self, params: list[tuple[str, Any]]) -> bool:
+        """True to apply the fold to `params` ((description, parameter) of every parameter that
+        has a grad now): every grad is one the clip read, unwritten since. False when it is
+        stale: none is (a new backward after zero_grad). Raises Error when only some changed:
+        those would be scaled by a norm that no longer describes them. A grad the clip read
+        that is gone now (set to None) is not stepped, as after torch's in-place clip."""
+        unchanged, changed = 0, None
+        for where, param in params:
+            known = self.grads.get(id(param))
+            if known is not None and known[0]() is param.grad and \
+                    known[1] == param.grad._version:
+                unchanged += 1
+            elif changed is None:
+                changed = where
+        if changed is None:
+            return unchanged > 0
+        if not unchanged:
+            return False
+        raise Error(f"the grad of {changed} changed after clip_grad_norm_ folded its scaling "
+                    "into this step; call clip_grad_norm_(..., fold=False) to scale the grads "
+                    "in place")
+
+
+def pending_of(optimizer: Any) -> Optional[PendingFold]:
+    """The optimizer's pending fold, or None."""
+    return getattr(optimizer, "_pending_fold", None)
