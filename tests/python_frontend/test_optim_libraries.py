@@ -1,8 +1,10 @@
 """Libraries that wrap an optimizer, with widefuse's next to torch's: Hugging Face's Trainer
-(train, checkpoint, resume, optimizer.pt read by torch.optim.AdamW) and accelerate's
+(train, checkpoint, resume, optimizer.pt read by torch.optim.AdamW; the optimizer's
+max_grad_norm in place of the Trainer's clip, docs/torch.md §10.6) and accelerate's
 Accelerator.prepare (AcceleratedOptimizer, gradient accumulation, clip_grad_norm_). A tiny
 randomly initialised GPT-2 and synthetic tokens: nothing is downloaded."""
 
+import math
 import os
 
 import pytest
@@ -126,3 +128,54 @@ def test_accelerate_prepare_accumulate_and_clip_as_torch():
         torch.testing.assert_close(ours_state["state"][index]["exp_avg"], state["exp_avg"],
                                    **AGAINST_TORCH)
         assert float(ours_state["state"][index]["step"]) == float(state["step"]) == 4
+
+
+class GradNormTrainer(transformers.Trainer):
+    """docs/torch.md §10.6: the optimizer clips (the Trainer's max_grad_norm=0 skips its own
+    clip, and with it its grad_norm log), and the logs get the optimizer's grad_norm."""
+
+    def log(self, logs, start_time=None):
+        optimizer = getattr(self.optimizer, "optimizer", self.optimizer)  # AcceleratedOptimizer
+        if "loss" in logs and getattr(optimizer, "grad_norm", None) is not None:
+            logs.setdefault("grad_norm", optimizer.grad_norm.item())
+        super().log(logs, start_time)
+
+
+def clipping_run(kind, output_dir, max_steps=6):
+    """Trains with clipping at 1.0: by the widefuse optimizer (max_grad_norm=1.0, the Trainer's
+    off) or by the Trainer (accelerate's clip_grad_norm_, torch's) before torch's AdamW."""
+    model = tiny_gpt2()
+    if kind == "widefuse":
+        optimizer = widefuse.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01,
+                                         max_grad_norm=1.0)
+    else:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01,
+                                      foreach=False)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 / (1 + step))
+    arguments = transformers.TrainingArguments(
+        output_dir=str(output_dir), max_steps=max_steps, per_device_train_batch_size=4,
+        max_grad_norm=0.0 if kind == "widefuse" else 1.0, logging_strategy="steps",
+        logging_steps=1, save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True,
+        dataloader_num_workers=0, seed=0)
+    trainer_class = GradNormTrainer if kind == "widefuse" else transformers.Trainer
+    run = trainer_class(model=model, args=arguments, train_dataset=Tokens(),
+                        optimizers=(optimizer, schedule))
+    run.train()
+    logged = [entry for entry in run.state.log_history if "loss" in entry]
+    return parameters(run.model), logged, optimizer
+
+
+def test_trainer_with_the_optimizers_clip_logs_grad_norm_and_ends_as_the_trainers_clip(tmp_path):
+    ours, ours_logs, optimizer = clipping_run("widefuse", tmp_path / "widefuse")
+    theirs, theirs_logs, _ = clipping_run("torch", tmp_path / "torch")
+    assert optimizer.launches_per_step == 2  # the norm, then the update
+    assert len(ours_logs) == len(theirs_logs) == 6
+    for mine, reference in zip(ours_logs, theirs_logs):
+        assert mine["step"] == reference["step"]
+        assert math.isclose(mine["loss"], reference["loss"], rel_tol=1e-4)
+        assert math.isclose(mine["grad_norm"], reference["grad_norm"], rel_tol=1e-4)
+    # The clip mattered: some norms were above the limit.
+    assert max(entry["grad_norm"] for entry in theirs_logs) > 1.0
+    for name, value in theirs.items():
+        torch.testing.assert_close(ours[name], value, **AGAINST_TORCH,
+                                   msg=lambda m: f"widefuse vs torch {name}: {m}")
