@@ -34,6 +34,8 @@ llvm::StringRef adamRoleName(AdamRole role) {
     return "grad_scale";
   case AdamRole::FoundInf:
     return "found_inf";
+  case AdamRole::MaxGradNorm:
+    return "max_grad_norm";
   }
   throw InternalError(fmt::format("unknown AdamRole {}", int(role)));
 }
@@ -107,12 +109,21 @@ void validateAdamDtypes(const AdamConfig& config) {
   }
 }
 
+/// The clip checks of validateAdamConfig (the values widefuse.optim accepts, norm 2 or inf).
+void validateAdamClip(const AdamConfig& config) {
+  if (config.maxGradNorm && !(*config.maxGradNorm >= 0 && std::isfinite(*config.maxGradNorm)))
+    fail("Adam: invalid max_grad_norm: {} (must be a finite number >= 0)", *config.maxGradNorm);
+  if (!(config.normType == 2 || config.normType == INFINITY))
+    fail("Adam: invalid norm type for max_grad_norm: {} (must be 2 or inf)", config.normType);
+}
+
 } // namespace
 
 void validateAdamConfig(const AdamConfig& config) {
   if (config.groups.empty())
     fail("Adam: the config has no param groups (torch: optimizer got an empty parameter list)");
   validateAdamDtypes(config);
+  validateAdamClip(config);
   for (size_t g = 0; g < config.groups.size(); ++g) {
     const AdamGroup& group = config.groups[g];
     const AdamHyperparameters& hyper = group.hyper;
@@ -167,8 +178,15 @@ public:
 
   void build() {
     defineInputs();
+    std::vector<Val> grads;
     for (const Parameter& p : parameters_)
-      buildParameter(p);
+      grads.push_back(unscaled(p));
+    if (config_.computeFoundInf)
+      computeFoundInf(grads);
+    if (config_.maxGradNorm)
+      clip(grads);
+    for (size_t k = 0; k < parameters_.size(); ++k)
+      buildParameter(parameters_[k], grads[k]);
     result_.fusion = fd_.finalize();
   }
 
@@ -216,11 +234,53 @@ private:
       result_.inputs.push_back({AdamRole::GradScale, 0, 0, 0});
       gradScale_ = fd_.defineTensor({}, DataType::Float, "grad_scale");
     }
-    if (config_.foundInf) {
+    if (config_.foundInf || config_.computeFoundInf) {
       result_.inputs.push_back({AdamRole::FoundInf, 0, 0, 0});
       foundInf_ = fd_.defineTensor({}, DataType::Float, "found_inf");
-      skip_ = ne(foundInf_, 0.0);
+      // A computed flag replaces the entry value, which is then not read (computeFoundInf).
+      if (!config_.computeFoundInf)
+        skip_ = ne(foundInf_, 0.0);
     }
+    if (config_.maxGradNorm) {
+      result_.inputs.push_back({AdamRole::MaxGradNorm, 0, 0, 0});
+      maxGradNorm_ = fd_.defineScalar(DataType::Double, "max_grad_norm");
+    }
+  }
+
+  /// The grad the update reads before clipping: divided by grad_scale when there is one
+  /// (torch's fused kernels: grad / grad_scale).
+  Val unscaled(const Parameter& p) {
+    if (!gradScale_)
+      return p.grad;
+    return down(up(p.grad) / gradScale_, gradDtype_);
+  }
+
+  /// GradScaler's inf check in the step: any non-finite unscaled grad, over every grad (a
+  /// global reduction, pass 1), skips the update and is written to found_inf as 1.0 or 0.0.
+  void computeFoundInf(llvm::ArrayRef<Val> grads) {
+    std::vector<Val> nonFinite;
+    for (Val grad : grads)
+      nonFinite.push_back(logical_not(isfinite(grad)));
+    skip_ = any(nonFinite);
+    fd_.copy_(cast(skip_, DataType::Float), foundInf_);
+  }
+
+  /// torch.nn.utils.clip_grad_norm_ over every grad: the total norm (f32 accumulation, then
+  /// the grads' dtype, as torch.stack of the per-parameter norms), the coefficient
+  /// clamp(max_grad_norm / (total + 1e-6), max=1) in that dtype, each grad multiplied by it
+  /// in place (rounded to the grad's dtype). The total norm is the fusion's output.
+  void clip(std::vector<Val>& grads) {
+    std::vector<Val> terms;
+    for (Val grad : grads)
+      terms.push_back(config_.normType == 2 ? up(grad) * up(grad) : abs(up(grad)));
+    Val total = config_.normType == 2 ? sqrt(sum(terms)) : max(terms);
+    total = down(total, gradDtype_);
+    Val coefficient = down(maxGradNorm_ / down(up(total) + 1e-6, gradDtype_), gradDtype_);
+    coefficient = down(minimum(up(coefficient), 1.0), gradDtype_);
+    for (Val& grad : grads)
+      grad = down(up(grad) * up(coefficient), gradDtype_);
+    result_.gradNormOutput = 0;
+    fd_.addOutput(total);
   }
 
   /// copy_(source, destination), or with found_inf copy_(where(skip, destination, source)).
@@ -259,7 +319,8 @@ private:
     }
   }
 
-  void buildParameter(const Parameter& p) {
+  /// The update of one parameter from its grad after unscaling and clipping.
+  void buildParameter(const Parameter& p, Val grad) {
     const AdamHyperparameters& hyper = config_.groups[p.group].hyper;
     // Python-number arithmetic on hyperparameters happens here, in double, as in torch.
     const double beta1 = hyper.beta1, beta2 = hyper.beta2, eps = hyper.eps;
@@ -269,9 +330,6 @@ private:
     Val lr = lrs_[p.group];
     const DataType S = stateDtype_, W = weightDtype_;
 
-    Val grad = p.grad;
-    if (gradScale_) // torch's fused kernels: grad / grad_scale
-      grad = down(up(grad) / gradScale_, gradDtype_);
     if (config_.maximize) // grad = -grad
       grad = down(neg(up(grad)), gradDtype_);
     Val step = p.step + 1.0; // step_t += 1
@@ -357,7 +415,7 @@ private:
   DataType weightDtype_;
   llvm::SmallVector<Parameter, 16> parameters_;
   llvm::SmallVector<Val, 2> lrs_;
-  Val gradScale_, foundInf_, skip_;
+  Val gradScale_, foundInf_, skip_, maxGradNorm_;
 };
 
 } // namespace

@@ -2,7 +2,8 @@
 /// torch.optim.Adam / AdamW as one widefuse fusion: the per-parameter graphs of torch's
 /// `_single_tensor_adam`, every in-place update a copy_ deferred to the end (as in the seed
 /// rewrite, optim/seed_adam.h), with amsgrad, maximize, L2 or decoupled weight decay, a
-/// capturable (tensor) learning rate, AMP's grad_scale / found_inf and several param groups.
+/// capturable (tensor) learning rate, AMP's grad_scale / found_inf, gradient clipping by the
+/// total norm (max_grad_norm) and several param groups.
 ///
 /// The formula, per parameter of a group with hyperparameters (lr, beta1, beta2, eps, wd);
 /// "f64" is a Python float, and every tensor op is computed in the compute type of its
@@ -17,6 +18,10 @@
 /// round-to-nearest-even copy in the parameter, or split again (splitMaster):
 ///
 ///   grad   = g / grad_scale                           (gradScale only)
+///   found  = any(!isfinite(grad)) over every grad      (computeFoundInf; written to found_inf)
+///   total  = vector_norm(every grad, normType)          (maxGradNorm: f32 accumulation, in
+///            the grads' dtype); coef = min(max_grad_norm / (total + 1e-6), 1) in that dtype;
+///   grad   = grad * coef                              torch's clip_grad_norm_, in the step
 ///   grad   = -grad                                    (maximize only)
 ///   step'  = step + 1                                 (0-d f32)
 ///   p      = p * (1 - lr * wd)                        (Decoupled, wd != 0; factor in f64)
@@ -29,7 +34,12 @@
 ///   denom  = sqrt(amsgrad ? vmax' : v');  denom = denom / bc2Sqrt;  denom = denom + eps
 ///   p'     = p + (-stepSize) * m' / denom             (addcdiv_, value=-stepSize)
 ///   copy_ of p', m', v', vmax', step'; with foundInf each source is
-///   where(found_inf != 0, entry value, new value), so a flagged step changes nothing.
+///   where(found_inf != 0, entry value, new value), so a flagged step changes nothing
+///   (with computeFoundInf: where(found, ...), the flag computed in the step).
+///
+/// A global reduction (the norm, the computed found_inf) makes the step two passes
+/// (segmenter/passes.h): pass 1 reads every grad once for the reductions, pass 2 is the
+/// update reading their results; the total norm is the fusion's one plain output.
 ///
 /// Where this differs from torch's order of operations (values are otherwise torch's):
 /// - copy_ is deferred to the end; every read sees the entry value or the new SSA value the
@@ -55,7 +65,13 @@
 /// - grad_scale: the gradient is divided by it (as torch's fused kernels do) but the unscaled
 ///   gradient is not written back: gradients are read-only inputs here.
 /// - found_inf: any nonzero (or NaN) value skips the step, where torch's fused kernels test
-///   `found_inf == 1` and undo the step increment by subtracting found_inf.
+///   `found_inf == 1` and undo the step increment by subtracting found_inf. Computed in the
+///   step (computeFoundInf), it is 1.0 or 0.0 and overwrites the entry value, which is not
+///   read (GradScaler hands the step a zeroed tensor), and the non-finite check is of
+///   g / grad_scale divided as above (torch's unscale multiplies by the reciprocal).
+/// - The clip coefficient is `max_grad_norm / (total + 1e-6)`, a division, where torch's
+///   `float / tensor` is `tensor.reciprocal() * float`; the norm sums in one reduction tree
+///   (docs/ir_reference.md section 10.3), torch per parameter first.
 /// - A group with weight decay 0 has no decay op (torch's `if weight_decay != 0`), so groups
 ///   with zero and nonzero weight decay form two signature classes (two batched kernels);
 ///   groups that differ only in nonzero values share one kernel with lifted constants.
@@ -126,9 +142,21 @@ struct AdamConfig {
   bool maximize = false;
   /// lr of each group as a 0-d f32 tensor input instead of a runtime f64 scalar.
   bool capturable = false;
-  /// Optional 0-d f32 tensors shared by all parameters.
+  /// Optional 0-d f32 tensors shared by all parameters: `grad_scale` divides every grad;
+  /// `found_inf` != 0 skips the step.
   bool gradScale = false;
   bool foundInf = false;
+  /// Clip the grads by their total norm over every parameter (all groups) before the update,
+  /// as torch.nn.utils.clip_grad_norm_(params, max_grad_norm, normType) would: the value is
+  /// the default of the runtime f64 input `max_grad_norm` (a new value runs the same kernels),
+  /// validated here (finite, >= 0). The total norm is the fusion's plain output.
+  std::optional<double> maxGradNorm;
+  /// The clip's norm: 2 or infinity (the largest |grad|).
+  double normType = 2;
+  /// The step computes `found_inf` itself in pass 1, as GradScaler's inf check would: any
+  /// non-finite grad (after grad_scale) over every grad writes 1.0 to the 0-d f32 input
+  /// `found_inf` (else 0.0) and skips the update. Implies the `found_inf` input.
+  bool computeFoundInf = false;
   /// Type of the parameters (a floating-point type); also of the grads and the state unless
   /// gradDtype / stateDtype say otherwise.
   DataType dtype = DataType::Float;
@@ -162,22 +190,25 @@ enum class AdamRole {
   Step,        ///< `step{i}`, 0-d f32, updated
   Lr,          ///< `lr{g}`: f64 runtime scalar, or 0-d f32 tensor when capturable
   GradScale,   ///< `grad_scale`, 0-d f32 (gradScale only)
-  FoundInf,    ///< `found_inf`, 0-d f32 (foundInf only)
+  FoundInf,    ///< `found_inf`, 0-d f32 (foundInf or computeFoundInf; written by the latter)
+  MaxGradNorm, ///< `max_grad_norm`, f64 runtime scalar (maxGradNorm only)
 };
 
 /// The role's name as in torch's state ("param", "master_param", "param_remainder", "grad",
-/// "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step", "lr", "grad_scale", "found_inf").
+/// "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step", "lr", "grad_scale", "found_inf",
+/// "max_grad_norm").
 llvm::StringRef adamRoleName(AdamRole role);
 
 /// One fusion input: its role and whose it is.
 struct AdamInput {
   AdamRole role;
-  /// The param group (0 for grad_scale and found_inf).
+  /// The param group (0 for grad_scale, found_inf and max_grad_norm).
   unsigned group = 0;
-  /// Index of the parameter within its group (0 for lr, grad_scale and found_inf).
+  /// Index of the parameter within its group (0 for lr, grad_scale, found_inf and
+  /// max_grad_norm).
   unsigned param = 0;
-  /// Index of the parameter across all groups, the `i` of its names (0 for lr, grad_scale
-  /// and found_inf).
+  /// Index of the parameter across all groups, the `i` of its names (0 for lr, grad_scale,
+  /// found_inf and max_grad_norm).
   unsigned index = 0;
 };
 
@@ -185,18 +216,23 @@ struct AdamInput {
 struct AdamFusion {
   std::unique_ptr<Fusion> fusion;
   std::vector<AdamInput> inputs;
+  /// The position of the total grad norm (0-d, the grads' dtype) among the fusion's plain
+  /// outputs: set with maxGradNorm, the only output.
+  std::optional<unsigned> gradNormOutput;
 };
 
 /// Checks a config as torch's constructor does; throws Error naming the bad value and group
 /// (no groups, an empty group, lr or eps < 0, a beta outside [0, 1), weight decay < 0, a
 /// non-floating dtype), and the dtypes: grads of the parameters' dtype or f32; state f32,
 /// bf16 or the parameters' dtype; master weights only for bf16/f16 parameters, remainders
-/// only for bf16.
+/// only for bf16; a max_grad_norm that is not finite and >= 0, a norm type other than 2 or
+/// infinity.
 void validateAdamConfig(const AdamConfig& config);
 
 /// Builds one Adam / AdamW step (see the file comment for the formula). Inputs, in order: per
 /// parameter i `p{i}`, [`master{i}` | `remainder{i}`], `g{i}`, `m{i}`, `v{i}`, [`vmax{i}`],
-/// `step{i}`; then `lr{g}` per group; then [`grad_scale`], [`found_inf`]. Betas, eps and
+/// `step{i}`; then `lr{g}` per group; then [`grad_scale`], [`found_inf`], [`max_grad_norm`].
+/// With maxGradNorm or computeFoundInf the fusion runs as two passes. Betas, eps and
 /// weight decay are constants of each group's subgraphs (lifted per member when groups share
 /// a kernel). Throws Error for a bad config (validateAdamConfig).
 AdamFusion buildAdam(const AdamConfig& config);
