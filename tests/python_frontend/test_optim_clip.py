@@ -260,3 +260,22 @@ def test_error_if_nonfinite_is_a_traced_choice_kept_by_pickle_and_checked():
         widefuse.optim.Adam(params, max_grad_norm=1.0, error_if_nonfinite="yes")
     with pytest.raises(ValueError, match="error_if_nonfinite=True needs max_grad_norm"):
         widefuse.optim.Adam(params, error_if_nonfinite=True)
+
+
+def test_a_p_norm_clip_with_sgd_equals_clip_grad_norm_then_sgd():
+    # norm_type 1.5: neither 2 nor inf (AdamW's above); the test of error_if_nonfinite above
+    # compares every optimizer that torch has with torch's under the 2-norm.
+    ours = [p.clone() for p in _params(8, 9) if p.numel()]
+    theirs = [p.clone() for p in ours]
+    optimizer = widefuse.optim.SGD(ours, lr=0.1, momentum=0.9, max_grad_norm=0.5,
+                                   norm_type=1.5)
+    reference = torch.optim.SGD(theirs, lr=0.1, momentum=0.9, foreach=False)
+    for step in range(25):
+        _set_grads(ours, theirs, step, scale=0.01 if step % 5 == 2 else 1.0)
+        total = torch.nn.utils.clip_grad_norm_(theirs, 0.5, norm_type=1.5)
+        reference.step()
+        optimizer.step()
+        torch.testing.assert_close(optimizer.grad_norm, total)
+        assert optimizer.launches_per_step == 2
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b)
