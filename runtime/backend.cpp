@@ -15,6 +15,15 @@ bool Backend::holdsArguments(llvm::ArrayRef<Argument>) const {
   return false;
 }
 
+bool KeptTensor::holds(DataType dtype, llvm::ArrayRef<int64_t> shape) const {
+  return owner && ref.dtype == dtype && llvm::ArrayRef<int64_t>(ref.shape) == shape;
+}
+
+KeptTensor Backend::allocate(DataType dtype, llvm::ArrayRef<int64_t> shape) const {
+  auto tensor = std::make_shared<HostTensor>(dtype, shape);
+  return {tensor->ref(), tensor};
+}
+
 DeviceDescription Backend::targetDevice(const std::optional<std::string>& arch) const {
   return arch ? deviceForArch(*arch) : defaultDevice();
 }

@@ -6,6 +6,7 @@
 /// lists them.
 
 #include "ir/evaluator.h"
+#include "ir/host_tensor.h"
 #include "ir/runtime_shapes.h"
 #include "runtime/argument_fingerprint.h"
 #include "runtime/executor_options.h"
@@ -66,6 +67,18 @@ public:
                           const std::shared_ptr<std::vector<int64_t>>& after, void* stream);
 };
 
+/// A dense row-major tensor in a backend's own memory (host memory, the GPU's on cuda) that
+/// the runtime keeps between launches: the results one pass leaves for the next. Its contents
+/// are undefined until a kernel writes them.
+struct KeptTensor {
+  TensorRef ref;
+  /// Frees the memory when the last copy goes.
+  std::shared_ptr<void> owner;
+
+  /// True when the memory is of `dtype` and `shape` (a default KeptTensor holds none).
+  bool holds(DataType dtype, llvm::ArrayRef<int64_t> shape) const;
+};
+
 /// Where fusions run. Stateless (one object per backend, for the process's lifetime);
 /// everything specific to a fusion lives in the LoadedFusion it builds.
 class Backend {
@@ -84,6 +97,11 @@ public:
   /// The device kernels are scheduled and compiled for: `arch`'s when given, else the
   /// backend's own (the GPU's, for cuda; sm_90 otherwise).
   virtual DeviceDescription targetDevice(const std::optional<std::string>& arch) const;
+  /// Memory for a tensor the runtime keeps between launches, where this backend's kernels
+  /// read and write it without staging (host memory by default; device memory on cuda, so
+  /// that a step of passes on device tensors copies nothing and never waits). Allocates:
+  /// not while a stream captures.
+  virtual KeptTensor allocate(DataType dtype, llvm::ArrayRef<int64_t> shape) const;
   /// Builds `compiled` (null when lowering() is None) of `fusion` into what runs its steps.
   /// `stream`: the one of the step that needs it (cuda refuses to load while it captures:
   /// loading allocates).

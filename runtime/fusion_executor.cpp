@@ -92,7 +92,7 @@ PassRunner* FusionExecutorCache::passRunner(llvm::ArrayRef<Argument> arguments) 
   if (!passes_) {
     ExecutorOptions options = options_;
     options.backend = backend_->name().str();
-    passes_ = std::make_unique<PassRunner>(fusion_, options);
+    passes_ = std::make_unique<PassRunner>(fusion_, *backend_, options);
   }
   return passes_.get();
 }

@@ -5,18 +5,9 @@
 #include "runtime/prepared_run.h"
 
 namespace widefuse {
-namespace {
 
-/// True when `tensor` is memory of `dtype` and `shape` (a default tensor has none).
-bool holds(const HostTensor& tensor, DataType dtype, llvm::ArrayRef<int64_t> shape) {
-  return tensor.dtype() == dtype && tensor.shape() == shape &&
-         tensor.byteSize() == size_t(tensor.numel()) * byteSize(dtype);
-}
-
-} // namespace
-
-PassRunner::PassRunner(const Fusion& fusion, const ExecutorOptions& options)
-    : fusion_(fusion), plan_(splitPasses(fusion)) {
+PassRunner::PassRunner(const Fusion& fusion, const Backend& backend, const ExecutorOptions& options)
+    : fusion_(fusion), backend_(backend), plan_(splitPasses(fusion)) {
   for (const Pass& pass : plan_.passes)
     executors_.push_back(std::make_unique<FusionExecutorCache>(*pass.fusion, options));
   results_.resize(plan_.results.size());
@@ -32,7 +23,7 @@ std::vector<std::shared_ptr<const CompiledFusion>> PassRunner::lastCompiled() co
 }
 
 PassRunner::Bound PassRunner::bind(llvm::ArrayRef<Argument> arguments,
-                                   llvm::ArrayRef<TensorRef> outputs, std::vector<HostTensor>& held,
+                                   llvm::ArrayRef<TensorRef> outputs, std::vector<KeptTensor>& held,
                                    std::vector<HostTensor>& fresh) {
   // check, shapes: the whole fusion's, before any pass writes anything.
   checkArguments(fusion_, arguments);
@@ -61,9 +52,9 @@ PassRunner::Bound PassRunner::bind(llvm::ArrayRef<Argument> arguments,
     if (inOutput[r])
       continue;
     const Value* value = plan_.results[r].value;
-    if (!holds(held[r], value->dtype(), shapes.of(value)))
-      held[r] = HostTensor(value->dtype(), shapes.of(value));
-    bound.results[r] = held[r].ref();
+    if (!held[r].holds(value->dtype(), shapes.of(value)))
+      held[r] = backend_.allocate(value->dtype(), shapes.of(value));
+    bound.results[r] = held[r].ref;
   }
   return bound;
 }
@@ -101,18 +92,13 @@ std::unique_ptr<PreparedRun> PassRunner::prepare(FusionExecutorCache& executor,
                                                  std::optional<void*> stream,
                                                  llvm::ArrayRef<TensorRef> callerOutputs) {
   std::lock_guard<std::mutex> lock(mutex_);
-  // The prepared run owns its memory: results first, then the fusion's outputs unless the
+  // The prepared run owns its memory: the results, and the fusion's outputs unless the
   // caller gave them. Reserved first: growing a vector of HostTensor copies them (their move
   // may throw), which would leave the bound references behind.
-  std::vector<HostTensor> memory, outputs;
-  memory.reserve(plan_.results.size() + fusion_.outputs().size());
+  std::vector<KeptTensor> results;
+  std::vector<HostTensor> outputs;
   outputs.reserve(fusion_.outputs().size());
-  Bound bound = bind(arguments, callerOutputs, memory, outputs);
-  std::vector<size_t> outputMemory;
-  for (HostTensor& output : outputs) {
-    outputMemory.push_back(memory.size());
-    memory.push_back(std::move(output)); // the heap buffer moves with it: refs stay valid
-  }
+  Bound bound = bind(arguments, callerOutputs, results, outputs);
   std::vector<std::unique_ptr<PreparedRun>> passes;
   std::vector<std::vector<std::pair<unsigned, unsigned>>> uses(arguments.size());
   for (size_t p = 0; p < plan_.passes.size(); ++p) {
@@ -126,7 +112,7 @@ std::unique_ptr<PreparedRun> PassRunner::prepare(FusionExecutorCache& executor,
   std::vector<Argument> copied(arguments.begin(), arguments.end());
   return std::unique_ptr<PreparedRun>(new PreparedRun(executor, std::move(copied),
                                                       std::move(passes), std::move(uses),
-                                                      std::move(memory), std::move(outputMemory)));
+                                                      std::move(results), std::move(outputs)));
 }
 
 } // namespace widefuse

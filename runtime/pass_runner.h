@@ -1,10 +1,12 @@
 #pragma once
 /// PassRunner: a fusion with reductions run on a kernel backend, as its passes
 /// (segmenter/passes.h) one after another, each with an executor of its own. The results a
-/// later pass reads stay in memory the runner keeps between steps.
+/// later pass reads stay in memory the runner keeps between steps, the backend's own (device
+/// memory on cuda: a step on device tensors stages nothing and never waits).
 
 #include "ir/arguments.h"
 #include "ir/host_tensor.h"
+#include "runtime/backend.h"
 #include "runtime/executor_options.h"
 #include "segmenter/passes.h"
 
@@ -24,8 +26,9 @@ struct CompiledFusion;
 /// Runs the passes of one fusion. Thread-safe (steps run one at a time).
 class PassRunner {
 public:
-  /// `fusion` must outlive the runner; `options` name the backend every pass runs on.
-  PassRunner(const Fusion& fusion, const ExecutorOptions& options);
+  /// `fusion` must outlive the runner; every pass runs on `backend` (named in `options`),
+  /// which also holds the results between passes.
+  PassRunner(const Fusion& fusion, const Backend& backend, const ExecutorOptions& options);
   ~PassRunner();
 
   /// One step: every argument and caller output is checked against the whole fusion first,
@@ -46,23 +49,25 @@ public:
 
 private:
   /// Checks the step against the whole fusion and points each result and output at memory:
-  /// `memory` (which it may fill, with `held` the kept results) or the caller's outputs.
+  /// `held` (the kept results, reallocated where a shape changed), `fresh` (outputs the
+  /// caller did not give, in host memory) or the caller's outputs.
   struct Bound {
     std::vector<TensorRef> results, outputs;
   };
   Bound bind(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<TensorRef> outputs,
-             std::vector<HostTensor>& held, std::vector<HostTensor>& fresh);
+             std::vector<KeptTensor>& held, std::vector<HostTensor>& fresh);
   /// Pass p's arguments and outputs under `bound`.
   std::vector<Argument> passArguments(size_t p, llvm::ArrayRef<Argument> arguments,
                                       const Bound& bound) const;
   std::vector<TensorRef> passOutputs(size_t p, const Bound& bound) const;
 
   const Fusion& fusion_;
+  const Backend& backend_;
   PassPlan plan_;
   std::vector<std::unique_ptr<FusionExecutorCache>> executors_;
   std::mutex mutex_;
   /// Each PassPlan::results entry's memory, kept while its shape does not change.
-  std::vector<HostTensor> results_;
+  std::vector<KeptTensor> results_;
 };
 
 } // namespace widefuse

@@ -23,11 +23,11 @@ PreparedRun::PreparedRun(FusionExecutorCache& executor, std::vector<Argument> ar
 PreparedRun::PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
                          std::vector<std::unique_ptr<PreparedRun>> passes,
                          std::vector<std::vector<std::pair<unsigned, unsigned>>> uses,
-                         std::vector<HostTensor> memory, std::vector<size_t> outputs)
+                         std::vector<KeptTensor> results, std::vector<HostTensor> outputs)
     : executor_(&executor), arguments_(std::move(arguments)),
       changed_(executor.fusion_.numValues(), 0), isExtent_(arguments_.size(), 0),
-      passes_(std::move(passes)), uses_(std::move(uses)), memory_(std::move(memory)),
-      outputMemory_(std::move(outputs)) {
+      passes_(std::move(passes)), uses_(std::move(uses)), results_(std::move(results)),
+      ownOutputs_(std::move(outputs)) {
   collectInputFacts();
 }
 
@@ -64,8 +64,7 @@ RunResult PreparedRun::launch(std::optional<void*> stream) {
     for (std::unique_ptr<PreparedRun>& pass : passes_)
       pass->launch(stream);
     RunResult result;
-    for (size_t index : outputMemory_)
-      result.outputs.push_back(memory_[index]);
+    result.outputs = ownOutputs_;
     return result;
   }
   LoadedFusion& loaded = *specialization_->loaded;

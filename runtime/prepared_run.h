@@ -6,6 +6,7 @@
 #include "ir/arguments.h"
 #include "ir/host_tensor.h"
 #include "runtime/argument_fingerprint.h"
+#include "runtime/backend.h"
 
 #include <cstdint>
 #include <memory>
@@ -51,11 +52,12 @@ private:
               std::vector<TensorRef> outputs);
   /// A fusion run as passes (runtime/pass_runner.h): one prepared run per pass, `uses[i]` the
   /// (pass, input) pairs that argument i of the whole fusion is; the passes' results and the
-  /// fusion's outputs live in `memory`.
+  /// the passes' results live in `results`, the fusion's outputs (unless the caller gave
+  /// them) in `outputs`.
   PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
               std::vector<std::unique_ptr<PreparedRun>> passes,
               std::vector<std::vector<std::pair<unsigned, unsigned>>> uses,
-              std::vector<HostTensor> memory, std::vector<size_t> outputs);
+              std::vector<KeptTensor> results, std::vector<HostTensor> outputs);
   /// Common to both: the spans of the written inputs and which scalars are extents.
   void collectInputFacts();
   /// The byte spans of the copy_ destinations, in address order (they never overlap).
@@ -86,11 +88,11 @@ private:
   /// Where the plain outputs go at each launch (fixed when prepared; empty: allocated).
   std::vector<TensorRef> outputs_;
   /// A fusion run as passes: each pass's prepared run, where each argument goes, the memory
-  /// of the results and outputs, and which of it is the fusion's outputs.
+  /// of the results, and of the outputs the caller did not give.
   std::vector<std::unique_ptr<PreparedRun>> passes_;
   std::vector<std::vector<std::pair<unsigned, unsigned>>> uses_;
-  std::vector<HostTensor> memory_;
-  std::vector<size_t> outputMemory_;
+  std::vector<KeptTensor> results_;
+  std::vector<HostTensor> ownOutputs_;
 };
 
 } // namespace widefuse

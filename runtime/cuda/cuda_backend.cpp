@@ -4,6 +4,7 @@
 #include "runtime/cuda/cuda_launcher.h"
 #include "runtime/cuda/device_staging.h"
 
+#include <algorithm>
 #include <mutex>
 
 namespace widefuse {
@@ -146,6 +147,16 @@ public:
     // Tables move to device memory on drivers before 12.1.
     device.maxParameterBytes = CudaDevice::get().maxParameterBytes();
     return device;
+  }
+  KeptTensor allocate(DataType dtype, llvm::ArrayRef<int64_t> shape) const override {
+    size_t bytes = size_t(numElements(shape)) * byteSize(dtype);
+    auto buffer = std::make_shared<DeviceBuffer>(CudaDevice::get(), std::max<size_t>(bytes, 1));
+    TensorRef ref;
+    ref.dtype = dtype;
+    ref.shape.assign(shape.begin(), shape.end());
+    ref.strides = contiguousStrides(shape);
+    ref.data = buffer->pointer();
+    return {std::move(ref), std::move(buffer)};
   }
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
