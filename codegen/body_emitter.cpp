@@ -267,7 +267,7 @@ void BodyEmitter::elementRange() {
 }
 
 void BodyEmitter::afterLastChunk(const RunVariant& variant) {
-  if (!body_.hasDeferredWrites && body_.reductions.empty()) {
+  if (!body_.needsFinisher()) {
     out_.line("(void)member;");
     return;
   }
@@ -452,7 +452,7 @@ void BodyEmitter::deferredFunction() {
   out_.line("const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {}) / {}) : 1;",
             body_.chunkElements - 1, body_.chunkElements);
   out_.open("if (atomicAdd(params.tickets + member, u32(done)) == u32(chunks - done))");
-  if (!body_.reductions.empty())
+  if (!body_.reductions.empty() && !body_.reducesRows)
     out_.line("__threadfence(); // every block's partials are visible");
   reductionFinish();
   for (const Slot& slot : body_.slots)
@@ -471,7 +471,12 @@ ElementsVariant BodyEmitter::deviceElements() {
            "/// the threads of the block stride through them."},
           {},
           [&] { body_.reductions.empty() ? flatLoops() : deviceReductionLoop(); },
-          [&] { body_.reductions.empty() ? stridedLoop() : deviceReductionLoop(); },
+          [&] {
+            if (body_.reducesRows)
+              rowsReductionLoop("threadIdx.x", std::to_string(plan_.threadsPerBlock));
+            else
+              body_.reductions.empty() ? stridedLoop() : deviceReductionLoop();
+          },
           "begin == 0 && threadIdx.x == 0"};
 }
 
@@ -502,7 +507,7 @@ void BodyEmitter::functions() {
   prologue();
   elementFunction();
   elementsFunction(deviceElements());
-  if (body_.hasDeferredWrites || !body_.reductions.empty())
+  if (body_.needsFinisher())
     deferredFunction();
   runFunction(deviceRun());
   runFunction(hostVerifyRun());

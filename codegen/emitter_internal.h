@@ -146,6 +146,9 @@ private:
   void deviceReductionLoop();
   /// The host's: the same rows, the threads of each in `thread_order` (verify) or in order.
   void hostReductionRows(bool emulated);
+  /// The elements of a body reducing over rows: rows `firstRow`, `firstRow + rowStep`, ...
+  /// of [begin, end), each one thread's loop over its elements in order (the row's tree).
+  void rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef rowStep);
   /// The member's last finisher: its tree of the chunk partials, its result or its part of a
   /// global one (and the last contributor's combine).
   void reductionFinish();

@@ -26,7 +26,7 @@ RunVariant BodyEmitter::hostVerifyRun() {
   run.extraParameters = {"u32 block", "u32 grid", "const u32* thread_order"};
   run.hostOnly = true;
   run.elements = [&] {
-    if (!body_.reductions.empty()) {
+    if (!body_.reductions.empty() && !body_.reducesRows) {
       hostReductionRows(/*emulated=*/true);
       return;
     }
@@ -123,10 +123,11 @@ ElementsVariant BodyEmitter::hostFastElements() {
            "/// over consecutive elements, which the host compiler vectorizes."},
           [&] {
             out_.line("(void)params;");
-            hostPointerLocals();
+            if (!body_.reducesRows)
+              hostPointerLocals();
           },
           [&] { hostFastFlatLoop(); },
-          [&] { hostFastStridedLoop(); },
+          [&] { body_.reducesRows ? rowsReductionLoop("0", "1") : hostFastStridedLoop(); },
           "begin == 0"};
 }
 
@@ -138,7 +139,7 @@ RunVariant BodyEmitter::hostFastRun() {
                   body_.name),
       "/// block's work as one thread's loop; the deferred writes by the same ticket rule."};
   run.elements = [&] {
-    if (!body_.reductions.empty()) {
+    if (!body_.reductions.empty() && !body_.reducesRows) {
       hostReductionRows(/*emulated=*/false);
       return;
     }

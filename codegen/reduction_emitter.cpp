@@ -182,7 +182,37 @@ void BodyEmitter::hostReductionRows(bool emulated) {
     out_.close();
 }
 
+void BodyEmitter::rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef rowStep) {
+  unsigned inner = body_.domainRank - 1;
+  out_.line("// Rows [begin, end) of the member, {} apart: each row's tree over its elements in "
+            "order",
+            rowStep.str());
+  out_.line("const {0} columns = {0}(entry.extents[{1}]);", indexType_, inner);
+  out_.open("for ({0} row = begin + {1}; row < end; row += {2})", indexType_, firstRow.str(),
+            rowStep.str());
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("wf_tree_counter<{}, {}> {}_tree;", accumulatorType(slot), treeOp(slot), slot.name);
+  out_.open("for ({0} column = 0; column < columns; ++column)", indexType_);
+  out_.line("const {} i = row * columns + column;", indexType_);
+  stridedLocate();
+  perElement(stridedAccess());
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_tree.push(out.{0});", slot.name);
+  out_.close();
+  for (const ReductionSlot& slot : body_.reductions) {
+    std::string a = accumulatorType(slot);
+    out_.line("bool {}_here = false;", slot.name);
+    out_.line("const {0} {1}_value = {1}_tree.finish(&{1}_here);", a, slot.name);
+    out_.line(
+        "wf_global(entry.{0}_out)[row] = {1}; // an empty row: the identity", slot.name,
+        finishedText(slot, fmt::format("{0}_here ? {0}_value : {1}", slot.name, identity(slot))));
+  }
+  out_.close();
+}
+
 void BodyEmitter::reductionFinish() {
+  if (body_.reducesRows)
+    return; // each row's thread wrote its result
   for (const ReductionSlot& slot : body_.reductions) {
     std::string a = accumulatorType(slot), op = treeOp(slot);
     out_.line("{{ // {}: the member's tree of its chunk partials", slot.name);

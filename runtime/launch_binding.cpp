@@ -166,9 +166,11 @@ uint64_t Binder::reserve(LaunchBinding& binding, uint64_t size, std::vector<std:
 void Binder::bindReduction(const ReductionSlot& slot, const Component& component, int64_t chunks,
                            LaunchBinding& binding, std::vector<std::byte>& bytes, size_t base) {
   auto [reduction, operand] = component.contributions[slot.contribution];
+  put(bytes, base + slot.outOffset, tensorOf_(reduction->result(), true).data);
+  if (reduction->attributes().reduction == ReductionScope::Rows)
+    return; // each row's thread writes its result: no partials
   uint64_t accumulator = byteSize(computeType(slot.accumulator));
   reserve(binding, uint64_t(chunks) * accumulator, bytes, base + slot.partialsOffset);
-  put(bytes, base + slot.outOffset, tensorOf_(reduction->result(), true).data);
   if (!slot.global)
     return;
   unsigned operands = unsigned(reduction->operands().size());
@@ -198,7 +200,11 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
   if (component.domainValue)
     domain.assign(shapes_.of(component.domainValue).begin(),
                   shapes_.of(component.domainValue).end());
-  int64_t numel = numElements(domain);
+  // A body reducing over rows has a row for an element (an [R, 0] domain still has R rows).
+  int64_t numel =
+      body.reducesRows
+          ? numElements(llvm::ArrayRef<int64_t>(domain).drop_back(domain.empty() ? 0 : 1))
+          : numElements(domain);
   if (body.indexing == Indexing::Strided) // leading 1s up to the body's rank
     domain.insert(domain.begin(),
                   body.domainRank - std::min<size_t>(domain.size(), body.domainRank), 1);

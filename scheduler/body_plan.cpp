@@ -217,17 +217,14 @@ void BodyPlanner::addLiftedSlots() {
 }
 
 void BodyPlanner::addReductionSlots() {
+  unsigned rows = 0;
   for (unsigned j = 0; j < component_.contributions.size(); ++j) {
     auto [reduction, operand] = component_.contributions[j];
-    if (reduction->attributes().reduction == ReductionScope::Rows)
-      fail("'{}' is a {} over rows, which only the reference backend runs so far "
-           "(backend='reference'); kernels reduce every element of their operands (tensor and "
-           "global scopes)",
-           reduction->result()->name(), opName(reduction->op()).str());
     ReductionSlot slot;
     slot.contribution = j;
     slot.op = reduction->op();
     slot.global = reduction->attributes().reduction == ReductionScope::Global;
+    rows += reduction->attributes().reduction == ReductionScope::Rows;
     slot.result = reduction->result()->dtype();
     slot.accumulator = reductionAccumulatorType(slot.op, slot.result);
     const Value* value = reduction->operand(operand);
@@ -239,6 +236,16 @@ void BodyPlanner::addReductionSlots() {
     slot.name = names_.claim(fmt::format("r{}", j));
     body_.reductions.push_back(std::move(slot));
   }
+  body_.reducesRows = rows > 0;
+  if (rows > 0 && rows < body_.reductions.size())
+    fail("'{}' is reduced both over rows and over all its elements; a kernel reduces a value "
+         "one way (reduce the rows' results again for the whole tensor)",
+         component_.contributions.front()
+             .first->operand(component_.contributions.front().second)
+             ->name());
+  if (body_.reducesRows)
+    WF_ASSERT(body_.indexing == Indexing::Strided && body_.domainRank > 0,
+              "a reduction over rows needs the row length: strided indexing of rank >= 1");
 }
 
 void BodyPlanner::addUniformValues() {
@@ -266,7 +273,15 @@ void BodyPlanner::chooseVectorWidth() {
       widest = std::max(widest, unsigned(byteSize(slot.dtype)));
       bytesPerElement += unsigned(byteSize(slot.dtype)) * (slot.read || slot.written);
     }
-  if (!body_.reductions.empty()) {
+  if (body_.reducesRows) {
+    body_.vectorElements = 1;
+    notes_.push_back(fmt::format("{}: reduces {} value{} over rows, a thread per row (its "
+                                 "elements in order: the row's tree in one loop); a chunk is "
+                                 "{} rows",
+                                 body_.name, body_.reductions.size(),
+                                 body_.reductions.size() == 1 ? "" : "s",
+                                 request_.threadsPerBlock * kIterationsPerChunk));
+  } else if (!body_.reductions.empty()) {
     // Each thread reduces one element per access, so that a row of the block's threads is a
     // subtree of the reduction tree (docs/codegen.md 9.3).
     body_.vectorElements = 1;

@@ -150,8 +150,16 @@ struct BodyPlan {
   unsigned extentsOffset = 0;
   /// True when some slot is written deferred (the kernel needs a ticket workspace).
   bool hasDeferredWrites = false;
-  /// The reductions it computes a part of; members then have a last finisher (a ticket).
+  /// The reductions it computes a part of; members then have a last finisher (a ticket),
+  /// unless they are over rows.
   std::vector<ReductionSlot> reductions;
+  /// Every reduction is over rows (docs/codegen.md 9.6): the body's elements are the rows of
+  /// its domain (the header's numel counts rows), and one thread computes a row's whole tree
+  /// and writes its result, so no partials and no finisher.
+  bool reducesRows = false;
+
+  /// True when the last block done with a member writes something (a ticket per member).
+  bool needsFinisher() const { return hasDeferredWrites || (!reductions.empty() && !reducesRows); }
 
   bool operator==(const BodyPlan&) const = default;
 };

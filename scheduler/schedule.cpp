@@ -11,7 +11,15 @@
 namespace widefuse {
 namespace {
 
-/// Flat when every member of the class in this launch is flattenable and has dense inputs.
+/// True when the component reduces a value over rows: its kernel needs the row length.
+bool reducesRows(const Component& component) {
+  return llvm::any_of(component.contributions, [](const Contribution& contribution) {
+    return contribution.first->attributes().reduction == ReductionScope::Rows;
+  });
+}
+
+/// Flat when every member of the class in this launch is flattenable and has dense inputs,
+/// and reduces nothing over rows.
 Indexing chooseIndexing(const SegmentedFusion& segmented, llvm::ArrayRef<unsigned> members,
                         const Specialization& specialization) {
   llvm::DenseMap<const Value*, unsigned> inputIndex;
@@ -20,7 +28,7 @@ Indexing chooseIndexing(const SegmentedFusion& segmented, llvm::ArrayRef<unsigne
     inputIndex[fusion.inputs()[i]] = i;
   for (unsigned member : members) {
     const Component& component = segmented.components[member];
-    if (!isFlattenable(component))
+    if (!isFlattenable(component) || reducesRows(component))
       return Indexing::Strided;
     for (const Value* input : component.inputs)
       if (input->isInput() && !specialization.denseInputs[inputIndex[input]])
@@ -93,8 +101,7 @@ void KernelPlanner::addBodies(KernelPlan& plan, const LaunchGroup& group) {
     request.prefetch = options_.prefetch;
     plan.bodies.push_back(
         planBody(segmented_, segmented_.signatureClasses[classId], request, plan.notes));
-    plan.needsTickets |=
-        plan.bodies.back().hasDeferredWrites || !plan.bodies.back().reductions.empty();
+    plan.needsTickets |= plan.bodies.back().needsFinisher();
     plan.entryBytes = std::max(plan.entryBytes, plan.bodies.back().entryBytes);
   }
   if (plan.needsTickets)

@@ -201,6 +201,94 @@ TEST(HostReductions, EveryOpOfEveryScopeAndDtype) {
   }
 }
 
+TEST(HostReductions, EveryOpOverRowsOfEveryDtype) {
+  // Rows longer than a block, more rows than a chunk, empty rows and no rows, rank 3.
+  const std::vector<std::vector<int64_t>> shapes = {
+      {3, 1023}, {1500, 3}, {4, 0}, {0, 5}, {2, 3, 257}};
+  for (DataType dtype :
+       {DataType::Float, DataType::BFloat16, DataType::Double, DataType::Int32, DataType::Bool}) {
+    SCOPED_TRACE(shortName(dtype).str());
+    FusionDefinition fd("rows");
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      Val x = fd.defineTensor(shapes[i], dtype, fmt::format("x{}", i));
+      int64_t inner = int64_t(shapes[i].size()) - 1;
+      if (dtype != DataType::Bool)
+        fd.addOutput(sum(x, {inner}));
+      if (shapes[i].back() > 0) { // max and min of an empty row have no value
+        fd.addOutput(max(x, {inner}));
+        fd.addOutput(min(x, {inner}));
+      }
+      fd.addOutput(any(x, {inner}));
+      fd.addOutput(all(x, {inner}));
+    }
+    auto fusion = fd.finalize();
+    HostOptions verify;
+    verify.execution = HostExecution::Verify;
+    verify.blockOrder = {BlockOrder::Kind::Shuffle, 5};
+    verify.threads = 3;
+    for (const HostOptions& host : {HostOptions{}, verify})
+      for (bool specials : {false, true})
+        expectHostEqualsEvaluator(*fusion, host, 1, specials);
+  }
+}
+
+TEST(HostReductions, RowResultsFeedTheUpdate) {
+  // Adafactor's row factor: each row's mean square, read back along its row by pass 2.
+  FusionDefinition fd("factored");
+  for (int i = 0; i < 3; ++i) {
+    int64_t rows = 5 + 300 * i, columns = 700 - 200 * i;
+    Val p = fd.defineTensor({rows, columns}, DataType::Float, fmt::format("p{}", i));
+    Val g = fd.defineTensor({rows, columns}, DataType::Float, fmt::format("g{}", i));
+    Val meanSquare = sum(g * g, {1}) / double(columns);
+    Val scale = broadcast_in_dim(1.0 / sqrt(meanSquare + 1e-30), {rows, columns}, {0});
+    fd.copy_(p - g * scale * 0.01, p);
+  }
+  auto fusion = fd.finalize();
+  EXPECT_EQ(splitPasses(*fusion).passes.size(), 2u);
+  for (const HostOptions& host : hostVariants())
+    expectHostEqualsEvaluator(*fusion, host);
+}
+
+TEST(HostReductions, RowsOfATransposedView) {
+  // A column sum as a row sum of the transposed view (strides swapped), as Adafactor's is.
+  FusionDefinition fd("columns");
+  Val x = fd.defineTensor({6, 1029}, DataType::Float, "x");
+  fd.addOutput(sum(x, {1}));
+  auto fusion = fd.finalize();
+  HostTensor storage(DataType::Float, {1029, 6});
+  std::mt19937_64 random(9);
+  fillFinite(storage, random);
+  TensorRef transposed = storage.ref();
+  transposed.shape = {6, 1029};
+  transposed.strides = {1, 6};
+  std::vector<Argument> arguments{transposed};
+  EvaluationResult expected = evaluate(*fusion, arguments);
+  for (const HostOptions& host : hostVariants()) {
+    ExecutorOptions options;
+    options.backend = "host";
+    options.host = host;
+    FusionExecutorCache executor(*fusion, options);
+    RunResult result = executor.run(arguments);
+    EXPECT_EQ(countDifferences(result.outputs[0], expected.outputs[0], "column sums"), 0);
+  }
+}
+
+TEST(HostReductions, MaxOfAnEmptyRowFailsBeforeAnythingIsWritten) {
+  FusionDefinition fd("empty_rows");
+  Val x = fd.defineTensor({3, -1}, DataType::Float, "x");
+  Val p = fd.defineTensor({3}, DataType::Float, "p");
+  fd.copy_(p + max(x, {1}), p);
+  auto fusion = fd.finalize();
+  ExecutorOptions options;
+  options.backend = "host";
+  FusionExecutorCache executor(*fusion, options);
+  HostTensor empty(DataType::Float, {3, 0}), pTensor(DataType::Float, {3});
+  pTensor.as<float>()[1] = 2.0f;
+  std::vector<Argument> arguments{empty.ref(), pTensor.ref()};
+  EXPECT_CONTAINS(errorOf([&] { executor.run(arguments); }), "max over zero elements has no value");
+  EXPECT_EQ(pTensor.as<float>()[1], 2.0f);
+}
+
 TEST(HostReductions, StridedMembersAndTensorScopeNorms) {
   // Per-tensor norms (LAMB's trust ratio) over members read through a broadcast.
   FusionDefinition fd("trust");
@@ -240,8 +328,9 @@ TEST(HostReductions, MaxOfNothingFailsBeforeAnythingIsWritten) {
 }
 
 TEST(HostReductions, NvrtcCompilesTheDeviceHalfOfEveryPass) {
-  // The device path (rows by shared-memory trees, block barriers) runs only on a GPU; NVRTC
-  // compiles it here, for every op and dtype the host tests run.
+  // The device path (rows of threads by shared-memory trees, block barriers; a thread per row
+  // for reductions over rows) runs only on a GPU; NVRTC compiles it here, for every op and
+  // dtype the host tests run.
   for (DataType dtype : {DataType::Float, DataType::BFloat16, DataType::Int32, DataType::Bool}) {
     FusionDefinition fd("device_half");
     std::vector<Val> xs;
@@ -252,6 +341,8 @@ TEST(HostReductions, NvrtcCompilesTheDeviceHalfOfEveryPass) {
     fd.addOutput(all(xs[1]));
     if (dtype != DataType::Bool)
       fd.addOutput(sum(xs));
+    Val y = fd.defineTensor({4, 9}, dtype, "y"); // rows: a thread per row
+    fd.addOutput(max(y, {1}));
     auto fusion = fd.finalize();
     CubinCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
     CompiledFusion compiled = compileFusion(*fusion, FusionCompileOptions{}, cache);
