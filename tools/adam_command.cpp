@@ -2,8 +2,12 @@
 /// parameter shapes (default: the seed's 2 x 1024x1024), shows what the segmenter does with
 /// it, runs a few steps on the best backend present (the GPU, else the generated kernels on
 /// CPU threads), checks them against a double-precision oracle and, with --verify, against the
-/// reference evaluator; `--backend none` compiles the kernels without running them.
+/// reference evaluator; `--backend none` compiles the kernels without running them. With
+/// --max-grad-norm (torch's clip_grad_norm_ inside the step) or --grad-scale (GradScaler's
+/// unscale and inf check inside the step) the step is two passes (tools/adam_passes.h).
 
+#include "tools/adam_passes.h"
+#include "tools/adam_report.h"
 #include "tools/adam_state.h"
 #include "tools/backend_option.h"
 #include "tools/commands.h"
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -52,6 +57,11 @@ struct AdamArguments {
   std::string stateDtype;
   std::string masterWeights = "none";
   unsigned paramGroups = 1;
+  /// --max-grad-norm, --norm-type and --grad-scale as given (empty: not given), parsed with
+  /// messages that name the option.
+  std::string maxGradNorm;
+  std::string normType;
+  std::string gradScale;
   int steps = 2;
   /// --verify / --no-verify; by default, runs small enough to check quickly are verified.
   std::optional<bool> verify;
@@ -102,6 +112,49 @@ void setDtypes(const AdamArguments& arguments, optim::AdamConfig& config) {
   config.masterWeights = masterWeightsOption(arguments.masterWeights);
 }
 
+/// The number an option gives: finite, and >= 0 (or > 0 when `positive`).
+double numberOption(llvm::StringRef option, const std::string& text, bool positive) {
+  double value = 0;
+  if (llvm::StringRef(text).trim().getAsDouble(value) || !std::isfinite(value) ||
+      (positive ? !(value > 0) : !(value >= 0)))
+    fail("{} '{}': use a finite number {}", option.str(), text, positive ? "> 0" : ">= 0");
+  return value;
+}
+
+/// The clip and GradScaler options: --max-grad-norm X [--norm-type 2|inf], --grad-scale S
+/// (the step divides by S and computes found_inf itself).
+void setScaling(const AdamArguments& arguments, optim::AdamConfig& config) {
+  if (!arguments.normType.empty() && arguments.maxGradNorm.empty())
+    fail("--norm-type '{}' is the norm of --max-grad-norm: add --max-grad-norm X",
+         arguments.normType);
+  if (!arguments.maxGradNorm.empty())
+    config.maxGradNorm = numberOption("--max-grad-norm", arguments.maxGradNorm, false);
+  if (!arguments.normType.empty()) {
+    llvm::StringRef norm = llvm::StringRef(arguments.normType).trim();
+    if (norm == "2" || norm == "2.0")
+      config.normType = 2;
+    else if (norm.equals_insensitive("inf") || norm.equals_insensitive("infinity"))
+      config.normType = INFINITY;
+    else
+      fail("--norm-type '{}': use 2 or inf", arguments.normType);
+  }
+  if (!arguments.gradScale.empty()) {
+    numberOption("--grad-scale", arguments.gradScale, true);
+    config.gradScale = true;
+    config.computeFoundInf = true;
+  }
+}
+
+/// The values of grad_scale and max_grad_norm a run feeds (checked by setScaling).
+AdamRunValues runValues(const AdamArguments& arguments) {
+  AdamRunValues values;
+  if (!arguments.gradScale.empty())
+    values.gradScale = numberOption("--grad-scale", arguments.gradScale, true);
+  if (!arguments.maxGradNorm.empty())
+    values.maxGradNorm = numberOption("--max-grad-norm", arguments.maxGradNorm, false);
+  return values;
+}
+
 /// Param group g takes every paramGroups-th tensor and its own beta2, so that groups differ
 /// in a constant (lifted into the member table) as torch param groups do.
 optim::AdamConfig adamConfig(const AdamArguments& arguments, std::vector<optim::Shape> shapes) {
@@ -117,6 +170,7 @@ optim::AdamConfig adamConfig(const AdamArguments& arguments, std::vector<optim::
   config.maximize = arguments.maximize;
   config.capturable = arguments.capturable;
   setDtypes(arguments, config);
+  setScaling(arguments, config);
   config.groups.resize(arguments.paramGroups);
   for (unsigned g = 0; g < arguments.paramGroups; ++g) {
     config.groups[g].hyper.lr = groupLearningRate(g);
@@ -139,31 +193,6 @@ int64_t bytesPerElement(const optim::AdamConfig& config) {
   return 2 * tensorBytesPerElement(config) - byteSize(optim::adamGradDtype(config));
 }
 
-/// The optimizer state of a run: per parameter element, and in all (the 0-d steps included).
-struct StateBytes {
-  int64_t perElement = 0;
-  int64_t total = 0;
-};
-
-StateBytes stateBytes(const optim::AdamConfig& config, int64_t elements) {
-  size_t params = 0;
-  for (const optim::AdamGroup& group : config.groups)
-    params += group.shapes.size();
-  int64_t perElement = optim::adamStateBytesPerElement(config);
-  return {perElement, perElement * elements + 4 * int64_t(params)};
-}
-
-/// The report's description of the dtypes and the state they cost.
-nlohmann::json dtypesJson(const optim::AdamConfig& config, int64_t elements) {
-  StateBytes bytes = stateBytes(config, elements);
-  return {{"param_dtype", shortName(config.dtype).str()},
-          {"grad_dtype", shortName(optim::adamGradDtype(config)).str()},
-          {"state_dtype", shortName(optim::adamStateDtype(config)).str()},
-          {"master_weights", optim::masterWeightsName(config.masterWeights).str()},
-          {"state_bytes_per_element", bytes.perElement},
-          {"state_bytes", bytes.total}};
-}
-
 /// Refuses a run whose tensors would not fit in half of this machine's memory.
 void checkMemory(int64_t bytes, const std::string& what) {
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
@@ -184,88 +213,93 @@ void progress(bool enabled, const std::string& text) {
   std::fflush(stderr);
 }
 
-/// "694 bytes", "12.3 kB", "1.24 GB".
-std::string formatBytes(int64_t bytes) {
-  if (bytes < 10'000)
-    return fmt::format("{} bytes", bytes);
-  const char* units[] = {"kB", "MB", "GB", "TB"};
-  double value = double(bytes) / 1e3;
-  size_t unit = 0;
-  while (value >= 1000 && unit + 1 < std::size(units)) {
-    value /= 1000;
-    ++unit;
-  }
-  return fmt::format("{:.3g} {}", value, units[unit]);
-}
-
-/// The summary's line on dtypes and optimizer state.
-void printDtypes(const optim::AdamConfig& config, int64_t elements) {
-  StateBytes bytes = stateBytes(config, elements);
-  const char* kept = config.masterWeights == optim::MasterWeights::Fp32         ? ", f32 masters"
-                     : config.masterWeights == optim::MasterWeights::Remainders ? ", i16 remainders"
-                                                                                : "";
-  fmt::print("  dtypes: params {}, grads {}, state {}, master weights {}: optimizer state {} bytes "
-             "per parameter element (exp_avg, exp_avg_sq{}{}), {} in all\n",
-             shortName(config.dtype).str(), shortName(optim::adamGradDtype(config)).str(),
-             shortName(optim::adamStateDtype(config)).str(),
-             optim::masterWeightsName(config.masterWeights).str(), bytes.perElement,
-             config.amsgrad ? ", max_exp_avg_sq" : "", kept, formatBytes(bytes.total));
+/// The number of parameters of the step.
+size_t parameterCount(const optim::AdamFusion& adam) {
+  return llvm::count_if(adam.inputs, [](const optim::AdamInput& input) {
+    return input.role == optim::AdamRole::Param;
+  });
 }
 
 void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
                  const optim::AdamConfig& config, const std::string& source, int64_t elements,
                  int64_t bytesPerStep) {
   FusionCompileOptions options = fusionCompileOptions(arguments.compile, arguments.json);
-  CompiledFusion compiled = compileFusion(*adam.fusion, options, CubinCache::global());
-  if (printEmitted(compiled, arguments.compile))
+  AdamPasses passes(*adam.fusion, options.mode);
+  std::vector<CompiledFusion> compiled = compilePasses(passes, options);
+  bool emitted = false;
+  for (const CompiledFusion& pass : compiled)
+    emitted = printEmitted(pass, arguments.compile) || emitted;
+  if (emitted)
     return;
   if (arguments.json) {
-    nlohmann::json report = compileReportJson(compiled);
+    nlohmann::json report = compilePassesJson(compiled);
     report["fusion"] = adam.fusion->name();
     report["backend"] = "none";
     report["optimizer"] = arguments.optimizer;
-    report["params"] = compiled.segmented->components.size();
+    report["params"] = parameterCount(adam);
     report["elements"] = elements;
     report["bytes_per_step"] = bytesPerStep;
     report.update(dtypesJson(config, elements));
-    report["mode"] = modeName(compiled.segmented->mode).str();
-    report["segments"] = segmentedFusionToJson(*compiled.segmented);
+    report["mode"] = modeName(passes.segmented(0).mode).str();
+    report["passes"] = passes.size();
+    report["segments"] = passes.segmentsJson();
     fmt::print("{}\n", report.dump(2));
     return;
   }
-  fmt::print("widefuse adam: {} over {}, compiled without running (--backend none)\n",
-             arguments.optimizer, source);
+  fmt::print("widefuse adam: {} over {}, compiled without running (--backend none){}\n",
+             arguments.optimizer, source,
+             passes.size() > 1 ? fmt::format(": {} passes", passes.size()) : "");
   printDtypes(config, elements);
-  fmt::print("{}", formatCompileReport(compiled));
+  for (const CompiledFusion& pass : compiled)
+    fmt::print("{}", formatCompileReport(pass));
+}
+
+/// What the clip and GradScaler options add to the step, for the summary.
+std::string scalingDescription(const optim::AdamConfig& config) {
+  std::string text;
+  if (config.maxGradNorm)
+    text += fmt::format(", grads clipped to total {} norm {:g}",
+                        config.normType == 2 ? "L2" : "inf", *config.maxGradNorm);
+  if (config.computeFoundInf)
+    text += ", grad_scale and found_inf computed in the step";
+  return text;
 }
 
 void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
                   const optim::AdamConfig& config, const std::string& source, int64_t elements,
-                  const SegmentedFusion& segmented) {
+                  const AdamPasses& passes) {
   const Fusion& fusion = *adam.fusion;
-  size_t perComponent = segment(fusion, {SegmentationMode::PerComponent}).numLaunches();
-  size_t batched = segment(fusion, {SegmentationMode::Batched}).numLaunches();
-  size_t deferred = 0;
-  for (const HazardPlan& alias : segmented.aliasPlans)
-    deferred += alias.resolution == HazardResolution::DeferredWrite;
-  fmt::print("widefuse adam: {}{}{} over {}: {} parameters, {} elements\n", arguments.optimizer,
+  size_t perComponent = AdamPasses(fusion, SegmentationMode::PerComponent).numLaunches();
+  size_t batched = AdamPasses(fusion, SegmentationMode::Batched).numLaunches();
+  size_t deferred = 0, copies = 0, classes = 0;
+  for (size_t k = 0; k < passes.size(); ++k) {
+    for (const HazardPlan& alias : passes.segmented(k).aliasPlans)
+      deferred += alias.resolution == HazardResolution::DeferredWrite;
+    copies += passes.segmented(k).aliasPlans.size();
+    classes += passes.segmented(k).signatureClasses.size();
+  }
+  fmt::print("widefuse adam: {}{}{} over {}: {} parameters, {} elements{}\n", arguments.optimizer,
              arguments.amsgrad ? " (amsgrad)" : "", arguments.maximize ? " (maximize)" : "", source,
-             segmented.components.size(), elements);
+             parameterCount(adam), elements, scalingDescription(config));
   printDtypes(config, elements);
   fmt::print("  fusion: {} inputs, {} expressions, {} in-place updates (copy_ deferred to "
              "the end)\n",
              fusion.inputs().size(), fusion.numExprs(), fusion.aliases().size());
-  fmt::print("  segmenter: {} disconnected components in {} signature class(es)\n",
-             segmented.components.size(), segmented.signatureClasses.size());
-  fmt::print("    per-component: {} kernels (one per parameter, where nvFuser refuses to fuse "
+  if (passes.size() > 1)
+    fmt::print("  passes: {} (pass 1 reads every grad for the global reductions, pass 2 "
+               "updates)\n",
+               passes.size());
+  fmt::print("  segmenter: {} disconnected components in {} signature class(es){}\n",
+             passes.numComponents(), classes, passes.size() > 1 ? " over the passes" : "");
+  fmt::print("    per-component: {} kernels (one per parameter{}, where nvFuser refuses to fuse "
              "across them)\n",
-             perComponent);
+             perComponent, passes.size() > 1 ? " and pass" : "");
   fmt::print("    batched:       {} kernel{} for all parameters\n", batched,
              batched == 1 ? "" : "s");
   fmt::print("    chosen ({}): {} -> {} kernel(s)\n", arguments.compile.mode,
-             modeName(segmented.mode).str(), segmented.numLaunches());
+             modeName(passes.segmented(0).mode).str(), passes.numLaunches());
   fmt::print("    copies: {} in place, {} deferred writes (0-d step read by every element)\n",
-             segmented.aliasPlans.size() - deferred, deferred);
+             copies - deferred, deferred);
 }
 
 /// What the steps measured and checked.
@@ -275,6 +309,12 @@ struct AdamOutcome {
   /// The double-precision oracle (a reference evaluation per step) for runs up to 20M elements.
   std::optional<double> worstError;
   std::optional<StateComparison> verification;
+  /// Each step's grad_norm and found_inf.
+  std::vector<AdamStepRecord> steps;
+  /// With verification and max_grad_norm: steps whose grad_norm differs from the evaluator's.
+  std::optional<int64_t> gradNormsDifferent;
+  /// Launches per step, as the last step ran them (the plan's for the reference backend).
+  size_t launches = 0;
 };
 
 /// The executor the arguments ask for (the reference evaluator's too).
@@ -291,6 +331,20 @@ makeExecutor(const AdamArguments& arguments, const Fusion& fusion, const std::st
   if (arguments.compile.arch != CompileArguments{}.arch)
     options.arch = arguments.compile.arch;
   return std::make_unique<FusionExecutorCache>(fusion, options);
+}
+
+/// The reference evaluator's steps from `initial`: the final state compared with `state`,
+/// and each step's grad_norm with the run's.
+void verifySteps(const AdamArguments& arguments, const optim::AdamFusion& adam,
+                 const AdamState& state, AdamState& initial, AdamOutcome& outcome) {
+  std::vector<AdamStepRecord> expected;
+  for (int step = 0; step < arguments.steps; ++step) {
+    EvaluationResult result = evaluate(*adam.fusion, initial.arguments(*adam.fusion));
+    expected.push_back(adamStepRecord(adam, initial, result.outputs));
+  }
+  outcome.verification = compareStates(state, initial);
+  if (adam.gradNormOutput)
+    outcome.gradNormsDifferent = gradNormsDifferent(outcome.steps, expected);
 }
 
 /// Runs the steps on `state` (timed), checking each against the oracle when it is small, then
@@ -313,56 +367,65 @@ AdamOutcome runSteps(const AdamArguments& arguments, const optim::AdamFusion& ad
     progress(slow, fmt::format("step {} of {} on the {} backend", step + 1, arguments.steps,
                                outcome.backend));
     auto start = std::chrono::steady_clock::now();
-    executor.run(stepArguments);
+    RunResult result = executor.run(stepArguments);
     outcome.seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    outcome.steps.push_back(adamStepRecord(adam, state, result.outputs));
     if (exact)
       outcome.worstError =
           std::max(*outcome.worstError, maxErrorAgainstOracle(adam, state, *exact));
   }
+  outcome.launches = launchesOf(executor.lastCompiledPasses());
   if (initial) {
     progress(slow, "verifying against the reference evaluator");
-    for (int step = 0; step < arguments.steps; ++step)
-      evaluate(fusion, initial->arguments(fusion));
-    outcome.verification = compareStates(state, *initial);
+    verifySteps(arguments, adam, state, *initial, outcome);
   }
   return outcome;
 }
 
 void printJsonReport(const AdamArguments& arguments, const optim::AdamConfig& config,
-                     const Fusion& fusion, const SegmentedFusion& segmented,
+                     const optim::AdamFusion& adam, const AdamPasses& passes,
                      const AdamOutcome& outcome, int64_t elements, int64_t bytesPerStep) {
-  nlohmann::json report = {{"fusion", fusion.name()},
-                           {"optimizer", arguments.optimizer},
-                           {"params", segmented.components.size()},
-                           {"elements", elements},
-                           {"bytes_per_step", bytesPerStep},
-                           {"backend", outcome.backend},
-                           {"steps", arguments.steps},
-                           {"launches", segmented.numLaunches()},
-                           {"segments", segmentedFusionToJson(segmented)},
+  nlohmann::json report = {{"fusion", adam.fusion->name()},  {"optimizer", arguments.optimizer},
+                           {"params", parameterCount(adam)}, {"elements", elements},
+                           {"bytes_per_step", bytesPerStep}, {"backend", outcome.backend},
+                           {"steps", arguments.steps},       {"passes", passes.size()},
+                           {"launches", outcome.launches},   {"segments", passes.segmentsJson()},
                            {"seconds", outcome.seconds}};
   report.update(dtypesJson(config, elements));
+  if (config.maxGradNorm) {
+    report["max_grad_norm"] = *config.maxGradNorm;
+    report["norm_type"] = config.normType == 2 ? nlohmann::json(2) : nlohmann::json("inf");
+  }
+  if (!outcome.steps.empty() && (adam.gradNormOutput || outcome.steps.front().foundInf))
+    report["per_step"] = stepsJson(outcome.steps);
   if (outcome.worstError)
     report["max_abs_error_vs_oracle"] = *outcome.worstError;
   if (outcome.backend == "host")
     report["block_order"] = formatBlockOrder(hostOptionsOf(arguments.host).blockOrder);
-  if (const auto& v = outcome.verification)
+  if (const auto& v = outcome.verification) {
     report["verify"] = {{"max_abs_error", v->maxAbsolute},
                         {"max_rel_error", v->maxRelative},
                         {"different_elements", v->different},
                         {"elements", v->elements}};
+    if (outcome.gradNormsDifferent)
+      report["verify"]["different_grad_norms"] = *outcome.gradNormsDifferent;
+  }
   fmt::print("{}\n", report.dump(2));
 }
 
-void printTextReport(const AdamArguments& arguments, const AdamOutcome& outcome,
-                     int64_t bytesPerStep) {
-  fmt::print("  ran {} step(s) on the {} backend in {:.2f} s ({:.2f} GB/s moved); step "
-             "counters are now {}\n",
+void printTextReport(const AdamArguments& arguments, const optim::AdamConfig& config,
+                     const optim::AdamFusion& adam, const AdamState& state,
+                     const AdamOutcome& outcome, int64_t bytesPerStep) {
+  // Steps skipped by found_inf do not count: read the counter rather than assume it.
+  std::optional<double> counter = adamScalarOf(adam, state, optim::AdamRole::Step);
+  fmt::print("  ran {} step(s) on the {} backend in {:.2f} s ({:.2f} GB/s moved, {} launches "
+             "per step); step counters are now {}\n",
              arguments.steps, outcome.backend, outcome.seconds,
              outcome.seconds > 0 ? double(bytesPerStep) * arguments.steps / outcome.seconds / 1e9
                                  : 0.0,
-             arguments.steps);
+             outcome.launches, counter ? fmt::format("{:g}", *counter) : std::string("-"));
+  printSteps(outcome.steps, config.maxGradNorm);
   if (outcome.worstError)
     fmt::print("  max |result - double oracle| over every updated tensor: {:.3g}\n",
                *outcome.worstError);
@@ -371,6 +434,10 @@ void printTextReport(const AdamArguments& arguments, const AdamOutcome& outcome,
                "{:.3g}, max rel {:.3g}){}\n",
                v->different, v->elements, v->maxAbsolute, v->maxRelative,
                v->different == 0 ? ": bit for bit identical" : "");
+  if (outcome.gradNormsDifferent)
+    fmt::print("  verify grad_norm: {} of {} steps differ{}\n", *outcome.gradNormsDifferent,
+               outcome.steps.size(),
+               *outcome.gradNormsDifferent == 0 ? ": bit for bit identical" : "");
   if (!arguments.exportDirectory.empty())
     fmt::print("  exported the initial and final state to {} (manifest.json)\n",
                arguments.exportDirectory);
@@ -409,8 +476,9 @@ void runAdam(const AdamArguments& arguments) {
   bool verify = arguments.verify.value_or(elements * std::max(1, arguments.steps) <= 20'000'000);
   checkMemory(tensorBytes * (verify ? 4 : 2), source);
 
-  SegmentedFusion segmented = segment(fusion, {parseMode(arguments.compile.mode)});
-  AdamState state = initialAdamState(adam);
+  AdamPasses passes(fusion, parseMode(arguments.compile.mode));
+  AdamRunValues values = runValues(arguments);
+  AdamState state = initialAdamState(adam, values);
   std::optional<AdamState> initial;
   if (verify)
     initial = state.clone();
@@ -421,20 +489,25 @@ void runAdam(const AdamArguments& arguments) {
     manifest["tensors"] = adamTensorManifest(adam);
     for (unsigned g = 0; g < config.groups.size(); ++g)
       manifest["scalars"][fmt::format("lr{}", g)] = groupLearningRate(g);
+    if (config.maxGradNorm)
+      manifest["scalars"]["max_grad_norm"] = values.maxGradNorm;
     exportAdamState(arguments.exportDirectory, adam, state, "initial", manifest);
   }
   std::unique_ptr<FusionExecutorCache> executor = makeExecutor(arguments, fusion, backend);
   AdamOutcome outcome = runSteps(arguments, adam, *executor, state, initial, elements);
+  if (outcome.launches == 0) // the reference backend, or no step: the plan's count
+    outcome.launches = passes.numLaunches();
   if (!arguments.exportDirectory.empty()) {
     exportAdamState(arguments.exportDirectory, adam, state, "final", manifest);
     std::ofstream(arguments.exportDirectory + "/manifest.json") << manifest.dump(2) << "\n";
   }
   if (arguments.json)
-    return printJsonReport(arguments, config, fusion, segmented, outcome, elements, bytesPerStep);
-  printSummary(adam, arguments, config, source, elements, segmented);
-  if (executor->lastCompiled())
-    fmt::print("{}", formatCompileReport(*executor->lastCompiled()));
-  printTextReport(arguments, outcome, bytesPerStep);
+    return printJsonReport(arguments, config, adam, passes, outcome, elements, bytesPerStep);
+  printSummary(adam, arguments, config, source, elements, passes);
+  for (const std::shared_ptr<const CompiledFusion>& pass : executor->lastCompiledPasses())
+    if (pass)
+      fmt::print("{}", formatCompileReport(*pass));
+  printTextReport(arguments, config, adam, state, outcome, bytesPerStep);
 }
 
 } // namespace
@@ -480,6 +553,18 @@ void addAdamCommand(CLI::App& app) {
                    "evaluator) or none (compile only)")
       ->capture_default_str();
   addHostBackendOptions(*command, arguments->host);
+  command
+      ->add_option("--max-grad-norm", arguments->maxGradNorm,
+                   "Clip the grads by their total norm to X inside the step (torch's "
+                   "clip_grad_norm_; the step becomes two passes)")
+      ->type_name("X");
+  command->add_option("--norm-type", arguments->normType, "The clip's norm: 2 (default) or inf")
+      ->type_name("2|inf");
+  command
+      ->add_option("--grad-scale", arguments->gradScale,
+                   "Feed grad_scale = S (GradScaler's scale; the grads are as drawn) and "
+                   "compute found_inf in the step: a non-finite grad / S skips it")
+      ->type_name("S");
   command->add_option("--steps", arguments->steps, "Optimizer steps to run")->capture_default_str();
   command->add_flag_callback(
       "--verify", [arguments] { arguments->verify = true; },

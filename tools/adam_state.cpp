@@ -68,7 +68,7 @@ void drawMasters(const optim::AdamFusion& adam, size_t param, std::vector<HostTe
 
 } // namespace
 
-AdamState initialAdamState(const optim::AdamFusion& adam) {
+AdamState initialAdamState(const optim::AdamFusion& adam, const AdamRunValues& values) {
   AdamState state;
   std::mt19937 random(0);
   std::normal_distribution<double> normal;
@@ -76,8 +76,10 @@ AdamState initialAdamState(const optim::AdamFusion& adam) {
   std::vector<int> positions = tensorPositions(fusion);
   for (size_t i = 0; i < fusion.inputs().size(); ++i) {
     const Value* input = fusion.inputs()[i];
-    if (input->isScalar()) // a runtime lr
-      state.scalars.push_back(ScalarArgument(groupLearningRate(adam.inputs[i].group)));
+    if (input->isScalar()) // a runtime lr or max_grad_norm
+      state.scalars.push_back(ScalarArgument(adam.inputs[i].role == optim::AdamRole::MaxGradNorm
+                                                 ? values.maxGradNorm
+                                                 : groupLearningRate(adam.inputs[i].group)));
     else
       state.tensors.emplace_back(input->dtype(), input->extents());
   }
@@ -96,11 +98,20 @@ AdamState initialAdamState(const optim::AdamFusion& adam) {
       if (role.role == optim::AdamRole::Lr)
         value = groupLearningRate(role.group);
       if (role.role == optim::AdamRole::GradScale)
-        value = 1.0;
+        value = values.gradScale;
       setFloatingElement(tensor, k, value);
     }
   }
   return state;
+}
+
+std::optional<double> adamScalarOf(const optim::AdamFusion& adam, const AdamState& state,
+                                   optim::AdamRole role) {
+  std::vector<int> positions = tensorPositions(*adam.fusion);
+  for (size_t i = 0; i < adam.inputs.size(); ++i)
+    if (adam.inputs[i].role == role && positions[i] >= 0)
+      return floatingElement(state.tensors[positions[i]], 0);
+  return std::nullopt;
 }
 
 StateComparison compareStates(const AdamState& actual, const AdamState& expected) {

@@ -1,0 +1,60 @@
+#pragma once
+/// The parts of `widefuse adam`'s reports that depend on the config and the steps only: the
+/// dtypes and the state they cost, and each step's grad_norm and found_inf (max_grad_norm,
+/// grad_scale) with their check against the reference evaluator.
+
+#include "tools/adam_state.h"
+
+#include "ir/host_tensor.h"
+#include "optim/adam.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace widefuse {
+
+/// The optimizer state of a run: per parameter element, and in all (the 0-d steps included).
+struct StateBytes {
+  int64_t perElement = 0;
+  int64_t total = 0;
+};
+
+/// The state of a config over `elements` parameter elements.
+StateBytes stateBytes(const optim::AdamConfig& config, int64_t elements);
+
+/// The report's description of the dtypes and the state they cost.
+nlohmann::json dtypesJson(const optim::AdamConfig& config, int64_t elements);
+
+/// The summary's line on dtypes and optimizer state.
+void printDtypes(const optim::AdamConfig& config, int64_t elements);
+
+/// "694 bytes", "12.3 kB", "1.24 GB".
+std::string formatBytes(int64_t bytes);
+
+/// What one step left that the report shows: the total grad norm it computed (0-d, the
+/// grads' dtype; max_grad_norm only) and found_inf after it (when the fusion has it).
+struct AdamStepRecord {
+  std::optional<HostTensor> gradNorm;
+  std::optional<double> foundInf;
+};
+
+/// The record of a step from its plain outputs and the state after it.
+AdamStepRecord adamStepRecord(const optim::AdamFusion& adam, const AdamState& state,
+                              const std::vector<HostTensor>& outputs);
+
+/// Steps whose grad_norm differs in bits between `actual` and `expected` (the same length).
+int64_t gradNormsDifferent(const std::vector<AdamStepRecord>& actual,
+                           const std::vector<AdamStepRecord>& expected);
+
+/// The JSON report's `per_step`: `{step, grad_norm, found_inf}` per step, each value only
+/// where the fusion has it (a non-finite norm is null, as JSON has no inf).
+nlohmann::json stepsJson(const std::vector<AdamStepRecord>& steps);
+
+/// The text report's lines on the steps' grad norms and found_inf (nothing when the fusion
+/// has neither); `maxGradNorm` is what the norm is clipped to.
+void printSteps(const std::vector<AdamStepRecord>& steps, std::optional<double> maxGradNorm);
+
+} // namespace widefuse
