@@ -188,9 +188,12 @@ int64_t tensorBytesPerElement(const optim::AdamConfig& config) {
          optim::adamStateBytesPerElement(config);
 }
 
-/// Bytes each step reads and writes per element: every tensor is read, all but g written.
+/// Bytes each step reads and writes per element: every tensor is read, all but g written;
+/// a clip or a computed found_inf reads g once more in pass 1.
 int64_t bytesPerElement(const optim::AdamConfig& config) {
-  return 2 * tensorBytesPerElement(config) - byteSize(optim::adamGradDtype(config));
+  int64_t grad = byteSize(optim::adamGradDtype(config));
+  bool twoPasses = config.maxGradNorm || config.computeFoundInf;
+  return 2 * tensorBytesPerElement(config) - grad + (twoPasses ? grad : 0);
 }
 
 /// Refuses a run whose tensors would not fit in half of this machine's memory.
