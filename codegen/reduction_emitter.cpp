@@ -183,7 +183,7 @@ void BodyEmitter::hostReductionRows(bool emulated) {
 }
 
 void BodyEmitter::rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef rowStep) {
-  unsigned inner = body_.domainRank - 1;
+  unsigned inner = body_.domainRank - 1 - body_.rowTrailing; // the reduced dimension
   out_.line("// Rows [begin, end) of the member, {} apart: each row's tree over its elements in "
             "order",
             rowStep.str());

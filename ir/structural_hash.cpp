@@ -51,6 +51,9 @@ public:
       key_.append(kContributionTag | uint64_t(reduction->op()) << 8 |
                   uint64_t(reduction->result()->dtype()));
       key_.append(uint64_t(reduction->attributes().reduction));
+      // Rows: the reduced dimension counted from the end (ranks may differ within a class).
+      if (reduction->attributes().reduction == ReductionScope::Rows)
+        key_.append(uint64_t(reduction->operand(0)->rank() - 1 - reduction->attributes().dim));
       reference(reduction->operand(operand));
     }
     return std::move(key_);

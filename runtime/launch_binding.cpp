@@ -91,14 +91,14 @@ private:
   uint64_t reserve(LaunchBinding& binding, uint64_t size, std::vector<std::byte>& bytes,
                    size_t offset);
 
-  GlobalReductions& globals_;
-  unsigned index_;
-
   const KernelPlan& plan_;
   const SegmentedFusion& segmented_;
   const RuntimeShapes& shapes_;
   TensorLookup tensorOf_;
   ScalarLookup scalarOf_;
+  GlobalReductions& globals_;
+  /// The launch's position in its fusion (where its workspace lives).
+  unsigned index_;
   llvm::DenseMap<unsigned, const BodyPlan*> bodyOfClass_;
   /// A member's position in its signature class (the index of its lifted constant values).
   llvm::DenseMap<unsigned, unsigned> positionInClass_;
@@ -167,8 +167,14 @@ void Binder::bindReduction(const ReductionSlot& slot, const Component& component
                            LaunchBinding& binding, std::vector<std::byte>& bytes, size_t base) {
   auto [reduction, operand] = component.contributions[slot.contribution];
   put(bytes, base + slot.outOffset, tensorOf_(reduction->result(), true).data);
-  if (reduction->attributes().reduction == ReductionScope::Rows)
+  if (reduction->attributes().reduction == ReductionScope::Rows) {
+    // The class's signature keys the reduced dimension from the end (structural_hash.cpp).
+    WF_ASSERT(
+        reduction->operand(0)->rank() - 1 - reduction->attributes().dim ==
+            int64_t(bodyOfClass_.lookup(segmented_.classOfComponent[component.id])->rowTrailing),
+        "'{}' reduces another dimension than its class's body", reduction->result()->name());
     return; // each row's thread writes its result: no partials
+  }
   uint64_t accumulator = byteSize(computeType(slot.accumulator));
   reserve(binding, uint64_t(chunks) * accumulator, bytes, base + slot.partialsOffset);
   if (!slot.global)
@@ -201,10 +207,13 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
     domain.assign(shapes_.of(component.domainValue).begin(),
                   shapes_.of(component.domainValue).end());
   // A body reducing over rows has a row for an element (an [R, 0] domain still has R rows).
-  int64_t numel =
-      body.reducesRows
-          ? numElements(llvm::ArrayRef<int64_t>(domain).drop_back(domain.empty() ? 0 : 1))
-          : numElements(domain);
+  int64_t numel = numElements(domain);
+  if (body.reducesRows) {
+    numel = 1;
+    for (size_t d = 0; d < domain.size(); ++d)
+      if (d != domain.size() - 1 - body.rowTrailing)
+        numel *= domain[d];
+  }
   if (body.indexing == Indexing::Strided) // leading 1s up to the body's rank
     domain.insert(domain.begin(),
                   body.domainRank - std::min<size_t>(domain.size(), body.domainRank), 1);

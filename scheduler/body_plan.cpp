@@ -224,7 +224,14 @@ void BodyPlanner::addReductionSlots() {
     slot.contribution = j;
     slot.op = reduction->op();
     slot.global = reduction->attributes().reduction == ReductionScope::Global;
-    rows += reduction->attributes().reduction == ReductionScope::Rows;
+    if (reduction->attributes().reduction == ReductionScope::Rows) {
+      unsigned trailing =
+          unsigned(reduction->operand(0)->rank()) - 1 - unsigned(reduction->attributes().dim);
+      if (rows++ > 0 && trailing != body_.rowTrailing)
+        fail("'{}' is reduced over rows of two dimensions; a kernel reduces a value one way",
+             reduction->operand(0)->name());
+      body_.rowTrailing = trailing;
+    }
     slot.result = reduction->result()->dtype();
     slot.accumulator = reductionAccumulatorType(slot.op, slot.result);
     const Value* value = reduction->operand(operand);

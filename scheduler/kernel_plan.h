@@ -157,6 +157,9 @@ struct BodyPlan {
   /// its domain (the header's numel counts rows), and one thread computes a row's whole tree
   /// and writes its result, so no partials and no finisher.
   bool reducesRows = false;
+  /// The dimensions after the reduced one (static 1s: docs/ir_reference.md 10.2), so that the
+  /// row length is extent `domainRank - 1 - rowTrailing`.
+  unsigned rowTrailing = 0;
 
   /// True when the last block done with a member writes something (a ticket per member).
   bool needsFinisher() const { return hasDeferredWrites || (!reductions.empty() && !reducesRows); }

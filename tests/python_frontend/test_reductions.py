@@ -3,9 +3,8 @@ all in every scope and every dtype each allows, bit for bit against the NumPy re
 (reduction_oracle.py) and against torch under assert_close; keepdim and dtype; the helpers
 sum_of_squares, vector_norm and mean; the tracer's torch spellings; repr(fd); the errors.
 
-Kernels do not run reductions yet: every fusion here runs on the reference evaluator
-(backend="reference"); the host backend runs the tensor and global scopes (bit for bit) and
-refuses rows.
+Most fusions here run on the reference evaluator (backend="reference"); the host backend runs
+every scope bit for bit equal to it (test_kernel_backends_run_every_scope_bit_for_bit).
 """
 
 import math
@@ -366,7 +365,7 @@ def test_repr_rebuilds_every_scope():
         assert rebuilt_from_repr(fd, fd.name, api).to_text() == fd.to_text()
 
 
-def test_kernel_backends_run_tensor_and_global_scopes_and_refuse_rows():
+def test_kernel_backends_run_every_scope_bit_for_bit():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[4, 8])
         y = fd.define_tensor(shape=[3])
@@ -379,16 +378,33 @@ def test_kernel_backends_run_tensor_and_global_scopes_and_refuse_rows():
     for options in ({}, {"backend": "host"}, {"backend": "host", "mode": "batched"}):
         for got, want in zip(fd.execute([x, y], **options), expected):
             np.testing.assert_array_equal(got, want)
+    # Rows, of rows longer than a block; the tracer's of a transposed view (column sums).
     with FusionDefinition() as rows:
-        t = rows.define_tensor(shape=[4, 8])
+        t = rows.define_tensor(shape=[-1, -1])
         rows.add_output(rows.ops.sum(t, dims=[1]))
-    with pytest.raises(widefuse.Error, match=re.escape("backend='reference'")):
-        rows.execute([x], backend="host")
-    with pytest.raises(widefuse.Error, match="reference backend"):
-        widefuse.trace(lambda t: t.sum(dim=-1))(torch.ones(3, 2))
+        rows.add_output(rows.ops.max(t, dims=[1]))
+    wide = np.random.default_rng(5).standard_normal((3, 1500)).astype(np.float32)
+    for array in (x, wide):
+        want = rows.execute([array], backend=REFERENCE)
+        assert_same_bits(want[0], reduce_rows("sum", array, 1))
+        for got, expected_rows in zip(rows.execute([array], backend="host"), want):
+            assert_same_bits(got, expected_rows)
+    traced = widefuse.trace(lambda t: t.sum(dim=-1), backend="host")
+    columns = torch.from_numpy(wide).mT
+    assert_same_bits(traced(columns).numpy(), reduce_rows("sum", columns.numpy(), 1))
     torch.testing.assert_close(widefuse.trace(lambda t: t.sum())(torch.ones(3, 2)),
                                torch.ones(3, 2).sum())
-    np.testing.assert_array_equal(rows.execute([x], backend=REFERENCE)[0], x.sum(axis=1))
+
+
+def test_a_value_reduced_over_rows_and_over_all_is_refused_by_kernels():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[4, 8])
+        fd.add_output(fd.ops.sum(t, dims=[1]))
+        fd.add_output(fd.ops.sum(t))
+    x = np.ones((4, 8), dtype=np.float32)
+    with pytest.raises(widefuse.Error, match="both over rows and over all its elements"):
+        fd.execute([x], backend="host")
+    assert fd.execute([x], backend=REFERENCE)[1] == 32
 
 
 def _refusal(build):

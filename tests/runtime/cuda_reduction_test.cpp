@@ -50,6 +50,20 @@ std::unique_ptr<Fusion> clippedMomentum() {
   return fd.finalize();
 }
 
+/// Adafactor's row factor: each row's mean square (rows scope), read back along its row.
+std::unique_ptr<Fusion> rowFactored() {
+  FusionDefinition fd("factored");
+  for (int i = 0; i < 3; ++i) {
+    int64_t rows = 3 + 40 * i, columns = 300 - 100 * i;
+    Val p = fd.defineTensor({rows, columns}, DataType::Float, fmt::format("p{}", i));
+    Val g = fd.defineTensor({rows, columns}, DataType::Float, fmt::format("g{}", i));
+    Val meanSquare = sum(g * g, {1}) / double(columns);
+    Val scale = broadcast_in_dim(1.0 / sqrt(meanSquare + 1e-30), {rows, columns}, {0});
+    fd.copy_(p - g * scale * 0.01, p);
+  }
+  return fd.finalize();
+}
+
 /// The fusion's arguments twice: in host memory for the reference evaluator, and a device
 /// copy of every tensor for the runtime.
 struct OnDevice {
@@ -180,4 +194,24 @@ TEST(CudaReductions, APreparedStepIsCapturedAsItsTwoLaunchesAndReplays) {
     EXPECT_EQ(tensors.differing(), 0) << "replay " << replay;
   }
   driverDouble->destroyGraph(graph);
+}
+
+TEST(CudaReductions, RowsOnTheDeviceFeedTheUpdate) {
+  WF_REQUIRE_DOUBLE();
+  const CudaDevice& device = CudaDevice::get();
+  auto fusion = rowFactored();
+  OnDevice tensors(device, *fusion);
+  CudaStream stream(device, /*nonBlocking=*/true);
+  FusionExecutorCache executor(*fusion, onStream(stream.handle()));
+  for (int step = 0; step < 3; ++step) {
+    if (step == 2) {
+      stream.synchronize();
+      driverDouble->reset();
+    }
+    executor.run(tensors.arguments);
+    evaluate(*fusion, tensors.reference);
+  }
+  expectLaunchesAlone(*driverDouble, 2);
+  stream.synchronize();
+  EXPECT_EQ(tensors.differing(), 0);
 }

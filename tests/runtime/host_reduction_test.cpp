@@ -202,19 +202,21 @@ TEST(HostReductions, EveryOpOfEveryScopeAndDtype) {
 }
 
 TEST(HostReductions, EveryOpOverRowsOfEveryDtype) {
-  // Rows longer than a block, more rows than a chunk, empty rows and no rows, rank 3.
-  const std::vector<std::vector<int64_t>> shapes = {
-      {3, 1023}, {1500, 3}, {4, 0}, {0, 5}, {2, 3, 257}};
+  // Rows longer than a block, more rows than a chunk, empty rows and no rows, rank 3, and
+  // rows of a dimension followed by static 1s.
+  const std::vector<std::vector<int64_t>> shapes = {{3, 1023},   {1500, 3},   {4, 0},   {0, 5},
+                                                    {2, 3, 257}, {7, 300, 1}, {9, 1, 1}};
+  const std::vector<int64_t> dims = {1, 1, 1, 1, 2, 1, 0};
   for (DataType dtype :
        {DataType::Float, DataType::BFloat16, DataType::Double, DataType::Int32, DataType::Bool}) {
     SCOPED_TRACE(shortName(dtype).str());
     FusionDefinition fd("rows");
     for (size_t i = 0; i < shapes.size(); ++i) {
       Val x = fd.defineTensor(shapes[i], dtype, fmt::format("x{}", i));
-      int64_t inner = int64_t(shapes[i].size()) - 1;
+      int64_t inner = dims[i];
       if (dtype != DataType::Bool)
         fd.addOutput(sum(x, {inner}));
-      if (shapes[i].back() > 0) { // max and min of an empty row have no value
+      if (shapes[i][size_t(inner)] > 0) { // max and min of an empty row have no value
         fd.addOutput(max(x, {inner}));
         fd.addOutput(min(x, {inner}));
       }
