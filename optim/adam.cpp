@@ -270,9 +270,11 @@ private:
   /// clamp(max_grad_norm / (total + 1e-6), max=1) in that dtype, each grad multiplied by it
   /// in place (rounded to the grad's dtype). The total norm is the fusion's output.
   void clip(std::vector<Val>& grads) {
+    // The max of |grad| is exact in the grads' own dtype, so the inf-norm reduces them as they
+    // are: its result is the norm itself, with no 0-d cast after it (a program of its own).
     std::vector<Val> terms;
     for (Val grad : grads)
-      terms.push_back(config_.normType == 2 ? up(grad) * up(grad) : abs(up(grad)));
+      terms.push_back(config_.normType == 2 ? up(grad) * up(grad) : abs(grad));
     Val total = config_.normType == 2 ? sqrt(sum(terms)) : max(terms);
     total = down(total, gradDtype_);
     Val coefficient = down(maxGradNorm_ / down(up(total) + 1e-6, gradDtype_), gradDtype_);
