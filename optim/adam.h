@@ -19,8 +19,9 @@
 ///
 ///   grad   = g / grad_scale                           (gradScale only)
 ///   found  = any(!isfinite(grad)) over every grad      (computeFoundInf; written to found_inf)
-///   total  = vector_norm(every grad, normType)          (maxGradNorm: f32 accumulation, in
-///            the grads' dtype); coef = min(max_grad_norm / (total + 1e-6), 1) in that dtype;
+///   total  = vector_norm(every grad, normType)          (maxGradNorm: in the grads' dtype;
+///            the 2-norm sums in f32, the inf-norm's max of |grad| is exact in that dtype);
+///            coef = min(max_grad_norm / (total + 1e-6), 1) in that dtype;
 ///   grad   = grad * coef                              torch's clip_grad_norm_, in the step
 ///   grad   = -grad                                    (maximize only)
 ///   step'  = step + 1                                 (0-d f32)
