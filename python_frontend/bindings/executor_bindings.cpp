@@ -335,14 +335,20 @@ public:
   size_t matchedLaunches() const { return matchedLaunches_; }
 
   /// Checks, compiles and binds once; the arguments must stay where they are. `stream`: that
-  /// of the first launch (a specialization is not loaded while it captures).
-  PyPreparedRun prepare(const nb::list& arguments, std::optional<uintptr_t> stream) {
+  /// of the first launch (a specialization is not loaded while it captures). `outputs`:
+  /// descriptions of the arrays every launch writes the plain outputs into (empty: each
+  /// launch returns new host arrays).
+  PyPreparedRun prepare(const nb::list& arguments, std::optional<uintptr_t> stream,
+                        const nb::list& outputs) {
     std::vector<HeldBuffer> held;
     std::vector<Argument> converted = argumentsOf(arguments, *fusion_, held);
+    std::vector<TensorRef> given;
+    for (nb::handle output : outputs)
+      given.push_back(tensorOf(nb::borrow<nb::tuple>(output)));
     std::unique_ptr<PreparedRun> run;
     {
       nb::gil_scoped_release release;
-      run = cache_->prepare(converted, streamOf(stream));
+      run = cache_->prepare(converted, streamOf(stream), given);
     }
     return PyPreparedRun(std::move(run), std::move(held), fusion_);
   }
@@ -493,8 +499,10 @@ void bindExecutor(nb::module_& module) {
            nb::arg("stream").none() = nb::none(),
            "The outputs (run on `stream`) when the objects match the steady state, else None.")
       .def("prepare", &PyExecutor::prepare, nb::arg("arguments"),
-           nb::arg("stream").none() = nb::none(), nb::keep_alive<0, 1>(),
-           "Checks, compiles and binds once for arguments that stay in place.")
+           nb::arg("stream").none() = nb::none(), nb::arg("outputs") = nb::list(),
+           nb::keep_alive<0, 1>(),
+           "Checks, compiles and binds once for arguments that stay in place; `outputs`: "
+           "where every launch writes the plain outputs.")
       .def("last_kernels", &PyExecutor::lastKernels,
            "The kernels of the last run: name, launches per run, CUDA source.")
       .def("num_specializations", &PyExecutor::numSpecializations)

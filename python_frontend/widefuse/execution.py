@@ -209,21 +209,28 @@ class Runner:
         for index, (output, reference) in enumerate(zip(outputs, reference_outputs)):
             _assert_matches(output, reference, f"output {index}")
 
-    def prepare(self, inputs: Sequence[Any], **options: Any) -> PreparedExecution:
+    def prepare(self, inputs: Sequence[Any], *, outputs: Optional[Sequence[Any]] = None,
+                **options: Any) -> PreparedExecution:
         """Checks `inputs`, compiles and binds once, for steps on arrays that stay where they
         are (an optimizer's parameters and state): each call of the result runs one step with
         no checks at all, so its cost does not grow with the number of inputs. The arrays
         must keep their shape, strides and memory while the result is used (the result holds
-        them; NumPy then refuses to resize them). Takes execute()'s options."""
+        them; NumPy then refuses to resize them). `outputs`: arrays (dense, of each plain
+        output's dtype and shape, where the inputs are) that every step writes the plain
+        outputs into and returns; without them each step returns new arrays, which CUDA
+        inputs do not allow. Takes execute()'s options."""
         executor, arguments, on_device, torch_device, stream = self._executor_for(
             "prepare()", inputs, **options)
-        if on_device and self.defined.fusion.outputs():
+        given = None if outputs is None else _output_arguments(self.defined, outputs, on_device)
+        if given is None and on_device and self.defined.fusion.outputs():
             raise Error("prepare() on CUDA arrays needs a fusion without plain outputs (the "
-                        "outputs would land in host memory); use execute()")
-        return PreparedExecution(self, executor.prepare(arguments, stream), list(inputs),
-                                 torch_device, ran=options.get("backend", "auto") != "none",
-                                 stream=stream, torch_stream=on_device and
-                                 torch_device is not None)
+                        "outputs would land in host memory) or outputs=[...], device arrays "
+                        "every step writes them into; or use execute()")
+        return PreparedExecution(self, executor.prepare(arguments, stream, given or []),
+                                 list(inputs), torch_device,
+                                 ran=options.get("backend", "auto") != "none", stream=stream,
+                                 torch_stream=on_device and torch_device is not None,
+                                 outputs=None if outputs is None else list(outputs))
 
     def outputs_for(self, raw: list, on_device: bool, torch_device: Optional[str],
                     inputs: Sequence[Any], ran: bool = True) -> list:
@@ -339,6 +346,28 @@ def _is_dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
     return True
 
 
+def _output_arguments(defined: DefinedFusion, outputs: Sequence[Any], on_device: bool) -> list:
+    """The extension's descriptions of the arrays prepare() writes the plain outputs into:
+    one per plain output, of its dtype, writable, in the inputs' memory (the C++ side checks
+    shapes and density before anything runs)."""
+    outputs = list(outputs)
+    if len(outputs) != len(defined.output_types):
+        raise Error(f"prepare(): outputs= has {len(outputs)} arrays for the fusion's "
+                    f"{len(defined.output_types)} plain outputs")
+    described = []
+    for k, (value, dtype) in enumerate(zip(outputs, defined.output_types)):
+        view = array_view(value, f"output {k}")
+        if view.dtype is not dtype:
+            raise Error(f"output {k} is {dtype!r}; the array given for it is {view.dtype!r}")
+        if view.read_only:
+            raise Error(f"output {k}: the array given for it is read-only")
+        if view.on_device != on_device:
+            raise Error(f"output {k}: the array given for it is in "
+                        f"{'device' if view.on_device else 'host'} memory, the inputs are not")
+        described.append(view.argument())
+    return described
+
+
 def _arguments(defined: DefinedFusion,
                inputs: Sequence[Any]) -> tuple[list, bool, Optional[int], Optional[str]]:
     """The extension's arguments for `inputs`, checked against the fusion's inputs; whether
@@ -420,8 +449,10 @@ class PreparedExecution:
 
     def __init__(self, runner: Runner, prepared: Any, inputs: list,
                  torch_device: Optional[str] = None, ran: bool = True,
-                 stream: Optional[int] = None, torch_stream: bool = False) -> None:
+                 stream: Optional[int] = None, torch_stream: bool = False,
+                 outputs: Optional[list] = None) -> None:
         self._runner = runner
+        self._outputs = outputs  # where every step writes the plain outputs (None: new ones)
         self._prepared = prepared
         self._inputs = inputs  # keeps the arrays (and so their memory) alive
         self._torch_device = torch_device
@@ -436,5 +467,7 @@ class PreparedExecution:
         torch.cuda.graph on its own stream), else on the stream prepare() found."""
         if stream is None:
             stream = torch_tensors.cuda_stream() if self._torch_stream else self._stream
-        return self._runner.outputs_for(self._prepared.launch(stream), False,
-                                        self._torch_device, self._inputs, self._ran)
+        raw = self._prepared.launch(stream)
+        if self._outputs is not None:
+            return list(self._outputs) if self._ran else []
+        return self._runner.outputs_for(raw, False, self._torch_device, self._inputs, self._ran)

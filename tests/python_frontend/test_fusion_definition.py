@@ -235,6 +235,35 @@ def test_star_import_does_not_shadow_builtins():
     assert namespace["result"] == (1, 1.5, True)
 
 
+def test_prepared_execution_writes_the_outputs_it_was_given(rng):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1])
+        fd.add_output(fd.ops.set(x * 0.5), alias_input=x)
+        fd.add_output(fd.ops.sum(x))
+        fd.add_output(x + 1)
+    x = rng.standard_normal(300).astype(np.float32)
+    initial = x.copy()
+    total, plus = np.zeros((), np.float32), np.zeros(300, np.float32)
+    run = fd.prepare([x], outputs=[total, plus], backend="host")
+    for k in range(3):
+        before = x.copy()
+        returned = run()
+        assert returned[0] is total and returned[1] is plus
+        expected = fd.execute([before.copy()], backend="reference")  # writes its copy of x
+        np.testing.assert_array_equal(total, expected[0])
+        np.testing.assert_array_equal(plus, before + np.float32(1))
+    np.testing.assert_array_equal(x, initial * np.float32(0.125))
+    with pytest.raises(widefuse.Error, match="2 plain outputs"):
+        fd.prepare([x], outputs=[total])
+    with pytest.raises(widefuse.Error, match="output 1 is"):
+        fd.prepare([x], outputs=[total, plus.astype(np.float64)])
+    plus.flags.writeable = False
+    with pytest.raises(widefuse.Error, match="output 1: the array given for it is read-only"):
+        fd.prepare([x], outputs=[total, plus])
+    with pytest.raises(widefuse.Error, match="shape"):  # the C++ side's check
+        fd.prepare([x], outputs=[total, np.zeros(299, np.float32)])
+
+
 def test_prepared_execution_repeats_steps_in_place(rng):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[-1])

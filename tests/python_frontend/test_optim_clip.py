@@ -42,16 +42,21 @@ def test_adamw_with_max_grad_norm_equals_clip_grad_norm_then_adamw(norm_type):
     optimizer = widefuse.optim.AdamW(ours, lr=1e-2, weight_decay=0.1, max_grad_norm=1.0,
                                      norm_type=norm_type)
     reference = torch.optim.AdamW(theirs, lr=1e-2, weight_decay=0.1, foreach=False)
+    norms, totals = [], []
     for step in range(100):
         _set_grads(ours, theirs, step, scale=0.002 if step % 10 == 3 else 1.0)
         total = torch.nn.utils.clip_grad_norm_(theirs, 1.0, norm_type=norm_type)
         reference.step()
         optimizer.step()
         torch.testing.assert_close(optimizer.grad_norm, total)
+        norms.append(optimizer.grad_norm)
+        totals.append(total)
         if step % 10 == 0 or step == 99:
             for a, b in zip(ours, theirs):
                 torch.testing.assert_close(a, b)
         assert optimizer.launches_per_step <= 2
+    # Each step's norm is its own tensor, as torch's return value: later steps change none.
+    torch.testing.assert_close(torch.stack(norms), torch.stack(totals))
     # The grads themselves are left as they were given (the clip is inside the step).
     generator = torch.Generator().manual_seed(1000 + 99)
     torch.testing.assert_close(ours[0].grad, torch.randn(ours[0].shape, generator=generator))

@@ -52,14 +52,14 @@ def _assert_equal(ours, theirs, ours_optimizer, theirs_optimizer):
                                            ours_optimizer.state[p][key].dtype))
 
 
-@pytest.mark.parametrize("capture_stream", ["warm-up", "torch's own"])
-@pytest.mark.parametrize("mode", ["packed", "per-component"])
 def _load(static_grads, values):
     """Copies one step's grads into the static grads, as torch's recipe for graphs does."""
     for grad, new in zip(static_grads, values):
         grad.copy_(new)
 
 
+@pytest.mark.parametrize("capture_stream", ["warm-up", "torch's own"])
+@pytest.mark.parametrize("mode", ["packed", "per-component"])
 def test_captured_adam_replays_equal_torch_stepped_eagerly(mode, capture_stream):
     ours, theirs, static_grads, grads, ours_optimizer, theirs_optimizer = _setup(mode)
     # torch's recipe: warm up on a side stream, then capture.
@@ -113,3 +113,42 @@ def test_capturing_a_step_that_was_never_prepared_is_an_error():
     with pytest.raises(Error, match="needs a step prepared before the capture"):
         with torch.cuda.graph(graph):
             ours_optimizer.step()
+
+
+def test_a_captured_clipped_step_replays_equal_clip_grad_norm_then_adamw():
+    # max_grad_norm: two passes whose total norm stays in device memory, so the step is its
+    # launches alone and can be captured.
+    torch.manual_seed(31)
+    ours = [torch.randn(shape, device="cuda") for shape in SHAPES]
+    theirs = [p.clone() for p in ours]
+    static_grads = [torch.zeros_like(p) for p in ours]
+    for p, grad in zip(ours, static_grads):
+        p.grad = grad
+    grads = [[torch.randn_like(p) * 3 for p in ours] for _ in range(WARMUP + REPLAYS)]
+    optimizer = widefuse.optim.AdamW(ours, lr=1e-2, capturable=True, max_grad_norm=1.0)
+    reference = torch.optim.AdamW(theirs, lr=1e-2, capturable=True, foreach=False)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for step in range(WARMUP):
+            _load(static_grads, grads[step])
+            optimizer.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        optimizer.step()
+    norms = []
+    for step in range(WARMUP, WARMUP + REPLAYS):
+        _load(static_grads, grads[step])
+        graph.replay()
+        norms.append(optimizer.grad_norm.clone())
+    torch.cuda.synchronize()
+    totals = []
+    for step_grads in grads:
+        for q, new in zip(theirs, step_grads):
+            q.grad = new.clone()
+        totals.append(torch.nn.utils.clip_grad_norm_(theirs, 1.0))
+        reference.step()
+    torch.testing.assert_close(torch.stack(norms), torch.stack(totals[WARMUP:]))
+    for p, q in zip(ours, theirs):
+        torch.testing.assert_close(p, q)

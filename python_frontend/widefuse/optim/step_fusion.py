@@ -348,14 +348,24 @@ class PreparedStep:
         self.scalar_inputs = [i for i, s in enumerate(step.sources) if s.kind == "scalar"]
         arguments = step_arguments(step, entries, groups, scaling_tensors)
         self.scalars = [arguments[i] for i in self.scalar_inputs]
-        self.scaling_inputs = [i for i, s in enumerate(step.sources)
-                               if s.kind in ("grad_scale", "found_inf", "clip_coef")]
-        self.scaling_tensors = [t for t in scaling_tensors if t is not None]
         # Each launch goes to torch's current stream of its step (a warm-up's side stream, then
         # torch.cuda.graph's capture stream): only the device is fixed.
         device = local(entries[0].param).device
         self.cuda_device = device if device.type == "cuda" else None
-        self.execution: PreparedExecution = step.definition.prepare(arguments, **options)
+        self.scaling_inputs = [i for i, s in enumerate(step.sources)
+                               if s.kind in ("grad_scale", "found_inf", "clip_coef")]
+        self.scaling_tensors = [t for t in scaling_tensors if t is not None]
+        # The total grad norm goes to a 0-d tensor of the parameters' device that every launch
+        # writes (no staging through host memory: no synchronisation, capturable).
+        self.grad_norm_buffer = None
+        outputs = None
+        if step.grad_norm_output is not None:
+            defined = step.definition._running("prepare()").defined
+            self.grad_norm_buffer = torch.empty(
+                (), dtype=defined.output_types[step.grad_norm_output].torch, device=device)
+            outputs = [self.grad_norm_buffer]
+        self.execution: PreparedExecution = step.definition.prepare(arguments, outputs=outputs,
+                                                                    **options)
         # The grads must not be kept alive. The state is, here as well as by the optimizer:
         # a state tensor replaced behind the optimizer's back (state[p]["exp_avg"] = t) must
         # not be freed while the prepared kernel still writes into it.
@@ -399,11 +409,13 @@ class PreparedStep:
                 self.scalars[position] = value
         if indices:
             self.execution._prepared.set_scalars(indices, values)
-        outputs = self.execution._prepared.launch(
+        self.execution._prepared.launch(
             None if self.cuda_device is None else
             torch.cuda.current_stream(self.cuda_device).cuda_stream)
-        if self.fusion.grad_norm_output is not None:
-            self.grad_norm = outputs[self.fusion.grad_norm_output]
+        if self.grad_norm_buffer is not None:
+            # A snapshot, as torch's clip_grad_norm_ returns a new tensor each step (queued on
+            # the step's stream: no synchronisation).
+            self.grad_norm = self.grad_norm_buffer.clone()
         if not self.launches:
             self.launches = sum(kernel["launches"]
                                 for kernel in self.fusion.definition.last_kernels())
