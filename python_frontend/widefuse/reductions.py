@@ -5,8 +5,8 @@ and ``mean``.
 The scope comes from the arguments: one tensor without `dims` is the tensor scope (a 0-d
 result), a list of tensors the global scope (one 0-d result over all their elements), and
 ``dims=[d]`` the rows of the innermost dimension `d`. The builder decides and checks the
-scope; dims it refuses raise UnsupportedOperationError with its message. Kernels for
-reductions come later: for now only ``backend="reference"`` runs them.
+scope; dims it refuses raise UnsupportedOperationError with its message. Every backend runs
+them; a fusion that reads a reduction's result runs as passes (docs/segmenter.md section 9).
 """
 
 from __future__ import annotations
