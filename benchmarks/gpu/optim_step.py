@@ -1,7 +1,9 @@
 """One optimizer step from Python on the GPU, host time and device time, beside torch's fused
 Adam in the same run (issue 29): torch.optim.Adam(fused=True), widefuse.optim.Adam, and, where
 Lightning Thunder is installed, the seed's step under thunder.jit with widefuse's executor and
-under widefuse.thunder.jit. Parameters of a model preset (gpt2 by default), f32 and bf16.
+under widefuse.thunder.jit. Then the clipped step (issue 30): torch's clip_grad_norm_(foreach)
++ AdamW(fused) against widefuse.optim.AdamW(max_grad_norm=1.0) and a device copy of the bytes
+widefuse's step moves. Parameters of a model preset (gpt2 by default), f32 and bf16.
 
 - host: the median time step() takes to return, without a synchronisation (what the Python
   side costs when the GPU keeps up).
@@ -81,6 +83,30 @@ def runners(shapes, dtype, device):
                                                                                state)
 
 
+def clip_runners(shapes, dtype, device):
+    """Issue 30's whole step: gradient clipping by the total norm, then AdamW, as torch users
+    write it and as one widefuse step (two passes), beside a device copy of the bytes the
+    widefuse step moves (pass 1 reads every grad; pass 2 reads param, grad and both moments and
+    writes param and both moments: 8 tensor accesses, state in the parameters' dtype)."""
+    import widefuse.optim
+
+    params = parameters(shapes, dtype, device)
+    adamw = torch.optim.AdamW(params, fused=True)
+
+    def torch_step():
+        torch.nn.utils.clip_grad_norm_(params, 1.0, foreach=True)
+        adamw.step()
+
+    yield "torch clip_grad_norm_(foreach) + AdamW(fused)", torch_step
+    yield "widefuse.optim.AdamW(max_grad_norm=1.0)", widefuse.optim.AdamW(
+        parameters(shapes, dtype, device), max_grad_norm=1.0).step
+    elements = sum(torch.Size(shape).numel() for shape in shapes)
+    moved = 8 * elements * torch.empty((), dtype=dtype).element_size()
+    source = torch.empty(moved // 2, dtype=torch.uint8, device=device)
+    target = torch.empty_like(source)
+    yield "device copy of the same bytes", lambda: target.copy_(source)
+
+
 def main():
     arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
     options = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
@@ -92,13 +118,15 @@ def main():
         return
     shapes = [tuple(shape) for shape in core.model_shapes(model)]
     rows = []
-    for dtype in (torch.float32, torch.bfloat16):
-        for name, step in runners(shapes, dtype, device):
-            host, whole = median_seconds(step, device)
-            rows.append(dict(runner=name, dtype=str(dtype).replace("torch.", ""), model=model,
-                             params=len(shapes), host_ms=host * 1e3, step_ms=whole * 1e3))
-            print(f"| {model} | {rows[-1]['dtype']} | {name} | {host * 1e3:.3f} | "
-                  f"{whole * 1e3:.3f} |", flush=True)
+    for group, make in (("adam", runners), ("clip + adamw", clip_runners)):
+        for dtype in (torch.float32, torch.bfloat16):
+            for name, step in make(shapes, dtype, device):
+                host, whole = median_seconds(step, device)
+                rows.append(dict(group=group, runner=name, dtype=str(dtype).replace("torch.", ""),
+                                 model=model, params=len(shapes), host_ms=host * 1e3,
+                                 step_ms=whole * 1e3))
+                print(f"| {group} | {model} | {rows[-1]['dtype']} | {name} | {host * 1e3:.3f} | "
+                      f"{whole * 1e3:.3f} |", flush=True)
     with open(arguments[0] if arguments else "optim_step.json", "w") as out:
         json.dump(dict(device=device, rows=rows), out, indent=1)
 

@@ -5,7 +5,9 @@
 # (widefuse batched and per-component over real parameter lists, f32 and bf16, and the batched
 # kernel under other schedules) next to torch's fused and foreach Adam and a device copy of
 # the same bytes, joined into tables; one optimizer step from Python (widefuse.optim, the
-# Thunder seed step) beside torch's fused Adam, host and device time; `widefuse adam` verified
+# Thunder seed step) beside torch's fused Adam, and the clipped step (clip_grad_norm_ + AdamW
+# against widefuse.optim.AdamW(max_grad_norm=1.0) and a copy of its bytes), host and device
+# time; `widefuse adam` verified
 # against the oracle; Nsight
 # Compute profiles of two batched kernels. Results go to $OUT (or ./gpu-results): log.txt,
 # table.md and the JSON behind it, adam.json, optim_step.json, ncu.txt. About seven minutes on
