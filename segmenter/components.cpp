@@ -377,14 +377,18 @@ std::vector<Component> findComponents(const Fusion& fusion) {
     return components[slot];
   };
   std::vector<llvm::DenseSet<const Expr*>> exprSets;
+  llvm::DenseSet<const Value*> outputs(fusion.outputs().begin(), fusion.outputs().end());
   for (size_t id = 0; id < fusion.numExprs(); ++id) {
     const Expr* expr = fusion.expr(unsigned(id));
-    if (shared.count(expr->result()))
-      continue;
+    // A reduction's result is read by later passes only (splitPasses): here it is an output
+    // or unread, and an unread one is not computed (its operands' checks stay run-time's).
     if (isReduction(expr->op())) {
-      addContributions(fusion, *expr, shared, componentOf);
+      if (outputs.count(expr->result()))
+        addContributions(fusion, *expr, shared, componentOf);
       continue;
     }
+    if (shared.count(expr->result()))
+      continue;
     for (const Value* operand : expr->operands())
       checkNoReductionRead(fusion, expr->result(), operand);
     Component& component = componentOf(expr->result());

@@ -431,3 +431,28 @@ TEST(HostReductions, APreparedRunOfPassesWritesTheCallersOutputs) {
     EXPECT_EQ(countDifferences(squared, expected.outputs[0], "the squared norm"), 0);
   }
 }
+
+TEST(HostReductions, AnUnreadReductionIsNotComputed) {
+  // Nothing reads `sum(x)`: the fusion is one pass whose kernel computes neg(x) alone.
+  FusionDefinition fd("unread");
+  Val x = fd.defineTensor({1500}, DataType::Float, "x");
+  Val unread = sum(x * 2.0);
+  (void)unread;
+  fd.addOutput(-x);
+  auto fusion = fd.finalize();
+  for (const HostOptions& host : hostVariants())
+    expectHostEqualsEvaluator(*fusion, host, 1);
+}
+
+TEST(HostReductions, AReductionOfZeroDValuesIsRefusedNamingIt) {
+  FusionDefinition fd("zero_d");
+  Val x = fd.defineTensor({}, DataType::Float, "x");
+  fd.addOutput(sum(x));
+  auto fusion = fd.finalize();
+  ExecutorOptions options;
+  options.backend = "host";
+  FusionExecutorCache executor(*fusion, options);
+  HostTensor value(DataType::Float, {});
+  std::vector<Argument> arguments{value.ref()};
+  EXPECT_CONTAINS(errorOf([&] { executor.run(arguments); }), "reduces the 0-d value 'x'");
+}
