@@ -11,7 +11,10 @@
 
 #include "ir/evaluator.h"
 #include "ir/fusion_definition.h"
+#include "optim/adam.h"
 #include "tests/support/driver_double.h"
+#include "tests/support/mixed_shapes.h"
+#include "tools/adam_state.h"
 
 #include <gtest/gtest.h>
 
@@ -73,30 +76,48 @@ struct OnDevice {
   std::vector<DeviceBuffer> buffers; // by input index (empty for scalars)
   std::vector<Argument> arguments;
 
-  OnDevice(const CudaDevice& device, const Fusion& fusion) : fusion(fusion) {
-    std::mt19937 random(5);
-    std::normal_distribution<float> normal(0.0f, 2.0f);
-    host.reserve(fusion.inputs().size()); // reference holds pointers into it
-    for (const Value* input : fusion.inputs()) {
-      if (!input->isTensor()) {
-        host.emplace_back();
-        reference.push_back(ScalarArgument(0.25));
-        arguments.push_back(ScalarArgument(0.25));
+  /// Random f32 tensors, 0.25 for every scalar.
+  OnDevice(const CudaDevice& device, const Fusion& fusion)
+      : OnDevice(device, fusion, randomHost(fusion), {}) {}
+  /// `host` (one per input; a default tensor for a scalar, whose value is in `scalars`).
+  OnDevice(const CudaDevice& device, const Fusion& fusion, std::vector<HostTensor> tensors,
+           std::vector<Argument> scalars)
+      : fusion(fusion), host(std::move(tensors)) {
+    for (size_t i = 0; i < fusion.inputs().size(); ++i) {
+      if (!fusion.inputs()[i]->isTensor()) {
+        Argument scalar = scalars.empty() ? Argument(ScalarArgument(0.25)) : scalars[i];
+        reference.push_back(scalar);
+        arguments.push_back(scalar);
         buffers.emplace_back();
         continue;
       }
-      host.emplace_back(input->dtype(), input->extents());
-      for (int64_t e = 0; e < host.back().numel(); ++e)
-        host.back().as<float>()[e] = normal(random);
-      reference.push_back(host.back().ref());
-      buffers.emplace_back(device, std::max<size_t>(host.back().byteSize(), 1));
-      buffers.back().upload(
-          {static_cast<const std::byte*>(host.back().data()), host.back().byteSize()});
-      TensorRef copy = host.back().ref();
+      reference.push_back(host[i].ref());
+      buffers.emplace_back(device, std::max<size_t>(host[i].byteSize(), 1));
+      buffers.back().upload({static_cast<const std::byte*>(host[i].data()), host[i].byteSize()});
+      TensorRef copy = host[i].ref();
       copy.data = buffers.back().pointer();
       arguments.push_back(copy);
     }
     device.synchronize(nullptr);
+  }
+  static std::vector<HostTensor> randomHost(const Fusion& fusion) {
+    std::mt19937 random(5);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    std::vector<HostTensor> tensors;
+    for (const Value* input : fusion.inputs()) {
+      tensors.emplace_back();
+      if (!input->isTensor())
+        continue;
+      tensors.back() = HostTensor(input->dtype(), input->extents());
+      for (int64_t e = 0; e < tensors.back().numel(); ++e)
+        tensors.back().as<float>()[e] = normal(random);
+    }
+    return tensors;
+  }
+  /// Writes `value` into element 0 of tensor input `index`, host and device copies alike.
+  void plant(size_t index, float value) {
+    host[index].as<float>()[0] = value;
+    buffers[index].upload({static_cast<const std::byte*>(host[index].data()), sizeof(float)});
   }
   /// Tensor inputs whose device copy differs in bits from the reference's.
   int differing() const {
@@ -214,4 +235,77 @@ TEST(CudaReductions, RowsOnTheDeviceFeedTheUpdate) {
   expectLaunchesAlone(*driverDouble, 2);
   stream.synchronize();
   EXPECT_EQ(tensors.differing(), 0);
+}
+
+TEST(CudaReductions, GradScalersStepUnscalesClipsAndSkipsAnInfWithoutWaiting) {
+  // optim::buildAdam with GradScaler's scale and the inf check in the step (computeFoundInf)
+  // and the clip: pass 1 finds found_inf and the norm, pass 2 updates or skips. No step
+  // synchronises: the host never reads found_inf.
+  WF_REQUIRE_DOUBLE();
+  const CudaDevice& device = CudaDevice::get();
+  optim::AdamConfig config;
+  config.groups.push_back({widefuse::testing::mixedShapes(7), {}});
+  config.gradScale = true;
+  config.computeFoundInf = true;
+  config.maxGradNorm = 1.0;
+  optim::AdamFusion adam = optim::buildAdam(config);
+  AdamState state = initialAdamState(adam, {/*gradScale=*/1024.0, /*maxGradNorm=*/1.0});
+  std::vector<HostTensor> tensors;
+  std::vector<Argument> scalars = state.arguments(*adam.fusion);
+  for (const Argument& argument : scalars) {
+    const TensorRef* tensor = std::get_if<TensorRef>(&argument);
+    tensors.emplace_back();
+    if (!tensor)
+      continue;
+    tensors.back() = HostTensor(tensor->dtype, tensor->shape);
+    std::memcpy(tensors.back().data(), tensor->data, tensors.back().byteSize());
+  }
+  OnDevice tensorsOnDevice(device, *adam.fusion, std::move(tensors), scalars);
+  auto firstOf = [&](optim::AdamRole role) {
+    for (size_t i = 0; i < adam.inputs.size(); ++i)
+      if (adam.inputs[i].role == role)
+        return i;
+    ADD_FAILURE() << "no input of that role";
+    return size_t(0);
+  };
+  size_t param = firstOf(optim::AdamRole::Param), grad = firstOf(optim::AdamRole::Grad);
+  size_t foundInf = firstOf(optim::AdamRole::FoundInf);
+  ASSERT_TRUE(adam.gradNormOutput);
+  DeviceBuffer norm(device, sizeof(float));
+  TensorRef normRef;
+  normRef.dtype = adam.fusion->outputs()[*adam.gradNormOutput]->dtype();
+  normRef.data = norm.pointer();
+  CudaStream stream(device, /*nonBlocking=*/true);
+  FusionExecutorCache executor(*adam.fusion, onStream(stream.handle()));
+  std::unique_ptr<PreparedRun> prepared =
+      executor.prepare(tensorsOnDevice.arguments, std::nullopt, {normRef});
+  for (int step = 0; step < 4; ++step) {
+    if (step == 2) {        // an inf in one grad: this step changes nothing but found_inf
+      stream.synchronize(); // plant() copies on the legacy stream, unordered with `stream`
+      tensorsOnDevice.plant(grad, std::numeric_limits<float>::infinity());
+      tensorsOnDevice.plant(foundInf, 0.0f); // GradScaler hands the step a zeroed flag
+      device.synchronize(nullptr);
+      driverDouble->reset();
+    }
+    HostTensor before = tensorsOnDevice.host[param];
+    prepared->launch();
+    evaluate(*adam.fusion, tensorsOnDevice.reference);
+    if (step == 2) {
+      expectLaunchesAlone(*driverDouble, 2);
+      stream.synchronize();
+      std::vector<std::byte> flag(sizeof(float));
+      tensorsOnDevice.buffers[foundInf].download(flag);
+      float found;
+      std::memcpy(&found, flag.data(), sizeof found);
+      EXPECT_EQ(found, 1.0f);
+      std::vector<std::byte> after(before.byteSize());
+      tensorsOnDevice.buffers[param].download(after);
+      EXPECT_EQ(std::memcmp(after.data(), before.data(), after.size()), 0) << "not skipped";
+      tensorsOnDevice.plant(grad, 0.5f);
+      tensorsOnDevice.plant(foundInf, 0.0f);
+      device.synchronize(nullptr);
+    }
+  }
+  stream.synchronize();
+  EXPECT_EQ(tensorsOnDevice.differing(), 0);
 }
