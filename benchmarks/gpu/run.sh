@@ -53,6 +53,9 @@ for model in seed tiny; do
   timeout 30 "$BUNDLE/widefuse" adam --model $model --backend cuda --verify --json \
     >>"$RESULTS/adam.json" 2>&1 || status=1
 done
+# The clipped step with GradScaler's inf check inside it: two launches, verified.
+timeout 30 "$BUNDLE/widefuse" adam --model tiny --backend cuda --max-grad-norm 1 \
+  --grad-scale 1024 --mode packed --verify --json >>"$RESULTS/adam.json" 2>&1 || status=1
 
 step profile
 if command -v ncu >/dev/null; then
