@@ -136,14 +136,7 @@ void expectLaunchesAlone(DriverDouble& driverDouble, size_t launches, uint64_t p
   wf_double_counters counters = driverDouble.counters();
   EXPECT_EQ(counters.capturedOperations, launches);
   EXPECT_EQ(counters.launches, launches);
-  for (auto [count, what] :
-       {std::pair(counters.allocations, "allocations"), std::pair(counters.frees, "frees"),
-        std::pair(counters.uploads, "uploads"), std::pair(counters.downloads, "downloads"),
-        std::pair(counters.memsets, "memsets"),
-        std::pair(counters.synchronizations, "synchronizations"),
-        std::pair(counters.legacyStreamWrites, "legacy stream writes"),
-        std::pair(counters.captureRefusals, "refused calls")})
-    EXPECT_EQ(count, 0u) << what << " during the capture";
+  widefuse::testing::expectNoHiddenWork(counters, "during the capture");
   EXPECT_EQ(counters.pointerQueries, pointerQueries);
 }
 

@@ -6,8 +6,10 @@
 #include "tests/support/cuda_double/double_control.h"
 
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace widefuse::testing {
 
@@ -78,6 +80,20 @@ private:
   int (*launchGraph_)(void*, void*);
   void (*destroyGraph_)(void*);
 };
+
+/// Expects `counters` to show none of the calls a step must not make behind its caller's back
+/// (allocations, frees, copies, memsets, waits, legacy-stream work, calls refused under
+/// capture), naming each one it shows and `where`.
+inline void expectNoHiddenWork(const wf_double_counters& counters, const char* where) {
+  for (auto [count, what] :
+       {std::pair(counters.allocations, "allocations"), std::pair(counters.frees, "frees"),
+        std::pair(counters.uploads, "uploads"), std::pair(counters.downloads, "downloads"),
+        std::pair(counters.memsets, "memsets"),
+        std::pair(counters.synchronizations, "synchronizations"),
+        std::pair(counters.legacyStreamWrites, "legacy stream writes"),
+        std::pair(counters.captureRefusals, "refused calls")})
+    EXPECT_EQ(count, 0u) << what << " " << where;
+}
 
 } // namespace widefuse::testing
 
