@@ -43,6 +43,7 @@ struct Settings {
   bool reduce = true;
   bool verbose = false;
   std::vector<std::string> replay;
+  std::string replayOne;
   GeneratorOptions generator;
   /// Threads running cases (each case still runs its configurations one after another).
   unsigned jobs = 1;
@@ -229,6 +230,9 @@ int main(int argc, char** argv) {
   app.add_flag("--verbose", settings.verbose, "print every case's text form");
   app.add_option("--replay", settings.replay, "run these regression .wf files instead")
       ->check(CLI::ExistingFile);
+  app.add_option("--replay-one", settings.replayOne,
+                 "run one regression file in this process (what --replay runs in each child)")
+      ->check(CLI::ExistingFile);
   app.add_option("--max-components", settings.generator.maxComponents, "components per fusion");
   app.add_option("--max-exprs", settings.generator.maxExprsPerComponent,
                  "expressions per component");
@@ -236,6 +240,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 256u));
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!settings.replayOne.empty())
+      return replayOne(settings.replayOne) ? 0 : 1;
     if (!settings.replay.empty())
       return replayRegressions(settings.replay) ? 0 : 1;
     return runCampaign(settings);

@@ -8,6 +8,11 @@
 #include <fmt/format.h>
 #include <llvm/ADT/StringExtras.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -69,28 +74,67 @@ FuzzCase loadCase(const std::string& text, const std::string& path, bool& expect
   return result;
 }
 
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Prints how the case behaved against its expect line; true when as expected.
+bool printVerdict(const std::string& path, bool failed, bool expectMismatch,
+                  const std::string& message) {
+  if (failed == expectMismatch) {
+    fmt::print("{}: {}\n", path,
+               failed ? "still fails as expected (known bug): " + message : "passes");
+    return true;
+  }
+  fmt::print("{}: {}\n", path,
+             failed ? "FAILS: " + message
+                    : "now PASSES: the bug is fixed, remove its '# expect: mismatch' line");
+  return false;
+}
+
+/// Runs `path` in a child process (this executable with --replay-one); a child killed by a
+/// signal is a failing case, which its expect line may name.
+bool replayInChild(const std::string& path) {
+  std::fflush(stdout); // the child's lines follow ours
+  pid_t child = fork();
+  if (child < 0)
+    throw std::runtime_error(fmt::format("cannot fork to replay {}", path));
+  if (child == 0) {
+    const char* argv[] = {"fuzz_differential", "--replay-one", path.c_str(), nullptr};
+    execv("/proc/self/exe", const_cast<char* const*>(argv));
+    _exit(127);
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child)
+    throw std::runtime_error(fmt::format("lost the child replaying {}", path));
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status) == 0;
+  bool expectMismatch = false;
+  std::istringstream lines(readText(path));
+  for (std::string line; std::getline(lines, line);)
+    expectMismatch |= llvm::StringRef(line).trim() == "# expect: mismatch";
+  return printVerdict(path, true, expectMismatch,
+                      fmt::format("the process died of signal {} ({})", WTERMSIG(status),
+                                  strsignal(WTERMSIG(status))));
+}
+
 } // namespace
+
+bool replayOne(const std::string& path) {
+  bool expectMismatch = false;
+  FuzzCase fuzzCase = loadCase(readText(path), path, expectMismatch);
+  RunOutcome outcome = runCase(fuzzCase, RunnerOptions{});
+  return printVerdict(path, outcome.kind != RunOutcome::Kind::Pass, expectMismatch,
+                      outcome.message);
+}
 
 bool replayRegressions(const std::vector<std::string>& files) {
   bool allAsExpected = true;
-  for (const std::string& path : files) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    bool expectMismatch = false;
-    FuzzCase fuzzCase = loadCase(text.str(), path, expectMismatch);
-    RunOutcome outcome = runCase(fuzzCase, RunnerOptions{});
-    bool failed = outcome.kind != RunOutcome::Kind::Pass;
-    if (failed == expectMismatch) {
-      fmt::print("{}: {}\n", path,
-                 failed ? "still fails as expected (known bug): " + outcome.message : "passes");
-      continue;
-    }
-    allAsExpected = false;
-    fmt::print("{}: {}\n", path,
-               failed ? "FAILS: " + outcome.message
-                      : "now PASSES: the bug is fixed, remove its '# expect: mismatch' line");
-  }
+  for (const std::string& path : files)
+    allAsExpected &= replayInChild(path);
   return allAsExpected;
 }
 

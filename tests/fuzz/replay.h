@@ -12,7 +12,14 @@
 
 namespace widefuse::fuzz {
 
-/// Runs every file; true when each behaves as its `expect` line says.
+/// Runs every file, each in a child process of this executable (`--replay-one FILE`), so that
+/// a case crashing the backend is reported as failing (as the known bug its `expect` line
+/// names, or as a failure) instead of ending the replay; true when each behaves as its
+/// `expect` line says.
 bool replayRegressions(const std::vector<std::string>& files);
+
+/// Runs one file in this process (the child's work): true when it behaves as its `expect`
+/// line says.
+bool replayOne(const std::string& path);
 
 } // namespace widefuse::fuzz
