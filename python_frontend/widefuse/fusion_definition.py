@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -100,6 +100,9 @@ class FusionDefinition:
         # number, destination input handle).
         self._writes: list[tuple[Any, Any]] = []
         self.ops = Operators(self)
+        # Tensor.mT's inputs (transposed()): a callable from a Tensor to the input that is its
+        # transposed view, or None; set by the caller that binds those views.
+        self.transposed_inputs: Optional[Callable[[Tensor], Optional[Tensor]]] = None
 
     # Building
     def __enter__(self) -> FusionDefinition:
@@ -450,6 +453,21 @@ class FusionDefinition:
         laid = Tensor(self, handle(tensor), depends_of((tensor,)))
         self._laid_out[id(laid)] = (laid, order)
         return laid
+
+    def transposed(self, tensor: Tensor) -> Tensor:
+        """torch's ``tensor.mT``. widefuse has no transpose op; a definition whose caller
+        binds the transposed view of an argument as an input of its own (widefuse.optim: a
+        grad in ``update()``) installs `transposed_inputs`, which returns that input (None:
+        it has none for `tensor`). Anything else raises UnsupportedOperationError."""
+        self._operand(tensor, "Tensor.mT")
+        provider = self.transposed_inputs
+        found = None if provider is None else provider(tensor)
+        if found is None:
+            raise UnsupportedOperationError(
+                f"Tensor.mT of {tensor.name}: widefuse has no transpose op; it reads the mT of "
+                "an optimizer's grad in widefuse.optim's update() (as a second input over the "
+                "same memory), of nothing else")
+        return found
 
     def copy_(self, source: Any, destination: Tensor) -> None:
         """In-place update (torch's copy_): the tensor input `destination` receives `source`

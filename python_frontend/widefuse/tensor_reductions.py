@@ -59,6 +59,10 @@ def _scope(x: Tensor, reduced: list[int], call: str) -> Optional[list[int]]:
         return None
     if len(wanted) == 1 and builtins.all(e == 1 for e in shape[wanted[0] + 1:]):
         return wanted
+    if not wanted:  # only extent-1 dimensions (torch's norm(dim=-1) of a [4, 1] tensor)
+        for d in reduced:  # rows of length 1, of a dimension followed by static 1s
+            if builtins.all(e == 1 for e in shape[d + 1:]):
+                return [d]
     raise UnsupportedOperationError(f"{call} of a {shape} tensor: widefuse reduces every "
                                     "dimension or the innermost one only")
 

@@ -47,6 +47,10 @@ class Builder(Protocol):
     def laid_out(self, tensor: Tensor, stride_order: Sequence[int]) -> Tensor:
         """`tensor`, whose plain output comes back laid out in `stride_order`."""
 
+    def transposed(self, tensor: Tensor) -> Tensor:
+        """torch's ``tensor.mT``: its last two dimensions swapped, where the definition can
+        read that view as an input of its own; UnsupportedOperationError elsewhere."""
+
 
 class UnsupportedOperationError(Error, AttributeError):
     """An operation widefuse does not trace (a reduction over a middle dimension, an
@@ -322,6 +326,21 @@ class Tensor(Value):
         none (Error, as in torch)."""
         return self._apply("imag", self)
 
+    def unsqueeze(self, dim: int) -> Tensor:
+        """torch's Tensor.unsqueeze: a dimension of extent 1 inserted at `dim` (a
+        broadcast_in_dim)."""
+        rank = self.ndim
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise UnsupportedOperationError("Tensor.unsqueeze(dim): dim must be an int")
+        if not -rank - 1 <= dim <= rank:
+            raise DimensionIndexError(f"Tensor.unsqueeze: Dimension out of range (expected to "
+                                      f"be in range of [{-rank - 1}, {rank}], but got {dim})")
+        dim %= rank + 1
+        shape = [-1] * rank
+        shape.insert(dim, 1)
+        kept = [d for d in range(rank + 1) if d != dim]
+        return self._fd.apply_op("broadcast_in_dim", (self,), shape=shape, broadcast_dims=kept)
+
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
@@ -422,6 +441,13 @@ class Tensor(Value):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name == "mT":
+            # torch's Tensor.mT (the last two dimensions swapped). widefuse has no transpose
+            # op: the definition reads the same memory with the last two strides swapped as
+            # a second input, which widefuse.optim does for a grad in update(); anywhere else
+            # it raises UnsupportedOperationError. Here and not a property, whose
+            # AttributeError (UnsupportedOperationError is one) would land in __getattr__.
+            return self._fd.transposed(self)
         if name in ("item", "tolist"):
             raise UnsupportedOperationError(
                 f"Tensor.{name}() is not supported: a traced value (a reduction's result too) "

@@ -1,7 +1,7 @@
 """Optimizers for PyTorch whose step is one widefuse fusion: drop-in ``Adam`` and ``AdamW``,
 the ``PointwiseOptimizer`` base class for your own, and examples built on it (``SGD``,
-``RMSprop``, ``Adagrad``, ``Lion``, ``LAMB``), and ``clip_grad_norm_``, torch's, whose scaling
-folds into the next step of the widefuse optimizer owning the grads. Needs torch
+``RMSprop``, ``Adagrad``, ``Adafactor``, ``Lion``, ``LAMB``), and ``clip_grad_norm_``,
+torch's, whose scaling folds into the next step of the widefuse optimizer owning the grads. Needs torch
 (``pip install widefuse[torch]``); the rest of widefuse does not."""
 
 try:
@@ -9,6 +9,7 @@ try:
 except ImportError as error:  # pragma: no cover - exercised only without torch
     raise ImportError("widefuse.optim needs torch: pip install 'widefuse[torch]'") from error
 
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .clip import clip_grad_norm_
@@ -18,5 +19,5 @@ from .pointwise_optimizer import PointwiseOptimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Adagrad", "Adam", "AdamW", "LAMB", "Lion", "PointwiseOptimizer", "RMSprop", "SGD",
-           "clip_grad_norm_"]
+__all__ = ["Adafactor", "Adagrad", "Adam", "AdamW", "LAMB", "Lion", "PointwiseOptimizer",
+           "RMSprop", "SGD", "clip_grad_norm_"]

@@ -101,6 +101,12 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         dtypes (master weights, remainders) say so here."""
         return None
 
+    def state_shape_for(self, key: str, param: torch.Tensor) -> Optional[tuple]:
+        """The shape state `key` of `param` must have unless it is 0-d (``step``): the
+        parameter's by default. Optimizers with factored state (Adafactor's ``row_var``) say
+        so here; None accepts any shape."""
+        return tuple(param.shape)
+
     # What __setstate__ gives a group of an older checkpoint that lacks them (a subclass
     # equal to a torch optimizer lists what torch's __setstate__ fills); then the defaults.
     _old_checkpoint_defaults: dict = {}
@@ -414,7 +420,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
             if local(value).device != device:
                 raise Error(f"state '{key}' of {where} is on {local(value).device}; the "
                             f"parameter is on {device}")
-            if value.dim() != 0 and value.shape != param.shape:
+            if value.dim() != 0 and not self._fits(key, value, param):
                 raise Error(f"state '{key}' of {where} has shape {list(value.shape)}")
             copied[key] = value
         try:
@@ -422,6 +428,10 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         except Error as error:
             raise Error(f"{where}: {error}") from None
         return copied
+
+    def _fits(self, key: str, value: torch.Tensor, param: Any) -> bool:
+        shape = self.state_shape_for(key, param)
+        return shape is None or tuple(value.shape) == tuple(shape)
 
     def _saved_state_by_param(self, state_dict: dict) -> dict:
         """The saved state of each parameter (by id), as torch's load_state_dict pairs them."""
@@ -447,7 +457,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                 state = state_dict.get("state", {}).get(index, {})
                 for key, value in state.items():
                     if isinstance(value, torch.Tensor) and value.dim() != 0 and \
-                            value.shape != param.shape:
+                            not self._fits(key, value, param):
                         raise Error(
                             f"load_state_dict: state '{key}' of parameter {i} of param group "
                             f"{g} has shape {list(value.shape)}; the parameter has shape "

@@ -16,7 +16,7 @@ from ..arguments import layout_of
 from ..fusion_definition import FusionDefinition, PreparedExecution
 from ..functions import vector_norm
 from ..torch_tensors import check_tensor
-from ..values import Tensor, specializable
+from ..values import Tensor, handle, specializable
 from .master_weights import opmath, rounded
 
 
@@ -106,7 +106,9 @@ def number(value: Any) -> Any:
 class Source:
     """Where one fusion input comes from at each step."""
 
-    kind: str  # "param", "grad", "state", "scalar", "grad_scale", "found_inf", "clip_coef"
+    # "param", "grad", "grad_mT" (the grad's mT), "state", "scalar", "grad_scale",
+    # "found_inf", "clip_coef"
+    kind: str
     entry: int = -1
     name: str = ""  # state key or hyperparameter name
     group: int = -1
@@ -152,26 +154,37 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
         if len(scaling) > 2 and scaling[2] is not None:
             coefficient = _tensor_input(fd, step, _scale_layout(entries, scaling[2]),
                                         Source("clip_coef"))
+        def unscaled(grad: Tensor) -> Tensor:
+            if coefficient is not None:  # the folded clip, before the step's unscale as in torch
+                grad = scaled_by(grad, coefficient)
+            if grad_scale is not None:
+                grad = grad / grad_scale.to(grad.dtype)
+            return grad
+
         inputs = []
         for k, entry in enumerate(entries):
             param = _tensor_input(fd, step, stepped(entry.param), Source("param", k))
             grad = _tensor_input(fd, step, stepped(entry.grad), Source("grad", k))
             state = {key: _tensor_input(fd, step, stepped(value), Source("state", k, key))
                      for key, value in entry.state.items()}
-            if coefficient is not None:  # the folded clip, before the step's unscale as in torch
-                grad = scaled_by(grad, coefficient)
-            if grad_scale is not None:
-                grad = grad / grad_scale.to(grad.dtype)
-            inputs.append((param, grad, state))
+            inputs.append((param, unscaled(grad), state))
         grads = [grad for _, grad, _ in inputs]
-        total_norm = skip = None
+        total_norm = skip = clip_coefficient = None
         if found_inf is not None:  # a step with an inf or NaN grad changes nothing
             skip = found_inf != 0
         if clip is not None:
-            grads, total_norm = _clipped(grads, clip[0], clip[1])
+            total_norm, clip_coefficient = _clip_coefficient(grads, clip[0], clip[1])
+            grads = [scaled_by(grad, clip_coefficient) for grad in grads]
             if len(clip) > 2 and clip[2]:  # error_if_nonfinite: nothing changes, then it raises
                 nonfinite = total_norm.isfinite().logical_not()
                 skip = nonfinite if skip is None else skip | nonfinite
+
+        def as_given(grad: Tensor) -> Tensor:
+            """What update() receives for the raw grad input `grad`."""
+            grad = unscaled(grad)
+            return grad if clip_coefficient is None else scaled_by(grad, clip_coefficient)
+
+        fd.transposed_inputs = _TransposedGrads(fd, step, entries, grads, as_given)
         for k, (entry, (param, _, state)) in enumerate(zip(entries, inputs)):
             entry_values = [param, *state.values()]
             entries_before = {id(t): Tensor(fd, t._value) for t in entry_values}
@@ -186,15 +199,46 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
         if total_norm is not None:
             step.grad_norm_output = len(step.new_state)
             fd.add_output(total_norm)
+        fd.transposed_inputs = None  # the definition ends here; let go of the entries
     return step
 
 
-def _clipped(grads: list[Tensor], max_norm: float, norm_type: float) -> tuple[list, Tensor]:
-    """The grads scaled as torch.nn.utils.clip_grad_norm_ scales them, and their total norm:
-    one reduction over every grad (the first pass of the step), read by every update."""
+def _clip_coefficient(grads: list[Tensor], max_norm: float,
+                      norm_type: float) -> tuple[Tensor, Tensor]:
+    """The total norm of the grads and the coefficient torch.nn.utils.clip_grad_norm_ scales
+    them by: one reduction over every grad (the first pass of the step), read by every
+    update."""
     total_norm = vector_norm(grads, norm_type)
-    coefficient = torch.clamp(max_norm / (total_norm + 1e-6), max=1.0)
-    return [scaled_by(grad, coefficient) for grad in grads], total_norm
+    return total_norm, torch.clamp(max_norm / (total_norm + 1e-6), max=1.0)
+
+
+class _TransposedGrads:
+    """``grad.mT`` in update(): the grad's memory with its last two strides swapped, a second
+    read-only input of the fusion (Source "grad_mT", rebound with its grad at every step),
+    taken through what update() receives (GradScaler's unscale, the clip) as the grad itself
+    is, so that each of its elements is the given grad's element, bit for bit."""
+
+    def __init__(self, fd: FusionDefinition, step: StepFusion, entries: list[Entry],
+                 given: list[Tensor], as_given: Callable[[Tensor], Tensor]) -> None:
+        self._fd, self._step, self._entries, self._as_given = fd, step, entries, as_given
+        # By the handle update() received (the list keeps the handles, and so their ids).
+        self._given = given
+        self._entry_of = {id(handle(grad)): k for k, grad in enumerate(given)}
+        self._made: dict[int, Tensor] = {}
+
+    def __call__(self, tensor: Tensor) -> Optional[Tensor]:
+        k = self._entry_of.get(id(handle(tensor)))
+        if k is None:
+            return None
+        if tensor.ndim < 2:
+            raise Error(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                        f"{tensor.ndim}-D tensor.")
+        made = self._made.get(k)
+        if made is None:
+            view = stepped(self._entries[k].grad).mT
+            made = self._made[k] = self._as_given(
+                _tensor_input(self._fd, self._step, view, Source("grad_mT", k)))
+        return Tensor(self._fd, handle(made))
 
 
 def scaled_by(grad: Tensor, coefficient: Tensor) -> Tensor:
@@ -304,6 +348,8 @@ def _argument(source: Source, entries: list[Entry], groups: list[dict],
         return stepped(entry.param)
     if source.kind == "grad":
         return stepped(entry.grad)
+    if source.kind == "grad_mT":
+        return stepped(entry.grad).mT
     return stepped(entry.state[source.name])
 
 
@@ -345,6 +391,9 @@ class PreparedStep:
         self.grads = [weakref.ref(entry.grad) for entry in entries]
         self.grad_layouts = [layout(local(entry.grad)) for entry in entries]
         self.grad_inputs = [i for i, s in enumerate(step.sources) if s.kind == "grad"]
+        # The inputs reading a grad's mT, by entry: the same address as the grad's.
+        self.grad_mT_inputs = {s.entry: i for i, s in enumerate(step.sources)
+                               if s.kind == "grad_mT"}
         self.scalar_inputs = [i for i, s in enumerate(step.sources) if s.kind == "scalar"]
         arguments = step_arguments(step, entries, groups, scaling_tensors)
         self.scalars = [arguments[i] for i in self.scalar_inputs]
@@ -386,8 +435,14 @@ class PreparedStep:
         """Rebinds `changed_grads` ((entry, grad) pairs) and GradScaler's tensors (laid out as
         the prepared ones: the caller checked), sets the numbers of `groups`, and runs the
         step. On an error nothing has run; the caller drops this object."""
-        indices = [self.grad_inputs[k] for k, _ in changed_grads]
-        addresses = [local(grad).data_ptr() for _, grad in changed_grads]
+        indices, addresses = [], []
+        for k, grad in changed_grads:
+            address = local(grad).data_ptr()
+            indices.append(self.grad_inputs[k])
+            addresses.append(address)
+            if k in self.grad_mT_inputs:  # its mT: the same memory, the layout checked with it
+                indices.append(self.grad_mT_inputs[k])
+                addresses.append(address)
         for i, tensor in enumerate(scaling_tensors):
             if tensor is not self.scaling_tensors[i]:
                 indices.append(self.scaling_inputs[i])
