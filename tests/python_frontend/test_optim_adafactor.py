@@ -90,15 +90,20 @@ def test_only_one_dimensional_parameters_take_two_launches():
     assert ours.launches_per_step == 2  # ||p|| and ||update||, then the update
 
 
-def test_clipped_step_equals_torch_clip_then_step():
-    """max_grad_norm clips the grads the update reads, its mT too."""
+def test_unscaled_clipped_step_equals_torch_clip_then_step():
+    """GradScaler's grad_scale (as its READY stage hands it over) and max_grad_norm: the
+    update, and its grad.mT, read the unscaled clipped grads. torch's Adafactor refuses
+    in-step scaling: its side gets the unscaled grads (a power of 2: exactly)."""
     shapes = [(4, 3)]
     ours_params, theirs_params = make_params(shapes), make_params(shapes)
     ours = widefuse.optim.Adafactor(ours_params, lr=0.1, max_grad_norm=1.0)
     theirs = torch.optim.Adafactor(theirs_params, lr=0.1, foreach=False)
+    ours.grad_scale = torch.tensor(1024.0)
     for s in range(20):
         set_grads(ours_params, s)
         set_grads(theirs_params, s)
+        for p in ours_params:
+            p.grad.mul_(1024.0)
         ours.step()
         norm = torch.nn.utils.clip_grad_norm_(theirs_params, 1.0)
         theirs.step()
