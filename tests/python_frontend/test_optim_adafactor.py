@@ -71,7 +71,7 @@ def test_100_steps_equal_torch(options):
 def test_weight_decay_maximize_strided_grads_and_extent_one_factors():
     """Weight decay, maximize, d and eps1 given; column-major grads (their mT is the
     contiguous view), [1, C] and [R, 1] weights."""
-    shapes = [(5,), (4, 3), (1, 4), (4, 1)]
+    shapes = [(4, 3), (1, 4), (4, 1)]
     options = dict(lr=0.1, weight_decay=0.1, maximize=True, d=1.5, eps=(1e-20, 1e-3))
     ours_params, theirs_params = make_params(shapes), make_params(shapes)
     ours = widefuse.optim.Adafactor(ours_params, **options)
@@ -91,19 +91,35 @@ def test_only_one_dimensional_parameters_take_two_launches():
 
 
 def test_unscaled_clipped_step_equals_torch_clip_then_step():
-    """GradScaler's grad_scale (as its READY stage hands it over) and max_grad_norm: the
-    update, and its grad.mT, read the unscaled clipped grads. torch's Adafactor refuses
-    in-step scaling: its side gets the unscaled grads (a power of 2: exactly)."""
-    shapes = [(4, 3)]
-    ours_params, theirs_params = make_params(shapes), make_params(shapes)
-    ours = widefuse.optim.Adafactor(ours_params, lr=0.1, max_grad_norm=1.0)
+    """GradScaler's grad_scale (as its READY stage hands it over), max_grad_norm and
+    error_if_nonfinite: the update, and its grad.mT, read the unscaled clipped grads, and a
+    NaN grad raises torch's error with nothing changed (at the first step and later). torch's
+    Adafactor refuses in-step scaling: its side gets the unscaled grads (exactly: a power of
+    2)."""
+    ours_params, theirs_params = make_params([(4, 3)]), make_params([(4, 3)])
+    ours = widefuse.optim.Adafactor(ours_params, lr=0.1, max_grad_norm=1.0,
+                                    error_if_nonfinite=True)
     theirs = torch.optim.Adafactor(theirs_params, lr=0.1, foreach=False)
     ours.grad_scale = torch.tensor(1024.0)
     for s in range(20):
         set_grads(ours_params, s)
         set_grads(theirs_params, s)
-        for p in ours_params:
-            p.grad.mul_(1024.0)
+        ours_params[0].grad.mul_(1024.0)
+        if s in (0, 2):  # before the state exists, and with it
+            ours_params[0].grad[1, 2] = float("nan")
+            theirs_params[0].grad[1, 2] = float("nan")
+            with pytest.raises(RuntimeError) as expected:
+                torch.nn.utils.clip_grad_norm_(theirs_params, 1.0, error_if_nonfinite=True)
+            before = ours_params[0].detach().clone()
+            state = {k: v.clone() for k, v in ours.state.get(ours_params[0], {}).items()}
+            with pytest.raises(RuntimeError) as raised:
+                ours.step()
+            assert str(raised.value) == str(expected.value)
+            assert torch.equal(ours_params[0].detach(), before)
+            after = ours.state.get(ours_params[0], {})
+            assert after.keys() == state.keys()
+            assert all(torch.equal(after[k], v) for k, v in state.items())
+            continue
         ours.step()
         norm = torch.nn.utils.clip_grad_norm_(theirs_params, 1.0)
         theirs.step()
