@@ -110,11 +110,11 @@ class Adafactor(PointwiseOptimizer):
             row_var.lerp_(row_mean, one_minus_beta2_t)
             col_mean = transposed.norm(dim=-1).unsqueeze(-2).square() / grad.shape[-2]
             col_var.lerp_(col_mean, one_minus_beta2_t)
-            # torch's row_var @ col_var: an [R, 1] @ [1, C] product, each element one product.
             # Of the new row_var before it is settled: the same values, one pass earlier.
             row_var_mean = row_var.mean(dim=-2, keepdim=True)
             _settle(row_var)
             _settle(col_var)
+            # torch's row_var @ col_var: an [R, 1] @ [1, C] product, each element one product.
             var_estimate = row_var * col_var
             var_estimate = var_estimate / row_var_mean.clamp(min=eps1)
         else:
