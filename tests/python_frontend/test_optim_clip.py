@@ -284,3 +284,54 @@ def test_a_p_norm_clip_with_sgd_equals_clip_grad_norm_then_sgd():
         assert optimizer.launches_per_step == 2
     for a, b in zip(ours, theirs):
         torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("max_grad_norm", [None, 0.5])
+def test_widefuse_grad_scaler_checks_inside_the_step_as_torchs_recipe(max_grad_norm, monkeypatch):
+    # widefuse.optim.GradScaler: the inf check is the step's first pass (no torch launch, no
+    # host read); the same scale, skips and parameters as torch's scaler with torch's
+    # unscale_, clip_grad_norm_ and Adam.
+    ours = [p.clone() for p in _params(10, 7)]
+    theirs = [p.clone() for p in ours]
+    optimizer = widefuse.optim.Adam(ours, lr=1e-2, max_grad_norm=max_grad_norm)
+    reference = torch.optim.Adam(theirs, lr=1e-2, foreach=False)
+    scaler = widefuse.optim.GradScaler("cpu", init_scale=256.0, growth_interval=2)
+    reference_scaler = torch.amp.GradScaler("cpu", init_scale=256.0, growth_interval=2)
+    torch_checks = []
+    check = torch._amp_foreach_non_finite_check_and_unscale_
+    monkeypatch.setattr(torch, "_amp_foreach_non_finite_check_and_unscale_",
+                        lambda *args: (torch_checks.append(1), check(*args))[1])
+    for step in range(8):
+        scaler.scale(torch.ones(()))
+        reference_scaler.scale(torch.ones(()))
+        _set_grads(ours, theirs, step, scale=scaler.get_scale())
+        if step in (3, 6):  # an overflow, then a NaN: both steps skipped, the scale backs off
+            ours[1 + step % 5].grad[0] = theirs[1 + step % 5].grad[0] = \
+                math.inf if step == 3 else math.nan
+        reference_scaler.unscale_(reference)
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(theirs, max_grad_norm)
+        reference_scaler.step(reference)
+        reference_scaler.update()
+        checks_before = len(torch_checks)
+        scaler.step(optimizer)
+        assert len(torch_checks) == checks_before, "torch's inf check ran for widefuse's step"
+        scaler.update()
+        assert optimizer.launches_per_step <= 2
+        assert scaler.get_scale() == reference_scaler.get_scale(), step
+        for a, b in zip(ours, theirs):
+            torch.testing.assert_close(a, b)
+    assert scaler.get_scale() < 256.0 * 4  # two back-offs happened
+    # torch's recipe with unscale_ first: the scaler then reads torch's flag, as torch's does.
+    scaler.scale(torch.ones(()))
+    reference_scaler.scale(torch.ones(()))
+    _set_grads(ours, theirs, 8, scale=scaler.get_scale())
+    for s, o in ((scaler, optimizer), (reference_scaler, reference)):
+        s.unscale_(o)
+        if o is reference and max_grad_norm is not None:  # ours clips inside its step
+            torch.nn.utils.clip_grad_norm_(theirs, max_grad_norm)
+        s.step(o)
+        s.update()
+    assert scaler.get_scale() == reference_scaler.get_scale()
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b)

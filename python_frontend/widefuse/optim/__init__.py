@@ -1,7 +1,8 @@
 """Optimizers for PyTorch whose step is one widefuse fusion: drop-in ``Adam`` and ``AdamW``,
 the ``PointwiseOptimizer`` base class for your own, and examples built on it (``SGD``,
-``RMSprop``, ``Adagrad``, ``Adafactor``, ``Lion``, ``LAMB``), and ``clip_grad_norm_``,
-torch's, whose scaling folds into the next step of the widefuse optimizer owning the grads. Needs torch
+``RMSprop``, ``Adagrad``, ``Adafactor``, ``Lion``, ``LAMB``), ``clip_grad_norm_``, torch's,
+whose scaling folds into the next step of the widefuse optimizer owning the grads, and
+``GradScaler``, torch's, whose inf check is that step's. Needs torch
 (``pip install widefuse[torch]``); the rest of widefuse does not."""
 
 try:
@@ -13,11 +14,12 @@ from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .clip import clip_grad_norm_
+from .grad_scaler import GradScaler
 from .lamb import LAMB
 from .lion import Lion
 from .pointwise_optimizer import PointwiseOptimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Adafactor", "Adagrad", "Adam", "AdamW", "LAMB", "Lion", "PointwiseOptimizer",
-           "RMSprop", "SGD", "clip_grad_norm_"]
+__all__ = ["Adafactor", "Adagrad", "Adam", "AdamW", "GradScaler", "LAMB", "Lion",
+           "PointwiseOptimizer", "RMSprop", "SGD", "clip_grad_norm_"]

@@ -238,6 +238,11 @@ class PointwiseOptimizer(torch.optim.Optimizer):
     # torch.amp.GradScaler hands its scale and inf flag to step() as attributes.
     _step_supports_amp_scaling = True
 
+    def _found_inf_in_step(self) -> bool:
+        """True when widefuse.optim.GradScaler handed this step a zeroed found_inf for the step
+        to compute (grad_scaler.py), instead of torch's inf check's result to read."""
+        return bool(getattr(self, "found_inf_in_step", False))
+
     # The steady state
     def _launch_prepared(self, scaling: tuple) -> bool:
         """Runs the step with the prepared bindings when only grads (same layout) and numbers
@@ -272,6 +277,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                 k += 1
         scaling_tensors = [t for t in scaling if t is not None]
         if k != count or not prepared.same_scaling(scaling) or \
+                prepared.computes_found_inf != self._found_inf_in_step() or \
                 prepared.group_key != self._group_key(prepared.groups):
             return False
         try:
@@ -324,7 +330,8 @@ class PointwiseOptimizer(torch.optim.Optimizer):
             self.launches_per_step = 0
             return
         present = (scaling[0] is not None, scaling[1] is not None,
-                   None if scaling[2] is None else scaling[2].dtype)
+                   None if scaling[2] is None else scaling[2].dtype,
+                   scaling[1] is not None and self._found_inf_in_step())
         step = self._traced_step(entries, present)
         had_state = {id(entry.param) for entry in entries if entry.param in self.state}
         if step.new_state:

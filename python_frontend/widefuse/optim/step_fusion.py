@@ -126,6 +126,8 @@ class StepFusion:
     new_state: list[tuple[int, str]] = field(default_factory=list)
     # The position of the total gradient norm among the plain outputs (max_grad_norm), or None.
     grad_norm_output: Optional[int] = None
+    # The step computes found_inf from the grads and writes it (widefuse.optim.GradScaler).
+    writes_found_inf: bool = False
 
 
 def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], groups: list[dict],
@@ -170,7 +172,14 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
             inputs.append((param, unscaled(grad), state))
         grads = [grad for _, grad, _ in inputs]
         total_norm = skip = clip_coefficient = None
-        if found_inf is not None:  # a step with an inf or NaN grad changes nothing
+        if found_inf is not None and len(scaling) > 3 and scaling[3]:
+            # widefuse.optim.GradScaler: this step is the inf check, over the unscaled grads
+            # (one global any in pass 1), written to the scaler's found_inf for update().
+            found = fd.ops.any([grad.isfinite().logical_not() for grad in grads])
+            found_inf.copy_(found.to(torch.float32))
+            step.writes_found_inf = True
+            skip = found
+        elif found_inf is not None:  # a step with an inf or NaN grad changes nothing
             skip = found_inf != 0
         if clip is not None:
             total_norm, clip_coefficient = _clip_coefficient(grads, clip[0], clip[1])
@@ -384,6 +393,8 @@ class PreparedStep:
         self.group_key = key  # the groups' part of the trace key
         self.groups = used_groups
         self.scaling_present = tuple(t is not None for t in scaling_tensors)
+        # The step computes found_inf itself (widefuse.optim.GradScaler; a trace key part).
+        self.computes_found_inf = step.writes_found_inf
         self.params = [entry.param for entry in entries]
         self.param_addresses = [local(entry.param).data_ptr() for entry in entries]
         # Weak references: holding last step's grads would keep a whole set of grads alive
