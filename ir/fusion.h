@@ -47,6 +47,13 @@ public:
   /// The fusion's name (an identifier), used in the text form and in kernel names.
   const std::string& name() const { return name_; }
 
+  /// True for a pass of a fusion with reductions (segmenter/passes.h): its 0-d values
+  /// computed from earlier passes' results are one element of work each, which the
+  /// segmenter's auto mode runs in the launch of another class.
+  bool isPass() const { return isPass_; }
+  /// Marks the fusion as a pass (splitPasses does).
+  void markPass() { isPass_ = true; }
+
   /// Adds a tensor input. Throws Error for an invalid or duplicate name or a bad layout.
   Value* addTensorInput(llvm::StringRef name, DataType dtype, llvm::ArrayRef<int64_t> extents,
                         TensorLayout layout = {});
@@ -95,6 +102,7 @@ private:
   void claimName(llvm::StringRef name);
 
   std::string name_;
+  bool isPass_ = false;
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Expr>> exprs_;
   llvm::SmallVector<Value*, 16> inputs_;

@@ -173,6 +173,7 @@ public:
   Pass build() {
     std::vector<bool> needed = assignment_.cone(pass_);
     result_.fusion = std::make_unique<Fusion>(fmt::format("{}_pass{}", fusion_.name(), pass_));
+    result_.fusion->markPass();
     for (size_t i = 0; i < fusion_.inputs().size(); ++i) {
       const Value* input = fusion_.inputs()[i];
       if (!needed[input->id()])

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
+
 namespace widefuse {
 
 llvm::StringRef modeName(SegmentationMode mode) {
@@ -45,14 +47,53 @@ void groupPerComponent(SegmentedFusion& segmented) {
       segmented.groups.size(), segmented.signatureClasses.size()));
 }
 
-void groupBatched(SegmentedFusion& segmented) {
-  for (const SignatureClass& signature : segmented.signatureClasses)
+/// True when every member of the class is a 0-d program (one element of work).
+bool isZeroDimensionalClass(const SegmentedFusion& segmented, const SignatureClass& signature) {
+  return llvm::all_of(signature.members,
+                      [&](unsigned member) { return segmented.components[member].domain.empty(); });
+}
+
+/// One launch per signature class; with `riders`, the classes of 0-d programs join the launch
+/// of the first class with elements instead (as a packed kernel's further bodies).
+void groupBatched(SegmentedFusion& segmented, bool riders) {
+  std::vector<unsigned> riding;
+  std::optional<unsigned> host;
+  for (const SignatureClass& signature : segmented.signatureClasses) {
+    bool zeroD = isZeroDimensionalClass(segmented, signature);
+    if (riders && zeroD) {
+      riding.push_back(signature.id);
+      continue;
+    }
+    if (!zeroD && !host)
+      host = unsigned(segmented.groups.size());
     segmented.groups.push_back({unsigned(segmented.groups.size()),
                                 {signature.id},
                                 {signature.members.begin(), signature.members.end()}});
+  }
+  unsigned joined = 0;
+  for (unsigned id : riding) {
+    const SignatureClass& signature = segmented.signatureClasses[id];
+    if (host && segmented.groups[*host].signatureClasses.size() < kMaxSignaturesPerPack) {
+      LaunchGroup& group = segmented.groups[*host];
+      group.signatureClasses.push_back(id);
+      group.members.insert(group.members.end(), signature.members.begin(), signature.members.end());
+      llvm::sort(group.members);
+      ++joined;
+      continue;
+    }
+    segmented.groups.push_back({unsigned(segmented.groups.size()),
+                                {id},
+                                {signature.members.begin(), signature.members.end()}});
+  }
   segmented.decisions.push_back(fmt::format(
       "batched: one launch per signature class; {} components in {} classes give {} launches",
       segmented.components.size(), segmented.signatureClasses.size(), segmented.groups.size()));
+  if (joined)
+    segmented.decisions.push_back(fmt::format(
+        "auto, in a pass: {} class{} of 0-d programs (values computed from reduction results) "
+        "join{} the launch of class {}: one element of work needs no launch of its own",
+        joined, joined == 1 ? "" : "es", joined == 1 ? "s" : "",
+        segmented.groups[*host].signatureClasses.front()));
 }
 
 void groupPacked(SegmentedFusion& segmented) {
@@ -136,7 +177,7 @@ SegmentedFusion segment(const Fusion& fusion, const SegmentOptions& options) {
     groupPacked(segmented);
     break;
   default:
-    groupBatched(segmented);
+    groupBatched(segmented, options.mode == SegmentationMode::Auto && fusion.isPass());
     break;
   }
   explainSplits(segmented);

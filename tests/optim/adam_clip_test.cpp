@@ -271,27 +271,21 @@ TEST_P(AdamClip, MatchesTheEvaluatorBitwiseAndTheDoubleLoop) {
   RunCounts batched = runAndCompare(config, SegmentationMode::Batched, 3, 1);
   EXPECT_EQ(batched.passes, 2u);
   // The inf norm's output is the reduction's own result, and nothing else is 0-d: one class
-  // per pass. (The 2-norm's sqrt and a computed found_inf are 0-d programs of their own in
-  // batched mode until epilogue values exist: DISABLED_BatchedTwoNormIsTwoLaunches.)
+  // per pass. (The 2-norm's sqrt and a computed found_inf are 0-d programs of their own: a
+  // class, and in batched mode a launch, each.)
   if (normType != 2 && !computeFoundInf) {
     EXPECT_EQ(batched.launches, 2u);
   }
+  // Auto, the default: batched, with a pass's 0-d programs in the launch of its first class.
+  RunCounts automatic = runAndCompare(config, SegmentationMode::Auto, 2, 1);
+  EXPECT_EQ(automatic.passes, 2u);
+  EXPECT_EQ(automatic.launches, 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, AdamClip,
                          ::testing::Combine(::testing::Values(2.0, double(INFINITY)),
                                             ::testing::Bool()),
                          clipCaseName);
-
-// Reproducer of a segmenter limitation (docs/segmenter.md 9.4 and 9.5): the clip's total
-// 2-norm, sqrt(sum(...)), is a 0-d value computed from the pass-1 result; as a plain output it
-// becomes a 0-d program of its own in pass 2, a second signature class, so batched mode
-// launches 3 kernels where the design's table says 2 (an EpilogueWrite in pass 1 would make it
-// 2). A computed found_inf (its copy_) adds another. Enable once epilogue values exist.
-TEST(AdamClipLimitation, DISABLED_BatchedTwoNormIsTwoLaunches) {
-  AdamConfig config = clipConfig(2, true);
-  EXPECT_EQ(runAndCompare(config, SegmentationMode::Batched, 2, -1).launches, 2u);
-}
 
 TEST(AdamClip, FusionShape) {
   AdamConfig config = clipConfig(2, true);
