@@ -7,11 +7,15 @@
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
 
+#include "ir/evaluator.h"
+#include "ir/fusion_definition.h"
 #include "optim/seed_adam.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace widefuse;
@@ -58,5 +62,59 @@ TEST(CudaExecutor, SeedAdamMatchesTheReferenceInEveryMode) {
         ASSERT_LE(std::fabs(a - b), 1e-6f + 1e-5f * std::fabs(b))
             << modeName(mode).str() << " tensor " << t << " element " << i;
       }
+  }
+}
+
+TEST(CudaExecutor, ReductionsOfEveryScopeEqualTheEvaluatorBitForBit) {
+  // The device's reduction kernels (shared-memory trees over rows of threads, chunk partials,
+  // the last contributor's combine; a thread per row for rows scope) give the reduction
+  // tree's bits: with fmad off, squares and sums round as the evaluator's do.
+  if (!CudaDevice::available())
+    GTEST_SKIP() << "no CUDA device";
+  const std::vector<int64_t> sizes = {1023, 0, 1, 4097, 70001};
+  FusionDefinition fd("reductions");
+  std::vector<Val> xs, squares;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    xs.push_back(fd.defineTensor({sizes[i]}, DataType::Float, fmt::format("x{}", i)));
+    squares.push_back(xs.back() * xs.back());
+  }
+  Val wide = fd.defineTensor({300, 1029}, DataType::Float, "wide");
+  Val tall = fd.defineTensor({5000, 3}, DataType::Float, "tall");
+  fd.addOutput(sum(squares));          // global
+  fd.addOutput(max(xs));               // global
+  fd.addOutput(sum(xs[4]));            // tensor
+  fd.addOutput(any(xs[3]));            // tensor
+  fd.addOutput(sum(wide * wide, {1})); // rows
+  fd.addOutput(min(tall, {1}));        // rows
+  auto fusion = fd.finalize();
+  std::mt19937 random(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<HostTensor> tensors;
+  for (const Value* input : fusion->inputs()) {
+    tensors.emplace_back(input->dtype(), input->extents());
+    for (int64_t e = 0; e < tensors.back().numel(); ++e)
+      tensors.back().as<float>()[e] = normal(random);
+  }
+  std::vector<Argument> arguments;
+  for (HostTensor& tensor : tensors)
+    arguments.push_back(tensor.ref());
+  EvaluationResult expected = evaluate(*fusion, arguments);
+  for (SegmentationMode mode : {SegmentationMode::Batched, SegmentationMode::Packed}) {
+    ExecutorOptions options;
+    options.backend = "cuda";
+    options.mode = mode;
+    options.fmad = false;
+    FusionExecutorCache executor(*fusion, options);
+    for (int run = 0; run < 2; ++run) { // the second reuses the workspace and tickets
+      RunResult result = executor.run(arguments);
+      ASSERT_EQ(result.outputs.size(), expected.outputs.size());
+      for (size_t o = 0; o < expected.outputs.size(); ++o) {
+        ASSERT_EQ(result.outputs[o].byteSize(), expected.outputs[o].byteSize());
+        EXPECT_EQ(std::memcmp(result.outputs[o].data(), expected.outputs[o].data(),
+                              expected.outputs[o].byteSize()),
+                  0)
+            << modeName(mode).str() << " output " << o << " run " << run;
+      }
+    }
   }
 }
