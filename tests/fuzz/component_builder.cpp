@@ -1,5 +1,6 @@
 #include "tests/fuzz/component_builder.h"
 
+#include "tests/fuzz/reductions.h"
 #include "tests/fuzz/values.h"
 
 #include "ir/error.h"
@@ -8,6 +9,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <optional>
 
 namespace widefuse::fuzz {
 namespace {
@@ -21,6 +24,11 @@ constexpr OpKind kAllOps[] = {
 /// Extents worth hitting: 1, odd sizes, a power of two, sizes past a vector width.
 constexpr int64_t kExtents[] = {1, 2, 3, 5, 7, 8, 13, 17, 31, 64, 129};
 
+/// After each expression, the chance (percent) of a reduction: about one component in four
+/// reduces something. Each pass compiles kernels of its own, so this also sets how much
+/// longer the CI budget runs (docs/testing.md, "Figures").
+constexpr unsigned kReductionPercent = 5;
+
 using ValuePredicate = std::function<bool(DataType)>;
 
 class ComponentBuilder {
@@ -30,19 +38,24 @@ public:
       : fd_(fd), case_(fuzzCase), plan_(plan), prefix_(std::move(prefix)), stats_(stats),
         structure_(plan.structureSeed), values_(plan.valueSeed),
         complex_(plan.structureSeed ^ 0x636f6d706c6578ull),
-        narrow_(plan.structureSeed ^ 0x6e6172726f77ull), scalars_(sharedScalars) {}
+        narrow_(plan.structureSeed ^ 0x6e6172726f77ull),
+        reduce_(plan.structureSeed ^ 0x726564756365ull), scalars_(sharedScalars) {}
 
-  void build() {
+  ComponentValues build() {
     chooseShape();
     addInputs();
     addNarrowValue();
     unsigned exprs = 2 + unsigned(pick(std::max(plan_.maxExprs, 2u) - 1));
-    for (unsigned i = 0; i < exprs; ++i)
+    for (unsigned i = 0; i < exprs; ++i) {
       for (int attempt = 0; attempt < 4; ++attempt)
         if (addExpression())
           break;
+      if (reduce_() % 100 < kReductionPercent)
+        addReduction();
+    }
     addCopies();
     addOutputs();
+    return values();
   }
 
 private:
@@ -85,8 +98,12 @@ private:
   Operand pickConstant();
   void record(OpKind op, llvm::ArrayRef<Operand> operands, Val result);
   void addNarrowValue();
+  void addReduction();
+  std::optional<ReductionOperand> reductionOperand(OpKind op, ReductionScope scope);
+  void useReduction(ReductionScope scope, Val result);
   void addCopies();
   void addOutputs();
+  ComponentValues values() const;
 
   FusionDefinition& fd_;
   FuzzCase& case_;
@@ -98,9 +115,19 @@ private:
   std::mt19937_64 complex_;
   /// Draws for the lower-rank output (a stream of its own, as complex_).
   std::mt19937_64 narrow_;
+  /// Draws for reductions (a stream of its own too, seeded by the structure: clones reduce
+  /// alike).
+  std::mt19937_64 reduce_;
+  /// Run-time shapes of the lower-rank values (their extents may be symbolic in the IR).
+  std::map<const Value*, llvm::SmallVector<int64_t, 4>> lowRankShapes_;
   /// Lower-rank computed values that become plain outputs: the component then writes two
   /// shapes, and the segmenter splits it (each part recomputing what it shares).
   std::vector<Val> narrowOutputs_;
+  /// The plain outputs drawn, in order: the generator adds them once every component and
+  /// reduction is built (tests/fuzz/reductions.h, meetsZeroDOutputBug).
+  std::vector<Val> outputs_;
+  /// Whether the component's reductions are over rows; unset before the first.
+  std::optional<bool> reducesRows_;
   llvm::SmallVector<int64_t, 4> shape_;
   /// Values by shape: the component's domain, 0-d tensors, scalars.
   std::vector<Val> full_, zeroD_, scalars_;
@@ -133,6 +160,7 @@ void ComponentBuilder::addInputs() {
         runtimeShape.push_back(chance(50) ? 1 : shape_[d]);
       }
     lowRank_.push_back({addTensorInput(runtimeShape, pickDtype()), dims});
+    lowRankShapes_[lowRank_.back().first.value()] = runtimeShape;
   }
   for (size_t i = 0, n = pick(2); i < n; ++i) {
     DataType dtype = pickRealDtype();
@@ -367,6 +395,7 @@ void ComponentBuilder::addNarrowValue() {
         full_.pop_back(); // not of the domain's shape: operands come from lowRank_
 
       lowRank_.push_back({result, dims});
+      lowRankShapes_[result.value()] = lowRankShapes_[source.value()];
       narrowOutputs_.push_back(result);
       // Broadcast to the domain right away: the next expressions most likely read it, so the
       // component writes both shapes from one subgraph.
@@ -380,6 +409,124 @@ void ComponentBuilder::addNarrowValue() {
       ++stats_.rejectedOps;
     }
   }
+}
+
+/// A recent value of a dtype `op` takes, with its run-time shape: mostly a domain value
+/// (a pointwise expression of the component, or an input), else a 0-d (kReduceZeroD) or a
+/// lower-rank one; rows takes domain values of rank >= 2 only. nullopt when there is none.
+std::optional<ReductionOperand> ComponentBuilder::reductionOperand(OpKind op,
+                                                                   ReductionScope scope) {
+  std::vector<ReductionOperand> pool;
+  auto take = [&](const Val& v, llvm::ArrayRef<int64_t> shape) {
+    if (reductionTakes(op, v.dtype()))
+      pool.push_back({v, llvm::SmallVector<int64_t, 4>(shape.begin(), shape.end())});
+  };
+  auto fromFull = [&] {
+    for (const Val& v : full_)
+      take(v, shape_);
+  };
+  auto fromZeroD = [&] {
+    for (const Val& v : zeroD_)
+      if (kReduceZeroD)
+        take(v, {});
+  };
+  size_t choice = reduce_() % 100;
+  if (scope == ReductionScope::Rows) {
+    if (plan_.rank >= 2)
+      fromFull();
+  } else if (choice < 70) {
+    fromFull();
+  } else if (choice < 85) {
+    fromZeroD();
+  } else {
+    for (const auto& [v, dims] : lowRank_)
+      if (kReduceZeroD || v.rank() > 0)
+        take(v, lowRankShapes_[v.value()]);
+  }
+  if (pool.empty() && scope != ReductionScope::Rows) {
+    fromFull();
+    fromZeroD();
+  }
+  if (pool.empty())
+    return std::nullopt;
+  size_t back = std::min(reduce_() % pool.size(), reduce_() % pool.size());
+  return pool[pool.size() - 1 - back];
+}
+
+/// A reduction of a drawn scope (kFuzzedScopes) and op over recent values, then read by a
+/// later op and/or returned (useReduction). Typing refusals are counted, as for other ops.
+void ComponentBuilder::addReduction() {
+  ReductionScope scope = kFuzzedScopes[reduce_() % std::size(kFuzzedScopes)];
+  // Kernels refuse a component reducing over rows and over all elements (kFuzzedScopes): the
+  // component's first reduction decides which of the two it does.
+  if (reducesRows_ == true && scope != ReductionScope::Rows)
+    scope = ReductionScope::Rows;
+  else if (reducesRows_ == false && scope == ReductionScope::Rows)
+    scope = ReductionScope::Tensor;
+  OpKind op = kReductionOps[reduce_() % std::size(kReductionOps)];
+  std::vector<ReductionOperand> operands;
+  for (size_t i = 0, n = scope == ReductionScope::Global ? 2 + reduce_() % 2 : 1; i < n; ++i) {
+    std::optional<ReductionOperand> operand = reductionOperand(op, scope);
+    if (!operand)
+      return;
+    operands.push_back(std::move(*operand));
+  }
+  try {
+    bool substituted = false;
+    Val result = applyReduction(fd_, op, scope, operands, substituted);
+    reducesRows_ = scope == ReductionScope::Rows;
+    OpKind drawn = result.value()->definition()->op();
+    ++stats_.reductions;
+    stats_.emptyMaxMin += substituted;
+    stats_.reductionForms.insert(reductionForm(drawn, scope));
+    record(drawn, {}, result);
+    useReduction(scope, result);
+  } catch (const Error&) {
+    ++stats_.rejectedOps;
+  }
+}
+
+/// A reduction's result read by a pointwise op beside a recent domain value (that op runs in
+/// a later pass), and/or returned as it is. A rows result is a lower-rank value: broadcast
+/// back to the domain for the ops that follow, as addNarrowValue's.
+void ComponentBuilder::useReduction(ReductionScope scope, Val result) {
+  Val read = result;
+  if (scope == ReductionScope::Rows) {
+    full_.pop_back(); // not of the domain's shape
+    llvm::SmallVector<int64_t, 4> dims;
+    for (unsigned d = 0; d + 1 < plan_.rank; ++d)
+      dims.push_back(d);
+    lowRank_.push_back({result, dims});
+    lowRankShapes_[result.value()].assign(shape_.begin(), shape_.end() - 1);
+    OpAttributes attributes;
+    attributes.broadcastShape = shape_;
+    attributes.broadcastDims = dims;
+    read = fd_.apply(OpKind::BroadcastInDim, {Operand(result)}, attributes);
+    record(OpKind::BroadcastInDim, {Operand(result)}, read);
+  }
+  const std::vector<Val>& pool = full_.empty() ? zeroD_ : full_;
+  if (reduce_() % 100 < 70 && !pool.empty()) {
+    Val other = pool[pool.size() - 1 - reduce_() % std::min<size_t>(pool.size(), 3)];
+    if (auto readBy = readReduction(fd_, read, other, reduce_, stats_.rejectedOps)) {
+      record(readBy->first, {Operand(read), Operand(other)}, readBy->second);
+      ++stats_.reductionsRead;
+    }
+  }
+  if (reduce_() % 100 < 40)
+    outputs_.push_back(result);
+}
+
+/// What the generator may reduce across components (the component's most recent domain and
+/// 0-d values), and the outputs drawn.
+ComponentValues ComponentBuilder::values() const {
+  ComponentValues values;
+  for (size_t i = full_.size() > 3 ? full_.size() - 3 : 0; i < full_.size(); ++i)
+    values.reducible.push_back({full_[i], shape_});
+  for (size_t i = zeroD_.size() > 2 ? zeroD_.size() - 2 : 0; i < zeroD_.size() && kReduceZeroD; ++i)
+    values.reducible.push_back({zeroD_[i], {}});
+  values.outputs = outputs_;
+  values.reducesRows = reducesRows_.value_or(false);
+  return values;
 }
 
 /// copy_ into some of the writable inputs, from values other expressions may still read
@@ -407,22 +554,22 @@ void ComponentBuilder::addCopies() {
 void ComponentBuilder::addOutputs() {
   for (size_t i = 0, n = computed_.empty() ? 0 : 1 + pick(3); i < n; ++i) {
     Val output = computed_[computed_.size() - 1 - pick(std::min<size_t>(computed_.size(), 4))];
-    if (llvm::is_contained(fd_.fusion().outputs(), output.value()))
+    if (llvm::any_of(outputs_, [&](const Val& v) { return v.value() == output.value(); }))
       continue;
-    fd_.addOutput(output);
+    outputs_.push_back(output);
   }
   for (const Val& narrow : narrowOutputs_) {
-    fd_.addOutput(narrow);
+    outputs_.push_back(narrow);
     ++stats_.narrowOutputs;
   }
 }
 
 } // namespace
 
-void buildComponent(FusionDefinition& fd, FuzzCase& fuzzCase, const ComponentPlan& plan,
-                    const std::string& prefix, const std::vector<Val>& sharedScalars,
-                    GeneratorStats& stats) {
-  ComponentBuilder(fd, fuzzCase, plan, prefix, sharedScalars, stats).build();
+ComponentValues buildComponent(FusionDefinition& fd, FuzzCase& fuzzCase, const ComponentPlan& plan,
+                               const std::string& prefix, const std::vector<Val>& sharedScalars,
+                               GeneratorStats& stats) {
+  return ComponentBuilder(fd, fuzzCase, plan, prefix, sharedScalars, stats).build();
 }
 
 } // namespace widefuse::fuzz

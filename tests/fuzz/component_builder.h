@@ -3,6 +3,7 @@
 /// random chain of ops from the op table, copy_ updates and plain outputs.
 
 #include "tests/fuzz/fuzz_case.h"
+#include "tests/fuzz/reductions.h"
 
 #include "ir/fusion_definition.h"
 
@@ -24,10 +25,21 @@ struct ComponentPlan {
   int64_t maxElements = 2000;
 };
 
+/// Values of a built component: those a reduction over several components may read, and
+/// its outputs.
+struct ComponentValues {
+  std::vector<ReductionOperand> reducible;
+  /// Plain outputs drawn, for the generator to add once the whole fusion is built.
+  std::vector<Val> outputs;
+  /// Its reductions are over rows: a reduction over all elements of its values would be
+  /// refused (tests/fuzz/reductions.h, kFuzzedScopes).
+  bool reducesRows = false;
+};
+
 /// Adds one component to `fd` and its arguments to `fuzzCase`. `sharedScalars` are runtime
 /// scalar inputs every component may read (read-only scalars do not join components).
-void buildComponent(FusionDefinition& fd, FuzzCase& fuzzCase, const ComponentPlan& plan,
-                    const std::string& prefix, const std::vector<Val>& sharedScalars,
-                    GeneratorStats& stats);
+ComponentValues buildComponent(FusionDefinition& fd, FuzzCase& fuzzCase, const ComponentPlan& plan,
+                               const std::string& prefix, const std::vector<Val>& sharedScalars,
+                               GeneratorStats& stats);
 
 } // namespace widefuse::fuzz

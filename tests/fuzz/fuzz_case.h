@@ -57,6 +57,19 @@ struct GeneratorStats {
   uint64_t nanSignGuards = 0;
   /// Plain outputs of a lower rank than their component's domain (the segmenter splits it).
   uint64_t narrowOutputs = 0;
+  /// Reductions drawn, those read by a pointwise op right away (a later pass), those over
+  /// values of several components, and the max/min drawn as sum because their operands have
+  /// no element at run time (tests/fuzz/reductions.h).
+  uint64_t reductions = 0;
+  uint64_t reductionsRead = 0;
+  uint64_t reductionsAcross = 0;
+  uint64_t emptyMaxMin = 0;
+  /// 0-d outputs left out as meetsZeroDOutputBug says (tests/fuzz/reductions.h).
+  uint64_t zeroDOutputsSteered = 0;
+  /// Cases whose fusion runs as two or more passes (a value reads a reduction's result).
+  uint64_t multiPassCases = 0;
+  /// "sum/tensor", "max/global", ...: the op and scope pairs drawn.
+  std::set<std::string> reductionForms;
   std::set<std::string> opsCovered;
   std::set<std::string> dtypesCovered;
   std::set<std::string> castPairs;
@@ -68,6 +81,13 @@ struct GeneratorStats {
     rejectedCases += other.rejectedCases;
     nanSignGuards += other.nanSignGuards;
     narrowOutputs += other.narrowOutputs;
+    reductions += other.reductions;
+    reductionsRead += other.reductionsRead;
+    reductionsAcross += other.reductionsAcross;
+    emptyMaxMin += other.emptyMaxMin;
+    zeroDOutputsSteered += other.zeroDOutputsSteered;
+    multiPassCases += other.multiPassCases;
+    reductionForms.insert(other.reductionForms.begin(), other.reductionForms.end());
     opsCovered.insert(other.opsCovered.begin(), other.opsCovered.end());
     dtypesCovered.insert(other.dtypesCovered.begin(), other.dtypesCovered.end());
     castPairs.insert(other.castPairs.begin(), other.castPairs.end());

@@ -34,7 +34,7 @@ namespace {
 
 struct Settings {
   uint64_t seed = 20260601;
-  uint64_t cases = 300;
+  uint64_t cases = 200; // the CI budget (tests/fuzz/CMakeLists.txt)
   /// First case index run: a long campaign can be run in shards (cases derive from the seed
   /// and their index alone, so shards [0, k) and [k, n) together are the campaign [0, n)).
   uint64_t from = 0;
@@ -93,6 +93,13 @@ void printFigures(const Settings& settings, const Figures& f, double seconds) {
              g.nanSignGuards);
   fmt::print("  lower-rank outputs beside their component's domain (split by shape): {}\n",
              g.narrowOutputs);
+  fmt::print("  reductions drawn: {} (read by a pointwise op of a later pass: {}; over several "
+             "components: {}; max/min of operands without elements drawn as sum: {}; 0-d "
+             "outputs of written inputs left out: {}); cases run as 2+ passes: {}\n",
+             g.reductions, g.reductionsRead, g.reductionsAcross, g.emptyMaxMin,
+             g.zeroDOutputsSteered, g.multiPassCases);
+  fmt::print("  reduction forms covered ({}): {}\n", g.reductionForms.size(),
+             fmt::join(g.reductionForms, " "));
   fmt::print("  ops covered ({}): {}\n", g.opsCovered.size(), fmt::join(g.opsCovered, " "));
   fmt::print("  dtypes covered ({}): {}\n", g.dtypesCovered.size(),
              fmt::join(g.dtypesCovered, " "));

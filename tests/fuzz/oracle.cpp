@@ -3,6 +3,7 @@
 #include "tests/fuzz/runner.h"
 
 #include "ir/half_float.h"
+#include "ir/reduction.h"
 
 #include <fmt/format.h>
 #include <llvm/ADT/DenseMap.h>
@@ -225,6 +226,60 @@ Bound exprBound(const Expr& expr, llvm::ArrayRef<Bound> in) {
   return r;
 }
 
+/// The bound of a reduction's result (`counts`: an upper bound on each operand's number of
+/// elements). Max and min are exact in their result type P: the largest magnitude and error
+/// of any element converted to P. A sum of n elements carries at most n element errors, and
+/// each level of its tree rounds partial sums whose magnitudes add up to n times the
+/// largest element, in the accumulator type (and in f64 for the oracle); the result is
+/// rounded to P once (docs/ir_reference.md 10.3). Integer and bool results are exact.
+Bound reductionBound(const Expr& expr, llvm::ArrayRef<Bound> in, llvm::ArrayRef<double> counts) {
+  DataType result = expr.result()->dtype();
+  for (const Bound& b : in)
+    if (!b.safe)
+      return Bound{};
+  if (!isFloatingPoint(result)) {
+    for (const Value* operand : expr.operands())
+      if (isFloatingPoint(operand->dtype())) // any/all of floats: a truth value of an error
+        return Bound{};
+    auto [low, high] = integerRange(result == DataType::Bool ? DataType::UInt8 : result);
+    return Bound{true, std::max(std::fabs(double(low)), double(high)), 0};
+  }
+  bool sum = expr.op() == OpKind::Sum;
+  DataType leaf = sum ? reductionAccumulatorType(expr.op(), result) : result;
+  Bound largestLeaf{true, 0, 0};
+  double elements = 0, widest = 1;
+  for (size_t i = 0; i < in.size(); ++i) {
+    Bound b = in[i];
+    roundTo(b, leaf);
+    if (!b.safe)
+      return Bound{};
+    largestLeaf.magnitude = std::max(largestLeaf.magnitude, b.magnitude);
+    largestLeaf.error = std::max(largestLeaf.error, b.error);
+    elements += counts[i];
+    widest = std::max(widest, counts[i]);
+  }
+  if (!sum)
+    return largestLeaf;
+  double levels = std::ceil(std::log2(widest)) + std::ceil(std::log2(double(in.size()))) + 1;
+  Bound r{true, elements * largestLeaf.magnitude, 0};
+  r.error = elements * largestLeaf.error +
+            levels * (roundoff(leaf) + roundoff(DataType::Double)) * r.magnitude +
+            elements * denormal(leaf);
+  if (!std::isfinite(r.magnitude) || !std::isfinite(r.error) || r.magnitude * 1.01 >= largest(leaf))
+    return Bound{};
+  roundTo(r, result);
+  return r;
+}
+
+/// An upper bound on the elements of `value` at run time: its static extents, and for a
+/// symbolic one the largest extent of any input argument.
+double elementsBound(const Value& value, double largestExtent) {
+  double count = 1;
+  for (int64_t extent : value.extents())
+    count *= extent == kSymbolicExtent ? largestExtent : double(extent);
+  return count;
+}
+
 /// Compares a declared-precision tensor with its float64 oracle within `bound`.
 std::optional<std::string> compare(const HostTensor& declared, const HostTensor& oracle,
                                    const Bound& bound, const std::string& what) {
@@ -260,12 +315,20 @@ std::optional<std::string> checkOracle(const FuzzCase& fuzzCase, const Evaluatio
   for (size_t id = 0; id < fusion.numValues(); ++id)
     if (!fusion.value(unsigned(id))->definition())
       bounds[fusion.value(unsigned(id))] = leafBound(*fusion.value(unsigned(id)), fuzzCase);
+  double largestExtent = 1;
+  for (const auto& [name, data] : fuzzCase.inputs)
+    for (int64_t extent : data.shape)
+      largestExtent = std::max(largestExtent, double(extent));
   for (size_t id = 0; id < fusion.numExprs(); ++id) {
     const Expr& expr = *fusion.expr(unsigned(id));
     llvm::SmallVector<Bound, 3> in;
-    for (const Value* operand : expr.operands())
+    llvm::SmallVector<double, 3> counts;
+    for (const Value* operand : expr.operands()) {
       in.push_back(bounds.lookup(operand));
-    bounds[expr.result()] = exprBound(expr, in);
+      counts.push_back(elementsBound(*operand, largestExtent));
+    }
+    bounds[expr.result()] =
+        isReduction(expr.op()) ? reductionBound(expr, in, counts) : exprBound(expr, in);
   }
   std::vector<std::vector<std::byte>> storage;
   std::vector<Argument> arguments = bindArguments(fusion, fuzzCase.inputs, storage);

@@ -6,7 +6,8 @@
 ///
 /// The bound is a forward error analysis over a safe subset of ops (add, sub, mul, fma, neg,
 /// abs, maximum, minimum, clamp, where on exact conditions, set, broadcast_in_dim, casts
-/// into floating types or between integer types); values that leave the subset, could
+/// into floating types or between integer types, and the reductions sum, max and min, whose
+/// bounds take an upper bound on their element counts); values that leave the subset, could
 /// overflow, or whose oracle value is not finite are not compared. Conservative by design:
 /// it must never flake.
 

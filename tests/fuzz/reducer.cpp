@@ -1,5 +1,7 @@
 #include "tests/fuzz/reducer.h"
 
+#include "tests/fuzz/reductions.h"
+
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -67,6 +69,22 @@ Pieces cut(const Fusion& fusion) {
   return pieces;
 }
 
+/// A reduction line `t = sum(a, b, c)` cut at its operands: `t = sum(` and {a, b, c}. False
+/// for any other line, and for rows (`sum(x, [1])`), whose list is no operand.
+bool cutReduction(const std::string& line, std::string& head, std::vector<std::string>& operands) {
+  llvm::StringRef text(line);
+  size_t equals = text.find(" = ");
+  size_t open = text.find('(');
+  if (equals == llvm::StringRef::npos || open == llvm::StringRef::npos || !text.endswith(")"))
+    return false;
+  llvm::StringRef op = text.slice(equals + 3, open);
+  if (!llvm::any_of(kReductionOps, [&](OpKind kind) { return opName(kind) == op; }))
+    return false;
+  head = text.take_front(open + 1).str();
+  operands = splitTopLevel(text.slice(open + 1, text.size() - 1));
+  return llvm::none_of(operands, [](const std::string& o) { return o.front() == '['; });
+}
+
 class Reducer {
 public:
   Reducer(const FuzzCase& failing, const RunOutcome& failure, RunnerOptions options)
@@ -84,6 +102,9 @@ public:
     } catch (const Error&) {
       return false;
     }
+    // A candidate the generator would not draw, as it would crash this process.
+    if (hasKnownReductionBug(*reduced.fusion))
+      return false;
     reduced.inputs = inputs_;
     RunOutcome outcome = runCase(reduced, options_);
     if (outcome.kind != RunOutcome::Kind::Mismatch || outcome.signature != signature_)
@@ -114,11 +135,35 @@ public:
     return changed;
   }
 
+  /// Drops operands of reductions over several (global scope) one at a time while the
+  /// failure stays: `sum(a, b)` becomes `sum(a)`, still a valid reduction (tensor scope).
+  bool removeReductionOperands(Pieces& pieces) {
+    bool changed = false;
+    for (size_t i = 0; i < pieces.lines.size(); ++i) {
+      std::string head;
+      std::vector<std::string> operands;
+      for (size_t drop = 0; cutReduction(pieces.lines[i], head, operands) && operands.size() >= 2 &&
+                            drop < operands.size();) {
+        Pieces candidate = pieces;
+        operands.erase(operands.begin() + drop);
+        candidate.lines[i] = fmt::format("{}{})", head, fmt::join(operands, ", "));
+        if (tryCandidate(candidate)) {
+          pieces = std::move(candidate);
+          changed = true;
+        } else {
+          ++drop;
+        }
+      }
+    }
+    return changed;
+  }
+
   Reduction run(Pieces pieces) {
     bool changed = true;
     while (changed) {
       changed = removeChunks(pieces, &Pieces::returns);
       changed |= removeChunks(pieces, &Pieces::lines);
+      changed |= removeReductionOperands(pieces);
       changed |= removeChunks(pieces, &Pieces::params);
     }
     return best_;

@@ -1,6 +1,6 @@
 #pragma once
-/// Automatic reduction of a failing case: drops expressions, copy_ lines, outputs and inputs
-/// of its text form while the same failure persists.
+/// Automatic reduction of a failing case: drops expressions, copy_ lines, outputs, inputs and
+/// the operands of global reductions of its text form while the same failure persists.
 
 #include "tests/fuzz/runner.h"
 
@@ -17,8 +17,10 @@ struct Reduction {
 };
 
 /// Reduces `failing` (which fails with `failure` under `options`). Candidates are the text
-/// form with lines, return values or parameters removed; one that does not parse is skipped,
-/// one that still fails with the same signature is kept. Arguments are found by input name.
+/// form with lines, return values, parameters or operands of a reduction over several
+/// removed (a reduction keeps one operand at least, so it stays valid); one that does not parse is
+/// skipped, one that still fails with the same signature is kept. Arguments are found by input
+/// name.
 Reduction reduceCase(const FuzzCase& failing, const RunOutcome& failure,
                      const RunnerOptions& options);
 

@@ -7,6 +7,8 @@
 #include "ir/error.h"
 #include "ir/evaluator.h"
 #include "ir/half_float.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
 
 #include <fmt/format.h>
 
@@ -105,6 +107,23 @@ RunOutcome runConfig(const FuzzCase& fuzzCase, const RunConfig& config,
   return RunOutcome{};
 }
 
+/// The text form must give the fusion back: the reducer and the regression files
+/// (tests/fuzz/replay.h) read it, reductions included (`sum(x)`, `sum(a, b)`, `sum(x, [1])`).
+/// Empty when printing the parsed text gives the same text again.
+std::string textFormProblem(const Fusion& fusion) {
+  std::string text = printFusion(fusion);
+  std::string again;
+  try {
+    again = printFusion(*parseFusion(text, "printed"));
+  } catch (const Error& e) {
+    return fmt::format("the text form does not parse: {}\n{}", e.what(), text);
+  }
+  if (again == text)
+    return {};
+  return fmt::format("the text form prints otherwise once parsed:\n{}parsed and printed:\n{}", text,
+                     again);
+}
+
 } // namespace
 
 std::string RunConfig::name() const {
@@ -152,6 +171,8 @@ std::vector<Argument> bindArguments(const Fusion& fusion,
 
 RunOutcome runCase(const FuzzCase& fuzzCase, const RunnerOptions& options) {
   const Fusion& fusion = *fuzzCase.fusion;
+  if (std::string problem = textFormProblem(fusion); !problem.empty())
+    return {RunOutcome::Kind::Mismatch, problem, "text form"};
   std::vector<std::vector<std::byte>> expectedInputs;
   std::vector<Argument> arguments = bindArguments(fusion, fuzzCase.inputs, expectedInputs);
   EvaluationResult expected;

@@ -51,8 +51,9 @@ struct RunnerOptions {
   bool oracle = true;
 };
 
-/// Runs `fuzzCase` everywhere and compares; never throws for a widefuse error of a backend
-/// (that is a mismatch), only for a broken case.
+/// Checks that the case's text form parses back to the same text (a mismatch "text form"
+/// otherwise), then runs it everywhere and compares; never throws for a widefuse error of a
+/// backend (that is a mismatch), only for a broken case.
 RunOutcome runCase(const FuzzCase& fuzzCase, const RunnerOptions& options);
 
 /// The arguments of `fusion`'s inputs from `inputs` (by name), on fresh copies of their

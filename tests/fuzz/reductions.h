@@ -1,0 +1,81 @@
+#pragma once
+/// What the fuzzer draws of reductions (docs/ir_reference.md section 10): the ops, the scopes,
+/// and the rules that keep a drawn reduction valid and its value defined.
+
+#include "ir/fusion_definition.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/SmallVector.h>
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+
+namespace widefuse::fuzz {
+
+/// The reduction ops, every one drawn.
+inline constexpr OpKind kReductionOps[] = {OpKind::Sum, OpKind::Max, OpKind::Min, OpKind::Any,
+                                           OpKind::All};
+
+/// The scopes the generator draws: the one place to add or drop a scope. All three run on
+/// the host backend (rows since 731a753; before it, the scheduler refused rows with "'t5' is
+/// a sum over rows, which only the reference backend runs so far (backend='reference')").
+/// Kernels still refuse a component reducing values both over rows and over all their
+/// elements ("'t' is reduced both over rows and over all its elements; a kernel reduces a
+/// value one way"): such a case counts as refused.
+inline constexpr ReductionScope kFuzzedScopes[] = {ReductionScope::Tensor, ReductionScope::Global,
+                                                   ReductionScope::Rows};
+
+/// Whether reductions read 0-d operands. Not yet: kernels refuse them ("'t' reduces the 0-d
+/// value 'x'; kernels reduce tensors of rank >= 1 only so far", segmenter/components.cpp;
+/// regressions/zero_d_reduction_refused.wf), so a case drawing one would only count as
+/// refused. Operands are then domain values and lower-rank values of rank >= 1; once kernels
+/// take 0-d ones, set this.
+inline constexpr bool kReduceZeroD = false;
+
+/// One operand of a reduction being drawn, with its run-time shape (which the IR's extents
+/// do not give where they are symbolic).
+struct ReductionOperand {
+  Val value;
+  llvm::SmallVector<int64_t, 4> shape;
+};
+
+/// True when `op` takes operands of `dtype` (ir/reduction.cpp: sum, max and min refuse
+/// complex ones; any and all take every dtype).
+bool reductionTakes(OpKind op, DataType dtype);
+
+/// Applies `op` with `scope` to `operands` (one for the tensor and rows scopes, rows reducing
+/// the innermost dimension; two or more for global). Max and min over operands without an
+/// element at run time have no value, and the reference would refuse the whole case before
+/// writing anything (both backends fail alike, so nothing would be compared): there the
+/// generator draws `sum` instead, which has the same dtype rules. Throws Error where the
+/// typing rules refuse the operands. `substituted` is set when max/min became sum.
+Val applyReduction(FusionDefinition& fd, OpKind op, ReductionScope scope,
+                   llvm::ArrayRef<ReductionOperand> operands, bool& substituted);
+
+/// A pointwise op of the table with two operands, reading `result` (a reduction's) beside
+/// `other` in a random order: a value of a later pass. Copysign is left out, as it would
+/// read the sign of a NaN the reduction produced (unspecified: docs/ir_reference.md
+/// section 5). The op and the value, or nullopt when the typing rules refused every op
+/// tried (each refusal counted in `rejected`).
+std::optional<std::pair<OpKind, Val>> readReduction(FusionDefinition& fd, const Val& result,
+                                                    const Val& other, std::mt19937_64& random,
+                                                    uint64_t& rejected);
+
+/// True when returning `value` would meet an open bug: a 0-d value computed from a 0-d
+/// input that a copy_ writes, in a fusion with reductions, is left unwritten by the host
+/// backend in per-component mode (regressions/zero_d_output_of_a_written_input.wf). The
+/// generator leaves such outputs out (counted). Remove once fixed.
+bool meetsZeroDOutputBug(const Fusion& fusion, const Value* value);
+
+/// True when `fusion` has what the generator steers around: a reduction of a 0-d operand
+/// (while kReduceZeroD is off), or an output meetsZeroDOutputBug names. The reducer skips
+/// such candidates, which would take a reduction to another bug than the one it reduces.
+bool hasKnownReductionBug(const Fusion& fusion);
+
+/// "sum/global": the op and scope of a drawn reduction, for the campaign's coverage figures.
+std::string reductionForm(OpKind op, ReductionScope scope);
+
+} // namespace widefuse::fuzz
