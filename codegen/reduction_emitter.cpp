@@ -178,6 +178,8 @@ void BodyEmitter::hostReductionRows(bool emulated) {
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("entry.{}_partials[chunk] = {};", slot.name, identity(slot));
   out_.close();
+  // The elements function writes them on the device; these rows replace it on the host.
+  zeroDimensionalOutputs("begin == 0");
   if (emulated)
     out_.close();
 }

@@ -456,3 +456,18 @@ TEST(HostReductions, AReductionOfZeroDValuesIsRefusedNamingIt) {
   std::vector<Argument> arguments{value.ref()};
   EXPECT_CONTAINS(errorOf([&] { executor.run(arguments); }), "reduces the 0-d value 'x'");
 }
+
+TEST(HostReductions, AZeroDOutputBesideAReductionIsWritten) {
+  // `t` is a 0-d output of the component that computes the sum's operand: the host's
+  // reduction rows, which stand in for the elements function, write it too.
+  FusionDefinition fd("zero_d_beside");
+  Val a = fd.defineTensor({}, DataType::Float, "a");
+  Val x = fd.defineTensor({3000}, DataType::Float, "x");
+  Val t = abs(a);
+  fd.addOutput(sum(t + x));
+  fd.copy_(t, a);
+  fd.addOutput(t);
+  auto fusion = fd.finalize();
+  for (const HostOptions& host : hostVariants())
+    expectHostEqualsEvaluator(*fusion, host, 2);
+}
