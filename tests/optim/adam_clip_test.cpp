@@ -14,6 +14,7 @@
 #include "ir/op_kind.h"
 #include "runtime/fusion_executor.h"
 #include "segmenter/passes.h"
+#include "tests/optim/mixed_precision_support.h"
 
 #include <gtest/gtest.h>
 
@@ -25,6 +26,7 @@
 
 using namespace widefuse;
 using namespace widefuse::optim;
+using widefuse::optim::testing::positionsOf;
 
 namespace {
 
@@ -60,14 +62,6 @@ struct State {
     return list;
   }
 };
-
-std::vector<size_t> positionsOf(const AdamFusion& adam, AdamRole role) {
-  std::vector<size_t> positions;
-  for (size_t k = 0; k < adam.inputs.size(); ++k)
-    if (adam.inputs[k].role == role)
-      positions.push_back(k);
-  return positions;
-}
 
 int64_t bitDifferences(const HostTensor& a, const HostTensor& b) {
   size_t size = byteSize(a.dtype());

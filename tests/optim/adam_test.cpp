@@ -11,6 +11,7 @@
 #include "ir/evaluator.h"
 #include "ir/half_float.h"
 #include "runtime/fusion_executor.h"
+#include "tests/optim/mixed_precision_support.h"
 
 #include <gtest/gtest.h>
 #include <llvm/ADT/STLExtras.h>
@@ -23,6 +24,7 @@
 
 using namespace widefuse;
 using namespace widefuse::optim;
+using widefuse::optim::testing::positionsOf;
 
 namespace {
 
@@ -96,15 +98,6 @@ struct AdamState {
     return list;
   }
 };
-
-/// The position of each parameter's inputs of a role, by global index.
-std::vector<size_t> positionsOf(const AdamFusion& adam, AdamRole role) {
-  std::vector<size_t> positions;
-  for (size_t k = 0; k < adam.inputs.size(); ++k)
-    if (adam.inputs[k].role == role)
-      positions.push_back(k);
-  return positions;
-}
 
 std::optional<size_t> positionOf(const AdamFusion& adam, AdamRole role) {
   std::vector<size_t> positions = positionsOf(adam, role);
