@@ -124,7 +124,7 @@ private:
   /// shapes, and the segmenter splits it (each part recomputing what it shares).
   std::vector<Val> narrowOutputs_;
   /// The plain outputs drawn, in order: the generator adds them once every component and
-  /// reduction is built (tests/fuzz/reductions.h, meetsZeroDOutputBug).
+  /// reduction is built, so that a reduction may still read them.
   std::vector<Val> outputs_;
   /// Whether the component's reductions are over rows; unset before the first.
   std::optional<bool> reducesRows_;

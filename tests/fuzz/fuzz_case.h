@@ -64,8 +64,6 @@ struct GeneratorStats {
   uint64_t reductionsRead = 0;
   uint64_t reductionsAcross = 0;
   uint64_t emptyMaxMin = 0;
-  /// 0-d outputs left out as meetsZeroDOutputBug says (tests/fuzz/reductions.h).
-  uint64_t zeroDOutputsSteered = 0;
   /// Cases whose fusion runs as two or more passes (a value reads a reduction's result).
   uint64_t multiPassCases = 0;
   /// "sum/tensor", "max/global", ...: the op and scope pairs drawn.
@@ -85,7 +83,6 @@ struct GeneratorStats {
     reductionsRead += other.reductionsRead;
     reductionsAcross += other.reductionsAcross;
     emptyMaxMin += other.emptyMaxMin;
-    zeroDOutputsSteered += other.zeroDOutputsSteered;
     multiPassCases += other.multiPassCases;
     reductionForms.insert(other.reductionForms.begin(), other.reductionForms.end());
     opsCovered.insert(other.opsCovered.begin(), other.opsCovered.end());

@@ -94,10 +94,9 @@ void printFigures(const Settings& settings, const Figures& f, double seconds) {
   fmt::print("  lower-rank outputs beside their component's domain (split by shape): {}\n",
              g.narrowOutputs);
   fmt::print("  reductions drawn: {} (read by a pointwise op of a later pass: {}; over several "
-             "components: {}; max/min of operands without elements drawn as sum: {}; 0-d "
-             "outputs of written inputs left out: {}); cases run as 2+ passes: {}\n",
-             g.reductions, g.reductionsRead, g.reductionsAcross, g.emptyMaxMin,
-             g.zeroDOutputsSteered, g.multiPassCases);
+             "components: {}; max/min of operands without elements drawn as sum: {}); cases "
+             "run as 2+ passes: {}\n",
+             g.reductions, g.reductionsRead, g.reductionsAcross, g.emptyMaxMin, g.multiPassCases);
   fmt::print("  reduction forms covered ({}): {}\n", g.reductionForms.size(),
              fmt::join(g.reductionForms, " "));
   fmt::print("  ops covered ({}): {}\n", g.opsCovered.size(), fmt::join(g.opsCovered, " "));

@@ -75,38 +75,13 @@ std::optional<std::pair<OpKind, Val>> readReduction(FusionDefinition& fd, const 
   return std::nullopt;
 }
 
-bool meetsZeroDOutputBug(const Fusion& fusion, const Value* value) {
-  if (!value->isTensor() || value->rank() != 0 || !value->definition() ||
-      isReduction(value->definition()->op()) || !hasReductions(fusion))
-    return false;
-  llvm::DenseSet<const Value*> written;
-  for (const Alias& alias : fusion.aliases())
-    if (alias.destination->rank() == 0)
-      written.insert(alias.destination);
-  llvm::DenseSet<const Value*> seen;
-  std::vector<const Value*> work = {value};
-  while (!work.empty()) {
-    const Value* v = work.back();
-    work.pop_back();
-    if (!seen.insert(v).second)
-      continue;
-    if (written.count(v))
-      return true;
-    if (v->definition())
-      work.insert(work.end(), v->definition()->operands().begin(),
-                  v->definition()->operands().end());
-  }
-  return false;
-}
-
 bool hasKnownReductionBug(const Fusion& fusion) {
   for (const Expr* expr : fusion.exprList())
     if (isReduction(expr->op()) && !kReduceZeroD)
       for (const Value* operand : expr->operands())
         if (operand->rank() == 0)
           return true;
-  return llvm::any_of(fusion.outputs(),
-                      [&](const Value* output) { return meetsZeroDOutputBug(fusion, output); });
+  return false;
 }
 
 std::string reductionForm(OpKind op, ReductionScope scope) {

@@ -64,15 +64,9 @@ std::optional<std::pair<OpKind, Val>> readReduction(FusionDefinition& fd, const 
                                                     const Val& other, std::mt19937_64& random,
                                                     uint64_t& rejected);
 
-/// True when returning `value` would meet an open bug: a 0-d value computed from a 0-d
-/// input that a copy_ writes, in a fusion with reductions, is left unwritten by the host
-/// backend in per-component mode (regressions/zero_d_output_of_a_written_input.wf). The
-/// generator leaves such outputs out (counted). Remove once fixed.
-bool meetsZeroDOutputBug(const Fusion& fusion, const Value* value);
-
 /// True when `fusion` has what the generator steers around: a reduction of a 0-d operand
-/// (while kReduceZeroD is off), or an output meetsZeroDOutputBug names. The reducer skips
-/// such candidates, which would take a reduction to another bug than the one it reduces.
+/// (while kReduceZeroD is off). The reducer skips such candidates, which would take a
+/// reduction to another failure than the one it reduces.
 bool hasKnownReductionBug(const Fusion& fusion);
 
 /// "sum/global": the op and scope of a drawn reduction, for the campaign's coverage figures.
