@@ -207,8 +207,8 @@ TEST(HostReductions, EveryOpOverRowsOfEveryDtype) {
   const std::vector<std::vector<int64_t>> shapes = {{3, 1023},   {1500, 3},   {4, 0},   {0, 5},
                                                     {2, 3, 257}, {7, 300, 1}, {9, 1, 1}};
   const std::vector<int64_t> dims = {1, 1, 1, 1, 2, 1, 0};
-  for (DataType dtype :
-       {DataType::Float, DataType::BFloat16, DataType::Double, DataType::Int32, DataType::Bool}) {
+  for (DataType dtype : {DataType::Float, DataType::BFloat16, DataType::Double, DataType::Int32,
+                         DataType::Bool, DataType::Half}) {
     SCOPED_TRACE(shortName(dtype).str());
     FusionDefinition fd("rows");
     for (size_t i = 0; i < shapes.size(); ++i) {
