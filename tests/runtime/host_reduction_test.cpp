@@ -17,7 +17,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
+#include <tuple>
 
 using namespace widefuse;
 using namespace widefuse::testing;
@@ -470,4 +472,54 @@ TEST(HostReductions, AZeroDOutputBesideAReductionIsWritten) {
   auto fusion = fd.finalize();
   for (const HostOptions& host : hostVariants())
     expectHostEqualsEvaluator(*fusion, host, 2);
+}
+
+TEST(HostReductions, EveryDtypeEachOpAllowsInEveryScope) {
+  // Every data type, each op and scope the IR takes for it (the builder refuses the rest):
+  // random values with every special (NaN, infinities, signed zeros, denormals) give the
+  // evaluator's bits on the fast path and verifying in a shuffled order on 3 threads.
+  HostOptions verify;
+  verify.execution = HostExecution::Verify;
+  verify.blockOrder = {BlockOrder::Kind::Shuffle, 13};
+  verify.threads = 3;
+  int built = 0;
+  for (DataType dtype : kAllDataTypes) {
+    SCOPED_TRACE(shortName(dtype).str());
+    FusionDefinition fd("every_dtype");
+    Val a = fd.defineTensor({1029}, dtype, "a");
+    Val b = fd.defineTensor({5, 7}, dtype, "b");
+    Val c = fd.defineTensor({6, 301}, dtype, "c"); // rows only: a value is reduced one way
+    int outputs = 0;
+    using Tensor = Val (*)(const Val&);
+    using Global = Val (*)(llvm::ArrayRef<Val>);
+    using Rows = Val (*)(const Val&, llvm::ArrayRef<int64_t>);
+    const std::tuple<Tensor, Global, Rows> ops[] = {
+        {&widefuse::sum, &widefuse::sum, &widefuse::sum},
+        {&widefuse::max, &widefuse::max, &widefuse::max},
+        {&widefuse::min, &widefuse::min, &widefuse::min},
+        {&widefuse::any, &widefuse::any, &widefuse::any},
+        {&widefuse::all, &widefuse::all, &widefuse::all}};
+    for (auto [tensor, global, rows] : ops) {
+      const std::function<Val()> scopes[] = {[&] { return tensor(a); },
+                                             [&] {
+                                               return global({a, b});
+                                             },
+                                             [&] { return rows(c, {1}); }};
+      for (const auto& reduce : scopes) {
+        try {
+          fd.addOutput(reduce());
+          ++outputs;
+        } catch (const Error&) {
+          // a dtype the op refuses (complex max, say): the IR names it; nothing to run
+        }
+      }
+    }
+    if (outputs == 0)
+      continue;
+    built += outputs;
+    auto fusion = fd.finalize();
+    for (const HostOptions& host : {HostOptions{}, verify})
+      expectHostEqualsEvaluator(*fusion, host, 1, /*specials=*/true);
+  }
+  EXPECT_GT(built, 100); // most of the 17 x 15 pairs are allowed
 }
