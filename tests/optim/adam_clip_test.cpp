@@ -26,6 +26,7 @@
 
 using namespace widefuse;
 using namespace widefuse::optim;
+using widefuse::optim::testing::bitDifferences;
 using widefuse::optim::testing::positionsOf;
 
 namespace {
@@ -62,15 +63,6 @@ struct State {
     return list;
   }
 };
-
-int64_t bitDifferences(const HostTensor& a, const HostTensor& b) {
-  size_t size = byteSize(a.dtype());
-  int64_t differences = 0;
-  for (int64_t i = 0; i < a.numel(); ++i)
-    differences += std::memcmp(static_cast<const char*>(a.data()) + i * size,
-                               static_cast<const char*>(b.data()) + i * size, size) != 0;
-  return differences;
-}
 
 /// torch's clip_grad_norm_ followed by AdamW for one step, in double, for every parameter:
 /// the unscaled grads' total norm, the coefficient min(maxNorm / (total + 1e-6), 1), then
