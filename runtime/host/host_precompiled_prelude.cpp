@@ -74,37 +74,58 @@ void HostPrecompiledPrelude::discard(const std::string& header, bool removeFile)
     fs::remove(header + ".gch", ignored);
 }
 
+HostPrecompiledPrelude::~HostPrecompiledPrelude() {
+  std::vector<std::thread> builds;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    builds.swap(builds_);
+  }
+  for (std::thread& thread : builds)
+    thread.join();
+}
+
 bool HostPrecompiledPrelude::ensureBuilt(const std::string& header, llvm::StringRef compilerCommand,
                                          llvm::StringRef flags) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (auto known = states_.find(header); known != states_.end())
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (auto known = states_.find(header); known != states_.end()) {
+    built_.wait(lock, [&] { return known->second != State::Building; });
     return known->second == State::Ready;
+  }
   std::string gch = header + ".gch";
   std::error_code error;
-  bool ready = fs::exists(gch, error) && fs::exists(header, error);
-  if (!ready && writeCacheFileAtomically(header, headerText()).empty()) {
-    // Built into a file no other process or thread uses, then renamed into place, so that a
-    // compile elsewhere sees the whole .gch or none.
-    int fd = -1;
-    llvm::SmallString<256> scratch;
-    if (!llvm::sys::fs::createUniqueFile(gch + ".tmp-%%%%%%%%", fd, scratch)) {
-      ::close(fd);
-      std::string command =
-          fmt::format("{} {} -x c++-header -o '{}' '{}' >/dev/null 2>&1", compilerCommand.str(),
-                      flags.str(), std::string(scratch), header);
-      int status = std::system(command.c_str());
-      ready = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (ready) {
-        fs::rename(std::string(scratch), gch, error);
-        ready = !error;
-      }
-      fs::remove(std::string(scratch), error);
-    }
+  if (fs::exists(gch, error) && fs::exists(header, error)) {
+    states_[header] = State::Ready;
+    return true;
   }
   // A header that cannot be built (a full disk, a compiler without precompiled headers) only
   // costs the speed-up: kernels compile from the plain text, without a word.
+  states_[header] = State::Unavailable;
+  if (!writeCacheFileAtomically(header, headerText()).empty())
+    return false;
+  // Built into a file no other process or thread uses, then renamed into place, so that a
+  // compile elsewhere sees the whole .gch or none. The shell renames it (or removes it), so
+  // that a process which ends while its header builds still leaves a whole header behind and
+  // no scratch file.
+  int fd = -1;
+  llvm::SmallString<256> scratch;
+  if (llvm::sys::fs::createUniqueFile(gch + ".tmp-%%%%%%%%", fd, scratch))
+    return false;
+  ::close(fd);
+  std::string command =
+      fmt::format("{0} {1} -x c++-header -o '{2}' '{3}' >/dev/null 2>&1 && mv -f '{2}' '{4}' || "
+                  "{{ rm -f '{2}'; exit 1; }}",
+                  compilerCommand.str(), flags.str(), std::string(scratch), header, gch);
+  states_[header] = State::Building;
+  builds_.emplace_back(&HostPrecompiledPrelude::build, this, header, std::move(command));
+  return false;
+}
+
+void HostPrecompiledPrelude::build(const std::string& header, const std::string& command) {
+  int status = std::system(command.c_str());
+  bool ready = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  std::lock_guard<std::mutex> lock(mutex_);
   states_[header] = ready ? State::Ready : State::Unavailable;
-  return ready;
+  built_.notify_all();
 }
 
 } // namespace widefuse

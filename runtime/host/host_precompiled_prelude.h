@@ -5,9 +5,12 @@
 
 #include <llvm/ADT/StringRef.h>
 
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace widefuse {
 
@@ -15,10 +18,19 @@ namespace widefuse {
 /// source to include it. GCC reads the .gch when the include comes before the first C token and
 /// the flags match; otherwise (clang, another GCC) it reads the header's text, which is the
 /// very text it replaces, so the kernel is the same either way. Thread-safe.
+///
+/// The .gch builds beside the kernel that first needs it, on a thread of its own: that kernel
+/// compiles from the plain text meanwhile (about as long as the header takes), so a cold cache
+/// directory's first kernel does not wait for the header on top of its own compile. Kernels
+/// after it wait for the header when it is still building, as they did when it built in line.
 class HostPrecompiledPrelude {
 public:
   /// `directory` is the host cache's directory; "" turns the header off.
   explicit HostPrecompiledPrelude(const std::string& directory);
+  /// Waits for the headers still building.
+  ~HostPrecompiledPrelude();
+  HostPrecompiledPrelude(const HostPrecompiledPrelude&) = delete;
+  HostPrecompiledPrelude& operator=(const HostPrecompiledPrelude&) = delete;
 
   /// A kernel's translation unit.
   struct Unit {
@@ -27,7 +39,8 @@ public:
   };
 
   /// The translation unit for `source` (the host prelude goes first): the prelude replaced by an
-  /// #include of the header once it is built, else the plain text. `compilerCommand`, `flags`
+  /// #include of the header once it is built, else the plain text (also while this call has
+  /// just started building it). `compilerCommand`, `flags`
   /// (those of the kernel, without -shared) and `identity` (the compiler's version and the
   /// CPU) name the header, so another compiler or CPU gets another.
   Unit translationUnit(llvm::StringRef source, llvm::StringRef compilerCommand,
@@ -39,14 +52,19 @@ public:
   void discard(const std::string& header, bool removeFile);
 
 private:
-  enum class State { Ready, Unavailable };
-  /// Builds `header` and its .gch when missing; false when they cannot be had.
+  enum class State { Building, Ready, Unavailable };
+  /// True when `header` and its .gch are there; when they are missing, starts building them
+  /// and returns false. Waits for a build another call started.
   bool ensureBuilt(const std::string& header, llvm::StringRef compilerCommand,
                    llvm::StringRef flags);
+  /// Runs `command`, which builds `header`'s .gch, and records whether it did.
+  void build(const std::string& header, const std::string& command);
 
   std::string directory_;
-  std::mutex mutex_; // held while a header builds: other threads wait rather than build it too
+  std::mutex mutex_;
+  std::condition_variable built_;       // a header's state left Building
   std::map<std::string, State> states_; // by header path; guarded by mutex_
+  std::vector<std::thread> builds_;     // guarded by mutex_; joined by the destructor
 };
 
 } // namespace widefuse
