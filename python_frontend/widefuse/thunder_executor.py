@@ -7,8 +7,9 @@ Needs Thunder (``lightning-thunder``); the rest of widefuse does not.
 
 from __future__ import annotations
 
+import operator
 import time
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 try:
     import thunder
@@ -217,8 +218,8 @@ class WidefuseFusion:
         self._bsyms = list(bsyms)
         self._inputs = list(inputs)
         self._outputs = list(outputs)
-        self._definitions: dict[tuple, tuple[FusionDefinition, list]] = {}
-        self._last: Optional[tuple[FusionDefinition, list]] = None  # the entry last run
+        self._definitions: dict[tuple, tuple[FusionDefinition, Callable]] = {}
+        self._last: Optional[tuple[FusionDefinition, Callable]] = None  # the entry last run
         self._matched: Optional[int] = None  # prematch's token, for the next call
         self._options = options_key(mode=mode, threads=threads)  # what execute() gets
         self.last_used: Optional[FusionDefinition] = None
@@ -235,7 +236,7 @@ class WidefuseFusion:
             # those of its last call in C++ (the same parameters and state, new grads), unless
             # widefuse.thunder.jit's prologue compared them already (prematch).
             if self._last is not None:
-                fd, sources = self._last
+                fd, pick = self._last
                 runner = fd._running("execute()")
                 matched, self._matched = self._matched, None
                 plain = (runner.launch_matched(args, matched, self._options)
@@ -243,8 +244,7 @@ class WidefuseFusion:
                 if plain is None:
                     plain = runner.run_steady(args, self._options)
                 if plain is not None:
-                    return tuple(args[index] if kind == "input" else plain[index]
-                                 for kind, index in sources)
+                    return pick(args, plain)
             # The definition depends on the strides only: dtypes and shapes are Thunder's (its
             # prologue checks them, and execute() refuses others).
             key = tuple(a.stride() if isinstance(a, torch.Tensor) else type(a) for a in args)
@@ -252,14 +252,14 @@ class WidefuseFusion:
             if entry is None:
                 entry = self._build(args)
                 self._definitions[key] = entry
-            fd, sources = entry
+            fd, pick = entry
             self.last_used = fd
             self._last = entry
             try:
                 plain = fd.execute(list(args), mode=self.mode, threads=self.threads)
             except Error as error:
                 raise Error(f"{self.name}: {error}") from error
-        return tuple(args[index] if kind == "input" else plain[index] for kind, index in sources)
+        return pick(args, plain)
 
     @property
     def input_names(self) -> list[str]:
@@ -278,10 +278,10 @@ class WidefuseFusion:
         self._matched = token
         return token is not None
 
-    def _build(self, args: Sequence[Any]) -> tuple[FusionDefinition, list]:
-        """The region's FusionDefinition for arguments laid out as `args`, and where each
-        region output comes from: ("input", i) for an input (written in place or passed
-        through) or ("output", j) for the fusion's plain output j."""
+    def _build(self, args: Sequence[Any]) -> tuple[FusionDefinition, Callable]:
+        """The region's FusionDefinition for arguments laid out as `args`, and the function
+        that picks the region's outputs from a call's inputs and the fusion's plain
+        outputs."""
         fd = FusionDefinition(self.name)
         values: dict[str, Any] = {}
         try:
@@ -293,7 +293,7 @@ class WidefuseFusion:
                 sources = self._add_outputs(fd, values)
         except Error as error:
             raise Error(f"{self.name}: {error}") from error
-        return fd, sources
+        return fd, _picker(sources, len(args))
 
     @staticmethod
     def _define_input(fd: FusionDefinition, proxy: Proxy, arg: Any) -> Value:
@@ -345,6 +345,8 @@ class WidefuseFusion:
         values[output.name] = result
 
     def _add_outputs(self, fd: FusionDefinition, values: dict) -> list:
+        """Where each region output comes from: ("input", i) for an input (written in place
+        or passed through) or ("output", j) for the fusion's plain output j."""
         input_values = {id(values[p.name]): i for i, p in enumerate(self._inputs)}
         sources: list = []
         plain = 0
@@ -357,6 +359,20 @@ class WidefuseFusion:
             sources.append(("output", plain))
             plain += 1
         return sources
+
+
+def _picker(sources: Sequence[tuple[str, int]], inputs: int) -> Callable:
+    """pick(args, plain): the region's outputs from `sources` (_add_outputs), in C (an
+    optimizer step returns thousands of them)."""
+    indices = [index if kind == "input" else inputs + index for kind, index in sources]
+    if not indices:
+        return lambda args, plain: ()
+    pick = operator.itemgetter(*indices)
+    if len(indices) == 1:
+        return lambda args, plain: (pick((*args, *plain)),)
+    if all(kind == "input" for kind, _ in sources):
+        return lambda args, plain: pick(args)
+    return lambda args, plain: pick((*args, *plain))
 
 
 executor = register_executor(WidefuseExecutor())

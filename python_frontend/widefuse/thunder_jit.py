@@ -1,18 +1,22 @@
 """``widefuse.thunder.jit(fn)``: ``thunder.jit`` for a step that widefuse runs whole, such as
-an optimizer step, with Thunder's per-call tensor checks done by widefuse, once, in C++.
+an optimizer step, with Thunder's per-call work done by widefuse, once, in C++.
 
     step = widefuse.thunder.jit(optimizer_step)
 
-On every call ``thunder.jit``'s prologue checks each input tensor's shape, device, dtype and
-requires_grad in Python (about 2.4 us a tensor on a 2-core machine), and the widefuse region
-then compares the same tensors again. Here the prologue's tensor checks become one check whose
-first try, under torch.no_grad() (as optimizer steps run), is the region's steady state
-(execute()'s, in C++: address, sizes, strides, dtype, about 0.24 us a tensor); the region
-then launches without comparing again. When that fails (a first call, another layout, grad
-mode on), Thunder's own checks run, tensor by tensor, with Thunder's outcome: a tensor of
-another shape or dtype is a cache miss and Thunder traces again. Thunder's alias search
-stays: turning it off (``skip_inplace_alias_updates``) drops the copy_ of leaves that require
-grad from the trace in Thunder 0.2.6.
+On every call a ``thunder.jit`` function computes its cache info (with an alias search that
+asks every tensor for its storage, about 1 us a tensor), runs its prologue (which checks each
+tensor's shape, device, dtype and requires_grad in Python, about 2.4 us a tensor), and the
+widefuse region then compares the same tensors again. Here:
+
+- **The steady call** (thunder_steady_call.py): under torch.no_grad() (as optimizer steps
+  run), a call like the last one skips Thunder's dispatch. Its structure key and the
+  region's steady state (both in C++) check what the prologue and the cache info would, and
+  the cache entry's computation runs. Anything else goes through Thunder, which decides.
+- **The gate**: through Thunder, the prologue's tensor checks become one check whose first
+  try is the region's steady state; the region then launches without comparing again. When
+  that fails (a first call, another layout, grad mode on), Thunder's own checks run, tensor
+  by tensor, with Thunder's outcome: a tensor of another shape or dtype is a cache miss and
+  Thunder traces again.
 
 The step must be one widefuse region: a fusion pass that leaves anything else in the trace
 raises an Error saying so (use ``thunder.jit(fn, executors=[widefuse.thunder.executor])``).
@@ -20,6 +24,7 @@ raises an Error saying so (use ``thunder.jit(fn, executors=[widefuse.thunder.exe
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any, Callable, Optional
 
@@ -27,17 +32,12 @@ import thunder
 import torch
 from thunder.core.prims import OpTags, PrimIDs
 from thunder.core.symbol import Symbol
-from thunder.core.trace import TraceCtx, from_trace
+from thunder.core.trace import TraceCtx, from_trace, is_tracing
 from thunder.core.transform_common import Transform
 
 from ._widefuse import Error
 from .thunder_executor import WidefuseExecutor, WidefuseFusion
-
-try:  # Thunder's own tensor check, as its prologue runs it
-    from thunder.executors.pythonex import _check_tensor_shape_and_metadata_impl as _thunder_check
-except ImportError as error:  # pragma: no cover - other Thunder versions
-    raise ImportError("widefuse.thunder.jit needs Thunder's prologue check "
-                      "(thunder.executors.pythonex); this Thunder version lacks it") from error
+from .thunder_steady_call import SteadyCall, record, thunder_check as _thunder_check
 
 _gates = itertools.count()
 # What a step's fused trace may hold besides its one widefuse region.
@@ -55,7 +55,43 @@ def jit(fn: Callable[..., Any], *, mode: str = "batched", threads: Optional[int]
             raise TypeError(f"widefuse.thunder.jit() sets {taken}= itself; use thunder.jit for "
                             "other choices")
     executor = GatedExecutor(f"widefuse_jit{next(_gates)}", mode=mode, threads=threads)
-    return thunder.jit(fn, executors=[executor], transforms=[_InputChecks(executor)], **options)
+    jitted = thunder.jit(fn, executors=[executor], transforms=[_InputChecks(executor)], **options)
+    # A module's prologue unpacks its parameters, which a steady call does not check: its
+    # ThunderModule is returned as it is.
+    return jitted if isinstance(fn, torch.nn.Module) else JitFunction(jitted)
+
+
+class JitFunction:
+    """A widefuse.thunder.jit function: tries the steady call of the last call's cache entry
+    first (thunder_steady_call.py), else calls the thunder.jit function and records its
+    steady call. thunder.last_traces, cache_hits and the other inspection functions work on
+    it as on the thunder.jit function."""
+
+    def __init__(self, jitted: Callable[..., Any]) -> None:
+        self._jitted = jitted
+        self._steady: Optional[SteadyCall] = None
+        self.steady_calls = 0  # calls that took the steady call
+        self.not_steady_because = "no call yet"  # why the last recording failed, if it did
+        functools.update_wrapper(self, jitted)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        steady = self._steady
+        if steady is not None and not is_tracing():
+            done, result = steady.call(args, kwargs)
+            if done:
+                stats = self._jitted._lc_cs
+                stats.calls += 1
+                stats.cache_hits += 1
+                self.steady_calls += 1
+                return result
+        self._steady = None
+        result = self._jitted(*args, **kwargs)
+        if not is_tracing():
+            self._steady, self.not_steady_because = record(self._jitted, args, kwargs)
+        return result
+
+    def __getattr__(self, name: str) -> Any:  # _lc_cd, _lc_cs, ... of the thunder.jit function
+        return getattr(self._jitted, name)
 
 
 class _Gate:

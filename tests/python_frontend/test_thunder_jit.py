@@ -99,3 +99,169 @@ def test_a_function_that_is_not_one_region_is_refused():
 def test_the_options_it_sets_are_refused():
     with pytest.raises(TypeError, match="sets executors= itself"):
         widefuse.thunder.jit(_single_tensor_adam, executors=[])
+
+
+# The steady call (thunder_steady_call.py): later calls skip Thunder's dispatch, and every
+# change Thunder's prologue or cache info would notice sends the call back through Thunder.
+
+def _seed_call(jitted, params, state, **changes):
+    steps, exp_avgs, exp_avg_sqs, max_exp_avg_sqs = state
+    options = dict(amsgrad=False, has_complex=False, beta1=0.9, beta2=0.999, lr=0.001,
+                   weight_decay=0, eps=1e-8, maximize=False, capturable=False,
+                   differentiable=False)
+    options.update(changes)
+    with torch.no_grad():
+        jitted(params, [p.grad for p in params], exp_avgs=exp_avgs, exp_avg_sqs=exp_avg_sqs,
+               max_exp_avg_sqs=max_exp_avg_sqs, state_steps=steps, grad_scale=None,
+               found_inf=None, **options)
+
+
+def _mutations():
+    """(name, change(params, state) -> options for the call, steady): each is applied before
+    one step; `steady` says whether the step may still take the steady call."""
+    def lr(params, state):
+        return dict(lr=0.01)
+
+    def maximize(params, state):
+        return dict(maximize=True)
+
+    def new_grads(params, state):
+        for p in params:
+            p.grad = p.grad * 0.5 + 1
+        return {}
+
+    def transposed_grad(params, state):
+        params[0].grad = params[0].grad.t().contiguous().t()  # other strides
+        return {}
+
+    def storage_replaced(params, state):
+        params[1].data = params[1].detach().clone()  # the same object, other memory
+        return {}
+
+    def state_replaced(params, state):
+        state[1][0] = state[1][0].clone()  # a new exp_avg in the same list
+        return {}
+
+    def grad_shares_a_grad(params, state):
+        params[1].grad = params[0].grad.view(4, 4)  # memory two reads share: still steady
+        return {}
+
+    def grad_shares_a_param(params, state):
+        params[2].grad = params[1].view(4, 4)  # reads what the step writes: not steady
+        return {}
+
+    return [("lr", lr, False), ("maximize", maximize, False), ("new_grads", new_grads, True),
+            ("transposed_grad", transposed_grad, False),
+            ("storage_replaced", storage_replaced, True),
+            ("state_replaced", state_replaced, True),
+            ("grad_shares_a_grad", grad_shares_a_grad, True),
+            ("grad_shares_a_param", grad_shares_a_param, False)]
+
+
+def _square_params():
+    generator = torch.Generator().manual_seed(0)
+    params = [torch.randn(4, 4, generator=generator) for _ in range(3)]
+    for p in params:
+        p.grad = torch.randn(4, 4, generator=generator)
+    return params
+
+
+@pytest.mark.parametrize("name, change, steady", _mutations(), ids=[m[0] for m in _mutations()])
+def test_a_change_between_calls_is_noticed_never_run_stale(name, change, steady):
+    ours, theirs = _square_params(), _square_params()
+    jitted = widefuse.thunder.jit(_single_tensor_adam)
+    reference = thunder.jit(_single_tensor_adam)  # Thunder's own executors, the same calls
+    state, their_state = jit_state(ours), jit_state(theirs)
+    for _ in range(2):
+        _seed_call(jitted, ours, state)
+        _seed_call(reference, theirs, their_state)
+    assert jitted.steady_calls == 1, jitted.not_steady_because
+    options = change(ours, state)
+    change(theirs, their_state)
+    _seed_call(jitted, ours, state, **options)
+    _seed_call(reference, theirs, their_state, **options)
+    assert jitted.steady_calls == (2 if steady else 1)
+    _seed_call(jitted, ours, state, **options)  # and steady again after it
+    _seed_call(reference, theirs, their_state, **options)
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(state[:3], their_state[:3], rtol=1e-6, atol=1e-7)
+    assert thunder.cache_hits(jitted) + thunder.cache_misses(jitted) == 4
+
+
+def test_the_environment_thunder_caches_on_sends_the_call_through_thunder():
+    plain = _square_params()
+    jitted = widefuse.thunder.jit(_single_tensor_adam)
+    state = jit_state(plain)
+    for _ in range(2):
+        _seed_call(jitted, plain, state)
+    assert jitted.steady_calls == 1
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        _seed_call(jitted, plain, state)
+    finally:
+        torch.set_default_dtype(previous)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _seed_call(jitted, plain, state)
+    assert jitted.steady_calls == 1
+    assert thunder.cache_misses(jitted) == 3  # the first call, float64 default, autocast
+
+
+def test_a_function_whose_prologue_reads_a_global_is_never_steady():
+    def scaled(x, y):
+        x.copy_(x * SCALE + y)
+
+    global SCALE
+    jitted = widefuse.thunder.jit(scaled)
+    x, y = torch.ones(4), torch.ones(4)
+    with torch.no_grad():
+        SCALE = 2.0
+        jitted(x, y)
+        SCALE = 3.0
+        jitted(x, y)
+    assert jitted.steady_calls == 0
+    assert "unpack_function_obj" in jitted.not_steady_because
+    torch.testing.assert_close(x, torch.full((4,), 10.0))  # (1 * 2 + 1) * 3 + 1
+
+
+SCALE = 1.0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_captured_steady_call_replays_equal_torch_capturable_adam():
+    # The steady call is host work and the region's launch on torch's current stream, so
+    # torch.cuda.graph can capture a step after its warm-up and replay it on new grads.
+    generator = torch.Generator(device="cuda").manual_seed(29)
+    shapes = [(64, 32), (7,), (4097,), (3, 5, 2)]
+    ours = [torch.randn(s, device="cuda", generator=generator) for s in shapes]
+    theirs = [p.clone().requires_grad_() for p in ours]
+    for p in ours:
+        p.grad = torch.zeros_like(p)  # static grads, loaded before each replay
+    grads = [[torch.randn(s, device="cuda", generator=generator) for s in shapes]
+             for _ in range(8)]
+    jitted = widefuse.thunder.jit(_single_tensor_adam)
+    state = jit_state(ours)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for step in range(3):
+            for p, g in zip(ours, grads[step]):
+                p.grad.copy_(g)
+            jit_step(jitted, ours, state)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        jit_step(jitted, ours, state)
+    assert jitted.steady_calls >= 1
+    for step in range(3, 8):
+        for p, g in zip(ours, grads[step]):
+            p.grad.copy_(g)
+        graph.replay()
+    torch.cuda.synchronize()
+    reference = torch.optim.Adam(theirs, capturable=True, foreach=False)
+    for step_grads in grads:
+        for q, g in zip(theirs, step_grads):
+            q.grad = g.clone()
+        reference.step()
+    torch.testing.assert_close(ours, [q.detach() for q in theirs])
