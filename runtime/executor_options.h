@@ -8,11 +8,14 @@
 #include "runtime/host/host_options.h"
 #include "scheduler/schedule.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace widefuse {
+
+struct Component;
 
 /// How a FusionExecutorCache compiles and runs.
 struct ExecutorOptions {
@@ -32,6 +35,11 @@ struct ExecutorOptions {
   HostOptions host;
   /// The CUDA backend's options.
   CudaOptions cuda;
+  /// findComponents() of the very fusion the executor runs, when its caller already has them
+  /// (the Python FusionDefinition finds them when its definition ends, to refuse what no
+  /// kernel can run): segmentation then starts from them instead of finding them again, a
+  /// pass over every value and expression. Null: found at the first run.
+  std::shared_ptr<const std::vector<Component>> components;
 };
 
 /// What one run returns.

@@ -145,7 +145,8 @@ Specialization FusionExecutorCache::specialize(llvm::ArrayRef<Argument> argument
   for (size_t i = 0; i < arguments.size(); ++i)
     tensorOfInput[fusion_.inputs()[i]->id()] = std::get_if<TensorRef>(&arguments[i]);
   if (!segmented_) {
-    segmented_ = std::make_shared<const SegmentedFusion>(segment(fusion_, {options_.mode}));
+    segmented_ = std::make_shared<const SegmentedFusion>(
+        segment(fusion_, {options_.mode, options_.components.get()}));
   }
   checkIterationDomains(fusion_, *segmented_, shapes);
   for (const Component& component : segmented_->components) {

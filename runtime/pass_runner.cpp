@@ -6,8 +6,9 @@
 
 namespace widefuse {
 
-PassRunner::PassRunner(const Fusion& fusion, const Backend& backend, const ExecutorOptions& options)
+PassRunner::PassRunner(const Fusion& fusion, const Backend& backend, ExecutorOptions options)
     : fusion_(fusion), backend_(backend), plan_(splitPasses(fusion)) {
+  options.components = nullptr; // the whole fusion's: each pass is a fusion of its own
   for (const Pass& pass : plan_.passes)
     executors_.push_back(std::make_unique<FusionExecutorCache>(*pass.fusion, options));
   results_.resize(plan_.results.size());

@@ -28,7 +28,7 @@ class PassRunner {
 public:
   /// `fusion` must outlive the runner; every pass runs on `backend` (named in `options`),
   /// which also holds the results between passes.
-  PassRunner(const Fusion& fusion, const Backend& backend, const ExecutorOptions& options);
+  PassRunner(const Fusion& fusion, const Backend& backend, ExecutorOptions options);
   ~PassRunner();
 
   /// One step: every argument and caller output is checked against the whole fusion first,

@@ -154,7 +154,7 @@ SegmentedFusion segment(const Fusion& fusion, const SegmentOptions& options) {
   SegmentedFusion segmented;
   segmented.fusion = &fusion;
   segmented.requestedMode = options.mode;
-  segmented.components = findComponents(fusion);
+  segmented.components = options.components ? *options.components : findComponents(fusion);
   segmented.signatureClasses = classifySignatures(segmented.components);
   segmented.classOfComponent.resize(segmented.components.size());
   for (const SignatureClass& signature : segmented.signatureClasses)

@@ -8,6 +8,9 @@ namespace widefuse {
 /// Options of segment().
 struct SegmentOptions {
   SegmentationMode mode = SegmentationMode::Auto;
+  /// findComponents(fusion), when the caller has it already (copied, not found again); null:
+  /// segment() finds them.
+  const std::vector<Component>* components = nullptr;
 };
 
 /// Plans the kernels of a verified fusion: components, signature classes (with lifted

@@ -203,9 +203,11 @@ public:
     // are the executor's, which segments for the mode it runs in. The component finder does
     // not know reductions yet: a fusion with one is checked by the executor instead, which
     // names the reduction and the reference backend, the one that runs it.
+    // The executors segment from these components rather than find them again.
+    std::shared_ptr<const std::vector<Component>> components;
     if (!hasReduction(*finished_))
-      findComponents(*finished_);
-    return FusionHandle{finished_};
+      components = std::make_shared<const std::vector<Component>>(findComponents(*finished_));
+    return FusionHandle{finished_, std::move(components)};
   }
 
   /// The fusion so far, for printing before finalize().
@@ -301,11 +303,12 @@ nb::list outputList(const FusionHandle& handle) {
 std::string segmentReport(const FusionHandle& handle, const std::string& mode) {
   SegmentOptions options;
   options.mode = parseMode(mode);
+  options.components = handle.components.get();
   return formatSegmentedFusion(segment(*handle.fusion, options));
 }
 
 FusionHandle fusionFromText(const std::string& text, const std::string& sourceName) {
-  return FusionHandle{std::shared_ptr<const Fusion>(parseFusion(text, sourceName))};
+  return FusionHandle{std::shared_ptr<const Fusion>(parseFusion(text, sourceName)), nullptr};
 }
 
 void bindValue(nb::module_& module) {

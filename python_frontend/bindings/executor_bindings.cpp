@@ -245,6 +245,7 @@ public:
     options.fmad = fmad;
     options.arch = arch;
     options.cuda.stream = reinterpret_cast<void*>(stream);
+    options.components = handle.components;
     cache_ = std::make_unique<FusionExecutorCache>(*fusion_, std::move(options));
   }
 

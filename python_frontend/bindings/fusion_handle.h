@@ -4,6 +4,7 @@
 
 #include "ir/error.h"
 #include "ir/fusion.h"
+#include "segmenter/segmented_fusion.h"
 
 #include <memory>
 #include <string>
@@ -14,6 +15,9 @@ namespace widefuse::python {
 /// (an executor must not outlive the fusion it runs).
 struct FusionHandle {
   std::shared_ptr<const Fusion> fusion;
+  /// findComponents(*fusion), where the definition's end found them (null otherwise): the
+  /// executors segment from them (ExecutorOptions::components).
+  std::shared_ptr<const std::vector<Component>> components;
 };
 
 /// The data type of a short name ("f32"); Error for an unknown name.

@@ -1,6 +1,7 @@
 // The segmenter on the seed's Adam and its variants: kernel counts per mode, constant
 // lifting, the hazard plan, and the errors for subgraphs that cannot be one SPMD kernel.
 
+#include "segmenter/components.h"
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
 #include "tests/support/error_of.h"
@@ -63,6 +64,24 @@ TEST(Segmenter, SeedAdamGivesOneKernelPerParameterOrOneBatched) {
       EXPECT_EQ(plan.resolution,
                 isStep ? HazardResolution::DeferredWrite : HazardResolution::InPlace)
           << plan.alias.destination->name() << ": " << plan.reason;
+    }
+  }
+}
+
+TEST(Segmenter, ComponentsGivenBySegmentsCallerGiveTheSamePlan) {
+  // The Python frontend finds the components when a definition ends and hands them to the
+  // executor, which segments from them: every mode's plan is the one found from scratch.
+  auto fusion = optim::buildSeedAdam(mixedShapes(7));
+  std::vector<Component> components = findComponents(*fusion);
+  for (SegmentationMode mode : {SegmentationMode::PerComponent, SegmentationMode::Batched,
+                                SegmentationMode::Packed, SegmentationMode::Auto}) {
+    SegmentedFusion given = segment(*fusion, {mode, &components});
+    SegmentedFusion found = segment(*fusion, {mode});
+    EXPECT_EQ(formatSegmentedFusion(given), formatSegmentedFusion(found)) << modeName(mode).str();
+    ASSERT_EQ(given.components.size(), found.components.size());
+    for (size_t c = 0; c < given.components.size(); ++c) {
+      EXPECT_EQ(given.components[c].exprs, found.components[c].exprs);
+      EXPECT_EQ(given.components[c].inputs, found.components[c].inputs);
     }
   }
 }
