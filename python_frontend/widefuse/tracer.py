@@ -8,16 +8,18 @@ they are constants of the recorded definition and part of the cache key, as in T
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Optional
+from typing import Any, Callable, Hashable, Iterator, Optional
 
 import numpy as np
 
-from ._widefuse import Error, structure_key
+from ._widefuse import Error, array_layouts, structure_key
 from .arguments import array_view, layout_of
+from .data_type import _torch_table, from_short_name
 from .execution import options_key
 from .declarations import tensor_declaration
 from .fusion_definition import FusionDefinition
@@ -29,56 +31,38 @@ def _is_array(value: Any) -> bool:
                ("__array_interface__", "__cuda_array_interface__", "__dlpack__"))
 
 
-@dataclass
-class _Leaf:
-    """A position in the argument structure holding an array (index into the inputs)."""
+class _Leaf(int):
+    """A position in the argument structure holding an array: the index of its input. An int,
+    so that making one (a first call makes one per array) runs no Python code."""
 
-    input: int
+    __slots__ = ()
 
-
-# The array types every call meets (an optimizer's parameters, grads and state), whose
-# arrays the walk below takes without asking what else they are: NumPy's, and torch's once
-# the program has imported torch.
-_PLAIN_ARRAYS: set = {np.ndarray}
+    @property
+    def input(self) -> int:
+        return int(self)
 
 
-def _plain_arrays() -> set:
-    if len(_PLAIN_ARRAYS) == 1 and "torch" in sys.modules:
-        torch = sys.modules["torch"]
-        _PLAIN_ARRAYS.update((torch.Tensor, torch.nn.Parameter))
-    return _PLAIN_ARRAYS
+# torch.dtype -> short name, for array_layouts (built once torch is imported).
+_TORCH_TYPES: dict = {}
 
 
-def _collect(value: Any, arrays: list, seen: dict, key: list, views: dict) -> None:
-    """Appends every distinct array in `value` to `arrays` (`seen` maps id -> index) and the
-    trace key of `value` to `key` (each array's dtype, shape, strides and device), and the
-    views of arrays other than NumPy's to `views` by index (recording declares from them). The walk
-    is the one structure_key does in C++ for the structure key (bindings/structure_key.cpp):
-    both take the same arrays in the same order."""
-    plain = _plain_arrays()
-    if type(value) in plain:
-        _collect_array(value, arrays, seen, key, views)
-    elif isinstance(value, (list, tuple)):
-        key.append((type(value).__name__, len(value)))
-        for item in value:
-            if type(item) in plain:
-                index = seen.get(id(item))
-                if index is None:
-                    seen[id(item)] = len(arrays)
-                    arrays.append(item)
-                    key.append(_describe(item, len(arrays) - 1, views))
-                else:
-                    key.append(("same array", index))
-            else:
-                _collect(item, arrays, seen, key, views)
-    elif isinstance(value, dict):
-        key.append(("dict", tuple(value)))
-        for item in value.values():
-            _collect(item, arrays, seen, key, views)
-    elif _is_array(value) and not isinstance(value, (str, bytes, np.generic)):
-        _collect_array(value, arrays, seen, key, views)
-    else:
-        key.append(_constant_key(value))
+def _torch_types() -> dict:
+    if not _TORCH_TYPES and "torch" in sys.modules:
+        _TORCH_TYPES.update((dtype, data_type.value)
+                            for dtype, data_type in _torch_table().items())
+    return _TORCH_TYPES
+
+
+def _layouts(arrays: list) -> tuple:
+    """The trace key's part after the structure key: each array's (dtype short name, shape,
+    strides in elements, on device), read in C++ (array_layouts) for NumPy arrays and plain
+    torch tensors, from the array's view for the rest (whose errors this raises)."""
+    layouts = array_layouts(arrays, _torch_types())
+    for index, layout in enumerate(layouts):
+        if layout is None:
+            view = array_view(arrays[index], f"argument {index}")
+            layouts[index] = (view.dtype.value, view.shape, view.strides, view.on_device)
+    return tuple(layouts)
 
 
 def _leaf_key(value: Any) -> Optional[tuple]:
@@ -87,24 +71,6 @@ def _leaf_key(value: Any) -> Optional[tuple]:
     if _is_array(value) and not isinstance(value, (str, bytes, np.generic)):
         return None
     return _constant_key(value)
-
-
-def _describe(array: Any, index: int, views: dict) -> tuple:
-    """An array's part of the trace key; its view goes to `views` (NumPy arrays' need none)."""
-    if type(array) is np.ndarray:
-        return (array.dtype, array.shape, array.strides)
-    view = views[index] = array_view(array, f"argument {index}")
-    return ("array", view.dtype.value, view.shape, view.strides, view.on_device)
-
-
-def _collect_array(value: Any, arrays: list, seen: dict, key: list, views: dict) -> None:
-    index = seen.get(id(value))
-    if index is None:
-        seen[id(value)] = len(arrays)
-        arrays.append(value)
-        key.append(_describe(value, len(arrays) - 1, views))
-    else:
-        key.append(("same array", index))
 
 
 def _constant_key(value: Any) -> tuple:
@@ -126,8 +92,8 @@ def _constant_key(value: Any) -> tuple:
 
 
 def _structure(value: Any, seen: dict) -> Any:
-    """`value` with each array replaced by _Leaf(its input index), as _collect numbered them;
-    built only when a new trace key is recorded."""
+    """`value` with each array replaced by _Leaf(its input index), as structure_key numbered
+    them (`seen`: input index by id); built only when a new trace key is recorded."""
     # `seen` holds arrays only, all alive while this runs: an id found there is that array
     # (asking a torch tensor for the array attributes costs more than the whole lookup).
     index = seen.get(id(value))
@@ -150,9 +116,9 @@ def _structure(value: Any, seen: dict) -> Any:
 
 def _substitute(structure: Any, proxies: list) -> Any:
     if isinstance(structure, _Leaf):
-        return proxies[structure.input]
+        return proxies[structure]
     if isinstance(structure, list):
-        return [proxies[item.input] if type(item) is _Leaf else _substitute(item, proxies)
+        return [proxies[item] if type(item) is _Leaf else _substitute(item, proxies)
                 for item in structure]
     if isinstance(structure, tuple):
         items = [_substitute(item, proxies) for item in structure]
@@ -162,42 +128,51 @@ def _substitute(structure: Any, proxies: list) -> Any:
     return structure
 
 
-def _proxies(fd: FusionDefinition, arrays: list, views: dict) -> list:
-    """One tensor input of `fd` per array, declared from the array's view. An optimizer's
-    arrays share a few layouts, so each layout is declared once (by NumPy layout and
-    alignment, on which a NumPy array's view depends alone, and by view), and each run of
-    arrays of one declaration is defined in one call. A run is defined before the next new
-    layout is looked at, so errors come in the order of the arrays. `views`: the arrays'
-    views the trace key was built from, by index (NumPy arrays' are made here)."""
+def _proxies(fd: FusionDefinition, layouts: tuple) -> list:
+    """One tensor input of `fd` per array, declared from its layout (_layouts). An optimizer's
+    arrays share a few layouts, so each layout is declared once, and each run of arrays of one
+    declaration is defined in one call. A run is defined before the next new layout is
+    declared, so errors come in the order of the arrays."""
     proxies: list = []
     declarations: dict = {}
-    by_view: dict = {}
-    run: list = [None, 0]  # the declaration and length of the run not defined yet
-    for index, array in enumerate(arrays):
-        layout = ((array.dtype, array.shape, array.strides)
-                  if type(array) is np.ndarray and array.flags.aligned else None)
-        declaration = declarations.get(layout)
-        if declaration is None:
-            if run[1]:
-                proxies += fd.define_declared_tensors(*run)
-                run = [None, 0]
-            view = views.get(index) or array_view(array, f"argument {index}")
-            described = (view.dtype, view.shape, view.strides)
-            declaration = by_view.get(described)
-            if declaration is None:
-                stride_order, contiguity = layout_of(view.shape, view.strides)
-                declaration = by_view[described] = tensor_declaration(
-                    view.shape, contiguity, view.dtype, stride_order)
-            if layout is not None:
-                declarations[layout] = declaration
-        if declaration is not run[0]:
-            if run[1]:
-                proxies += fd.define_declared_tensors(*run)
-            run = [declaration, 0]
-        run[1] += 1
-    if run[1]:
-        proxies += fd.define_declared_tensors(*run)
+    declaration, length = None, 0  # the run not defined yet
+    last = None  # the last layout looked up (array_layouts makes equal layouts one object)
+    for layout in layouts:
+        if layout is not last:
+            found = declarations.get(layout)
+            if found is None:
+                if length:
+                    proxies += fd.define_declared_tensors(declaration, length)
+                    declaration, length = None, 0
+                name, shape, strides, _ = layout
+                stride_order, contiguity = layout_of(shape, strides)
+                found = declarations[layout] = tensor_declaration(
+                    shape, contiguity, from_short_name(name), stride_order)
+            if found is not declaration:
+                if length:
+                    proxies += fd.define_declared_tensors(declaration, length)
+                declaration, length = found, 0
+            last = layout
+        length += 1
+    if length:
+        proxies += fd.define_declared_tensors(declaration, length)
     return proxies
+
+
+@contextlib.contextmanager
+def _no_cyclic_collection() -> Iterator[None]:
+    """No cyclic garbage collection inside: a first call (the trace key, the recording, the
+    first execute()) makes a few objects per array and per op and frees almost none of them,
+    so the collector would only walk the growing heap again and again (0.16 s of 330
+    collections at 10,000 parameters, outside the recording itself). Nested uses leave it to
+    the outermost."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @dataclass
@@ -245,10 +220,12 @@ class TracedFunction:
             if outputs is not None:
                 self.last_definition = recording.definition
                 return _substitute(recording.result, outputs)
-        recording, arrays = self._recording_for(args, kwargs)
-        self._by_structure[structure] = recording
-        outputs = recording.definition.execute(arrays, mode=self._mode, backend=self._backend,
-                                               **self._execute_options)
+        with _no_cyclic_collection():
+            recording, arrays = self._recording_for(args, kwargs, structure, arrays)
+            self._by_structure[structure] = recording
+            outputs = recording.definition.execute(arrays, mode=self._mode,
+                                                   backend=self._backend,
+                                                   **self._execute_options)
         return _substitute(recording.result, outputs)
 
     def prepare(self, *args: Any, **kwargs: Any) -> Callable[[], Any]:
@@ -257,43 +234,39 @@ class TracedFunction:
         trace key or checking anything (FusionDefinition.prepare), which makes a step's cost
         independent of the number of parameters. The arrays must keep their shape, strides
         and memory while it is used; Python values are those of this call."""
-        recording, arrays = self._recording_for(args, kwargs)
-        prepared = recording.definition.prepare(arrays, mode=self._mode, backend=self._backend,
-                                                **self._execute_options)
+        with _no_cyclic_collection():
+            recording, arrays = self._recording_for(args, kwargs)
+            prepared = recording.definition.prepare(arrays, mode=self._mode,
+                                                    backend=self._backend,
+                                                    **self._execute_options)
         return lambda: _substitute(recording.result, prepared())
 
-    def _recording_for(self, args: tuple, kwargs: dict) -> tuple[_Recording, list]:
-        """The recording of this call's trace key (made now if new) and its arrays."""
-        arrays: list = []
-        key: list = []
-        seen: dict = {}
-        views: dict = {}
-        _collect((args, kwargs), arrays, seen, key, views)
-        trace_key = tuple(key)
+    def _recording_for(self, args: tuple, kwargs: dict, structure: Optional[tuple] = None,
+                       arrays: Optional[list] = None) -> tuple[_Recording, list]:
+        """The recording of this call's trace key (made now if new) and its arrays.
+        `structure` and `arrays`: the call's structure_key and arrays, when already walked."""
+        if structure is None or arrays is None:
+            arrays = []
+            structure = structure_key((args, kwargs), arrays, _leaf_key)
+        layouts = _layouts(arrays)
+        trace_key = (structure, layouts)
         recording = self._recordings.get(trace_key)
         if recording is None:
-            recording = self._record(_structure((args, kwargs), seen), arrays, views)
+            seen = {id(array): index for index, array in enumerate(arrays)}
+            recording = self._record(_structure((args, kwargs), seen), layouts)
             self._recordings[trace_key] = recording
         self.last_definition = recording.definition
         return recording, arrays
 
-    def _record(self, structure: Any, arrays: list, views: dict) -> _Recording:
+    def _record(self, structure: Any, layouts: tuple) -> _Recording:
         name = getattr(self._function, "__name__", "traced")
         fd = FusionDefinition(name if name.isidentifier() else "traced")
-        # Recording makes a few objects per op and frees none of them: the cyclic garbage
-        # collector would only walk the growing heap again and again.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            with fd:
-                proxies = _proxies(fd, arrays, views)
-                args, kwargs = _substitute(structure, proxies)
-                returned = self._function(*args, **kwargs)
-                outputs: list = []
-                result = self._outputs(fd, returned, outputs)
-        finally:
-            if collecting:
-                gc.enable()
+        with _no_cyclic_collection(), fd:
+            proxies = _proxies(fd, layouts)
+            args, kwargs = _substitute(structure, proxies)
+            returned = self._function(*args, **kwargs)
+            outputs: list = []
+            result = self._outputs(fd, returned, outputs)
         return _Recording(fd, result)
 
     def _outputs(self, fd: FusionDefinition, returned: Any, outputs: list) -> Any:

@@ -110,6 +110,67 @@ def test_zero_dim_arrays_stay_tensors_and_one_array_twice_is_one_input():
     assert "T0: f32[4]" in text and "f32[]" in text and "T2" not in text.split("{")[0]
 
 
+def test_the_trace_key_follows_each_arrays_layout(rng):
+    # A new recording for a new dtype or layout of any array, none for new arrays laid out as
+    # before; the layouts of NumPy arrays and torch tensors are read in C++, other arrays'
+    # from their views, and misaligned or negative-stride arrays are refused by name.
+    def f(xs, y):
+        return [x * 2 + y for x in xs]
+
+    traced = widefuse.trace(f, backend="reference")
+    xs = [rng.standard_normal(6).astype(np.float32) for _ in range(3)]
+    y = rng.standard_normal(6).astype(np.float32)
+    for result, x in zip(traced(xs, y), xs):
+        np.testing.assert_array_equal(result, x * 2 + y)
+    fresh = [x.copy() for x in xs]
+    traced(fresh, y.copy())
+    assert traced.cache_size == 1
+    strided = rng.standard_normal(12).astype(np.float32)[::2]  # strides of 2 elements
+    for result, x in zip(traced([xs[0], strided, xs[2]], y), [xs[0], strided, xs[2]]):
+        np.testing.assert_array_equal(result, x * 2 + y)
+    assert traced.cache_size == 2
+    assert "T1: f32[6]{stride_order=[0], contiguity=[false]}" in traced.last_definition.to_text()
+    doubles = [x.astype(np.float64) for x in xs]
+    for result, x in zip(traced(doubles, y), doubles):
+        np.testing.assert_array_equal(result, x * 2 + y)
+    assert traced.cache_size == 3
+    # An array that is not a NumPy array (a memoryview's exporter subclass) is described from
+    # its view: the same layout, the same recording.
+    class Sub(np.ndarray):
+        pass
+
+    traced([x.view(Sub) for x in xs], y)
+    assert traced.cache_size == 3
+    misaligned = np.frombuffer(bytearray(6 * 4 + 1), dtype=np.uint8)[1:].view(np.float32)
+    with pytest.raises(widefuse.Error, match="argument 1.*not aligned"):
+        traced([xs[0], misaligned, xs[2]], y)
+    with pytest.raises(widefuse.Error, match="argument 0.*negative strides"):
+        traced([xs[0][::-1], xs[1], xs[2]], y)
+
+
+def test_torch_tensors_of_a_layout_share_its_recording(rng):
+    torch = pytest.importorskip("torch")
+
+    def f(xs, y):
+        return [x * 2 + y for x in xs]
+
+    traced = widefuse.trace(f, backend="reference")
+    xs = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(2)]
+    y = rng.standard_normal((2, 3)).astype(np.float32)
+    traced(xs, y)
+    results = traced([torch.from_numpy(x) for x in xs], torch.from_numpy(y))
+    assert traced.cache_size == 1  # the layouts are the NumPy arrays'
+    for result, x in zip(results, xs):
+        assert isinstance(result, torch.Tensor)
+        np.testing.assert_array_equal(result.numpy(), x * 2 + y)
+    transposed = torch.from_numpy(rng.standard_normal((3, 2)).astype(np.float32)).T
+    results = traced([transposed, torch.from_numpy(xs[1])], torch.from_numpy(y))
+    assert traced.cache_size == 2
+    np.testing.assert_array_equal(results[0].numpy(), transposed.numpy() * 2 + y)
+    assert "T0: f32[2, 3]{stride_order=[0, 1], contiguity=[true, true]}," in \
+        traced.last_definition.to_text()
+
+
 def test_nested_structures_and_non_tensor_results(rng):
     def f(state, options):
         return {"scaled": [t * options["k"] for t in state["tensors"]], "tag": options["tag"]}
