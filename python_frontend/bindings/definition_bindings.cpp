@@ -278,6 +278,11 @@ nb::dict inputFacts(const Value& input, const Fusion& fusion) {
       std::vector<int64_t>(layout.strideOrder.begin(), layout.strideOrder.end());
   facts["contiguity"] = std::vector<bool>(layout.contiguity.begin(), layout.contiguity.end());
   facts["written"] = fusion.aliasOf(&input) != nullptr;
+  // Declared dense row-major: a dense row-major array needs no other layout check.
+  bool rowMajor = llvm::all_of(layout.contiguity, [](bool dense) { return dense; });
+  for (size_t d = 0; rowMajor && d < layout.strideOrder.size(); ++d)
+    rowMajor = layout.strideOrder[d] == int64_t(layout.strideOrder.size() - 1 - d);
+  facts["row_major"] = rowMajor;
   return facts;
 }
 
@@ -412,7 +417,8 @@ void bindDefinition(nb::module_& module) {
           "plain output or (None, [], i) for in-place update i.")
       .def("inputs", &inputList,
            "Facts about each input: name, dtype, is_tensor, shape, "
-           "stride_order, contiguity, written (a copy_ destination).")
+           "stride_order, contiguity, written (a copy_ destination), row_major (declared dense "
+           "row-major).")
       .def("outputs", &outputList, "Facts about each plain output: name, dtype, shape.")
       .def("segments", &segmentReport, nb::arg("mode"), "The segmenter's report for a mode.");
 }

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _widefuse, torch_tensors
 from ._widefuse import Error
-from .arguments import array_view, check_layout, scalar_argument
+from .arguments import array_view, check_layout, dense_cpu_tensor, scalar_argument
 from .data_type import DataType, data_type_of, from_short_name
 from .errors import ArgumentTypeError, ArgumentValueError
 
@@ -101,12 +101,7 @@ class DefinedFusion:
     output_types: tuple[DataType, ...] = field(init=False)  # of the fusion's plain outputs
 
     def __post_init__(self) -> None:
-        inputs = tuple(self.fusion.inputs())
-        for facts in inputs:  # dense row-major declared: a dense array needs no other check
-            rank = len(facts["shape"])
-            facts["row_major"] = (list(facts["stride_order"]) in ([], list(range(rank - 1, -1, -1)))
-                                  and all(facts["contiguity"]))
-        object.__setattr__(self, "inputs", inputs)
+        object.__setattr__(self, "inputs", tuple(self.fusion.inputs()))
         object.__setattr__(self, "output_types", tuple(
             from_short_name(facts["dtype"]) for facts in self.fusion.outputs()))
 
@@ -380,6 +375,14 @@ def _arguments(defined: DefinedFusion,
         if is_tensor and type(value) is np.ndarray and value.dtype in _BUFFER_TYPES:
             arguments.append(value)  # the C++ side reads and checks it (fast path)
             continue
+        if is_tensor and (torch_input is None or torch_input[1] == "cpu"):
+            described = (dense_cpu_tensor(value, facts["dtype"], len(facts["shape"]))
+                         if facts["row_major"] else None)
+            if described is not None:  # what the checks below would pass, read in C++
+                if torch_input is None:
+                    torch_input = (facts["name"], "cpu")
+                arguments.append(described)
+                continue
         name, dtype = facts["name"], from_short_name(facts["dtype"])
         if not is_tensor:
             arguments.append(scalar_argument(value, name, dtype))
