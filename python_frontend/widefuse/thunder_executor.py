@@ -231,34 +231,39 @@ class WidefuseFusion:
         if len(args) != len(self._inputs):
             raise Error(f"{self.name} takes {len(self._inputs)} inputs "
                         f"({', '.join(p.name for p in self._inputs)}), got {len(args)}")
+        if not torch.is_grad_enabled():  # as optimizer steps run
+            return self._run(args)
         with torch.no_grad():  # widefuse reads and writes parameters that require grad
-            # The steady state: the last definition's execute() compares the tensors with
-            # those of its last call in C++ (the same parameters and state, new grads), unless
-            # widefuse.thunder.jit's prologue compared them already (prematch).
-            if self._last is not None:
-                fd, pick = self._last
-                runner = fd._running("execute()")
-                matched, self._matched = self._matched, None
-                plain = (runner.launch_matched(args, matched, self._options)
-                         if matched is not None else None)
-                if plain is None:
-                    plain = runner.run_steady(args, self._options)
-                if plain is not None:
-                    return pick(args, plain)
-            # The definition depends on the strides only: dtypes and shapes are Thunder's (its
-            # prologue checks them, and execute() refuses others).
-            key = tuple(a.stride() if isinstance(a, torch.Tensor) else type(a) for a in args)
-            entry = self._definitions.get(key)
-            if entry is None:
-                entry = self._build(args)
-                self._definitions[key] = entry
-            fd, pick = entry
-            self.last_used = fd
-            self._last = entry
-            try:
-                plain = fd.execute(list(args), mode=self.mode, threads=self.threads)
-            except Error as error:
-                raise Error(f"{self.name}: {error}") from error
+            return self._run(args)
+
+    def _run(self, args: tuple) -> Any:
+        # The steady state: the last definition's execute() compares the tensors with
+        # those of its last call in C++ (the same parameters and state, new grads), unless
+        # widefuse.thunder.jit's prologue compared them already (prematch).
+        if self._last is not None:
+            fd, pick = self._last
+            runner = fd._running("execute()")
+            matched, self._matched = self._matched, None
+            plain = (runner.launch_matched(args, matched, self._options)
+                     if matched is not None else None)
+            if plain is None:
+                plain = runner.run_steady(args, self._options)
+            if plain is not None:
+                return pick(args, plain)
+        # The definition depends on the strides only: dtypes and shapes are Thunder's (its
+        # prologue checks them, and execute() refuses others).
+        key = tuple(a.stride() if isinstance(a, torch.Tensor) else type(a) for a in args)
+        entry = self._definitions.get(key)
+        if entry is None:
+            entry = self._build(args)
+            self._definitions[key] = entry
+        fd, pick = entry
+        self.last_used = fd
+        self._last = entry
+        try:
+            plain = fd.execute(list(args), mode=self.mode, threads=self.threads)
+        except Error as error:
+            raise Error(f"{self.name}: {error}") from error
         return pick(args, plain)
 
     @property

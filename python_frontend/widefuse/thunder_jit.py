@@ -70,6 +70,7 @@ class JitFunction:
     def __init__(self, jitted: Callable[..., Any]) -> None:
         self._jitted = jitted
         self._steady: Optional[SteadyCall] = None
+        self._plans: dict = {}  # record()'s reading of each cache entry
         self.steady_calls = 0  # calls that took the steady call
         self.not_steady_because = "no call yet"  # why the last recording failed, if it did
         functools.update_wrapper(self, jitted)
@@ -87,7 +88,8 @@ class JitFunction:
         self._steady = None
         result = self._jitted(*args, **kwargs)
         if not is_tracing():
-            self._steady, self.not_steady_because = record(self._jitted, args, kwargs)
+            self._steady, self.not_steady_because = record(self._jitted, args, kwargs,
+                                                               self._plans)
         return result
 
     def __getattr__(self, name: str) -> Any:  # _lc_cd, _lc_cs, ... of the thunder.jit function

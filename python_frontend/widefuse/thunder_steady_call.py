@@ -27,6 +27,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 from thunder.common import CACHE_OPTIONS
+from thunder.executors.torchex import no_autocast
 
 from ._widefuse import structure_key
 from .thunder_executor import WidefuseFusion
@@ -66,6 +67,34 @@ def _environment() -> tuple:
             torch.get_default_device())
 
 
+def _closure(fn: Callable) -> dict[str, Any]:
+    return dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
+
+
+_NO_GRAD = torch.no_grad()(lambda: None).__code__
+_NO_AUTOCAST = no_autocast(lambda: None).__code__
+
+
+def _undecorated(fn: Callable) -> Callable:
+    """`fn` without the decorators Thunder puts on a computation that do nothing in a steady
+    call's environment (grad mode and autocast off): torch.no_grad() and Thunder's
+    no_autocast (when it restores autocast off). Any other decorator stays."""
+    while True:
+        code = getattr(fn, "__code__", None)
+        if code is _NO_GRAD:
+            factory = _closure(fn).get("ctx_factory")
+            if type(getattr(factory, "__self__", None)) is not torch.no_grad:
+                return fn
+            fn = _closure(fn)["func"]
+        elif code is _NO_AUTOCAST:
+            closure = _closure(fn)
+            if closure.get("prev") is not False or closure.get("prev_cpu") is not False:
+                return fn
+            fn = closure["fn"]
+        else:
+            return fn
+
+
 class SteadyCall:
     """One cache entry's replay: the call's structure key, where the computation's inputs and
     the region's inputs are among the call's tensors, and the tensors the prologue checks that
@@ -75,7 +104,7 @@ class SteadyCall:
                  inputs: list[int], order: list[int], others: list[tuple[int, tuple]]) -> None:
         self.key = key
         self.environment = environment
-        self._computation = entry.computation_fn
+        self._computation = _undecorated(entry.computation_fn)
         self._epilogue = entry.epilogue_fn
         self._region = region
         self._inputs = _getter(inputs)
@@ -111,27 +140,31 @@ def _getter(indices: Sequence[int]) -> Callable[[list], tuple]:
     return operator.itemgetter(*indices)
 
 
-def record(jitted: Any, args: tuple, kwargs: dict) -> tuple[Optional[SteadyCall], str]:
+def record(jitted: Any, args: tuple, kwargs: dict,
+           plans: dict) -> tuple[Optional[SteadyCall], str]:
     """The steady call of the cache entry the last call of `jitted` (a thunder.jit function)
     ran, for arguments like `args` and `kwargs`; (None, why) when its prologue checks what a
-    steady call cannot."""
+    steady call cannot. `plans` keeps each entry's reading of its prologue (_plan), so a
+    function whose calls keep going through Thunder reads it once."""
+    environment = _environment()
+    if environment[0] or environment[1] or environment[2]:
+        return None, "grad mode or autocast is on"
     cd, cs = jitted._lc_cd, jitted._lc_cs
     if cd.cache_option is not CACHE_OPTIONS.CONSTANT_VALUES:
         return None, f"the cache option is {cd.cache_option}"
     if getattr(cd.fn, "use_ddp", False) or getattr(cd.fn, "use_fsdp", False):
         return None, "the function is data parallel"
     entry = next((e for e in cs.interpreter_cache if e.prologue_fn is cs.last_prologue), None)
-    if entry is None or entry.backward_fn is not None or entry.epilogue_fn is None:
-        return None, "the last call's cache entry has a backward or no epilogue"
-    plan, why = _read_prologue(entry.prologue_traces[-1])
+    if entry is None:
+        return None, "the last call ran no cache entry"
+    if entry.prologue_fn not in plans:
+        plans[entry.prologue_fn] = _plan(entry)
+    plan, why = plans[entry.prologue_fn]
     if plan is None:
         return None, why
-    paths, tensor_checks, cache_checks, returned = plan
+    paths, tensor_checks, cache_checks, returned, region = plan
     if not _environment_matches(cache_checks):
         return None, "the prologue checks cache info other than the environment's"
-    region = _the_region(entry)
-    if region is None:
-        return None, "the computation is not one widefuse region"
     tensors: list = []
     key = structure_key((args, kwargs), tensors, leaf_key)
     position = {id(t): i for i, t in enumerate(tensors)}
@@ -161,7 +194,21 @@ def record(jitted: Any, args: tuple, kwargs: dict) -> tuple[Optional[SteadyCall]
             if index is None:
                 return None, f"the prologue checks {name}, which is not one of the call's tensors"
             others.append((index, facts))
-    return SteadyCall(key, _environment(), entry, region, indices, order, others), ""
+    return SteadyCall(key, environment, entry, region, indices, order, others), ""
+
+
+def _plan(entry: Any) -> tuple[Optional[tuple], str]:
+    """An entry's prologue read (_read_prologue) and its region; (None, why) when it has no
+    steady call."""
+    if entry.backward_fn is not None or entry.epilogue_fn is None:
+        return None, "the cache entry has a backward or no epilogue"
+    plan, why = _read_prologue(entry.prologue_traces[-1])
+    if plan is None:
+        return None, why
+    region = _the_region(entry)
+    if region is None:
+        return None, "the computation is not one widefuse region"
+    return (*plan, region), ""
 
 
 def _read_prologue(prologue: Any) -> tuple[Optional[tuple], str]:
