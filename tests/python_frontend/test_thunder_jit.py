@@ -43,6 +43,7 @@ def test_the_seed_equals_torch_adam_and_later_steps_are_compared_once():
     executor = _executor_of(region)
     assert executor.matched_launches == 5  # every step after the first
     assert executor.steady_runs == 0  # no second comparison in the region
+    assert jitted.steady_calls == 5, jitted.not_steady_because  # leaves that require grad
 
 
 def test_another_shape_is_a_cache_miss_and_traces_again():
