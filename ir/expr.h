@@ -8,6 +8,7 @@
 #include <llvm/ADT/SmallVector.h>
 
 #include <cstdint>
+#include <memory>
 
 namespace widefuse {
 
@@ -50,8 +51,10 @@ class Expr {
 public:
   Expr(unsigned id, OpKind op, llvm::ArrayRef<Value*> operands, Value* result,
        OpAttributes attributes)
-      : id_(id), op_(op), operands_(operands.begin(), operands.end()), result_(result),
-        attributes_(std::move(attributes)) {}
+      : id_(id), op_(op), operands_(operands.begin(), operands.end()), result_(result) {
+    if (!(attributes == noAttributes()))
+      attributes_ = std::make_unique<const OpAttributes>(std::move(attributes));
+  }
 
   /// Position in the fusion's expression list (a topological order).
   unsigned id() const { return id_; }
@@ -59,14 +62,22 @@ public:
   llvm::ArrayRef<Value*> operands() const { return operands_; }
   Value* operand(unsigned index) const { return operands_[index]; }
   Value* result() const { return result_; }
-  const OpAttributes& attributes() const { return attributes_; }
+  const OpAttributes& attributes() const { return attributes_ ? *attributes_ : noAttributes(); }
 
 private:
+  /// The attributes of an op that has none (most of them).
+  static const OpAttributes& noAttributes() {
+    static const OpAttributes none;
+    return none;
+  }
+
   unsigned id_;
   OpKind op_;
   llvm::SmallVector<Value*, 3> operands_;
   Value* result_;
-  OpAttributes attributes_;
+  /// Held apart, and only when not the default: a fusion of many parameters has millions of
+  /// expressions, and a pointwise op's attributes would be most of its size.
+  std::unique_ptr<const OpAttributes> attributes_;
 };
 
 } // namespace widefuse

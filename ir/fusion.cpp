@@ -26,7 +26,8 @@ Value Value::tensor(unsigned id, std::string name, DataType dtype, llvm::ArrayRe
   v.dtype_ = dtype;
   v.kind_ = ValueKind::Tensor;
   v.extents_.assign(extents.begin(), extents.end());
-  v.layout_ = std::move(layout);
+  if (!(layout == TensorLayout{}))
+    v.layout_ = std::make_shared<const TensorLayout>(std::move(layout));
   return v;
 }
 

@@ -7,6 +7,7 @@
 #include <llvm/ADT/SmallVector.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -65,7 +66,7 @@ public:
   /// Static extents, kSymbolicExtent where unknown. Empty for scalars and 0-d tensors.
   llvm::ArrayRef<int64_t> extents() const { return extents_; }
   /// Input layout of a tensor.
-  const TensorLayout& layout() const { return layout_; }
+  const TensorLayout& layout() const { return layout_ ? *layout_ : defaultLayout(); }
   /// The constant payload, for constant scalars.
   const std::optional<ConstantValue>& constant() const { return constant_; }
   bool isConstant() const { return constant_.has_value(); }
@@ -84,12 +85,19 @@ public:
 
 private:
   Value() = default;
+  /// The layout of a value that declares none.
+  static const TensorLayout& defaultLayout() {
+    static const TensorLayout none;
+    return none;
+  }
   unsigned id_ = 0;
   std::string name_;
   DataType dtype_ = DataType::Float;
   ValueKind kind_ = ValueKind::Scalar;
   llvm::SmallVector<int64_t, 4> extents_;
-  TensorLayout layout_;
+  /// Held apart, and only when not the default (inputs with a declared layout): a fusion of
+  /// many parameters has millions of values.
+  std::shared_ptr<const TensorLayout> layout_;
   std::optional<ConstantValue> constant_;
   bool weak_ = false;
   bool isInput_ = false;
