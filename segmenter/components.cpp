@@ -259,7 +259,9 @@ bool mayShareDomain(const Component& component) {
 
 /// `component` as one part per iteration domain its written tensors fall into (nvFuser
 /// would segment there): each part recomputes what it needs from the inputs, so the parts
-/// are independent kernels. 0-d writes go with the first part.
+/// are independent kernels. 0-d writes go with the first part. Empty when the writes fall
+/// into one domain (every optimizer step): the component is its only part, and neither it
+/// nor its expressions are copied.
 std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Component& component,
                                       const llvm::DenseSet<const Expr*>& exprs,
                                       const ValueSet& shared) {
@@ -299,10 +301,8 @@ std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Com
   llvm::SmallVector<size_t, 8> partOfWrite;
   for (const Write& write : written)
     partOfWrite.push_back(partOf(write.value));
-  if (parts.size() <= 1) { // the common case (every optimizer step): the component itself
-    parts.assign(1, DomainPart{component, exprs});
-    return parts;
-  }
+  if (parts.size() <= 1) // the common case (every optimizer step): the component itself
+    return {};
   for (size_t i = 0; i < written.size(); ++i) {
     const Write& write = written[i];
     DomainPart& part = parts[partOfWrite[i]];
@@ -419,12 +419,19 @@ std::vector<Component> findComponents(const Fusion& fusion) {
   for (Component& component : components) {
     unsigned id = component.id;
     std::vector<DomainPart> parts = splitByDomain(domains, component, exprSets[id], shared);
-    if (parts.size() > 1) {
+    if (!parts.empty()) {
       if (std::optional<std::string> hazard = crossPartHazard(fusion, parts)) {
         if (!mayShareDomain(component))
           fail("{}", *hazard);
-        parts.assign(1, DomainPart{std::move(component), exprSets[id]});
+        parts.clear(); // one kernel after all: the component itself
       }
+    }
+    if (parts.empty()) {
+      component.id = unsigned(result.size());
+      component.subgraph = id;
+      finishComponent(fusion, component, exprSets[id], shared);
+      result.push_back(std::move(component));
+      continue;
     }
     for (DomainPart& part : parts) {
       part.component.id = unsigned(result.size());
