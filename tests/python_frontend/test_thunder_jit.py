@@ -105,18 +105,6 @@ def test_the_options_it_sets_are_refused():
 # The steady call (thunder_steady_call.py): later calls skip Thunder's dispatch, and every
 # change Thunder's prologue or cache info would notice sends the call back through Thunder.
 
-def _seed_call(jitted, params, state, **changes):
-    steps, exp_avgs, exp_avg_sqs, max_exp_avg_sqs = state
-    options = dict(amsgrad=False, has_complex=False, beta1=0.9, beta2=0.999, lr=0.001,
-                   weight_decay=0, eps=1e-8, maximize=False, capturable=False,
-                   differentiable=False)
-    options.update(changes)
-    with torch.no_grad():
-        jitted(params, [p.grad for p in params], exp_avgs=exp_avgs, exp_avg_sqs=exp_avg_sqs,
-               max_exp_avg_sqs=max_exp_avg_sqs, state_steps=steps, grad_scale=None,
-               found_inf=None, **options)
-
-
 def _mutations():
     """(name, change(params, state) -> options for the call, steady): each is applied before
     one step; `steady` says whether the step may still take the steady call."""
@@ -174,16 +162,16 @@ def test_a_change_between_calls_is_noticed_never_run_stale(name, change, steady)
     reference = thunder.jit(_single_tensor_adam)  # Thunder's own executors, the same calls
     state, their_state = jit_state(ours), jit_state(theirs)
     for _ in range(2):
-        _seed_call(jitted, ours, state)
-        _seed_call(reference, theirs, their_state)
+        jit_step(jitted, ours, state)
+        jit_step(reference, theirs, their_state)
     assert jitted.steady_calls == 1, jitted.not_steady_because
     options = change(ours, state)
     change(theirs, their_state)
-    _seed_call(jitted, ours, state, **options)
-    _seed_call(reference, theirs, their_state, **options)
+    jit_step(jitted, ours, state, **options)
+    jit_step(reference, theirs, their_state, **options)
     assert jitted.steady_calls == (2 if steady else 1)
-    _seed_call(jitted, ours, state, **options)  # and steady again after it
-    _seed_call(reference, theirs, their_state, **options)
+    jit_step(jitted, ours, state, **options)  # and steady again after it
+    jit_step(reference, theirs, their_state, **options)
     torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-7)
     torch.testing.assert_close(state[:3], their_state[:3], rtol=1e-6, atol=1e-7)
     assert thunder.cache_hits(jitted) + thunder.cache_misses(jitted) == 4
@@ -194,16 +182,16 @@ def test_the_environment_thunder_caches_on_sends_the_call_through_thunder():
     jitted = widefuse.thunder.jit(_single_tensor_adam)
     state = jit_state(plain)
     for _ in range(2):
-        _seed_call(jitted, plain, state)
+        jit_step(jitted, plain, state)
     assert jitted.steady_calls == 1
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
-        _seed_call(jitted, plain, state)
+        jit_step(jitted, plain, state)
     finally:
         torch.set_default_dtype(previous)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        _seed_call(jitted, plain, state)
+        jit_step(jitted, plain, state)
     assert jitted.steady_calls == 1
     assert thunder.cache_misses(jitted) == 3  # the first call, float64 default, autocast
 
