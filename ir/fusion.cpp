@@ -133,10 +133,12 @@ std::string Fusion::uniqueName(llvm::StringRef base) {
   auto taken = [&](const std::string& name) {
     return byName_.count(name) || reserved_.count(name) || !isValidName(name);
   };
-  std::string candidate = base.str();
   // Continue from the last suffix handed out for this base: names are generated per value,
-  // and restarting at 1 would make building a fusion quadratic.
+  // and restarting at 1 would make building a fusion quadratic. Once a suffix was handed out
+  // the bare base is taken (names are never released), so it is not asked again: a traced
+  // optimizer names a constant per Python number of every op.
   unsigned& suffix = nextSuffix_[base];
+  std::string candidate = suffix ? fmt::format("{}{}", base.str(), ++suffix) : base.str();
   while (taken(candidate))
     candidate = fmt::format("{}{}", base.str(), ++suffix);
   return candidate;
