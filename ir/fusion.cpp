@@ -113,20 +113,28 @@ Fusion::Fusion(std::string name) : name_(std::move(name)) {
     fail("invalid fusion name '{}': use an identifier (letters, digits, _)", name_);
 }
 
-void Fusion::claimName(llvm::StringRef name) {
+void Fusion::checkName(llvm::StringRef name) const {
   if (!isValidName(name))
     fail("invalid value name '{}': use an identifier that is not a keyword or dtype name",
          name.str());
+}
+
+void Fusion::claimName(llvm::StringRef name) const {
+  checkName(name);
   if (byName_.count(name))
     fail("duplicate name '{}' in fusion '{}'", name.str(), name_);
 }
 
 Value* Fusion::addValue(Value value) {
   WF_ASSERT(value.id() == values_.size());
+  // One lookup claims the name (an op's result is checked here, not before: a fusion of many
+  // parameters adds millions of values).
+  auto [entry, inserted] = byName_.try_emplace(value.name(), nullptr);
+  if (!inserted)
+    fail("duplicate name '{}' in fusion '{}'", value.name(), name_);
   values_.push_back(std::make_unique<Value>(std::move(value)));
-  Value* stored = values_.back().get();
-  byName_[stored->name()] = stored;
-  return stored;
+  entry->second = values_.back().get();
+  return entry->second;
 }
 
 std::string Fusion::uniqueName(llvm::StringRef base) {
@@ -213,7 +221,7 @@ Value* Fusion::appendExpr(OpKind op, llvm::ArrayRef<Value*> operands, OpAttribut
   if (name.empty()) {
     resultName = uniqueName(resultType.kind == ValueKind::Tensor ? "t" : "s");
   } else {
-    claimName(name);
+    checkName(name); // addValue claims it
     resultName = name.str();
   }
   for (Value* operand : operands)

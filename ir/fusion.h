@@ -98,8 +98,12 @@ public:
   void reserveName(llvm::StringRef name) { reserved_.insert(name); }
 
 private:
+  /// Stores `value` under its name; Error when the name is taken.
   Value* addValue(Value value);
-  void claimName(llvm::StringRef name);
+  /// Error unless `name` may name a value (isValidName).
+  void checkName(llvm::StringRef name) const;
+  /// checkName, and Error when the name is taken.
+  void claimName(llvm::StringRef name) const;
 
   std::string name_;
   bool isPass_ = false;

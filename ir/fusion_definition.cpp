@@ -6,6 +6,10 @@
 #include "ir/op_builder.h"
 #include "ir/verifier.h"
 
+#include <bit>
+#include <type_traits>
+#include <variant>
+
 namespace widefuse {
 
 DataType Val::dtype() const {
@@ -59,10 +63,23 @@ Val FusionDefinition::constant(ConstantValue value, DataType dtype) {
 }
 
 Val FusionDefinition::literal(ConstantValue value) {
-  DataType dtype = std::holds_alternative<bool>(value)      ? DataType::Bool
-                   : std::holds_alternative<int64_t>(value) ? DataType::Int64
-                                                            : DataType::Double;
-  return Val(this, live().addConstant(value, dtype, /*weak=*/true));
+  Fusion& fusion = live();
+  uint64_t bits = std::visit(
+      [](auto number) -> uint64_t {
+        if constexpr (std::is_same_v<decltype(number), double>)
+          return std::bit_cast<uint64_t>(number); // -0.0 and 0.0 stay two literals
+        else
+          return static_cast<uint64_t>(number);
+      },
+      value);
+  Value*& shared = literals_[{static_cast<unsigned>(value.index()), bits}];
+  if (!shared) {
+    DataType dtype = std::holds_alternative<bool>(value)      ? DataType::Bool
+                     : std::holds_alternative<int64_t>(value) ? DataType::Int64
+                                                              : DataType::Double;
+    shared = fusion.addConstant(value, dtype, /*weak=*/true);
+  }
+  return Val(this, shared);
 }
 
 Val FusionDefinition::materialize(const Operand& operand) {

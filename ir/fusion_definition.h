@@ -11,6 +11,7 @@
 #include "ir/fusion.h"
 
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <cstdint>
@@ -68,7 +69,9 @@ public:
   Val defineScalar(DataType dtype, llvm::StringRef name = {});
   /// A constant of a given type (`1.0:f32` in the text form).
   Val constant(ConstantValue value, DataType dtype);
-  /// An untyped literal that promotes like a Python number.
+  /// An untyped literal that promotes like a Python number. Equal literals (same kind and
+  /// bits) are one value: a traced optimizer writes a dozen numbers per parameter, and a
+  /// weak constant prints inline and is shared by every component that reads it.
   Val literal(ConstantValue value);
   /// Turns an Operand into a value of this definition.
   Val materialize(const Operand& operand);
@@ -93,6 +96,8 @@ private:
   Value* unwrap(const Val& val, llvm::StringRef context);
 
   std::unique_ptr<Fusion> fusion_;
+  /// literal()'s values by (variant index, bits).
+  llvm::DenseMap<std::pair<unsigned, uint64_t>, Value*> literals_;
 };
 
 /// Op functions: one per IR op, named as in the text form. Numbers become weak literals;

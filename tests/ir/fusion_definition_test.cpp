@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 using namespace widefuse;
@@ -155,4 +156,22 @@ TEST(FusionDefinition, ScalarOutputsAndLiteralOnlyCallsAreRejected) {
   Val s = fd.defineScalar(DataType::Double, "s");
   EXPECT_NE(errorOf([&] { fd.addOutput(s); }).find("scalar"), std::string::npos);
   EXPECT_NE(errorOf([] { add(1.0, 2.0); }).find("at least one"), std::string::npos);
+}
+
+TEST(FusionDefinition, EqualLiteralsAreOneValue) {
+  FusionDefinition fd;
+  Val x = fd.defineTensor({4}, DataType::Float, "x");
+  Val a = x * 0.9, b = x + 0.9;
+  const Value* shared = a.value()->definition()->operand(1);
+  EXPECT_EQ(b.value()->definition()->operand(1), shared); // one value for both
+  EXPECT_TRUE(shared->isWeak());
+  // Equal means same kind and same bits: 1 (int), 1.0, true, 0.0 and -0.0 are five values.
+  llvm::SmallVector<const Value*, 5> distinct;
+  for (Val v : {x * int64_t(1), x * 1.0, x * true, x * 0.0, x * -0.0})
+    distinct.push_back(v.value()->definition()->operand(1));
+  for (size_t i = 0; i < distinct.size(); ++i)
+    for (size_t j = i + 1; j < distinct.size(); ++j)
+      EXPECT_NE(distinct[i], distinct[j]) << i << " " << j;
+  EXPECT_EQ(std::get<double>(*distinct[4]->constant()), 0.0);
+  EXPECT_TRUE(std::signbit(std::get<double>(*distinct[4]->constant())));
 }
