@@ -31,6 +31,10 @@ namespace {
 /// A Python number or a value handle as an op operand. bool is tested first: in Python it is
 /// also an int.
 Operand operandOf(nb::handle object) {
+  // A float first: most literals of a traced optimizer are, and a failed cast to Val costs
+  // a type lookup.
+  if (PyFloat_CheckExact(object.ptr()))
+    return Operand(PyFloat_AS_DOUBLE(object.ptr()));
   Val value;
   if (nb::try_cast(object, value))
     return Operand(value);

@@ -55,6 +55,8 @@ public:
                                     nb::tuple(dict.keys())));
       for (auto [name, item] : dict)
         walk(item);
+    } else if (object == Py_None) {
+      key_.push_back(nb::none()); // its own key: an optimizer's lists of None cost no call
     } else {
       nb::object constant = leaf_(value);
       if (constant.is_none())

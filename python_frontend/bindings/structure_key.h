@@ -10,8 +10,9 @@ namespace widefuse::python {
 
 /// Walks `value` (nested lists, tuples and dicts): appends each distinct array to `arrays` and
 /// returns the structure key. NumPy arrays, torch.Tensor and torch.nn.Parameter are taken as
-/// arrays at once; every other leaf is handed to `leaf`, which returns None for an array and
-/// otherwise the value's constant key (raising for a value a traced function refuses).
+/// arrays at once and None is its own key; every other leaf is handed to `leaf`, which returns
+/// None for an array and otherwise the value's constant key (raising for a value a traced
+/// function refuses).
 nanobind::tuple structureKey(nanobind::handle value, nanobind::list arrays, nanobind::handle leaf);
 
 /// The layout of each array in `arrays`, the rest of a trace key after the structure key:

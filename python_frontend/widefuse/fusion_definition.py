@@ -352,23 +352,31 @@ class FusionDefinition:
             return self.apply_op(op, operands)
         handles = []
         depends: frozenset = _NO_DEPENDS
+        # Pointwise: the result is a tensor when an operand is (what the builder decides, known
+        # here without asking it).
+        result_type: Optional[type] = Scalar
         for operand in operands:
             python_type = type(operand)
             if (python_type is Tensor or python_type is Scalar) and operand._fd is self:
                 handles.append(operand._value)
+                if python_type is Tensor:
+                    result_type = Tensor
                 if operand._depends:
                     depends = depends | operand._depends
             elif python_type is float or python_type is int or python_type is bool:
                 handles.append(operand)
             else:
                 handles.append(self._operand(operand, op))
+                result_type = None  # a subclass or a converted operand: the builder says
                 if isinstance(operand, Value) and operand._depends:
                     depends = depends | operand._depends
         builder = self._builder
         if builder is None or self._builder_empty:
             builder = self._live()  # raises once the definition is finished
         result = builder.op(kind, tuple(handles))
-        return (Tensor if result.is_tensor else Scalar)(self, result, depends)
+        if result_type is None:
+            result_type = Tensor if result.is_tensor else Scalar
+        return result_type(self, result, depends)
 
     def apply_reduction(self, op: str, operands: Sequence[Tensor],
                         dims: Optional[Sequence[int]]) -> Tensor:
