@@ -128,13 +128,13 @@ void Fusion::claimName(llvm::StringRef name) const {
 Value* Fusion::addValue(Value value) {
   WF_ASSERT(value.id() == values_.size());
   // One lookup claims the name (an op's result is checked here, not before: a fusion of many
-  // parameters adds millions of values).
-  auto [entry, inserted] = byName_.try_emplace(value.name(), nullptr);
-  if (!inserted)
-    fail("duplicate name '{}' in fusion '{}'", value.name(), name_);
-  values_.push_back(std::make_unique<Value>(std::move(value)));
-  entry->second = values_.back().get();
-  return entry->second;
+  // parameters adds millions of values). The key is the stored value's own name, so the value
+  // is placed first; a refused one stays unused in the arena.
+  Value* stored = new (valueArena_.Allocate()) Value(std::move(value));
+  if (!byName_.try_emplace(stored->name(), stored).second)
+    fail("duplicate name '{}' in fusion '{}'", stored->name(), name_);
+  values_.push_back(stored);
+  return stored;
 }
 
 std::string Fusion::uniqueName(llvm::StringRef base) {
@@ -236,9 +236,9 @@ Value* Fusion::appendExpr(OpKind op, llvm::ArrayRef<Value*> operands, OpAttribut
       resultType.kind == ValueKind::Tensor
           ? Value::tensor(id, resultName, resultType.dtype, resultType.extents)
           : Value::scalar(id, resultName, resultType.dtype, std::nullopt, resultType.weak));
-  exprs_.push_back(std::make_unique<Expr>(static_cast<unsigned>(exprs_.size()), op, operands,
-                                          result, std::move(attributes)));
-  result->setDefinition(exprs_.back().get());
+  exprs_.push_back(new (exprArena_.Allocate()) Expr(static_cast<unsigned>(exprs_.size()), op,
+                                                    operands, result, std::move(attributes)));
+  result->setDefinition(exprs_.back());
   return result;
 }
 
@@ -272,14 +272,6 @@ void Fusion::addOutput(Value* value) {
   outputs_.push_back(value);
 }
 
-std::vector<Expr*> Fusion::exprList() const {
-  std::vector<Expr*> list;
-  list.reserve(exprs_.size());
-  for (const auto& expr : exprs_)
-    list.push_back(expr.get());
-  return list;
-}
-
 Value* Fusion::lookup(llvm::StringRef name) const {
   auto it = byName_.find(name);
   return it == byName_.end() ? nullptr : it->second;
@@ -291,7 +283,7 @@ const Alias* Fusion::aliasOf(const Value* destination) const {
 }
 
 bool Fusion::owns(const Value* value) const {
-  return value && value->id() < values_.size() && values_[value->id()].get() == value;
+  return value && value->id() < values_.size() && values_[value->id()] == value;
 }
 
 bool isExtentValue(const Value& value) {

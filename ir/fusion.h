@@ -12,6 +12,7 @@
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/ADT/StringSet.h>
+#include <llvm/Support/Allocator.h>
 
 #include <memory>
 #include <string>
@@ -79,12 +80,12 @@ public:
   /// Number of values (inputs, constants and expression results).
   size_t numValues() const { return values_.size(); }
   /// Value by id.
-  Value* value(unsigned id) const { return values_[id].get(); }
+  Value* value(unsigned id) const { return values_[id]; }
   /// Expressions in topological order.
   size_t numExprs() const { return exprs_.size(); }
-  Expr* expr(unsigned id) const { return exprs_[id].get(); }
-  /// All expressions, in order, as plain pointers.
-  std::vector<Expr*> exprList() const;
+  Expr* expr(unsigned id) const { return exprs_[id]; }
+  /// All expressions, in order.
+  llvm::ArrayRef<Expr*> exprList() const { return exprs_; }
   /// The value with this name, or null.
   Value* lookup(llvm::StringRef name) const;
   /// The alias writing `destination`, or null.
@@ -107,12 +108,17 @@ private:
 
   std::string name_;
   bool isPass_ = false;
-  std::vector<std::unique_ptr<Value>> values_;
-  std::vector<std::unique_ptr<Expr>> exprs_;
+  // Values and expressions live in arenas: a fusion of many parameters has millions of
+  // both, and a heap allocation apiece was a tenth of building one.
+  llvm::SpecificBumpPtrAllocator<Value> valueArena_;
+  llvm::SpecificBumpPtrAllocator<Expr> exprArena_;
+  std::vector<Value*> values_;
+  std::vector<Expr*> exprs_;
   llvm::SmallVector<Value*, 16> inputs_;
   llvm::SmallVector<Value*, 4> outputs_;
   llvm::SmallVector<Alias, 8> aliases_;
-  llvm::StringMap<Value*> byName_;
+  /// By name; each key is its value's own name (no copy).
+  llvm::DenseMap<llvm::StringRef, Value*> byName_;
   llvm::StringSet<> reserved_;
   llvm::StringMap<unsigned> nextSuffix_;
   llvm::DenseMap<const Value*, unsigned> aliasOfDestination_;

@@ -133,7 +133,7 @@ StructuralKey structuralKey(const Subgraph& subgraph, const StructuralKeyOptions
 
 StructuralKey structuralKey(const Fusion& fusion, const StructuralKeyOptions& options) {
   std::vector<const Value*> inputs(fusion.inputs().begin(), fusion.inputs().end());
-  std::vector<Expr*> exprList = fusion.exprList();
+  llvm::ArrayRef<Expr*> exprList = fusion.exprList();
   std::vector<const Expr*> exprs(exprList.begin(), exprList.end());
   std::vector<const Value*> outputs(fusion.outputs().begin(), fusion.outputs().end());
   return structuralKey(Subgraph{inputs, exprs, fusion.aliases(), outputs}, options);
