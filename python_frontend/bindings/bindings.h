@@ -14,5 +14,7 @@ void bindExecutor(nanobind::module_& module);
 void bindStructureKey(nanobind::module_& module);
 /// torch_layout (a torch tensor's address and layout, read in C++).
 void bindTorchTensorReader(nanobind::module_& module);
+/// record (a pointwise op on traced values in one call) and register_traced_values.
+void bindTracedValues(nanobind::module_& module);
 
 } // namespace widefuse::python

@@ -8,4 +8,5 @@ NB_MODULE(_widefuse, module) {
   widefuse::python::bindExecutor(module);
   widefuse::python::bindStructureKey(module);
   widefuse::python::bindTorchTensorReader(module);
+  widefuse::python::bindTracedValues(module);
 }
