@@ -10,6 +10,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ._widefuse import Error
+from .arguments import layout_of
 from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_arguments,
                      not_an_extent)
 from .data_type import DataType, data_type_of
@@ -146,3 +148,21 @@ def scalar_dtype_or_value(value: Any, dtype: Any) -> tuple[Any, Any]:
     if dtype is None and isinstance(value, DataType):
         return None, value
     return value, dtype
+
+
+def layout_from_strides(sizes: Any, strides: Any,
+                static_sizes: bool) -> tuple[list[int], list[int], list[Optional[bool]]]:
+    """define_tensor's (shape, stride_order, contiguity) for an array of `sizes` and element
+    `strides`, as nvFuser's define_tensor(sizes=, strides=) computes them."""
+    extents = tensor_shape(() if sizes is None else sizes, "sizes")
+    if strides is None:
+        strides = [1] * len(extents)
+        for d in range(len(extents) - 2, -1, -1):
+            strides[d] = strides[d + 1] * max(extents[d + 1], 1)
+    strides = tensor_shape(strides, "strides")
+    if len(strides) != len(extents) or -1 in extents:
+        raise Error(f"define_tensor: sizes {extents} and strides {strides} must be two lists of "
+                    "non-negative ints of one length")
+    stride_order, contiguity = layout_of(extents, strides)
+    shape = extents if static_sizes else [1 if extent == 1 else -1 for extent in extents]
+    return shape, stride_order, contiguity

@@ -18,6 +18,14 @@ from typing import Any
 from ._widefuse import Error
 
 
+class UnsupportedOperationError(Error, AttributeError):
+    """An operation widefuse does not trace (a reduction over a middle dimension, an
+    in-place method, ...).
+
+    Also an AttributeError, so ``hasattr(tensor, "sum")`` is simply False.
+    """
+
+
 class ArgumentTypeError(Error, TypeError):
     """An argument of the wrong type (a string where a value or number goes, a float extent,
     a list of the wrong kind of items), or the wrong number of arguments."""

@@ -20,21 +20,19 @@ from . import _widefuse, torch_tensors
 from ._widefuse import Error
 from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_arguments,
                      not_an_extent)
-from .arguments import layout_of
 from .data_type import DataType, data_type_of, from_torch
-from .declarations import (TensorDeclaration, constant_value, scalar_dtype_or_value,
-                           tensor_declaration, tensor_shape, tensor_stride_order)
+from .declarations import (TensorDeclaration, constant_value, layout_from_strides,
+                           scalar_dtype_or_value, tensor_declaration, tensor_stride_order)
 from .execution import DefinedFusion, PreparedExecution, Runner
 from .operators import REDUCTION_OPS, Operators
-from .values import (Scalar, Tensor, UnsupportedOperationError, Value, Vector, depends_of,
-                     handle, input_handle, rebind)
+from .values import (NO_DEPENDS, Scalar, Tensor, UnsupportedOperationError, Value, Vector,
+                     depends_of, handle, input_handle, rebind)
 
 
 # The ops without attributes by name, as the builder numbers them (its op()).
 _POINTWISE_KINDS = {name: kind for kind, name in enumerate(_widefuse.op_names())
                     if name not in ("cast", "bitcast", "broadcast_in_dim", "size")
                     and name not in REDUCTION_OPS}
-_NO_DEPENDS: frozenset = frozenset()
 
 
 def _python_number(value: Any) -> Any:
@@ -42,24 +40,6 @@ def _python_number(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
-
-
-def _descriptor(sizes: Any, strides: Any,
-                static_sizes: bool) -> tuple[list[int], list[int], list[Optional[bool]]]:
-    """define_tensor's (shape, stride_order, contiguity) for an array of `sizes` and element
-    `strides`, as nvFuser's define_tensor(sizes=, strides=) computes them."""
-    extents = tensor_shape(() if sizes is None else sizes, "sizes")
-    if strides is None:
-        strides = [1] * len(extents)
-        for d in range(len(extents) - 2, -1, -1):
-            strides[d] = strides[d + 1] * max(extents[d + 1], 1)
-    strides = tensor_shape(strides, "strides")
-    if len(strides) != len(extents) or -1 in extents:
-        raise Error(f"define_tensor: sizes {extents} and strides {strides} must be two lists of "
-                    "non-negative ints of one length")
-    stride_order, contiguity = layout_of(extents, strides)
-    shape = extents if static_sizes else [1 if extent == 1 else -1 for extent in extents]
-    return shape, stride_order, contiguity
 
 
 class FusionDefinition:
@@ -200,7 +180,7 @@ class FusionDefinition:
             if shape or contiguity is not None or stride_order is not None:
                 raise Error("define_tensor takes either sizes= and strides=, or shape=, "
                             "contiguity= and stride_order=, not both")
-            shape, stride_order, contiguity = _descriptor(sizes, strides, static_sizes)
+            shape, stride_order, contiguity = layout_from_strides(sizes, strides, static_sizes)
         return self.define_declared_tensors(
             tensor_declaration(shape, contiguity, dtype, stride_order))[0]
 
@@ -350,8 +330,11 @@ class FusionDefinition:
         kind = _POINTWISE_KINDS.get(op)
         if kind is None:  # an op with attributes, or none at all: apply_op says which
             return self.apply_op(op, operands)
+        result = _widefuse.record(self, kind, operands)
+        if result is not None:
+            return result
         handles = []
-        depends: frozenset = _NO_DEPENDS
+        depends: frozenset = NO_DEPENDS
         # Pointwise: the result is a tensor when an operand is (what the builder decides, known
         # here without asking it).
         result_type: Optional[type] = Scalar
@@ -483,14 +466,24 @@ class FusionDefinition:
         self._copy(source, destination, "copy_")
 
     def _copy(self, source: Any, destination: Tensor, op: str) -> None:
-        value = self._operand(source, op)
-        if not isinstance(destination, Tensor) or destination.definition is not self:
+        # A traced optimizer makes one call per parameter and state tensor: the usual source
+        # (a value of this definition) is read as it is, anything else goes through _operand.
+        source_type = type(source)
+        if (source_type is Tensor or source_type is Scalar) and source._fd is self:
+            value = source._value
+        else:
+            value = self._operand(source, op)
+        if not isinstance(destination, Tensor) or destination._fd is not self:
             what = "alias_input" if op == "add_output" else "the destination"
             raise Error(f"{op}: {what} must be a tensor input of this definition")
-        self._live().copy_(value, input_handle(destination))
-        self._calls.append(("alias", len(self._writes)))
-        self._writes.append((value if isinstance(source, Value) else None,
-                             input_handle(destination)))
+        builder = self._builder
+        if builder is None or self._builder_empty:
+            builder = self._live()  # raises once the definition is finished
+        target = input_handle(destination)
+        builder.copy_(value, target)
+        writes = self._writes
+        self._calls.append(("alias", len(writes)))
+        writes.append((value if isinstance(source, Value) else None, target))
 
     def definition(self) -> None:
         """Override in a subclass to define the fusion with ``self.define_tensor`` ...,

@@ -7,18 +7,19 @@ untyped literals and promote as torch promotes Python scalars.
 
 A value builds through its definition's ``Builder`` (the protocol below, which
 FusionDefinition implements); this module knows nothing else of the definition. Most methods
-and operators are one op each and are generated from the name tables below.
+and operators are one op each and are generated from the name tables of value_methods.py.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import Any, Callable, Optional, Protocol, Sequence
 
+from . import _widefuse
 from ._widefuse import Error
 from .data_type import DataType, data_type_of, from_short_name
-from .errors import DimensionIndexError, SpecializationRequest, out_of_boundary
+from .errors import (DimensionIndexError, SpecializationRequest, UnsupportedOperationError,
+                     out_of_boundary)
+from .value_methods import checked_arguments, install_methods, install_operators
 
 
 class Builder(Protocol):
@@ -52,14 +53,6 @@ class Builder(Protocol):
         read that view as an input of its own; UnsupportedOperationError elsewhere."""
 
 
-class UnsupportedOperationError(Error, AttributeError):
-    """An operation widefuse does not trace (a reduction over a middle dimension, an
-    in-place method, ...).
-
-    Also an AttributeError, so ``hasattr(tensor, "sum")`` is simply False.
-    """
-
-
 # torch's functions on traced values (``__torch_function__``). functions.py, which holds
 # widefuse's torch-style functions and is built on this module, installs the dispatcher.
 _torch_dispatch: Optional[Callable[[Any, Any, dict], Any]] = None
@@ -71,12 +64,17 @@ def set_torch_dispatch(dispatch: Callable[[Any, Any, dict], Any]) -> None:
     _torch_dispatch = dispatch
 
 
+# The dependencies of a value computed from no specializable scalar (most values): one shared
+# empty set, which the recording hot path (_widefuse.record) gives every result it makes.
+NO_DEPENDS: frozenset = frozenset()
+
+
 class Value:
     """A tensor or scalar of one FusionDefinition."""
 
     __slots__ = ("_fd", "_value", "_input", "_depends")
 
-    def __init__(self, fd: Builder, value: Any, depends: frozenset = frozenset()) -> None:
+    def __init__(self, fd: Builder, value: Any, depends: frozenset = NO_DEPENDS) -> None:
         self._fd = fd
         self._value = value
         # The fusion input this handle stands for, kept when `out=` rebinds `_value`.
@@ -180,45 +178,7 @@ class Value:
         return f"{type(self).__name__}(name={self.name!r}, dtype={self.dtype!r})"
 
 
-# Python's operators of one IR op each: __<name>__ (and __r<name>__ for the reflected
-# form, operands swapped) by the op.
-_BINARY_OPERATORS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "truediv",
-                     "pow": "pow", "lshift": "shift_left", "rshift": "shift_right"}
-_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")  # no reflected form: Python swaps them
-_UNARY_OPERATORS = {"neg": "neg", "abs": "abs"}
-
-
-def _binary_operator(op: str, reflected: bool) -> Callable[..., Value]:
-    if reflected:
-        def operator(self, other: Any) -> Value:
-            return self._fd.pointwise(op, (other, self))
-    else:
-        def operator(self, other: Any) -> Value:
-            return self._fd.pointwise(op, (self, other))
-
-    return operator
-
-
-def _unary_operator(op: str) -> Callable[..., Value]:
-    def operator(self) -> Value:
-        return self._fd.pointwise(op, (self,))
-
-    return operator
-
-
-def _install_operators(cls: type) -> None:
-    operators = {f"__{name}__": _binary_operator(op, False)
-                 for name, op in _BINARY_OPERATORS.items()}
-    operators.update((f"__r{name}__", _binary_operator(op, True))
-                     for name, op in _BINARY_OPERATORS.items())
-    operators.update((f"__{name}__", _binary_operator(name, False)) for name in _COMPARISONS)
-    operators.update((f"__{name}__", _unary_operator(op)) for name, op in _UNARY_OPERATORS.items())
-    for name, operator in operators.items():
-        operator.__name__, operator.__qualname__ = name, f"{cls.__name__}.{name}"
-        setattr(cls, name, operator)
-
-
-_install_operators(Value)
+install_operators(Value)
 
 
 class Scalar(Value):
@@ -234,34 +194,6 @@ class Vector(list):
     def __init__(self, entries: Any = (), name: Any = None) -> None:
         super().__init__(entries)
         self.name = name
-
-
-def checked_arguments(function: Callable[..., Any], display_name: str) -> Callable[..., Any]:
-    """`function` raising UnsupportedOperationError, not TypeError, for arguments it lacks
-    (torch's `out=` on a method, `memory_format=`, ...), so tracing stops with widefuse's error."""
-    signature = inspect.signature(function)
-    shown = signature.replace(
-        parameters=[p.replace(annotation=inspect.Parameter.empty)
-                    for p in signature.parameters.values()],
-        return_annotation=inspect.Signature.empty)
-
-    # Arguments are checked only when the call raises TypeError: Python binds them before
-    # the body runs, so a call they do not fit has done nothing yet, and binding every call
-    # up front would cost more than the op it records.
-    @functools.wraps(function)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except TypeError:
-            try:
-                signature.bind(*args, **kwargs)
-            except TypeError as error:
-                raise UnsupportedOperationError(
-                    f"{display_name}(): {error}; widefuse supports {display_name}{shown}"
-                ) from None
-            raise
-
-    return checked
 
 
 class TensorShape(tuple):
@@ -462,78 +394,8 @@ class Tensor(Value):
             "docs/python.md for the list)")
 
 
-# torch's elementwise methods of one IR op, by method name: the op of the tensor alone, or
-# of the tensor and `other`.
-UNARY_METHODS = {name: name for name in (
-    "sqrt", "rsqrt", "reciprocal", "exp", "exp2", "log", "log2", "log1p", "expm1", "sin", "cos",
-    "tanh", "sigmoid", "floor", "ceil", "round", "trunc", "sign", "isnan", "isinf", "isfinite",
-    "logical_not", "neg", "abs")}
-UNARY_METHODS["negative"] = "neg"
-BINARY_METHODS = ("maximum", "minimum")
-# Casts to a dtype named by the method.
-CAST_METHODS = {"float": DataType.Float, "double": DataType.Double, "half": DataType.Half,
-                "bfloat16": DataType.BFloat16}
-# torch's in-place methods, each the out-of-place method of its name without the "_": the
-# tensor holds the result from here on (later reads see it), and a tensor input receives it
-# when the fusion ends, as torch's optimizers update parameters and state in place. The
-# result is cast to the tensor's dtype, as in torch.
-IN_PLACE_METHODS = ("add_", "sub_", "mul_", "div_", "pow_", "lerp_", "addcmul_", "addcdiv_",
-                    "clamp_", "sqrt_", "neg_", "abs_", "sign_")
-
-
-def _unary_method(name: str, op: str) -> Callable[..., Value]:
-    def method(self) -> Value:
-        return self._fd.pointwise(op, (self,))
-
-    method.__doc__ = f"Elementwise {op} (torch's Tensor.{name})."
-    return method
-
-
-def _binary_method(name: str) -> Callable[..., Value]:
-    def method(self, other: Any) -> Value:
-        return self._fd.pointwise(name, (self, other))
-
-    method.__doc__ = f"Elementwise {name} of the tensor and `other` (torch's Tensor.{name})."
-    return method
-
-
-def _cast_method(name: str, dtype: DataType) -> Callable[..., Value]:
-    def method(self) -> Value:
-        return self.to(dtype)
-
-    method.__doc__ = f"The tensor cast to {dtype!r} (torch's Tensor.{name})."
-    return method
-
-
-def _in_place_method(name: str, out_of_place: Callable[..., Value]) -> Callable[..., Tensor]:
-    # functools.wraps keeps the out-of-place signature, which checked_arguments enforces.
-    @functools.wraps(out_of_place)
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return self._assign(out_of_place(self, *args, **kwargs))
-
-    method.__doc__ = f"In-place {name[:-1]} (torch's Tensor.{name}): the tensor holds the result."
-    method.__signature__ = inspect.signature(out_of_place).replace(  # type: ignore[attr-defined]
-        return_annotation="Tensor")
-    return method
-
-
-def _install_methods(cls: type) -> None:
-    """Adds the generated methods to `cls`, then makes every public method check its
-    arguments (checked_arguments)."""
-    methods = {name: _unary_method(name, op) for name, op in UNARY_METHODS.items()}
-    methods.update((name, _binary_method(name)) for name in BINARY_METHODS)
-    methods.update((name, _cast_method(name, dtype)) for name, dtype in CAST_METHODS.items())
-    methods.update((name, _in_place_method(name, vars(cls).get(name[:-1]) or methods[name[:-1]]))
-                   for name in IN_PLACE_METHODS)
-    for name, method in methods.items():
-        method.__name__, method.__qualname__ = name, f"{cls.__name__}.{name}"
-        setattr(cls, name, method)
-    for name, method in list(vars(cls).items()):
-        if not name.startswith("_") and inspect.isfunction(method):
-            setattr(cls, name, checked_arguments(method, f"{cls.__name__}.{name}"))
-
-
-_install_methods(Tensor)
+install_methods(Tensor)
+_widefuse.register_traced_values(Value, Tensor, Scalar, NO_DEPENDS)
 
 
 def add_tensor_methods(methods: dict[str, Callable[..., Any]]) -> None:
@@ -573,7 +435,7 @@ def specializable(scalar: Scalar, name: str) -> Scalar:
 
 def depends_of(operands: Any) -> frozenset:
     """The specializable scalars the values among `operands` are computed from."""
-    depends: frozenset = frozenset()
+    depends: frozenset = NO_DEPENDS
     for operand in operands:
         if isinstance(operand, Value) and operand._depends:
             depends = depends | operand._depends
