@@ -128,13 +128,13 @@ void Fusion::claimName(llvm::StringRef name) const {
 Value* Fusion::addValue(Value value) {
   WF_ASSERT(value.id() == values_.size());
   // One lookup claims the name (an op's result is checked here, not before: a fusion of many
-  // parameters adds millions of values). The key is the stored value's own name, so the value
-  // is placed first; a refused one stays unused in the arena.
-  Value* stored = new (valueArena_.Allocate()) Value(std::move(value));
-  if (!byName_.try_emplace(stored->name(), stored).second)
-    fail("duplicate name '{}' in fusion '{}'", stored->name(), name_);
-  values_.push_back(stored);
-  return stored;
+  // parameters adds millions of values).
+  auto [entry, inserted] = byName_.try_emplace(value.name(), nullptr);
+  if (!inserted)
+    fail("duplicate name '{}' in fusion '{}'", value.name(), name_);
+  entry->second = new (valueArena_.Allocate()) Value(std::move(value));
+  values_.push_back(entry->second);
+  return entry->second;
 }
 
 std::string Fusion::uniqueName(llvm::StringRef base) {

@@ -117,8 +117,7 @@ private:
   llvm::SmallVector<Value*, 16> inputs_;
   llvm::SmallVector<Value*, 4> outputs_;
   llvm::SmallVector<Alias, 8> aliases_;
-  /// By name; each key is its value's own name (no copy).
-  llvm::DenseMap<llvm::StringRef, Value*> byName_;
+  llvm::StringMap<Value*> byName_;
   llvm::StringSet<> reserved_;
   llvm::StringMap<unsigned> nextSuffix_;
   llvm::DenseMap<const Value*, unsigned> aliasOfDestination_;
