@@ -231,6 +231,16 @@ HostKernelCache::HostKernelCache(KernelCacheOptions options) {
 
 HostKernelCache::~HostKernelCache() = default;
 
+void HostKernelCache::preparePrelude() {
+  if (!prelude_)
+    return;
+  try {
+    prelude_->prepare(compilerCommand(), kFlags, compilerIdentity() + hostCpuIdentity());
+  } catch (const Error&) {
+    // No compiler: the first kernel's compile says so, with the fix.
+  }
+}
+
 HostKernelCache& HostKernelCache::global() {
   static HostKernelCache* cache = new HostKernelCache(); // never destroyed: see HostKernel
   return *cache;

@@ -73,6 +73,11 @@ public:
   /// naming the fix when there is no compiler or no writable temporary directory.
   std::shared_ptr<const HostKernel> compile(llvm::StringRef source, llvm::StringRef kernelName);
 
+  /// Starts building the precompiled prelude in the background when this cache's directory
+  /// lacks it (a caller about to record a fusion for the host backend), so that the first
+  /// kernel finds it ready; returns at once.
+  void preparePrelude();
+
   /// Whether records are read from and written to `<cache dir>/host/` (false without a usable
   /// directory, and after a write there failed).
   bool diskEnabled() const;

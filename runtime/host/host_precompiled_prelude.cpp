@@ -40,6 +40,24 @@ HostPrecompiledPrelude::HostPrecompiledPrelude(const std::string& directory) {
     directory_ = fs::absolute(directory, error).string();
 }
 
+std::string HostPrecompiledPrelude::headerPath(llvm::StringRef compilerCommand,
+                                               llvm::StringRef flags,
+                                               llvm::StringRef identity) const {
+  if (directory_.empty() || !plainPath(directory_))
+    return "";
+  std::string stem =
+      cacheRecordFileName(fmt::format("precompiled prelude\n{}\n{}\n{}\n{}", compilerCommand.str(),
+                                      identity.str(), flags.str(), headerText()));
+  return joinCachePath(directory_, "prelude-" + stem.substr(0, stem.find('.')) + ".h");
+}
+
+void HostPrecompiledPrelude::prepare(llvm::StringRef compilerCommand, llvm::StringRef flags,
+                                     llvm::StringRef identity) {
+  std::string header = headerPath(compilerCommand, flags, identity);
+  if (!header.empty())
+    ensureBuilt(header, compilerCommand, flags, /*forKernel=*/false);
+}
+
 HostPrecompiledPrelude::Unit
 HostPrecompiledPrelude::translationUnit(llvm::StringRef source, llvm::StringRef compilerCommand,
                                         llvm::StringRef flags, llvm::StringRef identity) {
@@ -54,12 +72,8 @@ HostPrecompiledPrelude::translationUnit(llvm::StringRef source, llvm::StringRef 
   for (llvm::StringRef line : lines)
     if (!line.trim().empty() && !line.trim().startswith("//"))
       return plain;
-  std::string stem =
-      cacheRecordFileName(fmt::format("precompiled prelude\n{}\n{}\n{}\n{}", compilerCommand.str(),
-                                      identity.str(), flags.str(), headerText()));
-  std::string header =
-      joinCachePath(directory_, "prelude-" + stem.substr(0, stem.find('.')) + ".h");
-  if (!ensureBuilt(header, compilerCommand, flags))
+  std::string header = headerPath(compilerCommand, flags, identity);
+  if (!ensureBuilt(header, compilerCommand, flags, /*forKernel=*/true))
     return plain;
   return {source.take_front(at).str() + fmt::format("#include \"{}\"\n", header) +
               source.drop_front(at + devicePrelude().size()).str(),
@@ -85,9 +99,11 @@ HostPrecompiledPrelude::~HostPrecompiledPrelude() {
 }
 
 bool HostPrecompiledPrelude::ensureBuilt(const std::string& header, llvm::StringRef compilerCommand,
-                                         llvm::StringRef flags) {
+                                         llvm::StringRef flags, bool forKernel) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (auto known = states_.find(header); known != states_.end()) {
+    if (known->second == State::Building && (!forKernel || compiledBeside_.insert(header).second))
+      return false;
     built_.wait(lock, [&] { return known->second != State::Building; });
     return known->second == State::Ready;
   }
@@ -116,6 +132,8 @@ bool HostPrecompiledPrelude::ensureBuilt(const std::string& header, llvm::String
                   "{{ rm -f '{2}'; exit 1; }}",
                   compilerCommand.str(), flags.str(), std::string(scratch), header, gch);
   states_[header] = State::Building;
+  if (forKernel)
+    compiledBeside_.insert(header);
   builds_.emplace_back(&HostPrecompiledPrelude::build, this, header, std::move(command));
   return false;
 }

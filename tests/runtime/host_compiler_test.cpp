@@ -15,6 +15,9 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringExtras.h>
 
 #include <algorithm>
 #include <cstring>
@@ -261,13 +264,11 @@ bool hostCompilerIsGcc() {
   return contains(output, "Free Software Foundation") && !contains(output, "clang");
 }
 
-TEST(HostPrecompiledPrelude, GeneratedKernelsIncludeThePreludeBuiltOncePerDirectory) {
-  if (!hostCompilerIsGcc())
-    GTEST_SKIP() << "the host compiler is not GCC";
-  // A compiler that logs, for each kernel it compiles, whether the translation unit includes
-  // the header instead of holding the prelude's text, and whether GCC read the .gch (-H marks
-  // a precompiled header it used with '!').
-  TempDir directory;
+/// Writes `<directory>/cxx`, a compiler that logs to the returned file, for each kernel it
+/// compiles, whether the translation unit includes the header instead of holding the prelude's
+/// text, and whether GCC read the .gch (-H marks a precompiled header it used with '!'); and
+/// "header" for each header it builds.
+std::string writeLoggingCompiler(const TempDir& directory) {
   std::string log = directory.file("log");
   writeCompiler(directory.file("cxx"), "test compiler 1.0",
                 fmt::format("for a; do last=$a; done\n"
@@ -279,6 +280,14 @@ TEST(HostPrecompiledPrelude, GeneratedKernelsIncludeThePreludeBuiltOncePerDirect
                             "grep -q '^! .*prelude-.*[.]gch' '{0}.h' && echo gch >>'{0}'\n"
                             "exit $status",
                             log, HostKernelCache::compilerCommand()));
+  return log;
+}
+
+TEST(HostPrecompiledPrelude, GeneratedKernelsIncludeThePreludeBuiltOncePerDirectory) {
+  if (!hostCompilerIsGcc())
+    GTEST_SKIP() << "the host compiler is not GCC";
+  TempDir directory;
+  std::string log = writeLoggingCompiler(directory);
   ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", directory.file("cxx"));
   std::string cache = directory.file("cache");
   {
@@ -305,6 +314,46 @@ TEST(HostPrecompiledPrelude, GeneratedKernelsIncludeThePreludeBuiltOncePerDirect
   EXPECT_EQ(runBlockThree(*second.compile(hostKernelSource("pch_plain"), "pch_plain")),
             kHostKernelMagic + 3);
   EXPECT_TRUE(llvm::StringRef(readFile(log)).endswith("included\ngch\nplain\n")) << readFile(log);
+}
+
+TEST(HostPrecompiledPrelude, PreparedAheadTheHeaderIsBuiltOnceAndNoKernelWaitsForIt) {
+  if (!hostCompilerIsGcc())
+    GTEST_SKIP() << "the host compiler is not GCC";
+  TempDir directory;
+  std::string log = writeLoggingCompiler(directory);
+  ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", directory.file("cxx"));
+  std::string cache = directory.file("cache");
+  {
+    HostKernelCache first(onDisk(cache));
+    first.preparePrelude(); // builds in the background; the destructor waits for it
+    first.preparePrelude(); // already building: nothing more
+  }
+  EXPECT_EQ(readFile(log), "header\n");
+  EXPECT_EQ(preludeFiles(cache).size(), 2u);
+  HostKernelCache second(onDisk(cache));
+  second.preparePrelude(); // there already
+  EXPECT_EQ(runBlockThree(*second.compile(preludeKernelSource("ahead_a"), "ahead_a")),
+            kHostKernelMagic + 3);
+  EXPECT_EQ(readFile(log), "header\nincluded\ngch\n");
+
+  // Prepared just before the first kernel: that kernel does not wait for the header (it reads
+  // the plain text when the header is still building, or the .gch when it is done), the header
+  // builds once, and the next kernel reads it.
+  std::string other = directory.file("other");
+  writeFile(log, "");
+  HostKernelCache third(onDisk(other));
+  third.preparePrelude();
+  EXPECT_EQ(runBlockThree(*third.compile(preludeKernelSource("ahead_b", 2), "ahead_b")),
+            kHostKernelMagic + 2 + 3);
+  EXPECT_EQ(runBlockThree(*third.compile(preludeKernelSource("ahead_c", 4), "ahead_c")),
+            kHostKernelMagic + 4 + 3);
+  std::string logged = readFile(log);
+  llvm::SmallVector<llvm::StringRef, 8> entries;
+  llvm::StringRef(logged).split(entries, '\n', -1, /*KeepEmpty=*/false);
+  EXPECT_EQ(llvm::count(entries, "header"), 1) << logged;
+  llvm::erase_value(entries, "header"); // its line comes in any order with the first kernel's
+  std::string kernels = llvm::join(entries, " ");
+  EXPECT_TRUE(kernels == "plain included gch" || kernels == "included gch included gch") << logged;
 }
 
 TEST(HostPrecompiledPrelude, ATruncatedHeaderIsDroppedAndKernelsStillCompile) {
