@@ -14,6 +14,9 @@ void bindExecutor(nanobind::module_& module);
 void bindStructureKey(nanobind::module_& module);
 /// torch_layout (a torch tensor's address and layout, read in C++).
 void bindTorchTensorReader(nanobind::module_& module);
+/// direct_arguments (execute()'s arguments its checks would pass as they are) and
+/// _DirectTensor.
+void bindDirectArguments(nanobind::module_& module);
 /// record (a pointwise op on traced values in one call) and register_traced_values.
 void bindTracedValues(nanobind::module_& module);
 

@@ -113,6 +113,14 @@ void checkLayout(const TensorRef& ref, const Value& input) {
 
 } // namespace
 
+PyTypeObject* ndarrayType() {
+  static PyTypeObject* type = [] {
+    nanobind::object ndarray = nanobind::module_::import_("numpy").attr("ndarray");
+    return reinterpret_cast<PyTypeObject*>(ndarray.release().ptr());
+  }();
+  return type;
+}
+
 std::optional<DataType> bufferDataType(const Py_buffer& view) {
   return typeOfFormat(view.format ? view.format : "B", view.itemsize);
 }

@@ -21,6 +21,9 @@ struct ReleaseBuffer {
 /// A buffer view held while a run uses its memory.
 using HeldBuffer = std::unique_ptr<Py_buffer, ReleaseBuffer>;
 
+/// numpy.ndarray (widefuse imports NumPy, so it is loaded).
+PyTypeObject* ndarrayType();
+
 /// The data type of a buffer view's elements (native byte order), nullopt for a format
 /// widefuse does not read.
 std::optional<DataType> bufferDataType(const Py_buffer& view);

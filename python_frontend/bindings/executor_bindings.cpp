@@ -1,9 +1,11 @@
 // The executor behind FusionDefinition.execute: arguments arrive from Python as NumPy arrays
-// (read through the buffer protocol), (address, dtype, shape, strides-in-elements) tuples for
-// other arrays, or numbers, already matched to the fusion's inputs by the Python side; outputs
+// (read through the buffer protocol), torch CPU tensors read by direct_arguments
+// (DirectTensor), (address, dtype, shape, strides-in-elements) tuples for other arrays, or
+// numbers, already matched to the fusion's inputs by the Python side; outputs
 // leave as NumPy arrays (host) or DLPack-capable device arrays (CUDA).
 #include "python_frontend/bindings/bindings.h"
 #include "python_frontend/bindings/buffer_arguments.h"
+#include "python_frontend/bindings/direct_arguments.h"
 #include "python_frontend/bindings/fusion_handle.h"
 #include "python_frontend/bindings/steady_inputs.h"
 
@@ -12,6 +14,7 @@
 #include "optim/model_presets.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
+#include "runtime/host/host_compiler.h"
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -131,8 +134,8 @@ ScalarArgument scalarOf(nb::handle argument, const Value& input) {
   return ScalarArgument(value);
 }
 
-/// One argument per fusion input: a described tensor (tuple), a number, or a NumPy array
-/// read through the buffer protocol.
+/// One argument per fusion input: a DirectTensor, a described tensor (tuple), a number, or a
+/// NumPy array read through the buffer protocol.
 std::vector<Argument> argumentsOf(const nb::list& arguments, const Fusion& fusion,
                                   std::vector<HeldBuffer>& held) {
   if (arguments.size() != fusion.inputs().size())
@@ -141,7 +144,9 @@ std::vector<Argument> argumentsOf(const nb::list& arguments, const Fusion& fusio
   for (size_t i = 0; i < arguments.size(); ++i) {
     nb::handle argument = arguments[i];
     const Value& input = *fusion.inputs()[i];
-    if (input.isTensor() && PyObject_CheckBuffer(argument.ptr()))
+    if (nb::isinstance<DirectTensor>(argument))
+      converted.emplace_back(nb::inst_ptr<DirectTensor>(argument)->ref);
+    else if (input.isTensor() && PyObject_CheckBuffer(argument.ptr()))
       converted.emplace_back(
           tensorFromBuffer(argument, input, fusion.aliasOf(&input) != nullptr, held));
     else if (nb::isinstance<nb::tuple>(argument))
@@ -513,6 +518,10 @@ void bindExecutor(nb::module_& module) {
              "(address, dtype, shape, strides, device_type, device_id, read_only) of a DLPack "
              "exporter.");
   module.def("cuda_available", &CudaDevice::available, "True when a CUDA device can be used.");
+  module.def(
+      "prepare_host_compiler", [] { HostKernelCache::global().preparePrelude(); },
+      "Starts building the host backend's precompiled prelude in the background when the "
+      "kernel cache lacks it: a caller about to record a fusion for the host calls it first.");
   module.def(
       "model_shapes",
       [](const std::string& name) {

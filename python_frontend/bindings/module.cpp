@@ -9,4 +9,5 @@ NB_MODULE(_widefuse, module) {
   widefuse::python::bindStructureKey(module);
   widefuse::python::bindTorchTensorReader(module);
   widefuse::python::bindTracedValues(module);
+  widefuse::python::bindDirectArguments(module);
 }

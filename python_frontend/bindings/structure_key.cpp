@@ -18,15 +18,6 @@ namespace nb = nanobind;
 namespace widefuse::python {
 namespace {
 
-/// numpy.ndarray (widefuse imports NumPy, so it is loaded).
-PyTypeObject* ndarrayType() {
-  static PyTypeObject* type = [] {
-    nb::object ndarray = nb::module_::import_("numpy").attr("ndarray");
-    return reinterpret_cast<PyTypeObject*>(ndarray.release().ptr());
-  }();
-  return type;
-}
-
 /// One walk: the arrays seen so far (by identity) and the key's items.
 class StructureWalk {
 public:

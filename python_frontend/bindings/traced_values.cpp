@@ -106,6 +106,34 @@ std::optional<Operand> operandOf(PyObject* object, PyObject* fd) {
   return std::nullopt;
 }
 
+/// The Python handle of `handle` (a `_Value` object) in `fd`, of `type`, as Value.__init__
+/// makes it with no dependencies.
+nb::object tracedValue(PyTypeObject* type, nb::handle fd, nb::handle handle) {
+  const TracedValueClasses& c = classes();
+  nb::object traced = nb::steal(type->tp_alloc(type, 0));
+  if (!traced.is_valid())
+    throw nb::python_error();
+  c.fd.set(traced.ptr(), fd.ptr());
+  c.value.set(traced.ptr(), handle.ptr());
+  c.input.set(traced.ptr(), handle.ptr());
+  c.depends.set(traced.ptr(), c.noDepends.ptr());
+  return traced;
+}
+
+/// Tensor handles in `fd` for `handles`, tensor inputs the builder just defined.
+nb::list makeTensors(nb::handle fd, nb::list handles) {
+  const TracedValueClasses& c = classes();
+  if (!c.tensor)
+    fail("make_tensors: widefuse.values has not registered its classes");
+  nb::list tensors;
+  for (nb::handle handle : handles) {
+    if (Py_TYPE(handle.ptr()) != c.handleType || !nb::inst_ptr<Val>(handle)->value()->isTensor())
+      fail("make_tensors takes the tensor handles of a definition");
+    tensors.append(tracedValue(c.tensor, fd, handle));
+  }
+  return tensors;
+}
+
 /// True for an op its operands fully give: no attributes (cast, bitcast, broadcast_in_dim,
 /// size) and no scope (reductions).
 bool isPlainPointwise(OpKind op) {
@@ -153,15 +181,7 @@ nb::object record(nb::handle fd, unsigned kind, nb::handle operands) {
     return nb::none();
   Val result = definition.applyPointwise(static_cast<OpKind>(kind), arguments);
   PyTypeObject* type = result.value()->isTensor() ? c.tensor : c.scalar;
-  nb::object handle = nb::cast(std::move(result));
-  nb::object traced = nb::steal(type->tp_alloc(type, 0));
-  if (!traced.is_valid())
-    throw nb::python_error();
-  c.fd.set(traced.ptr(), fd.ptr());
-  c.value.set(traced.ptr(), handle.ptr());
-  c.input.set(traced.ptr(), handle.ptr());
-  c.depends.set(traced.ptr(), c.noDepends.ptr());
-  return traced;
+  return tracedValue(type, fd, nb::cast(std::move(result)));
 }
 
 } // namespace
@@ -170,6 +190,8 @@ void bindTracedValues(nb::module_& module) {
   module.def("register_traced_values", &registerTracedValues, nb::arg("value"), nb::arg("tensor"),
              nb::arg("scalar"), nb::arg("no_depends"),
              "Tells record() the classes of traced values and the empty dependency set.");
+  module.def("make_tensors", &makeTensors, nb::arg("fd"), nb::arg("handles"),
+             "Tensor handles in FusionDefinition `fd` for tensor inputs just defined.");
   module.def("record", &record, nb::arg("fd"), nb::arg("kind"), nb::arg("operands"),
              "Pointwise op `kind` of `operands` in FusionDefinition `fd`: the result, or None "
              "where the Python path decides.");
