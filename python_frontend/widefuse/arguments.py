@@ -160,26 +160,6 @@ def _torch_view(tensor: Any, name: str) -> ArrayView:
                      torch_device=torch_tensors.device_name(tensor))
 
 
-def dense_cpu_tensor(value: Any, dtype: str, rank: int) -> Optional[tuple]:
-    """`value`'s description (address, dtype, shape, strides in elements) when it is a plain
-    torch CPU tensor of dtype `dtype` (a short name) and rank `rank`, dense row-major (extents
-    of 1 aside) and readable as it is (torch_layout); else None, and array_view's checks
-    apply. execute()'s arguments for a row-major input: no view, as its checks would pass."""
-    read = torch_layout(value)
-    if read is None:
-        return None
-    address, torch_dtype, shape, strides, device = read
-    data_type = from_torch(torch_dtype)
-    if device != -1 or data_type is None or data_type.value != dtype or len(shape) != rank:
-        return None
-    expected = 1
-    for extent, stride in zip(reversed(shape), reversed(strides)):
-        if extent != 1 and stride != expected:
-            return None
-        expected *= extent
-    return (address, dtype, shape, strides)
-
-
 def array_view(value: Any, name: str) -> ArrayView:
     """Describes an array given for tensor input `name`; raises Error for anything else."""
     if isinstance(value, np.ndarray):

@@ -101,6 +101,18 @@ def _torch_table() -> dict:
     return _OF_TORCH
 
 
+_SHORT_NAMES_OF_TORCH: dict = {}  # torch.dtype -> short name, once torch is imported
+
+
+def torch_short_names() -> dict:
+    """torch's dtypes and their short names ("f32"), as the C++ readers of torch tensors take
+    them (array_layouts, direct_arguments); empty while the program has not imported torch."""
+    if not _SHORT_NAMES_OF_TORCH and sys.modules.get("torch") is not None:
+        _SHORT_NAMES_OF_TORCH.update((dtype, data_type.value)
+                                     for dtype, data_type in _torch_table().items())
+    return _SHORT_NAMES_OF_TORCH
+
+
 def from_torch(dtype: Any) -> Optional[DataType]:
     """The DataType of a torch dtype, or None for one widefuse lacks (complex32, the fnuz fp8
     types, float4, ...)."""

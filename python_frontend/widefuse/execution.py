@@ -6,6 +6,7 @@ FusionDefinition's execute(), validate() and prepare() are the Runner's."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Optional, Sequence
@@ -13,9 +14,9 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from . import _widefuse, torch_tensors
-from ._widefuse import Error
-from .arguments import array_view, check_layout, dense_cpu_tensor, scalar_argument
-from .data_type import DataType, data_type_of, from_short_name
+from ._widefuse import Error, direct_arguments
+from .arguments import array_view, check_layout, scalar_argument
+from .data_type import DataType, data_type_of, from_short_name, torch_short_names
 from .errors import ArgumentTypeError, ArgumentValueError
 
 _BACKENDS = tuple(_widefuse.backend_names())
@@ -97,13 +98,17 @@ class DefinedFusion:
     output_sources: tuple[tuple[str, int], ...] = ()
     output_orders: Mapping[int, list[int]] = field(default_factory=lambda: MappingProxyType({}))
     # Read from `fusion` once: every run checks its arguments against them.
-    inputs: tuple[dict, ...] = field(init=False)  # each fusion input's facts (name, dtype, ...)
     output_types: tuple[DataType, ...] = field(init=False)  # of the fusion's plain outputs
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "inputs", tuple(self.fusion.inputs()))
         object.__setattr__(self, "output_types", tuple(
             from_short_name(facts["dtype"]) for facts in self.fusion.outputs()))
+
+    @functools.cached_property
+    def inputs(self) -> tuple[dict, ...]:
+        """Each fusion input's facts (name, dtype, ...), read once, when a run's arguments
+        need the checks in Python (a traced optimizer's first call has tens of thousands)."""
+        return tuple(self.fusion.inputs())
 
     def input_names(self) -> list[str]:
         """execute()'s inputs by name: a vector input as `V0 ([S1, S2])`."""
@@ -367,22 +372,21 @@ def _arguments(defined: DefinedFusion,
                inputs: Sequence[Any]) -> tuple[list, bool, Optional[int], Optional[str]]:
     """The extension's arguments for `inputs`, checked against the fusion's inputs; whether
     any is on the device, the first device array's stream, and the torch device."""
-    arguments: list = []
+    values = _flat_inputs(defined, inputs)
+    # What every value's checks below would pass as it is, read in C++: NumPy arrays (the
+    # executor reads and checks them), dense torch CPU tensors, plain numbers.
+    direct = direct_arguments(defined.fusion, values, torch_short_names())
+    if direct is not None:
+        arguments, any_torch = direct
+        return arguments, False, None, "cpu" if any_torch else None
+    arguments = []
     on_device, stream = False, None
     torch_input: Optional[tuple[str, str]] = None  # (name, device) of the first torch tensor
-    for value, facts in zip(_flat_inputs(defined, inputs), defined.inputs):
+    for value, facts in zip(values, defined.inputs):
         is_tensor = facts["is_tensor"]
         if is_tensor and type(value) is np.ndarray and value.dtype in _BUFFER_TYPES:
             arguments.append(value)  # the C++ side reads and checks it (fast path)
             continue
-        if is_tensor and (torch_input is None or torch_input[1] == "cpu"):
-            described = (dense_cpu_tensor(value, facts["dtype"], len(facts["shape"]))
-                         if facts["row_major"] else None)
-            if described is not None:  # what the checks below would pass, read in C++
-                if torch_input is None:
-                    torch_input = (facts["name"], "cpu")
-                arguments.append(described)
-                continue
         name, dtype = facts["name"], from_short_name(facts["dtype"])
         if not is_tensor:
             arguments.append(scalar_argument(value, name, dtype))

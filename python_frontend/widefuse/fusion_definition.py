@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import _widefuse, torch_tensors
-from ._widefuse import Error
+from ._widefuse import Error, make_tensors
 from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_arguments,
                      not_an_extent)
 from .data_type import DataType, data_type_of, from_torch
@@ -63,11 +63,10 @@ class FusionDefinition:
         self._input_arity: list[int] = []
         self._vectors: list[tuple[int, int]] = []
         self._vector_names: dict[int, str] = {}  # by first fusion input
-        # The tensor inputs' handles by id (held, so that no other handle gets their id).
-        self._tensor_inputs: dict[int, Any] = {}
+        # By handle id, each tensor input's handle (held, so that no other handle gets its id)
+        # and its position in execute()'s inputs.
+        self._tensor_inputs: dict[int, tuple[Any, int]] = {}
         self._in_place: dict[int, Tensor] = {}  # tensor inputs written in place, by handle id
-        # Each tensor input's position in execute()'s inputs, by handle id.
-        self._input_positions: dict[int, int] = {}
         # The add_output and copy_ calls in order (execute()'s outputs, repr(fd)): ("output",
         # handle, stride order or None) for a plain output, ("alias", i) for the fusion's
         # in-place update i.
@@ -145,7 +144,7 @@ class FusionDefinition:
         a stride_order of its own is not aliased."""
         aliases: dict[int, int] = {}
         for source, destination in self._writes:
-            position = self._input_positions[id(destination)]
+            position = self._tensor_inputs[id(destination)][1]
             aliases[id(destination)] = position
             if source is not None and source.dtype == destination.dtype and \
                     list(source.shape) == list(destination.shape):
@@ -193,13 +192,12 @@ class FusionDefinition:
         values = self._live().define_tensors(count, shape,
                                              data_type_of(dtype, "define_tensor").value, order,
                                              contiguity)
-        tensors = []
-        for value in values:
-            self._tensor_inputs[id(value)] = value
-            self._input_positions[id(value)] = len(self._input_arity)
-            self._input_arity.append(1)
-            tensors.append(Tensor(self, value))
-        return tensors
+        # The tracer defines every input through here: bookkeeping at C speed, and the
+        # Tensor handles made in C++.
+        first = len(self._input_arity)
+        self._tensor_inputs.update(zip(map(id, values), zip(values, range(first, first + count))))
+        self._input_arity.extend([1] * count)
+        return make_tensors(self, values)
 
     def from_pytorch(self, tensor: Any, static_sizes: bool = False) -> Tensor:
         """A tensor input laid out and typed like the torch tensor `tensor` (nvFuser's
@@ -389,7 +387,7 @@ class FusionDefinition:
             value = value.to(tensor.dtype)
         rebind(tensor, value)
         destination = input_handle(tensor)
-        if self._tensor_inputs.get(id(destination)) is destination:
+        if self._tensor_inputs.get(id(destination), (None,))[0] is destination:
             self._in_place[id(destination)] = tensor
 
     def add_output(self, output: Value, alias_input: Optional[Tensor] = None,

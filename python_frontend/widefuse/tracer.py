@@ -17,9 +17,9 @@ from typing import Any, Callable, Hashable, Iterator, Optional
 
 import numpy as np
 
-from ._widefuse import Error, array_layouts, structure_key
+from ._widefuse import Error, array_layouts, prepare_host_compiler, structure_key
 from .arguments import array_view, layout_of
-from .data_type import _torch_table, from_short_name
+from .data_type import from_short_name, torch_short_names
 from .execution import options_key
 from .declarations import tensor_declaration
 from .fusion_definition import FusionDefinition
@@ -42,22 +42,11 @@ class _Leaf(int):
         return int(self)
 
 
-# torch.dtype -> short name, for array_layouts (built once torch is imported).
-_TORCH_TYPES: dict = {}
-
-
-def _torch_types() -> dict:
-    if not _TORCH_TYPES and "torch" in sys.modules:
-        _TORCH_TYPES.update((dtype, data_type.value)
-                            for dtype, data_type in _torch_table().items())
-    return _TORCH_TYPES
-
-
 def _layouts(arrays: list) -> tuple:
     """The trace key's part after the structure key: each array's (dtype short name, shape,
     strides in elements, on device), read in C++ (array_layouts) for NumPy arrays and plain
     torch tensors, from the array's view for the rest (whose errors this raises)."""
-    layouts = array_layouts(arrays, _torch_types())
+    layouts = array_layouts(arrays, torch_short_names())
     for index, layout in enumerate(layouts):
         if layout is None:
             view = array_view(arrays[index], f"argument {index}")
@@ -252,6 +241,10 @@ class TracedFunction:
         trace_key = (structure, layouts)
         recording = self._recordings.get(trace_key)
         if recording is None:
+            if self._backend == "host" or (self._backend == "auto" and
+                                           not any(layout[3] for layout in layouts)):
+                # The host compiler's prelude builds while the function records.
+                prepare_host_compiler()
             seen = {id(array): index for index, array in enumerate(arrays)}
             recording = self._record(_structure((args, kwargs), seen), layouts)
             self._recordings[trace_key] = recording

@@ -140,9 +140,10 @@ def test_widefuse_imports_and_runs_without_torch():
 def test_tensors_on_two_devices_are_refused(monkeypatch):
     # No second device here: the device one tensor reports is patched (on the Python path,
     # which reads it through device_name); the check is the same.
-    from widefuse import arguments, torch_tensors
+    from widefuse import arguments, execution, torch_tensors
     x, y = torch.ones(2, 3), torch.ones(2, 3)
     real = torch_tensors.device_name
+    monkeypatch.setattr(execution, "direct_arguments", lambda *arguments: None)
     monkeypatch.setattr(arguments, "torch_layout", lambda tensor: None)
     monkeypatch.setattr(torch_tensors, "device_name",
                         lambda tensor: "cuda:0" if tensor is y else real(tensor))
@@ -161,3 +162,39 @@ def test_cuda_tensors_run_on_the_gpu_and_a_cpu_tensor_among_them_is_refused():
     torch.testing.assert_close(out, torch.full((4, 5), 0.5, device="cuda"))
     with pytest.raises(widefuse.Error, match="input 'T1' is on cpu but input 'T0' is on cuda:0"):
         axpy_definition().execute([x, torch.ones(4, 5), 0.5])
+
+
+def test_direct_arguments_take_what_the_checks_pass_as_it_is():
+    # execute()'s first call reads dense torch CPU tensors, NumPy arrays and plain numbers in
+    # one C++ walk; anything the Python checks would convert or refuse is left to them.
+    from widefuse._widefuse import direct_arguments
+    from widefuse.data_type import torch_short_names
+    fusion = axpy_definition()._finished("execute()").fusion
+    x, y = torch.ones(2, 3), torch.ones(2, 3)
+
+    def direct(*values):
+        return direct_arguments(fusion, list(values), torch_short_names())
+
+    arguments, any_torch = direct(x, y, 1.0)
+    assert any_torch and arguments[2] == 1.0 and type(arguments[2]) is float
+    assert direct(np.ones((2, 3), np.float32), y, 1)[0][0].dtype == np.float32
+    assert direct(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32), True)[1] is False
+    declined = {
+        "another dtype": (x.double(), y, 1.0),
+        "transposed": (torch.ones(3, 2).t(), y, 1.0),
+        "a lazy conjugate": (torch.ones(2, 3, dtype=torch.complex64).conj().real, y, 1.0),
+        "a subclass": (x.as_subclass(type("Sub", (torch.Tensor,), {})), y, 1.0),
+        "grad required under grad mode": (x, torch.ones(2, 3, requires_grad=True), 1.0),
+        "a NumPy scalar": (x, y, np.float64(1.0)),
+        "a 0-d tensor for a scalar": (x, y, torch.tensor(1.0)),
+        "a string": (x, y, "1"),
+        "a list": ([[1.0] * 3] * 2, y, 1.0),
+    }
+    for why, values in declined.items():
+        assert direct(*values) is None, why
+    with torch.no_grad():
+        assert direct(x, torch.ones(2, 3, requires_grad=True), 1.0) is not None
+    # The checked path names what the direct walk declined.
+    with pytest.raises(widefuse.Error, match="input 'T0' is DataType.Float; the array is "
+                                             "DataType.Double"):
+        axpy_definition().execute([x.double(), y, 1.0])
