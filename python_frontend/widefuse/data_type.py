@@ -7,7 +7,6 @@ import enum
 import sys
 from typing import Any, Optional
 
-import ml_dtypes
 import numpy as np
 
 from . import _widefuse
@@ -59,9 +58,11 @@ DataType = _DataTypeBase(  # type: ignore[misc]
 DataType.__doc__ = _DataTypeBase.__doc__
 
 
-# Short names whose NumPy type ml_dtypes provides.
-_ML_DTYPES = {"bf16": ml_dtypes.bfloat16, "f8e4m3fn": ml_dtypes.float8_e4m3fn,
-              "f8e5m2": ml_dtypes.float8_e5m2, "f8e8m0fnu": ml_dtypes.float8_e8m0fnu}
+# Short names whose NumPy type ml_dtypes provides, by its name there. ml_dtypes is imported
+# when one of them is first needed: importing it takes half a second, and an array of one of
+# its types exists only once the program has imported it.
+_ML_DTYPES = {"bf16": "bfloat16", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
+              "f8e8m0fnu": "float8_e8m0fnu"}
 
 
 def _numpy_of(short_name: str) -> np.dtype:
@@ -71,12 +72,20 @@ def _numpy_of(short_name: str) -> np.dtype:
     if short_name == "b8":
         return np.dtype(np.bool_)
     if short_name in _ML_DTYPES:
-        return np.dtype(_ML_DTYPES[short_name])
+        import ml_dtypes
+        return np.dtype(getattr(ml_dtypes, _ML_DTYPES[short_name]))
     kind = {"i": "int", "u": "uint", "f": "float", "c": "complex"}[short_name[0]]
     return np.dtype(f"{kind}{short_name[1:]}")
 
 
-_OF_NUMPY = {member.numpy: member for member in DataType}
+# The DataType of each NumPy dtype: NumPy's own now, ml_dtypes' once it is imported.
+_OF_NUMPY = {member.numpy: member for member in DataType if member.value not in _ML_DTYPES}
+
+
+def _of_numpy() -> dict:
+    if "ml_dtypes" in sys.modules and len(_OF_NUMPY) < len(set(DataType)):
+        _OF_NUMPY.update((member.numpy, member) for member in DataType)
+    return _OF_NUMPY
 
 
 _OF_TORCH: Optional[dict] = None  # torch.dtype -> DataType, built on first use
@@ -126,9 +135,10 @@ def from_short_name(name: str) -> DataType:
 
 def from_numpy(dtype: np.dtype, context: str) -> DataType:
     """The DataType of a NumPy dtype; raises Error naming `context` for one widefuse lacks."""
-    found = _OF_NUMPY.get(np.dtype(dtype))
+    found = _of_numpy().get(np.dtype(dtype))
     if found is None:
-        supported = ", ".join(str(d) for d in _OF_NUMPY)
+        import ml_dtypes  # noqa: F401  (names its types in the list below)
+        supported = ", ".join(str(d) for d in _of_numpy())
         raise Error(f"{context}: NumPy dtype {np.dtype(dtype)} is not supported "
                     f"(supported: {supported})")
     return found
@@ -162,5 +172,10 @@ def data_type_of(value: object, context: str) -> DataType:
     try:
         dtype = np.dtype(value)
     except TypeError:
-        raise ArgumentTypeError(f"{context}: {value!r} is not a data type (use widefuse.DataType)") from None
+        try:  # a name ml_dtypes gives NumPy ("bfloat16") before anything imported it
+            import ml_dtypes  # noqa: F401
+            dtype = np.dtype(value)
+        except TypeError:
+            raise ArgumentTypeError(f"{context}: {value!r} is not a data type (use "
+                                    "widefuse.DataType)") from None
     return from_numpy(dtype, context)

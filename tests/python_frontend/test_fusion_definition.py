@@ -1,5 +1,9 @@
 """FusionDefinition: nvFuser-style definitions, execute on NumPy, the Python and text forms."""
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import ml_dtypes
 import pytest
@@ -282,3 +286,27 @@ def test_prepared_execution_repeats_steps_in_place(rng):
         np.testing.assert_array_equal(sum_, initial * np.float32(0.5) ** k + np.float32(k))
     np.testing.assert_array_equal(x, initial * np.float32(0.125))
     assert float(step) == 3.0
+
+
+def test_importing_widefuse_leaves_ml_dtypes_until_a_type_needs_it():
+    # ml_dtypes takes half a second to import; NumPy arrays of its types exist only once the
+    # program has imported it, and widefuse imports it for its own bf16 and fp8 arrays.
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import widefuse
+        assert "ml_dtypes" not in sys.modules
+        from widefuse import DataType, FusionDefinition
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+            fd.add_output(t * 2.0)
+        assert (fd.execute([np.ones(3, np.float32)])[0] == 2).all()
+        assert "ml_dtypes" not in sys.modules
+        assert str(DataType.BFloat16.numpy) == "bfloat16"
+        assert widefuse.data_type.data_type_of("float8_e5m2", "test") is DataType.Float8_e5m2
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
