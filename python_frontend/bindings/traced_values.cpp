@@ -25,10 +25,13 @@ public:
     if (!type->tp_descr_get || !type->tp_descr_set)
       fail("register_traced_values: a value slot is not a member descriptor");
   }
-  /// The slot's object (a new reference); null with AttributeError set when unset.
+  /// The slot's object (a new reference); an invalid object when it is unset.
   nb::object get(PyObject* instance) const {
-    return nb::steal(Py_TYPE(descriptor_.ptr())
-                         ->tp_descr_get(descriptor_.ptr(), instance, (PyObject*)Py_TYPE(instance)));
+    PyObject* value = Py_TYPE(descriptor_.ptr())
+                          ->tp_descr_get(descriptor_.ptr(), instance, (PyObject*)Py_TYPE(instance));
+    if (!value)
+      PyErr_Clear(); // unset: the caller declines, and the Python path says what is wrong
+    return nb::steal(value);
   }
   void set(PyObject* instance, PyObject* value) const {
     if (Py_TYPE(descriptor_.ptr())->tp_descr_set(descriptor_.ptr(), instance, value) != 0)
@@ -85,10 +88,13 @@ std::optional<Operand> operandOf(PyObject* object, PyObject* fd) {
     if (c.fd.get(object).ptr() != fd)
       return std::nullopt;
     nb::object depends = c.depends.get(object);
-    if (depends.ptr() != c.noDepends.ptr() && PyObject_Size(depends.ptr()) != 0)
+    bool noDepends = depends.ptr() == c.noDepends.ptr() ||
+                     (depends.is_valid() && PyFrozenSet_CheckExact(depends.ptr()) &&
+                      PySet_GET_SIZE(depends.ptr()) == 0);
+    if (!noDepends)
       return std::nullopt;
     nb::object handle = c.value.get(object);
-    if (Py_TYPE(handle.ptr()) != c.handleType)
+    if (!handle.is_valid() || Py_TYPE(handle.ptr()) != c.handleType)
       return std::nullopt;
     return Operand(*nb::inst_ptr<Val>(handle));
   }
@@ -173,9 +179,9 @@ nb::object record(nb::handle fd, unsigned kind, nb::handle operands) {
     return nb::none();
   nb::object builder = nb::steal(PyObject_GetAttr(fd.ptr(), c.builderName.ptr()));
   if (!builder.is_valid())
-    throw nb::python_error();
-  if (Py_TYPE(builder.ptr()) != c.definitionType)
-    return nb::none(); // None once the definition is finished
+    PyErr_Clear(); // another kind of builder: its own pointwise() decides
+  if (!builder.is_valid() || Py_TYPE(builder.ptr()) != c.definitionType)
+    return nb::none(); // also None once the definition is finished
   PyDefinition& definition = *nb::inst_ptr<PyDefinition>(builder);
   if (!definition.isLive())
     return nb::none();

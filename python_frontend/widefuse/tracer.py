@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterator, Optional
 

@@ -283,13 +283,20 @@ std::string writeLoggingCompiler(const TempDir& directory) {
   return log;
 }
 
+/// A scratch directory, the logging compiler (writeLoggingCompiler) as the host compiler while
+/// it lives, and a cache directory.
+struct LoggedCompiler {
+  TempDir directory;
+  std::string log = writeLoggingCompiler(directory);
+  ScopedEnvironment cxx{"WIDEFUSE_HOST_CXX", directory.file("cxx")};
+  std::string cache = directory.file("cache");
+};
+
 TEST(HostPrecompiledPrelude, GeneratedKernelsIncludeThePreludeBuiltOncePerDirectory) {
   if (!hostCompilerIsGcc())
     GTEST_SKIP() << "the host compiler is not GCC";
-  TempDir directory;
-  std::string log = writeLoggingCompiler(directory);
-  ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", directory.file("cxx"));
-  std::string cache = directory.file("cache");
+  LoggedCompiler setup;
+  const std::string &log = setup.log, &cache = setup.cache;
   {
     HostKernelCache first(onDisk(cache));
     EXPECT_EQ(runBlockThree(*first.compile(preludeKernelSource("pch_a"), "pch_a")),
@@ -319,10 +326,8 @@ TEST(HostPrecompiledPrelude, GeneratedKernelsIncludeThePreludeBuiltOncePerDirect
 TEST(HostPrecompiledPrelude, PreparedAheadTheHeaderIsBuiltOnceAndNoKernelWaitsForIt) {
   if (!hostCompilerIsGcc())
     GTEST_SKIP() << "the host compiler is not GCC";
-  TempDir directory;
-  std::string log = writeLoggingCompiler(directory);
-  ScopedEnvironment cxx("WIDEFUSE_HOST_CXX", directory.file("cxx"));
-  std::string cache = directory.file("cache");
+  LoggedCompiler setup;
+  const std::string &log = setup.log, &cache = setup.cache;
   {
     HostKernelCache first(onDisk(cache));
     first.preparePrelude(); // builds in the background; the destructor waits for it
@@ -339,7 +344,7 @@ TEST(HostPrecompiledPrelude, PreparedAheadTheHeaderIsBuiltOnceAndNoKernelWaitsFo
   // Prepared just before the first kernel: that kernel does not wait for the header (it reads
   // the plain text when the header is still building, or the .gch when it is done), the header
   // builds once, and the next kernel reads it.
-  std::string other = directory.file("other");
+  std::string other = setup.directory.file("other");
   writeFile(log, "");
   HostKernelCache third(onDisk(other));
   third.preparePrelude();
