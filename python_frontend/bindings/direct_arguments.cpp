@@ -43,17 +43,10 @@ std::optional<DirectTensor> directTensor(const TorchTensorReader& reader, PyObje
                                          const Value& input, nb::dict torchTypes) {
   TorchLayout layout;
   TorchFacts facts;
-  if (!reader.readLayout(value, layout) || !reader.readFacts(value, facts) || !facts.strided ||
-      facts.conjugated || facts.negated || facts.device != -1 ||
-      (reader.requiresGrad(value) && reader.gradEnabled()))
+  if (!reader.readPlain(value, layout, facts) || facts.device != -1)
     return std::nullopt;
-  PyObject* name = PyDict_GetItem(torchTypes.ptr(), layout.dtype); // borrowed; no error set
-  const char* text = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : nullptr;
-  if (!text) {
-    PyErr_Clear();
-    return std::nullopt;
-  }
-  std::optional<DataType> dtype = parseDataType(text);
+  std::optional<DataType> dtype =
+      parseDataType(shortNameOfTorchType(torchTypes.ptr(), layout.dtype));
   if (dtype != input.dtype() || layout.sizes.size() != input.rank())
     return std::nullopt;
   DirectTensor direct;

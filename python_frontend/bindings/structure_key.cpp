@@ -131,20 +131,11 @@ bool readTorchLayout(const TorchTensorReader& reader, PyObject* tensor, nb::dict
                      Layout& layout) {
   TorchLayout read;
   TorchFacts facts;
-  if (!reader.readLayout(tensor, read) || !reader.readFacts(tensor, facts) || !facts.strided ||
-      facts.conjugated || facts.negated || (facts.device != -1 && facts.device != 0) ||
-      (reader.requiresGrad(tensor) && reader.gradEnabled()))
+  if (!reader.readPlain(tensor, read, facts) || facts.device > 0)
     return false;
-  PyObject* name = PyDict_GetItem(torchTypes.ptr(), read.dtype); // borrowed; no error set
-  if (!name || !PyUnicode_Check(name))
+  layout.dtype = shortNameOfTorchType(torchTypes.ptr(), read.dtype);
+  if (layout.dtype.empty())
     return false;
-  Py_ssize_t length = 0;
-  const char* text = PyUnicode_AsUTF8AndSize(name, &length);
-  if (!text) {
-    PyErr_Clear();
-    return false;
-  }
-  layout.dtype.assign(text, size_t(length));
   layout.shape = read.sizes;
   layout.strides = read.strides;
   layout.onDevice = facts.device == 0;

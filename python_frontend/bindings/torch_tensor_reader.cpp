@@ -165,6 +165,12 @@ bool TorchTensorReader::readFacts(PyObject* tensor, TorchFacts& facts) const {
   return true;
 }
 
+bool TorchTensorReader::readPlain(PyObject* tensor, TorchLayout& layout, TorchFacts& facts) const {
+  return readLayout(tensor, layout) && readFacts(tensor, facts) && facts.strided &&
+         !facts.conjugated && !facts.negated && facts.device >= -1 &&
+         !(requiresGrad(tensor) && gradEnabled());
+}
+
 bool TorchTensorReader::requiresGrad(PyObject* tensor) const {
   return truthOf(readProperty(requiresGrad_, tensor), true);
 }
@@ -196,9 +202,7 @@ nanobind::object torchLayout(nanobind::handle tensor) {
     return nanobind::none();
   TorchLayout layout;
   TorchFacts facts;
-  if (!reader->readLayout(tensor.ptr(), layout) || !reader->readFacts(tensor.ptr(), facts) ||
-      !facts.strided || facts.conjugated || facts.negated || facts.device < -1 ||
-      (reader->requiresGrad(tensor.ptr()) && reader->gradEnabled()))
+  if (!reader->readPlain(tensor.ptr(), layout, facts))
     return nanobind::none();
   return nanobind::make_tuple(reinterpret_cast<uintptr_t>(layout.data),
                               nanobind::handle(layout.dtype), tupleOf(layout.sizes),
@@ -206,6 +210,19 @@ nanobind::object torchLayout(nanobind::handle tensor) {
 }
 
 } // namespace
+
+std::string shortNameOfTorchType(PyObject* torchTypes, PyObject* dtype) {
+  PyObject* name = PyDict_GetItem(torchTypes, dtype); // borrowed; no error set
+  if (!name || !PyUnicode_Check(name))
+    return "";
+  Py_ssize_t length = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(name, &length);
+  if (!text) {
+    PyErr_Clear();
+    return "";
+  }
+  return std::string(text, size_t(length));
+}
 
 void bindTorchTensorReader(nanobind::module_& module) {
   module.def("torch_layout", &torchLayout, nanobind::arg("tensor"),

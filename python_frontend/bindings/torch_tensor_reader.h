@@ -8,6 +8,7 @@
 #include <llvm/ADT/SmallVector.h>
 
 #include <cstdint>
+#include <string>
 
 namespace widefuse::python {
 
@@ -48,6 +49,11 @@ public:
   bool readLayout(PyObject* tensor, TorchLayout& layout) const;
   /// Reads the facts a tensor not seen before is checked for; false when a read fails.
   bool readFacts(PyObject* tensor, TorchFacts& facts) const;
+  /// Reads `tensor`'s layout and facts when widefuse reads it as it is: strided, no lazy
+  /// conjugate or negative bit, on the CPU or a CUDA device, not requiring grad under grad
+  /// mode; false otherwise (the checked path in Python then names what is wrong). What
+  /// torch_layout, array_layouts and direct_arguments read.
+  bool readPlain(PyObject* tensor, TorchLayout& layout, TorchFacts& facts) const;
   /// Whether `tensor.requires_grad`; true when the read fails (the checked path then decides).
   bool requiresGrad(PyObject* tensor) const;
   /// Whether the conjugate or the negative bit is set; true when a read fails.
@@ -77,5 +83,9 @@ private:
   PyObject* requiresGrad_ = nullptr;
   PyObject* isGradEnabled_ = nullptr; // torch._C.is_grad_enabled
 };
+
+/// The short name ("f32") `torchTypes` (torch.dtype -> short name, from widefuse.data_type)
+/// gives `dtype`; "" for a dtype it lacks.
+std::string shortNameOfTorchType(PyObject* torchTypes, PyObject* dtype);
 
 } // namespace widefuse::python
