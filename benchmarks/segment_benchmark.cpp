@@ -20,7 +20,7 @@ void segmentAdam(benchmark::State& state) {
   auto fusion = widefuse::optim::buildSeedAdam(mixedShapes(state.range(0)));
   for (auto _ : state) {
     widefuse::SegmentedFusion segmented = widefuse::segment(*fusion);
-    benchmark::DoNotOptimize(segmented.groups.data());
+    benchmark::DoNotOptimize(segmented.phases.data());
   }
   state.SetComplexityN(state.range(0));
 }

@@ -4,6 +4,7 @@
 #include "codegen/emitter_internal.h"
 #include "ir/error.h"
 #include "scheduler/element_views.h"
+#include "segmenter/components.h"
 
 #include <fmt/format.h>
 
@@ -176,7 +177,7 @@ void BodyEmitter::elementFunction() {
       fmt::format("WF_DEVICE {0}_out {0}_element", body_.name),
       {fmt::format("const {}_uniform& u", body_.name), fmt::format("const {}_in& in", body_.name)});
   for (const ElementInstance& instance : body_.elementInstances) {
-    if (instance.value->isInput())
+    if (isKernelInput(*instance.value))
       continue;
     const Expr& expr = *instance.value->definition();
     llvm::SmallVector<OperandText, 3> operands;

@@ -3,6 +3,7 @@
 #include "codegen/constant_literal.h"
 #include "ir/error.h"
 #include "scheduler/element_views.h"
+#include "segmenter/components.h"
 
 #include <fmt/format.h>
 
@@ -16,8 +17,8 @@ std::string viewKey(const ElementView& view) {
 } // namespace
 
 BodyValues::BodyValues(const KernelPlan& plan, const BodyPlan& body)
-    : body_(body), component_(plan.segmented->components[body.representative]),
-      signature_(plan.segmented->signatureClasses[body.signatureClass]) {
+    : body_(body), component_(plan.phase->components[body.representative]),
+      signature_(plan.phase->signatureClasses[body.signatureClass]) {
   mapLiftedUses();
   for (const ElementInstance& instance : body.elementInstances)
     instanceName_[{instance.value, viewKey(instance.view)}] = instance.name;
@@ -58,7 +59,7 @@ OperandText BodyValues::valueText(const Value* value, const ElementView* view) c
   WF_ASSERT(view, "element value '{}' read outside the element function", value->name());
   auto found = instanceName_.find({value, viewKey(*view)});
   WF_ASSERT(found != instanceName_.end(), "no instance of '{}'", value->name());
-  return {(value->isInput() ? "in." : "") + found->second};
+  return {(isKernelInput(*value) ? "in." : "") + found->second};
 }
 
 OperandText BodyValues::operandText(const Expr& expr, unsigned index,

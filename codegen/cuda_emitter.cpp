@@ -20,9 +20,13 @@ std::string inputNames(const Component& component) {
 }
 
 void headerComment(const KernelPlan& plan, CodeWriter& out) {
-  const SegmentedFusion& segmented = *plan.segmented;
+  const SegmentedPhase& segmented = *plan.phase;
   out.line("// widefuse kernel {} for {}", plan.name, plan.device.arch);
-  out.line("// fusion '{}', {} mode", segmented.fusion->name(), modeName(segmented.mode).str());
+  if (segmented.name == segmented.fusion->name())
+    out.line("// fusion '{}', {} mode", segmented.fusion->name(), modeName(segmented.mode).str());
+  else
+    out.line("// fusion '{}', phase {}, {} mode", segmented.fusion->name(), segmented.index + 1,
+             modeName(segmented.mode).str());
   for (const BodyPlan& body : plan.bodies) {
     const SignatureClass& signature = segmented.signatureClasses[body.signatureClass];
     out.line("// body {}: signature class {} ({} members in the fusion), written with the names "

@@ -48,13 +48,6 @@ public:
   /// The fusion's name (an identifier), used in the text form and in kernel names.
   const std::string& name() const { return name_; }
 
-  /// True for a pass of a fusion with reductions (segmenter/passes.h): its 0-d values
-  /// computed from earlier passes' results are one element of work each, which the
-  /// segmenter's auto mode runs in the launch of another class.
-  bool isPass() const { return isPass_; }
-  /// Marks the fusion as a pass (splitPasses does).
-  void markPass() { isPass_ = true; }
-
   /// Adds a tensor input. Throws Error for an invalid or duplicate name or a bad layout.
   Value* addTensorInput(llvm::StringRef name, DataType dtype, llvm::ArrayRef<int64_t> extents,
                         TensorLayout layout = {});
@@ -107,7 +100,6 @@ private:
   void claimName(llvm::StringRef name) const;
 
   std::string name_;
-  bool isPass_ = false;
   // Values and expressions live in arenas: a fusion of many parameters has millions of
   // both, and a heap allocation apiece was a tenth of building one.
   llvm::SpecificBumpPtrAllocator<Value> valueArena_;

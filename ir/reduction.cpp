@@ -76,6 +76,14 @@ void checkHasValue(OpKind op, llvm::ArrayRef<const Value*> operands, const OpAtt
 
 } // namespace
 
+bool isReductionResult(const Value& value) {
+  return value.definition() && isReduction(value.definition()->op());
+}
+
+bool hasReductions(const Fusion& fusion) {
+  return llvm::any_of(fusion.exprList(), [](const Expr* expr) { return isReduction(expr->op()); });
+}
+
 OpAttributes reductionAttributes(OpKind op, llvm::ArrayRef<const Value*> operands,
                                  std::optional<llvm::ArrayRef<int64_t>> dims) {
   std::string call = describeReduction(op, operands, dims);

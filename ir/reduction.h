@@ -13,6 +13,12 @@
 
 namespace widefuse {
 
+/// True for a value a reduction defines.
+bool isReductionResult(const Value& value);
+
+/// True when an expression of the fusion is a reduction.
+bool hasReductions(const Fusion& fusion);
+
 /// The attributes of `op(operands)` reducing `dims`, as every frontend spells it: no list
 /// is the tensor scope for one operand and the global scope for several; `[d]` is rows of
 /// dimension `d` (the innermost, or one followed by static 1s); a list of every dimension is

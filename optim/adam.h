@@ -38,8 +38,8 @@
 ///   where(found_inf != 0, entry value, new value), so a flagged step changes nothing
 ///   (with computeFoundInf: where(found, ...), the flag computed in the step).
 ///
-/// A global reduction (the norm, the computed found_inf) makes the step two passes
-/// (segmenter/passes.h): pass 1 reads every grad once for the reductions, pass 2 is the
+/// A global reduction (the norm, the computed found_inf) makes the step two phases
+/// (segmenter/phases.h): phase 1 reads every grad once for the reductions, phase 2 is the
 /// update reading their results; the total norm is the fusion's one plain output.
 ///
 /// Where this differs from torch's order of operations (values are otherwise torch's):
@@ -154,7 +154,7 @@ struct AdamConfig {
   std::optional<double> maxGradNorm;
   /// The clip's norm: 2 or infinity (the largest |grad|).
   double normType = 2;
-  /// The step computes `found_inf` itself in pass 1, as GradScaler's inf check would: any
+  /// The step computes `found_inf` itself in phase 1, as GradScaler's inf check would: any
   /// non-finite grad (after grad_scale) over every grad writes 1.0 to the 0-d f32 input
   /// `found_inf` (else 0.0) and skips the update. Implies the `found_inf` input.
   bool computeFoundInf = false;
@@ -233,7 +233,7 @@ void validateAdamConfig(const AdamConfig& config);
 /// Builds one Adam / AdamW step (see the file comment for the formula). Inputs, in order: per
 /// parameter i `p{i}`, [`master{i}` | `remainder{i}`], `g{i}`, `m{i}`, `v{i}`, [`vmax{i}`],
 /// `step{i}`; then `lr{g}` per group; then [`grad_scale`], [`found_inf`], [`max_grad_norm`].
-/// With maxGradNorm or computeFoundInf the fusion runs as two passes. Betas, eps and
+/// With maxGradNorm or computeFoundInf the fusion runs in two phases. Betas, eps and
 /// weight decay are constants of each group's subgraphs (lifted per member when groups share
 /// a kernel). Throws Error for a bad config (validateAdamConfig).
 AdamFusion buildAdam(const AdamConfig& config);

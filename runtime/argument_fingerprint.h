@@ -3,7 +3,7 @@
 /// the specialization and the launch bindings depend on. Equal fingerprints give equal
 /// checks, shapes and bindings, which is what lets the steady state skip all of them.
 
-#include "ir/evaluator.h"
+#include "ir/arguments.h"
 
 #include <llvm/ADT/ArrayRef.h>
 

@@ -5,7 +5,7 @@
 /// shapes, specialization, lowering) the same way for every backend; backend_registry.cpp
 /// lists them.
 
-#include "ir/evaluator.h"
+#include "ir/arguments.h"
 #include "ir/host_tensor.h"
 #include "ir/runtime_shapes.h"
 #include "runtime/argument_fingerprint.h"
@@ -43,6 +43,9 @@ struct Step {
   /// Where the plain outputs go (checked: dense, of their dtype and shape); empty: the
   /// backend allocates them in host memory and returns them.
   llvm::ArrayRef<TensorRef> outputs;
+  /// Memory for each kept result (SegmentedFusion::kept), in the backend's memory; one that is
+  /// also an output is written in that output instead.
+  llvm::ArrayRef<TensorRef> kept;
   /// The CUstream everything this step queues goes to (uploads, tickets, kernels; null: the
   /// legacy default stream): the one given to run() or launch(), else the executor's
   /// ExecutorOptions::cuda.stream. Per step, not per executor, so that a step warmed up on one
@@ -68,8 +71,8 @@ public:
 };
 
 /// A dense row-major tensor in a backend's own memory (host memory, the GPU's on cuda) that
-/// the runtime keeps between launches: the results one pass leaves for the next. Its contents
-/// are undefined until a kernel writes them.
+/// the runtime keeps between launches: the results one phase leaves for the next. Its
+/// contents are undefined until a kernel writes them.
 struct KeptTensor {
   TensorRef ref;
   /// Frees the memory when the last copy goes.
@@ -99,7 +102,7 @@ public:
   virtual DeviceDescription targetDevice(const std::optional<std::string>& arch) const;
   /// Memory for a tensor the runtime keeps between launches, where this backend's kernels
   /// read and write it without staging (host memory by default; device memory on cuda, so
-  /// that a step of passes on device tensors copies nothing and never waits). Allocates:
+  /// that a step of phases on device tensors copies nothing and never waits). Allocates:
   /// not while a stream captures.
   virtual KeptTensor allocate(DataType dtype, llvm::ArrayRef<int64_t> shape) const;
   /// Builds `compiled` (null when lowering() is None) of `fusion` into what runs its steps.

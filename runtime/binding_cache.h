@@ -15,8 +15,24 @@
 
 namespace widefuse {
 
+/// One step's bound launches, in ScheduledFusion::launches order, with their host-side
+/// tickets and workspaces (a device backend keeps its own) and where each kept result is.
+struct BoundStep {
+  std::vector<LaunchBinding> launches;
+  std::vector<std::vector<uint32_t>> tickets;
+  /// Host memory for each launch's workspace (reductions); a device backend replaces it.
+  std::vector<std::vector<std::byte>> workspaces;
+  /// Per SegmentedFusion::kept entry: its memory (the output's, when the fusion returns it).
+  std::vector<TensorRef> kept;
+};
+
 /// How a backend runs bound launches; `rebound`: the bindings are not those of its last call.
-using BoundRunner = llvm::function_ref<void(std::vector<LaunchBinding>& bindings, bool rebound)>;
+using BoundRunner = llvm::function_ref<void(BoundStep& bound, bool rebound)>;
+
+/// Calls `boundary` after phase `phase` of a step, with the kept results that phase computed
+/// (the launch loops of every kernel backend call it between phases).
+void endPhase(const PhaseBoundary& boundary, const SegmentedFusion& segmented,
+              const BoundStep& bound, unsigned phase, void* stream);
 
 /// The cached bindings of one compiled specialization. Thread-safe.
 class BindingCache {
@@ -25,8 +41,9 @@ public:
 
   const CompiledFusion& compiled() const { return *compiled_; }
 
-  /// Binds every launch of `step` with `outputs` (reusing the cached bindings when nothing
-  /// changed) and runs them with `runner` (none: everything up to the launch, backend none).
+  /// Binds every launch of `step` with `outputs` and its kept results (reusing the cached
+  /// bindings when nothing changed) and runs them with `runner` (none: everything up to the
+  /// launch, backend none).
   /// `exclusive`: the runs share state beyond the bindings (device tables and tickets), so a
   /// step waits for the cache instead of binding privately while another holds it.
   void bindAndRun(const Step& step, llvm::ArrayRef<TensorRef> outputs, bool exclusive,
@@ -37,27 +54,22 @@ public:
                   BoundRunner runner);
 
 private:
-  /// The bindings of every launch for these arguments and outputs.
-  void bind(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes,
-            llvm::ArrayRef<TensorRef> outputs, std::vector<LaunchBinding>& bindings,
-            std::vector<std::vector<uint32_t>>& tickets,
-            std::vector<std::vector<std::byte>>& workspaces) const;
+  /// The bindings of every launch for these arguments, outputs and kept results.
+  void bind(const Step& step, llvm::ArrayRef<TensorRef> outputs, BoundStep& bound) const;
 
   const Fusion& fusion_;
   std::shared_ptr<const CompiledFusion> compiled_;
-  /// By value id: the position in fusion_.inputs() / outputs() (-1 for other values).
-  std::vector<int> inputIndex_, outputIndex_;
+  /// By value id: the position in fusion_.inputs() / outputs() / the kept results (-1 for
+  /// other values).
+  std::vector<int> inputIndex_, outputIndex_, keptIndex_;
   /// Guards the cached bindings below; a run that finds it taken binds privately.
   std::mutex mutex_;
   /// What the cached bindings were built from: pointers, shapes, strides, scalar bits. Null
   /// while they are not reusable (none yet, or their launch failed).
   Fingerprint fingerprint_;
-  /// Where the outputs of the cached bindings are.
+  /// Where the outputs and kept results of the cached bindings are.
   std::vector<const void*> outputAddresses_;
-  std::vector<LaunchBinding> bindings_;
-  std::vector<std::vector<uint32_t>> tickets_;
-  /// Host memory for each launch's workspace (reductions); a device backend replaces it.
-  std::vector<std::vector<std::byte>> workspaces_;
+  BoundStep bound_;
 };
 
 /// The plain outputs of `fusion` allocated in host memory (into `result`), and their refs:

@@ -8,6 +8,9 @@
 #include "runtime/host/host_options.h"
 #include "scheduler/schedule.h"
 
+#include <llvm/ADT/ArrayRef.h>
+
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,13 +18,21 @@
 
 namespace widefuse {
 
-struct Component;
+struct FusionComponents;
+
+/// An operation the caller runs between two phases of a step (docs/runtime.md, phases):
+/// `results` are the kept results phase `phase` computed (SegmentedFusion::kept order), in the
+/// backend's memory (the GPU's on cuda), which the operation may rewrite in place, as an
+/// all-reduce across processes does; `stream` is the step's (Step::stream): device work goes
+/// there, host work is done before returning.
+using PhaseBoundary =
+    std::function<void(unsigned phase, llvm::ArrayRef<TensorRef> results, void* stream)>;
 
 /// How a FusionExecutorCache compiles and runs.
 struct ExecutorOptions {
   SegmentationMode mode = SegmentationMode::Auto;
   /// The backend's name (backendNames() lists them); `auto` follows the arguments: cuda when
-  /// a tensor argument is in device memory, host otherwise (see resolveBackend).
+  /// a tensor argument is in device memory, host otherwise (backendForArguments).
   std::string backend = "auto";
   /// Let NVRTC contract a*b+c into fma (device only; the host never contracts).
   bool fmad = true;
@@ -38,8 +49,11 @@ struct ExecutorOptions {
   /// findComponents() of the very fusion the executor runs, when its caller already has them
   /// (the Python FusionDefinition finds them when its definition ends, to refuse what no
   /// kernel can run): segmentation then starts from them instead of finding them again, a
-  /// pass over every value and expression. Null: found at the first run.
-  std::shared_ptr<const std::vector<Component>> components;
+  /// walk over every value and expression. Null: found at the first run.
+  std::shared_ptr<const FusionComponents> components;
+  /// Run between the phases of every step, when set. The reference backend, which evaluates
+  /// a fusion whole, refuses it.
+  PhaseBoundary phaseBoundary;
 };
 
 /// What one run returns.

@@ -4,7 +4,6 @@
 #include "ir/runtime_shapes.h"
 #include "runtime/backend_registry.h"
 #include "runtime/cubin_cache.h"
-#include "runtime/pass_runner.h"
 
 #include "segmenter/segment.h"
 
@@ -13,11 +12,12 @@
 namespace widefuse {
 namespace {
 
-/// The specialization key: one dense flag per input, then one 64-bit-index flag per component.
+/// The specialization key: one dense flag per input, then one 64-bit-index flag per component
+/// of each phase.
 std::vector<bool> specializationKey(const Specialization& specialization) {
   std::vector<bool> key(specialization.denseInputs.begin(), specialization.denseInputs.end());
-  key.insert(key.end(), specialization.needsInt64Index.begin(),
-             specialization.needsInt64Index.end());
+  for (const std::vector<bool>& phase : specialization.needsInt64Index)
+    key.insert(key.end(), phase.begin(), phase.end());
   return key;
 }
 
@@ -25,7 +25,7 @@ std::vector<bool> specializationKey(const Specialization& specialization) {
 /// operands' shapes, but a subgraph joined only through 0-d values (a step counter read by two
 /// parameters) may bind different symbolic extents: refused before anything runs. (Values
 /// computed before a broadcast legitimately have other shapes: only written ones count.)
-void checkIterationDomains(const Fusion& fusion, const SegmentedFusion& segmented,
+void checkIterationDomains(const Fusion& fusion, const SegmentedPhase& segmented,
                            const RuntimeShapes& shapes) {
   for (const Component& component : segmented.components) {
     const Value* domain = component.domainValue;
@@ -77,30 +77,16 @@ FusionExecutorCache::FusionExecutorCache(const Fusion& fusion, ExecutorOptions o
   // A named backend is checked now; `auto` waits for the arguments.
   if (const Backend* backend = findBackend(options_.backend))
     select(*backend);
-  needsPasses_ = needsPasses(fusion_);
-}
-
-PassRunner* FusionExecutorCache::passRunner(llvm::ArrayRef<Argument> arguments) {
-  if (!needsPasses_)
-    return nullptr;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!backend_)
-    select(backendForArguments(arguments));
-  // The evaluator computes reductions itself; kernel backends run the passes.
-  if (backend_->lowering() == Lowering::None)
-    return nullptr;
-  if (!passes_) {
-    ExecutorOptions options = options_;
-    options.backend = backend_->name().str();
-    passes_ = std::make_unique<PassRunner>(fusion_, *backend_, options);
-  }
-  return passes_.get();
 }
 
 FusionExecutorCache::~FusionExecutorCache() = default;
 
 void FusionExecutorCache::select(const Backend& backend) {
   backend.checkAvailable();
+  if (options_.phaseBoundary && backend.lowering() == Lowering::None)
+    fail("fusion '{}': the {} backend evaluates a fusion whole and cannot run an operation "
+         "between its phases (ExecutorOptions::phaseBoundary); use a backend that runs kernels",
+         fusion_.name(), backend.name().str());
   device_ = backend.targetDevice(options_.arch);
   backend_ = &backend;
 }
@@ -118,13 +104,6 @@ llvm::StringRef FusionExecutorCache::backendName() const {
 std::shared_ptr<const CompiledFusion> FusionExecutorCache::lastCompiled() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return last_;
-}
-
-std::vector<std::shared_ptr<const CompiledFusion>> FusionExecutorCache::lastCompiledPasses() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (passes_)
-    return passes_->lastCompiled();
-  return {last_};
 }
 
 size_t FusionExecutorCache::numSpecializations() const {
@@ -148,13 +127,16 @@ Specialization FusionExecutorCache::specialize(llvm::ArrayRef<Argument> argument
     segmented_ = std::make_shared<const SegmentedFusion>(
         segment(fusion_, {options_.mode, options_.components.get()}));
   }
-  checkIterationDomains(fusion_, *segmented_, shapes);
-  for (const Component& component : segmented_->components) {
-    int64_t largest = component.domainValue ? numElements(shapes.of(component.domainValue)) : 1;
-    for (const Value* input : component.inputs)
-      if (const TensorRef* tensor = tensorOfInput[input->id()])
-        largest = std::max(largest, tensor->span());
-    specialization.needsInt64Index.push_back(largest >= kMaxInt32IndexElements);
+  for (const SegmentedPhase& phase : segmented_->phases) {
+    checkIterationDomains(fusion_, phase, shapes);
+    std::vector<bool>& needs = specialization.needsInt64Index.emplace_back();
+    for (const Component& component : phase.components) {
+      int64_t largest = component.domainValue ? numElements(shapes.of(component.domainValue)) : 1;
+      for (const Value* input : component.inputs)
+        if (const TensorRef* tensor = tensorOfInput[input->id()])
+          largest = std::max(largest, tensor->span());
+      needs.push_back(largest >= kMaxInt32IndexElements);
+    }
   }
   return specialization;
 }
@@ -199,10 +181,35 @@ FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
   return entry;
 }
 
+std::vector<KeptTensor> FusionExecutorCache::keep(const CompiledSpecialization& specialization,
+                                                  const RuntimeShapes& shapes) {
+  if (!specialization.compiled)
+    return {};
+  const std::vector<KeptResult>& kept = specialization.compiled->segmented->kept;
+  std::lock_guard<std::mutex> lock(mutex_);
+  kept_.resize(kept.size());
+  for (size_t k = 0; k < kept.size(); ++k) {
+    const Value& value = *kept[k].value;
+    if (!kept_[k].holds(value.dtype(), shapes.of(&value)))
+      kept_[k] = backend_->allocate(value.dtype(), shapes.of(&value));
+  }
+  return kept_;
+}
+
+namespace {
+
+/// The tensors of kept memory.
+std::vector<TensorRef> refsOf(llvm::ArrayRef<KeptTensor> kept) {
+  std::vector<TensorRef> refs;
+  for (const KeptTensor& tensor : kept)
+    refs.push_back(tensor.ref);
+  return refs;
+}
+
+} // namespace
+
 RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
                                    llvm::ArrayRef<TensorRef> outputs, std::optional<void*> stream) {
-  if (PassRunner* passes = passRunner(arguments))
-    return passes->run(arguments, outputs, stream);
   void* runStream = streamFor(stream);
   // The steady state: the same arguments as the last accepted run (same pointers, shapes,
   // strides, dtypes and scalars) passed every check then, so they pass now, with the same
@@ -235,15 +242,20 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
       lastShapes_ = shapes;
     }
   }
+  // keep: memory for the results a phase leaves for the next; steps that share it take turns.
+  std::unique_lock<std::mutex> keeping(stepMutex_, std::defer_lock);
+  std::vector<KeptTensor> kept = keep(*specialization, *shapes);
+  if (!kept.empty())
+    keeping.lock();
+  std::vector<TensorRef> keptRefs = refsOf(kept);
   // bind, launch: the backend's, reusing the last bindings when nothing changed.
-  return specialization->loaded->run(Step{arguments, *shapes, fingerprint, outputs, runStream});
+  return specialization->loaded->run(
+      Step{arguments, *shapes, fingerprint, outputs, keptRefs, runStream});
 }
 
 std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argument> arguments,
                                                           std::optional<void*> stream,
                                                           llvm::ArrayRef<TensorRef> outputs) {
-  if (PassRunner* passes = passRunner(arguments))
-    return passes->prepare(*this, arguments, stream, outputs);
   checkArguments(fusion_, arguments);
   std::vector<Argument> copied(arguments.begin(), arguments.end());
   auto shapes = std::make_shared<RuntimeShapes>(inferRuntimeShapes(fusion_, arguments));
@@ -265,9 +277,10 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
       lastShapes_ = shapes;
     }
   }
-  return std::unique_ptr<PreparedRun>(
-      new PreparedRun(*this, std::move(copied), std::move(specialization), std::move(shapes),
-                      fingerprint, std::vector<TensorRef>(outputs.begin(), outputs.end())));
+  std::vector<KeptTensor> kept = keep(*specialization, *shapes);
+  return std::unique_ptr<PreparedRun>(new PreparedRun(
+      *this, std::move(copied), std::move(specialization), std::move(shapes), fingerprint,
+      std::vector<TensorRef>(outputs.begin(), outputs.end()), std::move(kept)));
 }
 
 } // namespace widefuse

@@ -1,9 +1,9 @@
 #pragma once
 /// FusionExecutorCache: the one place that strings check -> shapes -> specialize -> lower ->
-/// build -> bind -> launch together, for whichever Backend the options select. Keyed by
-/// specialization; the steady state (the same tensors as the last run) skips the checks, the
-/// lookup and the rebinding: no recompilation, no table rebuild; a PreparedRun does not even
-/// compare the arguments.
+/// build -> keep -> bind -> launch together, for whichever Backend the options select and
+/// whatever phases the fusion has. Keyed by specialization; the steady state (the same tensors
+/// as the last run) skips the checks, the lookup and the rebinding: no recompilation, no table
+/// rebuild; a PreparedRun does not even compare the arguments.
 
 #include "ir/runtime_shapes.h"
 #include "runtime/argument_fingerprint.h"
@@ -30,15 +30,13 @@ struct CompiledSpecialization {
   std::unique_ptr<LoadedFusion> loaded;
 };
 
-/// Compiles a fusion once per specialization (what the arguments decide about the kernels:
-/// dense inputs, index widths) and runs it; thread-safe.
-class PassRunner;
-
 /// Caller-supplied outputs: one dense tensor per plain output, of its dtype and run-time
 /// shape. Throws Error naming the output.
 void checkCallerOutputs(const Fusion& fusion, llvm::ArrayRef<TensorRef> outputs,
                         const RuntimeShapes& shapes);
 
+/// Compiles a fusion once per specialization (what the arguments decide about the kernels:
+/// dense inputs, index widths) and runs it, every phase of it; thread-safe.
 class FusionExecutorCache {
 public:
   /// `fusion` must outlive the cache. Throws Error for an unknown backend name, or one that
@@ -72,12 +70,9 @@ public:
   const Backend* backend() const;
   /// The backend's name: `auto` until it is decided.
   llvm::StringRef backendName() const;
-  /// The compiled kernels of the last run's specialization (null before the first run, and
-  /// for a backend that compiles none).
+  /// The compiled kernels of the last run's specialization, every phase's (null before the
+  /// first run, and for a backend that compiles none).
   std::shared_ptr<const CompiledFusion> lastCompiled() const;
-  /// The compiled kernels of the last run, one entry per pass for a fusion run as passes
-  /// (else lastCompiled() alone); null entries for what has not run.
-  std::vector<std::shared_ptr<const CompiledFusion>> lastCompiledPasses() const;
   /// Number of specializations compiled so far.
   size_t numSpecializations() const;
 
@@ -95,9 +90,11 @@ private:
   void select(const Backend& backend);
   /// What the arguments decide about the kernels: dense inputs, 64-bit index flags.
   Specialization specialize(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes);
-  /// The passes of a fusion with reductions on a kernel backend (decides `auto`); null when
-  /// the fusion runs as one (no reduction, or a backend without kernels).
-  PassRunner* passRunner(llvm::ArrayRef<Argument> arguments);
+  /// Memory for the kept results of a step of `specialization` with `shapes` (none for a
+  /// backend that lowers nothing): the executor's, reallocated where a shape changed, and
+  /// shared with the prepared runs that use it.
+  std::vector<KeptTensor> keep(const CompiledSpecialization& specialization,
+                               const RuntimeShapes& shapes);
   /// compileFusion as far as the backend needs.
   std::shared_ptr<const CompiledFusion> lower(const Specialization& specialization) const;
 
@@ -117,9 +114,9 @@ private:
   Fingerprint lastFingerprint_;
   std::shared_ptr<CompiledSpecialization> lastSpecialization_;
   std::shared_ptr<const RuntimeShapes> lastShapes_;
-  /// A value reads a reduction's result (segmenter/passes.h).
-  bool needsPasses_ = false;
-  std::unique_ptr<PassRunner> passes_;
+  /// The kept results' memory (keep()); steps that use it take turns (stepMutex_).
+  std::vector<KeptTensor> kept_;
+  std::mutex stepMutex_;
 };
 
 } // namespace widefuse

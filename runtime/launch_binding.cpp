@@ -64,7 +64,7 @@ class Binder {
 public:
   Binder(const KernelPlan& plan, const RuntimeShapes& shapes, TensorLookup tensorOf,
          ScalarLookup scalarOf, GlobalReductions& globals, unsigned index)
-      : plan_(plan), segmented_(*plan.segmented), shapes_(shapes), tensorOf_(tensorOf),
+      : plan_(plan), segmented_(*plan.phase), shapes_(shapes), tensorOf_(tensorOf),
         scalarOf_(scalarOf), globals_(globals), index_(index) {
     for (const BodyPlan& body : plan.bodies) {
       bodyOfClass_[body.signatureClass] = &body;
@@ -92,7 +92,7 @@ private:
                    size_t offset);
 
   const KernelPlan& plan_;
-  const SegmentedFusion& segmented_;
+  const SegmentedPhase& segmented_;
   const RuntimeShapes& shapes_;
   TensorLookup tensorOf_;
   ScalarLookup scalarOf_;

@@ -12,26 +12,13 @@ namespace widefuse {
 PreparedRun::PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
                          std::shared_ptr<CompiledSpecialization> specialization,
                          std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint,
-                         std::vector<TensorRef> outputs)
+                         std::vector<TensorRef> outputs, std::vector<KeptTensor> kept)
     : executor_(&executor), arguments_(std::move(arguments)),
       specialization_(std::move(specialization)), shapes_(std::move(shapes)),
       fingerprint_(std::move(fingerprint)), changed_(executor.fusion_.numValues(), 0),
-      isExtent_(arguments_.size(), 0), outputs_(std::move(outputs)) {
-  collectInputFacts();
-}
-
-PreparedRun::PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
-                         std::vector<std::unique_ptr<PreparedRun>> passes,
-                         std::vector<std::vector<std::pair<unsigned, unsigned>>> uses,
-                         std::vector<KeptTensor> results, std::vector<HostTensor> outputs)
-    : executor_(&executor), arguments_(std::move(arguments)),
-      changed_(executor.fusion_.numValues(), 0), isExtent_(arguments_.size(), 0),
-      passes_(std::move(passes)), uses_(std::move(uses)), results_(std::move(results)),
-      ownOutputs_(std::move(outputs)) {
-  collectInputFacts();
-}
-
-void PreparedRun::collectInputFacts() {
+      isExtent_(arguments_.size(), 0), outputs_(std::move(outputs)), kept_(std::move(kept)) {
+  for (const KeptTensor& tensor : kept_)
+    keptRefs_.push_back(tensor.ref);
   collectWrittenSpans();
   const Fusion& fusion = executor_->fusion_;
   for (const Value* input : extentInputs(fusion))
@@ -60,14 +47,11 @@ void PreparedRun::collectWrittenSpans() {
 }
 
 RunResult PreparedRun::launch(std::optional<void*> stream) {
-  if (!passes_.empty()) { // one after another, on one stream
-    for (std::unique_ptr<PreparedRun>& pass : passes_)
-      pass->launch(stream);
-    RunResult result;
-    result.outputs = ownOutputs_;
-    return result;
-  }
   LoadedFusion& loaded = *specialization_->loaded;
+  // Steps that share the executor's kept memory take turns.
+  std::unique_lock<std::mutex> keeping(executor_->stepMutex_, std::defer_lock);
+  if (!kept_.empty())
+    keeping.lock();
   void* launchStream = executor_->streamFor(stream);
   // Patched bindings write the outputs where the last bind put them: only fixed outputs (or
   // none) may be written there again; fresh ones are bound anew by run().
@@ -91,7 +75,7 @@ RunResult PreparedRun::launch(std::optional<void*> stream) {
     if (patched)
       return RunResult{};
   }
-  return loaded.run(Step{arguments_, *shapes_, fingerprint_, outputs_, launchStream});
+  return loaded.run(Step{arguments_, *shapes_, fingerprint_, outputs_, keptRefs_, launchStream});
 }
 
 void PreparedRun::rebindTensor(size_t index, void* data) {
@@ -132,9 +116,6 @@ void PreparedRun::rebindTensor(size_t index, void* data) {
     }
     *tensor = moved;
   }
-  for (auto [pass, input] : uses_.empty() ? llvm::ArrayRef<std::pair<unsigned, unsigned>>{}
-                                          : llvm::ArrayRef(uses_[index]))
-    passes_[pass]->rebindTensor(input, data);
   markChanged(index);
 }
 
@@ -153,9 +134,6 @@ void PreparedRun::setScalar(size_t index, ScalarArgument value) {
          "run keeps its shapes; prepare a new run for other extents",
          input.name());
   *scalar = value;
-  for (auto [pass, input] : uses_.empty() ? llvm::ArrayRef<std::pair<unsigned, unsigned>>{}
-                                          : llvm::ArrayRef(uses_[index]))
-    passes_[pass]->setScalar(input, value);
   markChanged(index);
 }
 

@@ -45,21 +45,12 @@ public:
 
 private:
   friend class FusionExecutorCache;
-  friend class PassRunner;
+  /// `kept`: the memory of the kept results (FusionExecutorCache::keep), held while the run
+  /// lives.
   PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
               std::shared_ptr<CompiledSpecialization> specialization,
               std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint,
-              std::vector<TensorRef> outputs);
-  /// A fusion run as passes (runtime/pass_runner.h): one prepared run per pass, `uses[i]` the
-  /// (pass, input) pairs that argument i of the whole fusion is; the passes' results and the
-  /// the passes' results live in `results`, the fusion's outputs (unless the caller gave
-  /// them) in `outputs`.
-  PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
-              std::vector<std::unique_ptr<PreparedRun>> passes,
-              std::vector<std::vector<std::pair<unsigned, unsigned>>> uses,
-              std::vector<KeptTensor> results, std::vector<HostTensor> outputs);
-  /// Common to both: the spans of the written inputs and which scalars are extents.
-  void collectInputFacts();
+              std::vector<TensorRef> outputs, std::vector<KeptTensor> kept);
   /// The byte spans of the copy_ destinations, in address order (they never overlap).
   void collectWrittenSpans();
 
@@ -87,12 +78,9 @@ private:
   std::vector<WrittenSpan> writtenSpans_;
   /// Where the plain outputs go at each launch (fixed when prepared; empty: allocated).
   std::vector<TensorRef> outputs_;
-  /// A fusion run as passes: each pass's prepared run, where each argument goes, the memory
-  /// of the results, and of the outputs the caller did not give.
-  std::vector<std::unique_ptr<PreparedRun>> passes_;
-  std::vector<std::vector<std::pair<unsigned, unsigned>>> uses_;
-  std::vector<KeptTensor> results_;
-  std::vector<HostTensor> ownOutputs_;
+  /// The kept results' memory, and its tensors.
+  std::vector<KeptTensor> kept_;
+  std::vector<TensorRef> keptRefs_;
 };
 
 } // namespace widefuse

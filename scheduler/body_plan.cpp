@@ -28,7 +28,7 @@ constexpr unsigned kMaxBytesInFlight = 192;
 /// only needs to be small enough that small members and the last shares balance well.
 constexpr unsigned kIterationsPerChunk = 4;
 
-const HazardPlan* aliasPlanFor(const SegmentedFusion& segmented, unsigned component,
+const HazardPlan* aliasPlanFor(const SegmentedPhase& segmented, unsigned component,
                                const Value* destination) {
   // planAliases emits plans component by component.
   auto first =
@@ -48,7 +48,7 @@ bool isReadBy(const Component& component, const Value* value) {
 }
 
 /// True when every member reads the same fusion value at input position `index`.
-bool sameForAllMembers(const SegmentedFusion& segmented, llvm::ArrayRef<unsigned> members,
+bool sameForAllMembers(const SegmentedPhase& segmented, llvm::ArrayRef<unsigned> members,
                        unsigned index) {
   const Value* first = segmented.components[members.front()].inputs[index];
   return llvm::all_of(members, [&](unsigned member) {
@@ -58,11 +58,10 @@ bool sameForAllMembers(const SegmentedFusion& segmented, llvm::ArrayRef<unsigned
 
 class BodyPlanner {
 public:
-  BodyPlanner(const SegmentedFusion& segmented, const SignatureClass& signature,
+  BodyPlanner(const SegmentedPhase& segmented, const SignatureClass& signature,
               const BodyRequest& request, std::vector<std::string>& notes)
       : segmented_(segmented), signature_(signature), request_(request), notes_(notes),
-        component_(segmented.components[signature.members.front()]),
-        names_(segmented.fusion->name() + "_") {}
+        component_(segmented.components[signature.members.front()]), names_(segmented.name + "_") {}
 
   BodyPlan run() {
     body_.index = request_.index;
@@ -100,7 +99,7 @@ private:
   /// Flattenable classes indexed with strides: every element value follows the whole domain.
   void widenFlattenableViews();
 
-  const SegmentedFusion& segmented_;
+  const SegmentedPhase& segmented_;
   const SignatureClass& signature_;
   const BodyRequest& request_;
   std::vector<std::string>& notes_;
@@ -366,7 +365,7 @@ void BodyPlanner::layOutEntry() {
 
 } // namespace
 
-BodyPlan planBody(const SegmentedFusion& segmented, const SignatureClass& signature,
+BodyPlan planBody(const SegmentedPhase& segmented, const SignatureClass& signature,
                   const BodyRequest& request, std::vector<std::string>& notes) {
   return BodyPlanner(segmented, signature, request, notes).run();
 }

@@ -28,7 +28,7 @@ struct BodyRequest {
 /// are entry offsets; the caller places shared slots in the parameter block. Appends the
 /// reasons for its choices to `notes`. Throws Error for a deferred write of a tensor that is
 /// not 0-d (not supported by codegen).
-BodyPlan planBody(const SegmentedFusion& segmented, const SignatureClass& signature,
+BodyPlan planBody(const SegmentedPhase& segmented, const SignatureClass& signature,
                   const BodyRequest& request, std::vector<std::string>& notes);
 
 } // namespace widefuse

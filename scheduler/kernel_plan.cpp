@@ -111,7 +111,7 @@ std::string formatKernelPlan(const KernelPlan& plan) {
 
 bool samePlan(const KernelPlan& a, const KernelPlan& b) {
   auto fields = [](const KernelPlan& plan) {
-    return std::tie(plan.name, plan.segmented, plan.device, plan.bodies, plan.threadsPerBlock,
+    return std::tie(plan.name, plan.phase, plan.device, plan.bodies, plan.threadsPerBlock,
                     plan.minBlocksPerMultiprocessor, plan.maxGridBlocks, plan.indexBits,
                     plan.tableLocation, plan.tableCapacity, plan.entryBytes, plan.tableOffset,
                     plan.parameterBytes, plan.needsTickets);

@@ -171,7 +171,8 @@ struct BodyPlan {
 struct KernelPlan {
   /// The kernel's entry-point name: `<fusion>_class<c>` or `<fusion>_pack<g>`.
   std::string name;
-  const SegmentedFusion* segmented = nullptr;
+  /// The phase whose group it runs.
+  const SegmentedPhase* phase = nullptr;
   DeviceDescription device;
   llvm::SmallVector<BodyPlan, 1> bodies;
   unsigned threadsPerBlock = 256;
@@ -207,14 +208,16 @@ bool samePlan(const KernelPlan& a, const KernelPlan& b);
 struct KernelLaunch {
   /// Index into ScheduledFusion::plans.
   unsigned plan = 0;
-  /// The segmenter's group this launch runs.
+  /// The phase it belongs to, and the segmenter's group of that phase it runs.
+  unsigned phase = 0;
   unsigned group = 0;
   /// Component ids in member-table order.
   std::vector<unsigned> members;
 };
 
 /// The scheduler's result for a whole fusion: distinct kernels and the launches that run
-/// them (per-component mode launches one kernel per member of a class).
+/// them (per-component mode launches one kernel per member of a class), every phase's
+/// launches after the phase before.
 struct ScheduledFusion {
   const SegmentedFusion* segmented = nullptr;
   std::vector<KernelPlan> plans;

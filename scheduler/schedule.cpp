@@ -20,7 +20,7 @@ bool reducesRows(const Component& component) {
 
 /// Flat when every member of the class in this launch is flattenable and has dense inputs,
 /// and reduces nothing over rows.
-Indexing chooseIndexing(const SegmentedFusion& segmented, llvm::ArrayRef<unsigned> members,
+Indexing chooseIndexing(const SegmentedPhase& segmented, llvm::ArrayRef<unsigned> members,
                         const Specialization& specialization) {
   llvm::DenseMap<const Value*, unsigned> inputIndex;
   const Fusion& fusion = *segmented.fusion;
@@ -38,7 +38,7 @@ Indexing chooseIndexing(const SegmentedFusion& segmented, llvm::ArrayRef<unsigne
 }
 
 /// The members of `group` that belong to signature class `classId`, in group order.
-std::vector<unsigned> membersOfClass(const SegmentedFusion& segmented, const LaunchGroup& group,
+std::vector<unsigned> membersOfClass(const SegmentedPhase& segmented, const LaunchGroup& group,
                                      unsigned classId) {
   std::vector<unsigned> members;
   for (unsigned member : group.members)
@@ -49,10 +49,11 @@ std::vector<unsigned> membersOfClass(const SegmentedFusion& segmented, const Lau
 
 class KernelPlanner {
 public:
-  KernelPlanner(const SegmentedFusion& segmented, const Specialization& specialization,
+  KernelPlanner(const SegmentedPhase& segmented, const Specialization& specialization,
                 const DeviceDescription& device, const ScheduleOptions& options)
-      : segmented_(segmented), specialization_(specialization), device_(device), options_(options) {
-  }
+      : segmented_(segmented), specialization_(specialization),
+        needsInt64Index_(specialization.needsInt64Index[segmented.index]), device_(device),
+        options_(options) {}
 
   KernelPlan plan(const LaunchGroup& group);
 
@@ -60,25 +61,26 @@ private:
   void addBodies(KernelPlan& plan, const LaunchGroup& group);
   void layOutParameters(KernelPlan& plan, size_t memberCount);
 
-  const SegmentedFusion& segmented_;
+  const SegmentedPhase& segmented_;
   const Specialization& specialization_;
+  const std::vector<bool>& needsInt64Index_;
   const DeviceDescription& device_;
   const ScheduleOptions& options_;
 };
 
 KernelPlan KernelPlanner::plan(const LaunchGroup& group) {
   KernelPlan plan;
-  plan.segmented = &segmented_;
+  plan.phase = &segmented_;
   plan.device = device_;
-  const std::string& fusionName = segmented_.fusion->name();
+  const std::string& fusionName = segmented_.name;
   plan.name = group.signatureClasses.size() == 1
                   ? fmt::format("{}_class{}", fusionName, group.signatureClasses.front())
                   : fmt::format("{}_pack{}", fusionName, group.id);
   plan.minBlocksPerMultiprocessor = std::max(1u, options_.minBlocksPerMultiprocessor);
   addBodies(plan, group);
   plan.maxGridBlocks = device_.multiprocessorCount * plan.minBlocksPerMultiprocessor;
-  bool wide = llvm::any_of(
-      group.members, [&](unsigned member) { return specialization_.needsInt64Index[member]; });
+  bool wide =
+      llvm::any_of(group.members, [&](unsigned member) { return needsInt64Index_[member]; });
   plan.indexBits = wide ? 64 : 32;
   plan.notes.push_back(plan.indexBits == 32
                            ? "32-bit element indices: every member spans fewer than 2^31 elements"
@@ -156,11 +158,14 @@ Specialization declaredSpecialization(const SegmentedFusion& segmented) {
   Specialization specialization;
   for (const Value* input : segmented.fusion->inputs())
     specialization.denseInputs.push_back(input->isScalar() || input->layout().isDefault());
-  for (const Component& component : segmented.components) {
-    int64_t elements = 1;
-    for (int64_t extent : component.domain)
-      elements = extent == kSymbolicExtent ? elements : elements * extent;
-    specialization.needsInt64Index.push_back(elements >= kMaxInt32IndexElements);
+  for (const SegmentedPhase& phase : segmented.phases) {
+    std::vector<bool>& phaseNeeds = specialization.needsInt64Index.emplace_back();
+    for (const Component& component : phase.components) {
+      int64_t elements = 1;
+      for (int64_t extent : component.domain)
+        elements = extent == kSymbolicExtent ? elements : elements * extent;
+      phaseNeeds.push_back(elements >= kMaxInt32IndexElements);
+    }
   }
   return specialization;
 }
@@ -181,24 +186,27 @@ std::optional<KernelPlan> planAfterSpill(const KernelPlan& plan, unsigned spille
 ScheduledFusion schedule(const SegmentedFusion& segmented, const Specialization& specialization,
                          const DeviceDescription& device, const ScheduleOptions& options) {
   WF_ASSERT(specialization.denseInputs.size() == segmented.fusion->inputs().size());
-  WF_ASSERT(specialization.needsInt64Index.size() == segmented.components.size());
+  WF_ASSERT(specialization.needsInt64Index.size() == segmented.phases.size());
   ScheduledFusion scheduled;
   scheduled.segmented = &segmented;
-  KernelPlanner planner(segmented, specialization, device, options);
   // Per-component groups of one class plan to the same kernel: keep one plan, many launches.
   // Equal plans have equal names, so only plans of one name are compared.
   llvm::StringMap<llvm::SmallVector<unsigned, 1>> plansNamed;
-  for (const LaunchGroup& group : segmented.groups) {
-    KernelPlan plan = planner.plan(group);
-    llvm::SmallVector<unsigned, 1>& candidates = plansNamed[plan.name];
-    auto same = llvm::find_if(
-        candidates, [&](unsigned index) { return samePlan(scheduled.plans[index], plan); });
-    unsigned index = same != candidates.end() ? *same : unsigned(scheduled.plans.size());
-    if (same == candidates.end()) {
-      candidates.push_back(index);
-      scheduled.plans.push_back(std::move(plan));
+  for (const SegmentedPhase& phase : segmented.phases) {
+    WF_ASSERT(specialization.needsInt64Index[phase.index].size() == phase.components.size());
+    KernelPlanner planner(phase, specialization, device, options);
+    for (const LaunchGroup& group : phase.groups) {
+      KernelPlan plan = planner.plan(group);
+      llvm::SmallVector<unsigned, 1>& candidates = plansNamed[plan.name];
+      auto same = llvm::find_if(
+          candidates, [&](unsigned index) { return samePlan(scheduled.plans[index], plan); });
+      unsigned index = same != candidates.end() ? *same : unsigned(scheduled.plans.size());
+      if (same == candidates.end()) {
+        candidates.push_back(index);
+        scheduled.plans.push_back(std::move(plan));
+      }
+      scheduled.launches.push_back({index, phase.index, group.id, group.members});
     }
-    scheduled.launches.push_back({index, group.id, group.members});
   }
   return scheduled;
 }

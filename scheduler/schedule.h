@@ -18,10 +18,10 @@ struct Specialization {
   /// Per fusion input: true when the tensor is dense in its declared order (scalars: true).
   /// A member with a non-dense tensor is indexed with strides.
   llvm::SmallVector<bool, 16> denseInputs;
-  /// Per component: true when the member needs 64-bit element indices, i.e. its element
-  /// count or the span of one of its tensors (largest offset + 1) reaches
+  /// Per phase, per component: true when the member needs 64-bit element indices, i.e. its
+  /// element count or the span of one of its tensors (largest offset + 1) reaches
   /// kMaxInt32IndexElements. Kernels use 64-bit indices only where a member needs them.
-  std::vector<bool> needsInt64Index;
+  std::vector<std::vector<bool>> needsInt64Index;
 };
 
 /// Tuning knobs of the scheduler; benchmarks/gpu compares settings on a GPU
@@ -54,10 +54,10 @@ inline constexpr unsigned kFewestBlocksPerMultiprocessor = 2;
 /// source does not change), with a note saying why. None at kFewestBlocksPerMultiprocessor.
 std::optional<KernelPlan> planAfterSpill(const KernelPlan& plan, unsigned spilledBytes);
 
-/// Plans every kernel of `segmented`. Groups that compile to the same kernel (the members of
-/// one signature class in per-component mode) share one plan and differ only in their
-/// launches. Throws Error for what codegen cannot emit (a deferred write of a tensor that is
-/// not 0-d).
+/// Plans every kernel of every phase of `segmented`, and lays out their launches phase after
+/// phase. Groups that compile to the same kernel (the members of one signature class in
+/// per-component mode) share one plan and differ only in their launches. Throws Error for what
+/// codegen cannot emit (a deferred write of a tensor that is not 0-d).
 ScheduledFusion schedule(const SegmentedFusion& segmented, const Specialization& specialization,
                          const DeviceDescription& device, const ScheduleOptions& options = {});
 

@@ -1,6 +1,7 @@
 #include "segmenter/components.h"
 
 #include "ir/error.h"
+#include "ir/reduction.h"
 #include "segmenter/iteration_domains.h"
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include <llvm/ADT/IntEqClasses.h>
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -28,22 +30,55 @@ private:
   std::vector<bool> members_;
 };
 
-/// Values that belong to no component: scalars, constants, read-only 0-d inputs and 0-d
-/// values computed only from such values, unless written or returned; and always extent
-/// values (size), which kernels read like scalar inputs. An input or constant
-/// copied into several tensors stays shared: it is read, like any other, and must not join
-/// the subgraphs it is copied into (their tensors may differ in shape at run time).
-ValueSet findSharedValues(const Fusion& fusion) {
+/// What one phase of a fusion computes, writes and returns (all of it for a fusion of one
+/// phase), and which values it reads from earlier phases.
+class PhaseWork {
+public:
+  PhaseWork(const Fusion& fusion, const PhasePlan& plan, unsigned phase)
+      : plan_(plan), phase_(phase) {
+    for (size_t a = 0; a < fusion.aliases().size(); ++a)
+      if (plan.aliasPhase[a] == phase)
+        aliases_.push_back(fusion.aliases()[a]);
+    for (size_t o = 0; o < fusion.outputs().size(); ++o)
+      if (plan.outputPhase[o] == phase)
+        outputs_.push_back(fusion.outputs()[o]);
+  }
+
+  /// True for a non-reduction expression of this phase.
+  bool computes(const Expr& expr) const {
+    return !isReduction(expr.op()) && plan_.phaseNeeds(phase_, *expr.result());
+  }
+  /// True for a reduction this phase computes.
+  bool reduces(const Expr& expr) const { return plan_.reductionPhase[expr.id()] == phase_; }
+  /// True for a reduction result an earlier phase computed: read from memory here.
+  bool kept(const Value& value) const { return plan_.computedBefore(value, phase_); }
+  llvm::ArrayRef<Alias> aliases() const { return aliases_; }
+  llvm::ArrayRef<const Value*> outputs() const { return outputs_; }
+
+private:
+  const PhasePlan& plan_;
+  unsigned phase_;
+  llvm::SmallVector<Alias, 8> aliases_;
+  llvm::SmallVector<const Value*, 4> outputs_;
+};
+
+/// Values that belong to no component: scalars, constants, read-only 0-d inputs (earlier
+/// phases' 0-d results among them) and 0-d values computed only from such values, unless
+/// written or returned; and always extent values (size), which kernels read like scalar
+/// inputs. An input or constant copied into several tensors stays shared: it is read, like
+/// any other, and must not join the subgraphs it is copied into (their tensors may differ in
+/// shape at run time).
+ValueSet findSharedValues(const Fusion& fusion, const PhaseWork& work) {
   ValueSet pinned(fusion); // written, computed and copied from, or returned as an input
-  for (const Alias& alias : fusion.aliases()) {
+  for (const Alias& alias : work.aliases()) {
     pinned.insert(alias.destination);
-    if (!alias.source->isInput() && !alias.source->isConstant())
+    if (!alias.source->isInput() && !alias.source->isConstant() && !work.kept(*alias.source))
       pinned.insert(alias.source);
   }
   // A returned value computed from shared values stays shared (a 0-d program of its own
   // writes it), so that the components reading it do not become one: the clip coefficient's
   // total norm, returned and read by every parameter.
-  for (const Value* output : fusion.outputs())
+  for (const Value* output : work.outputs())
     if (output->isInput())
       pinned.insert(output);
   ValueSet shared(fusion);
@@ -52,7 +87,7 @@ ValueSet findSharedValues(const Fusion& fusion) {
     bool candidate = value->isScalar() || value->rank() == 0;
     if (!candidate || pinned.count(value))
       continue;
-    if (value->isInput() || value->isConstant())
+    if (value->isInput() || value->isConstant() || work.kept(*value))
       shared.insert(value);
   }
   // Expressions are in topological order, so operands are classified before their users.
@@ -63,7 +98,7 @@ ValueSet findSharedValues(const Fusion& fusion) {
       shared.insert(result);
       continue;
     }
-    if (pinned.count(result) || (result->isTensor() && result->rank() > 0))
+    if (!work.computes(*expr) || pinned.count(result) || (result->isTensor() && result->rank() > 0))
       continue;
     if (llvm::all_of(expr->operands(), [&](const Value* v) { return shared.count(v); }))
       shared.insert(result);
@@ -76,7 +111,8 @@ void collectSharedCone(const Expr* expr, const ValueSet& shared,
                        llvm::DenseSet<const Expr*>& needed) {
   for (const Value* operand : expr->operands()) {
     const Expr* definition = operand->definition();
-    if (isExtentValue(*operand)) // bound from the shapes, not computed in the kernel
+    // Bound from the shapes, or an earlier phase's result: read, not computed in the kernel.
+    if (isExtentValue(*operand) || isReductionResult(*operand))
       continue;
     if (definition && shared.count(operand) && needed.insert(definition).second)
       collectSharedCone(definition, shared, needed);
@@ -132,7 +168,8 @@ void assignDomain(const Fusion& fusion, Component& component) {
 
 /// Joins values into classes: an expression with its operands, a copy_'s source with its
 /// destination; shared values (read by several components) join nothing.
-llvm::IntEqClasses unionOfConnectedValues(const Fusion& fusion, const ValueSet& shared) {
+llvm::IntEqClasses unionOfConnectedValues(const Fusion& fusion, const ValueSet& shared,
+                                          const PhaseWork& work) {
   // Union-find over value ids: a flat array, much cheaper than a set of nodes for thousands
   // of parameters.
   llvm::IntEqClasses classes(unsigned(fusion.numValues()));
@@ -144,12 +181,12 @@ llvm::IntEqClasses unionOfConnectedValues(const Fusion& fusion, const ValueSet& 
     const Expr* expr = fusion.expr(unsigned(id));
     // A reduction joins nothing: each operand's cone stays in the operand's component, so a
     // global one over every parameter does not make the parameters one component.
-    if (shared.count(expr->result()) || isReduction(expr->op()))
+    if (shared.count(expr->result()) || !work.computes(*expr))
       continue;
     for (const Value* operand : expr->operands())
       join(expr->result(), operand);
   }
-  for (const Alias& alias : fusion.aliases())
+  for (const Alias& alias : work.aliases())
     join(alias.source, alias.destination);
   return classes;
 }
@@ -166,7 +203,7 @@ void finishComponent(const Fusion& fusion, Component& component,
   });
   llvm::DenseSet<const Value*> seen;
   auto addInput = [&](const Value* value) {
-    if ((value->isInput() || isExtentValue(*value)) && seen.insert(value).second)
+    if (isKernelInput(*value) && seen.insert(value).second)
       component.inputs.push_back(value);
   };
   for (const Expr* expr : component.exprs)
@@ -331,19 +368,6 @@ std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Com
   return parts;
 }
 
-bool isReductionResult(const Value& value) {
-  return value.definition() && isReduction(value.definition()->op());
-}
-
-/// A value that reads a reduction result cannot be computed with it: the result exists only
-/// once every element is reduced (splitPasses cuts such a fusion into passes first).
-void checkNoReductionRead(const Fusion& fusion, const Value* reader, const Value* operand) {
-  if (isReductionResult(*operand))
-    fail("fusion '{}': '{}' reads the reduction '{}' it is computed with; cut the fusion into "
-         "passes first (splitPasses)",
-         fusion.name(), reader->name(), operand->name());
-}
-
 /// Gives each operand of a reduction to the component computing it.
 template <typename ComponentOf>
 void addContributions(const Fusion& fusion, const Expr& reduction, const ValueSet& shared,
@@ -358,11 +382,11 @@ void addContributions(const Fusion& fusion, const Expr& reduction, const ValueSe
   }
 }
 
-} // namespace
-
-std::vector<Component> findComponents(const Fusion& fusion) {
-  ValueSet shared = findSharedValues(fusion);
-  llvm::IntEqClasses classes = unionOfConnectedValues(fusion, shared);
+/// The components of one phase.
+std::vector<Component> findPhaseComponents(const Fusion& fusion, const PhaseWork& work,
+                                           const IterationDomains& domains) {
+  ValueSet shared = findSharedValues(fusion, work);
+  llvm::IntEqClasses classes = unionOfConnectedValues(fusion, shared, work);
   // Number components by their first expression (or written input) in fusion order.
   constexpr unsigned kNone = ~0u;
   std::vector<unsigned> componentOfLeader(fusion.numValues(), kNone);
@@ -377,35 +401,27 @@ std::vector<Component> findComponents(const Fusion& fusion) {
     return components[slot];
   };
   std::vector<llvm::DenseSet<const Expr*>> exprSets;
-  llvm::DenseSet<const Value*> outputs(fusion.outputs().begin(), fusion.outputs().end());
   for (size_t id = 0; id < fusion.numExprs(); ++id) {
     const Expr* expr = fusion.expr(unsigned(id));
-    // A reduction's result is read by later passes only (splitPasses): here it is an output
-    // or unread, and an unread one is not computed (its operands' checks stay run-time's).
-    if (isReduction(expr->op())) {
-      if (outputs.count(expr->result()))
-        addContributions(fusion, *expr, shared, componentOf);
+    // A reduction nothing reads or returns is not computed (its operands' checks stay
+    // run-time's); one read in a later phase, or returned, is this phase's.
+    if (work.reduces(*expr))
+      addContributions(fusion, *expr, shared, componentOf);
+    if (shared.count(expr->result()) || !work.computes(*expr))
       continue;
-    }
-    if (shared.count(expr->result()))
-      continue;
-    for (const Value* operand : expr->operands())
-      checkNoReductionRead(fusion, expr->result(), operand);
     Component& component = componentOf(expr->result());
     if (exprSets.size() < components.size())
       exprSets.resize(components.size());
     exprSets[component.id].insert(expr);
     collectSharedCone(expr, shared, exprSets[component.id]);
   }
-  for (const Alias& alias : fusion.aliases()) {
-    checkNoReductionRead(fusion, alias.destination, alias.source);
+  for (const Alias& alias : work.aliases())
     componentOf(alias.destination).aliases.push_back(alias);
-  }
-  for (const Value* output : fusion.outputs())
+  for (const Value* output : work.outputs())
     if (!isReductionResult(*output))
       componentOf(output).outputs.push_back(output);
   exprSets.resize(components.size());
-  for (const Value* output : fusion.outputs())
+  for (const Value* output : work.outputs())
     if (shared.count(output) && output->definition()) { // computed by a 0-d program of its own
       auto& exprs = exprSets[componentOf(output).id];
       exprs.insert(output->definition());
@@ -414,7 +430,6 @@ std::vector<Component> findComponents(const Fusion& fusion) {
   // Each component splits where its writes provably differ in shape. Where a part would
   // read what another writes, parts that may share one shape stay one kernel (checked at
   // run time, as a subgraph joined through a written 0-d step counter is).
-  IterationDomains domains(fusion);
   std::vector<Component> result;
   for (Component& component : components) {
     unsigned id = component.id;
@@ -441,6 +456,31 @@ std::vector<Component> findComponents(const Fusion& fusion) {
     }
   }
   return result;
+}
+
+} // namespace
+
+bool isKernelInput(const Value& value) {
+  return value.isInput() || isExtentValue(value) || isReductionResult(value);
+}
+
+namespace {
+std::atomic<uint64_t> searches{0};
+} // namespace
+
+uint64_t componentSearches() {
+  return searches.load(std::memory_order_relaxed);
+}
+
+FusionComponents findComponents(const Fusion& fusion) {
+  searches.fetch_add(1, std::memory_order_relaxed);
+  FusionComponents found;
+  found.phases = planPhases(fusion);
+  IterationDomains domains(fusion);
+  for (unsigned phase = 0; phase < found.phases.count; ++phase)
+    found.ofPhase.push_back(
+        findPhaseComponents(fusion, PhaseWork(fusion, found.phases, phase), domains));
+  return found;
 }
 
 } // namespace widefuse

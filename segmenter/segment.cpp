@@ -36,7 +36,7 @@ SegmentationMode parseMode(llvm::StringRef name) {
 
 namespace {
 
-void groupPerComponent(SegmentedFusion& segmented) {
+void groupPerComponent(SegmentedPhase& segmented) {
   for (const Component& component : segmented.components)
     segmented.groups.push_back({unsigned(segmented.groups.size()),
                                 {segmented.classOfComponent[component.id]},
@@ -48,14 +48,14 @@ void groupPerComponent(SegmentedFusion& segmented) {
 }
 
 /// True when every member of the class is a 0-d program (one element of work).
-bool isZeroDimensionalClass(const SegmentedFusion& segmented, const SignatureClass& signature) {
+bool isZeroDimensionalClass(const SegmentedPhase& segmented, const SignatureClass& signature) {
   return llvm::all_of(signature.members,
                       [&](unsigned member) { return segmented.components[member].domain.empty(); });
 }
 
 /// One launch per signature class; with `riders`, the classes of 0-d programs join the launch
 /// of the first class with elements instead (as a packed kernel's further bodies).
-void groupBatched(SegmentedFusion& segmented, bool riders) {
+void groupBatched(SegmentedPhase& segmented, bool riders) {
   std::vector<unsigned> riding;
   std::optional<unsigned> host;
   for (const SignatureClass& signature : segmented.signatureClasses) {
@@ -90,13 +90,13 @@ void groupBatched(SegmentedFusion& segmented, bool riders) {
       segmented.components.size(), segmented.signatureClasses.size(), segmented.groups.size()));
   if (joined)
     segmented.decisions.push_back(fmt::format(
-        "auto, in a pass: {} class{} of 0-d programs (values computed from reduction results) "
-        "join{} the launch of class {}: one element of work needs no launch of its own",
+        "auto, with several phases: {} class{} of 0-d programs (values computed from reduction "
+        "results) join{} the launch of class {}: one element of work needs no launch of its own",
         joined, joined == 1 ? "" : "es", joined == 1 ? "s" : "",
         segmented.groups[*host].signatureClasses.front()));
 }
 
-void groupPacked(SegmentedFusion& segmented) {
+void groupPacked(SegmentedPhase& segmented) {
   for (const SignatureClass& signature : segmented.signatureClasses) {
     if (segmented.groups.empty() ||
         segmented.groups.back().signatureClasses.size() == kMaxSignaturesPerPack)
@@ -114,7 +114,7 @@ void groupPacked(SegmentedFusion& segmented) {
 }
 
 /// One line per connected subgraph split by shape (segmenter.md §2.4).
-void explainSplits(SegmentedFusion& segmented) {
+void explainSplits(SegmentedPhase& segmented) {
   const auto& components = segmented.components;
   for (size_t first = 0; first < components.size();) {
     size_t end = first + 1;
@@ -133,7 +133,7 @@ void explainSplits(SegmentedFusion& segmented) {
   }
 }
 
-void explainLifting(SegmentedFusion& segmented) {
+void explainLifting(SegmentedPhase& segmented) {
   for (const SignatureClass& signature : segmented.signatureClasses)
     for (const LiftedConstant& lifted : signature.lifted) {
       std::string values;
@@ -150,26 +150,43 @@ void explainLifting(SegmentedFusion& segmented) {
 
 } // namespace
 
-SegmentedFusion segment(const Fusion& fusion, const SegmentOptions& options) {
-  SegmentedFusion segmented;
+size_t SegmentedFusion::numLaunches() const {
+  size_t launches = 0;
+  for (const SegmentedPhase& phase : phases)
+    launches += phase.numLaunches();
+  return launches;
+}
+
+size_t SegmentedFusion::numComponents() const {
+  size_t components = 0;
+  for (const SegmentedPhase& phase : phases)
+    components += phase.components.size();
+  return components;
+}
+
+namespace {
+
+/// Groups the components of one phase into launches under `mode` (a concrete one).
+SegmentedPhase segmentPhase(const Fusion& fusion, unsigned index, unsigned count,
+                            std::vector<Component> components, SegmentationMode requested,
+                            SegmentationMode mode) {
+  SegmentedPhase segmented;
   segmented.fusion = &fusion;
-  segmented.requestedMode = options.mode;
-  segmented.components = options.components ? *options.components : findComponents(fusion);
+  segmented.index = index;
+  segmented.name = count == 1 ? fusion.name() : fmt::format("{}_phase{}", fusion.name(), index + 1);
+  segmented.mode = mode;
+  segmented.components = std::move(components);
   segmented.signatureClasses = classifySignatures(segmented.components);
   segmented.classOfComponent.resize(segmented.components.size());
   for (const SignatureClass& signature : segmented.signatureClasses)
     for (unsigned member : signature.members)
       segmented.classOfComponent[member] = signature.id;
   segmented.aliasPlans = planAliases(segmented.components);
-
-  segmented.mode = options.mode;
-  if (options.mode == SegmentationMode::Auto) {
-    segmented.mode = SegmentationMode::Batched;
+  if (requested == SegmentationMode::Auto)
     segmented.decisions.push_back(
         "auto chose batched: the fewest launches whose kernels each run one body; use "
         "packed to merge classes further, per-component for one kernel per component");
-  }
-  switch (segmented.mode) {
+  switch (mode) {
   case SegmentationMode::PerComponent:
     groupPerComponent(segmented);
     break;
@@ -177,11 +194,31 @@ SegmentedFusion segment(const Fusion& fusion, const SegmentOptions& options) {
     groupPacked(segmented);
     break;
   default:
-    groupBatched(segmented, options.mode == SegmentationMode::Auto && fusion.isPass());
+    // In a fusion of several phases, the 0-d programs that compute from reduction results
+    // ride in a launch with elements.
+    groupBatched(segmented, requested == SegmentationMode::Auto && count > 1);
     break;
   }
   explainSplits(segmented);
   explainLifting(segmented);
+  return segmented;
+}
+
+} // namespace
+
+SegmentedFusion segment(const Fusion& fusion, const SegmentOptions& options) {
+  FusionComponents found = options.components ? *options.components : findComponents(fusion);
+  SegmentedFusion segmented;
+  segmented.fusion = &fusion;
+  segmented.requestedMode = options.mode;
+  segmented.mode =
+      options.mode == SegmentationMode::Auto ? SegmentationMode::Batched : options.mode;
+  unsigned count = unsigned(found.ofPhase.size());
+  for (unsigned phase = 0; phase < count; ++phase)
+    segmented.phases.push_back(segmentPhase(fusion, phase, count, std::move(found.ofPhase[phase]),
+                                            options.mode, segmented.mode));
+  segmented.kept = std::move(found.phases.kept);
+  segmented.decisions = std::move(found.phases.decisions);
   return segmented;
 }
 

@@ -13,10 +13,12 @@ namespace widefuse {
 /// A readable name for a component: its first written input, else its first output.
 std::string componentName(const Component& component);
 
-/// The segmentation as indented text: groups, signature classes, copies and decisions.
+/// The segmentation as indented text: for each phase its groups, signature classes, copies
+/// and decisions; then, for several phases, what is kept between them and why.
 std::string formatSegmentedFusion(const SegmentedFusion& segmented);
 
-/// The segmentation as JSON, with `"launches": K` and the groups.
+/// The segmentation as JSON: `"launches"` and `"components"` over every phase, and
+/// `"phases"`, each with its groups, classes, copies and decisions.
 nlohmann::json segmentedFusionToJson(const SegmentedFusion& segmented);
 
 } // namespace widefuse

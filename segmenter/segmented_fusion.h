@@ -4,6 +4,7 @@
 
 #include "ir/fusion.h"
 #include "ir/structural_hash.h"
+#include "segmenter/phases.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringRef.h>
@@ -100,11 +101,16 @@ struct LaunchGroup {
   std::vector<unsigned> members;
 };
 
-/// The segmenter's plan for a whole fusion.
-struct SegmentedFusion {
+/// The segmentation of one phase (segmenter/phases.h): which of its subgraphs become which
+/// kernels, and how each in-place update stays correct inside its kernel.
+struct SegmentedPhase {
   const Fusion* fusion = nullptr;
-  SegmentationMode requestedMode = SegmentationMode::Auto;
-  /// The mode actually applied (auto resolves to a concrete mode).
+  /// Its position among the fusion's phases, from 0.
+  unsigned index = 0;
+  /// What its kernels' names start with: the fusion's name, followed by `_phase<k>` (k from
+  /// 1) in a fusion of several phases.
+  std::string name;
+  /// The mode applied (SegmentedFusion::mode).
   SegmentationMode mode = SegmentationMode::Batched;
   std::vector<Component> components;
   std::vector<SignatureClass> signatureClasses;
@@ -112,11 +118,31 @@ struct SegmentedFusion {
   std::vector<HazardPlan> aliasPlans;
   /// Sentences explaining the decisions, in order.
   std::vector<std::string> decisions;
-
-  /// Number of kernel launches per run (one per group).
-  size_t numLaunches() const { return groups.size(); }
   /// The signature class of each component, by component id.
   std::vector<unsigned> classOfComponent;
+
+  /// Number of kernel launches per run of the phase (one per group).
+  size_t numLaunches() const { return groups.size(); }
+};
+
+/// The segmenter's plan for a whole fusion: its phases, in the order they run.
+struct SegmentedFusion {
+  const Fusion* fusion = nullptr;
+  SegmentationMode requestedMode = SegmentationMode::Auto;
+  /// The mode actually applied (auto resolves to a concrete mode).
+  SegmentationMode mode = SegmentationMode::Batched;
+  /// At least one.
+  std::vector<SegmentedPhase> phases;
+  /// The reduction results a later phase reads, which the runtime keeps between launches
+  /// (PhasePlan::kept).
+  std::vector<KeptResult> kept;
+  /// Sentences explaining where each reduction and copy_ went (empty for one phase).
+  std::vector<std::string> decisions;
+
+  /// Number of kernel launches per run, over every phase.
+  size_t numLaunches() const;
+  /// Number of components, over every phase (a parameter's are counted once per phase).
+  size_t numComponents() const;
 };
 
 } // namespace widefuse

@@ -4,9 +4,8 @@
 /// CPU threads), checks them against a double-precision oracle and, with --verify, against the
 /// reference evaluator; `--backend none` compiles the kernels without running them. With
 /// --max-grad-norm (torch's clip_grad_norm_ inside the step) or --grad-scale (GradScaler's
-/// unscale and inf check inside the step) the step is two passes (tools/adam_passes.h).
+/// unscale and inf check inside the step) the step runs in two phases (segmenter/phases.h).
 
-#include "tools/adam_passes.h"
 #include "tools/adam_report.h"
 #include "tools/adam_state.h"
 #include "tools/backend_option.h"
@@ -16,6 +15,7 @@
 
 #include "ir/error.h"
 #include "optim/model_presets.h"
+#include "runtime/cubin_cache.h"
 #include "runtime/fusion_executor.h"
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
@@ -182,20 +182,6 @@ optim::AdamConfig adamConfig(const AdamArguments& arguments, std::vector<optim::
   return config;
 }
 
-/// Bytes of the tensors per parameter element: p, g, the master or remainder, m, v, vmax.
-int64_t tensorBytesPerElement(const optim::AdamConfig& config) {
-  return int64_t(byteSize(config.dtype)) + byteSize(optim::adamGradDtype(config)) +
-         optim::adamStateBytesPerElement(config);
-}
-
-/// Bytes each step reads and writes per element: every tensor is read, all but g written;
-/// a clip or a computed found_inf reads g once more in pass 1.
-int64_t bytesPerElement(const optim::AdamConfig& config) {
-  int64_t grad = byteSize(optim::adamGradDtype(config));
-  bool twoPasses = config.maxGradNorm || config.computeFoundInf;
-  return 2 * tensorBytesPerElement(config) - grad + (twoPasses ? grad : 0);
-}
-
 /// Refuses a run whose tensors would not fit in half of this machine's memory.
 void checkMemory(int64_t bytes, const std::string& what) {
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
@@ -227,15 +213,12 @@ void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
                  const optim::AdamConfig& config, const std::string& source, int64_t elements,
                  int64_t bytesPerStep) {
   FusionCompileOptions options = fusionCompileOptions(arguments.compile, arguments.json);
-  AdamPasses passes(*adam.fusion, options.mode);
-  std::vector<CompiledFusion> compiled = compilePasses(passes, options);
-  bool emitted = false;
-  for (const CompiledFusion& pass : compiled)
-    emitted = printEmitted(pass, arguments.compile) || emitted;
-  if (emitted)
+  CompiledFusion compiled = compileFusion(*adam.fusion, options, CubinCache::global());
+  const SegmentedFusion& segmented = *compiled.segmented;
+  if (printEmitted(compiled, arguments.compile))
     return;
   if (arguments.json) {
-    nlohmann::json report = compilePassesJson(compiled);
+    nlohmann::json report = compileReportJson(compiled);
     report["fusion"] = adam.fusion->name();
     report["backend"] = "none";
     report["optimizer"] = arguments.optimizer;
@@ -243,18 +226,18 @@ void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
     report["elements"] = elements;
     report["bytes_per_step"] = bytesPerStep;
     report.update(dtypesJson(config, elements));
-    report["mode"] = modeName(passes.segmented(0).mode).str();
-    report["passes"] = passes.size();
-    report["segments"] = passes.segmentsJson();
+    report["mode"] = modeName(segmented.mode).str();
+    report["phases"] = segmented.phases.size();
+    report["segments"] = segmentedFusionToJson(segmented);
     fmt::print("{}\n", report.dump(2));
     return;
   }
   fmt::print("widefuse adam: {} over {}, compiled without running (--backend none){}\n",
              arguments.optimizer, source,
-             passes.size() > 1 ? fmt::format(": {} passes", passes.size()) : "");
+             segmented.phases.size() > 1 ? fmt::format(": {} phases", segmented.phases.size())
+                                         : "");
   printDtypes(config, elements);
-  for (const CompiledFusion& pass : compiled)
-    fmt::print("{}", formatCompileReport(pass));
+  fmt::print("{}", formatCompileReport(compiled));
 }
 
 /// What the clip and GradScaler options add to the step, for the summary.
@@ -270,17 +253,18 @@ std::string scalingDescription(const optim::AdamConfig& config) {
 
 void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
                   const optim::AdamConfig& config, const std::string& source, int64_t elements,
-                  const AdamPasses& passes) {
+                  const SegmentedFusion& segmented) {
   const Fusion& fusion = *adam.fusion;
-  size_t perComponent = AdamPasses(fusion, SegmentationMode::PerComponent).numLaunches();
-  size_t batched = AdamPasses(fusion, SegmentationMode::Batched).numLaunches();
+  size_t perComponent = segment(fusion, {SegmentationMode::PerComponent}).numLaunches();
+  size_t batched = segment(fusion, {SegmentationMode::Batched}).numLaunches();
   size_t deferred = 0, copies = 0, classes = 0;
-  for (size_t k = 0; k < passes.size(); ++k) {
-    for (const HazardPlan& alias : passes.segmented(k).aliasPlans)
+  for (const SegmentedPhase& phase : segmented.phases) {
+    for (const HazardPlan& alias : phase.aliasPlans)
       deferred += alias.resolution == HazardResolution::DeferredWrite;
-    copies += passes.segmented(k).aliasPlans.size();
-    classes += passes.segmented(k).signatureClasses.size();
+    copies += phase.aliasPlans.size();
+    classes += phase.signatureClasses.size();
   }
+  size_t phases = segmented.phases.size();
   fmt::print("widefuse adam: {}{}{} over {}: {} parameters, {} elements{}\n", arguments.optimizer,
              arguments.amsgrad ? " (amsgrad)" : "", arguments.maximize ? " (maximize)" : "", source,
              parameterCount(adam), elements, scalingDescription(config));
@@ -288,19 +272,19 @@ void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
   fmt::print("  fusion: {} inputs, {} expressions, {} in-place updates (copy_ deferred to "
              "the end)\n",
              fusion.inputs().size(), fusion.numExprs(), fusion.aliases().size());
-  if (passes.size() > 1)
-    fmt::print("  passes: {} (pass 1 reads every grad for the global reductions, pass 2 "
+  if (phases > 1)
+    fmt::print("  phases: {} (phase 1 reads every grad for the global reductions, phase 2 "
                "updates)\n",
-               passes.size());
+               phases);
   fmt::print("  segmenter: {} disconnected components in {} signature class(es){}\n",
-             passes.numComponents(), classes, passes.size() > 1 ? " over the passes" : "");
+             segmented.numComponents(), classes, phases > 1 ? " over the phases" : "");
   fmt::print("    per-component: {} kernels (one per parameter{}, where nvFuser refuses to fuse "
              "across them)\n",
-             perComponent, passes.size() > 1 ? " and pass" : "");
+             perComponent, phases > 1 ? " and phase" : "");
   fmt::print("    batched:       {} kernel{} for all parameters\n", batched,
              batched == 1 ? "" : "s");
   fmt::print("    chosen ({}): {} -> {} kernel(s)\n", arguments.compile.mode,
-             modeName(passes.segmented(0).mode).str(), passes.numLaunches());
+             modeName(segmented.mode).str(), segmented.numLaunches());
   fmt::print("    copies: {} in place, {} deferred writes (0-d step read by every element)\n",
              copies - deferred, deferred);
 }
@@ -308,6 +292,9 @@ void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
 /// What the steps measured and checked.
 struct AdamOutcome {
   std::string backend;
+  /// Checking, compiling and loading the step's kernels, before the first step (prepare).
+  double buildSeconds = 0;
+  /// The steps themselves, every one after the build.
   double seconds = 0;
   /// The double-precision oracle (a reference evaluation per step) for runs up to 20M elements.
   std::optional<double> worstError;
@@ -362,6 +349,14 @@ AdamOutcome runSteps(const AdamArguments& arguments, const optim::AdamFusion& ad
   bool oracle = elements <= 20'000'000;
   if (oracle)
     outcome.worstError = 0;
+  // build: checked, compiled and loaded once, so that the steps below time the steps alone.
+  if (arguments.steps > 0) {
+    progress(slow, fmt::format("building the kernels for the {} backend", outcome.backend));
+    auto start = std::chrono::steady_clock::now();
+    executor.prepare(state.arguments(fusion));
+    outcome.buildSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   for (int step = 0; step < arguments.steps; ++step) {
     std::vector<Argument> stepArguments = state.arguments(fusion);
     std::optional<EvaluationResult> exact;
@@ -378,7 +373,8 @@ AdamOutcome runSteps(const AdamArguments& arguments, const optim::AdamFusion& ad
       outcome.worstError =
           std::max(*outcome.worstError, maxErrorAgainstOracle(adam, state, *exact));
   }
-  outcome.launches = launchesOf(executor.lastCompiledPasses());
+  if (std::shared_ptr<const CompiledFusion> compiled = executor.lastCompiled())
+    outcome.launches = compiled->numLaunches();
   if (initial) {
     progress(slow, "verifying against the reference evaluator");
     verifySteps(arguments, adam, state, *initial, outcome);
@@ -387,13 +383,19 @@ AdamOutcome runSteps(const AdamArguments& arguments, const optim::AdamFusion& ad
 }
 
 void printJsonReport(const AdamArguments& arguments, const optim::AdamConfig& config,
-                     const optim::AdamFusion& adam, const AdamPasses& passes,
+                     const optim::AdamFusion& adam, const SegmentedFusion& segmented,
                      const AdamOutcome& outcome, int64_t elements, int64_t bytesPerStep) {
-  nlohmann::json report = {{"fusion", adam.fusion->name()},  {"optimizer", arguments.optimizer},
-                           {"params", parameterCount(adam)}, {"elements", elements},
-                           {"bytes_per_step", bytesPerStep}, {"backend", outcome.backend},
-                           {"steps", arguments.steps},       {"passes", passes.size()},
-                           {"launches", outcome.launches},   {"segments", passes.segmentsJson()},
+  nlohmann::json report = {{"fusion", adam.fusion->name()},
+                           {"optimizer", arguments.optimizer},
+                           {"params", parameterCount(adam)},
+                           {"elements", elements},
+                           {"bytes_per_step", bytesPerStep},
+                           {"backend", outcome.backend},
+                           {"steps", arguments.steps},
+                           {"phases", segmented.phases.size()},
+                           {"launches", outcome.launches},
+                           {"segments", segmentedFusionToJson(segmented)},
+                           {"build_seconds", outcome.buildSeconds},
                            {"seconds", outcome.seconds}};
   report.update(dtypesJson(config, elements));
   if (config.maxGradNorm) {
@@ -422,12 +424,16 @@ void printTextReport(const AdamArguments& arguments, const optim::AdamConfig& co
                      const AdamOutcome& outcome, int64_t bytesPerStep) {
   // Steps skipped by found_inf do not count: read the counter rather than assume it.
   std::optional<double> counter = adamScalarOf(adam, state, optim::AdamRole::Step);
-  fmt::print("  ran {} step(s) on the {} backend in {:.2f} s ({:.2f} GB/s moved, {} launches "
-             "per step); step counters are now {}\n",
-             arguments.steps, outcome.backend, outcome.seconds,
-             outcome.seconds > 0 ? double(bytesPerStep) * arguments.steps / outcome.seconds / 1e9
-                                 : 0.0,
-             outcome.launches, counter ? fmt::format("{:g}", *counter) : std::string("-"));
+  if (arguments.steps > 0)
+    fmt::print("  built the kernels for the {} backend in {:.2f} s (checks, compile, load: once, "
+               "before the first step)\n",
+               outcome.backend, outcome.buildSeconds);
+  double perStep = arguments.steps > 0 ? outcome.seconds / arguments.steps : 0.0;
+  fmt::print("  ran {} step(s) on the {} backend in {:.2f} s: {:.3f} ms per step ({:.2f} GB/s "
+             "moved, {} launches per step); step counters are now {}\n",
+             arguments.steps, outcome.backend, outcome.seconds, perStep * 1e3,
+             perStep > 0 ? double(bytesPerStep) / perStep / 1e9 : 0.0, outcome.launches,
+             counter ? fmt::format("{:g}", *counter) : std::string("-"));
   printSteps(outcome.steps, config.maxGradNorm);
   if (outcome.worstError)
     fmt::print("  max |result - double oracle| over every updated tensor: {:.3g}\n",
@@ -479,7 +485,7 @@ void runAdam(const AdamArguments& arguments) {
   bool verify = arguments.verify.value_or(elements * std::max(1, arguments.steps) <= 20'000'000);
   checkMemory(tensorBytes * (verify ? 4 : 2), source);
 
-  AdamPasses passes(fusion, parseMode(arguments.compile.mode));
+  SegmentedFusion segmented = segment(fusion, {parseMode(arguments.compile.mode)});
   AdamRunValues values = runValues(arguments);
   AdamState state = initialAdamState(adam, values);
   std::optional<AdamState> initial;
@@ -499,17 +505,16 @@ void runAdam(const AdamArguments& arguments) {
   std::unique_ptr<FusionExecutorCache> executor = makeExecutor(arguments, fusion, backend);
   AdamOutcome outcome = runSteps(arguments, adam, *executor, state, initial, elements);
   if (outcome.launches == 0) // the reference backend, or no step: the plan's count
-    outcome.launches = passes.numLaunches();
+    outcome.launches = segmented.numLaunches();
   if (!arguments.exportDirectory.empty()) {
     exportAdamState(arguments.exportDirectory, adam, state, "final", manifest);
     std::ofstream(arguments.exportDirectory + "/manifest.json") << manifest.dump(2) << "\n";
   }
   if (arguments.json)
-    return printJsonReport(arguments, config, adam, passes, outcome, elements, bytesPerStep);
-  printSummary(adam, arguments, config, source, elements, passes);
-  for (const std::shared_ptr<const CompiledFusion>& pass : executor->lastCompiledPasses())
-    if (pass)
-      fmt::print("{}", formatCompileReport(*pass));
+    return printJsonReport(arguments, config, adam, segmented, outcome, elements, bytesPerStep);
+  printSummary(adam, arguments, config, source, elements, segmented);
+  if (std::shared_ptr<const CompiledFusion> compiled = executor->lastCompiled())
+    fmt::print("{}", formatCompileReport(*compiled));
   printTextReport(arguments, config, adam, state, outcome, bytesPerStep);
 }
 
@@ -559,7 +564,7 @@ void addAdamCommand(CLI::App& app) {
   command
       ->add_option("--max-grad-norm", arguments->maxGradNorm,
                    "Clip the grads by their total norm to X inside the step (torch's "
-                   "clip_grad_norm_; the step becomes two passes)")
+                   "clip_grad_norm_; the step runs in two phases)")
       ->type_name("X");
   command->add_option("--norm-type", arguments->normType, "The clip's norm: 2 (default) or inf")
       ->type_name("2|inf");

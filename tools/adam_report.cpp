@@ -16,6 +16,17 @@ StateBytes stateBytes(const optim::AdamConfig& config, int64_t elements) {
   return {perElement, perElement * elements + 4 * int64_t(params)};
 }
 
+int64_t tensorBytesPerElement(const optim::AdamConfig& config) {
+  return int64_t(byteSize(config.dtype)) + byteSize(optim::adamGradDtype(config)) +
+         optim::adamStateBytesPerElement(config);
+}
+
+int64_t bytesPerElement(const optim::AdamConfig& config) {
+  int64_t grad = byteSize(optim::adamGradDtype(config));
+  bool twoPhases = config.maxGradNorm || config.computeFoundInf;
+  return 2 * tensorBytesPerElement(config) - grad + (twoPhases ? grad : 0);
+}
+
 nlohmann::json dtypesJson(const optim::AdamConfig& config, int64_t elements) {
   StateBytes bytes = stateBytes(config, elements);
   return {{"param_dtype", shortName(config.dtype).str()},

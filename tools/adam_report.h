@@ -25,6 +25,13 @@ struct StateBytes {
 /// The state of a config over `elements` parameter elements.
 StateBytes stateBytes(const optim::AdamConfig& config, int64_t elements);
 
+/// Bytes of the tensors per parameter element: p, g, the master or remainder, m, v, vmax.
+int64_t tensorBytesPerElement(const optim::AdamConfig& config);
+
+/// Bytes each step reads and writes per element: every tensor is read, all but g written;
+/// a clip or a computed found_inf reads g once more in phase 1.
+int64_t bytesPerElement(const optim::AdamConfig& config);
+
 /// The report's description of the dtypes and the state they cost.
 nlohmann::json dtypesJson(const optim::AdamConfig& config, int64_t elements);
 

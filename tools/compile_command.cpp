@@ -38,8 +38,11 @@ void runCompile(const CompileCommandArguments& arguments) {
     fmt::print("{}\n", report.dump(2));
     return;
   }
-  fmt::print("fusion '{}': {} component(s), {} mode\n", fusion->name(),
-             compiled.segmented->components.size(), modeName(compiled.segmented->mode).str());
+  const SegmentedFusion& segmented = *compiled.segmented;
+  fmt::print("fusion '{}': {} component(s){}, {} mode\n", fusion->name(), segmented.numComponents(),
+             segmented.phases.size() > 1 ? fmt::format(" in {} phases", segmented.phases.size())
+                                         : "",
+             modeName(segmented.mode).str());
   fmt::print("{}", formatCompileReport(compiled));
 }
 

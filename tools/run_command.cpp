@@ -154,7 +154,7 @@ void runRun(const RunOptions& options) {
   nlohmann::json segments = segmentedFusionToJson(segmented);
   report["mode"] = segments["mode"];
   report["launches"] = segments["launches"];
-  report["groups"] = segments["groups"];
+  report["phases"] = segments["phases"];
   fmt::print("{}\n", report.dump(2));
 }
 

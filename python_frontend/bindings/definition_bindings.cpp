@@ -195,6 +195,8 @@ void bindDefinition(nb::module_& module) {
            "row-major).")
       .def("outputs", &outputList, "Facts about each plain output: name, dtype, shape.")
       .def("segments", &segmentReport, nb::arg("mode"), "The segmenter's report for a mode.");
+  module.def("component_searches", &componentSearches,
+             "How many times the segmenter has found a fusion's components in this process.");
 }
 
 } // namespace widefuse::python

@@ -361,17 +361,16 @@ public:
 
   nb::list lastKernels() const {
     nb::list kernels;
-    // A fusion run as passes lists every pass's kernels, in pass order.
-    for (const std::shared_ptr<const CompiledFusion>& compiled : cache_->lastCompiledPasses()) {
-      if (!compiled)
-        continue;
-      for (const FusionKernel& kernel : compiled->kernels) {
-        nb::dict facts;
-        facts["name"] = kernel.plan->name;
-        facts["launches"] = kernel.launches;
-        facts["source"] = kernel.source;
-        kernels.append(facts);
-      }
+    // Every phase's kernels, in phase order.
+    std::shared_ptr<const CompiledFusion> compiled = cache_->lastCompiled();
+    if (!compiled)
+      return kernels;
+    for (const FusionKernel& kernel : compiled->kernels) {
+      nb::dict facts;
+      facts["name"] = kernel.plan->name;
+      facts["launches"] = kernel.launches;
+      facts["source"] = kernel.source;
+      kernels.append(facts);
     }
     return kernels;
   }

@@ -4,7 +4,7 @@
 
 #include "ir/error.h"
 #include "ir/fusion.h"
-#include "segmenter/segmented_fusion.h"
+#include "segmenter/components.h"
 
 #include <memory>
 #include <string>
@@ -17,7 +17,7 @@ struct FusionHandle {
   std::shared_ptr<const Fusion> fusion;
   /// findComponents(*fusion), where the definition's end found them (null otherwise): the
   /// executors segment from them (ExecutorOptions::components).
-  std::shared_ptr<const std::vector<Component>> components;
+  std::shared_ptr<const FusionComponents> components;
 };
 
 /// The data type of a short name ("f32"); Error for an unknown name.

@@ -44,13 +44,6 @@ ConstantValue constantOf(nb::handle object) {
   return *operand.literal();
 }
 
-bool hasReduction(const Fusion& fusion) {
-  for (unsigned id = 0; id < fusion.numExprs(); ++id)
-    if (isReduction(fusion.expr(id)->op()))
-      return true;
-  return false;
-}
-
 PyDefinition::PyDefinition(const std::string& name)
     : builder_(std::make_unique<FusionDefinition>(name)) {}
 
@@ -173,13 +166,17 @@ FusionHandle PyDefinition::finalize() {
   finished_ = live().finalize();
   builder_.reset();
   // Only components can be refused (their iteration domains); classes and launch groups
-  // are the executor's, which segments for the mode it runs in. The component finder does
-  // not know reductions yet: a fusion with one is checked by the executor instead, which
-  // names the reduction and the reference backend, the one that runs it.
+  // are the executor's, which segments for the mode it runs in. A reduction kernels cannot
+  // compute (of a 0-d value) is no error here: the reference backend runs it, and a kernel
+  // backend's executor names it when it segments.
   // The executors segment from these components rather than find them again.
-  std::shared_ptr<const std::vector<Component>> components;
-  if (!hasReduction(*finished_))
-    components = std::make_shared<const std::vector<Component>>(findComponents(*finished_));
+  std::shared_ptr<const FusionComponents> components;
+  try {
+    components = std::make_shared<const FusionComponents>(findComponents(*finished_));
+  } catch (const Error&) {
+    if (!hasReductions(*finished_))
+      throw;
+  }
   return FusionHandle{finished_, std::move(components)};
 }
 

@@ -27,9 +27,10 @@ class CudaFusion final : public LoadedFusion {
 public:
   /// `stream`: that of the step that loads it (refused while it captures).
   CudaFusion(const Fusion& fusion, std::shared_ptr<const CompiledFusion> compiled,
-             const CudaOptions& options, void* stream)
+             const CudaOptions& options, PhaseBoundary boundary, void* stream)
       : fusion_(fusion), synchronizeEach_(options.synchronizeEachLaunch),
-        kernels_(deviceOutsideCapture(fusion, stream), *compiled), cache_(fusion, compiled) {}
+        boundary_(std::move(boundary)), kernels_(deviceOutsideCapture(fusion, stream), *compiled),
+        cache_(fusion, compiled) {}
 
   RunResult run(const Step& step) override {
     // Everything below goes to the step's stream: staging, uploads, tickets, kernels.
@@ -56,10 +57,9 @@ public:
     }
     // Staged inputs have this run's addresses: their bindings are never reused.
     const Fingerprint unknown;
-    Step onDevice{inputs, step.shapes, resident ? step.checked : unknown, outputs, step.stream};
-    auto launch = [&](std::vector<LaunchBinding>& bindings, bool rebound) {
-      kernels_.launch(cache_.compiled(), bindings, rebound, step.stream, synchronizeEach_);
-    };
+    Step onDevice{inputs,  step.shapes, resident ? step.checked : unknown,
+                  outputs, step.kept,   step.stream};
+    auto launch = [&](BoundStep& bound, bool rebound) { launchAll(bound, rebound, step.stream); };
     try {
       // Runs share the device tables and tickets, so they take turns.
       cache_.bindAndRun(onDevice, outputs, true, BoundRunner(launch));
@@ -82,10 +82,8 @@ public:
     }
     if (!changedTensorsResident(arguments, changed))
       return false;
-    auto launch = [&](std::vector<LaunchBinding>& bindings, bool) {
-      // The bindings were patched: device tables must be uploaded again.
-      kernels_.launch(cache_.compiled(), bindings, /*rebound=*/true, stream, synchronizeEach_);
-    };
+    // The bindings were patched: device tables must be uploaded again.
+    auto launch = [&](BoundStep& bound, bool) { launchAll(bound, /*rebound=*/true, stream); };
     bool ran = false;
     try {
       ran = cache_.runChanged(arguments, changed, before, after, BoundRunner(launch));
@@ -102,6 +100,15 @@ public:
   }
 
 private:
+  /// Launches every kernel of `bound` on `stream`, with the phase boundary between phases.
+  void launchAll(BoundStep& bound, bool rebound, void* stream) {
+    const CompiledFusion& compiled = cache_.compiled();
+    auto endPhaseOf = [&](unsigned phase) {
+      endPhase(boundary_, *compiled.segmented, bound, phase, stream);
+    };
+    kernels_.launch(compiled, bound.launches, rebound, stream, synchronizeEach_, endPhaseOf);
+  }
+
   /// True when every tensor flagged in `changed` (by value id) is in this device's memory:
   /// only they are asked about (one pointer query each), the others were found there before.
   bool changedTensorsResident(llvm::ArrayRef<Argument> arguments,
@@ -119,6 +126,7 @@ private:
   const Fusion& fusion_;
   /// CudaOptions::synchronizeEachLaunch; the stream is each step's (Step::stream).
   bool synchronizeEach_;
+  PhaseBoundary boundary_;
   CudaKernels kernels_;
   BindingCache cache_;
   /// The fingerprint whose tensors were all found in device memory, so that the steady state
@@ -161,7 +169,8 @@ public:
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
                                      const ExecutorOptions& options, void* stream) const override {
-    return std::make_unique<CudaFusion>(fusion, std::move(compiled), options.cuda, stream);
+    return std::make_unique<CudaFusion>(fusion, std::move(compiled), options.cuda,
+                                        options.phaseBoundary, stream);
   }
 };
 

@@ -68,7 +68,8 @@ void CudaKernels::followLastStream(void* stream, llvm::function_ref<bool()> capt
 }
 
 void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings,
-                         bool rebound, void* stream, bool synchronizeEach) {
+                         bool rebound, void* stream, bool synchronizeEach,
+                         llvm::function_ref<void(unsigned)> endPhase) {
   // Asked once per call at most, and only where a capture changes what may be done: the steady
   // state of kernels with their tables in the parameters asks the driver nothing.
   std::optional<bool> capturing;
@@ -109,6 +110,8 @@ void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBindi
     const KernelLaunch& launch = compiled.scheduled.launches[i];
     const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
     LaunchBinding& binding = bindings[i];
+    if (i > 0 && launch.phase != compiled.scheduled.launches[i - 1].phase)
+      endPhase(compiled.scheduled.launches[i - 1].phase);
     if (rebound || relocated) {
       setTableAddresses(binding, tables_[i].size() ? tables_[i].pointer() : nullptr,
                         tickets_[i].pointer());

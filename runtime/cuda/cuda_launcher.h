@@ -39,11 +39,12 @@ public:
 
   /// Points each binding at its device table and tickets, uploads the tables when `rebound`,
   /// and launches every kernel on `stream` without synchronising (unless `synchronizeEach`:
-  /// then it waits after each kernel and names the one that failed). Asks the driver whether
+  /// then it waits after each kernel and names the one that failed); calls `endPhase(p)`
+  /// between the last launch of phase p and the first of the next. Asks the driver whether
   /// `stream` captures only when it matters: first launches, uploads, device tables,
   /// synchronizeEach.
   void launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings, bool rebound,
-              void* stream, bool synchronizeEach);
+              void* stream, bool synchronizeEach, llvm::function_ref<void(unsigned)> endPhase);
 
 private:
   /// Makes tables_[i] ready for a new upload of `bytes` bytes: refused under capture; a table a

@@ -11,8 +11,9 @@ namespace {
 class HostFusion final : public LoadedFusion {
 public:
   HostFusion(const Fusion& fusion, std::shared_ptr<const CompiledFusion> compiled,
-             const HostOptions& options)
-      : fusion_(fusion), options_(options), cache_(fusion, compiled) {
+             const HostOptions& options, PhaseBoundary boundary)
+      : fusion_(fusion), options_(options), boundary_(std::move(boundary)),
+        cache_(fusion, compiled) {
     for (const FusionKernel& kernel : compiled->kernels)
       kernels_.push_back(HostKernelCache::global().compile(kernel.source, kernel.plan->name));
   }
@@ -21,7 +22,7 @@ public:
     RunResult result;
     std::vector<TensorRef> outputs = hostOutputs(fusion_, step, result);
     // Host runs proceed in parallel, binding privately when the cache is busy.
-    auto launch = [this](std::vector<LaunchBinding>& bindings, bool) { runGrids(bindings); };
+    auto launch = [this](BoundStep& bound, bool) { runGrids(bound); };
     cache_.bindAndRun(step, outputs, false, BoundRunner(launch));
     return result;
   }
@@ -29,20 +30,23 @@ public:
   bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
                   const Fingerprint& before, const std::shared_ptr<std::vector<int64_t>>& after,
                   void*) override {
-    auto launch = [this](std::vector<LaunchBinding>& bindings, bool) { runGrids(bindings); };
+    auto launch = [this](BoundStep& bound, bool) { runGrids(bound); };
     return cache_.runChanged(arguments, changed, before, after, launch);
   }
 
 private:
-  /// Runs every bound launch's grid on CPU threads.
-  void runGrids(llvm::ArrayRef<LaunchBinding> bindings) const {
+  /// Runs every bound launch's grid on CPU threads, and the phase boundary between phases.
+  void runGrids(const BoundStep& bound) const {
     const CompiledFusion& compiled = cache_.compiled();
+    const std::vector<KernelLaunch>& launches = compiled.scheduled.launches;
     unsigned threads = hostThreadCount(options_.threads);
-    for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
-      unsigned planIndex = compiled.scheduled.launches[i].plan;
+    for (size_t i = 0; i < launches.size(); ++i) {
+      if (i > 0 && launches[i].phase != launches[i - 1].phase)
+        endPhase(boundary_, *compiled.segmented, bound, launches[i - 1].phase, nullptr);
+      unsigned planIndex = launches[i].plan;
       const KernelPlan& plan = compiled.scheduled.plans[planIndex];
       const HostKernel& kernel = *kernels_[planIndex];
-      const LaunchBinding& binding = bindings[i];
+      const LaunchBinding& binding = bound.launches[i];
       if (options_.execution == HostExecution::Fast) {
         FastLaunchShape shape = fastLaunchShape(binding.numChunks, binding.numElements, threads,
                                                 options_.elementsPerWorker);
@@ -56,6 +60,7 @@ private:
 
   const Fusion& fusion_;
   HostOptions options_;
+  PhaseBoundary boundary_;
   std::vector<std::shared_ptr<const HostKernel>> kernels_;
   BindingCache cache_;
 };
@@ -68,7 +73,8 @@ public:
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
                                      const ExecutorOptions& options, void*) const override {
-    return std::make_unique<HostFusion>(fusion, std::move(compiled), options.host);
+    return std::make_unique<HostFusion>(fusion, std::move(compiled), options.host,
+                                        options.phaseBoundary);
   }
 };
 

@@ -1,5 +1,7 @@
 #include "runtime/reference/reference_backend.h"
 
+#include "ir/evaluator.h"
+
 #include <cstring>
 
 namespace widefuse {

@@ -64,8 +64,8 @@ struct GeneratorStats {
   uint64_t reductionsRead = 0;
   uint64_t reductionsAcross = 0;
   uint64_t emptyMaxMin = 0;
-  /// Cases whose fusion runs as two or more passes (a value reads a reduction's result).
-  uint64_t multiPassCases = 0;
+  /// Cases whose fusion runs in two or more phases (a value reads a reduction's result).
+  uint64_t multiPhaseCases = 0;
   /// "sum/tensor", "max/global", ...: the op and scope pairs drawn.
   std::set<std::string> reductionForms;
   std::set<std::string> opsCovered;
@@ -83,7 +83,7 @@ struct GeneratorStats {
     reductionsRead += other.reductionsRead;
     reductionsAcross += other.reductionsAcross;
     emptyMaxMin += other.emptyMaxMin;
-    multiPassCases += other.multiPassCases;
+    multiPhaseCases += other.multiPhaseCases;
     reductionForms.insert(other.reductionForms.begin(), other.reductionForms.end());
     opsCovered.insert(other.opsCovered.begin(), other.opsCovered.end());
     dtypesCovered.insert(other.dtypesCovered.begin(), other.dtypesCovered.end());

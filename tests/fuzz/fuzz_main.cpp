@@ -95,8 +95,8 @@ void printFigures(const Settings& settings, const Figures& f, double seconds) {
              g.narrowOutputs);
   fmt::print("  reductions drawn: {} (read by a pointwise op of a later pass: {}; over several "
              "components: {}; max/min of operands without elements drawn as sum: {}); cases "
-             "run as 2+ passes: {}\n",
-             g.reductions, g.reductionsRead, g.reductionsAcross, g.emptyMaxMin, g.multiPassCases);
+             "run in 2+ phases: {}\n",
+             g.reductions, g.reductionsRead, g.reductionsAcross, g.emptyMaxMin, g.multiPhaseCases);
   fmt::print("  reduction forms covered ({}): {}\n", g.reductionForms.size(),
              fmt::join(g.reductionForms, " "));
   fmt::print("  ops covered ({}): {}\n", g.opsCovered.size(), fmt::join(g.opsCovered, " "));

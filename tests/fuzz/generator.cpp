@@ -5,7 +5,7 @@
 #include "tests/fuzz/values.h"
 
 #include "ir/error.h"
-#include "segmenter/passes.h"
+#include "segmenter/phases.h"
 
 #include <fmt/format.h>
 
@@ -128,7 +128,7 @@ FuzzCase generateOnce(uint64_t seed, const GeneratorOptions& options, GeneratorS
     fd.addOutput(set(Val(&fd, *tensor)));
   }
   result.fusion = fd.finalize();
-  stats.multiPassCases += needsPasses(*result.fusion);
+  stats.multiPhaseCases += planPhases(*result.fusion).count > 1;
   return result;
 }
 

@@ -2,7 +2,6 @@
 
 #include "ir/error.h"
 #include "ir/reduction.h"
-#include "segmenter/passes.h"
 
 #include <fmt/format.h>
 

@@ -5,7 +5,7 @@
 // max-norm is exact in f32, so the returned grad norm is checked bit for bit against the
 // loop's f32 maximum; the 2-norm within 4e-6 relative of the loop's double norm. A step whose
 // unscaled grads hold an inf or a NaN writes found_inf = 1 and changes nothing else; the other
-// steps overwrite a stale found_inf with 0. Passes and launches are counted.
+// steps overwrite a stale found_inf with 0. Phases and launches are counted.
 
 #include "optim/adam.h"
 
@@ -13,7 +13,7 @@
 #include "ir/evaluator.h"
 #include "ir/op_kind.h"
 #include "runtime/fusion_executor.h"
-#include "segmenter/passes.h"
+#include "segmenter/segment.h"
 #include "tests/optim/mixed_precision_support.h"
 
 #include <gtest/gtest.h>
@@ -102,17 +102,17 @@ struct Loop {
   }
 };
 
-/// How a run went: launches and passes of the executor's last step.
+/// How a run went: launches and phases of the executor's last step.
 struct RunCounts {
-  size_t passes = 0;
+  size_t phases = 0;
   size_t launches = 0;
 };
 
 RunCounts countsOf(const FusionExecutorCache& executor) {
   RunCounts counts;
-  for (const auto& pass : executor.lastCompiledPasses()) {
-    ++counts.passes;
-    counts.launches += pass ? pass->numLaunches() : 0;
+  if (std::shared_ptr<const CompiledFusion> compiled = executor.lastCompiled()) {
+    counts.phases = compiled->segmented->phases.size();
+    counts.launches = compiled->numLaunches();
   }
   return counts;
 }
@@ -250,21 +250,21 @@ class AdamClip : public ::testing::TestWithParam<ClipCase> {};
 TEST_P(AdamClip, MatchesTheEvaluatorBitwiseAndTheDoubleLoop) {
   auto [normType, computeFoundInf] = GetParam();
   AdamConfig config = clipConfig(normType, computeFoundInf);
-  // Packed mode: one launch per pass for the one signature class of each.
+  // Packed mode: one launch per phase for the one signature class of each.
   RunCounts packed = runAndCompare(config, SegmentationMode::Packed, 5, 2);
-  EXPECT_EQ(packed.passes, 2u);
+  EXPECT_EQ(packed.phases, 2u);
   EXPECT_EQ(packed.launches, 2u);
   RunCounts batched = runAndCompare(config, SegmentationMode::Batched, 3, 1);
-  EXPECT_EQ(batched.passes, 2u);
+  EXPECT_EQ(batched.phases, 2u);
   // The inf norm's output is the reduction's own result, and nothing else is 0-d: one class
-  // per pass. (The 2-norm's sqrt and a computed found_inf are 0-d programs of their own: a
+  // per phase. (The 2-norm's sqrt and a computed found_inf are 0-d programs of their own: a
   // class, and in batched mode a launch, each.)
   if (normType != 2 && !computeFoundInf) {
     EXPECT_EQ(batched.launches, 2u);
   }
-  // Auto, the default: batched, with a pass's 0-d programs in the launch of its first class.
+  // Auto, the default: batched, with a phase's 0-d programs in the launch of its first class.
   RunCounts automatic = runAndCompare(config, SegmentationMode::Auto, 2, 1);
-  EXPECT_EQ(automatic.passes, 2u);
+  EXPECT_EQ(automatic.phases, 2u);
   EXPECT_EQ(automatic.launches, 2u);
 }
 
@@ -288,20 +288,20 @@ TEST(AdamClip, FusionShape) {
   ASSERT_EQ(adam.fusion->outputs().size(), 1u);
   EXPECT_EQ(adam.gradNormOutput, 0u);
   EXPECT_EQ(adam.fusion->outputs()[0]->rank(), 0u);
-  EXPECT_EQ(splitPasses(*adam.fusion).passes.size(), 2u);
+  EXPECT_EQ(segment(*adam.fusion).phases.size(), 2u);
 
-  // A computed found_inf alone: its own input, no output, still two passes.
+  // A computed found_inf alone: its own input, no output, still two phases.
   config.maxGradNorm.reset();
   config.gradScale = false;
   AdamFusion flagOnly = buildAdam(config);
   EXPECT_EQ(flagOnly.fusion->inputs().back()->name(), "found_inf");
   EXPECT_TRUE(flagOnly.fusion->outputs().empty());
   EXPECT_FALSE(flagOnly.gradNormOutput.has_value());
-  EXPECT_EQ(splitPasses(*flagOnly.fusion).passes.size(), 2u);
+  EXPECT_EQ(segment(*flagOnly.fusion).phases.size(), 2u);
 
-  // Without either: one pass, as before.
+  // Without either: one phase, as before.
   config.computeFoundInf = false;
-  EXPECT_FALSE(needsPasses(*buildAdam(config).fusion));
+  EXPECT_EQ(segment(*buildAdam(config).fusion).phases.size(), 1u);
 }
 
 namespace {

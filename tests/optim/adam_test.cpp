@@ -385,9 +385,11 @@ TEST(Adam, GroupsWithDifferentHyperparametersShareOneBatchedKernel) {
     auto compiled = executor.lastCompiled();
     ASSERT_TRUE(compiled);
     EXPECT_EQ(compiled->numLaunches(), 1u);
-    ASSERT_EQ(compiled->segmented->signatureClasses.size(), 1u);
+    ASSERT_EQ(compiled->segmented->phases.size(), 1u);
+    const SegmentedPhase& phase = compiled->segmented->phases[0];
+    ASSERT_EQ(phase.signatureClasses.size(), 1u);
     // beta1, 1 - beta1, beta2, 1 - beta2, eps and the weight decay differ between the groups.
-    EXPECT_GE(compiled->segmented->signatureClasses[0].lifted.size(), 5u);
+    EXPECT_GE(phase.signatureClasses[0].lifted.size(), 5u);
   }
 }
 

@@ -396,6 +396,30 @@ def test_kernel_backends_run_every_scope_bit_for_bit():
                                torch.ones(3, 2).sum())
 
 
+def test_a_fusion_in_phases_is_segmented_from_the_components_its_definition_found():
+    # s = sum(g * g), read by p's update: two phases. The definition finds the components
+    # when it ends; the executor and segments() use them instead of finding them again.
+    before = widefuse._widefuse.component_searches()
+    with FusionDefinition() as fd:
+        p = fd.define_tensor(shape=[-1])
+        g = fd.define_tensor(shape=[-1])
+        s = fd.ops.sum(fd.ops.mul(g, g))
+        fd.add_output(fd.ops.sub(p, fd.ops.mul(g, s)), alias_input=p)
+        fd.add_output(s)
+    assert widefuse._widefuse.component_searches() == before + 1
+    rng = np.random.default_rng(11)
+    p_host = rng.standard_normal(1500).astype(np.float32)
+    g_host = rng.standard_normal(1500).astype(np.float32)
+    p_reference = p_host.copy()
+    (s_host,) = fd.execute([p_host, g_host], backend="host")
+    (s_reference,) = fd.execute([p_reference, g_host], backend=REFERENCE)
+    assert_same_bits(s_host, s_reference)
+    assert_same_bits(p_host, p_reference)
+    report = fd.segments()
+    assert "2 phases" in report and "kept between phases" in report
+    assert widefuse._widefuse.component_searches() == before + 1
+
+
 def test_a_value_reduced_over_rows_and_over_all_is_refused_by_kernels():
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[4, 8])

@@ -1,13 +1,13 @@
-// Reductions on the host backend: a fusion with reductions runs as its passes, and every
+// Reductions on the host backend: a fusion with reductions runs as its phases, and every
 // result, output and updated input equals the reference evaluator's bits, on the fast path
 // and verifying in forward, reverse and shuffled block and thread orders, on one and several
 // CPU threads, over members of awkward sizes (0, 1, 1023, 1025, 4097 elements).
 
 #include "runtime/fusion_executor.h"
-#include "runtime/pass_runner.h"
 #include "runtime/prepared_run.h"
+#include "segmenter/segment.h"
+#include "tests/runtime/host_evaluator_runs.h"
 #include "tests/support/error_of.h"
-#include "tests/support/host_comparison.h"
 
 #include "ir/evaluator.h"
 #include "ir/fusion_definition.h"
@@ -27,98 +27,6 @@ using namespace widefuse::testing;
 namespace {
 
 const std::vector<int64_t> kSizes = {1023, 0, 1, 4097, 1025, 7, 256};
-
-/// Host options covering the orders and thread counts of the fast and verify paths.
-std::vector<HostOptions> hostVariants() {
-  std::vector<HostOptions> variants;
-  for (HostExecution execution : {HostExecution::Fast, HostExecution::Verify})
-    for (BlockOrder::Kind order :
-         {BlockOrder::Kind::Forward, BlockOrder::Kind::Reverse, BlockOrder::Kind::Shuffle})
-      for (unsigned threads : {1u, 3u}) {
-        HostOptions options;
-        options.execution = execution;
-        options.blockOrder = {order, 7};
-        options.threads = threads;
-        options.elementsPerWorker = 64;
-        variants.push_back(options);
-      }
-  return variants;
-}
-
-/// Finite floats with every mantissa bit in use (so that the order of a sum shows in its
-/// bits), a zero of either sign now and then; small integers; random bools.
-void fillFinite(HostTensor& tensor, std::mt19937_64& random) {
-  std::normal_distribution<double> normal(0.0, 3.0);
-  for (int64_t i = 0; i < tensor.numel(); ++i) {
-    double value = random() % 17 == 0 ? (random() % 2 ? 0.0 : -0.0) : normal(random);
-    if (!isFloatingPoint(tensor.dtype()))
-      value = std::round(value);
-    if (tensor.dtype() == DataType::Float)
-      tensor.as<float>()[i] = float(value);
-    else if (tensor.dtype() == DataType::Double)
-      tensor.as<double>()[i] = value;
-    else if (tensor.dtype() == DataType::Int32)
-      tensor.as<int32_t>()[i] = int32_t(value);
-    else if (tensor.dtype() == DataType::Bool)
-      tensor.as<bool>()[i] = value > 0;
-    else
-      tensor.as<uint16_t>()[i] = toNarrowBits(tensor.dtype(), value, float(value));
-  }
-}
-
-/// Random inputs of the fusion's types: finite values, or every special value
-/// (fillRandom: infinities, NaN, denormals) when `specials`.
-std::vector<HostTensor> randomInputs(const Fusion& fusion, uint64_t seed, bool specials = false) {
-  std::mt19937_64 random(seed);
-  std::vector<HostTensor> tensors;
-  for (const Value* input : fusion.inputs()) {
-    tensors.emplace_back(input->isTensor() ? input->dtype() : DataType::Float,
-                         input->isTensor() ? input->extents() : llvm::ArrayRef<int64_t>{});
-    if (input->isTensor() && specials)
-      fillRandom(tensors.back(), random);
-    else if (input->isTensor())
-      fillFinite(tensors.back(), random);
-  }
-  return tensors;
-}
-
-std::vector<Argument> argumentsOf(const Fusion& fusion, std::vector<HostTensor>& tensors) {
-  std::vector<Argument> arguments;
-  for (size_t i = 0; i < tensors.size(); ++i)
-    arguments.push_back(fusion.inputs()[i]->isTensor() ? Argument(tensors[i].ref())
-                                                       : Argument(ScalarArgument(0.25)));
-  return arguments;
-}
-
-/// Runs `fusion` `steps` times on the host backend with `options` and on the evaluator, and
-/// compares the outputs of every step and the updated inputs at the end.
-void expectHostEqualsEvaluator(const Fusion& fusion, const HostOptions& host, int steps = 2,
-                               bool specials = false) {
-  SCOPED_TRACE(fmt::format("{} {} {} threads", hostExecutionName(host.execution).str(),
-                           formatBlockOrder(host.blockOrder), host.threads));
-  std::vector<HostTensor> hostInputs = randomInputs(fusion, 3, specials);
-  std::vector<HostTensor> referenceInputs = hostInputs;
-  std::vector<Argument> hostArguments = argumentsOf(fusion, hostInputs);
-  std::vector<Argument> referenceArguments = argumentsOf(fusion, referenceInputs);
-  ExecutorOptions options;
-  options.backend = "host";
-  options.host = host;
-  FusionExecutorCache executor(fusion, options);
-  for (int step = 0; step < steps; ++step) {
-    RunResult result = executor.run(hostArguments);
-    EvaluationResult expected = evaluate(fusion, referenceArguments);
-    ASSERT_EQ(result.outputs.size(), expected.outputs.size());
-    for (size_t o = 0; o < expected.outputs.size(); ++o)
-      EXPECT_EQ(countDifferences(result.outputs[o], expected.outputs[o],
-                                 fmt::format("step {} output {}", step, o)),
-                0);
-  }
-  for (size_t i = 0; i < hostInputs.size(); ++i)
-    if (fusion.inputs()[i]->isTensor())
-      EXPECT_EQ(countDifferences(hostInputs[i], referenceInputs[i],
-                                 "input " + fusion.inputs()[i]->name()),
-                0);
-}
 
 /// Adam's momentum step with the gradients clipped by their global norm.
 std::unique_ptr<Fusion> clippedMomentum(DataType dtype) {
@@ -153,19 +61,16 @@ TEST(HostReductions, ClippedStepsEqualTheEvaluatorInEveryOrder) {
 
 TEST(HostReductions, ClippedStepIsTwoLaunches) {
   auto fusion = clippedMomentum(DataType::BFloat16);
-  PassPlan plan = splitPasses(*fusion);
-  ASSERT_EQ(plan.passes.size(), 2u);
   ExecutorOptions options;
   options.backend = "host";
-  size_t launches = 0;
-  for (const Pass& pass : plan.passes) {
-    FusionExecutorCache executor(*pass.fusion, options);
-    std::vector<HostTensor> inputs = randomInputs(*pass.fusion, 1);
-    std::vector<Argument> arguments = argumentsOf(*pass.fusion, inputs);
-    executor.run(arguments);
-    launches += executor.lastCompiled()->scheduled.launches.size();
-  }
-  EXPECT_EQ(launches, 2u);
+  FusionExecutorCache executor(*fusion, options);
+  std::vector<HostTensor> inputs = randomInputs(*fusion, 1);
+  std::vector<Argument> arguments = argumentsOf(*fusion, inputs);
+  executor.run(arguments);
+  // One executor runs both phases: the norm's, then the update reading it.
+  ASSERT_EQ(executor.lastCompiled()->segmented->phases.size(), 2u);
+  EXPECT_EQ(executor.lastCompiled()->numLaunches(), 2u);
+  EXPECT_EQ(executor.lastCompiled()->scheduled.launches.back().phase, 1u);
   HostOptions verify;
   verify.execution = HostExecution::Verify;
   verify.blockOrder = {BlockOrder::Kind::Shuffle, 3};
@@ -237,7 +142,7 @@ TEST(HostReductions, EveryOpOverRowsOfEveryDtype) {
 }
 
 TEST(HostReductions, RowResultsFeedTheUpdate) {
-  // Adafactor's row factor: each row's mean square, read back along its row by pass 2.
+  // Adafactor's row factor: each row's mean square, read back along its row by phase 2.
   FusionDefinition fd("factored");
   for (int i = 0; i < 3; ++i) {
     int64_t rows = 5 + 300 * i, columns = 700 - 200 * i;
@@ -248,7 +153,7 @@ TEST(HostReductions, RowResultsFeedTheUpdate) {
     fd.copy_(p - g * scale * 0.01, p);
   }
   auto fusion = fd.finalize();
-  EXPECT_EQ(splitPasses(*fusion).passes.size(), 2u);
+  EXPECT_EQ(segment(*fusion).phases.size(), 2u);
   for (const HostOptions& host : hostVariants())
     expectHostEqualsEvaluator(*fusion, host);
 }
@@ -313,7 +218,7 @@ TEST(HostReductions, MaxOfNothingFailsBeforeAnythingIsWritten) {
   Val x = fd.defineTensor({-1}, DataType::Float, "x");
   Val p = fd.defineTensor({4}, DataType::Float, "p");
   Val q = fd.defineTensor({4}, DataType::Float, "q");
-  fd.copy_(q * 0.5, q); // pass 1 would write q
+  fd.copy_(q * 0.5, q); // phase 1 would write q
   fd.copy_(p + max(x), p);
   auto fusion = fd.finalize();
   ExecutorOptions options;
@@ -331,7 +236,7 @@ TEST(HostReductions, MaxOfNothingFailsBeforeAnythingIsWritten) {
   }
 }
 
-TEST(HostReductions, NvrtcCompilesTheDeviceHalfOfEveryPass) {
+TEST(HostReductions, NvrtcCompilesTheDeviceHalfOfEveryPhase) {
   // The device path (rows of threads by shared-memory trees, block barriers; a thread per row
   // for reductions over rows) runs only on a GPU; NVRTC compiles it here, for every op and
   // dtype the host tests run.
@@ -356,7 +261,7 @@ TEST(HostReductions, NvrtcCompilesTheDeviceHalfOfEveryPass) {
   }
 }
 
-TEST(HostReductions, APreparedRunOfPassesRebindsAGradAndEqualsTheEvaluator) {
+TEST(HostReductions, APreparedRunOfPhasesRebindsAGradAndEqualsTheEvaluator) {
   auto fusion = clippedMomentum(DataType::Float);
   std::vector<HostTensor> hostInputs = randomInputs(*fusion, 5), referenceInputs = hostInputs;
   std::vector<Argument> hostArguments = argumentsOf(*fusion, hostInputs);
@@ -365,7 +270,7 @@ TEST(HostReductions, APreparedRunOfPassesRebindsAGradAndEqualsTheEvaluator) {
   options.backend = "host";
   FusionExecutorCache executor(*fusion, options);
   std::unique_ptr<PreparedRun> prepared = executor.prepare(hostArguments);
-  // A fresh grad for g3 in other memory: every pass that reads it must read it from there.
+  // A fresh grad for g3 in other memory: every phase that reads it must read it from there.
   size_t grad = 0;
   while (fusion->inputs()[grad]->name() != "g3")
     ++grad;
@@ -416,7 +321,7 @@ TEST(HostReductions, AGlobalReductionOverSeveralLaunchesCombinesOnce) {
   expectHostEqualsEvaluator(*fusion, verify);
 }
 
-TEST(HostReductions, APreparedRunOfPassesWritesTheCallersOutputs) {
+TEST(HostReductions, APreparedRunOfPhasesWritesTheCallersOutputs) {
   auto fusion = clippedMomentum(DataType::Float);
   std::vector<HostTensor> inputs = randomInputs(*fusion, 6), referenceInputs = inputs;
   std::vector<Argument> arguments = argumentsOf(*fusion, inputs);
@@ -435,7 +340,7 @@ TEST(HostReductions, APreparedRunOfPassesWritesTheCallersOutputs) {
 }
 
 TEST(HostReductions, AnUnreadReductionIsNotComputed) {
-  // Nothing reads `sum(x)`: the fusion is one pass whose kernel computes neg(x) alone.
+  // Nothing reads `sum(x)`: the fusion is one phase whose kernel computes neg(x) alone.
   FusionDefinition fd("unread");
   Val x = fd.defineTensor({1500}, DataType::Float, "x");
   Val unread = sum(x * 2.0);

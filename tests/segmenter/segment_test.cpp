@@ -45,15 +45,22 @@ void addSgdMember(FusionDefinition& fd, int index, llvm::ArrayRef<int64_t> shape
   fd.copy_(buffer1, buffer);
 }
 
+/// The segmentation of a fusion of one phase (no value reads a reduction).
+SegmentedPhase segmentOne(const Fusion& fusion, const SegmentOptions& options = {}) {
+  SegmentedFusion segmented = segment(fusion, options);
+  EXPECT_EQ(segmented.phases.size(), 1u);
+  return std::move(segmented.phases.front());
+}
+
 } // namespace
 
 TEST(Segmenter, SeedAdamGivesOneKernelPerParameterOrOneBatched) {
   for (size_t count : {1u, 2u, 5u, 100u, 1000u}) {
     auto fusion = optim::buildSeedAdam(mixedShapes(count));
-    SegmentedFusion perComponent = segment(*fusion, {SegmentationMode::PerComponent});
+    SegmentedPhase perComponent = segmentOne(*fusion, {SegmentationMode::PerComponent});
     EXPECT_EQ(perComponent.numLaunches(), count);
     EXPECT_EQ(perComponent.components.size(), count);
-    SegmentedFusion batched = segment(*fusion, {SegmentationMode::Batched});
+    SegmentedPhase batched = segmentOne(*fusion, {SegmentationMode::Batched});
     EXPECT_EQ(batched.numLaunches(), 1u) << count << " parameters";
     EXPECT_EQ(batched.signatureClasses.size(), 1u);
     EXPECT_EQ(batched.groups[0].members.size(), count);
@@ -72,12 +79,14 @@ TEST(Segmenter, ComponentsGivenBySegmentsCallerGiveTheSamePlan) {
   // The Python frontend finds the components when a definition ends and hands them to the
   // executor, which segments from them: every mode's plan is the one found from scratch.
   auto fusion = optim::buildSeedAdam(mixedShapes(7));
-  std::vector<Component> components = findComponents(*fusion);
+  FusionComponents components = findComponents(*fusion);
   for (SegmentationMode mode : {SegmentationMode::PerComponent, SegmentationMode::Batched,
                                 SegmentationMode::Packed, SegmentationMode::Auto}) {
-    SegmentedFusion given = segment(*fusion, {mode, &components});
-    SegmentedFusion found = segment(*fusion, {mode});
-    EXPECT_EQ(formatSegmentedFusion(given), formatSegmentedFusion(found)) << modeName(mode).str();
+    EXPECT_EQ(formatSegmentedFusion(segment(*fusion, {mode, &components})),
+              formatSegmentedFusion(segment(*fusion, {mode})))
+        << modeName(mode).str();
+    SegmentedPhase given = segmentOne(*fusion, {mode, &components});
+    SegmentedPhase found = segmentOne(*fusion, {mode});
     ASSERT_EQ(given.components.size(), found.components.size());
     for (size_t c = 0; c < given.components.size(); ++c) {
       EXPECT_EQ(given.components[c].exprs, found.components[c].exprs);
@@ -88,7 +97,7 @@ TEST(Segmenter, ComponentsGivenBySegmentsCallerGiveTheSamePlan) {
 
 TEST(Segmenter, ComponentsFollowTheParameters) {
   auto fusion = optim::buildSeedAdam({{4, 8}, {3}});
-  SegmentedFusion segmented = segment(*fusion);
+  SegmentedPhase segmented = segmentOne(*fusion);
   ASSERT_EQ(segmented.components.size(), 2u);
   const Component& first = segmented.components[0];
   EXPECT_EQ(componentName(first), "p0");
@@ -110,14 +119,14 @@ TEST(Segmenter, ParamGroupsWithDifferentLiteralsShareOneKernel) {
   addAdamMember(fd, 1, {4, 4}, 0.01, lr);
   addAdamMember(fd, 2, {9}, 0.0, lr);
   auto fusion = fd.finalize();
-  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::Batched});
+  SegmentedPhase segmented = segmentOne(*fusion, {SegmentationMode::Batched});
   EXPECT_EQ(segmented.numLaunches(), 1u);
   ASSERT_EQ(segmented.signatureClasses.size(), 1u);
   ASSERT_EQ(segmented.signatureClasses[0].lifted.size(), 1u); // only weight_decay differs
   const LiftedConstant& lifted = segmented.signatureClasses[0].lifted[0];
   EXPECT_EQ(std::get<double>(lifted.values[0]), 0.01);
   EXPECT_EQ(std::get<double>(lifted.values[2]), 0.0);
-  std::string report = formatSegmentedFusion(segmented);
+  std::string report = formatSegmentedFusion(segment(*fusion, {SegmentationMode::Batched}));
   EXPECT_NE(report.find("lifted into the member table"), std::string::npos) << report;
 }
 
@@ -134,8 +143,9 @@ TEST(Segmenter, MixedOptimizersBatchIntoTwoAndPackIntoOne) {
   EXPECT_EQ(segment(*fusion, {SegmentationMode::PerComponent}).numLaunches(), 4u);
   nlohmann::json json = segmentedFusionToJson(segment(*fusion, {SegmentationMode::Packed}));
   EXPECT_EQ(json["launches"], 1);
-  EXPECT_EQ(json["groups"][0]["members"].size(), 4u);
-  EXPECT_EQ(json["groups"][0]["signature_classes"].size(), 2u);
+  ASSERT_EQ(json["phases"].size(), 1u);
+  EXPECT_EQ(json["phases"][0]["groups"][0]["members"].size(), 4u);
+  EXPECT_EQ(json["phases"][0]["groups"][0]["signature_classes"].size(), 2u);
 }
 
 TEST(Segmenter, SharedReadOnlyZeroDimTensorsDoNotJoinComponents) {
@@ -149,7 +159,7 @@ TEST(Segmenter, SharedReadOnlyZeroDimTensorsDoNotJoinComponents) {
     fd.copy_(where(eq(foundInf, 0.0), p - g * inverse, p), p);
   }
   auto fusion = fd.finalize();
-  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::PerComponent});
+  SegmentedPhase segmented = segmentOne(*fusion, {SegmentationMode::PerComponent});
   EXPECT_EQ(segmented.components.size(), 3u);
   // Each component carries the shared division it reads.
   for (const Component& component : segmented.components)
@@ -169,7 +179,7 @@ TEST(Segmenter, AnInputCopiedIntoSeveralTensorsJoinsNone) {
     fd.copy_(value, counter);
   }
   auto fusion = fd.finalize();
-  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::PerComponent});
+  SegmentedPhase segmented = segmentOne(*fusion, {SegmentationMode::PerComponent});
   ASSERT_EQ(segmented.components.size(), 2u);
   for (const Component& component : segmented.components)
     EXPECT_EQ(component.aliases.size(), 2u);
@@ -204,7 +214,7 @@ TEST(Segmenter, WritesOfTwoShapesSplitIntoOneComponentPerShape) {
   fd.addOutput(x + broadcast_in_dim(doubled, {4, 8}, {1}));
   fd.addOutput(doubled);
   auto fusion = fd.finalize();
-  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::Batched});
+  SegmentedPhase segmented = segmentOne(*fusion, {SegmentationMode::Batched});
   ASSERT_EQ(segmented.components.size(), 2u);
   const Component& wide = segmented.components[0];
   const Component& narrow = segmented.components[1];
@@ -237,7 +247,7 @@ TEST(Segmenter, SymbolicShapesSplitUnlessTheFusionEquatesThem) {
   fd.addOutput(b * 2.0);
   fd.addOutput(a + 1.0);
   auto fusion = fd.finalize();
-  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::PerComponent});
+  SegmentedPhase segmented = segmentOne(*fusion, {SegmentationMode::PerComponent});
   ASSERT_EQ(segmented.components.size(), 2u);
   EXPECT_EQ(segmented.components[0].outputs.size(), 2u);
   EXPECT_EQ(segmented.components[1].outputs.size(), 1u);
@@ -255,7 +265,7 @@ TEST(Segmenter, PartsThatReadEachOthersWritesStayOneKernelWhereShapesMayAgree) {
   }
   fd.copy_(step + 1.0, step);
   auto fusion = fd.finalize();
-  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::PerComponent});
+  SegmentedPhase segmented = segmentOne(*fusion, {SegmentationMode::PerComponent});
   ASSERT_EQ(segmented.components.size(), 1u);
   EXPECT_EQ(segmented.components[0].aliases.size(), 3u);
 }
@@ -286,7 +296,7 @@ TEST(Segmenter, ZeroDimAndFullInputsDoNotShareABody) {
   fd.copy_(p1 * s1, p1);
   fd.copy_(s1 + 1.0, s1);
   auto fusion = fd.finalize();
-  EXPECT_EQ(segment(*fusion, {SegmentationMode::Batched}).signatureClasses.size(), 2u);
+  EXPECT_EQ(segmentOne(*fusion, {SegmentationMode::Batched}).signatureClasses.size(), 2u);
 }
 
 TEST(Segmenter, ReusedSharedExpressionsKeepOneSignature) {
@@ -308,7 +318,7 @@ TEST(Segmenter, SignedZeroLiteralsAreLifted) {
     fd.copy_(p * zero, p);
   }
   auto fusion = fd.finalize();
-  EXPECT_EQ(segment(*fusion).signatureClasses.at(0).lifted.size(), 1u);
+  EXPECT_EQ(segmentOne(*fusion).signatureClasses.at(0).lifted.size(), 1u);
 }
 
 TEST(Segmenter, AReturnedValueOfSharedValuesJoinsNoComponents) {
@@ -323,7 +333,7 @@ TEST(Segmenter, AReturnedValueOfSharedValuesJoinsNoComponents) {
   }
   fd.addOutput(coefficient);
   auto fusion = fd.finalize();
-  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::Batched});
+  SegmentedPhase segmented = segmentOne(*fusion, {SegmentationMode::Batched});
   ASSERT_EQ(segmented.components.size(), 3u);
   EXPECT_EQ(segmented.signatureClasses.size(), 2u); // both parameters, and the 0-d program
   const Component& program = segmented.components[2];

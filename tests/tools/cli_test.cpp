@@ -46,7 +46,8 @@ TEST_F(Cli, RunWritesOutputsAndUpdatedInputs) {
   // auto: the generated kernels, on the GPU when there is one, else on the host backend.
   EXPECT_TRUE(report["backend"] == "host" || report["backend"] == "cuda") << report["backend"];
   EXPECT_EQ(report["launches"], 2); // z/h and the lone step counter: two signatures
-  EXPECT_EQ(report["groups"].size(), 2u);
+  ASSERT_EQ(report["phases"].size(), 1u);
+  EXPECT_EQ(report["phases"][0]["groups"].size(), 2u);
   ASSERT_EQ(report["outputs"].size(), 2u);
   EXPECT_EQ(report["outputs"][0]["name"], "z");
   EXPECT_EQ(report["outputs"][0]["path"], "out/z.npy");
