@@ -5,6 +5,7 @@
 // to docs/performance.md.
 
 #include "optim/seed_adam.h"
+#include "runtime/cuda/fusion_cubins.h"
 #include "runtime/fusion_compiler.h"
 #include "runtime/host/host_compiler.h"
 
@@ -35,7 +36,7 @@ void warmUpNvrtc() {
   static bool done = [] {
     CubinCache cache(KernelCacheOptions{std::nullopt, false});
     auto fusion = optim::buildSeedAdam(mixedShapes(1));
-    compileFusion(*fusion, batched(), cache);
+    compileFusionToCubins(*fusion, batched(), cache);
     return true;
   }();
   (void)done;
@@ -46,7 +47,7 @@ void coldCompile(benchmark::State& state) {
   auto fusion = optim::buildSeedAdam(mixedShapes(state.range(0)));
   for (auto _ : state) {
     CubinCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
-    CompiledFusion compiled = compileFusion(*fusion, batched(), cache);
+    CompiledFusion compiled = compileFusionToCubins(*fusion, batched(), cache);
     benchmark::DoNotOptimize(compiled.kernels.data());
     if (compiled.kernels.size() != 1 || compiled.kernels[0].cache != CacheOutcome::Miss)
       state.SkipWithError("expected one compiled kernel");
@@ -61,11 +62,11 @@ void warmDiskCacheHit(benchmark::State& state) {
   auto fusion = optim::buildSeedAdam(mixedShapes(state.range(0)));
   {
     CubinCache fill(KernelCacheOptions{directory.str().str(), true});
-    compileFusion(*fusion, batched(), fill);
+    compileFusionToCubins(*fusion, batched(), fill);
   }
   for (auto _ : state) {
     CubinCache cache(KernelCacheOptions{directory.str().str(), true});
-    CompiledFusion compiled = compileFusion(*fusion, batched(), cache);
+    CompiledFusion compiled = compileFusionToCubins(*fusion, batched(), cache);
     benchmark::DoNotOptimize(compiled.kernels.data());
     if (compiled.kernels[0].cache != CacheOutcome::DiskHit)
       state.SkipWithError("expected a disk-cache hit");
@@ -76,11 +77,8 @@ BENCHMARK(warmDiskCacheHit)->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond);
 
 void emitOnly(benchmark::State& state) {
   auto fusion = optim::buildSeedAdam(mixedShapes(state.range(0)));
-  FusionCompileOptions options = batched();
-  options.emitOnly = true;
-  CubinCache cache(KernelCacheOptions{std::nullopt, false});
   for (auto _ : state) {
-    CompiledFusion compiled = compileFusion(*fusion, options, cache);
+    CompiledFusion compiled = compileFusion(*fusion, batched());
     benchmark::DoNotOptimize(compiled.kernels.data());
   }
 }
@@ -93,10 +91,7 @@ BENCHMARK(emitOnly)->Arg(1)->Arg(1000)->Unit(benchmark::kMillisecond);
 void hostCompile(benchmark::State& state) {
   bool precompiled = state.range(0) == 1;
   auto fusion = optim::buildSeedAdam(mixedShapes(100));
-  FusionCompileOptions options = batched();
-  options.emitOnly = true;
-  CubinCache emitCache(KernelCacheOptions{std::nullopt, false});
-  CompiledFusion emitted = compileFusion(*fusion, options, emitCache);
+  CompiledFusion emitted = compileFusion(*fusion, batched());
   const std::string& source = emitted.kernels[0].source;
   const std::string& name = emitted.kernels[0].plan->name;
   llvm::SmallString<128> directory;

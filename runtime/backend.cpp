@@ -5,7 +5,7 @@ namespace widefuse {
 LoadedFusion::~LoadedFusion() = default;
 
 bool LoadedFusion::runChanged(llvm::ArrayRef<Argument>, llvm::ArrayRef<uint8_t>, const Fingerprint&,
-                              const std::shared_ptr<std::vector<int64_t>>&, void*) {
+                              const std::shared_ptr<std::vector<int64_t>>&, std::optional<void*>) {
   return false;
 }
 
@@ -23,6 +23,8 @@ KeptTensor Backend::allocate(DataType dtype, llvm::ArrayRef<int64_t> shape) cons
   auto tensor = std::make_shared<HostTensor>(dtype, shape);
   return {tensor->ref(), tensor};
 }
+
+void Backend::compile(CompiledFusion&, const ExecutorOptions&) const {}
 
 DeviceDescription Backend::targetDevice(const std::optional<std::string>& arch) const {
   return arch ? deviceForArch(*arch) : defaultDevice();

@@ -25,11 +25,10 @@ namespace widefuse {
 
 struct CompiledFusion;
 
-/// How far compileFusion lowers a fusion for a backend.
+/// How far a fusion is lowered for a backend.
 enum class Lowering {
-  None,     ///< not at all: the backend interprets the fusion (the reference evaluator)
-  Sources,  ///< plans and CUDA sources; the backend builds them itself (the host compiler)
-  Binaries, ///< plans, sources and NVRTC's cubins
+  None,    ///< not at all: the backend interprets the fusion (the reference evaluator)
+  Kernels, ///< plans and CUDA sources (compileFusion), then the backend's own compile()
 };
 
 /// One step of a specialization: arguments that passed every check, their shapes, and the
@@ -46,12 +45,11 @@ struct Step {
   /// Memory for each kept result (SegmentedFusion::kept), in the backend's memory; one that is
   /// also an output is written in that output instead.
   llvm::ArrayRef<TensorRef> kept;
-  /// The CUstream everything this step queues goes to (uploads, tickets, kernels; null: the
-  /// legacy default stream): the one given to run() or launch(), else the executor's
-  /// ExecutorOptions::cuda.stream. Per step, not per executor, so that a step warmed up on one
-  /// stream can be captured on another (torch.cuda.graph captures on its own). Backends
-  /// without a device ignore it.
-  void* stream = nullptr;
+  /// The stream everything this step queues goes to (a CUstream: uploads, tickets, kernels):
+  /// the one given to run() or launch(); nullopt: the backend's default (CudaOptions::stream).
+  /// Per step, not per executor, so that a step warmed up on one stream can be captured on
+  /// another (torch.cuda.graph captures on its own). Backends without a device ignore it.
+  std::optional<void*> stream;
 };
 
 /// One compiled specialization, built for its backend: what runs the steps. Thread-safe.
@@ -67,7 +65,8 @@ public:
   /// `stream`: as Step::stream.
   virtual bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
                           const Fingerprint& before,
-                          const std::shared_ptr<std::vector<int64_t>>& after, void* stream);
+                          const std::shared_ptr<std::vector<int64_t>>& after,
+                          std::optional<void*> stream);
 };
 
 /// A dense row-major tensor in a backend's own memory (host memory, the GPU's on cuda) that
@@ -94,6 +93,13 @@ public:
   /// Throws Error naming the fix when the backend cannot run in this process (no driver, no
   /// device); called once, when an executor selects it.
   virtual void checkAvailable() const {}
+  /// Whether the backend can run in this process (checkAvailable() would not throw). Never
+  /// throws.
+  virtual bool available() const { return true; }
+  /// Starts, in the background, what the first load will need (the host backend's
+  /// precompiled prelude), so that a caller about to trace a fusion overlaps it; returns at
+  /// once.
+  virtual void warmUp() const {}
   /// Whether the arguments live in this backend's memory, so that `auto` picks it (cuda:
   /// a tensor in device memory). Never throws.
   virtual bool holdsArguments(llvm::ArrayRef<Argument> arguments) const;
@@ -105,13 +111,17 @@ public:
   /// that a step of phases on device tensors copies nothing and never waits). Allocates:
   /// not while a stream captures.
   virtual KeptTensor allocate(DataType dtype, llvm::ArrayRef<int64_t> shape) const;
+  /// Completes the lowering of `compiled` (compileFusion's plans and sources) with what this
+  /// backend builds before load(): NVRTC's cubins on cuda (which may replace a spilling
+  /// kernel's plan); nothing by default.
+  virtual void compile(CompiledFusion& compiled, const ExecutorOptions& options) const;
   /// Builds `compiled` (null when lowering() is None) of `fusion` into what runs its steps.
-  /// `stream`: the one of the step that needs it (cuda refuses to load while it captures:
-  /// loading allocates).
+  /// `stream`: as Step::stream, of the step that needs it (cuda refuses to load while it
+  /// captures: loading allocates).
   virtual std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                              std::shared_ptr<const CompiledFusion> compiled,
                                              const ExecutorOptions& options,
-                                             void* stream) const = 0;
+                                             std::optional<void*> stream) const = 0;
 };
 
 } // namespace widefuse

@@ -34,8 +34,6 @@ struct ExecutorOptions {
   /// The backend's name (backendNames() lists them); `auto` follows the arguments: cuda when
   /// a tensor argument is in device memory, host otherwise (backendForArguments).
   std::string backend = "auto";
-  /// Let NVRTC contract a*b+c into fma (device only; the host never contracts).
-  bool fmad = true;
   /// The scheduler's tuning knobs (benchmarks compare settings; the defaults are measured).
   ScheduleOptions schedule;
   /// The target when there is no device to ask (default sm_90).

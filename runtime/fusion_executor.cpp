@@ -3,7 +3,6 @@
 #include "ir/error.h"
 #include "ir/runtime_shapes.h"
 #include "runtime/backend_registry.h"
-#include "runtime/cubin_cache.h"
 
 #include "segmenter/segment.h"
 
@@ -148,17 +147,16 @@ FusionExecutorCache::lower(const Specialization& specialization) const {
   FusionCompileOptions options;
   options.mode = options_.mode;
   options.device = device_;
-  options.fmad = options_.fmad;
   options.schedule = options_.schedule;
   options.dumps = *options_.dumps;
-  options.emitOnly = backend_->lowering() == Lowering::Sources;
-  return std::make_shared<const CompiledFusion>(
-      compileFusion(fusion_, options, CubinCache::global(), &specialization, segmented_));
+  CompiledFusion compiled = compileFusion(fusion_, options, &specialization, segmented_);
+  backend_->compile(compiled, options_);
+  return std::make_shared<const CompiledFusion>(std::move(compiled));
 }
 
 std::shared_ptr<CompiledSpecialization>
 FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
-                                       const RuntimeShapes& shapes, void* stream) {
+                                       const RuntimeShapes& shapes, std::optional<void*> stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   // auto: the backend where the arguments live, decided by the first of them.
   if (!backend_)
@@ -210,7 +208,6 @@ std::vector<TensorRef> refsOf(llvm::ArrayRef<KeptTensor> kept) {
 
 RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
                                    llvm::ArrayRef<TensorRef> outputs, std::optional<void*> stream) {
-  void* runStream = streamFor(stream);
   // The steady state: the same arguments as the last accepted run (same pointers, shapes,
   // strides, dtypes and scalars) passed every check then, so they pass now, with the same
   // shapes and specialization. Fusions with plain outputs allocate them and always bind anew.
@@ -233,7 +230,7 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
     if (!outputs.empty())
       checkCallerOutputs(fusion_, outputs, *shapes);
     // specialize, lower, build: once per specialization.
-    specialization = specializationFor(arguments, *shapes, runStream);
+    specialization = specializationFor(arguments, *shapes, stream);
     if (fusion_.outputs().empty()) {
       fingerprint = fingerprintOf(arguments);
       std::lock_guard<std::mutex> lock(mutex_);
@@ -250,7 +247,7 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
   std::vector<TensorRef> keptRefs = refsOf(kept);
   // bind, launch: the backend's, reusing the last bindings when nothing changed.
   return specialization->loaded->run(
-      Step{arguments, *shapes, fingerprint, outputs, keptRefs, runStream});
+      Step{arguments, *shapes, fingerprint, outputs, keptRefs, stream});
 }
 
 std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argument> arguments,
@@ -262,7 +259,7 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
   if (!outputs.empty())
     checkCallerOutputs(fusion_, outputs, *shapes);
   std::shared_ptr<CompiledSpecialization> specialization =
-      specializationFor(arguments, *shapes, streamFor(stream));
+      specializationFor(arguments, *shapes, stream);
   Fingerprint fingerprint = fingerprintOf(arguments);
   // One fingerprint object for equal arguments: what the cache keys on it (reusable bindings,
   // tensors known to be in device memory) then holds for run() and the PreparedRun alike,

@@ -52,7 +52,7 @@ public:
   /// given, are where the plain outputs go (one dense tensor per output, of its dtype and run
   /// time shape; on the CUDA backend device memory avoids any copy); otherwise widefuse
   /// allocates them in host memory and returns them. `stream`: the CUstream this run queues
-  /// its work on (Step::stream); nullopt: ExecutorOptions::cuda.stream.
+  /// its work on (Step::stream); nullopt: the backend's default.
   RunResult run(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<TensorRef> outputs = {},
                 std::optional<void*> stream = std::nullopt);
 
@@ -80,12 +80,9 @@ private:
   friend class PreparedRun;
   /// The specialization of checked arguments and their shapes: found, or made (specialize,
   /// lower, build) on first use. Decides `auto` on the first call.
-  std::shared_ptr<CompiledSpecialization>
-  specializationFor(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes, void* stream);
-  /// The stream a step goes to: `stream`, else the options' (ExecutorOptions::cuda.stream).
-  void* streamFor(std::optional<void*> stream) const {
-    return stream.value_or(options_.cuda.stream);
-  }
+  std::shared_ptr<CompiledSpecialization> specializationFor(llvm::ArrayRef<Argument> arguments,
+                                                            const RuntimeShapes& shapes,
+                                                            std::optional<void*> stream);
   /// Selects `backend` and the device its kernels target (called with mutex_ held, once).
   void select(const Backend& backend);
   /// What the arguments decide about the kernels: dense inputs, 64-bit index flags.
@@ -95,7 +92,7 @@ private:
   /// shared with the prepared runs that use it.
   std::vector<KeptTensor> keep(const CompiledSpecialization& specialization,
                                const RuntimeShapes& shapes);
-  /// compileFusion as far as the backend needs.
+  /// compileFusion, and the backend's compile() of its kernels.
   std::shared_ptr<const CompiledFusion> lower(const Specialization& specialization) const;
 
   const Fusion& fusion_;

@@ -97,17 +97,10 @@ private:
 
 } // namespace
 
-std::string kernelCacheKey(llvm::StringRef source, llvm::StringRef kernelName,
-                           const CompileOptions& options, llvm::StringRef nvrtcVersion) {
-  // Every variable-length field carries its length, so no two keys share one encoding.
+std::string keyMaterial(llvm::ArrayRef<llvm::StringRef> fields) {
   Writer key;
-  key.bytes("widefuse kernel cache key");
-  key.bytes(nvrtcVersion);
-  key.bytes(options.arch);
-  key.u32(options.fmad ? 1 : 0);
-  key.u32(options.maxRegisters);
-  key.bytes(kernelName);
-  key.bytes(source);
+  for (llvm::StringRef field : fields)
+    key.bytes(field);
   return std::move(key.text());
 }
 
@@ -115,11 +108,11 @@ KeyHash hashKey(llvm::StringRef keyMaterial) {
   return {fnv1a(keyMaterial), fnv1Mixed(keyMaterial)};
 }
 
-std::string cacheRecordFileName(llvm::StringRef keyMaterial) {
-  return fmt::format("{:016x}.wfkernel", hashKey(keyMaterial).first);
+std::string cacheRecordStem(llvm::StringRef keyMaterial) {
+  return fmt::format("{:016x}", hashKey(keyMaterial).first);
 }
 
-std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CudaBinary& kernel) {
+std::string encodeCacheRecord(llvm::StringRef keyMaterial, const KernelImage& kernel) {
   KeyHash key = hashKey(keyMaterial);
   Writer record;
   record.raw(kMagic);
@@ -128,22 +121,22 @@ std::string encodeCacheRecord(llvm::StringRef keyMaterial, const CudaBinary& ker
   record.u64(key.first);
   record.u64(key.second);
   record.bytes(kernel.name);
-  record.bytes(kernel.arch);
+  record.bytes(kernel.target);
   record.i32(kernel.stats.registers);
   record.i32(kernel.stats.spillStoreBytes);
   record.i32(kernel.stats.spillLoadBytes);
   record.i32(kernel.stats.stackBytes);
   record.bytes(kernel.log);
   record.bytes(kernel.ptx);
-  record.bytes(llvm::StringRef(kernel.cubin.data(), kernel.cubin.size()));
-  record.f64(kernel.nvrtcMilliseconds);
+  record.bytes(llvm::StringRef(kernel.image.data(), kernel.image.size()));
+  record.f64(kernel.compileMilliseconds);
   uint64_t checksum = fnv1a(record.text());
   record.u64(checksum);
   return std::move(record.text());
 }
 
-std::optional<CudaBinary> decodeCacheRecord(llvm::StringRef bytes, llvm::StringRef keyMaterial,
-                                            std::string& problem) {
+std::optional<KernelImage> decodeCacheRecord(llvm::StringRef bytes, llvm::StringRef keyMaterial,
+                                             std::string& problem) {
   // The checksum first: after it passes, every later mismatch is a real difference of key
   // or format, not damage.
   if (bytes.size() < kMagic.size() + 8) {
@@ -174,9 +167,9 @@ std::optional<CudaBinary> decodeCacheRecord(llvm::StringRef bytes, llvm::StringR
     problem = "it belongs to another key";
     return std::nullopt;
   }
-  CudaBinary kernel;
+  KernelImage kernel;
   kernel.name = in.bytes().str();
-  kernel.arch = in.bytes().str();
+  kernel.target = in.bytes().str();
   kernel.stats.registers = in.i32();
   kernel.stats.spillStoreBytes = in.i32();
   kernel.stats.spillLoadBytes = in.i32();
@@ -184,14 +177,14 @@ std::optional<CudaBinary> decodeCacheRecord(llvm::StringRef bytes, llvm::StringR
   kernel.log = in.bytes().str();
   kernel.ptx = in.bytes().str();
   llvm::StringRef cubin = in.bytes();
-  kernel.cubin.assign(cubin.begin(), cubin.end());
-  kernel.nvrtcMilliseconds = in.f64();
+  kernel.image.assign(cubin.begin(), cubin.end());
+  kernel.compileMilliseconds = in.f64();
   if (in.failed() || !in.atEnd()) {
     problem = "fields do not match their lengths";
     return std::nullopt;
   }
-  if (kernel.cubin.empty()) {
-    problem = "empty cubin";
+  if (kernel.image.empty()) {
+    problem = "empty image";
     return std::nullopt;
   }
   return kernel;

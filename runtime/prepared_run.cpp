@@ -52,7 +52,6 @@ RunResult PreparedRun::launch(std::optional<void*> stream) {
   std::unique_lock<std::mutex> keeping(executor_->stepMutex_, std::defer_lock);
   if (!kept_.empty())
     keeping.lock();
-  void* launchStream = executor_->streamFor(stream);
   // Patched bindings write the outputs where the last bind put them: only fixed outputs (or
   // none) may be written there again; fresh ones are bound anew by run().
   bool patchable = outputs_.size() == executor_->fusion_.outputs().size();
@@ -64,7 +63,7 @@ RunResult PreparedRun::launch(std::optional<void*> stream) {
   if (anyChanged_) {
     if (!own_)
       own_ = std::make_shared<std::vector<int64_t>>();
-    bool patched = loaded.runChanged(arguments_, changed_, fingerprint_, own_, launchStream);
+    bool patched = loaded.runChanged(arguments_, changed_, fingerprint_, own_, stream);
     if (!patched) { // own_ may still be what another thread's run compares with: a new one
       own_ = std::make_shared<std::vector<int64_t>>();
       fingerprintInto(arguments_, *own_);
@@ -75,7 +74,7 @@ RunResult PreparedRun::launch(std::optional<void*> stream) {
     if (patched)
       return RunResult{};
   }
-  return loaded.run(Step{arguments_, *shapes_, fingerprint_, outputs_, keptRefs_, launchStream});
+  return loaded.run(Step{arguments_, *shapes_, fingerprint_, outputs_, keptRefs_, stream});
 }
 
 void PreparedRun::rebindTensor(size_t index, void* data) {

@@ -27,7 +27,7 @@ struct RuntimeShapes;
 class PreparedRun {
 public:
   /// One step with the prepared arguments (scalars included), queued on `stream` (a CUstream;
-  /// nullopt: the executor's ExecutorOptions::cuda.stream). After rebindTensor/setScalar, a
+  /// nullopt: the backend's default, CudaOptions::stream). After rebindTensor/setScalar, a
   /// backend that supports it rewrites only the changed pointers and scalars in its launch
   /// tables. Steps on different streams are ordered by the CUDA backend (runtime.md §4.1).
   RunResult launch(std::optional<void*> stream = std::nullopt);

@@ -15,7 +15,6 @@
 
 #include "ir/error.h"
 #include "optim/model_presets.h"
-#include "runtime/cubin_cache.h"
 #include "runtime/fusion_executor.h"
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
@@ -212,8 +211,7 @@ size_t parameterCount(const optim::AdamFusion& adam) {
 void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
                  const optim::AdamConfig& config, const std::string& source, int64_t elements,
                  int64_t bytesPerStep) {
-  FusionCompileOptions options = fusionCompileOptions(arguments.compile, arguments.json);
-  CompiledFusion compiled = compileFusion(*adam.fusion, options, CubinCache::global());
+  CompiledFusion compiled = compileForReport(*adam.fusion, arguments.compile, arguments.json);
   const SegmentedFusion& segmented = *compiled.segmented;
   if (printEmitted(compiled, arguments.compile))
     return;
@@ -314,10 +312,10 @@ makeExecutor(const AdamArguments& arguments, const Fusion& fusion, const std::st
   options.backend = backend;
   options.mode = parseMode(arguments.compile.mode);
   options.host = hostOptionsOf(arguments.host);
-  options.fmad = !arguments.compile.noFmad;
+  options.cuda.fmad = !arguments.compile.noFmad;
   options.schedule = arguments.compile.schedule;
   // --dump-dir and WIDEFUSE_DUMP; --arch only when given (else the device's own).
-  options.dumps = fusionCompileOptions(arguments.compile, false).dumps;
+  options.dumps = fusionCompileOptions(arguments.compile).dumps;
   if (arguments.compile.arch != CompileArguments{}.arch)
     options.arch = arguments.compile.arch;
   return std::make_unique<FusionExecutorCache>(fusion, options);

@@ -25,9 +25,8 @@ struct CompileCommandArguments {
 };
 
 void runCompile(const CompileCommandArguments& arguments) {
-  FusionCompileOptions options = fusionCompileOptions(arguments.compile, arguments.json);
   std::unique_ptr<Fusion> fusion = loadFusionFile(arguments.path);
-  CompiledFusion compiled = compileFusion(*fusion, options, CubinCache::global());
+  CompiledFusion compiled = compileForReport(*fusion, arguments.compile, arguments.json);
   if (printEmitted(compiled, arguments.compile))
     return;
   if (arguments.json) {

@@ -31,10 +31,14 @@ struct CompileArguments {
 void addCompileOptions(CLI::App& command, CompileArguments& arguments);
 
 /// The pipeline options the arguments ask for (dumps from the environment plus --dump-dir,
-/// which writes every kernel's .cu and .ptx). `--emit cuda` alone stops after codegen (no
-/// NVRTC needed) unless a JSON report or a PTX dump needs the cubin. Throws Error for a bad
-/// mode, arch or --emit.
-FusionCompileOptions fusionCompileOptions(const CompileArguments& arguments, bool jsonReport);
+/// which writes every kernel's .cu and .ptx). Throws Error for a bad mode, arch or --emit.
+FusionCompileOptions fusionCompileOptions(const CompileArguments& arguments);
+
+/// Lowers `fusion` as `widefuse compile` and `widefuse adam --backend none` report it: plans
+/// and sources, then NVRTC's cubins (the CUDA backend's compile step), except for `--emit
+/// cuda` alone, which needs no NVRTC, unless a JSON report or a PTX dump needs the cubins.
+CompiledFusion compileForReport(const Fusion& fusion, const CompileArguments& arguments,
+                                bool jsonReport);
 
 /// True when an option that only matters for compiling was given (--arch, --dump-dir,
 /// --emit, --no-fmad).

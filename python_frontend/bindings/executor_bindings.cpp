@@ -12,9 +12,8 @@
 #include "ir/error.h"
 #include "ir/runtime_shapes.h"
 #include "optim/model_presets.h"
-#include "runtime/cuda/cuda_device.h"
+#include "runtime/backend_registry.h"
 #include "runtime/fusion_executor.h"
-#include "runtime/host/host_compiler.h"
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -247,7 +246,7 @@ public:
     options.host.blockOrder = parseBlockOrder(blockOrder);
     options.host.execution = parseHostExecution(hostExecution);
     options.host.threads = threads; // 0: one per core
-    options.fmad = fmad;
+    options.cuda.fmad = fmad;
     options.arch = arch;
     options.cuda.stream = reinterpret_cast<void*>(stream);
     options.components = handle.components;
@@ -403,18 +402,12 @@ private:
                                                std::optional<void*> stream) {
     checkArguments(*fusion_, arguments);
     RuntimeShapes shapes = inferRuntimeShapes(*fusion_, arguments);
-    CudaDevice& device = CudaDevice::get();
-    std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+    const Backend& device = *findBackend("cuda");
+    std::vector<KeptTensor> buffers;
     std::vector<TensorRef> outputs;
     for (const Value* output : fusion_->outputs()) {
-      TensorRef ref;
-      ref.dtype = output->dtype();
-      ref.shape = shapes.of(output);
-      ref.strides = contiguousStrides(ref.shape);
-      buffers.push_back(std::make_unique<DeviceBuffer>(
-          device, static_cast<size_t>(numElements(ref.shape)) * byteSize(ref.dtype)));
-      ref.data = buffers.back()->pointer();
-      outputs.push_back(std::move(ref));
+      buffers.push_back(device.allocate(output->dtype(), shapes.of(output)));
+      outputs.push_back(buffers.back().ref);
     }
     {
       nb::gil_scoped_release release;
@@ -422,11 +415,13 @@ private:
     }
     std::vector<nb::object> arrays;
     for (size_t i = 0; i < outputs.size(); ++i) {
-      DeviceBuffer* buffer = buffers[i].release();
-      nb::capsule owner(buffer,
-                        [](void* pointer) noexcept { delete static_cast<DeviceBuffer*>(pointer); });
+      // The array owns its memory: the capsule holds the last reference.
+      auto* memory = new std::shared_ptr<void>(std::move(buffers[i].owner));
+      nb::capsule owner(memory, [](void* pointer) noexcept {
+        delete static_cast<std::shared_ptr<void>*>(pointer);
+      });
       std::vector<size_t> shape = sizesOf(outputs[i].shape);
-      arrays.push_back(nb::ndarray<nb::array_api>(buffer->pointer(), shape.size(), shape.data(),
+      arrays.push_back(nb::ndarray<nb::array_api>(outputs[i].data, shape.size(), shape.data(),
                                                   owner, outputs[i].strides.data(),
                                                   deviceDlpackType(outputs[i].dtype),
                                                   nb::device::cuda::value, 0)
@@ -516,9 +511,11 @@ void bindExecutor(nb::module_& module) {
   module.def("dlpack_view", &dlpackView, nb::arg("object"),
              "(address, dtype, shape, strides, device_type, device_id, read_only) of a DLPack "
              "exporter.");
-  module.def("cuda_available", &CudaDevice::available, "True when a CUDA device can be used.");
   module.def(
-      "prepare_host_compiler", [] { HostKernelCache::global().preparePrelude(); },
+      "cuda_available", [] { return findBackend("cuda")->available(); },
+      "True when a CUDA device can be used.");
+  module.def(
+      "prepare_host_compiler", [] { findBackend("host")->warmUp(); },
       "Starts building the host backend's precompiled prelude in the background when the "
       "kernel cache lacks it: a caller about to record a fusion for the host calls it first.");
   module.def(

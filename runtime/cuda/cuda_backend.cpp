@@ -3,6 +3,7 @@
 #include "runtime/binding_cache.h"
 #include "runtime/cuda/cuda_launcher.h"
 #include "runtime/cuda/device_staging.h"
+#include "runtime/cuda/fusion_cubins.h"
 
 #include <algorithm>
 #include <mutex>
@@ -28,13 +29,14 @@ public:
   /// `stream`: that of the step that loads it (refused while it captures).
   CudaFusion(const Fusion& fusion, std::shared_ptr<const CompiledFusion> compiled,
              const CudaOptions& options, PhaseBoundary boundary, void* stream)
-      : fusion_(fusion), synchronizeEach_(options.synchronizeEachLaunch),
-        boundary_(std::move(boundary)), kernels_(deviceOutsideCapture(fusion, stream), *compiled),
-        cache_(fusion, compiled) {}
+      : fusion_(fusion), defaultStream_(options.stream),
+        synchronizeEach_(options.synchronizeEachLaunch), boundary_(std::move(boundary)),
+        kernels_(deviceOutsideCapture(fusion, stream), *compiled), cache_(fusion, compiled) {}
 
   RunResult run(const Step& step) override {
     // Everything below goes to the step's stream: staging, uploads, tickets, kernels.
-    DeviceStaging staging(CudaDevice::get(), fusion_, step.stream);
+    void* stream = step.stream.value_or(defaultStream_);
+    DeviceStaging staging(CudaDevice::get(), fusion_, stream);
     // Tensors known to be in device memory (the same arguments as a run that found them
     // there) are not asked about again.
     bool knownResident = false;
@@ -58,8 +60,8 @@ public:
     // Staged inputs have this run's addresses: their bindings are never reused.
     const Fingerprint unknown;
     Step onDevice{inputs,  step.shapes, resident ? step.checked : unknown,
-                  outputs, step.kept,   step.stream};
-    auto launch = [&](BoundStep& bound, bool rebound) { launchAll(bound, rebound, step.stream); };
+                  outputs, step.kept,   stream};
+    auto launch = [&](BoundStep& bound, bool rebound) { launchAll(bound, rebound, stream); };
     try {
       // Runs share the device tables and tickets, so they take turns.
       cache_.bindAndRun(onDevice, outputs, true, BoundRunner(launch));
@@ -74,7 +76,8 @@ public:
 
   bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
                   const Fingerprint& before, const std::shared_ptr<std::vector<int64_t>>& after,
-                  void* stream) override {
+                  std::optional<void*> stepStream) override {
+    void* stream = stepStream.value_or(defaultStream_);
     {
       std::lock_guard<std::mutex> lock(residentMutex_);
       if (!before || resident_ != before)
@@ -124,7 +127,9 @@ private:
   }
 
   const Fusion& fusion_;
-  /// CudaOptions::synchronizeEachLaunch; the stream is each step's (Step::stream).
+  /// CudaOptions::stream: where a step that names no stream goes (Step::stream).
+  void* defaultStream_;
+  /// CudaOptions::synchronizeEachLaunch.
   bool synchronizeEach_;
   PhaseBoundary boundary_;
   CudaKernels kernels_;
@@ -138,8 +143,12 @@ private:
 class CudaBackend final : public Backend {
 public:
   llvm::StringRef name() const override { return "cuda"; }
-  Lowering lowering() const override { return Lowering::Binaries; }
+  Lowering lowering() const override { return Lowering::Kernels; }
+  void compile(CompiledFusion& compiled, const ExecutorOptions& options) const override {
+    compileCubins(compiled, CubinCache::global(), {options.cuda.fmad, *options.dumps});
+  }
   void checkAvailable() const override { CudaDevice::get(); }
+  bool available() const override { return CudaDevice::available(); }
   bool holdsArguments(llvm::ArrayRef<Argument> arguments) const override {
     if (!CudaDevice::available())
       return false;
@@ -168,9 +177,11 @@ public:
   }
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
-                                     const ExecutorOptions& options, void* stream) const override {
+                                     const ExecutorOptions& options,
+                                     std::optional<void*> stream) const override {
     return std::make_unique<CudaFusion>(fusion, std::move(compiled), options.cuda,
-                                        options.phaseBoundary, stream);
+                                        options.phaseBoundary,
+                                        stream.value_or(options.cuda.stream));
   }
 };
 

@@ -217,18 +217,18 @@ bool CudaDevice::isDevicePointer(const void* pointer) const {
 
 // --- CudaModule ----------------------------------------------------------------------------
 
-CudaModule::CudaModule(const CudaDevice& device, const CudaBinary& kernel)
+CudaModule::CudaModule(const CudaDevice& device, const KernelImage& kernel)
     : device_(&device), kernelName_(kernel.name) {
   const CudaDriver& driver = device.driver();
-  if (kernel.cubin.empty())
+  if (kernel.image.empty())
     fail("kernel '{}' has no cubin to load", kernel.name);
   CudaDevice::ContextScope scope(device);
-  CUresult result = driver.cuModuleLoadData(&module_, kernel.cubin.data());
+  CUresult result = driver.cuModuleLoadData(&module_, kernel.image.data());
   if (result != kCudaSuccess) {
     module_ = nullptr;
     std::string archNote;
-    if (!kernel.arch.empty() && kernel.arch != device.description().arch)
-      archNote = fmt::format(" (the cubin is for {}, device {} is {})", kernel.arch,
+    if (!kernel.target.empty() && kernel.target != device.description().arch)
+      archNote = fmt::format(" (the cubin is for {}, device {} is {})", kernel.target,
                              device.ordinal(), device.description().arch);
     fail("cuModuleLoadData failed for kernel '{}': {}{}", kernel.name, driver.describe(result),
          archNote);

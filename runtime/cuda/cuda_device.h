@@ -6,8 +6,8 @@
 /// can be used from any thread without moving a caller (torch on another device, say) to
 /// another context.
 
+#include "runtime/cuda/cuda_compiler.h"
 #include "runtime/cuda/cuda_driver.h"
-#include "runtime/cuda_compiler.h"
 #include "scheduler/device_description.h"
 
 #include <llvm/ADT/ArrayRef.h>
@@ -126,10 +126,10 @@ private:
 /// Unloaded on destruction; the device must outlive it.
 class CudaModule {
 public:
-  /// Loads `kernel.cubin` and resolves `kernel.name`. Throws Error naming the kernel when the
+  /// Loads `kernel.image` and resolves `kernel.name`. Throws Error naming the kernel when the
   /// driver rejects the image (with both archs when the cubin is for another arch) or the
   /// entry is missing.
-  CudaModule(const CudaDevice& device, const CudaBinary& kernel);
+  CudaModule(const CudaDevice& device, const KernelImage& kernel);
   ~CudaModule();
   CudaModule(CudaModule&& other) noexcept;
   CudaModule& operator=(CudaModule&& other) noexcept;

@@ -1,6 +1,6 @@
 #pragma once
-/// What the CUDA backend's options are: the stream its launches go to, and whether each launch
-/// is waited for (debugging).
+/// What the CUDA backend's options are: how NVRTC compiles, the stream launches go to, and
+/// whether each launch is waited for (debugging).
 
 namespace widefuse {
 
@@ -10,6 +10,9 @@ bool synchronizeEachLaunchFromEnvironment();
 
 /// How the CUDA backend runs (ExecutorOptions::cuda).
 struct CudaOptions {
+  /// Let NVRTC contract a*b+c into fma. Off: one rounding per IR operation, as the reference
+  /// evaluator and the host backend compute (docs/testing.md).
+  bool fmad = true;
   /// The stream (a CUstream) launches go to when a run or launch names none (Step::stream);
   /// null is the legacy default stream.
   void* stream = nullptr;

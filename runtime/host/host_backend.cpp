@@ -29,7 +29,7 @@ public:
 
   bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
                   const Fingerprint& before, const std::shared_ptr<std::vector<int64_t>>& after,
-                  void*) override {
+                  std::optional<void*>) override {
     auto launch = [this](BoundStep& bound, bool) { runGrids(bound); };
     return cache_.runChanged(arguments, changed, before, after, launch);
   }
@@ -69,10 +69,12 @@ class HostBackend final : public Backend {
 public:
   llvm::StringRef name() const override { return "host"; }
   // The host compiler builds the sources itself: NVRTC is not needed.
-  Lowering lowering() const override { return Lowering::Sources; }
+  Lowering lowering() const override { return Lowering::Kernels; }
+  void warmUp() const override { HostKernelCache::global().preparePrelude(); }
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
-                                     const ExecutorOptions& options, void*) const override {
+                                     const ExecutorOptions& options,
+                                     std::optional<void*>) const override {
     return std::make_unique<HostFusion>(fusion, std::move(compiled), options.host,
                                         options.phaseBoundary);
   }

@@ -117,8 +117,7 @@ std::string writeScratchFile(llvm::StringRef name, llvm::StringRef extension, ll
 
 /// The 16 hex digits that name the record of `keyMaterial`.
 std::string recordStem(llvm::StringRef keyMaterial) {
-  std::string name = cacheRecordFileName(keyMaterial);
-  return name.substr(0, name.find('.'));
+  return cacheRecordStem(keyMaterial);
 }
 
 /// Where the host compiler command comes from, for messages.
@@ -209,24 +208,10 @@ std::string HostKernelCache::compilerCommand() {
   return compiler && *compiler ? compiler : "c++";
 }
 
-HostKernelCache::HostKernelCache(KernelCacheOptions options) {
-  if (!options.useDisk)
-    return;
-  std::optional<std::string> base =
-      options.directory ? options.directory : CubinCache::defaultDirectory();
-  if (!base || base->empty()) {
-    warnAboutCacheOnce("", kNoCacheDirectoryWarning);
-    return;
-  }
-  // Warnings are per base directory: the cubin cache in the same directory shares them.
-  warningTopic_ = *base;
-  directory_ = joinCachePath(*base, "host");
-  if (std::string reason = prepareCacheDirectory(directory_); !reason.empty()) {
-    warnAboutCacheOnce(warningTopic_, unwritableCacheDirectoryWarning(directory_, reason));
-    return;
-  }
-  useDisk_ = true;
-  prelude_ = std::make_unique<HostPrecompiledPrelude>(directory_);
+HostKernelCache::HostKernelCache(KernelCacheOptions options)
+    : store_(options, "host", ".wfhost", {"host kernel cache record", "rebuilding"}) {
+  if (store_.enabled())
+    prelude_ = std::make_unique<HostPrecompiledPrelude>(store_.directory());
 }
 
 HostKernelCache::~HostKernelCache() = default;
@@ -246,13 +231,8 @@ HostKernelCache& HostKernelCache::global() {
   return *cache;
 }
 
-std::string HostKernelCache::recordPath(llvm::StringRef keyMaterial) const {
-  return joinCachePath(directory_, recordStem(keyMaterial) + ".wfhost");
-}
-
 bool HostKernelCache::diskEnabled() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return useDisk_;
+  return store_.enabled();
 }
 
 HostKernelCache::CompileAttempt HostKernelCache::compileUnit(llvm::StringRef unit,
@@ -325,54 +305,27 @@ std::shared_ptr<const HostKernel> HostKernelCache::loadImage(llvm::StringRef ima
 
 std::shared_ptr<const HostKernel> HostKernelCache::loadRecord(const std::string& keyMaterial,
                                                               llvm::StringRef kernelName) {
-  if (!diskEnabled())
+  std::optional<KernelImage> record = store_.load(keyMaterial);
+  if (!record)
     return nullptr;
-  std::string path = recordPath(keyMaterial);
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    if (!isAbsentFile(buffer.getError()))
-      warnAboutCache(fmt::format("host kernel cache record {} cannot be read ({}); rebuilding",
-                                 path, buffer.getError().message()));
-    return nullptr;
-  }
-  // The record's checksum and key hash catch a damaged file and one of another key (another
-  // compiler, flags or host prelude) before anything of it is loaded.
   std::string problem;
-  std::optional<CudaBinary> record =
-      decodeCacheRecord((*buffer)->getBuffer(), keyMaterial, problem);
-  if (!record) {
-    warnAboutCache(
-        fmt::format("host kernel cache record {} cannot be used ({}); rebuilding", path, problem));
-    return nullptr;
-  }
-  llvm::StringRef image(record->cubin.data(), record->cubin.size());
   std::shared_ptr<const HostKernel> kernel =
-      loadImage(image, kernelName, recordStem(keyMaterial), problem);
+      loadImage(llvm::StringRef(record->image.data(), record->image.size()), kernelName,
+                recordStem(keyMaterial), problem);
   if (!kernel)
-    warnAboutCache(
-        fmt::format("host kernel cache record {} does not load ({}); rebuilding", path, problem));
+    store_.warnUnusable(keyMaterial, problem);
   return kernel;
 }
 
 void HostKernelCache::storeRecord(const std::string& keyMaterial, llvm::StringRef kernelName,
                                   llvm::StringRef image) {
-  if (!diskEnabled() || image.empty())
+  if (image.empty())
     return;
-  // The shared object travels in the cubin cache's record format, in its image field.
-  CudaBinary record;
+  KernelImage record;
   record.name = kernelName.str();
-  record.arch = "host";
-  record.cubin.assign(image.begin(), image.end());
-  std::string path = recordPath(keyMaterial);
-  std::string reason = writeCacheFileAtomically(path, encodeCacheRecord(keyMaterial, record));
-  if (reason.empty())
-    return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  useDisk_ = false;
-  warnAboutCacheOnce(warningTopic_,
-                     unwritableCacheDirectoryWarning(
-                         directory_, fmt::format("writing {} failed: {}", path, reason)));
+  record.target = "host";
+  record.image.assign(image.begin(), image.end());
+  store_.store(keyMaterial, record);
 }
 
 std::shared_ptr<const HostKernel> HostKernelCache::buildAndStore(const std::string& keyMaterial,
@@ -425,10 +378,10 @@ std::shared_ptr<const HostKernel> HostKernelCache::compile(llvm::StringRef sourc
                                                            llvm::StringRef kernelName) {
   // The command as well as its --version: a wrapper script (WIDEFUSE_HOST_CXX) that adds or
   // drops flags reports the compiler's version but builds another kernel.
-  std::string keyMaterial =
-      fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}", compilerCommand(), compilerIdentity(),
-                  hostCpuIdentity(), kFlags, hostPrelude().str(), kernelName.str(), source.str());
-  return loadOrBuild(keyMaterial, source, kernelName);
+  std::string command = compilerCommand(), identity = compilerIdentity(), cpu = hostCpuIdentity();
+  std::string key = keyMaterial({"widefuse host kernel cache key", command, identity, cpu, kFlags,
+                                 hostPrelude(), kernelName, source});
+  return loadOrBuild(key, source, kernelName);
 }
 
 } // namespace widefuse

@@ -3,7 +3,7 @@
 /// by the host C++ compiler into a shared object, cached on disk like cubins and loaded with
 /// dlopen.
 
-#include "runtime/cubin_cache.h"
+#include "runtime/kernel_store.h"
 
 #include <llvm/ADT/StringRef.h>
 
@@ -64,7 +64,7 @@ private:
 /// per process. One thread builds a given kernel at a time; the others wait for it.
 class HostKernelCache {
 public:
-  /// Uses the directory and disk setting of `options` (see CubinCache).
+  /// Uses the base directory and disk setting of `options` (records in its `host/`).
   explicit HostKernelCache(KernelCacheOptions options = {});
   ~HostKernelCache();
 
@@ -108,16 +108,15 @@ private:
                                               const std::string& stem, std::string& problem);
   void storeRecord(const std::string& keyMaterial, llvm::StringRef kernelName,
                    llvm::StringRef image);
-  std::string recordPath(llvm::StringRef keyMaterial) const;
 
-  std::string directory_;    // <cache dir>/host
-  std::string warningTopic_; // <cache dir>: its problems are reported once per process
+  /// Records in `<cache dir>/host/`, `<hash>.wfhost`.
+  KernelStore store_;
   mutable std::mutex mutex_;
-  bool useDisk_ = false; // guarded by mutex_: a failed write turns it off
   std::condition_variable built_;
   std::unordered_set<std::string> building_; // keys some thread is building
   std::unordered_map<std::string, std::shared_ptr<const HostKernel>> kernels_;
-  /// The host and device preludes precompiled in directory_ (null without a usable disk cache).
+  /// The host and device preludes precompiled in the store's directory (null without a usable disk
+  /// cache).
   std::unique_ptr<HostPrecompiledPrelude> prelude_;
 };
 

@@ -46,9 +46,9 @@ std::string HostPrecompiledPrelude::headerPath(llvm::StringRef compilerCommand,
   if (directory_.empty() || !plainPath(directory_))
     return "";
   std::string stem =
-      cacheRecordFileName(fmt::format("precompiled prelude\n{}\n{}\n{}\n{}", compilerCommand.str(),
-                                      identity.str(), flags.str(), headerText()));
-  return joinCachePath(directory_, "prelude-" + stem.substr(0, stem.find('.')) + ".h");
+      cacheRecordStem(fmt::format("precompiled prelude\n{}\n{}\n{}\n{}", compilerCommand.str(),
+                                  identity.str(), flags.str(), headerText()));
+  return joinCachePath(directory_, "prelude-" + stem + ".h");
 }
 
 void HostPrecompiledPrelude::prepare(llvm::StringRef compilerCommand, llvm::StringRef flags,

@@ -1,6 +1,7 @@
 #include "runtime/none/none_backend.h"
 
 #include "runtime/binding_cache.h"
+#include "runtime/cuda/fusion_cubins.h"
 
 namespace widefuse {
 namespace {
@@ -27,10 +28,14 @@ private:
 class NoneBackend final : public Backend {
 public:
   llvm::StringRef name() const override { return "none"; }
-  Lowering lowering() const override { return Lowering::Binaries; }
+  Lowering lowering() const override { return Lowering::Kernels; }
+  // The CUDA backend's cubins, without a device: what a step costs up to the launch.
+  void compile(CompiledFusion& compiled, const ExecutorOptions& options) const override {
+    compileCubins(compiled, CubinCache::global(), {options.cuda.fmad, *options.dumps});
+  }
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
-                                     const ExecutorOptions&, void*) const override {
+                                     const ExecutorOptions&, std::optional<void*>) const override {
     return std::make_unique<BoundFusion>(fusion, std::move(compiled));
   }
 };

@@ -5,6 +5,7 @@
 // fusion, so spills are allowed here; the optimizer kernels' spill-free budget is checked in
 // tests/runtime/fusion_compiler_test.cpp and tests/optim/adam_kernel_stats_test.cpp.
 
+#include "runtime/cuda/fusion_cubins.h"
 #include "runtime/fusion_compiler.h"
 
 #include "tests/codegen/test_fusions.h"
@@ -25,11 +26,11 @@ void expectCompiles(const Fusion& fusion, llvm::StringRef arch, SegmentationMode
   FusionCompileOptions options;
   options.mode = mode;
   options.device = deviceForArch(arch);
-  CompiledFusion compiled = compileFusion(fusion, options, cache);
+  CompiledFusion compiled = compileFusionToCubins(fusion, options, cache);
   ASSERT_FALSE(compiled.kernels.empty());
   for (const FusionKernel& kernel : compiled.kernels) {
     ASSERT_TRUE(kernel.compiled);
-    EXPECT_FALSE(kernel.compiled->cubin.empty());
+    EXPECT_FALSE(kernel.compiled->image.empty());
     EXPECT_GT(kernel.compiled->stats.registers, 0) << kernel.plan->name;
     // The register cap of the blocks per multiprocessor the kernel ended up compiled for
     // (compileFusion lowers it while a kernel spills).

@@ -6,6 +6,7 @@
 // tensors.
 
 #include "optim/adam.h"
+#include "runtime/cuda/fusion_cubins.h"
 #include "runtime/fusion_compiler.h"
 
 #include <fmt/format.h>
@@ -54,7 +55,7 @@ TEST(AdamKernelStats, EveryConfigurationCompilesForSm90WithoutSpills) {
       options.mode = SegmentationMode::Batched;
       options.device = deviceForArch("sm_90");
       CubinCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
-      CompiledFusion compiled = compileFusion(*adam.fusion, options, cache);
+      CompiledFusion compiled = compileFusionToCubins(*adam.fusion, options, cache);
       for (const FusionKernel& kernel : compiled.kernels) {
         const KernelStats& stats = kernel.compiled->stats;
         EXPECT_EQ(stats.spillBytes(), 0)
@@ -91,7 +92,7 @@ TEST(AdamKernelStats, MixedPrecisionUses16ByteAccessesWithoutSpills) {
       options.mode = SegmentationMode::Batched;
       options.device = deviceForArch("sm_90");
       CubinCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
-      CompiledFusion compiled = compileFusion(*adam.fusion, options, cache);
+      CompiledFusion compiled = compileFusionToCubins(*adam.fusion, options, cache);
       unsigned widest = 0; // of the flat bodies: a 0-d parameter's moves one element
       for (const FusionKernel& kernel : compiled.kernels) {
         EXPECT_EQ(kernel.compiled->stats.spillBytes(), 0) << what;

@@ -11,6 +11,8 @@
 
 #include "tests/optim/mixed_precision_support.h"
 
+#include "ir/error.h"
+
 #include <gtest/gtest.h>
 
 using namespace widefuse;

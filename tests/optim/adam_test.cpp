@@ -8,6 +8,7 @@
 
 #include "optim/adam.h"
 
+#include "ir/error.h"
 #include "ir/evaluator.h"
 #include "ir/half_float.h"
 #include "runtime/fusion_executor.h"

@@ -105,7 +105,7 @@ void checkAdam(const optim::AdamConfig& config, SegmentationMode mode, Residency
   ExecutorOptions options;
   options.backend = "cuda";
   options.mode = mode;
-  options.fmad = false;
+  options.cuda.fmad = false;
   options.cuda.stream = stream;
   options.schedule = schedule;
   FusionExecutorCache executor(*adam.fusion, options);
@@ -216,7 +216,7 @@ TEST(CudaAdam, SixHundredParametersUseADeviceTableAndAPreparedRun) {
   ExecutorOptions options;
   options.backend = "cuda";
   options.mode = SegmentationMode::Batched;
-  options.fmad = false;
+  options.cuda.fmad = false;
   FusionExecutorCache executor(*adam.fusion, options);
   DeviceState resident(device, *adam.fusion, onDevice);
   std::unique_ptr<PreparedRun> prepared = executor.prepare(resident.arguments);
@@ -269,7 +269,7 @@ TEST(CudaAdam, ViewsStartingMidVectorPeelAHeadOrStayScalar) {
     ExecutorOptions options;
     options.backend = "cuda";
     options.mode = SegmentationMode::Batched;
-    options.fmad = false;
+    options.cuda.fmad = false;
     FusionExecutorCache executor(*adam.fusion, options);
     for (int step = 0; step < 3; ++step) {
       executor.run(arguments);

@@ -1,6 +1,6 @@
-#include "runtime/cuda_compiler.h"
+#include "runtime/cuda/cuda_compiler.h"
 
-#include "runtime/nvrtc_library.h"
+#include "runtime/cuda/nvrtc_library.h"
 #include "tests/runtime/runtime_test_support.h"
 #include "tests/support/error_of.h"
 #include "tests/support/file_contents.h"
@@ -38,11 +38,11 @@ class CompileForArch : public ::testing::TestWithParam<const char*> {};
 TEST_P(CompileForArch, GivesCubinPtxAndStats) {
   CompileOptions options;
   options.arch = GetParam();
-  CudaBinary kernel = compileCuda(addKernelSource("add_one"), "add_one", options);
+  KernelImage kernel = compileCuda(addKernelSource("add_one"), "add_one", options);
   EXPECT_EQ(kernel.name, "add_one");
-  EXPECT_EQ(kernel.arch, GetParam());
-  ASSERT_GE(kernel.cubin.size(), 4u);
-  EXPECT_EQ(std::string(kernel.cubin.begin(), kernel.cubin.begin() + 4), "\x7f"
+  EXPECT_EQ(kernel.target, GetParam());
+  ASSERT_GE(kernel.image.size(), 4u);
+  EXPECT_EQ(std::string(kernel.image.begin(), kernel.image.begin() + 4), "\x7f"
                                                                          "ELF");
   EXPECT_TRUE(contains(kernel.ptx, ".entry add_one(")) << kernel.ptx;
   EXPECT_TRUE(contains(kernel.ptx, std::string(".target ") + GetParam())) << kernel.ptx;
@@ -50,7 +50,7 @@ TEST_P(CompileForArch, GivesCubinPtxAndStats) {
   EXPECT_GT(kernel.stats.registers, 0) << kernel.log;
   EXPECT_EQ(kernel.stats.spillBytes(), 0) << kernel.log;
   EXPECT_EQ(kernel.stats.stackBytes, 0) << kernel.log;
-  EXPECT_GT(kernel.nvrtcMilliseconds, 0);
+  EXPECT_GT(kernel.compileMilliseconds, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, CompileForArch, ::testing::Values("sm_80", "sm_90"));
@@ -62,12 +62,12 @@ TEST(CudaCompiler, FmadOffKeepsMultiplyAndAddSeparate) {
                        "  out[i] = a[i] * b[i] + c[i];\n"
                        "}\n";
   CompileOptions fused;
-  CudaBinary on = compileCuda(source, "muladd", fused);
+  KernelImage on = compileCuda(source, "muladd", fused);
   EXPECT_TRUE(contains(on.ptx, "fma.rn.f32")) << on.ptx;
 
   CompileOptions separate;
   separate.fmad = false;
-  CudaBinary off = compileCuda(source, "muladd", separate);
+  KernelImage off = compileCuda(source, "muladd", separate);
   EXPECT_FALSE(contains(off.ptx, "fma.rn.f32")) << off.ptx;
   EXPECT_TRUE(contains(off.ptx, "mul.rn.f32")) << off.ptx;
   EXPECT_TRUE(contains(off.ptx, "add.rn.f32")) << off.ptx;

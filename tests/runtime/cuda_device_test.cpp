@@ -2,7 +2,7 @@
 // memory round trips. Every test skips when no device is present (label `gpu`).
 #include "runtime/cuda/cuda_device.h"
 
-#include "runtime/cuda_compiler.h"
+#include "runtime/cuda/cuda_compiler.h"
 #include "tests/support/error_of.h"
 
 #include <gtest/gtest.h>
@@ -45,7 +45,7 @@ extern "C" __global__ void copy_large(const __grid_constant__ LargeParams params
 }
 )";
 
-CudaBinary compileFor(const CudaDevice& device, const char* source, const char* name) {
+KernelImage compileFor(const CudaDevice& device, const char* source, const char* name) {
   CompileOptions options;
   options.arch = device.description().arch;
   return compileCuda(source, name, options);

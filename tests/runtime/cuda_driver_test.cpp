@@ -327,8 +327,8 @@ protected:
   std::unique_ptr<CudaDriver> driver;
 };
 
-CudaBinary fakeKernel(std::string arch = "sm_90", std::string image = "FAKECUBIN") {
-  return CudaBinary{"fill", std::move(arch), {image.begin(), image.end()}, {}, {}, {}, 0};
+KernelImage fakeKernel(std::string arch = "sm_90", std::string image = "FAKECUBIN") {
+  return KernelImage{"fill", std::move(arch), {image.begin(), image.end()}, {}, {}, {}, 0};
 }
 
 TEST_F(FakeDevice, DescribesTheDevice) {

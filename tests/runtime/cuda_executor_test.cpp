@@ -50,7 +50,7 @@ TEST(CudaExecutor, SeedAdamMatchesTheReferenceInEveryMode) {
     ExecutorOptions options;
     options.backend = "cuda";
     options.mode = mode;
-    options.fmad = false;
+    options.cuda.fmad = false;
     FusionExecutorCache executor(*fusion, options);
     for (int step = 0; step < 3; ++step) {
       executor.run(arguments(device));
@@ -103,7 +103,7 @@ TEST(CudaExecutor, ReductionsOfEveryScopeEqualTheEvaluatorBitForBit) {
     ExecutorOptions options;
     options.backend = "cuda";
     options.mode = mode;
-    options.fmad = false;
+    options.cuda.fmad = false;
     FusionExecutorCache executor(*fusion, options);
     for (int run = 0; run < 2; ++run) { // the second reuses the workspace and tickets
       RunResult result = executor.run(arguments);

@@ -230,17 +230,15 @@ void runOnHostWithGrid(
     const Fusion& fusion, AdamState& state, unsigned grid, const BlockOrder& order,
     HostExecution execution, unsigned workers = 1, const ScheduleOptions& schedule = {},
     const std::function<void(std::string&)>& edit = [](std::string&) {}) {
-  CubinCache nvrtc(KernelCacheOptions{std::nullopt, false});
   FusionCompileOptions options;
   options.mode = SegmentationMode::Batched;
   options.schedule = schedule;
-  options.emitOnly = true;
   std::vector<Argument> arguments = state.arguments();
   Specialization specialization = declaredSpecialization(segment(fusion, {options.mode}));
   for (size_t i = 0; i < arguments.size(); ++i)
     if (const TensorRef* tensor = std::get_if<TensorRef>(&arguments[i]))
       specialization.denseInputs[i] = tensor->isContiguous();
-  CompiledFusion compiled = compileFusion(fusion, options, nvrtc, &specialization);
+  CompiledFusion compiled = compileFusion(fusion, options, &specialization);
   HostKernelCache hostCache(KernelCacheOptions{std::nullopt, false});
   std::vector<std::shared_ptr<const HostKernel>> kernels;
   for (const FusionKernel& kernel : compiled.kernels) {

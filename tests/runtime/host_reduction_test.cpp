@@ -3,6 +3,7 @@
 // and verifying in forward, reverse and shuffled block and thread orders, on one and several
 // CPU threads, over members of awkward sizes (0, 1, 1023, 1025, 4097 elements).
 
+#include "runtime/cuda/fusion_cubins.h"
 #include "runtime/fusion_executor.h"
 #include "runtime/prepared_run.h"
 #include "segmenter/segment.h"
@@ -254,10 +255,10 @@ TEST(HostReductions, NvrtcCompilesTheDeviceHalfOfEveryPhase) {
     fd.addOutput(max(y, {1}));
     auto fusion = fd.finalize();
     CubinCache cache(KernelCacheOptions{std::nullopt, /*useDisk=*/false});
-    CompiledFusion compiled = compileFusion(*fusion, FusionCompileOptions{}, cache);
+    CompiledFusion compiled = compileFusionToCubins(*fusion, FusionCompileOptions{}, cache);
     ASSERT_FALSE(compiled.kernels.empty()) << shortName(dtype).str();
     for (const FusionKernel& kernel : compiled.kernels)
-      EXPECT_FALSE(kernel.compiled->cubin.empty()) << kernel.plan->name;
+      EXPECT_FALSE(kernel.compiled->image.empty()) << kernel.plan->name;
   }
 }
 

@@ -4,7 +4,7 @@
 //
 //   kernel_cache_child nvrtc|host CACHE_DIR START_FD
 
-#include "runtime/cubin_cache.h"
+#include "runtime/cuda/cubin_cache.h"
 #include "runtime/host/host_compiler.h"
 
 #include "tests/runtime/runtime_test_support.h"
@@ -23,7 +23,7 @@ namespace {
 int compileWithNvrtc(const KernelCacheOptions& options) {
   CubinCache cache(options);
   CacheResult result = cache.compile(testing::addKernelSource("shared"), "shared", {});
-  bool right = result.kernel->name == "shared" && !result.kernel->cubin.empty() &&
+  bool right = result.kernel->name == "shared" && !result.kernel->image.empty() &&
                result.kernel->ptx.find(".entry shared(") != std::string::npos;
   fmt::print("{}\n", cacheOutcomeName(result.outcome));
   return right ? 0 : 1;

@@ -2,7 +2,7 @@
 // the right kernel, and the directory ends with one valid record and no temporary files. The
 // children (kernel_cache_child) block on a pipe until all of them are running, then compile.
 
-#include "runtime/cubin_cache.h"
+#include "runtime/cuda/cubin_cache.h"
 #include "runtime/host/host_compiler.h"
 
 #include "tests/runtime/runtime_test_support.h"

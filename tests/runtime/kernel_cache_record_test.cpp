@@ -1,3 +1,4 @@
+#include "runtime/cuda/cubin_cache.h"
 #include "runtime/kernel_cache_record.h"
 
 #include <gtest/gtest.h>
@@ -6,16 +7,16 @@ using namespace widefuse;
 
 namespace {
 
-CudaBinary sampleKernel() {
+KernelImage sampleKernel() {
   // Designated initialisers: assigning a literal to a std::string member trips GCC 12's
   // false -Wrestrict positive.
-  return CudaBinary{.name = "k",
-                    .arch = "sm_90",
-                    .cubin = {'\x7f', 'E', 'L', 'F', '\0', '\x01', '\xff'},
-                    .ptx = ".visible .entry k()\n{\n\tret;\n}\n",
-                    .log = "ptxas info    : Used 4 registers",
-                    .stats = {4, 8, 12, 16},
-                    .nvrtcMilliseconds = 12.5};
+  return KernelImage{.name = "k",
+                     .target = "sm_90",
+                     .image = {'\x7f', 'E', 'L', 'F', '\0', '\x01', '\xff'},
+                     .ptx = ".visible .entry k()\n{\n\tret;\n}\n",
+                     .log = "ptxas info    : Used 4 registers",
+                     .stats = {4, 8, 12, 16},
+                     .compileMilliseconds = 12.5};
 }
 
 std::string sampleKey() {
@@ -24,22 +25,22 @@ std::string sampleKey() {
 }
 
 TEST(KernelCacheRecord, RoundTripsEveryField) {
-  CudaBinary kernel = sampleKernel();
+  KernelImage kernel = sampleKernel();
   std::string key = sampleKey();
   std::string problem;
-  std::optional<CudaBinary> decoded =
+  std::optional<KernelImage> decoded =
       decodeCacheRecord(encodeCacheRecord(key, kernel), key, problem);
   ASSERT_TRUE(decoded) << problem;
   EXPECT_EQ(decoded->name, kernel.name);
-  EXPECT_EQ(decoded->arch, kernel.arch);
-  EXPECT_EQ(decoded->cubin, kernel.cubin);
+  EXPECT_EQ(decoded->target, kernel.target);
+  EXPECT_EQ(decoded->image, kernel.image);
   EXPECT_EQ(decoded->ptx, kernel.ptx);
   EXPECT_EQ(decoded->log, kernel.log);
   EXPECT_EQ(decoded->stats.registers, 4);
   EXPECT_EQ(decoded->stats.spillStoreBytes, 8);
   EXPECT_EQ(decoded->stats.spillLoadBytes, 12);
   EXPECT_EQ(decoded->stats.stackBytes, 16);
-  EXPECT_EQ(decoded->nvrtcMilliseconds, 12.5);
+  EXPECT_EQ(decoded->compileMilliseconds, 12.5);
 }
 
 TEST(KernelCacheRecord, EveryTruncationIsRejected) {
@@ -99,7 +100,7 @@ TEST(KernelCacheRecord, KeyCoversEveryInput) {
       EXPECT_NE(keys[i], keys[j]) << i << " vs " << j;
       EXPECT_NE(hashKey(keys[i]).first, hashKey(keys[j]).first) << i << " vs " << j;
       EXPECT_NE(hashKey(keys[i]).second, hashKey(keys[j]).second) << i << " vs " << j;
-      EXPECT_NE(cacheRecordFileName(keys[i]), cacheRecordFileName(keys[j]));
+      EXPECT_NE(cacheRecordStem(keys[i]), cacheRecordStem(keys[j]));
     }
   EXPECT_EQ(hashKey(keys[0]), hashKey(kernelCacheKey("a", "k", base, "13.0")));
   // Two independent halves: not the same function of the key.

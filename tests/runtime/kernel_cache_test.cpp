@@ -1,4 +1,4 @@
-#include "runtime/cubin_cache.h"
+#include "runtime/cuda/cubin_cache.h"
 #include "runtime/kernel_cache_record.h"
 
 #include "tests/runtime/runtime_test_support.h"
@@ -42,16 +42,16 @@ KernelCacheOptions inMemory() {
   return options;
 }
 
-void expectSameKernel(const CudaBinary& a, const CudaBinary& b) {
+void expectSameKernel(const KernelImage& a, const KernelImage& b) {
   EXPECT_EQ(a.name, b.name);
-  EXPECT_EQ(a.arch, b.arch);
-  EXPECT_EQ(a.cubin, b.cubin);
+  EXPECT_EQ(a.target, b.target);
+  EXPECT_EQ(a.image, b.image);
   EXPECT_EQ(a.ptx, b.ptx);
   EXPECT_EQ(a.log, b.log);
   EXPECT_EQ(a.stats.registers, b.stats.registers);
   EXPECT_EQ(a.stats.spillBytes(), b.stats.spillBytes());
   EXPECT_EQ(a.stats.stackBytes, b.stats.stackBytes);
-  EXPECT_EQ(a.nvrtcMilliseconds, b.nvrtcMilliseconds);
+  EXPECT_EQ(a.compileMilliseconds, b.compileMilliseconds);
 }
 
 TEST(CubinCache, MissThenMemoryHit) {
@@ -80,14 +80,14 @@ TEST(CubinCache, EveryOptionIsPartOfTheKey) {
   EXPECT_EQ(cache.compile(source, "add_one", noFmad).outcome, CacheOutcome::Miss);
   EXPECT_EQ(cache.compile(addKernelSource("add_one", 2), "add_one", {}).outcome,
             CacheOutcome::Miss);
-  EXPECT_EQ(cache.compile(source, "add_one", sm80).kernel->arch, "sm_80");
+  EXPECT_EQ(cache.compile(source, "add_one", sm80).kernel->target, "sm_80");
   EXPECT_EQ(cache.memoryRecords(), 4u);
 }
 
 TEST(CubinCache, SecondCacheLoadsFromDisk) {
   TempDir directory;
   std::string source = addKernelSource("add_one");
-  std::shared_ptr<const CudaBinary> compiled;
+  std::shared_ptr<const KernelImage> compiled;
   {
     CubinCache cache(onDisk(directory));
     EXPECT_TRUE(cache.diskEnabled());
@@ -120,7 +120,7 @@ void expectDamagedEntryIsRecompiled(const std::function<std::string(std::string)
   TempDir directory;
   std::string source = addKernelSource("add_one");
   CubinCache first(onDisk(directory));
-  std::shared_ptr<const CudaBinary> compiled = first.compile(source, "add_one", {}).kernel;
+  std::shared_ptr<const KernelImage> compiled = first.compile(source, "add_one", {}).kernel;
   std::string path = first.recordPath(source, "add_one", {});
   std::string entry = readFile(path);
   writeFile(path, damage(entry));
@@ -134,7 +134,7 @@ void expectDamagedEntryIsRecompiled(const std::function<std::string(std::string)
                                      " is corrupt; recompiling"))
       << warnings;
   EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
-  EXPECT_EQ(result.kernel->cubin, compiled->cubin);
+  EXPECT_EQ(result.kernel->image, compiled->image);
 
   // The entry was overwritten with a valid one.
   CubinCache third(onDisk(directory));
@@ -227,7 +227,7 @@ TEST(CubinCache, RecordOfAnotherNvrtcVersionIsRecompiled) {
                                      "belongs to another key)"))
       << warnings;
   EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
-  EXPECT_EQ(result.kernel->cubin, compiled.kernel->cubin);
+  EXPECT_EQ(result.kernel->image, compiled.kernel->image);
 }
 
 TEST(CubinCache, ExistingDirectoryNobodyCanWriteCachesInMemory) {
@@ -358,7 +358,7 @@ TEST(CubinCache, ConcurrentCompilesAgree) {
     CacheResult result =
         later.compile(addKernelSource(groupName(group), group), groupName(group), {});
     EXPECT_EQ(result.outcome, CacheOutcome::DiskHit);
-    EXPECT_EQ(result.kernel->cubin, own[group].kernel->cubin);
+    EXPECT_EQ(result.kernel->image, own[group].kernel->image);
   }
 }
 
@@ -366,15 +366,15 @@ TEST(CubinCache, DefaultDirectoryFollowsTheEnvironment) {
   ScopedEnvironment cacheDir("WIDEFUSE_CACHE_DIR", "/tmp/wf-cache");
   ScopedEnvironment xdg("XDG_CACHE_HOME", "/tmp/xdg");
   ScopedEnvironment home("HOME", "/tmp/home");
-  EXPECT_EQ(CubinCache::defaultDirectory(), "/tmp/wf-cache");
+  EXPECT_EQ(defaultCacheDirectory(), "/tmp/wf-cache");
   {
     ScopedEnvironment noCacheDir("WIDEFUSE_CACHE_DIR", std::nullopt);
-    EXPECT_EQ(CubinCache::defaultDirectory(), "/tmp/xdg/widefuse");
+    EXPECT_EQ(defaultCacheDirectory(), "/tmp/xdg/widefuse");
     {
       ScopedEnvironment emptyXdg("XDG_CACHE_HOME", "");
-      EXPECT_EQ(CubinCache::defaultDirectory(), "/tmp/home/.cache/widefuse");
+      EXPECT_EQ(defaultCacheDirectory(), "/tmp/home/.cache/widefuse");
       ScopedEnvironment noHome("HOME", std::nullopt);
-      EXPECT_EQ(CubinCache::defaultDirectory(), std::nullopt);
+      EXPECT_EQ(defaultCacheDirectory(), std::nullopt);
     }
   }
 }

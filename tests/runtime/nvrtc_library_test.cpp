@@ -1,4 +1,4 @@
-#include "runtime/nvrtc_library.h"
+#include "runtime/cuda/nvrtc_library.h"
 
 #include "tests/runtime/runtime_test_support.h"
 #include "tests/support/error_of.h"

@@ -3,7 +3,8 @@
 /// version: a process compiles each kernel once, and a later process loads the cubin from
 /// disk instead of paying NVRTC again.
 
-#include "runtime/cuda_compiler.h"
+#include "runtime/cuda/cuda_compiler.h"
+#include "runtime/kernel_store.h"
 
 #include <llvm/ADT/StringRef.h>
 
@@ -15,29 +16,20 @@
 
 namespace widefuse {
 
-/// Where and whether a CubinCache stores records on disk.
-struct KernelCacheOptions {
-  /// The directory of the on-disk store; nullopt means defaultDirectory().
-  std::optional<std::string> directory;
-  /// Off keeps the cache in memory only and never touches the file system.
-  bool useDisk = true;
-};
-
-/// Where a CacheResult's kernel came from.
-enum class CacheOutcome { Miss, MemoryHit, DiskHit };
-
 /// One CubinCache::compile answer.
 struct CacheResult {
   /// The compiled kernel, shared with the cache (immutable, so safe to share across threads).
-  std::shared_ptr<const CudaBinary> kernel;
+  std::shared_ptr<const KernelImage> kernel;
   /// Where it came from.
   CacheOutcome outcome = CacheOutcome::Miss;
   /// Wall time of the whole compile() call (lookup, load or compile, store).
   double milliseconds = 0;
 };
 
-/// The name of a CacheOutcome: "miss", "memory hit", "disk hit".
-llvm::StringRef cacheOutcomeName(CacheOutcome outcome);
+/// The bytes that identify one compilation: source, kernel name, every compile option and
+/// the NVRTC version (a new NVRTC may generate different code from the same text).
+std::string kernelCacheKey(llvm::StringRef source, llvm::StringRef kernelName,
+                           const CompileOptions& options, llvm::StringRef nvrtcVersion);
 
 /// A thread-safe kernel cache. Concurrent compile() calls proceed in parallel (the lock is
 /// not held while NVRTC runs or files are read); two threads missing on one key may both
@@ -61,7 +53,7 @@ public:
 
   /// The on-disk store's directory ("" when there is none to use); records are written there
   /// only when diskEnabled().
-  std::string directory() const { return directory_; }
+  std::string directory() const { return store_.directory(); }
   /// Whether records are read from and written to directory().
   bool diskEnabled() const;
   /// The path of the record file a compilation would use (for tests and diagnostics).
@@ -73,23 +65,14 @@ public:
   /// reads the disk.
   void clearMemory();
 
-  /// The default directory of the on-disk store: $WIDEFUSE_CACHE_DIR, else
-  /// $XDG_CACHE_HOME/widefuse, else $HOME/.cache/widefuse; nullopt when none is set.
-  static std::optional<std::string> defaultDirectory();
-
   /// The process-wide cache with default options, made on first use.
   static CubinCache& global();
 
 private:
-  std::shared_ptr<const CudaBinary> loadFromDisk(const std::string& path,
-                                                 llvm::StringRef keyMaterial) const;
-  void storeToDisk(const std::string& path, llvm::StringRef keyMaterial, const CudaBinary& kernel);
-  void disableDisk(llvm::StringRef reason);
-
-  std::string directory_;
+  /// Records in the base directory itself, `<hash>.wfkernel`.
+  KernelStore store_;
   mutable std::mutex mutex_;
-  bool diskEnabled_ = false; // Guarded by mutex_: a failed write turns it off.
-  std::unordered_map<std::string, std::shared_ptr<const CudaBinary>> kernels_;
+  std::unordered_map<std::string, std::shared_ptr<const KernelImage>> kernels_;
 };
 
 } // namespace widefuse

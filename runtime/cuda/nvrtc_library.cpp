@@ -1,4 +1,4 @@
-#include "runtime/nvrtc_library.h"
+#include "runtime/cuda/nvrtc_library.h"
 
 #include "runtime/shared_library.h"
 

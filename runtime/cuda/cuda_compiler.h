@@ -3,6 +3,7 @@
 /// needed: NVRTC compiles for any arch it supports on a machine without a GPU.
 
 #include "ir/error.h"
+#include "runtime/kernel_image.h"
 
 #include <llvm/ADT/StringRef.h>
 
@@ -22,46 +23,13 @@ struct CompileOptions {
   unsigned maxRegisters = 0;
 };
 
-/// ptxas statistics of one kernel's entry function.
-struct KernelStats {
-  /// Registers per thread.
-  int registers = 0;
-  /// Bytes stored to local memory because registers ran out.
-  int spillStoreBytes = 0;
-  /// Bytes loaded back from local memory after a spill.
-  int spillLoadBytes = 0;
-  /// The entry function's stack frame in bytes.
-  int stackBytes = 0;
-  /// All spill traffic: a nonzero value means the kernel is register-bound.
-  int spillBytes() const { return spillStoreBytes + spillLoadBytes; }
-};
-
-/// One compiled kernel: what a launcher needs (the cubin, the entry name) plus what helps a
-/// person judge it (PTX, NVRTC's log, ptxas statistics, compile time).
-struct CudaBinary {
-  /// The entry function's name (`extern "C"`, so unmangled).
-  std::string name;
-  /// The arch the cubin is for, e.g. "sm_90".
-  std::string arch;
-  /// The cubin (an ELF image for the CUDA driver).
-  std::vector<char> cubin;
-  /// The PTX NVRTC produced on the way.
-  std::string ptx;
-  /// NVRTC's program log, including the ptxas -v lines.
-  std::string log;
-  /// ptxas statistics of the entry function.
-  KernelStats stats;
-  /// Wall time of nvrtcCompileProgram.
-  double nvrtcMilliseconds = 0;
-};
-
 /// Compiles `source` (which defines `extern "C" __global__ void <kernelName>`) to cubin for
 /// options.arch. Throws Error for an unsupported arch, a missing NVRTC, or a failed
 /// compilation; the last names the kernel, quotes NVRTC's log and gives the path of a file
 /// holding the source ($WIDEFUSE_DUMP_DIR/<kernelName>.cu when that variable is set, else a
 /// file in the system's temporary directory).
-CudaBinary compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
-                       const CompileOptions& options);
+KernelImage compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
+                        const CompileOptions& options);
 
 /// Parses ptxas -v output for one entry function (exposed for tests). Other functions'
 /// lines (callees such as __internal_accurate_pow, other entries) are ignored; a kernel the

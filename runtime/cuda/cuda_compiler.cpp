@@ -1,7 +1,7 @@
-#include "runtime/cuda_compiler.h"
+#include "runtime/cuda/cuda_compiler.h"
 
 #include "ir/error.h"
-#include "runtime/nvrtc_library.h"
+#include "runtime/cuda/nvrtc_library.h"
 
 #include <fmt/format.h>
 #include <llvm/ADT/STLExtras.h>
@@ -132,8 +132,8 @@ void checkArch(llvm::StringRef arch) {
          supportedArchList(nvrtc));
 }
 
-CudaBinary compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
-                       const CompileOptions& options) {
+KernelImage compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
+                        const CompileOptions& options) {
   const NvrtcLibrary& nvrtc = NvrtcLibrary::instance();
   checkArch(options.arch);
 
@@ -154,11 +154,11 @@ CudaBinary compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
                                             flagPointers.data());
   auto stop = std::chrono::steady_clock::now();
 
-  CudaBinary kernel;
+  KernelImage kernel;
   kernel.name = kernelName.str();
-  kernel.arch = options.arch;
+  kernel.target = options.arch;
   kernel.log = programLog(nvrtc, program.get());
-  kernel.nvrtcMilliseconds = std::chrono::duration<double, std::milli>(stop - start).count();
+  kernel.compileMilliseconds = std::chrono::duration<double, std::milli>(stop - start).count();
   if (result != kNvrtcSuccess)
     fail("NVRTC failed to compile kernel '{}' for {} ({}):\n{}\nsource: {}", kernelName,
          options.arch, nvrtc.errorString(result), kernel.log, dumpSource(source, kernelName));
@@ -172,9 +172,9 @@ CudaBinary compileCuda(llvm::StringRef source, llvm::StringRef kernelName,
 
   size_t cubinSize = 0;
   nvrtc.check(nvrtc.getCubinSize(program.get(), &cubinSize), "nvrtcGetCUBINSize");
-  kernel.cubin.resize(cubinSize);
-  nvrtc.check(nvrtc.getCubin(program.get(), kernel.cubin.data()), "nvrtcGetCUBIN");
-  WF_ASSERT(!kernel.cubin.empty(), "NVRTC gave no cubin for the real arch {}", options.arch);
+  kernel.image.resize(cubinSize);
+  nvrtc.check(nvrtc.getCubin(program.get(), kernel.image.data()), "nvrtcGetCUBIN");
+  WF_ASSERT(!kernel.image.empty(), "NVRTC gave no cubin for the real arch {}", options.arch);
 
   // A source that compiles but lacks the entry (a typo, a missing extern "C") would only
   // fail at launch, far from its cause.
