@@ -19,7 +19,7 @@ from ..data_type import DataType
 from ..fusion_definition import FusionDefinition
 from .fold import PendingFold, live_optimizers, pending_of
 from .pointwise_optimizer import nonfinite_message
-from .step_fusion import _tensor_input, layout, scaled_by, Source, StepFusion
+from .step_fusion import tensor_input, layout, scaled_by, Source, StepFusion
 
 # The dtypes a widefuse fusion reduces; other grads (complex, float8) go to torch's clip.
 _FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -173,9 +173,9 @@ def _norm(grads: list, max_norm: float, norm_type: float,
 
     def build() -> FusionDefinition:
         fd = FusionDefinition("clip_grad_norm_")
-        sink = StepFusion(fd)  # only for _tensor_input's checks and declarations
+        sink = StepFusion(fd)  # only for tensor_input's checks and declarations
         with fd:
-            inputs = [_tensor_input(fd, sink, g, Source("grad", k)) for k, g in enumerate(grads)]
+            inputs = [tensor_input(fd, sink, g, Source("grad", k)) for k, g in enumerate(grads)]
             values = [x if x.dtype is compute else x.to(compute) for x in inputs]
             if math.isinf(norm_type):
                 op, elements = ("max" if norm_type > 0 else "min"), [x.abs() for x in values]
@@ -211,9 +211,9 @@ def _scale(grads: list, coefficient: torch.Tensor, options: dict) -> int:
         fd = FusionDefinition("clip_grads_with_norm_")
         sink = StepFusion(fd)
         with fd:
-            coef = _tensor_input(fd, sink, coefficient, Source("clip_coef"))
+            coef = tensor_input(fd, sink, coefficient, Source("clip_coef"))
             for k, g in enumerate(grads):
-                grad = _tensor_input(fd, sink, g, Source("grad", k))
+                grad = tensor_input(fd, sink, g, Source("grad", k))
                 grad.copy_(scaled_by(grad, coef))
         return fd
 
