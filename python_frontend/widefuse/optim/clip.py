@@ -17,7 +17,7 @@ import torch
 from .. import reductions
 from ..data_type import DataType
 from ..fusion_definition import FusionDefinition
-from .fold import PendingFold, live_optimizers, pending_of
+from .fold import PendingFold, live_optimizers
 from .pointwise_optimizer import nonfinite_message
 from .step_fusion import tensor_input, layout, scaled_by, Source, StepFusion
 
@@ -73,7 +73,7 @@ def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0,
         raise RuntimeError(f"linalg.vector_norm cannot compute the {norm_type} norm on an empty "
                            "tensor because the operation does not have an identity")
     owner = _owner(with_grads) if fold else None
-    options = dict(owner._options) if owner is not None else dict(
+    options = owner.fusion_options if owner is not None else dict(
         mode="packed", threads=torch.get_num_threads())
     launches = _apply_pending(with_grads, options)  # a second clip: the first one's scaling
     total, coefficient, count = _norm(grads, max_norm_value, norm_type, options)
@@ -82,7 +82,7 @@ def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0,
     if error_if_nonfinite and not bool(torch.isfinite(total)):  # torch's synchronisation
         raise RuntimeError(nonfinite_message(norm_type))
     if owner is not None:
-        owner._pending_fold = PendingFold(coefficient, with_grads)
+        owner.set_pending_fold(PendingFold(coefficient, with_grads))
     else:
         last_launches = launches + _scale(grads, coefficient, options)
     return total
@@ -129,7 +129,7 @@ def _apply_pending(params: list, options: dict) -> int:
     wanted = {id(p) for p in params}
     launches = 0
     for optimizer in list(live_optimizers):
-        pending = pending_of(optimizer)
+        pending = optimizer.pending_fold
         if pending is None or not wanted & pending.grads.keys():
             continue
         mine = [(f"parameter {i} of param group {g}", p)
@@ -138,7 +138,7 @@ def _apply_pending(params: list, options: dict) -> int:
         if pending.verdict(mine):
             launches += _scale([p.grad for _, p in mine if id(p) in pending.grads],
                                pending.coefficient, options)
-        optimizer._pending_fold = None
+        optimizer.set_pending_fold(None)
     return launches
 
 
