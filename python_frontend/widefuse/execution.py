@@ -452,7 +452,11 @@ class _SteadyState:
 
 
 class PreparedExecution:
-    """A step prepared by FusionDefinition.prepare(): call it to run one step."""
+    """A step prepared by FusionDefinition.prepare(): call it to run one step.
+
+    A caller that keeps its own steady state over the prepared step (widefuse.optim's
+    PreparedStep) changes what the next step reads with rebind() and set_scalars() and runs
+    it with launch_raw(); release_inputs() lets go of arrays it keeps alive itself."""
 
     def __init__(self, runner: Runner, prepared: Any, inputs: list,
                  torch_device: Optional[str] = None, ran: bool = True,
@@ -460,8 +464,9 @@ class PreparedExecution:
                  outputs: Optional[list] = None) -> None:
         self._runner = runner
         self._outputs = outputs  # where every step writes the plain outputs (None: new ones)
-        self._prepared = prepared
-        self._inputs = inputs  # keeps the arrays (and so their memory) alive
+        self._prepared = prepared  # the extension's _PreparedRun
+        # Keeps the arrays (and so their memory) alive; None once the caller took that over.
+        self._inputs: Optional[list] = inputs
         self._torch_device = torch_device
         self._ran = ran
         self._stream = stream  # prepare()'s stream (None off the device)
@@ -477,4 +482,32 @@ class PreparedExecution:
         raw = self._prepared.launch(stream)
         if self._outputs is not None:
             return list(self._outputs) if self._ran else []
+        if self._inputs is None:
+            raise Error("this prepared step released its inputs (release_inputs()): run it "
+                        "with launch_raw()")
         return self._runner.outputs_for(raw, False, self._torch_device, self._inputs, self._ran)
+
+    def rebind(self, indices: Sequence[int], addresses: Sequence[int]) -> None:
+        """Points tensor inputs `indices` (positions among the fusion's inputs) at the memory
+        at `addresses` (data pointers) for the following steps: memory laid out as the
+        prepared array is, as a parameter's new grad is. Checked when set (null, alignment,
+        overlap with a copy_ destination): an Error changes nothing."""
+        self._prepared.rebind(indices, addresses)
+
+    def set_scalars(self, indices: Sequence[int], values: Sequence[Any]) -> None:
+        """Sets runtime scalar inputs `indices` to `values` for the following steps (a
+        scheduled learning rate), checked as execute() checks a number."""
+        self._prepared.set_scalars(indices, values)
+
+    def launch_raw(self, stream: Optional[int] = None) -> list:
+        """Runs one step on `stream` (a CUstream address; None: the executor's) and returns
+        the plain outputs as the extension gives them (NumPy arrays in their storage dtypes,
+        none with prepare(outputs=...)): the step alone, for a caller that reads its outputs
+        from the arrays it gave prepare() and picks its own stream."""
+        return self._prepared.launch(stream)
+
+    def release_inputs(self) -> None:
+        """Stops keeping the prepared input arrays alive, for a caller that keeps them alive
+        and in place itself and rebinds some step after step (an optimizer: a grad must be
+        freed when zero_grad drops it). Steps then run through launch_raw()."""
+        self._inputs = None

@@ -40,7 +40,7 @@ def copy_(source: Any, destination: Tensor) -> Any:
     if not isinstance(destination, Tensor):
         raise Error(f"copy_: the destination must be a traced tensor input, got "
                     f"{type(destination).__name__}")
-    destination._fd.copy_(source, destination)
+    destination.definition.copy_(source, destination)
     return source
 
 

@@ -513,6 +513,14 @@ class FusionDefinition:
         arrays (Runner.prepare)."""
         return self._running("prepare()").prepare(inputs, **options)
 
+    @property
+    def runner(self) -> Runner:
+        """What runs the finished definition (execution.Runner): its steady state alone
+        (run_steady, match_steady, launch_matched) and its DefinedFusion (`defined`), for
+        callers that keep a steady state of their own (the tracer, Thunder's regions)."""
+        runner = self._runner
+        return runner if runner is not None else self._running("fd.runner")
+
     def _running(self, what: str) -> Runner:
         self._finished(what)
         return self._runner

@@ -204,7 +204,7 @@ class TracedFunction:
         structure = structure_key((args, kwargs), arrays, _leaf_key)
         recording = self._by_structure.get(structure)
         if recording is not None and self._options is not None:
-            outputs = recording.definition._running("execute()").run_steady(arrays, self._options)
+            outputs = recording.definition.runner.run_steady(arrays, self._options)
             if outputs is not None:
                 self.last_definition = recording.definition
                 return _substitute(recording.result, outputs)

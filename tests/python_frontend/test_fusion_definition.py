@@ -12,6 +12,7 @@ import widefuse
 from conftest import DlpackOnly, assert_close, rebuilt_from_repr
 from test_seed_adam import reference_step
 from widefuse import DataType, FusionDefinition
+from widefuse.execution import options_key
 
 
 def nvfuser_fusion_id0(fd: FusionDefinition) -> None:
@@ -286,6 +287,44 @@ def test_prepared_execution_repeats_steps_in_place(rng):
         np.testing.assert_array_equal(sum_, initial * np.float32(0.5) ** k + np.float32(k))
     np.testing.assert_array_equal(x, initial * np.float32(0.125))
     assert float(step) == 3.0
+
+
+def test_a_prepared_step_rebinds_sets_and_launches_for_its_caller(rng):
+    # What widefuse.optim's PreparedStep drives: a grad rebound to new memory, a number set,
+    # the step launched alone, the inputs no longer held.
+    with FusionDefinition() as fd:
+        param = fd.define_tensor(shape=[-1])
+        grad = fd.define_tensor(shape=[-1])
+        lr = fd.define_scalar(dtype=DataType.Double)
+        fd.add_output(fd.ops.set(param - lr * grad), alias_input=param)
+    param = np.ones(64, np.float32)
+    grads = [rng.standard_normal(64).astype(np.float32) for _ in range(2)]
+    run = fd.prepare([param, grads[0], 0.5], backend="host")
+    assert run.launch_raw() == []
+    np.testing.assert_array_equal(param, np.float32(1) - np.float32(0.5) * grads[0])
+    run.rebind([1], [grads[1].ctypes.data])
+    run.set_scalars([2], [0.25])
+    before = param.copy()
+    run.launch_raw()
+    np.testing.assert_array_equal(param, before - np.float32(0.25) * grads[1])
+    with pytest.raises(widefuse.Error):  # checked when set: the parameter's own memory
+        run.rebind([1], [param.ctypes.data])
+    run.release_inputs()
+    with pytest.raises(widefuse.Error, match="released its inputs"):
+        run()
+    # The runner: the definition's steady state alone, after the `with` block only.
+    assert fd.runner.defined.input_names() == ["T0", "T1", "S2"]
+    inputs = [param, grads[0], 0.5]
+    assert fd.runner.run_steady(inputs, options_key(backend="host")) is None  # nothing ran yet
+    fd.execute(inputs, backend="host")
+    before = param.copy()
+    assert fd.runner.run_steady(inputs, options_key(backend="host")) == []
+    np.testing.assert_array_equal(param, before - np.float32(0.5) * grads[0])
+    unfinished = FusionDefinition()
+    with pytest.raises(widefuse.Error, match="fd.runner needs a finished definition"):
+        with unfinished:
+            unfinished.define_tensor(shape=[-1])
+            unfinished.runner
 
 
 def test_importing_widefuse_leaves_ml_dtypes_until_a_type_needs_it():

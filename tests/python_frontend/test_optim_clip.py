@@ -337,3 +337,37 @@ def test_widefuse_grad_scaler_checks_inside_the_step_as_torchs_recipe(max_grad_n
     assert scaler.get_scale() == reference_scaler.get_scale()
     for a, b in zip(ours, theirs):
         torch.testing.assert_close(a, b)
+
+
+def test_widefuse_grad_scaler_hands_the_step_a_step_scaling():
+    # No attribute is left on the optimizer; a grad_scale the caller set multiplies the
+    # scaler's scale and is consumed, as torch's scaler does it.
+    ours = [p.clone() for p in _params(3, 11)]
+    theirs = [p.clone() for p in ours]
+    optimizer = widefuse.optim.SGD(ours, lr=0.5)
+    reference = torch.optim.SGD(theirs, lr=0.5, foreach=False)
+    scaler = widefuse.optim.GradScaler("cpu", init_scale=8.0)
+    scaler.scale(torch.ones(()))
+    _set_grads(ours, theirs, 0, scale=1.0)
+    for p in ours:
+        p.grad *= 16.0  # the scaler's 8 times the caller's 2
+    optimizer.grad_scale = torch.tensor(2.0)
+    scaler.step(optimizer)
+    assert not hasattr(optimizer, "grad_scale") and not hasattr(optimizer, "found_inf")
+    reference.step()
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b)
+    # The handshake itself: the step computes the flag it was handed zeroed, and skips.
+    before = [p.clone() for p in ours]
+    ours[1].grad.view(-1)[0] = math.inf
+    found_inf = torch.zeros((1,))
+    with optimizer.scaled(widefuse.optim.StepScaling(torch.ones(()), found_inf,
+                                                     computes_found_inf=True)):
+        optimizer.step()
+    assert found_inf.item() == 1.0
+    for a, b in zip(ours, before):
+        assert torch.equal(a, b)
+    with optimizer.scaled(widefuse.optim.StepScaling(torch.ones(()), torch.ones(()))):
+        optimizer.step()  # a flag handed set: read, and the step skipped
+    for a, b in zip(ours, before):
+        assert torch.equal(a, b)

@@ -96,6 +96,24 @@ def test_the_package_has_no_import_cycle():
     assert not cycle, "import cycle: " + " -> ".join(cycle)
 
 
+def test_optim_and_thunder_are_the_top_layer():
+    """widefuse.optim and widefuse.thunder (the top layer of docs/architecture.md's table)
+    build on the rest of the package: no other module imports them, nor either the other."""
+    graph = import_graph(PACKAGE, "widefuse", EXTENSIONS)
+    tops = ("widefuse.optim", "widefuse.thunder")
+
+    def top_of(module: str) -> str:
+        return next((top for top in tops if module == top or module.startswith(top + ".")), "")
+
+    # Both are subpackages the walk sees.
+    assert "widefuse.thunder.regions" in graph["widefuse.thunder.jit_function"]
+    assert "widefuse.optim.step_fusion" in graph["widefuse.optim.pointwise_optimizer"]
+    for module, imported in sorted(graph.items()):
+        for target in sorted(imported):
+            if top_of(target):
+                assert top_of(module) == top_of(target), f"{module} imports {target}"
+
+
 def _write(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         path = root / name

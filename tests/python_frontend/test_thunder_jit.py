@@ -102,7 +102,7 @@ def test_the_options_it_sets_are_refused():
         widefuse.thunder.jit(_single_tensor_adam, executors=[])
 
 
-# The steady call (thunder_steady_call.py): later calls skip Thunder's dispatch, and every
+# The steady call (widefuse/thunder/steady_call.py): later calls skip Thunder's dispatch, and every
 # change Thunder's prologue or cache info would notice sends the call back through Thunder.
 
 def _mutations():

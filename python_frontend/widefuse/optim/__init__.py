@@ -2,8 +2,8 @@
 the ``PointwiseOptimizer`` base class for your own, and examples built on it (``SGD``,
 ``RMSprop``, ``Adagrad``, ``Adafactor``, ``Lion``, ``LAMB``), ``clip_grad_norm_``, torch's,
 whose scaling folds into the next step of the widefuse optimizer owning the grads, and
-``GradScaler``, torch's, whose inf check is that step's. Needs torch
-(``pip install widefuse[torch]``); the rest of widefuse does not."""
+``GradScaler``, torch's, whose inf check is that step's (it hands the step a ``StepScaling``).
+Needs torch (``pip install widefuse[torch]``); the rest of widefuse does not."""
 
 try:
     import torch  # noqa: F401
@@ -19,7 +19,8 @@ from .lamb import LAMB
 from .lion import Lion
 from .pointwise_optimizer import PointwiseOptimizer
 from .rmsprop import RMSprop
+from .scaling import StepScaling
 from .sgd import SGD
 
 __all__ = ["Adafactor", "Adagrad", "Adam", "AdamW", "GradScaler", "LAMB", "Lion",
-           "PointwiseOptimizer", "RMSprop", "SGD", "clip_grad_norm_"]
+           "PointwiseOptimizer", "RMSprop", "SGD", "StepScaling", "clip_grad_norm_"]

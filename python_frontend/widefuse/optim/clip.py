@@ -17,9 +17,9 @@ import torch
 from .. import reductions
 from ..data_type import DataType
 from ..fusion_definition import FusionDefinition
-from .fold import PendingFold, live_optimizers, pending_of
+from .fold import PendingFold, live_optimizers
 from .pointwise_optimizer import nonfinite_message
-from .step_fusion import _tensor_input, layout, scaled_by, Source, StepFusion
+from .step_fusion import tensor_input, layout, scaled_by, Source, StepFusion
 
 # The dtypes a widefuse fusion reduces; other grads (complex, float8) go to torch's clip.
 _FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -73,7 +73,7 @@ def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0,
         raise RuntimeError(f"linalg.vector_norm cannot compute the {norm_type} norm on an empty "
                            "tensor because the operation does not have an identity")
     owner = _owner(with_grads) if fold else None
-    options = dict(owner._options) if owner is not None else dict(
+    options = owner.fusion_options if owner is not None else dict(
         mode="packed", threads=torch.get_num_threads())
     launches = _apply_pending(with_grads, options)  # a second clip: the first one's scaling
     total, coefficient, count = _norm(grads, max_norm_value, norm_type, options)
@@ -82,7 +82,7 @@ def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0,
     if error_if_nonfinite and not bool(torch.isfinite(total)):  # torch's synchronisation
         raise RuntimeError(nonfinite_message(norm_type))
     if owner is not None:
-        owner._pending_fold = PendingFold(coefficient, with_grads)
+        owner.set_pending_fold(PendingFold(coefficient, with_grads))
     else:
         last_launches = launches + _scale(grads, coefficient, options)
     return total
@@ -129,7 +129,7 @@ def _apply_pending(params: list, options: dict) -> int:
     wanted = {id(p) for p in params}
     launches = 0
     for optimizer in list(live_optimizers):
-        pending = pending_of(optimizer)
+        pending = optimizer.pending_fold
         if pending is None or not wanted & pending.grads.keys():
             continue
         mine = [(f"parameter {i} of param group {g}", p)
@@ -138,7 +138,7 @@ def _apply_pending(params: list, options: dict) -> int:
         if pending.verdict(mine):
             launches += _scale([p.grad for _, p in mine if id(p) in pending.grads],
                                pending.coefficient, options)
-        optimizer._pending_fold = None
+        optimizer.set_pending_fold(None)
     return launches
 
 
@@ -173,9 +173,9 @@ def _norm(grads: list, max_norm: float, norm_type: float,
 
     def build() -> FusionDefinition:
         fd = FusionDefinition("clip_grad_norm_")
-        sink = StepFusion(fd)  # only for _tensor_input's checks and declarations
+        sink = StepFusion(fd)  # only for tensor_input's checks and declarations
         with fd:
-            inputs = [_tensor_input(fd, sink, g, Source("grad", k)) for k, g in enumerate(grads)]
+            inputs = [tensor_input(fd, sink, g, Source("grad", k)) for k, g in enumerate(grads)]
             values = [x if x.dtype is compute else x.to(compute) for x in inputs]
             if math.isinf(norm_type):
                 op, elements = ("max" if norm_type > 0 else "min"), [x.abs() for x in values]
@@ -211,9 +211,9 @@ def _scale(grads: list, coefficient: torch.Tensor, options: dict) -> int:
         fd = FusionDefinition("clip_grads_with_norm_")
         sink = StepFusion(fd)
         with fd:
-            coef = _tensor_input(fd, sink, coefficient, Source("clip_coef"))
+            coef = tensor_input(fd, sink, coefficient, Source("clip_coef"))
             for k, g in enumerate(grads):
-                grad = _tensor_input(fd, sink, g, Source("grad", k))
+                grad = tensor_input(fd, sink, g, Source("grad", k))
                 grad.copy_(scaled_by(grad, coef))
         return fd
 

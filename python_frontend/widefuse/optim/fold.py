@@ -9,7 +9,7 @@ The fold is valid only for the grads the clip read: it remembers each one's iden
 from __future__ import annotations
 
 import weakref
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -49,7 +49,3 @@ class PendingFold:
                     "into this step; call clip_grad_norm_(..., fold=False) to scale the grads "
                     "in place")
 
-
-def pending_of(optimizer: Any) -> Optional[PendingFold]:
-    """The optimizer's pending fold, or None."""
-    return getattr(optimizer, "_pending_fold", None)

@@ -6,8 +6,10 @@ pass of its own), then hands the optimizer the scale and the flag. For a widefus
 this scaler hands over a zeroed flag instead: the step's first pass computes it from the
 unscaled grads (one global ``any``, beside the clip's norm), writes it, and the second pass
 skips the update when it is set. ``update()`` then reads that flag as it reads torch's, on the
-device: the host never waits for it. Everything else (``scale``, ``unscale_``, ``update``,
-``state_dict``, other optimizers) is torch's.
+device: the host never waits for it. The scale and the flag reach the step as a
+``StepScaling`` (``with optimizer.scaled(...)``, scaling.py), not as the attributes torch's
+scaler sets. Everything else (``scale``, ``unscale_``, ``update``, ``state_dict``, other
+optimizers) is torch's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 from torch.amp.grad_scaler import OptState
 
 from .pointwise_optimizer import PointwiseOptimizer
+from .scaling import StepScaling
 
 
 class GradScaler(torch.amp.GradScaler):
@@ -43,12 +46,16 @@ class GradScaler(torch.amp.GradScaler):
         # The tensor update() reads, zeroed: the step's first pass writes 1.0 on an inf or NaN.
         found_inf = torch.zeros((1,), dtype=torch.float32, device=scale.device)
         state["found_inf_per_device"] = {scale.device: found_inf}
-        optimizer.grad_scale = scale * getattr(optimizer, "grad_scale", 1)
-        optimizer.found_inf = found_inf
-        optimizer.found_inf_in_step = True
+        # As torch's step: a grad_scale the caller set on the optimizer multiplies the scale,
+        # and neither attribute outlives the step.
+        handed = StepScaling(scale * getattr(optimizer, "grad_scale", 1), found_inf,
+                             computes_found_inf=True)
         try:
-            result = optimizer.step(*args, **kwargs)
+            with optimizer.scaled(handed):
+                result = optimizer.step(*args, **kwargs)
         finally:
-            del optimizer.grad_scale, optimizer.found_inf, optimizer.found_inf_in_step
+            for name in ("grad_scale", "found_inf"):
+                if hasattr(optimizer, name):
+                    delattr(optimizer, name)
         state["stage"] = OptState.STEPPED
         return result

@@ -24,16 +24,17 @@ constant of the traced step: changing it traces again.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections import OrderedDict
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 
 from .._widefuse import Error
 from ..errors import SpecializationRequest
-from .arguments import InvalidArgument
 from .fold import PendingFold, live_optimizers
+from .scaling import StepScaling, scaling_tensors
 from .step_fusion import (Entry, PreparedStep, StepFusion, capturing, group_key,
                           layout, local, refuse_tensor_hyperparameters, run_once, step_dtype,
                           trace_key, trace_step)
@@ -69,6 +70,8 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         self.grad_norm: Optional[torch.Tensor] = None
         # widefuse.optim.clip_grad_norm_'s scaling, folded into the next step (fold.py).
         self._pending_fold: Optional[PendingFold] = None
+        # What widefuse.optim.GradScaler hands the steps inside scaled() (scaling.py).
+        self._handed_scaling: Optional[StepScaling] = None
         # How the step's fusion runs: `threads` CPU threads on the host backend (default:
         # torch's intra-op thread count), ignored on the GPU.
         self._options = dict(mode=mode, threads=threads or torch.get_num_threads())
@@ -136,6 +139,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         if self._clip is not None and len(self._clip) == 2:  # ... or before error_if_nonfinite
             self._clip = (*self._clip, False)
         self.__dict__.setdefault("_pending_fold", None)  # a fold is not pickled: its grads aren't
+        self.__dict__.setdefault("_handed_scaling", None)
         self.__dict__.setdefault("grad_norm", None)
         # What update() receives: the constructor's defaults (torch's __setstate__ adds
         # "differentiable" to the defaults of an optimizer that has none).
@@ -206,8 +210,7 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        scaling = (_scaling_tensor(self, "grad_scale"), _scaling_tensor(self, "found_inf"),
-                   self._fold_coefficient())
+        scaling = (*scaling_tensors(self, self._handed_scaling), self._fold_coefficient())
         if not self._launch_prepared(scaling):
             if capturing():
                 # Preparing checks, traces, allocates state and loads kernels: none of it can
@@ -235,13 +238,43 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         self._pending_fold = None  # stale: a new backward replaced or rewrote every grad
         return None
 
-    # torch.amp.GradScaler hands its scale and inf flag to step() as attributes.
+    # What other parts of widefuse.optim hand the step
+    @property
+    def fusion_options(self) -> dict:
+        """execute()'s options for this optimizer's fusions (mode, threads): what
+        widefuse.optim.clip_grad_norm_ runs its fusions over these grads with."""
+        return dict(self._options)
+
+    @property
+    def pending_fold(self) -> Optional[PendingFold]:
+        """The clip_grad_norm_ scaling left to the next step() (fold.py), or None."""
+        return self._pending_fold
+
+    def set_pending_fold(self, fold: Optional[PendingFold]) -> None:
+        """Leaves `fold`, widefuse.optim.clip_grad_norm_'s scaling of exactly this optimizer's
+        grads, to the next step(), whose kernel multiplies the grads by its coefficient; None
+        drops a pending one (a second clip applied it in place, or it went stale)."""
+        self._pending_fold = fold
+
+    # torch.amp.GradScaler hands its scale and inf flag to step() as attributes (scaling.py).
     _step_supports_amp_scaling = True
 
+    @contextlib.contextmanager
+    def scaled(self, scaling: StepScaling) -> Iterator[None]:
+        """Hands `scaling` (widefuse.optim.GradScaler's scale and inf flag) to the step()s
+        inside the block, in place of torch's ``optimizer.grad_scale`` and
+        ``optimizer.found_inf`` attributes, which step() reads otherwise."""
+        previous, self._handed_scaling = self._handed_scaling, scaling
+        try:
+            yield
+        finally:
+            self._handed_scaling = previous
+
     def _found_inf_in_step(self) -> bool:
-        """True when widefuse.optim.GradScaler handed this step a zeroed found_inf for the step
-        to compute (grad_scaler.py), instead of torch's inf check's result to read."""
-        return bool(getattr(self, "found_inf_in_step", False))
+        """True when the step computes found_inf itself (StepScaling.computes_found_inf)
+        instead of reading the result of torch's inf check."""
+        handed = self._handed_scaling
+        return handed is not None and handed.computes_found_inf
 
     # The steady state
     def _launch_prepared(self, scaling: tuple) -> bool:
@@ -505,22 +538,6 @@ def _clip_option(max_grad_norm: Any, norm_type: Any,
     if norm_type != float("inf") and not norm_type > 0:
         raise ValueError(f"Invalid norm_type: {norm_type} (a number > 0, or inf)")
     return (float(max_grad_norm), float(norm_type), error_if_nonfinite)
-
-
-def _scaling_tensor(optimizer: Any, name: str) -> Optional[torch.Tensor]:
-    """GradScaler's `name` (grad_scale, found_inf) as the 0-d float32 view the step reads:
-    torch's fused kernels take 0-d and [1]-shaped ones."""
-    tensor = getattr(optimizer, name, None)
-    if tensor is None:
-        return None
-    if not isinstance(tensor, torch.Tensor) or tensor.numel() != 1 or tensor.dim() > 1:
-        shape = list(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
-        raise InvalidArgument(f"optimizer.{name} must be a 1-element tensor (0-d or [1], as "
-                              f"torch.amp.GradScaler makes it), got {shape}")
-    if tensor.dtype != torch.float32:
-        raise InvalidArgument(f"optimizer.{name} is {tensor.dtype}; GradScaler's tensors are "
-                              "torch.float32")
-    return tensor.view(()) if tensor.dim() == 1 else tensor
 
 
 def _check_grad(param: Any, grad: Any, where: str) -> None:

@@ -149,13 +149,13 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
                     for g in sorted({entry.group for entry in entries})}
         grad_scale = found_inf = None
         if scaling[0]:
-            grad_scale = _tensor_input(fd, step, _scale_layout(entries), Source("grad_scale"))
+            grad_scale = tensor_input(fd, step, _scale_layout(entries), Source("grad_scale"))
         if scaling[1]:
-            found_inf = _tensor_input(fd, step, _scale_layout(entries), Source("found_inf"))
+            found_inf = tensor_input(fd, step, _scale_layout(entries), Source("found_inf"))
         coefficient = None
         if len(scaling) > 2 and scaling[2] is not None:
-            coefficient = _tensor_input(fd, step, _scale_layout(entries, scaling[2]),
-                                        Source("clip_coef"))
+            coefficient = tensor_input(fd, step, _scale_layout(entries, scaling[2]),
+                                       Source("clip_coef"))
         def unscaled(grad: Tensor) -> Tensor:
             if coefficient is not None:  # the folded clip, before the step's unscale as in torch
                 grad = scaled_by(grad, coefficient)
@@ -165,9 +165,9 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
 
         inputs = []
         for k, entry in enumerate(entries):
-            param = _tensor_input(fd, step, stepped(entry.param), Source("param", k))
-            grad = _tensor_input(fd, step, stepped(entry.grad), Source("grad", k))
-            state = {key: _tensor_input(fd, step, stepped(value), Source("state", k, key))
+            param = tensor_input(fd, step, stepped(entry.param), Source("param", k))
+            grad = tensor_input(fd, step, stepped(entry.grad), Source("grad", k))
+            state = {key: tensor_input(fd, step, stepped(value), Source("state", k, key))
                      for key, value in entry.state.items()}
             inputs.append((param, unscaled(grad), state))
         grads = [grad for _, grad, _ in inputs]
@@ -196,14 +196,14 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
         fd.transposed_inputs = _TransposedGrads(fd, step, entries, grads, as_given)
         for k, (entry, (param, _, state)) in enumerate(zip(entries, inputs)):
             entry_values = [param, *state.values()]
-            entries_before = {id(t): Tensor(fd, t._value) for t in entry_values}
+            entries_before = {id(t): Tensor(fd, handle(t)) for t in entry_values}
             given = dict(state)
             update(param, grads[k], state, **keywords[entry.group])
             _add_new_state(fd, step, k, given, state)
             if skip is not None:
                 for tensor in entry_values:
                     before = entries_before[id(tensor)]
-                    if tensor._value is not before._value:
+                    if handle(tensor) is not handle(before):
                         tensor.copy_(torch.where(skip, before, tensor))
         if total_norm is not None:
             step.grad_norm_output = len(step.new_state)
@@ -246,7 +246,7 @@ class _TransposedGrads:
         if made is None:
             view = stepped(self._entries[k].grad).mT
             made = self._made[k] = self._as_given(
-                _tensor_input(self._fd, self._step, view, Source("grad_mT", k)))
+                tensor_input(self._fd, self._step, view, Source("grad_mT", k)))
         return Tensor(self._fd, handle(made))
 
 
@@ -282,8 +282,10 @@ def _scale_layout(entries: list[Entry], dtype: torch.dtype = torch.float32) -> t
     return torch.empty((), dtype=dtype, device=local(entries[0].param).device)
 
 
-def _tensor_input(fd: FusionDefinition, step: StepFusion, tensor: torch.Tensor,
-                  source: Source) -> Tensor:
+def tensor_input(fd: FusionDefinition, step: StepFusion, tensor: torch.Tensor,
+                 source: Source) -> Tensor:
+    """A tensor input of `fd` laid out as `tensor` (checked as a step's tensors are; complex
+    refused), its `source` recorded in `step`."""
     stride_order, contiguity = layout_of(tuple(tensor.shape), tensor.stride())
     data_type = check_tensor(tensor, source.name or source.kind, allow_grad=True)
     if data_type.is_complex:  # torch's optimizers step view_as_real(param): pairs of reals
@@ -420,7 +422,7 @@ class PreparedStep:
         self.grad_norm_buffer = None
         outputs = None
         if step.grad_norm_output is not None:
-            defined = step.definition._running("prepare()").defined
+            defined = step.definition.runner.defined
             self.grad_norm_buffer = torch.empty(
                 (), dtype=defined.output_types[step.grad_norm_output].torch, device=device)
             outputs = [self.grad_norm_buffer]
@@ -429,7 +431,7 @@ class PreparedStep:
         # The grads must not be kept alive. The state is, here as well as by the optimizer:
         # a state tensor replaced behind the optimizer's back (state[p]["exp_avg"] = t) must
         # not be freed while the prepared kernel still writes into it.
-        self.execution._inputs = []
+        self.execution.release_inputs()
         self.state_tensors = [value for entry in entries for value in entry.state.values()]
         self.launches = 0  # known after the first launch
         self.grad_norm = None  # the last launch's total grad norm (max_grad_norm)
@@ -460,7 +462,7 @@ class PreparedStep:
                 addresses.append(tensor.data_ptr())
                 self.scaling_tensors[i] = tensor
         if indices:
-            self.execution._prepared.rebind(indices, addresses)
+            self.execution.rebind(indices, addresses)
             for k, grad in changed_grads:
                 self.grads[k] = weakref.ref(grad)
         indices, values = [], []
@@ -474,8 +476,8 @@ class PreparedStep:
                 values.append(value)
                 self.scalars[position] = value
         if indices:
-            self.execution._prepared.set_scalars(indices, values)
-        self.execution._prepared.launch(
+            self.execution.set_scalars(indices, values)
+        self.execution.launch_raw(
             None if self.cuda_device is None else
             torch.cuda.current_stream(self.cuda_device).cuda_stream)
         if self.grad_norm_buffer is not None:

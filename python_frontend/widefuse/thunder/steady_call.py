@@ -29,8 +29,8 @@ import torch
 from thunder.common import CACHE_OPTIONS
 from thunder.executors.torchex import no_autocast
 
-from ._widefuse import structure_key
-from .thunder_executor import WidefuseFusion
+from .._widefuse import structure_key
+from .regions import WidefuseFusion
 
 try:  # Thunder's own tensor check, as its prologue runs it
     from thunder.executors.pythonex import _check_tensor_shape_and_metadata_impl as thunder_check

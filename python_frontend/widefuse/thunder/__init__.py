@@ -14,12 +14,16 @@ the other executors. Regions are called ``widefuse0``, ``widefuse1``, ...; their
 
 For a function that is one region over all its inputs (an optimizer step),
 ``widefuse.thunder.jit(fn)`` is ``thunder.jit`` with Thunder's per-call input checks done by
-widefuse, once, in C++ (widefuse/thunder_jit.py).
+widefuse, once, in C++ (jit_function.py).
+
+The modules: ``regions`` (the executor: claimed prims, the fusion pass, a region's callable),
+``jit_function`` (``jit``: the gate over the prologue's checks) and ``steady_call`` (a call like
+the last one without Thunder's dispatch).
 
 Needs Thunder (``lightning-thunder``); the rest of widefuse does not.
 """
 
-from .thunder_executor import WidefuseExecutor, WidefuseFusion, executor
-from .thunder_jit import jit
+from .jit_function import jit
+from .regions import WidefuseExecutor, WidefuseFusion, executor
 
 __all__ = ["WidefuseExecutor", "WidefuseFusion", "executor", "jit"]

@@ -8,7 +8,7 @@ asks every tensor for its storage, about 1 us a tensor), runs its prologue (whic
 tensor's shape, device, dtype and requires_grad in Python, about 2.4 us a tensor), and the
 widefuse region then compares the same tensors again. Here:
 
-- **The steady call** (thunder_steady_call.py): under torch.no_grad() (as optimizer steps
+- **The steady call** (steady_call.py): under torch.no_grad() (as optimizer steps
   run), a call like the last one skips Thunder's dispatch. Its structure key and the
   region's steady state (both in C++) check what the prologue and the cache info would, and
   the cache entry's computation runs. Anything else goes through Thunder, which decides.
@@ -35,9 +35,9 @@ from thunder.core.symbol import Symbol
 from thunder.core.trace import TraceCtx, from_trace, is_tracing
 from thunder.core.transform_common import Transform
 
-from ._widefuse import Error
-from .thunder_executor import WidefuseExecutor, WidefuseFusion
-from .thunder_steady_call import SteadyCall, record, thunder_check as _thunder_check
+from .._widefuse import Error
+from .regions import WidefuseExecutor, WidefuseFusion
+from .steady_call import SteadyCall, record, thunder_check as _thunder_check
 
 _gates = itertools.count()
 # What a step's fused trace may hold besides its one widefuse region.
@@ -63,7 +63,7 @@ def jit(fn: Callable[..., Any], *, mode: str = "batched", threads: Optional[int]
 
 class JitFunction:
     """A widefuse.thunder.jit function: tries the steady call of the last call's cache entry
-    first (thunder_steady_call.py), else calls the thunder.jit function and records its
+    first (steady_call.py), else calls the thunder.jit function and records its
     steady call. thunder.last_traces, cache_hits and the other inspection functions work on
     it as on the thunder.jit function."""
 

@@ -1,4 +1,4 @@
-"""The Lightning Thunder fusion executor behind ``widefuse.thunder`` (see that module): the
+"""The Lightning Thunder fusion executor behind ``widefuse.thunder`` (see that package): the
 claimed prims, the fusion pass that makes consecutive claimed symbols one region, and the
 region's callable, which builds a FusionDefinition per input layout and runs it.
 
@@ -26,12 +26,12 @@ except ImportError as error:  # pragma: no cover - exercised only without Thunde
     raise ImportError("widefuse.thunder needs Lightning Thunder: pip install lightning-thunder"
                       ) from error
 
-from ._widefuse import Error
-from .arguments import layout_of
-from .execution import options_key
-from .fusion_definition import FusionDefinition
-from .data_type import from_torch
-from .values import Tensor, Value
+from .._widefuse import Error
+from ..arguments import layout_of
+from ..data_type import from_torch
+from ..execution import options_key
+from ..fusion_definition import FusionDefinition
+from ..values import Tensor, Value
 
 # Thunder prims and the widefuse ops they become.
 _UNARY = {
@@ -96,7 +96,7 @@ class WidefuseExecutor(FusionExecutor):
 
     def __init__(self, name: str = "widefuse", *, mode: str = "batched",
                  threads: Optional[int] = None) -> None:
-        from . import __version__
+        from .. import __version__
         super().__init__(name, version=__version__)
         self.mode = mode
         self.threads = threads
@@ -242,7 +242,7 @@ class WidefuseFusion:
         # widefuse.thunder.jit's prologue compared them already (prematch).
         if self._last is not None:
             fd, pick = self._last
-            runner = fd._running("execute()")
+            runner = fd.runner
             matched, self._matched = self._matched, None
             plain = (runner.launch_matched(args, matched, self._options)
                      if matched is not None else None)
@@ -278,8 +278,7 @@ class WidefuseFusion:
         if self._last is None:
             return False
         with torch.no_grad():
-            token = self._last[0]._running("execute()").match_steady(tensors, order,
-                                                                    self._options)
+            token = self._last[0].runner.match_steady(tensors, order, self._options)
         self._matched = token
         return token is not None
 
