@@ -4,9 +4,9 @@
 // backend's compile of the same kernel, with and without the precompiled prelude. Results go
 // to docs/performance.md.
 
-#include "optim/seed_adam.h"
 #include "runtime/fusion_compiler.h"
 #include "runtime/host/host_compiler.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <benchmark/benchmark.h>
 #include <llvm/ADT/SmallString.h>

@@ -1,4 +1,4 @@
-// Adam on the GPU through FusionExecutorCache: torch's Adam step (optim/adam.h) for real
+// Adam on the GPU through FusionExecutorCache: torch's Adam step (tools/workloads/adam.h) for real
 // parameter lists, the parameters, gradients and state in device memory, stepped through a
 // PreparedRun as a training loop would. Per case (model x dtype) and segmentation mode it
 // reports the time per step and the achieved bandwidth: 7 tensor accesses per element (read
@@ -9,10 +9,10 @@
 // benchmarks/gpu/torch_adam.py steps torch's optimizers over exactly the same tensors in the
 // same run; benchmarks/gpu/report.py puts both side by side. Skips without a CUDA device.
 
-#include "optim/adam.h"
-#include "optim/model_presets.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
+#include "tools/workloads/adam.h"
+#include "tools/workloads/model_presets.h"
 
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>

@@ -14,11 +14,11 @@
 #include "tools/host_backend_options.h"
 
 #include "ir/error.h"
-#include "optim/model_presets.h"
 #include "runtime/cubin_cache.h"
 #include "runtime/fusion_executor.h"
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
+#include "tools/workloads/model_presets.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

@@ -4,7 +4,7 @@
 
 #include "ir/error.h"
 #include "ir/half_float.h"
-#include "optim/param_remainders.h"
+#include "tools/workloads/param_remainders.h"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 /// comparisons and the export the command reports.
 
 #include "ir/evaluator.h"
-#include "optim/adam.h"
+#include "tools/workloads/adam.h"
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -11,10 +11,10 @@
 
 #include "ir/error.h"
 #include "ir/runtime_shapes.h"
-#include "optim/model_presets.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
 #include "runtime/host/host_compiler.h"
+#include "tools/workloads/model_presets.h"
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>

@@ -11,10 +11,10 @@
 
 #include "ir/evaluator.h"
 #include "ir/fusion_definition.h"
-#include "optim/adam.h"
 #include "tests/support/driver_double.h"
 #include "tests/support/mixed_shapes.h"
 #include "tools/adam_state.h"
+#include "tools/workloads/adam.h"
 
 #include <gtest/gtest.h>
 

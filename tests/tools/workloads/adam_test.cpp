@@ -6,12 +6,12 @@
 // formula within 1e-6 + 1e-5 |expected|. Steps flagged by found_inf (with infinite and NaN
 // gradients) leave every tensor bit-identical. Bad configs give Errors like torch's.
 
-#include "optim/adam.h"
+#include "tools/workloads/adam.h"
 
 #include "ir/evaluator.h"
 #include "ir/half_float.h"
 #include "runtime/fusion_executor.h"
-#include "tests/optim/mixed_precision_support.h"
+#include "tests/tools/workloads/mixed_precision_support.h"
 
 #include <gtest/gtest.h>
 #include <llvm/ADT/STLExtras.h>

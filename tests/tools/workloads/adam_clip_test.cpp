@@ -7,14 +7,14 @@
 // unscaled grads hold an inf or a NaN writes found_inf = 1 and changes nothing else; the other
 // steps overwrite a stale found_inf with 0. Phases and launches are counted.
 
-#include "optim/adam.h"
+#include "tools/workloads/adam.h"
 
 #include "ir/error.h"
 #include "ir/evaluator.h"
 #include "ir/op_kind.h"
 #include "runtime/fusion_executor.h"
 #include "segmenter/segment.h"
-#include "tests/optim/mixed_precision_support.h"
+#include "tests/tools/workloads/mixed_precision_support.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "optim/adam.h"
+#include "tools/workloads/adam.h"
 
 #include "ir/error.h"
 #include "ir/fusion_definition.h"

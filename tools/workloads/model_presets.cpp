@@ -1,4 +1,4 @@
-#include "optim/model_presets.h"
+#include "tools/workloads/model_presets.h"
 
 #include "ir/error.h"
 

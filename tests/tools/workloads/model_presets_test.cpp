@@ -1,7 +1,7 @@
 // Model presets against independently known parameter counts (the published totals of each
 // model's PyTorch module), and the `--shapes` list parser on good and bad input.
 
-#include "optim/model_presets.h"
+#include "tools/workloads/model_presets.h"
 
 #include "ir/error.h"
 

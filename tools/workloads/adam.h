@@ -1,9 +1,13 @@
 #pragma once
 /// torch.optim.Adam / AdamW as one widefuse fusion: the per-parameter graphs of torch's
 /// `_single_tensor_adam`, every in-place update a copy_ deferred to the end (as in the seed
-/// rewrite, optim/seed_adam.h), with amsgrad, maximize, L2 or decoupled weight decay, a
+/// rewrite, tools/workloads/seed_adam.h), with amsgrad, maximize, L2 or decoupled weight decay, a
 /// capturable (tensor) learning rate, AMP's grad_scale / found_inf, gradient clipping by the
 /// total norm (max_grad_norm) and several param groups.
+///
+/// A workload of the tools (`widefuse adam`, the benchmarks, the C++ tests), frozen in
+/// features: the optimizer library is widefuse.optim (python_frontend/widefuse/optim), and new
+/// optimizer features land there only.
 ///
 /// The formula, per parameter of a group with hyperparameters (lr, beta1, beta2, eps, wd);
 /// "f64" is a Python float, and every tensor op is computed in the compute type of its
@@ -77,8 +81,8 @@
 ///   with zero and nonzero weight decay form two signature classes (two batched kernels);
 ///   groups that differ only in nonzero values share one kernel with lifted constants.
 
-#include "optim/param_remainders.h"
-#include "optim/seed_adam.h"
+#include "tools/workloads/param_remainders.h"
+#include "tools/workloads/seed_adam.h"
 
 #include "ir/fusion.h"
 #include "ir/fusion_definition.h"

@@ -3,7 +3,7 @@
 /// downloads, no weights), and a parser for a user's own list (`--shapes 1024x1024,4096`).
 /// A preset is only shapes: nothing here allocates tensor memory.
 
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>

@@ -5,8 +5,8 @@
 // parameters with f32 masters, remainders or state) keeps 16-byte accesses of its 2-byte
 // tensors.
 
-#include "optim/adam.h"
 #include "runtime/fusion_compiler.h"
+#include "tools/workloads/adam.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
