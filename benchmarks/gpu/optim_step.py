@@ -112,7 +112,7 @@ def main():
     options = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
     device, model = options.get("device", "cuda"), options.get("model", "gpt2")
     try:
-        import widefuse._widefuse as core
+        import widefuse as core
     except ImportError as error:
         print(f"optim_step: skipped, widefuse does not import here ({error})")
         return
