@@ -86,7 +86,7 @@ void printCases() {
 }
 
 /// Every tensor input in device memory, filled with the byte 0x3c (f32 0.0115, bf16 0.0115:
-/// finite, positive, no denormals), and the runtime scalars.
+/// finite, positive, no denormals), and the runtime scalars (their config's values).
 struct DeviceArguments {
   std::vector<DeviceBuffer> buffers;
   std::vector<Argument> arguments;
@@ -95,7 +95,7 @@ struct DeviceArguments {
     for (size_t i = 0; i < adam.fusion->inputs().size(); ++i) {
       const Value* input = adam.fusion->inputs()[i];
       if (!input->isTensor()) {
-        arguments.push_back(ScalarArgument(1e-3)); // lr
+        arguments.push_back(ScalarArgument(adam.inputs[i].value)); // a group's lr, betas, ...
         continue;
       }
       int64_t count = numElements(input->extents());

@@ -233,7 +233,7 @@ TEST(CudaReductions, GradScalersStepUnscalesClipsAndSkipsAnInfWithoutWaiting) {
   config.computeFoundInf = true;
   config.maxGradNorm = 1.0;
   optim::AdamFusion adam = optim::buildAdam(config);
-  AdamState state = initialAdamState(adam, {/*gradScale=*/1024.0, /*maxGradNorm=*/1.0});
+  AdamState state = initialAdamState(adam, {/*gradScale=*/1024.0});
   std::vector<HostTensor> tensors;
   std::vector<Argument> scalars = state.arguments(*adam.fusion);
   for (const Argument& argument : scalars) {

@@ -124,7 +124,9 @@ struct State {
     std::vector<Argument> list;
     for (size_t k = 0; k < adam.inputs.size(); ++k) {
       if (adam.fusion->inputs()[k]->isScalar())
-        list.push_back(ScalarArgument(lrs[adam.inputs[k].group]));
+        list.push_back(ScalarArgument(adam.inputs[k].role == AdamRole::Lr
+                                          ? lrs[adam.inputs[k].group]
+                                          : adam.inputs[k].value)); // betas, eps, weight decay
       else
         list.push_back(tensors[k].ref());
     }
