@@ -10,8 +10,10 @@
 /// optimizer features land there only. The builder writes the fusion widefuse.optim's Adam
 /// and AdamW trace, op for op (their update traces torch's own formula, so that it is the
 /// reference), and tests/python_frontend/test_optim_adam_structure.py checks that the two are
-/// structurally equal over a matrix of options (all of them but capturable, which
-/// widefuse.optim does not distinguish: its lr is always a runtime scalar).
+/// structurally equal over a matrix of options (the test names those it leaves out and why:
+/// capturable, which widefuse.optim does not distinguish, its lr always a runtime scalar; f32
+/// grads of bf16/f16 parameters, which it refuses; a found_inf given but not computed, which
+/// `widefuse adam` cannot ask for).
 ///
 /// The formula, per parameter of a group. lr, beta1, beta2, eps and AdamW's weight decay are
 /// runtime f64 scalars of their group (`lr{g}`, `beta1_{g}`, `beta2_{g}`, `eps{g}`,
