@@ -9,7 +9,7 @@
 
 #include "ir/error.h"
 #include "ir/fusion_definition.h"
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
