@@ -133,12 +133,14 @@ def python_step(config):
     if config.get("clip"):
         options.update(max_grad_norm=config["clip"][0], norm_type=float(config["clip"][1]))
     optimizer = optimizer_class[config["optimizer"]](groups, **options)
-    if config.get("found_inf"):  # widefuse.optim.GradScaler's handover: the step computes it
-        optimizer.grad_scale = torch.tensor(2.0)
-        optimizer.found_inf = torch.tensor(0.0)
-        optimizer.found_inf_in_step = True
     optimizer._options["backend"] = "reference"
-    optimizer.step()
+    if config.get("found_inf"):  # widefuse.optim.GradScaler's handover: the step computes it
+        handed = widefuse.optim.StepScaling(grad_scale=torch.tensor(2.0),
+                                            found_inf=torch.tensor(0.0), computes_found_inf=True)
+        with optimizer.scaled(handed):
+            optimizer.step()
+    else:
+        optimizer.step()
     (step,) = optimizer._traced.values()
     return step
 
