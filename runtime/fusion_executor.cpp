@@ -275,8 +275,10 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
     }
   }
   std::vector<KeptTensor> kept = keep(*specialization, *shapes);
+  // The run holds the specialization through its loaded fusion.
+  std::shared_ptr<LoadedFusion> loaded(specialization, specialization->loaded.get());
   return std::unique_ptr<PreparedRun>(new PreparedRun(
-      *this, std::move(copied), std::move(specialization), std::move(shapes), fingerprint,
+      fusion_, stepMutex_, std::move(copied), std::move(loaded), std::move(shapes), fingerprint,
       std::vector<TensorRef>(outputs.begin(), outputs.end()), std::move(kept)));
 }
 

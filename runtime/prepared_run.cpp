@@ -3,35 +3,33 @@
 #include "ir/error.h"
 #include "ir/extent_expression.h"
 #include "ir/fusion.h"
-#include "runtime/fusion_executor.h"
 
 #include <algorithm>
 
 namespace widefuse {
 
-PreparedRun::PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
-                         std::shared_ptr<CompiledSpecialization> specialization,
+PreparedRun::PreparedRun(const Fusion& fusion, std::mutex& stepMutex,
+                         std::vector<Argument> arguments, std::shared_ptr<LoadedFusion> loaded,
                          std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint,
                          std::vector<TensorRef> outputs, std::vector<KeptTensor> kept)
-    : executor_(&executor), arguments_(std::move(arguments)),
-      specialization_(std::move(specialization)), shapes_(std::move(shapes)),
-      fingerprint_(std::move(fingerprint)), changed_(executor.fusion_.numValues(), 0),
-      isExtent_(arguments_.size(), 0), outputs_(std::move(outputs)), kept_(std::move(kept)) {
+    : fusion_(fusion), stepMutex_(stepMutex), arguments_(std::move(arguments)),
+      loaded_(std::move(loaded)), shapes_(std::move(shapes)), fingerprint_(std::move(fingerprint)),
+      changed_(fusion.numValues(), 0), isExtent_(arguments_.size(), 0),
+      outputs_(std::move(outputs)), kept_(std::move(kept)) {
   for (const KeptTensor& tensor : kept_)
     keptRefs_.push_back(tensor.ref);
   collectWrittenSpans();
-  const Fusion& fusion = executor_->fusion_;
   for (const Value* input : extentInputs(fusion))
     isExtent_[size_t(llvm::find(fusion.inputs(), input) - fusion.inputs().begin())] = 1;
 }
 
 void PreparedRun::markChanged(size_t index) {
-  changed_[executor_->fusion_.inputs()[index]->id()] = 1;
+  changed_[fusion_.inputs()[index]->id()] = 1;
   anyChanged_ = true;
 }
 
 void PreparedRun::collectWrittenSpans() {
-  const Fusion& fusion = executor_->fusion_;
+  const Fusion& fusion = fusion_;
   writtenSpans_.clear();
   for (size_t i = 0; i < arguments_.size(); ++i) {
     const TensorRef* tensor = std::get_if<TensorRef>(&arguments_[i]);
@@ -47,14 +45,14 @@ void PreparedRun::collectWrittenSpans() {
 }
 
 RunResult PreparedRun::launch(std::optional<void*> stream) {
-  LoadedFusion& loaded = *specialization_->loaded;
+  LoadedFusion& loaded = *loaded_;
   // Steps that share the executor's kept memory take turns.
-  std::unique_lock<std::mutex> keeping(executor_->stepMutex_, std::defer_lock);
+  std::unique_lock<std::mutex> keeping(stepMutex_, std::defer_lock);
   if (!kept_.empty())
     keeping.lock();
   // Patched bindings write the outputs where the last bind put them: only fixed outputs (or
   // none) may be written there again; fresh ones are bound anew by run().
-  bool patchable = outputs_.size() == executor_->fusion_.outputs().size();
+  bool patchable = outputs_.size() == fusion_.outputs().size();
   if (anyChanged_ && !patchable) {
     std::fill(changed_.begin(), changed_.end(), 0);
     anyChanged_ = false;
@@ -78,7 +76,7 @@ RunResult PreparedRun::launch(std::optional<void*> stream) {
 }
 
 void PreparedRun::rebindTensor(size_t index, void* data) {
-  const Fusion& fusion = executor_->fusion_;
+  const Fusion& fusion = fusion_;
   if (index >= arguments_.size())
     fail("rebindTensor: fusion '{}' has {} inputs, not an input {}", fusion.name(),
          arguments_.size(), index);
@@ -119,7 +117,7 @@ void PreparedRun::rebindTensor(size_t index, void* data) {
 }
 
 void PreparedRun::setScalar(size_t index, ScalarArgument value) {
-  const Fusion& fusion = executor_->fusion_;
+  const Fusion& fusion = fusion_;
   if (index >= arguments_.size())
     fail("setScalar: fusion '{}' has {} inputs, not an input {}", fusion.name(), arguments_.size(),
          index);

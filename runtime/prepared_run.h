@@ -10,13 +10,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
 namespace widefuse {
 
 class FusionExecutorCache;
-struct CompiledSpecialization;
 struct RunResult;
 struct RuntimeShapes;
 
@@ -45,21 +45,23 @@ public:
 
 private:
   friend class FusionExecutorCache;
-  /// `kept`: the memory of the kept results (FusionExecutorCache::keep), held while the run
-  /// lives.
-  PreparedRun(FusionExecutorCache& executor, std::vector<Argument> arguments,
-              std::shared_ptr<CompiledSpecialization> specialization,
-              std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint,
-              std::vector<TensorRef> outputs, std::vector<KeptTensor> kept);
+  /// `loaded`: the specialization the arguments were checked for; `stepMutex`: what steps
+  /// that share the executor's kept memory take turns with (the executor's, which outlives
+  /// the run); `kept`: that memory (FusionExecutorCache::keep), held while the run lives.
+  PreparedRun(const Fusion& fusion, std::mutex& stepMutex, std::vector<Argument> arguments,
+              std::shared_ptr<LoadedFusion> loaded, std::shared_ptr<const RuntimeShapes> shapes,
+              Fingerprint fingerprint, std::vector<TensorRef> outputs,
+              std::vector<KeptTensor> kept);
   /// The byte spans of the copy_ destinations, in address order (they never overlap).
   void collectWrittenSpans();
 
   /// Records that argument `index` changed since the last launch.
   void markChanged(size_t index);
 
-  FusionExecutorCache* executor_;
+  const Fusion& fusion_;
+  std::mutex& stepMutex_;
   std::vector<Argument> arguments_;
-  std::shared_ptr<CompiledSpecialization> specialization_;
+  std::shared_ptr<LoadedFusion> loaded_;
   std::shared_ptr<const RuntimeShapes> shapes_;
   /// The arguments' fingerprint as of the last launch.
   Fingerprint fingerprint_;
