@@ -17,7 +17,8 @@ void bindTorchTensorReader(nanobind::module_& module);
 /// direct_arguments (execute()'s arguments its checks would pass as they are) and
 /// _DirectTensor.
 void bindDirectArguments(nanobind::module_& module);
-/// record (a pointwise op on traced values in one call) and register_traced_values.
+/// TracedValue (the base of the package's Tensor and Scalar), record (a pointwise op on traced
+/// values in one call) and snapshot.
 void bindTracedValues(nanobind::module_& module);
 
 } // namespace widefuse::python

@@ -140,7 +140,22 @@ void bindDefinition(nb::module_& module) {
 
   // keep_alive<0, 1>: a value keeps its definition (and so the fusion it points into) alive.
   nb::class_<PyDefinition>(module, "_Definition", "Builds one fusion; checks every op as added.")
-      .def(nb::init<const std::string&>(), nb::arg("name"))
+      .def(nb::init<const std::string&, nb::handle, nb::handle>(), nb::arg("name"),
+           nb::arg("tensor_class"), nb::arg("scalar_class"),
+           "A builder whose traced values are of the two classes (they extend TracedValue).")
+      .def(
+          "traced",
+          [](nb::pointer_and_handle<PyDefinition> self, nb::handle definition, nb::handle handle,
+             nb::handle depends) { return self.p->traced(self.h, definition, handle, depends); },
+          nb::arg("definition"), nb::arg("handle"), nb::arg("depends").none() = nb::none(),
+          "The traced value (Tensor or Scalar) of `handle` in FusionDefinition `definition`.")
+      .def(
+          "traced_all",
+          [](nb::pointer_and_handle<PyDefinition> self, nb::handle definition, nb::handle handles) {
+            return self.p->tracedAll(self.h, definition, handles);
+          },
+          nb::arg("definition"), nb::arg("handles"),
+          "traced() of each handle (tensor inputs just defined), without dependencies.")
       .def("define_tensor", &PyDefinition::defineTensor, nb::arg("shape"), nb::arg("dtype"),
            nb::arg("stride_order"), nb::arg("contiguity"), nb::keep_alive<0, 1>())
       .def("define_tensors", &PyDefinition::defineTensors, nb::arg("count"), nb::arg("shape"),
