@@ -43,6 +43,10 @@ THIRD_PARTY = {
     # torch's public tensor API (the torch module, torch.Tensor, torch._C.TensorBase's
     # properties and methods): see the file's header.
     "torch_tensor_reader.cpp": {"torch", "Tensor", "shape", "dtype", "layout"},
+    # NumPy's: numpy.ndarray's dtype, shape (and strides, __array_interface__).
+    "array_reader.cpp": {"dtype", "shape"},
+    # NumPy's: numpy.ndarray.ndim (a 0-d array given for a number).
+    "argument_reader.cpp": {"ndim"},
 }
 
 # Calls that name an attribute: any function whose name says so (attr, getattr,

@@ -12,10 +12,10 @@ from typing import Any, Callable, Optional
 import torch
 
 from .._widefuse import Error
-from ..arguments import layout_of
+from ..arguments import layout_of, read_layouts
+from ..data_type import from_short_name
 from ..fusion_definition import FusionDefinition, PreparedExecution
 from ..functions import vector_norm
-from ..torch_tensors import check_tensor
 from ..values import Tensor, snapshot, specializable
 from .master_weights import opmath, rounded
 
@@ -287,7 +287,9 @@ def tensor_input(fd: FusionDefinition, step: StepFusion, tensor: torch.Tensor,
     """A tensor input of `fd` laid out as `tensor` (checked as a step's tensors are; complex
     refused), its `source` recorded in `step`."""
     stride_order, contiguity = layout_of(tuple(tensor.shape), tensor.stride())
-    data_type = check_tensor(tensor, source.name or source.kind, allow_grad=True)
+    ((short_name, *_),) = read_layouts([tensor], allow_grad=True,
+                                      names=[source.name or source.kind])
+    data_type = from_short_name(short_name)
     if data_type.is_complex:  # torch's optimizers step view_as_real(param): pairs of reals
         raise Error(f"{source.name or source.kind}: complex parameters and state "
                     f"({tensor.dtype}) are not supported by widefuse.optim")
