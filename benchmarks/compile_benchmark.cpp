@@ -4,10 +4,10 @@
 // backend's compile of the same kernel, with and without the precompiled prelude. Results go
 // to docs/performance.md.
 
-#include "optim/seed_adam.h"
 #include "runtime/cuda/fusion_cubins.h"
 #include "runtime/fusion_compiler.h"
 #include "runtime/host/host_compiler.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <benchmark/benchmark.h>
 #include <llvm/ADT/SmallString.h>

@@ -1,4 +1,4 @@
-// Adam on the GPU through FusionExecutorCache: torch's Adam step (optim/adam.h) for real
+// Adam on the GPU through FusionExecutorCache: torch's Adam step (tools/workloads/adam.h) for real
 // parameter lists, the parameters, gradients and state in device memory, stepped through a
 // PreparedRun as a training loop would. Per case (model x dtype) and segmentation mode it
 // reports the time per step and the achieved bandwidth: 7 tensor accesses per element (read
@@ -9,10 +9,10 @@
 // benchmarks/gpu/torch_adam.py steps torch's optimizers over exactly the same tensors in the
 // same run; benchmarks/gpu/report.py puts both side by side. Skips without a CUDA device.
 
-#include "optim/adam.h"
-#include "optim/model_presets.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
+#include "tools/workloads/adam.h"
+#include "tools/workloads/model_presets.h"
 
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
@@ -86,7 +86,7 @@ void printCases() {
 }
 
 /// Every tensor input in device memory, filled with the byte 0x3c (f32 0.0115, bf16 0.0115:
-/// finite, positive, no denormals), and the runtime scalars.
+/// finite, positive, no denormals), and the runtime scalars (their config's values).
 struct DeviceArguments {
   std::vector<DeviceBuffer> buffers;
   std::vector<Argument> arguments;
@@ -95,7 +95,7 @@ struct DeviceArguments {
     for (size_t i = 0; i < adam.fusion->inputs().size(); ++i) {
       const Value* input = adam.fusion->inputs()[i];
       if (!input->isTensor()) {
-        arguments.push_back(ScalarArgument(1e-3)); // lr
+        arguments.push_back(ScalarArgument(adam.inputs[i].value)); // a group's lr, betas, ...
         continue;
       }
       int64_t count = numElements(input->extents());

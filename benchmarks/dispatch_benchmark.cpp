@@ -4,8 +4,8 @@
 // reused), and one PreparedRun::launch() (not even the comparison). Then the host backend's
 // throughput running the generated kernels on CPU threads. Results go to docs/performance.md.
 
-#include "optim/seed_adam.h"
 #include "runtime/fusion_executor.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <benchmark/benchmark.h>
 

@@ -1,8 +1,8 @@
 // Segmenting the seed Adam over N parameters of mixed shapes (the fusion is built once,
 // outside the timed loop). Results go to docs/performance.md.
 
-#include "optim/seed_adam.h"
 #include "segmenter/segment.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <benchmark/benchmark.h>
 

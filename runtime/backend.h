@@ -31,9 +31,9 @@ enum class Lowering {
   Kernels, ///< plans and CUDA sources (compileFusion), then the backend's own compile()
 };
 
-/// One step of a specialization: arguments that passed every check, their shapes, and the
-/// stream its device work goes to.
-struct Step {
+/// One run of a specialization: arguments that passed every check, their shapes, where its
+/// outputs and kept results go, and the stream its device work goes to.
+struct CheckedRun {
   llvm::ArrayRef<Argument> arguments;
   const RuntimeShapes& shapes;
   /// The fingerprint the arguments were found equal to (null when unknown): what cached
@@ -57,12 +57,12 @@ class LoadedFusion {
 public:
   virtual ~LoadedFusion();
   /// Runs one step (nothing is left half written on failure before the first kernel runs).
-  virtual RunResult run(const Step& step) = 0;
+  virtual RunResult run(const CheckedRun& step) = 0;
   /// A PreparedRun's step after the inputs flagged in `changed` (by value id) moved or took
   /// new scalars: when the backend's cached bindings are still those of `before`, rewrites
   /// just those sites, makes `after` (filled here from `arguments`) theirs, runs and returns
   /// true. Otherwise does nothing and returns false (the caller then runs a plain step).
-  /// `stream`: as Step::stream.
+  /// `stream`: as CheckedRun::stream.
   virtual bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
                           const Fingerprint& before,
                           const std::shared_ptr<std::vector<int64_t>>& after,
@@ -116,7 +116,7 @@ public:
   /// kernel's plan); nothing by default.
   virtual void compile(CompiledFusion& compiled, const ExecutorOptions& options) const;
   /// Builds `compiled` (null when lowering() is None) of `fusion` into what runs its steps.
-  /// `stream`: as Step::stream, of the step that needs it (cuda refuses to load while it
+  /// `stream`: as CheckedRun::stream, of the step that needs it (cuda refuses to load while it
   /// captures: loading allocates).
   virtual std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                              std::shared_ptr<const CompiledFusion> compiled,

@@ -18,7 +18,7 @@ BindingCache::BindingCache(const Fusion& fusion, std::shared_ptr<const CompiledF
     keptIndex_[kept[k].value->id()] = int(k);
 }
 
-void BindingCache::bind(const Step& step, llvm::ArrayRef<TensorRef> outputs,
+void BindingCache::bind(const CheckedRun& step, llvm::ArrayRef<TensorRef> outputs,
                         BoundStep& bound) const {
   // A kept result the fusion returns lives in its output: the phase computing it writes
   // there, and the phases after read it there.
@@ -65,8 +65,8 @@ void BindingCache::bind(const Step& step, llvm::ArrayRef<TensorRef> outputs,
     setWorkspaceAddresses(binding, bases);
 }
 
-void BindingCache::bindAndRun(const Step& step, llvm::ArrayRef<TensorRef> outputs, bool exclusive,
-                              std::optional<BoundRunner> runner) {
+void BindingCache::bindAndRun(const CheckedRun& step, llvm::ArrayRef<TensorRef> outputs,
+                              bool exclusive, std::optional<BoundRunner> runner) {
   std::unique_lock<std::mutex> cached(mutex_, std::defer_lock);
   if (exclusive)
     cached.lock();
@@ -160,7 +160,8 @@ void endPhase(const PhaseBoundary& boundary, const SegmentedFusion& segmented,
   boundary(phase, results, stream);
 }
 
-std::vector<TensorRef> hostOutputs(const Fusion& fusion, const Step& step, RunResult& result) {
+std::vector<TensorRef> hostOutputs(const Fusion& fusion, const CheckedRun& step,
+                                   RunResult& result) {
   std::vector<TensorRef> outputs(step.outputs.begin(), step.outputs.end());
   if (!step.outputs.empty())
     return outputs;

@@ -46,7 +46,7 @@ public:
   /// launch, backend none).
   /// `exclusive`: the runs share state beyond the bindings (device tables and tickets), so a
   /// step waits for the cache instead of binding privately while another holds it.
-  void bindAndRun(const Step& step, llvm::ArrayRef<TensorRef> outputs, bool exclusive,
+  void bindAndRun(const CheckedRun& step, llvm::ArrayRef<TensorRef> outputs, bool exclusive,
                   std::optional<BoundRunner> runner);
   /// LoadedFusion::runChanged on these bindings, run with `runner`.
   bool runChanged(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<uint8_t> changed,
@@ -55,7 +55,7 @@ public:
 
 private:
   /// The bindings of every launch for these arguments, outputs and kept results.
-  void bind(const Step& step, llvm::ArrayRef<TensorRef> outputs, BoundStep& bound) const;
+  void bind(const CheckedRun& step, llvm::ArrayRef<TensorRef> outputs, BoundStep& bound) const;
 
   const Fusion& fusion_;
   std::shared_ptr<const CompiledFusion> compiled_;
@@ -74,6 +74,6 @@ private:
 
 /// The plain outputs of `fusion` allocated in host memory (into `result`), and their refs:
 /// `callerOutputs` when the caller gave them.
-std::vector<TensorRef> hostOutputs(const Fusion& fusion, const Step& step, RunResult& result);
+std::vector<TensorRef> hostOutputs(const Fusion& fusion, const CheckedRun& step, RunResult& result);
 
 } // namespace widefuse

@@ -23,7 +23,7 @@ struct FusionComponents;
 /// An operation the caller runs between two phases of a step (docs/runtime.md, phases):
 /// `results` are the kept results phase `phase` computed (SegmentedFusion::kept order), in the
 /// backend's memory (the GPU's on cuda), which the operation may rewrite in place, as an
-/// all-reduce across processes does; `stream` is the step's (Step::stream): device work goes
+/// all-reduce across processes does; `stream` is the step's (CheckedRun::stream): device work goes
 /// there, host work is done before returning.
 using PhaseBoundary =
     std::function<void(unsigned phase, llvm::ArrayRef<TensorRef> results, void* stream)>;

@@ -247,7 +247,7 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
   std::vector<TensorRef> keptRefs = refsOf(kept);
   // bind, launch: the backend's, reusing the last bindings when nothing changed.
   return specialization->loaded->run(
-      Step{arguments, *shapes, fingerprint, outputs, keptRefs, stream});
+      CheckedRun{arguments, *shapes, fingerprint, outputs, keptRefs, stream});
 }
 
 std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argument> arguments,

@@ -52,7 +52,7 @@ public:
   /// given, are where the plain outputs go (one dense tensor per output, of its dtype and run
   /// time shape; on the CUDA backend device memory avoids any copy); otherwise widefuse
   /// allocates them in host memory and returns them. `stream`: the CUstream this run queues
-  /// its work on (Step::stream); nullopt: the backend's default.
+  /// its work on (CheckedRun::stream); nullopt: the backend's default.
   RunResult run(llvm::ArrayRef<Argument> arguments, llvm::ArrayRef<TensorRef> outputs = {},
                 std::optional<void*> stream = std::nullopt);
 

@@ -74,7 +74,7 @@ RunResult PreparedRun::launch(std::optional<void*> stream) {
     if (patched)
       return RunResult{};
   }
-  return loaded.run(Step{arguments_, *shapes_, fingerprint_, outputs_, keptRefs_, stream});
+  return loaded.run(CheckedRun{arguments_, *shapes_, fingerprint_, outputs_, keptRefs_, stream});
 }
 
 void PreparedRun::rebindTensor(size_t index, void* data) {

@@ -136,7 +136,7 @@ void BodyPlanner::addElementTensorSlots(const Value* input, unsigned index) {
   if (plan && plan->resolution == HazardResolution::DeferredWrite)
     fail("cannot generate a kernel for copy_({}, {}): {}; widefuse defers only writes of 0-d "
          "tensors inside a kernel (split the fusion so that '{}' is written by a later one)",
-         plan->alias.source->name(), input->name(), plan->reason, input->name());
+         plan->alias.source->name(), input->name(), plan->note, input->name());
   bool writtenSlotFound = false;
   for (const ElementInstance& instance : body_.elementInstances) {
     if (instance.value != input)

@@ -30,11 +30,11 @@ std::vector<HazardPlan> planAliases(llvm::ArrayRef<Component> components) {
       std::string why = crossPositionRead(component, alias.destination);
       if (why.empty()) {
         plan.resolution = HazardResolution::InPlace;
-        plan.reason =
+        plan.note =
             fmt::format("'{}' is read and written at the same position", alias.destination->name());
       } else {
         plan.resolution = HazardResolution::DeferredWrite;
-        plan.reason = why + "; written once after every block has read it";
+        plan.note = why + "; written once after every block has read it";
       }
       plans.push_back(std::move(plan));
     }

@@ -233,13 +233,13 @@ PhasePlan planPhases(const Fusion& fusion) {
     return plan;
   for (const Expr* expr : fusion.exprList())
     if (plan.reductionPhase[expr->id()] != kNoPhase)
-      plan.decisions.push_back(fmt::format("{} '{}' is computed in phase {}",
-                                           opName(expr->op()).str(), expr->result()->name(),
-                                           plan.reductionPhase[expr->id()] + 1));
+      plan.notes.push_back(fmt::format("{} '{}' is computed in phase {}", opName(expr->op()).str(),
+                                       expr->result()->name(),
+                                       plan.reductionPhase[expr->id()] + 1));
   for (size_t a = 0; a < fusion.aliases().size(); ++a)
-    plan.decisions.push_back(fmt::format("copy_ into '{}' is written in phase {}",
-                                         fusion.aliases()[a].destination->name(),
-                                         plan.aliasPhase[a] + 1));
+    plan.notes.push_back(fmt::format("copy_ into '{}' is written in phase {}",
+                                     fusion.aliases()[a].destination->name(),
+                                     plan.aliasPhase[a] + 1));
   return plan;
 }
 

@@ -44,7 +44,7 @@ struct PhasePlan {
   /// computes every value.
   std::vector<std::vector<bool>> needs;
   /// Sentences explaining where each reduction and copy_ went (for the segment report).
-  std::vector<std::string> decisions;
+  std::vector<std::string> notes;
 
   /// True when phase `phase` computes the non-reduction value `value` or reads it.
   bool phaseNeeds(unsigned phase, const Value& value) const {

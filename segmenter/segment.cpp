@@ -41,7 +41,7 @@ void groupPerComponent(SegmentedPhase& segmented) {
     segmented.groups.push_back({unsigned(segmented.groups.size()),
                                 {segmented.classOfComponent[component.id]},
                                 {component.id}});
-  segmented.decisions.push_back(fmt::format(
+  segmented.notes.push_back(fmt::format(
       "per-component: one launch per component ({} launches); components of one signature "
       "class share a compiled kernel ({} kernels)",
       segmented.groups.size(), segmented.signatureClasses.size()));
@@ -85,11 +85,11 @@ void groupBatched(SegmentedPhase& segmented, bool riders) {
                                 {id},
                                 {signature.members.begin(), signature.members.end()}});
   }
-  segmented.decisions.push_back(fmt::format(
+  segmented.notes.push_back(fmt::format(
       "batched: one launch per signature class; {} components in {} classes give {} launches",
       segmented.components.size(), segmented.signatureClasses.size(), segmented.groups.size()));
   if (joined)
-    segmented.decisions.push_back(fmt::format(
+    segmented.notes.push_back(fmt::format(
         "auto, with several phases: {} class{} of 0-d programs (values computed from reduction "
         "results) join{} the launch of class {}: one element of work needs no launch of its own",
         joined, joined == 1 ? "" : "es", joined == 1 ? "s" : "",
@@ -107,7 +107,7 @@ void groupPacked(SegmentedPhase& segmented) {
   }
   for (LaunchGroup& group : segmented.groups)
     llvm::sort(group.members);
-  segmented.decisions.push_back(fmt::format(
+  segmented.notes.push_back(fmt::format(
       "packed: up to {} signature classes per kernel, each block running one member's body; "
       "{} classes give {} launches",
       kMaxSignaturesPerPack, segmented.signatureClasses.size(), segmented.groups.size()));
@@ -124,7 +124,7 @@ void explainSplits(SegmentedPhase& segmented) {
       std::vector<std::string> parts;
       for (size_t c = first; c < end; ++c)
         parts.push_back(fmt::format("{} {}", c, formatExtents(components[c].domain)));
-      segmented.decisions.push_back(fmt::format(
+      segmented.notes.push_back(fmt::format(
           "a subgraph writes tensors of {} shapes: components {}, one kernel body each, each "
           "recomputing the values it shares",
           end - first, fmt::join(parts, ", ")));
@@ -141,7 +141,7 @@ void explainLifting(SegmentedPhase& segmented) {
         values += (i ? ", " : "") + formatConstant(lifted.values[i]);
       if (lifted.values.size() > 4)
         values += ", ...";
-      segmented.decisions.push_back(fmt::format(
+      segmented.notes.push_back(fmt::format(
           "signature class {}: constant #{} ({}) differs between members ({}); lifted into "
           "the member table",
           signature.id, lifted.position, shortName(lifted.dtype).str(), values));
@@ -183,7 +183,7 @@ SegmentedPhase segmentPhase(const Fusion& fusion, unsigned index, unsigned count
       segmented.classOfComponent[member] = signature.id;
   segmented.aliasPlans = planAliases(segmented.components);
   if (requested == SegmentationMode::Auto)
-    segmented.decisions.push_back(
+    segmented.notes.push_back(
         "auto chose batched: the fewest launches whose kernels each run one body; use "
         "packed to merge classes further, per-component for one kernel per component");
   switch (mode) {
@@ -218,7 +218,7 @@ SegmentedFusion segment(const Fusion& fusion, const SegmentOptions& options) {
     segmented.phases.push_back(segmentPhase(fusion, phase, count, std::move(found.ofPhase[phase]),
                                             options.mode, segmented.mode));
   segmented.kept = std::move(found.phases.kept);
-  segmented.decisions = std::move(found.phases.decisions);
+  segmented.notes = std::move(found.phases.notes);
   return segmented;
 }
 

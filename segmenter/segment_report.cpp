@@ -36,7 +36,7 @@ std::string componentName(const Component& component) {
 
 namespace {
 
-/// One phase's groups, classes, copies and decisions, each line after `indent`.
+/// One phase's groups, classes, copies and notes, each line after `indent`.
 std::string formatPhase(const SegmentedPhase& segmented, const std::string& indent) {
   std::string text;
   for (const LaunchGroup& group : segmented.groups) {
@@ -62,12 +62,12 @@ std::string formatPhase(const SegmentedPhase& segmented, const std::string& inde
     const HazardPlan& alias = segmented.aliasPlans[i];
     text += fmt::format("{}  copy_({}, {}): {}: {}\n", indent, alias.alias.source->name(),
                         alias.alias.destination->name(), resolutionName(alias.resolution).str(),
-                        alias.reason);
+                        alias.note);
   }
   if (segmented.aliasPlans.size() > kShownCopies)
     text += fmt::format("{}  ... ({} more)\n", indent, segmented.aliasPlans.size() - kShownCopies);
-  text += indent + "decisions:\n";
-  for (const std::string& decision : segmented.decisions)
+  text += indent + "notes:\n";
+  for (const std::string& decision : segmented.notes)
     text += indent + "  - " + decision + "\n";
   return text;
 }
@@ -104,7 +104,7 @@ nlohmann::json phaseToJson(const SegmentedPhase& segmented) {
                       {"source", alias.alias.source->name()},
                       {"destination", alias.alias.destination->name()},
                       {"resolution", resolutionName(alias.resolution).str()},
-                      {"reason", alias.reason}});
+                      {"note", alias.note}});
   return {{"phase", segmented.index + 1},
           {"name", segmented.name},
           {"launches", segmented.numLaunches()},
@@ -112,7 +112,7 @@ nlohmann::json phaseToJson(const SegmentedPhase& segmented) {
           {"groups", groups},
           {"signature_classes", classes},
           {"copies", copies},
-          {"decisions", segmented.decisions}};
+          {"notes", segmented.notes}};
 }
 
 } // namespace
@@ -140,8 +140,8 @@ std::string formatSegmentedFusion(const SegmentedFusion& segmented) {
   for (const KeptResult& result : segmented.kept)
     kept += fmt::format("{}'{}'", kept.empty() ? "" : ", ", result.value->name());
   text += fmt::format("  kept between phases: {}\n", kept.empty() ? "nothing" : kept);
-  text += "  decisions:\n";
-  for (const std::string& decision : segmented.decisions)
+  text += "  notes:\n";
+  for (const std::string& decision : segmented.notes)
     text += "    - " + decision + "\n";
   return text;
 }
@@ -161,7 +161,7 @@ nlohmann::json segmentedFusionToJson(const SegmentedFusion& segmented) {
           {"components", segmented.numComponents()},
           {"phases", phases},
           {"kept", kept},
-          {"decisions", segmented.decisions}};
+          {"notes", segmented.notes}};
 }
 
 } // namespace widefuse

@@ -14,11 +14,11 @@ namespace widefuse {
 std::string componentName(const Component& component);
 
 /// The segmentation as indented text: for each phase its groups, signature classes, copies
-/// and decisions; then, for several phases, what is kept between them and why.
+/// and notes; then, for several phases, what is kept between them and why.
 std::string formatSegmentedFusion(const SegmentedFusion& segmented);
 
 /// The segmentation as JSON: `"launches"` and `"components"` over every phase, and
-/// `"phases"`, each with its groups, classes, copies and decisions.
+/// `"phases"`, each with its groups, classes, copies and notes.
 nlohmann::json segmentedFusionToJson(const SegmentedFusion& segmented);
 
 } // namespace widefuse

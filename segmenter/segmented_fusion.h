@@ -89,8 +89,8 @@ struct HazardPlan {
   unsigned component = 0;
   Alias alias{};
   HazardResolution resolution = HazardResolution::InPlace;
-  /// Why, in words (for the report).
-  std::string reason;
+  /// Why, in words (a note of the report).
+  std::string note;
 };
 
 /// One kernel: the signature classes it runs and their members.
@@ -116,8 +116,8 @@ struct SegmentedPhase {
   std::vector<SignatureClass> signatureClasses;
   std::vector<LaunchGroup> groups;
   std::vector<HazardPlan> aliasPlans;
-  /// Sentences explaining the decisions, in order.
-  std::vector<std::string> decisions;
+  /// Notes: sentences explaining the decisions, in order (for the report).
+  std::vector<std::string> notes;
   /// The signature class of each component, by component id.
   std::vector<unsigned> classOfComponent;
 
@@ -137,7 +137,7 @@ struct SegmentedFusion {
   /// (PhasePlan::kept).
   std::vector<KeptResult> kept;
   /// Sentences explaining where each reduction and copy_ went (empty for one phase).
-  std::vector<std::string> decisions;
+  std::vector<std::string> notes;
 
   /// Number of kernel launches per run, over every phase.
   size_t numLaunches() const;

@@ -14,10 +14,10 @@
 #include "tools/host_backend_options.h"
 
 #include "ir/error.h"
-#include "optim/model_presets.h"
 #include "runtime/fusion_executor.h"
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
+#include "tools/workloads/model_presets.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -144,18 +144,17 @@ void setScaling(const AdamArguments& arguments, optim::AdamConfig& config) {
   }
 }
 
-/// The values of grad_scale and max_grad_norm a run feeds (checked by setScaling).
+/// The value of grad_scale a run feeds (checked by setScaling).
 AdamRunValues runValues(const AdamArguments& arguments) {
   AdamRunValues values;
   if (!arguments.gradScale.empty())
     values.gradScale = numberOption("--grad-scale", arguments.gradScale, true);
-  if (!arguments.maxGradNorm.empty())
-    values.maxGradNorm = numberOption("--max-grad-norm", arguments.maxGradNorm, false);
   return values;
 }
 
-/// Param group g takes every paramGroups-th tensor and its own beta2, so that groups differ
-/// in a constant (lifted into the member table) as torch param groups do.
+/// Param group g takes every paramGroups-th tensor, its own lr and its own beta2, so that
+/// groups differ in their hyperparameters (runtime scalars of each group) as torch param
+/// groups do.
 optim::AdamConfig adamConfig(const AdamArguments& arguments, std::vector<optim::Shape> shapes) {
   if (arguments.optimizer != "adam" && arguments.optimizer != "adamw")
     fail("--optimizer '{}': use adam or adamw", arguments.optimizer);
@@ -494,10 +493,11 @@ void runAdam(const AdamArguments& arguments) {
     if (std::error_code code = llvm::sys::fs::create_directories(arguments.exportDirectory))
       fail("cannot create export directory '{}': {}", arguments.exportDirectory, code.message());
     manifest["tensors"] = adamTensorManifest(adam);
-    for (unsigned g = 0; g < config.groups.size(); ++g)
-      manifest["scalars"][fmt::format("lr{}", g)] = groupLearningRate(g);
-    if (config.maxGradNorm)
-      manifest["scalars"]["max_grad_norm"] = values.maxGradNorm;
+    for (size_t i = 0; i < adam.inputs.size(); ++i)
+      if (fusion.inputs()[i]->isScalar()) // a group's hyperparameter
+        manifest["scalars"][fusion.inputs()[i]->name()] = adam.inputs[i].value;
+    if (config.maxGradNorm) // a constant of the fusion
+      manifest["scalars"]["max_grad_norm"] = *config.maxGradNorm;
     exportAdamState(arguments.exportDirectory, adam, state, "initial", manifest);
   }
   std::unique_ptr<FusionExecutorCache> executor = makeExecutor(arguments, fusion, backend);

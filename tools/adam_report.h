@@ -6,7 +6,7 @@
 #include "tools/adam_state.h"
 
 #include "ir/host_tensor.h"
-#include "optim/adam.h"
+#include "tools/workloads/adam.h"
 
 #include <nlohmann/json_fwd.hpp>
 

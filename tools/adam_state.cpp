@@ -4,7 +4,7 @@
 
 #include "ir/error.h"
 #include "ir/half_float.h"
-#include "optim/param_remainders.h"
+#include "tools/workloads/param_remainders.h"
 
 #include <fmt/format.h>
 
@@ -76,10 +76,8 @@ AdamState initialAdamState(const optim::AdamFusion& adam, const AdamRunValues& v
   std::vector<int> positions = tensorPositions(fusion);
   for (size_t i = 0; i < fusion.inputs().size(); ++i) {
     const Value* input = fusion.inputs()[i];
-    if (input->isScalar()) // a runtime lr or max_grad_norm
-      state.scalars.push_back(ScalarArgument(adam.inputs[i].role == optim::AdamRole::MaxGradNorm
-                                                 ? values.maxGradNorm
-                                                 : groupLearningRate(adam.inputs[i].group)));
+    if (input->isScalar()) // a group's hyperparameter: the config's value
+      state.scalars.push_back(ScalarArgument(adam.inputs[i].value));
     else
       state.tensors.emplace_back(input->dtype(), input->extents());
   }
@@ -95,8 +93,8 @@ AdamState initialAdamState(const optim::AdamFusion& adam, const AdamRunValues& v
     HostTensor& tensor = state.tensors[positions[i]];
     for (int64_t k = 0; k < tensor.numel(); ++k) {
       double value = role.role == optim::AdamRole::Grad ? normal(random) : 0.0;
-      if (role.role == optim::AdamRole::Lr)
-        value = groupLearningRate(role.group);
+      if (role.role == optim::AdamRole::Lr) // a capturable lr
+        value = role.value;
       if (role.role == optim::AdamRole::GradScale)
         value = values.gradScale;
       setFloatingElement(tensor, k, value);

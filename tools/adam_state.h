@@ -4,7 +4,7 @@
 /// comparisons and the export the command reports.
 
 #include "ir/evaluator.h"
-#include "optim/adam.h"
+#include "tools/workloads/adam.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -28,19 +28,18 @@ struct AdamState {
 /// Learning rate of param group `group` (group g gets (g + 1) x 1e-3).
 double groupLearningRate(unsigned group);
 
-/// The values a run gives the inputs that are neither state nor learning rates.
+/// The values a run gives the inputs that are neither state nor hyperparameters.
 struct AdamRunValues {
   /// `grad_scale` (0-d f32): the grads are as drawn, so the step's grads are draws / this.
   double gradScale = 1;
-  /// `max_grad_norm` (f64 scalar).
-  double maxGradNorm = 1;
 };
 
 /// The initial state: per parameter, f32 masters and then grads from a fixed-seed normal
 /// distribution (the same draws whatever the dtypes and master weights), the parameter the
 /// master rounded to nearest even (none, fp32) or split with its remainder (remainders);
-/// exp_avg and the squares zero, steps zero, learning rates per group, grad_scale and
-/// max_grad_norm from `values`, found_inf 0.
+/// exp_avg and the squares zero, steps zero, each group's hyperparameters (lr, betas, eps,
+/// weight decay) their config's values (AdamInput::value), grad_scale from `values`,
+/// found_inf 0.
 AdamState initialAdamState(const optim::AdamFusion& adam, const AdamRunValues& values = {});
 
 /// The value of the first input of `role` (a 0-d tensor such as found_inf or step0) in

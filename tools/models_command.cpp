@@ -3,7 +3,7 @@
 
 #include "tools/commands.h"
 
-#include "optim/model_presets.h"
+#include "tools/workloads/model_presets.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

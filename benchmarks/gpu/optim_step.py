@@ -112,11 +112,11 @@ def main():
     options = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
     device, model = options.get("device", "cuda"), options.get("model", "gpt2")
     try:
-        import widefuse._widefuse as core
+        import widefuse
     except ImportError as error:
         print(f"optim_step: skipped, widefuse does not import here ({error})")
         return
-    shapes = [tuple(shape) for shape in core.model_shapes(model)]
+    shapes = [tuple(shape) for shape in widefuse.model_shapes(model)]
     rows = []
     for group, make in (("adam", runners), ("clip + adamw", clip_runners)):
         for dtype in (torch.float32, torch.bfloat16):

@@ -8,7 +8,6 @@
 
 #include "ir/error.h"
 #include "ir/runtime_shapes.h"
-#include "optim/model_presets.h"
 #include "runtime/backend_registry.h"
 #include "runtime/fusion_executor.h"
 #include "runtime/host/host_options.h"
@@ -431,17 +430,6 @@ void bindExecutor(nb::module_& module) {
       "prepare_host_compiler", [] { findBackend("host")->warmUp(); },
       "Starts building the host backend's precompiled prelude in the background when the "
       "kernel cache lacks it: a caller about to record a fusion for the host calls it first.");
-  module.def(
-      "model_shapes",
-      [](const std::string& name) {
-        std::vector<std::vector<int64_t>> shapes;
-        for (const optim::Shape& shape : optim::modelPreset(name).shapes)
-          shapes.emplace_back(shape.begin(), shape.end());
-        return shapes;
-      },
-      nb::arg("name"),
-      "The parameter shapes of a model preset (`widefuse models` lists them), in "
-      "named_parameters() order.");
 }
 
 } // namespace widefuse::python

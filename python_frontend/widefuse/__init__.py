@@ -8,13 +8,14 @@ Errors raise ``widefuse.Error`` (a RuntimeError) with the C++ message.
 """
 
 from ._version import Version, __version__, version
-from ._widefuse import Error, model_shapes
+from ._widefuse import Error
 from .arguments import compute_contiguity, compute_tensor_descriptor
 from . import prims
 from .data_type import DataType
 from .errors import ArgumentTypeError, ArgumentValueError, DimensionIndexError
 from .execution import PreparedExecution
 from .fusion_definition import FusionDefinition
+from .model_presets import model_shapes
 from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, complex, copy_, div, exp,
                         expm1, fmod, imag, isfinite, isinf, isnan, lerp, log, log1p, maximum,
                         minimum, mul, neg, negative, pow, real, reciprocal, rsqrt, sigmoid,

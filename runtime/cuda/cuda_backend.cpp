@@ -33,7 +33,7 @@ public:
         synchronizeEach_(options.synchronizeEachLaunch), boundary_(std::move(boundary)),
         kernels_(deviceOutsideCapture(fusion, stream), *compiled), cache_(fusion, compiled) {}
 
-  RunResult run(const Step& step) override {
+  RunResult run(const CheckedRun& step) override {
     // Everything below goes to the step's stream: staging, uploads, tickets, kernels.
     void* stream = step.stream.value_or(defaultStream_);
     DeviceStaging staging(CudaDevice::get(), fusion_, stream);
@@ -59,8 +59,8 @@ public:
     }
     // Staged inputs have this run's addresses: their bindings are never reused.
     const Fingerprint unknown;
-    Step onDevice{inputs,  step.shapes, resident ? step.checked : unknown,
-                  outputs, step.kept,   stream};
+    CheckedRun onDevice{inputs,  step.shapes, resident ? step.checked : unknown,
+                        outputs, step.kept,   stream};
     auto launch = [&](BoundStep& bound, bool rebound) { launchAll(bound, rebound, stream); };
     try {
       // Runs share the device tables and tickets, so they take turns.
@@ -127,7 +127,7 @@ private:
   }
 
   const Fusion& fusion_;
-  /// CudaOptions::stream: where a step that names no stream goes (Step::stream).
+  /// CudaOptions::stream: where a step that names no stream goes (CheckedRun::stream).
   void* defaultStream_;
   /// CudaOptions::synchronizeEachLaunch.
   bool synchronizeEach_;

@@ -13,7 +13,7 @@ struct CudaOptions {
   /// Let NVRTC contract a*b+c into fma. Off: one rounding per IR operation, as the reference
   /// evaluator and the host backend compute (docs/testing.md).
   bool fmad = true;
-  /// The stream (a CUstream) launches go to when a run or launch names none (Step::stream);
+  /// The stream (a CUstream) launches go to when a run or launch names none (CheckedRun::stream);
   /// null is the legacy default stream.
   void* stream = nullptr;
   /// Wait for each kernel and name the one whose asynchronous fault surfaced (debugging;

@@ -18,7 +18,7 @@ public:
       kernels_.push_back(HostKernelCache::global().compile(kernel.source, kernel.plan->name));
   }
 
-  RunResult run(const Step& step) override {
+  RunResult run(const CheckedRun& step) override {
     RunResult result;
     std::vector<TensorRef> outputs = hostOutputs(fusion_, step, result);
     // Host runs proceed in parallel, binding privately when the cache is busy.

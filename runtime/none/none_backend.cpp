@@ -12,7 +12,7 @@ public:
   BoundFusion(const Fusion& fusion, std::shared_ptr<const CompiledFusion> compiled)
       : fusion_(fusion), cache_(fusion, std::move(compiled)) {}
 
-  RunResult run(const Step& step) override {
+  RunResult run(const CheckedRun& step) override {
     RunResult result;
     // Outputs are bound too, for a faithful dispatch, but hold no values to return.
     std::vector<TensorRef> outputs = hostOutputs(fusion_, step, result);

@@ -12,7 +12,7 @@ class EvaluatedFusion final : public LoadedFusion {
 public:
   explicit EvaluatedFusion(const Fusion& fusion) : fusion_(fusion) {}
 
-  RunResult run(const Step& step) override {
+  RunResult run(const CheckedRun& step) override {
     RunResult result;
     result.outputs = evaluate(fusion_, step.arguments).outputs;
     if (step.outputs.empty())

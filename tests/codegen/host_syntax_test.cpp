@@ -14,7 +14,7 @@
 #include "tests/support/temp_dir.h"
 
 #include "ir/parser.h"
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

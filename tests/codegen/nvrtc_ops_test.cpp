@@ -3,7 +3,7 @@
 // generated kernels must compile with NVRTC for sm_80 and sm_90 within their register cap.
 // No GPU is needed. These kernels hold ~100 outputs each, far more live values than a real
 // fusion, so spills are allowed here; the optimizer kernels' spill-free budget is checked in
-// tests/runtime/fusion_compiler_test.cpp and tests/optim/adam_kernel_stats_test.cpp.
+// tests/runtime/fusion_compiler_test.cpp and tests/tools/workloads/adam_kernel_stats_test.cpp.
 
 #include "runtime/cuda/fusion_cubins.h"
 #include "runtime/fusion_compiler.h"

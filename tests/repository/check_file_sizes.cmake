@@ -3,7 +3,7 @@
 # `cmake -DSOURCE_DIR=... -DLIMIT=600 -P check_file_sizes.cmake`.
 set(patterns *.cpp *.h *.cuh *.py *.in *.sh CMakeLists.txt)
 set(globs)
-foreach(folder benchmarks codegen ir optim python_frontend runtime scheduler scripts segmenter
+foreach(folder benchmarks codegen ir python_frontend runtime scheduler scripts segmenter
     tests tools)
   foreach(pattern ${patterns})
     list(APPEND globs "${SOURCE_DIR}/${folder}/${pattern}")

@@ -12,9 +12,9 @@
 #include "runtime/fusion_executor.h"
 
 #include "ir/half_float.h"
-#include "optim/adam.h"
 #include "tests/support/mixed_shapes.h"
 #include "tools/adam_state.h"
+#include "tools/workloads/adam.h"
 
 #include <gtest/gtest.h>
 

@@ -7,11 +7,11 @@
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
 
-#include "optim/adam.h"
 #include "tests/support/driver_double.h"
 #include "tests/support/error_of.h"
 #include "tests/support/mixed_shapes.h"
 #include "tools/adam_state.h"
+#include "tools/workloads/adam.h"
 
 #include <gtest/gtest.h>
 #include <llvm/ADT/STLFunctionalExtras.h>

@@ -9,7 +9,7 @@
 
 #include "ir/evaluator.h"
 #include "ir/fusion_definition.h"
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

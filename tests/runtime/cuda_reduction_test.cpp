@@ -11,10 +11,10 @@
 
 #include "ir/evaluator.h"
 #include "ir/fusion_definition.h"
-#include "optim/adam.h"
 #include "tests/support/driver_double.h"
 #include "tests/support/mixed_shapes.h"
 #include "tools/adam_state.h"
+#include "tools/workloads/adam.h"
 
 #include <gtest/gtest.h>
 
@@ -233,7 +233,7 @@ TEST(CudaReductions, GradScalersStepUnscalesClipsAndSkipsAnInfWithoutWaiting) {
   config.computeFoundInf = true;
   config.maxGradNorm = 1.0;
   optim::AdamFusion adam = optim::buildAdam(config);
-  AdamState state = initialAdamState(adam, {/*gradScale=*/1024.0, /*maxGradNorm=*/1.0});
+  AdamState state = initialAdamState(adam, {/*gradScale=*/1024.0});
   std::vector<HostTensor> tensors;
   std::vector<Argument> scalars = state.arguments(*adam.fusion);
   for (const Argument& argument : scalars) {

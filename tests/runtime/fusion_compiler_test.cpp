@@ -7,7 +7,7 @@
 #include "tests/support/mixed_shapes.h"
 #include "tests/support/temp_dir.h"
 
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include "ir/error.h"
 #include "ir/evaluator.h"
 #include "ir/fusion_definition.h"
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <gtest/gtest.h>
 

@@ -15,8 +15,8 @@
 
 #include "ir/fusion_definition.h"
 #include "ir/half_float.h"
-#include "optim/seed_adam.h"
 #include "segmenter/segment.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <gtest/gtest.h>
 

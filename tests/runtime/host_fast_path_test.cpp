@@ -9,7 +9,7 @@
 #include "tests/support/same_element.h"
 
 #include "ir/evaluator.h"
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <gtest/gtest.h>
 

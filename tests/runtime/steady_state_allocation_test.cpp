@@ -5,7 +5,7 @@
 
 #include "runtime/fusion_executor.h"
 
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <gtest/gtest.h>
 

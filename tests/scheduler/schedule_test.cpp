@@ -9,7 +9,7 @@
 #include "tests/support/mixed_shapes.h"
 
 #include "ir/fusion_definition.h"
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <gtest/gtest.h>
 

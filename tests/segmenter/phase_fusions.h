@@ -3,7 +3,7 @@
 // phase's work goes) and the runtime's (the phases run to the whole fusion's bits).
 
 #include "ir/fusion_definition.h"
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <fmt/format.h>
 #include <llvm/ADT/ArrayRef.h>

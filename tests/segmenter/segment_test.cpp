@@ -9,7 +9,7 @@
 
 #include "ir/error.h"
 #include "ir/fusion_definition.h"
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -70,7 +70,7 @@ TEST(Segmenter, SeedAdamGivesOneKernelPerParameterOrOneBatched) {
       bool isStep = plan.alias.destination->rank() == 0;
       EXPECT_EQ(plan.resolution,
                 isStep ? HazardResolution::DeferredWrite : HazardResolution::InPlace)
-          << plan.alias.destination->name() << ": " << plan.reason;
+          << plan.alias.destination->name() << ": " << plan.note;
     }
   }
 }
@@ -228,7 +228,7 @@ TEST(Segmenter, WritesOfTwoShapesSplitIntoOneComponentPerShape) {
   EXPECT_EQ(countOps(narrow, OpKind::BroadcastInDim), 0u);
   EXPECT_EQ(segmented.groups.size(), 2u);
   EXPECT_EQ(wide.subgraph, narrow.subgraph);
-  EXPECT_TRUE(llvm::is_contained(segmented.decisions,
+  EXPECT_TRUE(llvm::is_contained(segmented.notes,
                                  "a subgraph writes tensors of 2 shapes: components 0 [4, 8], 1 "
                                  "[8], one kernel body each, each recomputing the values it "
                                  "shares"));

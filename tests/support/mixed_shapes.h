@@ -2,7 +2,7 @@
 /// Parameter shape lists for tests: matrices, vectors, a 1-element and a 0-element tensor,
 /// odd sizes that leave a scalar tail.
 
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <llvm/ADT/ArrayRef.h>
 

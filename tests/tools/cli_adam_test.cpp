@@ -46,9 +46,13 @@ TEST_F(Cli, AdamOnTheHostBackendVerifiesAndExports) {
   EXPECT_EQ(report["verify"]["max_abs_error"], 0.0);
   nlohmann::json manifest = nlohmann::json::parse(readFile(file("state/manifest.json")));
   EXPECT_EQ(manifest["steps"], 2);
-  ASSERT_EQ(manifest["tensors"].size(), 11u); // p, g, m, v, step of 2 parameters, and lr0
+  // p, g, m, v, step of 2 parameters, and the group's lr0, beta1_0, beta2_0, eps0.
+  ASSERT_EQ(manifest["tensors"].size(), 14u);
   EXPECT_EQ(manifest["tensors"][4]["role"], "step");
   EXPECT_EQ(manifest["tensors"][10]["kind"], "scalar");
+  EXPECT_EQ(manifest["tensors"][11]["role"], "beta1");
+  EXPECT_EQ(manifest["scalars"]["beta1_0"], 0.9);
+  EXPECT_EQ(manifest["scalars"]["lr0"], 1e-3);
   EXPECT_EQ(manifest["files"].size(), 20u);
   HostTensor before = readNpy(file("state/initial_step0.npy"), DataType::Float);
   HostTensor after = readNpy(file("state/final_step0.npy"), DataType::Float);

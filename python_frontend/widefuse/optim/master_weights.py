@@ -4,7 +4,7 @@
 tensor ops (computed in float32 and rounded once; what torch's CPU kernels do with scalars
 and with lerp, so that a bf16 step equals torch's).
 
-The rule, as ``optim/param_remainders.h`` has it in C++: splitting keeps the master's low
+The rule, TransformerEngine's kernel's: splitting keeps the master's low
 half as the remainder and increments the high half when the low half's top bit is set (the
 remainder is then negative), so the parameter is the master rounded to nearest in magnitude,
 ties away from zero; rebuilding decrements the high half again when the remainder is negative

@@ -1,4 +1,4 @@
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include "ir/fusion_definition.h"
 

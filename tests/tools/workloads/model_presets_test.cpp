@@ -1,13 +1,16 @@
 // Model presets against independently known parameter counts (the published totals of each
-// model's PyTorch module), and the `--shapes` list parser on good and bad input.
+// model's PyTorch module), the embedded JSON against the source tree's, and the `--shapes` list
+// parser on good and bad input.
 
-#include "optim/model_presets.h"
+#include "tools/workloads/model_presets.h"
 
 #include "ir/error.h"
 
 #include <gtest/gtest.h>
 #include <llvm/ADT/STLExtras.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 using namespace widefuse;
@@ -81,6 +84,19 @@ TEST(ModelPresets, ShapesFollowTheModulesLayout) {
   EXPECT_TRUE(llvm::is_contained(tiny.shapes, Shape({1})));
 
   EXPECT_EQ(modelPreset("seed").shapes, std::vector<Shape>(2, Shape({1024, 1024})));
+  llvm::SmallVector<Shape, 2> seed = seedExampleShapes();
+  EXPECT_EQ(modelPreset("seed").shapes, std::vector<Shape>(seed.begin(), seed.end()));
+}
+
+TEST(ModelPresets, EmbedTheJsonThePythonPackageShips) {
+  // The build embeds python_frontend/widefuse/model_presets.json as it is: the presets of the
+  // tools and of widefuse.model_shapes are one file.
+  std::ifstream file(WIDEFUSE_SOURCE_DIR "/python_frontend/widefuse/model_presets.json");
+  ASSERT_TRUE(file) << "cannot read the source tree's model_presets.json";
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_EQ(modelPresetsText().str(), text.str());
+  EXPECT_TRUE(modelPresetsText().contains("\"llama-7b\""));
 }
 
 TEST(ModelPresets, UnknownNameListsThePresets) {

@@ -9,7 +9,7 @@
 // - bf16 state: one step from the same state differs from f32 state by at most the bound in
 //   docs/user_guide.md §1.3 (m 2^-8, v 2^-7 relative, the weight 2.5% of its step).
 
-#include "tests/optim/mixed_precision_support.h"
+#include "tests/tools/workloads/mixed_precision_support.h"
 
 #include <gtest/gtest.h>
 

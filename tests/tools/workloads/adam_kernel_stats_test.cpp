@@ -1,13 +1,13 @@
-// Every optimizer kernel of the library, as NVRTC compiles it for an H100/H200 (sm_90):
-// no register spills. A spill turns a bandwidth-bound optimizer step into one bound by local
-// memory traffic, so each configuration users can ask for is compiled and its ptxas
-// statistics checked (no GPU needed: NVRTC runs on any machine). Mixed precision (bf16/f16
-// parameters with f32 masters, remainders or state) keeps 16-byte accesses of its 2-byte
-// tensors.
+// Every Adam kernel of optim::buildAdam (structurally widefuse.optim's), as NVRTC compiles it
+// for an H100/H200 (sm_90): no register spills. A spill turns a bandwidth-bound optimizer step
+// into one bound by local memory traffic, so each configuration users can ask for is compiled
+// and its ptxas statistics checked (no GPU needed: NVRTC runs on any machine). Mixed precision
+// (bf16/f16 parameters with f32 masters, remainders or state) keeps 16-byte accesses of its
+// 2-byte tensors.
 
-#include "optim/adam.h"
 #include "runtime/cuda/fusion_cubins.h"
 #include "runtime/fusion_compiler.h"
+#include "tools/workloads/adam.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -29,7 +29,7 @@ optim::AdamConfig configFor(DataType dtype, unsigned variant) {
   bool amp = variant & 32;
   config.gradScale = amp;
   config.foundInf = amp;
-  if (variant & 64) { // a second group with other hyperparameters (lifted constants)
+  if (variant & 64) { // a second group with other hyperparameters (its own runtime scalars)
     config.groups.push_back(config.groups[0]);
     config.groups[1].hyper.beta1 = 0.8;
     config.groups[1].hyper.weightDecay = variant & 2 ? 0.05 : 0;

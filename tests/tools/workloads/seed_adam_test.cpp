@@ -1,7 +1,7 @@
 // The seed Adam through the reference evaluator equals a direct element-by-element C++ loop
 // of the same formula, in the same order and precision, bit for bit.
 
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include "ir/evaluator.h"
 

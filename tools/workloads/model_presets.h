@@ -1,9 +1,11 @@
 #pragma once
 /// Parameter shape lists of well-known models, computed from their public configurations (no
 /// downloads, no weights), and a parser for a user's own list (`--shapes 1024x1024,4096`).
-/// A preset is only shapes: nothing here allocates tensor memory.
+/// A preset is only shapes: nothing here allocates tensor memory. The presets are data that
+/// the Python package reads too (widefuse.model_shapes): python_frontend/widefuse/
+/// model_presets.json, whose text CMake embeds here (the binary needs no file at run time).
 
-#include "optim/seed_adam.h"
+#include "tools/workloads/seed_adam.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
@@ -22,9 +24,12 @@ struct ModelPreset {
   std::vector<Shape> shapes;
 };
 
-/// The presets, in a fixed order: tiny, seed, gpt2, bert-base, vit-b16, llama-7b. Built once,
-/// on first use; the references stay valid for the whole program.
+/// The presets, in the JSON's order: tiny, seed, gpt2, bert-base, vit-b16, llama-7b. Read
+/// once, on first use; the references stay valid for the whole program.
 llvm::ArrayRef<ModelPreset> modelPresets();
+
+/// The text of model_presets.json, embedded at build time.
+llvm::StringRef modelPresetsText();
 
 /// The preset called `name`; throws widefuse::Error listing the preset names otherwise.
 const ModelPreset& modelPreset(llvm::StringRef name);

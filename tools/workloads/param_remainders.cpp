@@ -1,4 +1,4 @@
-#include "optim/param_remainders.h"
+#include "tools/workloads/param_remainders.h"
 
 #include <cstring>
 

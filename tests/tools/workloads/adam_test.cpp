@@ -6,13 +6,13 @@
 // formula within 1e-6 + 1e-5 |expected|. Steps flagged by found_inf (with infinite and NaN
 // gradients) leave every tensor bit-identical. Bad configs give Errors like torch's.
 
-#include "optim/adam.h"
+#include "tools/workloads/adam.h"
 
 #include "ir/error.h"
 #include "ir/evaluator.h"
 #include "ir/half_float.h"
 #include "runtime/fusion_executor.h"
-#include "tests/optim/mixed_precision_support.h"
+#include "tests/tools/workloads/mixed_precision_support.h"
 
 #include <gtest/gtest.h>
 #include <llvm/ADT/STLExtras.h>
@@ -92,7 +92,9 @@ struct AdamState {
     std::vector<Argument> list;
     for (size_t k = 0; k < adam.inputs.size(); ++k) {
       if (adam.fusion->inputs()[k]->isScalar())
-        list.push_back(ScalarArgument(lrs[adam.inputs[k].group]));
+        list.push_back(ScalarArgument(adam.inputs[k].role == AdamRole::Lr
+                                          ? lrs[adam.inputs[k].group]
+                                          : adam.inputs[k].value)); // betas, eps, weight decay
       else
         list.push_back(tensors[k].ref());
     }
@@ -339,10 +341,11 @@ TEST(Adam, InputsAreNamedAndOrderedByRole) {
   std::vector<std::string> names;
   for (const Value* input : adam.fusion->inputs())
     names.push_back(input->name());
-  std::vector<std::string> expected = {"p0",  "g0",  "m0",         "v0",       "vmax0", "step0",
-                                       "p1",  "g1",  "m1",         "v1",       "vmax1", "step1",
-                                       "p2",  "g2",  "m2",         "v2",       "vmax2", "step2",
-                                       "lr0", "lr1", "grad_scale", "found_inf"};
+  std::vector<std::string> expected = {
+      "p0",   "g0",  "m0",      "v0",      "vmax0", "step0",      "p1",
+      "g1",   "m1",  "v1",      "vmax1",   "step1", "p2",         "g2",
+      "m2",   "v2",  "vmax2",   "step2",   "lr0",   "beta1_0",    "beta2_0",
+      "eps0", "lr1", "beta1_1", "beta2_1", "eps1",  "grad_scale", "found_inf"};
   EXPECT_EQ(names, expected);
   ASSERT_EQ(adam.inputs.size(), expected.size());
   EXPECT_EQ(adam.inputs[6].role, AdamRole::Param);
@@ -353,9 +356,20 @@ TEST(Adam, InputsAreNamedAndOrderedByRole) {
   EXPECT_EQ(adam.inputs[16].group, 1u);
   EXPECT_EQ(adam.inputs[16].param, 0u);
   EXPECT_EQ(adam.inputs[16].index, 2u);
-  EXPECT_EQ(adam.inputs[19].role, AdamRole::Lr);
-  EXPECT_EQ(adam.inputs[19].group, 1u);
-  EXPECT_EQ(adamRoleName(adam.inputs[21].role), "found_inf");
+  EXPECT_EQ(adam.inputs[22].role, AdamRole::Lr);
+  EXPECT_EQ(adam.inputs[22].group, 1u);
+  EXPECT_EQ(adam.inputs[22].value, 0.1);
+  // Each group's betas and eps are runtime f64 scalars whose values are the config's.
+  for (auto [k, role, group, value] :
+       {std::tuple{19, AdamRole::Beta1, 0u, 0.9}, std::tuple{20, AdamRole::Beta2, 0u, 0.999},
+        std::tuple{21, AdamRole::Eps, 0u, 1e-8}, std::tuple{24, AdamRole::Beta2, 1u, 0.999}}) {
+    EXPECT_EQ(adam.inputs[k].role, role) << k;
+    EXPECT_EQ(adam.inputs[k].group, group) << k;
+    EXPECT_EQ(adam.inputs[k].value, value) << k;
+    EXPECT_TRUE(adam.fusion->inputs()[k]->isScalar()) << k;
+    EXPECT_EQ(adam.fusion->inputs()[k]->dtype(), DataType::Double) << k;
+  }
+  EXPECT_EQ(adamRoleName(adam.inputs[27].role), "found_inf");
   // Capturable: lr is a 0-d f32 tensor; otherwise a runtime f64 scalar.
   EXPECT_TRUE(adam.fusion->inputs()[18]->isTensor());
   EXPECT_EQ(adam.fusion->inputs()[18]->dtype(), DataType::Float);
@@ -363,11 +377,18 @@ TEST(Adam, InputsAreNamedAndOrderedByRole) {
   config.amsgrad = false;
   config.gradScale = config.foundInf = false;
   AdamFusion plain = buildAdam(config);
-  ASSERT_EQ(plain.fusion->inputs().size(), 3u * 5 + 2);
+  ASSERT_EQ(plain.fusion->inputs().size(), 3u * 5 + 2 * 4);
   EXPECT_TRUE(plain.fusion->inputs()[15]->isScalar());
   EXPECT_EQ(plain.fusion->inputs()[15]->dtype(), DataType::Double);
   EXPECT_EQ(plain.fusion->inputs()[9]->name(), "step1");
   EXPECT_EQ(plain.fusion->inputs()[9]->rank(), 0u);
+  // AdamW's weight decay is a runtime scalar of each group too (Adam's L2 one a constant).
+  config.decay = WeightDecayKind::Decoupled;
+  AdamFusion adamw = buildAdam(config);
+  ASSERT_EQ(adamw.fusion->inputs().size(), 3u * 5 + 2 * 5);
+  EXPECT_EQ(adamw.fusion->inputs()[24]->name(), "weight_decay1");
+  EXPECT_EQ(adamw.inputs[24].role, AdamRole::WeightDecay);
+  EXPECT_EQ(adamRoleName(AdamRole::WeightDecay), "weight_decay");
 }
 
 TEST(Adam, GroupsWithDifferentHyperparametersShareOneBatchedKernel) {
@@ -389,16 +410,20 @@ TEST(Adam, GroupsWithDifferentHyperparametersShareOneBatchedKernel) {
     ASSERT_EQ(compiled->segmented->phases.size(), 1u);
     const SegmentedPhase& phase = compiled->segmented->phases[0];
     ASSERT_EQ(phase.signatureClasses.size(), 1u);
-    // beta1, 1 - beta1, beta2, 1 - beta2, eps and the weight decay differ between the groups.
-    EXPECT_GE(phase.signatureClasses[0].lifted.size(), 5u);
+    // lr, the betas, eps and AdamW's weight decay are each group's runtime scalars; Adam's L2
+    // weight decay is a constant of each group's graphs, lifted into the member table.
+    EXPECT_EQ(phase.signatureClasses[0].lifted.size(), decay == WeightDecayKind::L2 ? 1u : 0u);
   }
 }
 
 TEST(Adam, ZeroAndNonzeroWeightDecayGroupsFormTwoKernels) {
-  // torch skips the decay op when weight_decay == 0, so the groups' graphs differ.
+  // torch's Adam skips the L2 decay op when weight_decay == 0, so the groups' graphs differ.
   AdamConfig config = twoGroupConfig(0.01);
   config.groups[1].hyper.weightDecay = 0;
   EXPECT_EQ(runAndCompare(config, 3, {}), 2u);
+  // AdamW multiplies by 1 - lr * weight_decay whatever its value (as widefuse.optim's): one.
+  config.decay = WeightDecayKind::Decoupled;
+  EXPECT_EQ(runAndCompare(config, 3, {}), 1u);
 }
 
 TEST(Adam, FoundInfSkipsExactlyAndZeroUpdates) {

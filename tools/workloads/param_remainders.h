@@ -2,7 +2,8 @@
 /// TransformerEngine's / Apex's `store_param_remainders` (shared/seeds: TE PR #1408): the f32
 /// master weight of a bf16 parameter kept as the parameter itself (the master's high 16 bits,
 /// rounded) and an int16 remainder (its low 16 bits), so that the master costs 2 bytes per
-/// element instead of 4 and is still exact.
+/// element instead of 4 and is still exact. Part of the tools' frozen Adam workload
+/// (tools/workloads/adam.h); widefuse.optim's master_weights.py is the library's rule.
 ///
 /// The rule (TE's kernel): splitting takes the low half as the remainder and increments the
 /// high half when the low half's top bit is set (the remainder is then negative): the bf16

@@ -1,4 +1,4 @@
-#include "optim/adam.h"
+#include "tools/workloads/adam.h"
 
 #include "ir/error.h"
 #include "ir/fusion_definition.h"
@@ -34,8 +34,14 @@ llvm::StringRef adamRoleName(AdamRole role) {
     return "grad_scale";
   case AdamRole::FoundInf:
     return "found_inf";
-  case AdamRole::MaxGradNorm:
-    return "max_grad_norm";
+  case AdamRole::Beta1:
+    return "beta1";
+  case AdamRole::Beta2:
+    return "beta2";
+  case AdamRole::Eps:
+    return "eps";
+  case AdamRole::WeightDecay:
+    return "weight_decay";
   }
   throw InternalError(fmt::format("unknown AdamRole {}", int(role)));
 }
@@ -154,27 +160,48 @@ struct Parameter {
   Val param, master, remainder, grad, expAvg, expAvgSq, maxExpAvgSq, step;
 };
 
-/// The compute type of a tensor op on `x`: float for half/bfloat16, else its own dtype.
-Val up(Val x) {
-  return isNarrowFloat(x.dtype()) ? cast(x, DataType::Float) : x;
+/// The runtime scalars of one param group: widefuse.optim traces every number of a group as
+/// one (betas as two), except a weight decay Adam's L2 branch reads (a constant there).
+struct GroupScalars {
+  Val lr, beta1, beta2, eps, weightDecay;
+};
+
+/// True for a bf16/f16 value (widefuse.optim's narrow).
+bool isNarrow(Val x) {
+  return isNarrowFloat(x.dtype());
 }
 
-/// A tensor op's result rounded once to the dtype of the tensor it lands in (as a PyTorch
-/// kernel writes its output); nothing when it already has that dtype.
-Val down(Val x, DataType dtype) {
+/// The type a torch kernel computes `x` in (widefuse.optim's opmath): f32 for half/bfloat16.
+Val opmath(Val x) {
+  return isNarrow(x) ? cast(x, DataType::Float) : x;
+}
+
+/// `x` rounded once to `dtype`, nothing when it has that dtype (widefuse.optim's rounded).
+Val rounded(Val x, DataType dtype) {
   return x.dtype() == dtype ? x : cast(x, dtype);
 }
 
-/// Builds the graphs. Each torch tensor op is one `down(op(up(...)), T)` below: computed in
-/// the compute type of its operands and rounded once to T, the dtype of the tensor torch's op
-/// writes (the destination of an in-place op, the promoted type of an out-of-place one).
+/// A number added to a `dtype` tensor: torch's add rounds a Python scalar (and add's alpha)
+/// to a bf16/f16 tensor's dtype before computing in f32.
+double scalarAs(double value, DataType dtype) {
+  if (dtype == DataType::BFloat16)
+    return bfloat16BitsToFloat(toBFloat16Bits(value));
+  if (dtype == DataType::Half)
+    return halfBitsToFloat(toHalfBits(value));
+  return value;
+}
+
+/// Builds the graphs, op for op as widefuse.optim traces its Adam (step_fusion.py's
+/// trace_step around adam.py's update, master_weights.py's helpers): the same ops on the same
+/// operands, so that the two fusions are structurally equal
+/// (tests/python_frontend/test_optim_adam_structure.py). A tensor op on bf16/f16 operands is
+/// computed in f32 and rounded to its result's dtype by the IR itself; explicit casts stand
+/// where widefuse.optim writes them (opmath, rounded, .to(), .float()).
 class AdamBuilder {
 public:
   AdamBuilder(const AdamConfig& config, AdamFusion& result)
       : config_(config), result_(result), fd_("adam_step"), gradDtype_(adamGradDtype(config)),
-        stateDtype_(adamStateDtype(config)),
-        weightDtype_(config.masterWeights == MasterWeights::None ? config.dtype : DataType::Float) {
-  }
+        stateDtype_(adamStateDtype(config)) {}
 
   void build() {
     defineInputs();
@@ -214,6 +241,31 @@ private:
     parameters_.push_back(p);
   }
 
+  /// The runtime f64 scalar `name` of group g, whose value a run gives (`value` by default).
+  Val groupScalar(AdamRole role, unsigned g, llvm::StringRef name, double value) {
+    result_.inputs.push_back({role, g, 0, 0, value});
+    return fd_.defineScalar(DataType::Double, name);
+  }
+
+  void defineGroup(unsigned g) {
+    const AdamHyperparameters& hyper = config_.groups[g].hyper;
+    GroupScalars scalars;
+    std::string lr = fmt::format("lr{}", g);
+    if (config_.capturable) { // a 0-d f32 lr, widened to f64 once: the rest as with a float
+      result_.inputs.push_back({AdamRole::Lr, g, 0, 0, hyper.lr});
+      scalars.lr = cast(fd_.defineTensor({}, DataType::Float, lr), DataType::Double);
+    } else {
+      scalars.lr = groupScalar(AdamRole::Lr, g, lr, hyper.lr);
+    }
+    scalars.beta1 = groupScalar(AdamRole::Beta1, g, fmt::format("beta1_{}", g), hyper.beta1);
+    scalars.beta2 = groupScalar(AdamRole::Beta2, g, fmt::format("beta2_{}", g), hyper.beta2);
+    scalars.eps = groupScalar(AdamRole::Eps, g, fmt::format("eps{}", g), hyper.eps);
+    if (config_.decay == WeightDecayKind::Decoupled)
+      scalars.weightDecay = groupScalar(AdamRole::WeightDecay, g, fmt::format("weight_decay{}", g),
+                                        hyper.weightDecay);
+    groups_.push_back(scalars);
+  }
+
   void defineInputs() {
     unsigned index = 0;
     for (unsigned g = 0; g < config_.groups.size(); ++g) {
@@ -221,15 +273,8 @@ private:
       for (unsigned k = 0; k < group.shapes.size(); ++k, ++index)
         defineParameter(group.shapes[k], g, k, index);
     }
-    for (unsigned g = 0; g < config_.groups.size(); ++g) {
-      result_.inputs.push_back({AdamRole::Lr, g, 0, 0});
-      std::string name = fmt::format("lr{}", g);
-      // A capturable lr (0-d f32) is widened to f64 once: the step size and the AdamW
-      // factor are then computed as with a Python float lr.
-      lrs_.push_back(config_.capturable
-                         ? cast(fd_.defineTensor({}, DataType::Float, name), DataType::Double)
-                         : fd_.defineScalar(DataType::Double, name));
-    }
+    for (unsigned g = 0; g < config_.groups.size(); ++g)
+      defineGroup(g);
     if (config_.gradScale) {
       result_.inputs.push_back({AdamRole::GradScale, 0, 0, 0});
       gradScale_ = fd_.defineTensor({}, DataType::Float, "grad_scale");
@@ -239,24 +284,19 @@ private:
       foundInf_ = fd_.defineTensor({}, DataType::Float, "found_inf");
       // A computed flag replaces the entry value, which is then not read (computeFoundInf).
       if (!config_.computeFoundInf)
-        skip_ = ne(foundInf_, 0.0);
-    }
-    if (config_.maxGradNorm) {
-      result_.inputs.push_back({AdamRole::MaxGradNorm, 0, 0, 0});
-      maxGradNorm_ = fd_.defineScalar(DataType::Double, "max_grad_norm");
+        skip_ = ne(foundInf_, 0);
     }
   }
 
-  /// The grad the update reads before clipping: divided by grad_scale when there is one
-  /// (torch's fused kernels: grad / grad_scale).
+  /// The grad the update reads before clipping: `grad / grad_scale.to(grad.dtype)`.
   Val unscaled(const Parameter& p) {
     if (!gradScale_)
       return p.grad;
-    return down(up(p.grad) / gradScale_, gradDtype_);
+    return truediv(p.grad, cast(gradScale_, p.grad.dtype()));
   }
 
   /// GradScaler's inf check in the step: any non-finite unscaled grad, over every grad (a
-  /// global reduction, phase 1), skips the update and is written to found_inf as 1.0 or 0.0.
+  /// global reduction, pass 1), skips the update and is written to found_inf as 1.0 or 0.0.
   void computeFoundInf(llvm::ArrayRef<Val> grads) {
     std::vector<Val> nonFinite;
     for (Val grad : grads)
@@ -265,22 +305,24 @@ private:
     fd_.copy_(cast(skip_, DataType::Float), foundInf_);
   }
 
-  /// torch.nn.utils.clip_grad_norm_ over every grad: the total norm (f32 accumulation, then
-  /// the grads' dtype, as torch.stack of the per-parameter norms), the coefficient
-  /// clamp(max_grad_norm / (total + 1e-6), max=1) in that dtype, each grad multiplied by it
-  /// in place (rounded to the grad's dtype). The total norm is the fusion's output.
+  /// torch.nn.utils.clip_grad_norm_ over every grad, as widefuse.optim's vector_norm and
+  /// clamp: the total norm computed in f32 (f64 for f64 grads) and returned in the grads'
+  /// dtype, the coefficient clamp(max_grad_norm / (total + 1e-6), max=1) in that dtype, each
+  /// grad multiplied by it (in f32 for bf16/f16 grads, the coefficient not rounded to the
+  /// grad's dtype first). The total norm is the fusion's output.
   void clip(std::vector<Val>& grads) {
-    // The max of |grad| is exact in the grads' own dtype, so the inf-norm reduces them as they
-    // are: its result is the norm itself, with no 0-d cast after it (a program of its own).
+    const DataType compute = gradDtype_ == DataType::Double ? DataType::Double : DataType::Float;
     std::vector<Val> terms;
-    for (Val grad : grads)
-      terms.push_back(config_.normType == 2 ? up(grad) * up(grad) : abs(grad));
-    Val total = config_.normType == 2 ? sqrt(sum(terms)) : max(terms);
-    total = down(total, gradDtype_);
-    Val coefficient = down(maxGradNorm_ / down(up(total) + 1e-6, gradDtype_), gradDtype_);
-    coefficient = down(minimum(up(coefficient), 1.0), gradDtype_);
-    for (Val& grad : grads)
-      grad = down(up(grad) * up(coefficient), gradDtype_);
+    for (Val grad : grads) {
+      Val value = rounded(grad, compute);
+      terms.push_back(config_.normType == 2 ? value * value : abs(value));
+    }
+    Val total = rounded(config_.normType == 2 ? sqrt(sum(terms)) : max(terms), gradDtype_);
+    Val coefficient = minimum(truediv(*config_.maxGradNorm, total + 1e-6), 1.0);
+    for (Val& grad : grads) {
+      Val compute = opmath(grad);
+      grad = rounded(compute * rounded(coefficient, compute.dtype()), grad.dtype());
+    }
     result_.gradNormOutput = 0;
     fd_.addOutput(total);
   }
@@ -321,57 +363,49 @@ private:
     }
   }
 
-  /// The update of one parameter from its grad after unscaling and clipping.
+  /// grad.add(weight, alpha=weight_decay), out of place in the promoted type (L2 decay).
+  Val l2Decayed(Val grad, Val weight, double weightDecay) {
+    DataType promoted = grad.dtype() == weight.dtype() ? weight.dtype() : DataType::Float;
+    double alpha = isNarrowFloat(promoted) ? scalarAs(weightDecay, promoted) : weightDecay;
+    return rounded(opmath(grad) + alpha * opmath(weight), promoted);
+  }
+
+  /// The update of one parameter from its grad after unscaling and clipping (adam.py's
+  /// update, line for line).
   void buildParameter(const Parameter& p, Val grad) {
-    const AdamHyperparameters& hyper = config_.groups[p.group].hyper;
-    // Python-number arithmetic on hyperparameters happens here, in double, as in torch.
-    const double beta1 = hyper.beta1, beta2 = hyper.beta2, eps = hyper.eps;
-    const double weightDecay = hyper.weightDecay;
-    // f64 scalars and 0-d tensors (lr, the bias corrections) enter tensor ops as Python
-    // floats do: converted to the op's compute type.
-    Val lr = lrs_[p.group];
-    const DataType S = stateDtype_, W = weightDtype_;
-
-    if (config_.maximize) // grad = -grad
-      grad = down(neg(up(grad)), gradDtype_);
-    Val step = p.step + 1.0; // step_t += 1
-
+    const GroupScalars& s = groups_[p.group];
+    const double weightDecay = config_.groups[p.group].hyper.weightDecay;
+    if (config_.maximize)
+      grad = neg(grad);
+    Val step = p.step + 1; // step.add_(1)
     Val weight = weightOf(p);
-    if (weightDecay != 0) {
-      if (config_.decay == WeightDecayKind::Decoupled) // param.mul_(1 - lr * weight_decay)
-        weight = down(up(weight) * (1.0 - lr * weightDecay), W);
-      else { // grad = grad.add(param, alpha=weight_decay): out of place, the promoted type
-        DataType promoted = promoteTypes(grad.dtype(), W);
-        grad = down(up(grad) + scalarAs(weightDecay, promoted) * up(weight), promoted);
-      }
-    }
+    // weight.mul_(1 - lr * weight_decay), in place: in the weight's dtype (a capturable lr is a
+    // 0-d f64 tensor, which would promote a 0-d weight)
+    if (config_.decay == WeightDecayKind::Decoupled)
+      weight = rounded(weight * (1 - s.lr * s.weightDecay), weight.dtype());
+    else if (weightDecay != 0)
+      grad = l2Decayed(grad, weight, weightDecay);
     // exp_avg.lerp_(grad, 1 - beta1)
-    Val expAvg = down(lerpOf(p.expAvg, grad, 1.0 - beta1), S);
-    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad.conj(), value=1 - beta2)
-    Val expAvgSq = down(up(p.expAvgSq) * beta2, S);
-    expAvgSq = down(addcmulOf(expAvgSq, grad, 1.0 - beta2), S);
-
-    // step = _get_value(step_t): the bias corrections are Python floats.
+    Val expAvg = isNarrow(p.expAvg) ? cast(torchLerp(p.expAvg, grad, 1 - s.beta1), stateDtype_)
+                                    : lerp(p.expAvg, grad, 1 - s.beta1);
+    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    Val expAvgSq = p.expAvgSq * s.beta2;
+    expAvgSq = isNarrow(expAvgSq) ? cast(torchAddcmul(expAvgSq, grad, 1 - s.beta2), stateDtype_)
+                                  : expAvgSq + (1 - s.beta2) * opmath(grad) * opmath(grad);
+    // The bias corrections from the step in f64, as torch's Python floats.
     Val stepValue = cast(step, DataType::Double);
-    Val biasCorrection1 = 1.0 - pow(beta1, stepValue);
-    Val biasCorrection2 = 1.0 - pow(beta2, stepValue);
-    Val stepSize = lr / biasCorrection1;
-    Val biasCorrection2Sqrt = sqrt(biasCorrection2); // _dispatch_sqrt: math.sqrt
-
-    Val second = expAvgSq;
-    Val maxExpAvgSq;
-    if (config_.amsgrad) { // torch.maximum(max_exp_avg_sqs[i], exp_avg_sq, out=...)
-      maxExpAvgSq = down(maximum(up(p.maxExpAvgSq), up(expAvgSq)), S);
-      second = maxExpAvgSq;
-    }
+    Val biasCorrection1 = 1 - pow(s.beta1, stepValue);
+    Val biasCorrection2Sqrt = sqrt(1 - pow(s.beta2, stepValue));
+    Val second = expAvgSq, maxExpAvgSq;
+    if (config_.amsgrad) // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+      second = maxExpAvgSq = maximum(p.maxExpAvgSq, expAvgSq);
     // denom = (second.sqrt() / bias_correction2_sqrt).add_(eps)
-    Val denom = down(sqrt(up(second)), S);
-    denom = down(up(denom) / biasCorrection2Sqrt, S);
-    denom = down(up(denom) + scalarAs(eps, S), S);
-    // param.addcdiv_(exp_avg, denom, value=-step_size)
-    weight = down(up(weight) + neg(stepSize) * up(expAvg) / up(denom), W);
-
-    writeWeight(p, weight);
+    Val denom = truediv(sqrt(second), biasCorrection2Sqrt);
+    denom = denom + (isNarrow(denom) ? cast(s.eps, denom.dtype()) : s.eps);
+    // weight.addcdiv_(exp_avg, denom, value=-step_size)
+    Val stepSize = neg(truediv(s.lr, biasCorrection1));
+    Val updated = opmath(weight) + truediv(stepSize * opmath(expAvg), opmath(denom));
+    writeWeight(p, rounded(updated, weight.dtype()));
     update(expAvg, p.expAvg);
     update(expAvgSq, p.expAvgSq);
     if (config_.amsgrad)
@@ -379,45 +413,35 @@ private:
     update(step, p.step);
   }
 
-  /// lerp(m, grad, weight) into the state: widefuse's lerp for f32/f64 state; for bf16/f16
-  /// state torch's kernels' f32 form, one fused multiply-add (weight < 0.5:
-  /// `weight * (grad - m) + m`, else `(weight - 1) * (grad - m) + grad`).
-  Val lerpOf(Val m, Val grad, double weight) {
-    if (!isNarrowFloat(stateDtype_))
-      return lerp(up(m), up(grad), weight);
-    Val difference = up(grad) - up(m);
-    if (std::fabs(float(weight)) < 0.5f)
-      return fma(weight, difference, up(m));
-    return fma(double(float(weight) - 1.0f), difference, up(grad));
+  /// torch's lerp of bf16/f16 state with a scalar weight as its kernels compute it, in f32:
+  /// one fused multiply-add, `weight * (end - start) + start` for |weight| < 0.5, else
+  /// `(weight - 1) * (end - start) + end` (master_weights.py's torch_lerp, the choice made
+  /// by where() on the runtime weight).
+  Val torchLerp(Val start, Val end, Val weight) {
+    start = cast(start, DataType::Float);
+    end = cast(end, DataType::Float);
+    weight = cast(weight, DataType::Float);
+    Val small = lt(abs(weight), 0.5);
+    Val coefficient = where(small, weight, weight - 1);
+    Val base = where(small, start, end);
+    return fma(coefficient, end - start, base);
   }
 
-  /// v + value * grad * grad: for bf16/f16 state with the last multiply and the add fused, as
-  /// torch's addcmul kernels compute it.
-  Val addcmulOf(Val v, Val grad, double value) {
-    if (!isNarrowFloat(stateDtype_))
-      return up(v) + value * up(grad) * up(grad);
-    return fma(value * up(grad), up(grad), up(v));
-  }
-
-  /// A number added to a `dtype` tensor: torch's add rounds a Python scalar (and add's alpha)
-  /// to a bf16/f16 tensor's dtype before computing in f32.
-  static double scalarAs(double value, DataType dtype) {
-    if (dtype == DataType::BFloat16)
-      return bfloat16BitsToFloat(toBFloat16Bits(value));
-    if (dtype == DataType::Half)
-      return halfBitsToFloat(toHalfBits(value));
-    return value;
+  /// torch's addcmul as its kernels compute it in f32: `(value * grad) * grad + start` with
+  /// the last multiply and the add fused (master_weights.py's torch_addcmul).
+  Val torchAddcmul(Val start, Val grad, Val value) {
+    start = cast(start, DataType::Float);
+    Val tensor1 = cast(grad, DataType::Float), tensor2 = cast(grad, DataType::Float);
+    return fma(value * tensor1, tensor2, start);
   }
 
   const AdamConfig& config_;
   AdamFusion& result_;
   FusionDefinition fd_;
   DataType gradDtype_, stateDtype_;
-  /// The dtype of the weight Adam updates: the parameters', or f32 with master weights.
-  DataType weightDtype_;
   llvm::SmallVector<Parameter, 16> parameters_;
-  llvm::SmallVector<Val, 2> lrs_;
-  Val gradScale_, foundInf_, skip_, maxGradNorm_;
+  llvm::SmallVector<GroupScalars, 2> groups_;
+  Val gradScale_, foundInf_, skip_;
 };
 
 } // namespace

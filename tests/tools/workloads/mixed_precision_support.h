@@ -1,9 +1,9 @@
 #pragma once
 // Shared by the mixed-precision Adam tests: TransformerEngine's remainder rule written
-// independently of optim/param_remainders, the dtype configurations, and the state of an Adam
-// fusion's inputs drawn from f32 masters.
+// independently of tools/workloads/param_remainders, the dtype configurations, and the state of an
+// Adam fusion's inputs drawn from f32 masters.
 
-#include "optim/adam.h"
+#include "tools/workloads/adam.h"
 
 #include "ir/evaluator.h"
 #include "ir/half_float.h"
@@ -21,7 +21,7 @@
 
 namespace widefuse::optim::testing {
 
-// ---- TE's rule, written here independently of optim/param_remainders ----------------------
+// ---- TE's rule, written here independently of tools/workloads/param_remainders -------------
 
 inline uint32_t bitsOf(float value) {
   uint32_t bits;
@@ -124,7 +124,9 @@ struct State {
     std::vector<Argument> list;
     for (size_t k = 0; k < adam.inputs.size(); ++k) {
       if (adam.fusion->inputs()[k]->isScalar())
-        list.push_back(ScalarArgument(lrs[adam.inputs[k].group]));
+        list.push_back(ScalarArgument(adam.inputs[k].role == AdamRole::Lr
+                                          ? lrs[adam.inputs[k].group]
+                                          : adam.inputs[k].value)); // betas, eps, weight decay
       else
         list.push_back(tensors[k].ref());
     }

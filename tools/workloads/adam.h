@@ -1,39 +1,52 @@
 #pragma once
 /// torch.optim.Adam / AdamW as one widefuse fusion: the per-parameter graphs of torch's
 /// `_single_tensor_adam`, every in-place update a copy_ deferred to the end (as in the seed
-/// rewrite, optim/seed_adam.h), with amsgrad, maximize, L2 or decoupled weight decay, a
-/// capturable (tensor) learning rate, AMP's grad_scale / found_inf, gradient clipping by the
-/// total norm (max_grad_norm) and several param groups.
+/// rewrite, tools/workloads/seed_adam.h), with amsgrad, maximize, L2 or decoupled weight
+/// decay, a capturable (tensor) learning rate, AMP's grad_scale / found_inf, gradient clipping
+/// by the total norm (max_grad_norm) and several param groups.
 ///
-/// The formula, per parameter of a group with hyperparameters (lr, beta1, beta2, eps, wd);
-/// "f64" is a Python float, and every tensor op is computed in the compute type of its
-/// operands (float for half/bfloat16) and rounded once to the dtype of the tensor it writes,
-/// as a PyTorch kernel does: the parameter's (or, with master weights, the f32 master's) for
-/// p, the state's for m, v, vmax and denom, the grads' for grad (the promoted type after L2
-/// decay). With every dtype f32 that is f32 arithmetic throughout; with bf16 state each
-/// state op is rounded to bf16 and later ops read the rounded value, as torch's in-place ops
-/// on bf16 tensors do. p below is the weight Adam updates: the parameter (master weights
-/// none), the f32 master (fp32), or the master rebuilt from the parameter and its remainder
-/// (remainders; reconstructMaster), written back as the parameter, as the master and its
-/// round-to-nearest-even copy in the parameter, or split again (splitMaster):
+/// A workload of the tools (`widefuse adam`, the benchmarks, the C++ tests), frozen in
+/// features: the optimizer library is widefuse.optim (python_frontend/widefuse/optim), and new
+/// optimizer features land there only. The builder writes the fusion widefuse.optim's Adam
+/// and AdamW trace, op for op (their update traces torch's own formula, so that it is the
+/// reference), and tests/python_frontend/test_optim_adam_structure.py checks that the two are
+/// structurally equal over a matrix of options (the test names those it leaves out and why:
+/// capturable, which widefuse.optim does not distinguish, its lr always a runtime scalar; f32
+/// grads of bf16/f16 parameters, which it refuses; a found_inf given but not computed, which
+/// `widefuse adam` cannot ask for).
 ///
-///   grad   = g / grad_scale                           (gradScale only)
+/// The formula, per parameter of a group. lr, beta1, beta2, eps and AdamW's weight decay are
+/// runtime f64 scalars of their group (`lr{g}`, `beta1_{g}`, `beta2_{g}`, `eps{g}`,
+/// `weight_decay{g}`: a new value runs the same kernels, and groups that differ only in
+/// values share a kernel body); Adam's L2 weight decay and max_grad_norm are constants, as in
+/// widefuse.optim, where Python branches on the first and the clip's options are part of the
+/// trace key. Arithmetic on the scalars (1 - beta1, lr * wd, ...) is f64, like torch's Python
+/// floats. A tensor op on bf16/f16 operands is computed in f32 and rounded once to its
+/// result's dtype (docs/ir_reference.md); opmath() below is a cast to f32 of a bf16/f16
+/// value, rounded() a cast to the dtype of the tensor written. p is the weight Adam updates:
+/// the parameter (master weights none), the f32 master (fp32), or the master rebuilt from the
+/// parameter and its remainder (remainders; reconstructMaster), written back as the
+/// parameter, as the master and its round-to-nearest-even copy in the parameter, or split
+/// again (splitMaster):
+///
+///   grad   = g / grad_scale.to(g's dtype)             (gradScale only)
 ///   found  = any(!isfinite(grad)) over every grad      (computeFoundInf; written to found_inf)
-///   total  = vector_norm(every grad, normType)          (maxGradNorm: in the grads' dtype;
-///            the 2-norm sums in f32, the inf-norm's max of |grad| is exact in that dtype);
-///            coef = min(max_grad_norm / (total + 1e-6), 1) in that dtype;
-///   grad   = grad * coef                              torch's clip_grad_norm_, in the step
+///   total  = vector_norm(every grad, normType)          (maxGradNorm: computed in f32, the
+///            result in the grads' dtype); coef = minimum(max_grad_norm / (total + 1e-6), 1)
+///   grad   = rounded(opmath(grad) * coef)             torch's clip_grad_norm_, in the step
 ///   grad   = -grad                                    (maximize only)
 ///   step'  = step + 1                                 (0-d f32)
-///   p      = p * (1 - lr * wd)                        (Decoupled, wd != 0; factor in f64)
-///   grad   = grad + wd * p                            (L2, wd != 0; torch's add(alpha=wd))
-///   m'     = lerp(m, grad, 1 - beta1)
-///   v'     = v * beta2;  v' = v' + (1 - beta2) * grad * grad          (mul_, addcmul_)
-///   bc1    = 1 - beta1 ** f64(step');  bc2 = 1 - beta2 ** f64(step')  (f64)
-///   stepSize = f64(lr) / bc1;  bc2Sqrt = sqrt(bc2)                   (f64)
+///   p      = p * (1 - lr * wd)                        (Decoupled, always: x * 1 is x)
+///   grad   = rounded(opmath(grad) + wd * opmath(p))   (L2, wd != 0; add(alpha=wd), wd
+///            rounded to a bf16/f16 promoted type first)
+///   m'     = lerp(m, grad, 1 - beta1)                 (bf16/f16 state: torch's kernel, one
+///            fma in f32: w * (grad - m) + m for |w| < 0.5, else (w - 1) * (grad - m) + grad)
+///   v'     = v * beta2;  v' = v' + (1 - beta2) * opmath(grad) * opmath(grad)
+///            (bf16/f16 state: fma((1 - beta2) * grad, grad, v'), as torch's addcmul kernel)
+///   bc1    = 1 - beta1 ** f64(step');  bc2Sqrt = sqrt(1 - beta2 ** f64(step'))   (f64)
 ///   vmax'  = maximum(vmax, v')                        (amsgrad only)
-///   denom  = sqrt(amsgrad ? vmax' : v');  denom = denom / bc2Sqrt;  denom = denom + eps
-///   p'     = p + (-stepSize) * m' / denom             (addcdiv_, value=-stepSize)
+///   denom  = sqrt(amsgrad ? vmax' : v') / bc2Sqrt + eps   (eps rounded to bf16/f16 state)
+///   p'     = opmath(p) + (-(lr / bc1)) * opmath(m') / opmath(denom)   (addcdiv_)
 ///   copy_ of p', m', v', vmax', step'; with foundInf each source is
 ///   where(found_inf != 0, entry value, new value), so a flagged step changes nothing
 ///   (with computeFoundInf: where(found, ...), the flag computed in the step).
@@ -53,14 +66,10 @@
 ///   we keep the non-capturable formula in both modes (a capturable lr only changes where lr
 ///   comes from: a 0-d f32 tensor, widened exactly to f64).
 /// - Scalars (1 - beta1, beta2, 1 - beta2, wd, eps, bc2Sqrt, -stepSize) are converted to the
-///   tensor op's compute type at the op that uses them, as PyTorch converts a Python number; the L2
-///   term is `grad + (wd * p)` with the product rounded (torch computes `a + alpha * b` in one
-///   kernel; with float CUDA or a vectorized CPU path that may be one fma).
-/// - bf16/f16 state and grads follow torch's kernels (2.9, as its CPU kernels compute them)
-///   more closely, since their rounding shows: lerp is one fused multiply-add in f32
-///   (`w * (grad - m) + m` for w < 0.5, else `(w - 1) * (grad - m) + grad`), addcmul fuses
-///   its last multiply and the add, and eps and the L2 alpha are rounded to the tensor's dtype
-///   first, as torch's add does with a Python scalar. f32 state keeps the plain formula.
+///   tensor op's compute type at the op that uses them, as PyTorch converts a Python number;
+///   the L2 term is `grad + (wd * p)` with the product rounded (torch computes
+///   `a + alpha * b` in one kernel; with float CUDA or a vectorized CPU path that may be one
+///   fma).
 /// - addcdiv is `p + (value * m) / denom`, the association of torch's CPU kernel; torch's
 ///   CUDA kernel computes `p + value * (m / denom)`.
 /// - grad_scale: the gradient is divided by it (as torch's fused kernels do) but the unscaled
@@ -73,12 +82,12 @@
 /// - The clip coefficient is `max_grad_norm / (total + 1e-6)`, a division, where torch's
 ///   `float / tensor` is `tensor.reciprocal() * float`; the norm sums in one reduction tree
 ///   (docs/ir_reference.md section 10.3), torch per parameter first.
-/// - A group with weight decay 0 has no decay op (torch's `if weight_decay != 0`), so groups
-///   with zero and nonzero weight decay form two signature classes (two batched kernels);
-///   groups that differ only in nonzero values share one kernel with lifted constants.
+/// - Adam's L2 decay follows torch's `if weight_decay != 0`: a group with weight decay 0 has
+///   no decay op, so groups with zero and nonzero L2 weight decay form two signature classes
+///   (two batched kernels).
 
-#include "optim/param_remainders.h"
-#include "optim/seed_adam.h"
+#include "tools/workloads/param_remainders.h"
+#include "tools/workloads/seed_adam.h"
 
 #include "ir/fusion.h"
 #include "ir/fusion_definition.h"
@@ -101,7 +110,9 @@ enum class WeightDecayKind {
 /// One param group's hyperparameters (torch's defaults; AdamW's default weight decay is 0.01,
 /// set it explicitly).
 struct AdamHyperparameters {
-  /// The learning rate: the default value of the runtime input `lr{g}` (validated only).
+  /// The learning rate, betas, eps and (AdamW's) weight decay: the values of the group's
+  /// runtime inputs (AdamInput::value, what a run gives them); Adam's L2 weight decay is a
+  /// constant of the fusion.
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
@@ -148,9 +159,9 @@ struct AdamConfig {
   bool gradScale = false;
   bool foundInf = false;
   /// Clip the grads by their total norm over every parameter (all groups) before the update,
-  /// as torch.nn.utils.clip_grad_norm_(params, max_grad_norm, normType) would: the value is
-  /// the default of the runtime f64 input `max_grad_norm` (a new value runs the same kernels),
-  /// validated here (finite, >= 0). The total norm is the fusion's plain output.
+  /// as torch.nn.utils.clip_grad_norm_(params, max_grad_norm, normType) would: a constant of
+  /// the fusion (as in widefuse.optim, where it is part of the trace key), validated here
+  /// (finite, >= 0). The total norm is the fusion's plain output.
   std::optional<double> maxGradNorm;
   /// The clip's norm: 2 or infinity (the largest |grad|).
   double normType = 2;
@@ -190,27 +201,33 @@ enum class AdamRole {
   MaxExpAvgSq, ///< `vmax{i}` (amsgrad only), updated
   Step,        ///< `step{i}`, 0-d f32, updated
   Lr,          ///< `lr{g}`: f64 runtime scalar, or 0-d f32 tensor when capturable
+  Beta1,       ///< `beta1_{g}`, f64 runtime scalar
+  Beta2,       ///< `beta2_{g}`, f64 runtime scalar
+  Eps,         ///< `eps{g}`, f64 runtime scalar
+  WeightDecay, ///< `weight_decay{g}`, f64 runtime scalar (Decoupled only: L2's is a constant)
   GradScale,   ///< `grad_scale`, 0-d f32 (gradScale only)
   FoundInf,    ///< `found_inf`, 0-d f32 (foundInf or computeFoundInf; written by the latter)
-  MaxGradNorm, ///< `max_grad_norm`, f64 runtime scalar (maxGradNorm only)
 };
 
-/// The role's name as in torch's state ("param", "master_param", "param_remainder", "grad",
-/// "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step", "lr", "grad_scale", "found_inf",
-/// "max_grad_norm").
+/// The role's name as in torch's state and param groups ("param", "master_param",
+/// "param_remainder", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step", "lr",
+/// "beta1", "beta2", "eps", "weight_decay", "grad_scale", "found_inf").
 llvm::StringRef adamRoleName(AdamRole role);
 
 /// One fusion input: its role and whose it is.
 struct AdamInput {
   AdamRole role;
-  /// The param group (0 for grad_scale, found_inf and max_grad_norm).
+  /// The param group (0 for grad_scale and found_inf).
   unsigned group = 0;
-  /// Index of the parameter within its group (0 for lr, grad_scale, found_inf and
-  /// max_grad_norm).
+  /// Index of the parameter within its group (0 for the group's hyperparameters, grad_scale
+  /// and found_inf).
   unsigned param = 0;
-  /// Index of the parameter across all groups, the `i` of its names (0 for lr, grad_scale,
-  /// found_inf and max_grad_norm).
+  /// Index of the parameter across all groups, the `i` of its names (0 for the group's
+  /// hyperparameters, grad_scale and found_inf).
   unsigned index = 0;
+  /// A hyperparameter's value in the config (lr, beta1, beta2, eps, weight decay): what a run
+  /// gives the input unless it changes it (0 for the other roles).
+  double value = 0;
 };
 
 /// An Adam step and the roles of its inputs, in the order of Fusion::inputs().
@@ -232,10 +249,10 @@ void validateAdamConfig(const AdamConfig& config);
 
 /// Builds one Adam / AdamW step (see the file comment for the formula). Inputs, in order: per
 /// parameter i `p{i}`, [`master{i}` | `remainder{i}`], `g{i}`, `m{i}`, `v{i}`, [`vmax{i}`],
-/// `step{i}`; then `lr{g}` per group; then [`grad_scale`], [`found_inf`], [`max_grad_norm`].
-/// With maxGradNorm or computeFoundInf the fusion runs in two phases. Betas, eps and
-/// weight decay are constants of each group's subgraphs (lifted per member when groups share
-/// a kernel). Throws Error for a bad config (validateAdamConfig).
+/// `step{i}`; then per group `lr{g}`, `beta1_{g}`, `beta2_{g}`, `eps{g}` and (AdamW)
+/// `weight_decay{g}`; then [`grad_scale`], [`found_inf`]. With maxGradNorm or
+/// computeFoundInf the fusion runs in two phases. Throws Error for a bad config
+/// (validateAdamConfig).
 AdamFusion buildAdam(const AdamConfig& config);
 
 } // namespace widefuse::optim

@@ -9,7 +9,7 @@
 //   give Errors naming the value, with nothing written.
 // The masters themselves (lossless remainders, TE's rule, bf16 state): adam_master_weights_test.
 
-#include "tests/optim/mixed_precision_support.h"
+#include "tests/tools/workloads/mixed_precision_support.h"
 
 #include "ir/error.h"
 
