@@ -6,6 +6,7 @@
 #include "runtime/none/none_backend.h"
 #include "runtime/reference/reference_backend.h"
 
+#include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
 
 namespace widefuse {
@@ -40,11 +41,14 @@ const Backend* findBackend(llvm::StringRef name) {
   fail("unknown backend '{}': use {} or {}", name.str(), llvm::join(names, ", "), last);
 }
 
+const Backend& backendForPlacement(bool inDeviceMemory) {
+  return inDeviceMemory ? cudaBackend() : hostBackend();
+}
+
 const Backend& backendForArguments(llvm::ArrayRef<Argument> arguments) {
-  for (const Backend* backend : registeredBackends())
-    if (backend->holdsArguments(arguments))
-      return *backend;
-  return hostBackend();
+  return backendForPlacement(llvm::any_of(registeredBackends(), [&](const Backend* backend) {
+    return backend->holdsArguments(arguments);
+  }));
 }
 
 } // namespace widefuse

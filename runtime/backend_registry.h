@@ -22,10 +22,14 @@ std::vector<std::string> backendNames();
 /// other name.
 const Backend* findBackend(llvm::StringRef name);
 
-/// What `auto` runs `arguments` on: the first registered backend that holds them (cuda for a
-/// tensor in device memory), else the host backend. The Python frontend follows the same
-/// rule for its arrays; the command line's .npy inputs are placed on the GPU when there is
-/// one (tools/run_command.cpp).
+/// The rule of `auto`: arguments of which one is in device memory run on the backend of that
+/// memory (cuda), others on the host backend. The Python frontend asks it with what the
+/// arrays' own protocols say (python_frontend/bindings: select_backend).
+const Backend& backendForPlacement(bool inDeviceMemory);
+
+/// What `auto` runs `arguments` on: backendForPlacement of whether a registered backend holds
+/// one of them (the CUDA driver knows a device pointer). The command line's .npy inputs are
+/// placed on the GPU when there is one (tools/run_command.cpp).
 const Backend& backendForArguments(llvm::ArrayRef<Argument> arguments);
 
 } // namespace widefuse

@@ -7,17 +7,15 @@ namespace widefuse::python {
 
 /// Error, DataType helpers, _Definition (the builder), _Value and _Fusion (a finished fusion).
 void bindDefinition(nanobind::module_& module);
-/// _Executor (compile once per specialization, run on NumPy or device memory) and the DLPack
-/// import helper.
+/// _Executor (compile once per specialization, run what the argument reader read),
+/// select_backend and host_executions.
 void bindExecutor(nanobind::module_& module);
 /// structure_key (a traced call's structure key, walked in C++).
 void bindStructureKey(nanobind::module_& module);
-/// torch_layout (a torch tensor's address and layout, read in C++).
-void bindTorchTensorReader(nanobind::module_& module);
-/// direct_arguments (execute()'s arguments its checks would pass as they are) and
-/// _DirectTensor.
-void bindDirectArguments(nanobind::module_& module);
-/// record (a pointwise op on traced values in one call) and register_traced_values.
+/// The argument reader: read_arguments, read_outputs, read_layouts, _Arguments, _Refusal.
+void bindArgumentReader(nanobind::module_& module);
+/// TracedValue (the base of the package's Tensor and Scalar), record (a pointwise op on traced
+/// values in one call) and snapshot.
 void bindTracedValues(nanobind::module_& module);
 
 } // namespace widefuse::python

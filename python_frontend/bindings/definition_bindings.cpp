@@ -40,29 +40,19 @@ std::vector<OutputCall> outputCallsOf(const std::vector<PyOutputCall>& calls) {
   return converted;
 }
 
-nb::dict inputFacts(const Value& input, const Fusion& fusion) {
+nb::dict inputFacts(const Value& input) {
   nb::dict facts;
   facts["name"] = input.name();
   facts["dtype"] = shortName(input.dtype()).str();
   facts["is_tensor"] = input.isTensor();
   facts["shape"] = std::vector<int64_t>(input.extents().begin(), input.extents().end());
-  const TensorLayout& layout = input.layout();
-  facts["stride_order"] =
-      std::vector<int64_t>(layout.strideOrder.begin(), layout.strideOrder.end());
-  facts["contiguity"] = std::vector<bool>(layout.contiguity.begin(), layout.contiguity.end());
-  facts["written"] = fusion.aliasOf(&input) != nullptr;
-  // Declared dense row-major: a dense row-major array needs no other layout check.
-  bool rowMajor = llvm::all_of(layout.contiguity, [](bool dense) { return dense; });
-  for (size_t d = 0; rowMajor && d < layout.strideOrder.size(); ++d)
-    rowMajor = layout.strideOrder[d] == int64_t(layout.strideOrder.size() - 1 - d);
-  facts["row_major"] = rowMajor;
   return facts;
 }
 
 nb::list inputList(const FusionHandle& handle) {
   nb::list inputs;
   for (const Value* input : handle.fusion->inputs())
-    inputs.append(inputFacts(*input, *handle.fusion));
+    inputs.append(inputFacts(*input));
   return inputs;
 }
 
@@ -140,7 +130,22 @@ void bindDefinition(nb::module_& module) {
 
   // keep_alive<0, 1>: a value keeps its definition (and so the fusion it points into) alive.
   nb::class_<PyDefinition>(module, "_Definition", "Builds one fusion; checks every op as added.")
-      .def(nb::init<const std::string&>(), nb::arg("name"))
+      .def(nb::init<const std::string&, nb::handle, nb::handle>(), nb::arg("name"),
+           nb::arg("tensor_class"), nb::arg("scalar_class"),
+           "A builder whose traced values are of the two classes (they extend TracedValue).")
+      .def(
+          "traced",
+          [](nb::pointer_and_handle<PyDefinition> self, nb::handle definition, nb::handle handle,
+             nb::handle depends) { return self.p->traced(self.h, definition, handle, depends); },
+          nb::arg("definition"), nb::arg("handle"), nb::arg("depends").none() = nb::none(),
+          "The traced value (Tensor or Scalar) of `handle` in FusionDefinition `definition`.")
+      .def(
+          "traced_all",
+          [](nb::pointer_and_handle<PyDefinition> self, nb::handle definition, nb::handle handles) {
+            return self.p->tracedAll(self.h, definition, handles);
+          },
+          nb::arg("definition"), nb::arg("handles"),
+          "traced() of each handle (tensor inputs just defined), without dependencies.")
       .def("define_tensor", &PyDefinition::defineTensor, nb::arg("shape"), nb::arg("dtype"),
            nb::arg("stride_order"), nb::arg("contiguity"), nb::keep_alive<0, 1>())
       .def("define_tensors", &PyDefinition::defineTensors, nb::arg("count"), nb::arg("shape"),
@@ -190,9 +195,8 @@ void bindDefinition(nb::module_& module) {
           "output_calls: the add_output calls in order, each (value, stride_order, -1) for a "
           "plain output or (None, [], i) for in-place update i.")
       .def("inputs", &inputList,
-           "Facts about each input: name, dtype, is_tensor, shape, "
-           "stride_order, contiguity, written (a copy_ destination), row_major (declared dense "
-           "row-major).")
+           "Facts about each input: name, dtype, is_tensor, shape (the argument reader checks "
+           "the rest).")
       .def("outputs", &outputList, "Facts about each plain output: name, dtype, shape.")
       .def("segments", &segmentReport, nb::arg("mode"), "The segmenter's report for a mode.");
   module.def("component_searches", &componentSearches,

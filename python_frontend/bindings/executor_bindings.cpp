@@ -1,11 +1,8 @@
-// The executor behind FusionDefinition.execute: arguments arrive from Python as NumPy arrays
-// (read through the buffer protocol), torch CPU tensors read by direct_arguments
-// (DirectTensor), (address, dtype, shape, strides-in-elements) tuples for other arrays, or
-// numbers, already matched to the fusion's inputs by the Python side; outputs
-// leave as NumPy arrays (host) or DLPack-capable device arrays (CUDA).
+// The executor behind FusionDefinition.execute: its arguments are what the argument reader
+// accepted (arguments/argument_reader.h, a _widefuse._Arguments); outputs leave as NumPy arrays
+// (host) or DLPack-capable device arrays (CUDA).
+#include "python_frontend/bindings/arguments/argument_reader.h"
 #include "python_frontend/bindings/bindings.h"
-#include "python_frontend/bindings/buffer_arguments.h"
-#include "python_frontend/bindings/direct_arguments.h"
 #include "python_frontend/bindings/fusion_handle.h"
 #include "python_frontend/bindings/steady_inputs.h"
 
@@ -13,6 +10,7 @@
 #include "ir/runtime_shapes.h"
 #include "runtime/backend_registry.h"
 #include "runtime/fusion_executor.h"
+#include "runtime/host/host_options.h"
 
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -25,21 +23,6 @@ namespace nb = nanobind;
 
 namespace widefuse::python {
 namespace {
-
-/// DLPack's code of an fp8 type (DLPack 1.1), nullopt for other types.
-std::optional<nb::dlpack::dtype_code> float8DlpackCode(DataType type) {
-  using Code = nb::dlpack::dtype_code;
-  switch (type) {
-  case DataType::Float8_e4m3fn:
-    return Code::Float8_E4M3FN;
-  case DataType::Float8_e5m2:
-    return Code::Float8_E5M2;
-  case DataType::Float8_e8m0fnu:
-    return Code::Float8_E8M0FNU;
-  default:
-    return std::nullopt;
-  }
-}
 
 /// The DLPack type of `type` on a device (torch reads bool, f16, bf16 and fp8 as such).
 /// Complex types are DLPack's Complex code with the width of the pair (64 or 128 bits).
@@ -70,89 +53,6 @@ nb::dlpack::dtype hostDlpackType(DataType type) {
     return {static_cast<uint8_t>(nb::dlpack::dtype_code::UInt),
             static_cast<uint8_t>(8 * byteSize(type)), 1};
   return deviceDlpackType(type);
-}
-
-std::string dataTypeOfDlpack(nb::dlpack::dtype type) {
-  using Code = nb::dlpack::dtype_code;
-  auto code = static_cast<Code>(type.code);
-  std::string name;
-  if (type.lanes == 1) {
-    if (code == Code::Bool && type.bits == 8)
-      name = "b8";
-    else if (code == Code::Int && type.bits <= 64)
-      name = fmt::format("i{}", type.bits);
-    else if (code == Code::UInt && type.bits <= 32)
-      name = fmt::format("u{}", type.bits);
-    else if (code == Code::Float && type.bits >= 16 && type.bits <= 64)
-      name = fmt::format("f{}", type.bits);
-    else if (code == Code::Bfloat && type.bits == 16)
-      name = "bf16";
-    else if (code == Code::Complex && (type.bits == 64 || type.bits == 128))
-      name = fmt::format("c{}", type.bits);
-    for (DataType float8 :
-         {DataType::Float8_e4m3fn, DataType::Float8_e5m2, DataType::Float8_e8m0fnu})
-      if (code == float8DlpackCode(float8) && type.bits == 8)
-        name = shortName(float8).str();
-  }
-  if (name.empty() || !parseDataType(name))
-    fail("DLPack data type (code {}, {} bits, {} lanes) has no widefuse equivalent",
-         static_cast<int>(type.code), type.bits, type.lanes);
-  return name;
-}
-
-/// A tensor argument from Python: (address, dtype, shape, strides in elements).
-TensorRef tensorOf(const nb::tuple& description) {
-  if (description.size() != 4)
-    fail("internal: a tensor argument is (address, dtype, shape, strides)");
-  TensorRef ref;
-  ref.data = reinterpret_cast<void*>(nb::cast<uintptr_t>(description[0]));
-  ref.dtype = dataTypeNamed(nb::cast<std::string>(description[1]));
-  for (int64_t extent : nb::cast<std::vector<int64_t>>(description[2]))
-    ref.shape.push_back(extent);
-  for (int64_t stride : nb::cast<std::vector<int64_t>>(description[3]))
-    ref.strides.push_back(stride);
-  return ref;
-}
-
-/// A Python bool, int or float for runtime scalar input `input`.
-ScalarArgument scalarOf(nb::handle argument, const Value& input) {
-  if (nb::isinstance<nb::bool_>(argument))
-    return ScalarArgument(nb::cast<bool>(argument));
-  if (nb::isinstance<nb::int_>(argument)) {
-    int64_t value = 0;
-    if (!nb::try_cast(argument, value))
-      fail("input '{}': the integer {} does not fit in 64 bits", input.name(),
-           nb::cast<std::string>(nb::str(argument)));
-    return ScalarArgument(value);
-  }
-  double value = 0;
-  if (!nb::try_cast(argument, value))
-    fail("input '{}': expected a number, got {}", input.name(),
-         nb::cast<std::string>(nb::str(argument.type())));
-  return ScalarArgument(value);
-}
-
-/// One argument per fusion input: a DirectTensor, a described tensor (tuple), a number, or a
-/// NumPy array read through the buffer protocol.
-std::vector<Argument> argumentsOf(const nb::list& arguments, const Fusion& fusion,
-                                  std::vector<HeldBuffer>& held) {
-  if (arguments.size() != fusion.inputs().size())
-    fail("internal: {} arguments for {} inputs", arguments.size(), fusion.inputs().size());
-  std::vector<Argument> converted;
-  for (size_t i = 0; i < arguments.size(); ++i) {
-    nb::handle argument = arguments[i];
-    const Value& input = *fusion.inputs()[i];
-    if (nb::isinstance<DirectTensor>(argument))
-      converted.emplace_back(nb::inst_ptr<DirectTensor>(argument)->ref);
-    else if (input.isTensor() && PyObject_CheckBuffer(argument.ptr()))
-      converted.emplace_back(
-          tensorFromBuffer(argument, input, fusion.aliasOf(&input) != nullptr, held));
-    else if (nb::isinstance<nb::tuple>(argument))
-      converted.emplace_back(tensorOf(nb::borrow<nb::tuple>(argument)));
-    else
-      converted.emplace_back(scalarOf(argument, input));
-  }
-  return converted;
 }
 
 std::vector<size_t> sizesOf(llvm::ArrayRef<int64_t> shape) {
@@ -187,12 +87,14 @@ nb::list hostArrays(RunResult result) {
 }
 
 /// A run prepared once for arguments that stay in place (PreparedRun): each launch skips every
-/// check. Holds the buffer views of its NumPy arguments; the Python side holds the arrays.
+/// check. Holds the buffer views of its NumPy arguments (and what the reader made to read
+/// them); the Python side holds the arrays.
 class PyPreparedRun {
 public:
-  PyPreparedRun(std::unique_ptr<PreparedRun> run, std::vector<HeldBuffer> held,
+  PyPreparedRun(std::unique_ptr<PreparedRun> run, ReadArguments& read,
                 std::shared_ptr<const Fusion> fusion)
-      : fusion_(std::move(fusion)), run_(std::move(run)), held_(std::move(held)) {}
+      : fusion_(std::move(fusion)), run_(std::move(run)), held_(std::move(read.held)),
+        keep_(std::move(read.keep)) {}
 
   /// Tensor arguments `indices[i]` now at `addresses[i]`, laid out as before (a new grad).
   void rebind(const std::vector<size_t>& indices, const std::vector<uintptr_t>& addresses) {
@@ -202,16 +104,30 @@ public:
       run_->rebindTensor(indices[i], reinterpret_cast<void*>(addresses[i]));
   }
 
-  /// Runtime scalar arguments `indices[i]` now `values[i]` (a scheduled learning rate).
-  void setScalars(const std::vector<size_t>& indices, const nb::list& values) {
+  /// Runtime scalar arguments `indices[i]` now `values[i]` (a scheduled learning rate), read
+  /// as execute() reads a number (`torchTypes`, `numpyTypes`: the reader's dtype tables).
+  /// None, or the refusal of the first value refused (nothing set from it on).
+  nb::object setScalars(const std::vector<size_t>& indices, const nb::list& values,
+                        nb::handle torchTypes, nb::handle numpyTypes) {
     if (indices.size() != values.size())
       fail("set_scalars: {} indices for {} values", indices.size(), values.size());
     for (size_t i = 0; i < indices.size(); ++i) {
       if (indices[i] >= fusion_->inputs().size())
         fail("set_scalars: fusion '{}' has {} inputs, not an input {}", fusion_->name(),
              fusion_->inputs().size(), indices[i]);
-      run_->setScalar(indices[i], scalarOf(values[i], *fusion_->inputs()[indices[i]]));
+      const Value& input = *fusion_->inputs()[indices[i]];
+      ScalarArgument scalar;
+      bool exact = false;
+      Refusal refusal;
+      if (!readScalar(values[i].ptr(), input, {torchTypes.ptr(), numpyTypes.ptr()}, scalar, exact,
+                      refusal)) {
+        refusal.index = indices[i];
+        refusal.name = input.name();
+        return nb::cast(std::move(refusal));
+      }
+      run_->setScalar(indices[i], scalar);
     }
+    return nb::none();
   }
 
   /// One step on `stream` (None: the executor's default stream).
@@ -228,6 +144,7 @@ private:
   std::shared_ptr<const Fusion> fusion_; // declared first: outlives the run
   std::unique_ptr<PreparedRun> run_;
   std::vector<HeldBuffer> held_;
+  std::vector<nb::object> keep_;
 };
 
 /// Compiles a fusion once per specialization and runs it (FusionExecutorCache). One executor
@@ -254,45 +171,42 @@ public:
 
   std::string backend() const { return cache_->backendName().str(); }
 
-  /// One checked run on `stream` (a CUstream; None: the executor's default stream).
-  nb::list run(const nb::list& arguments, bool deviceOutputs, std::optional<uintptr_t> stream) {
-    std::vector<HeldBuffer> held; // released after the run, with the GIL held
-    std::vector<Argument> converted = argumentsOf(arguments, *fusion_, held);
+  /// One run of arguments the reader accepted, on `stream` (a CUstream; None: the
+  /// executor's default stream).
+  nb::list run(const ReadArguments& read, bool deviceOutputs, std::optional<uintptr_t> stream) {
     if (deviceOutputs && !fusion_->outputs().empty())
-      return deviceArrays(converted, streamOf(stream));
+      return deviceArrays(read.arguments, streamOf(stream));
     RunResult result;
     {
       nb::gil_scoped_release release;
-      result = cache_->run(converted, {}, streamOf(stream));
+      result = cache_->run(read.arguments, {}, streamOf(stream));
     }
     return hostArrays(std::move(result));
   }
 
-  /// execute()'s checked path: `arguments` as the Python side checked and described them,
-  /// `objects` the inputs they describe. Runs them, and adopts them as the steady state when
-  /// the steady state can read them back (and no other thread is using it). `stream`: as
-  /// run()'s; the steady state is not tied to it (each call names its own).
-  nb::list runChecked(const nb::list& arguments, nb::handle objects, bool deviceOutputs,
+  /// execute()'s checked path: `read`, what the argument reader accepted of `objects` (the
+  /// inputs, vectors spread). Runs them, and adopts them as the steady state when the steady
+  /// state can read them back (and no other thread is using it). `stream`: as run()'s; the
+  /// steady state is not tied to it (each call names its own).
+  nb::list runChecked(const ReadArguments& read, nb::handle objects, bool deviceOutputs,
                       std::optional<uintptr_t> stream) {
     std::unique_lock<std::mutex> lock(steadyMutex_, std::try_to_lock);
-    if (!lock.owns_lock() || !SteadyInputs::adoptable(*fusion_, objects, arguments)) {
+    if (!lock.owns_lock() || !SteadyInputs::adoptable(read)) {
       if (lock.owns_lock())
         steady_ = SteadyInputs(); // forget the last inputs: they are not these
-      return run(arguments, deviceOutputs, stream);
+      return run(read, deviceOutputs, stream);
     }
-    std::vector<HeldBuffer> held;
-    std::vector<Argument> converted = argumentsOf(arguments, *fusion_, held);
     if (deviceOutputs && !fusion_->outputs().empty()) {
-      nb::list outputs = deviceArrays(converted, streamOf(stream));
-      steady_.adopt(*fusion_, objects, std::move(converted), nullptr);
+      nb::list outputs = deviceArrays(read.arguments, streamOf(stream));
+      steady_.adopt(*fusion_, objects, read, nullptr);
       return outputs;
     }
     std::unique_ptr<PreparedRun> prepared;
     {
       nb::gil_scoped_release release;
-      prepared = cache_->prepare(converted, streamOf(stream));
+      prepared = cache_->prepare(read.arguments, streamOf(stream));
     }
-    steady_.adopt(*fusion_, objects, std::move(converted), std::move(prepared));
+    steady_.adopt(*fusion_, objects, read, std::move(prepared));
     return launchSteady(streamOf(stream));
   }
 
@@ -338,23 +252,22 @@ public:
   /// Launches by launchMatched so far.
   size_t matchedLaunches() const { return matchedLaunches_; }
 
-  /// Checks, compiles and binds once; the arguments must stay where they are. `stream`: that
-  /// of the first launch (a specialization is not loaded while it captures). `outputs`:
-  /// descriptions of the arrays every launch writes the plain outputs into (empty: each
-  /// launch returns new host arrays).
-  PyPreparedRun prepare(const nb::list& arguments, std::optional<uintptr_t> stream,
-                        const nb::list& outputs) {
-    std::vector<HeldBuffer> held;
-    std::vector<Argument> converted = argumentsOf(arguments, *fusion_, held);
+  /// Checks, compiles and binds once; the arguments (`read`, whose buffer views the result
+  /// takes) must stay where they are. `stream`: that of the first launch (a specialization is
+  /// not loaded while it captures). `outputs`: the arrays every launch writes the plain
+  /// outputs into, as read_outputs read them (None: each launch returns new host arrays).
+  PyPreparedRun prepare(ReadArguments& read, std::optional<uintptr_t> stream,
+                        const ReadArguments* outputs) {
     std::vector<TensorRef> given;
-    for (nb::handle output : outputs)
-      given.push_back(tensorOf(nb::borrow<nb::tuple>(output)));
+    if (outputs)
+      for (const Argument& output : outputs->arguments)
+        given.push_back(std::get<TensorRef>(output));
     std::unique_ptr<PreparedRun> run;
     {
       nb::gil_scoped_release release;
-      run = cache_->prepare(converted, streamOf(stream), given);
+      run = cache_->prepare(read.arguments, streamOf(stream), given);
     }
-    return PyPreparedRun(std::move(run), std::move(held), fusion_);
+    return PyPreparedRun(std::move(run), read, fusion_);
   }
 
   nb::list lastKernels() const {
@@ -439,28 +352,17 @@ private:
   size_t matchedLaunches_ = 0;
 };
 
-/// The address, dtype, shape, strides, device and writability of any object exporting DLPack
-/// (the producer keeps the memory alive while the caller holds the object).
-nb::tuple dlpackView(nb::handle object) {
-  // A writable import fails for exports flagged read-only (DLPack 1.x); then import read-only.
-  nb::ndarray<nb::ro> array;
-  bool readOnly = false;
-  nb::ndarray<> writable;
-  if (nb::try_cast(object, writable)) {
-    array = nb::ndarray<nb::ro>(writable);
-  } else if (nb::try_cast(object, array)) {
-    readOnly = true;
-  } else {
-    fail("the object's __dlpack__ export could not be read");
-  }
-  std::vector<int64_t> shape, strides;
-  for (size_t d = 0; d < array.ndim(); ++d) {
-    shape.push_back(array.shape(d));
-    strides.push_back(array.stride(d));
-  }
-  auto address = reinterpret_cast<uintptr_t>(array.data());
-  return nb::make_tuple(address, dataTypeOfDlpack(array.dtype()), shape, strides,
-                        array.device_type(), array.device_id(), readOnly);
+/// The backend `name` runs arguments on, of which `onDevice` says whether one is in device
+/// memory (as the argument reader read it): `auto`'s rule is backendForPlacement's; a named
+/// backend must read where the arguments are.
+std::string selectBackend(const std::string& name, bool onDevice) {
+  const Backend* backend = findBackend(name);
+  const Backend& device = backendForPlacement(true);
+  if (!backend)
+    return backendForPlacement(onDevice).name().str();
+  if (onDevice && backend != &device)
+    fail("backend '{}' cannot read CUDA arrays; use backend='{}'", name, device.name().str());
+  return name;
 }
 
 } // namespace
@@ -473,7 +375,9 @@ void bindExecutor(nb::module_& module) {
       .def("rebind", &PyPreparedRun::rebind, nb::arg("indices"), nb::arg("addresses"),
            "Points tensor arguments at new memory laid out as before.")
       .def("set_scalars", &PyPreparedRun::setScalars, nb::arg("indices"), nb::arg("values"),
-           "Sets runtime scalar arguments for the following launches.");
+           nb::arg("torch_types"), nb::arg("numpy_types"),
+           "Sets runtime scalar arguments for the following launches; None, or the _Refusal "
+           "of a value.");
   nb::class_<PyExecutor>(module, "_Executor", "Runs one fusion; compiles once per specialization.")
       .def(nb::init<const FusionHandle&, const std::string&, const std::string&, const std::string&,
                     const std::string&, unsigned, bool, const std::optional<std::string>&,
@@ -486,7 +390,7 @@ void bindExecutor(nb::module_& module) {
            nb::arg("stream").none() = nb::none())
       .def("run_checked", &PyExecutor::runChecked, nb::arg("arguments"), nb::arg("objects"),
            nb::arg("device_outputs"), nb::arg("stream").none() = nb::none(),
-           "Runs checked arguments on `stream` and adopts their objects as the steady state.")
+           "Runs read arguments on `stream` and adopts their objects as the steady state.")
       .def("match_steady", &PyExecutor::matchSteady, nb::arg("objects"), nb::arg("order"),
            "The steady state's comparison alone: a token for launch_matched, else None.")
       .def("launch_matched", &PyExecutor::launchMatched, nb::arg("objects"), nb::arg("token"),
@@ -498,7 +402,7 @@ void bindExecutor(nb::module_& module) {
            nb::arg("stream").none() = nb::none(),
            "The outputs (run on `stream`) when the objects match the steady state, else None.")
       .def("prepare", &PyExecutor::prepare, nb::arg("arguments"),
-           nb::arg("stream").none() = nb::none(), nb::arg("outputs") = nb::list(),
+           nb::arg("stream").none() = nb::none(), nb::arg("outputs").none() = nb::none(),
            nb::keep_alive<0, 1>(),
            "Checks, compiles and binds once for arguments that stay in place; `outputs`: "
            "where every launch writes the plain outputs.")
@@ -507,9 +411,18 @@ void bindExecutor(nb::module_& module) {
       .def("num_specializations", &PyExecutor::numSpecializations)
       .def_prop_ro("steady_runs", &PyExecutor::steadyRuns,
                    "Calls run by the steady state (no Python-side checks) so far.");
-  module.def("dlpack_view", &dlpackView, nb::arg("object"),
-             "(address, dtype, shape, strides, device_type, device_id, read_only) of a DLPack "
-             "exporter.");
+  module.def("select_backend", &selectBackend, nb::arg("name"), nb::arg("on_device"),
+             "The backend `name` ('auto' or a backend) runs arguments on, one of which is in "
+             "device memory when `on_device`; Error where it cannot read them.");
+  module.def(
+      "host_executions",
+      [] {
+        std::vector<std::string> names;
+        for (llvm::StringRef name : hostExecutionNames())
+          names.push_back(name.str());
+        return names;
+      },
+      "The host backend's executions (host_execution=), the default first.");
   module.def(
       "cuda_available", [] { return findBackend("cuda")->available(); },
       "True when a CUDA device can be used.");

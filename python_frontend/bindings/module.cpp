@@ -7,7 +7,6 @@ NB_MODULE(_widefuse, module) {
   widefuse::python::bindDefinition(module);
   widefuse::python::bindExecutor(module);
   widefuse::python::bindStructureKey(module);
-  widefuse::python::bindTorchTensorReader(module);
   widefuse::python::bindTracedValues(module);
-  widefuse::python::bindDirectArguments(module);
+  widefuse::python::bindArgumentReader(module);
 }

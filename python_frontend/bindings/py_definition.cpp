@@ -44,8 +44,10 @@ ConstantValue constantOf(nb::handle object) {
   return *operand.literal();
 }
 
-PyDefinition::PyDefinition(const std::string& name)
-    : builder_(std::make_unique<FusionDefinition>(name)) {}
+PyDefinition::PyDefinition(const std::string& name, nb::handle tensorClass, nb::handle scalarClass)
+    : builder_(std::make_unique<FusionDefinition>(name)) {
+  setValueClasses(tensorClass, scalarClass);
+}
 
 Val PyDefinition::defineTensor(const std::vector<int64_t>& shape, const std::string& dtype,
                                const std::vector<int64_t>& strideOrder,

@@ -38,7 +38,10 @@ bool hasReduction(const Fusion& fusion);
 /// The C++ FusionDefinition until finalize(), then the finished fusion.
 class PyDefinition {
 public:
-  explicit PyDefinition(const std::string& name);
+  /// A builder named `name` whose traced values are instances of `tensorClass` and
+  /// `scalarClass` (Python classes that extend _widefuse.TracedValue: widefuse.values.Tensor
+  /// and Scalar).
+  PyDefinition(const std::string& name, nanobind::handle tensorClass, nanobind::handle scalarClass);
 
   /// A tensor input of a declared layout (empty vectors: dense row-major).
   Val defineTensor(const std::vector<int64_t>& shape, const std::string& dtype,
@@ -87,6 +90,18 @@ public:
   /// False once finalize() ran: the values' owner is gone, their Value pointers stay valid.
   bool isLive() const { return builder_ != nullptr; }
 
+  /// The traced value (of the class for its kind) of `handle`, a `_Value` of this builder, in
+  /// Python FusionDefinition `definition`, computed from `depends` (a frozenset; None or
+  /// null: nothing specializable). `self` is this builder's Python object, which the value
+  /// keeps alive (and with it the fusion its handle points into).
+  nanobind::object traced(nanobind::handle self, nanobind::handle definition,
+                          nanobind::handle handle, nanobind::handle depends) const;
+  /// traced() of every handle of `handles`, without dependencies (the tracer's inputs).
+  nanobind::list tracedAll(nanobind::handle self, nanobind::handle definition,
+                           nanobind::handle handles) const;
+  /// The class of the traced values of tensors (`tensor`) or scalars.
+  nanobind::handle valueClass(bool tensor) const;
+
 private:
   /// broadcast_in_dim's output shape: ints, or size values (extents taken from tensors).
   void setShape(OpAttributes& attributes, const std::vector<nanobind::object>& shape);
@@ -95,7 +110,12 @@ private:
   std::string nextName(char prefix);
   FusionDefinition& live();
 
+  /// Checks and keeps the classes of traced values (see the constructor).
+  void setValueClasses(nanobind::handle tensorClass, nanobind::handle scalarClass);
+
   std::unique_ptr<FusionDefinition> builder_;
+  /// The classes of the traced values it makes (widefuse.values.Tensor and Scalar).
+  nanobind::object tensorClass_, scalarClass_;
   std::shared_ptr<const Fusion> finished_;
   size_t valuesSeen_ = 0;
   unsigned namedValues_ = 0;

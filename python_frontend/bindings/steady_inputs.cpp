@@ -1,5 +1,7 @@
 #include "python_frontend/bindings/steady_inputs.h"
 
+#include "python_frontend/bindings/arguments/torch_tensor_reader.h"
+
 #include "ir/error.h"
 #include "ir/extent_expression.h"
 #include "ir/fusion.h"
@@ -12,24 +14,6 @@ namespace nb = nanobind;
 
 namespace widefuse::python {
 namespace {
-
-/// The number `object` holds, when it is exactly a bool, int (within 64 bits) or float.
-std::optional<ScalarArgument> numberOf(PyObject* object) {
-  if (PyBool_Check(object))
-    return ScalarArgument(object == Py_True);
-  if (PyLong_CheckExact(object)) {
-    int overflow = 0;
-    long long value = PyLong_AsLongLongAndOverflow(object, &overflow);
-    if (overflow != 0 || (value == -1 && PyErr_Occurred())) {
-      PyErr_Clear();
-      return std::nullopt;
-    }
-    return ScalarArgument(int64_t(value));
-  }
-  if (PyFloat_CheckExact(object))
-    return ScalarArgument(PyFloat_AS_DOUBLE(object));
-  return std::nullopt;
-}
 
 /// Equal numbers, floats by their bits (-0.0 is a change; every NaN with the same bits is not).
 bool sameNumber(const ScalarArgument& a, const ScalarArgument& b) {
@@ -59,57 +43,36 @@ Py_ssize_t sizeOf(PyObject* objects) {
 
 } // namespace
 
-bool SteadyInputs::adoptable(const Fusion& fusion, nb::handle objects, const nb::list& arguments) {
-  Py_ssize_t size = sizeOf(objects.ptr());
-  if (size < 0 || size_t(size) != fusion.inputs().size() || arguments.size() != size_t(size))
-    return false;
-  TorchTensorReader* torch = TorchTensorReader::get();
-  for (size_t i = 0; i < size_t(size); ++i) {
-    PyObject* object = item(objects.ptr(), i);
-    if (!fusion.inputs()[i]->isTensor()) {
-      if (!numberOf(object))
-        return false;
-    } else if (arguments[i].ptr() == object) { // a NumPy array the C++ side read as a buffer
-      if (!PyObject_CheckBuffer(object) || Py_TYPE(object)->tp_weaklistoffset == 0)
-        return false;
-    } else if (!torch || !torch->isPlainTensor(object)) {
-      return false;
-    }
-  }
-  return true;
+bool SteadyInputs::adoptable(const ReadArguments& read) {
+  return llvm::none_of(read.inputs,
+                       [](const InputRead& input) { return input.kind == ArgumentKind::Other; });
 }
 
-void SteadyInputs::adopt(const Fusion& fusion, nb::handle objects, std::vector<Argument> arguments,
+void SteadyInputs::adopt(const Fusion& fusion, nb::handle objects, const ReadArguments& read,
                          std::unique_ptr<PreparedRun> run) {
   ++generation_;
   fusion_ = &fusion;
-  arguments_ = std::move(arguments);
+  arguments_ = read.arguments;
   run_ = std::move(run);
   slots_.clear();
   llvm::SmallVector<const Value*, 4> extents = extentInputs(fusion);
-  TorchTensorReader* torch = TorchTensorReader::get();
   for (size_t i = 0; i < arguments_.size(); ++i) {
     const Value* input = fusion.inputs()[i];
+    const InputRead& facts = read.inputs[i];
     PyObject* object = item(objects.ptr(), i);
     Slot slot;
     slot.type = Py_TYPE(object);
     slot.written = fusion.aliasOf(input) != nullptr;
     slot.isExtent = llvm::is_contained(extents, input);
-    if (!input->isTensor()) {
+    if (facts.kind == ArgumentKind::Number) {
       slot.kind = Kind::Number;
     } else {
-      slot.kind = torch && torch->isPlainTensor(object) ? Kind::Torch : Kind::Buffer;
+      slot.kind = facts.kind == ArgumentKind::Torch ? Kind::Torch : Kind::Buffer;
       slot.weak = nb::steal(PyWeakref_NewRef(object, nullptr));
       if (!slot.weak.is_valid())
         throw nb::python_error();
-      if (slot.kind == Kind::Torch) {
-        TorchLayout layout;
-        TorchFacts facts;
-        if (!torch->readLayout(object, layout) || !torch->readFacts(object, facts))
-          fail("internal: input '{}' could not be read back", input->name());
-        slot.dtype = layout.dtype;
-        slot.device = facts.device;
-      }
+      slot.dtype = facts.torchDtype;
+      slot.device = facts.torchDevice;
     }
     slots_.push_back(std::move(slot));
   }
@@ -124,7 +87,7 @@ bool SteadyInputs::compareNumber(size_t index, PyObject* object,
   const Slot& slot = slots_[index];
   if (Py_TYPE(object) != slot.type)
     return false; // another kind of number: the checked path converts and checks it
-  std::optional<ScalarArgument> value = numberOf(object);
+  std::optional<ScalarArgument> value = exactNumber(object);
   if (!value)
     return false;
   if (sameNumber(*value, std::get<ScalarArgument>(arguments_[index])))
@@ -170,12 +133,10 @@ bool SteadyInputs::compareBuffer(size_t index, PyObject* object, std::vector<Hel
   const Slot& slot = slots_[index];
   if (Py_TYPE(object) != slot.type)
     return false;
-  auto view = std::make_unique<Py_buffer>();
-  if (PyObject_GetBuffer(object, view.get(), PyBUF_RECORDS_RO) != 0) {
-    PyErr_Clear();
+  HeldBuffer view = bufferOf(object);
+  if (!view)
     return false;
-  }
-  held.emplace_back(view.release());
+  held.push_back(std::move(view));
   const Py_buffer& buffer = *held.back();
   const TensorRef& before = std::get<TensorRef>(arguments_[index]);
   if (bufferDataType(buffer) != before.dtype || size_t(buffer.ndim) != before.shape.size() ||
@@ -241,7 +202,7 @@ bool SteadyInputs::stillMatched(uint64_t generation, nb::handle objects) const {
   for (size_t i = 0; i < slots_.size(); ++i) {
     PyObject* object = item(objects.ptr(), i);
     if (slots_[i].kind == Kind::Number) {
-      std::optional<ScalarArgument> value = numberOf(object);
+      std::optional<ScalarArgument> value = exactNumber(object);
       if (Py_TYPE(object) != slots_[i].type || !value ||
           !sameNumber(*value, std::get<ScalarArgument>(arguments_[i])))
         return false;

@@ -1,13 +1,13 @@
 #pragma once
-/// execute()'s steady state: the Python objects of the last accepted call, what they were read
-/// as, and the prepared run bound to them. A later call hands its objects straight to C++:
-/// each is compared with its predecessor (a torch tensor's address, sizes, strides and dtype,
-/// a NumPy array's buffer, a number's value), a tensor that moved is rebound and a number that
-/// changed is set in the prepared run, and anything else sends the call back to the checked
-/// path in Python (widefuse/execution.py), which refuses it with its message or adopts it.
+/// execute()'s steady state: the Python objects of the last accepted call, what the argument
+/// reader read them as (argument_reader.h), and the prepared run bound to them. A later call
+/// hands its objects straight to C++: each is compared with its predecessor (a torch tensor's
+/// address, sizes, strides and dtype, a NumPy array's buffer, a number's value), a tensor that
+/// moved is rebound and a number that changed is set in the prepared run, and anything else
+/// sends the call back to the checked path (the argument reader), which refuses it or adopts
+/// it.
 
-#include "python_frontend/bindings/buffer_arguments.h"
-#include "python_frontend/bindings/torch_tensor_reader.h"
+#include "python_frontend/bindings/arguments/argument_reader.h"
 
 #include "ir/arguments.h"
 #include "runtime/prepared_run.h"
@@ -26,17 +26,15 @@ namespace widefuse::python {
 /// use it (others take the checked path).
 class SteadyInputs {
 public:
-  /// True when every object of `objects` (execute()'s inputs, vectors spread) is of a kind the
-  /// steady state reads back: a torch.Tensor or torch.nn.Parameter, a NumPy array read through
-  /// the buffer protocol (`arguments[i]` is then the array itself), or a Python bool, int or
-  /// float. `arguments` is the list the Python side passed for them.
-  static bool adoptable(const Fusion& fusion, nanobind::handle objects,
-                        const nanobind::list& arguments);
+  /// True when the reader read every object of a call as a kind the steady state reads back:
+  /// a torch.Tensor or torch.nn.Parameter, a NumPy array through the buffer protocol, or a
+  /// Python bool, int or float.
+  static bool adoptable(const ReadArguments& read);
 
-  /// Adopts `objects` (adoptable), which `arguments` describe after the checked path accepted
-  /// them, with `run` prepared on them (null when runs allocate device outputs: then only the
-  /// arguments are kept and each call runs them through the executor).
-  void adopt(const Fusion& fusion, nanobind::handle objects, std::vector<Argument> arguments,
+  /// Adopts `objects` (execute()'s inputs, vectors spread), which the reader accepted as
+  /// `read` (adoptable), with `run` prepared on them (null when runs allocate device outputs:
+  /// then only the arguments are kept and each call runs them through the executor).
+  void adopt(const Fusion& fusion, nanobind::handle objects, const ReadArguments& read,
              std::unique_ptr<PreparedRun> run);
 
   /// Whether something is adopted.

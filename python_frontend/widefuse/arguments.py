@@ -1,238 +1,173 @@
-"""What execute() hands to the executor: each input checked against the definition and
-described as (address, dtype, shape, strides in elements), or a Python number.
+"""What execute() hands to the executor, read in C++ by the argument reader
+(python_frontend/bindings/arguments: read_arguments, read_outputs, read_layouts), and the
+words for what it refuses.
 
-Host arrays are NumPy arrays (bfloat16 through ml_dtypes), CPU torch tensors or CPU DLPack
-exporters; device arrays are CUDA torch tensors or objects with ``__cuda_array_interface__``
-(CuPy, Numba) or a CUDA ``__dlpack__``. Every check happens here or in the C++ executor
-before anything is written.
+The reader takes host arrays (NumPy arrays, bfloat16 and fp8 through ml_dtypes, CPU torch
+tensors, CPU DLPack exporters, objects with an ``__array_interface__``), device arrays (CUDA
+torch tensors, objects with ``__cuda_array_interface__`` (CuPy, Numba) or a CUDA
+``__dlpack__``) and numbers, checks them against the fusion's inputs, and names the first it
+refuses with a code and the facts of its message: REFUSALS below turns that into the error
+Python users see. Every check happens before anything is written.
 """
 
 from __future__ import annotations
 
-import numbers
-import sys
-from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
-
-from . import torch_tensors
-from ._widefuse import Error, dlpack_view, torch_layout
+from . import _widefuse
+from ._widefuse import Error
+from .data_type import DataType, from_short_name, numpy_short_names, torch_short_names, \
+    unsupported_numpy_dtype
 from .errors import ArgumentTypeError
-from .data_type import DataType, from_numpy, from_torch
-
-# DLPack device types (dlpack.h): CPU, CUDA, pinned host memory, managed memory.
-_DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_HOST, _DLPACK_CUDA_MANAGED = 1, 2, 3, 13
 
 
-@dataclass
-class ArrayView:
-    """Where an array's elements are and how they are laid out."""
-
-    address: int
-    dtype: DataType
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]  # in elements
-    read_only: bool
-    on_device: bool
-    stream: Optional[int] = None  # the producer's stream (CUDA array interface)
-    torch_device: Optional[str] = None  # 'cpu' or 'cuda:0' for a torch tensor
-
-    def argument(self) -> tuple[int, str, list[int], list[int]]:
-        return (self.address, self.dtype.value, list(self.shape), list(self.strides))
+def _dtype(short_name: str) -> DataType:
+    return from_short_name(short_name)
 
 
-def _element_strides(byte_strides: Sequence[int], itemsize: int, name: str) -> tuple[int, ...]:
-    for stride in byte_strides:
-        if stride < 0:
-            raise Error(f"input '{name}': negative strides {tuple(byte_strides)} (bytes) are not "
-                        "supported; pass a copy (np.ascontiguousarray)")
-        if stride % itemsize != 0:
-            raise Error(f"input '{name}': strides {tuple(byte_strides)} (bytes) are not multiples "
-                        f"of the element size {itemsize}")
-    return tuple(stride // itemsize for stride in byte_strides)
+def _dlpack_export(name: str, facts: dict) -> Error:
+    # The producer's own reason (torch: a tensor that requires grad) is clearer than ours.
+    reason = facts["reason"]
+    if reason is None:
+        return Error(facts["message"])
+    error = Error(f"input '{name}': its __dlpack__ export failed: {reason}")
+    error.__cause__ = reason
+    return error
 
 
-def _dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, running = [], 1
-    for extent in reversed(shape):
-        strides.append(running)
-        running *= max(extent, 1)
-    return tuple(reversed(strides))
+# By refusal code (the reader's, in its order): the error for input (or object) `name` and the
+# code's facts.
+REFUSALS: dict[str, Callable[[str, dict], Exception]] = {
+    # Reading an array.
+    "numpy_dtype": lambda name, f: unsupported_numpy_dtype(f["dtype"], f"input '{name}'"),
+    "not_aligned": lambda name, f: Error(
+        f"input '{name}': the array is not aligned to its element size"),
+    "negative_strides": lambda name, f: Error(
+        f"input '{name}': negative strides {f['strides']} (bytes) are not supported; pass a "
+        "copy (np.ascontiguousarray)"),
+    "strides_not_elements": lambda name, f: Error(
+        f"input '{name}': strides {f['strides']} (bytes) are not multiples of the element "
+        f"size {f['itemsize']}"),
+    "torch_layout": lambda name, f: Error(
+        f"input '{name}' is a {f['fact']} tensor; widefuse reads dense (strided) tensors only "
+        "(pass tensor.to_dense())"),
+    "torch_quantized": lambda name, f: Error(
+        f"input '{name}' is a quantized tensor ({f['fact']}); dequantize it first"),
+    # torch.conj() and the imaginary part of a conjugate view are lazy: the memory holds the
+    # unconjugated (unnegated) values and a bit says so. widefuse reads memory as it is.
+    "torch_conjugated": lambda name, f: Error(
+        f"input '{name}' is a lazily conjugated tensor (torch.conj's conjugate bit is set); "
+        "pass tensor.resolve_conj()"),
+    "torch_negated": lambda name, f: Error(
+        f"input '{name}' is a lazily negated tensor (torch's negative bit is set, as on the "
+        "imaginary part of a conjugate view); pass tensor.resolve_neg()"),
+    "torch_meta": lambda name, f: Error(f"input '{name}' is a meta tensor: it has no data to "
+                                        "run on"),
+    "torch_device": lambda name, f: Error(
+        f"input '{name}' is on device '{f['fact']}'; widefuse runs on the CPU and on CUDA "
+        "device 0"),
+    "cuda_device": lambda name, f: Error(
+        f"input '{name}' is on CUDA device {f['ordinal']}; widefuse runs on device 0"),
+    # widefuse records no autograd graph: under torch.no_grad(), as in an optimizer step, a
+    # tensor that requires grad is read and written in place as torch's in-place ops would.
+    "requires_grad": lambda name, f: Error(
+        f"input '{name}' requires grad: widefuse does not record autograd, so it runs on such "
+        "tensors only under torch.no_grad() (or pass tensor.detach())"),
+    "torch_dtype": lambda name, f: Error(
+        f"input '{name}': torch dtype {f['dtype']} is not supported by widefuse"),
+    "array_type": lambda name, f: Error(
+        f"input '{name}': array type '{f['typestr']}' is not supported"),
+    "dlpack_export": _dlpack_export,
+    "dlpack_device": lambda name, f: Error(
+        f"input '{name}': DLPack device type {f['device_type']} is neither the CPU nor a CUDA "
+        "device"),
+    "not_an_array": lambda name, f: ArgumentTypeError(
+        f"input '{name}' is a tensor: expected a NumPy array or a CUDA array "
+        f"(__cuda_array_interface__ / __dlpack__), got {f['type'].__name__}"),
+    # An array against its input's declaration, and the inputs together.
+    "dtype_mismatch": lambda name, f: Error(
+        f"input '{name}' is {_dtype(f['declared'])!r}; the array is {_dtype(f['actual'])!r}"),
+    "layout": lambda name, f: Error(
+        f"input '{name}': the array's strides {f['strides']} (in elements) do not match the "
+        f"definition's stride_order {f['stride_order']} and contiguity {f['contiguity']}; "
+        "pass an array with that layout (np.ascontiguousarray for row-major) or define the "
+        "tensor with the array's layout"),
+    "read_only": lambda name, f: Error(
+        f"input '{name}' is updated in place (add_output alias / copy_) but the array is "
+        "read-only"),
+    "devices_differ": lambda name, f: Error(
+        f"input '{name}' is on {f['device']} but input '{f['first_input']}' is on "
+        f"{f['first_device']}; the tensors of one run must be on one device"),
+    # A number for a runtime scalar input.
+    "float_for_integer": lambda name, f: ArgumentTypeError(
+        f"input '{name}' is a {_dtype(f['dtype'])!r} scalar; got the float {f['value']!r}"),
+    "complex_scalar": lambda name, f: ArgumentTypeError(
+        f"input '{name}' is a {_dtype(f['dtype'])!r} scalar; got the complex number "
+        f"{f['value']!r} (scalar inputs cannot be complex: define a 0-d complex tensor and "
+        "pass the value as one)"),
+    "not_a_number": lambda name, f: ArgumentTypeError(
+        f"input '{name}' is a {_dtype(f['dtype'])!r} scalar: expected a Python number, got "
+        f"{type(f['value']).__name__}"),
+    "integer_overflow": lambda name, f: Error(
+        f"input '{name}': the integer {f['value']} does not fit in 64 bits"),
+    # prepare(outputs=...): `name` is "output k".
+    "output_count": lambda name, f: Error(
+        f"prepare(): outputs= has {f['given']} arrays for the fusion's {f['expected']} plain "
+        "outputs"),
+    "output_dtype": lambda name, f: Error(
+        f"{name} is {_dtype(f['declared'])!r}; the array given for it is "
+        f"{_dtype(f['actual'])!r}"),
+    "output_read_only": lambda name, f: Error(f"{name}: the array given for it is read-only"),
+    "output_placement": lambda name, f: Error(
+        f"{name}: the array given for it is in {'device' if f['on_device'] else 'host'} "
+        "memory, the inputs are not"),
+}
 
 
-def _numpy_view(array: np.ndarray, name: str) -> ArrayView:
-    dtype = from_numpy(array.dtype, f"input '{name}'")
-    if not array.flags.aligned:
-        raise Error(f"input '{name}': the array is not aligned to its element size")
-    return ArrayView(address=array.__array_interface__["data"][0], dtype=dtype,
-                     shape=tuple(array.shape),
-                     strides=_element_strides(array.strides, array.itemsize, name),
-                     read_only=not array.flags.writeable, on_device=False)
+def refusal_error(refusal: Any, name: Optional[str] = None) -> Exception:
+    """The error for a refusal of the argument reader (a _widefuse._Refusal); `name` names
+    the object instead of the reader's name for it."""
+    return REFUSALS[refusal.code](refusal.name if name is None else name, refusal.facts)
 
 
-def _typestr_dtype(typestr: str, name: str) -> DataType:
-    try:
-        dtype = np.dtype(typestr)
-    except TypeError:
-        raise Error(f"input '{name}': array type '{typestr}' is not supported") from None
-    return from_numpy(dtype, f"input '{name}'")
+def read_arguments(fusion: Any, values: Sequence[Any]) -> Any:
+    """The reader's arguments (a _widefuse._Arguments) of `values`, one per input of
+    `fusion` (a _widefuse._Fusion); raises the error of the first value it refuses."""
+    read = _widefuse.read_arguments(fusion, values, torch_short_names(), numpy_short_names())
+    if type(read) is _widefuse._Refusal:
+        raise refusal_error(read)
+    return read
 
 
-def _producer_stream(value: Any, interface: dict) -> Optional[int]:
-    """The stream the producer's work on `value` is queued on: the interface's `stream`
-    (version 3: CuPy, Numba), else, for torch tensors (whose interface names none), torch's
-    current stream on the tensor's device. None means the legacy default stream."""
-    stream = interface.get("stream")
-    if stream is None and type(value).__module__.startswith("torch"):
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            stream = torch.cuda.current_stream(value.device).cuda_stream
-    return stream
+def read_outputs(fusion: Any, outputs: Sequence[Any], on_device: bool) -> Any:
+    """The arrays prepare(outputs=...) writes `fusion`'s plain outputs into, as the reader
+    read them (one per plain output, of its dtype, writable, where the inputs are: on the
+    device when `on_device`); raises the error of the first it refuses."""
+    read = _widefuse.read_outputs(fusion, outputs, on_device, torch_short_names(),
+                                  numpy_short_names())
+    if type(read) is _widefuse._Refusal:
+        raise refusal_error(read)
+    return read
 
 
-def _producer_device(value: Any) -> Optional[int]:
-    """The CUDA device ordinal the producer says `value` lives on (torch: `device.index`,
-    CuPy: `device.id`); None when it does not say. The interface itself names no device."""
-    device = getattr(value, "device", None)
-    for attribute in ("index", "id"):
-        ordinal = getattr(device, attribute, None)
-        if isinstance(ordinal, int):
-            return ordinal
-    return None
+def read_layouts(arrays: Sequence[Any], allow_grad: bool = False,
+                 names: Optional[Sequence[str]] = None) -> list:
+    """Each array's (dtype short name, shape, strides in elements, in device memory), equal
+    layouts one tuple; raises the error of the first array the reader refuses, named
+    ``names[i]`` (default "argument i"). A tensor that requires grad is refused under grad
+    mode unless `allow_grad`."""
+    read = _widefuse.read_layouts(arrays, allow_grad, torch_short_names(), numpy_short_names())
+    if type(read) is _widefuse._Refusal:
+        raise refusal_error(read, None if names is None else names[read.index])
+    return read
 
 
-def _cuda_interface_view(value: Any, interface: dict, name: str) -> ArrayView:
-    ordinal = _producer_device(value)
-    if ordinal is not None and ordinal != 0:
-        raise Error(f"input '{name}' is on CUDA device {ordinal}; widefuse runs on device 0")
-    dtype = _typestr_dtype(interface["typestr"], name)
-    shape = tuple(interface["shape"])
-    itemsize = dtype.numpy.itemsize
-    strides = interface.get("strides")
-    address, read_only = interface["data"]
-    return ArrayView(address=address, dtype=dtype, shape=shape,
-                     strides=(_dense_strides(shape) if strides is None else
-                              _element_strides(strides, itemsize, name)),
-                     read_only=bool(read_only), on_device=True,
-                     stream=_producer_stream(value, interface))
-
-
-def _dlpack_view(value: Any, name: str) -> ArrayView:
-    try:
-        address, dtype, shape, strides, device_type, device_id, read_only = dlpack_view(value)
-    except Error:
-        try:  # the producer's own reason (torch: a tensor that requires grad) is clearer
-            value.__dlpack__()
-        except Exception as reason:
-            raise Error(f"input '{name}': its __dlpack__ export failed: {reason}") from reason
-        raise
-    if device_type not in (_DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_HOST, _DLPACK_CUDA_MANAGED):
-        raise Error(f"input '{name}': DLPack device type {device_type} is neither the CPU nor "
-                    "a CUDA device")
-    on_device = device_type in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED)
-    if on_device and device_id != 0:
-        raise Error(f"input '{name}' is on CUDA device {device_id}; widefuse runs on device 0")
-    return ArrayView(address=address, dtype=DataType(dtype), shape=tuple(shape),
-                     strides=tuple(strides), read_only=bool(read_only), on_device=on_device,
-                     stream=_producer_stream(value, {}) if on_device else None)
-
-
-def _torch_view(tensor: Any, name: str) -> ArrayView:
-    # A plain dense tensor is read in C++ (torch_layout); anything else is checked here, where
-    # the messages are.
-    fast = torch_layout(tensor)
-    if fast is not None:
-        address, torch_dtype, shape, strides, device = fast
-        dtype = from_torch(torch_dtype)
-        if dtype is not None:
-            on_device = device >= 0
-            if not on_device or device == 0:
-                return ArrayView(address=address, dtype=dtype, shape=shape, strides=strides,
-                                 read_only=False, on_device=on_device,
-                                 stream=torch_tensors.current_stream(tensor) if on_device else
-                                 None, torch_device="cuda:0" if on_device else "cpu")
-    dtype = torch_tensors.check_tensor(tensor, name)
-    on_device = tensor.device.type == "cuda"
-    return ArrayView(address=tensor.data_ptr(), dtype=dtype, shape=tuple(tensor.shape),
-                     strides=tuple(tensor.stride()), read_only=False, on_device=on_device,
-                     stream=torch_tensors.current_stream(tensor) if on_device else None,
-                     torch_device=torch_tensors.device_name(tensor))
-
-
-def array_view(value: Any, name: str) -> ArrayView:
-    """Describes an array given for tensor input `name`; raises Error for anything else."""
-    if isinstance(value, np.ndarray):
-        return _numpy_view(value, name)
-    if torch_tensors.is_tensor(value):
-        return _torch_view(value, name)
-    interface = None
-    try:
-        interface = getattr(value, "__cuda_array_interface__", None)
-    except Exception:  # torch raises for types the interface lacks (bfloat16): use DLPack
-        interface = None
-    if interface is not None:
-        return _cuda_interface_view(value, interface, name)
-    if hasattr(value, "__dlpack__"):
-        return _dlpack_view(value, name)
-    if hasattr(value, "__array_interface__"):
-        return _numpy_view(np.asarray(value), name)
-    raise ArgumentTypeError(f"input '{name}' is a tensor: expected a NumPy array or a CUDA array "
-                f"(__cuda_array_interface__ / __dlpack__), got {type(value).__name__}")
-
-
-def scalar_argument(value: Any, name: str, dtype: DataType) -> Any:
-    """A Python number for runtime scalar input `name`."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    elif isinstance(value, np.generic):
-        value = value.item()
-    elif torch_tensors.is_tensor(value) and value.ndim == 0:
-        torch_tensors.check_tensor(value, name)
-        value = value.item()
-    if isinstance(value, (bool, numbers.Integral)):
-        return bool(value) if isinstance(value, bool) else int(value)
-    if isinstance(value, numbers.Real):
-        if not dtype.is_floating_point:
-            raise ArgumentTypeError(f"input '{name}' is a {dtype!r} scalar; got the float {value!r}")
-        return float(value)
-    if isinstance(value, numbers.Complex):  # no scalar input is complex (define_scalar refuses)
-        raise ArgumentTypeError(f"input '{name}' is a {dtype!r} scalar; got the complex number "
-                                f"{value!r} (scalar inputs cannot be complex: define a 0-d "
-                                "complex tensor and pass the value as one)")
-    raise ArgumentTypeError(f"input '{name}' is a {dtype!r} scalar: expected a Python number, got "
-                f"{type(value).__name__}")
-
-
-def check_layout(view: ArrayView, name: str, stride_order: Sequence[int],
-                 contiguity: Sequence[bool]) -> None:
-    """Raises Error when the array's strides break the layout the definition declared: each
-    contiguous dimension needs the dense stride over the next inner one in stride order;
-    non-contiguous dimensions may have any stride. Broadcast dimensions (extent 1, or
-    non-contiguous with stride 0: expanded) are skipped, as nvFuser skips them; an empty
-    stride_order or contiguity means row-major and dense.
-    (The C++ twin for NumPy arrays is checkLayout in bindings/buffer_arguments.cpp.)
-    """
-    rank = len(view.shape)
-    if 0 in view.shape:  # no element is ever addressed
-        return
-    if len(stride_order) != rank:
-        stride_order = list(range(rank - 1, -1, -1))
-    if len(contiguity) != rank:
-        contiguity = [True] * rank
-    inner_to_outer = sorted(range(rank), key=lambda d: stride_order[d])
-    expected = 1
-    for d in inner_to_outer:
-        extent, stride = view.shape[d], view.strides[d]
-        if extent == 1 or (stride == 0 and not contiguity[d]):
-            continue
-        if contiguity[d] and stride != expected:
-            raise Error(
-                f"input '{name}': the array's strides {view.strides} (in elements) do not "
-                f"match the definition's stride_order {list(stride_order)} and contiguity "
-                f"{list(contiguity)}; pass an array with that layout (np.ascontiguousarray "
-                "for row-major) or define the tensor with the array's layout")
-        expected = stride * extent
+def set_scalars(prepared: Any, indices: Sequence[int], values: Sequence[Any]) -> None:
+    """Sets runtime scalar inputs `indices` of a _widefuse._PreparedRun to `values`, read as
+    the reader reads execute()'s numbers; raises the error of the first it refuses."""
+    refusal = prepared.set_scalars(indices, values, torch_short_names(), numpy_short_names())
+    if refusal is not None:
+        raise refusal_error(refusal)
 
 
 def layout_of(shape: Sequence[int],

@@ -111,15 +111,26 @@ def _torch_table() -> dict:
 
 
 _SHORT_NAMES_OF_TORCH: dict = {}  # torch.dtype -> short name, once torch is imported
+_SHORT_NAMES_OF_NUMPY: dict = {}  # numpy.dtype -> short name
 
 
 def torch_short_names() -> dict:
-    """torch's dtypes and their short names ("f32"), as the C++ readers of torch tensors take
-    them (array_layouts, direct_arguments); empty while the program has not imported torch."""
+    """torch's dtypes and their short names ("f32"), as the C++ argument reader maps a torch
+    tensor's dtype (read_arguments, read_layouts); empty while the program has not imported
+    torch."""
     if not _SHORT_NAMES_OF_TORCH and sys.modules.get("torch") is not None:
         _SHORT_NAMES_OF_TORCH.update((dtype, data_type.value)
                                      for dtype, data_type in _torch_table().items())
     return _SHORT_NAMES_OF_TORCH
+
+
+def numpy_short_names() -> dict:
+    """NumPy's dtypes and their short names, as the C++ argument reader maps the dtype of an
+    array it does not read through the buffer protocol (ml_dtypes' types, once imported)."""
+    table = _of_numpy()
+    if len(_SHORT_NAMES_OF_NUMPY) != len(table):
+        _SHORT_NAMES_OF_NUMPY.update((dtype, data_type.value) for dtype, data_type in table.items())
+    return _SHORT_NAMES_OF_NUMPY
 
 
 def from_torch(dtype: Any) -> Optional[DataType]:
@@ -137,11 +148,16 @@ def from_numpy(dtype: np.dtype, context: str) -> DataType:
     """The DataType of a NumPy dtype; raises Error naming `context` for one widefuse lacks."""
     found = _of_numpy().get(np.dtype(dtype))
     if found is None:
-        import ml_dtypes  # noqa: F401  (names its types in the list below)
-        supported = ", ".join(str(d) for d in _of_numpy())
-        raise Error(f"{context}: NumPy dtype {np.dtype(dtype)} is not supported "
-                    f"(supported: {supported})")
+        raise unsupported_numpy_dtype(dtype, context)
     return found
+
+
+def unsupported_numpy_dtype(dtype: np.dtype, context: str) -> Error:
+    """The error for a NumPy dtype widefuse lacks, naming `context` and what is supported."""
+    import ml_dtypes  # noqa: F401  (names its types in the list below)
+    supported = ", ".join(str(d) for d in _of_numpy())
+    return Error(f"{context}: NumPy dtype {np.dtype(dtype)} is not supported "
+                 f"(supported: {supported})")
 
 
 def data_type_of(value: object, context: str) -> DataType:

@@ -1,8 +1,9 @@
 """Running a defined fusion: ``DefinedFusion``, what FusionDefinition.finalize() fixes, and
-its ``Runner``: execute(), validate() and prepare(), the checks and descriptions of their
-inputs (vector inputs spread into their entries), the executors by options, and the outputs
-as the caller's kind of array (an output aliased to an input is that input itself).
-FusionDefinition's execute(), validate() and prepare() are the Runner's."""
+its ``Runner``: execute(), validate() and prepare(), their options, their inputs (vector
+inputs spread into their entries) handed to the C++ argument reader (arguments.py), the
+executors by options, and the outputs as the caller's kind of array (an output aliased to an
+input is that input itself). FusionDefinition's execute(), validate() and prepare() are the
+Runner's."""
 
 from __future__ import annotations
 
@@ -14,17 +15,14 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from . import _widefuse, torch_tensors
-from ._widefuse import Error, direct_arguments
-from .arguments import array_view, check_layout, scalar_argument
-from .data_type import DataType, data_type_of, from_short_name, torch_short_names
+from ._widefuse import Error
+from .arguments import read_arguments, read_outputs, set_scalars
+from .data_type import DataType, data_type_of, from_short_name
 from .errors import ArgumentTypeError, ArgumentValueError
 
+# The names the C++ side takes: backends (auto first) and host executions (the default first).
 _BACKENDS = tuple(_widefuse.backend_names())
-# NumPy types the buffer protocol describes (bfloat16 has no buffer format).
-_BUFFER_TYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
-                                                np.uint8, np.uint16, np.uint32, np.float16,
-                                                np.float32, np.float64, np.complex64,
-                                                np.complex128))
+_HOST_EXECUTIONS = tuple(_widefuse.host_executions())
 
 
 def _assert_matches(output: Any, reference: Any, what: str) -> None:
@@ -106,8 +104,8 @@ class DefinedFusion:
 
     @functools.cached_property
     def inputs(self) -> tuple[dict, ...]:
-        """Each fusion input's facts (name, dtype, ...), read once, when a run's arguments
-        need the checks in Python (a traced optimizer's first call has tens of thousands)."""
+        """Each fusion input's facts (name, dtype, ...), read once, when a message names the
+        inputs (a traced optimizer's first call has tens of thousands)."""
         return tuple(self.fusion.inputs())
 
     def input_names(self) -> list[str]:
@@ -155,14 +153,14 @@ class Runner:
         outputs = self.run_steady(inputs, options)
         if outputs is not None:
             return outputs
-        executor, arguments, on_device, torch_device, stream = self._executor_for(
+        executor, read, values, stream = self._executor_for(
             "execute()", inputs, backend=backend, mode=mode, block_order=block_order,
             host_execution=host_execution, threads=threads, fmad=fmad, arch=arch, device=device)
-        raw = executor.run_checked(arguments, _flat_inputs(self.defined, inputs), on_device,
-                                   stream)
+        raw = executor.run_checked(read, values, read.on_device, stream)
         ran = backend != "none"
-        self._steady[options] = _SteadyState(executor, on_device, torch_device, stream, ran)
-        return self.outputs_for(raw, on_device, torch_device, inputs, ran=ran)
+        self._steady[options] = _SteadyState(executor, read.on_device, read.torch_device,
+                                             stream, ran)
+        return self.outputs_for(raw, read.on_device, read.torch_device, inputs, ran=ran)
 
     def run_steady(self, inputs: Sequence[Any], options: tuple) -> Optional[list]:
         """execute()'s steady state alone: the outputs when `inputs` are the objects of the
@@ -219,16 +217,17 @@ class Runner:
         output's dtype and shape, where the inputs are) that every step writes the plain
         outputs into and returns; without them each step returns new arrays, which CUDA
         inputs do not allow. Takes execute()'s options."""
-        executor, arguments, on_device, torch_device, stream = self._executor_for(
-            "prepare()", inputs, **options)
-        given = None if outputs is None else _output_arguments(self.defined, outputs, on_device)
+        executor, read, _, stream = self._executor_for("prepare()", inputs, **options)
+        on_device, torch_device = read.on_device, read.torch_device
+        given = None if outputs is None else read_outputs(self.defined.fusion, outputs,
+                                                          on_device)
         if given is None and on_device and self.defined.fusion.outputs():
             raise Error("prepare() on CUDA arrays needs a fusion without plain outputs (the "
                         "outputs would land in host memory) or outputs=[...], device arrays "
                         "every step writes them into; or use execute()")
-        return PreparedExecution(self, executor.prepare(arguments, stream, given or []),
-                                 list(inputs), torch_device,
-                                 ran=options.get("backend", "auto") != "none", stream=stream,
+        return PreparedExecution(self, executor.prepare(read, stream, given), list(inputs),
+                                 torch_device, ran=options.get("backend", "auto") != "none",
+                                 stream=stream,
                                  torch_stream=on_device and torch_device is not None,
                                  outputs=None if outputs is None else list(outputs))
 
@@ -268,20 +267,22 @@ class Runner:
                       mode: str = "auto", block_order: str = "forward",
                       host_execution: str = "fast", threads: Optional[int] = None,
                       fmad: bool = True, arch: Optional[str] = None,
-                      device: Any = None) -> tuple[Any, list, bool, Optional[str], Optional[int]]:
-        """The executor for these options, the checked arguments, whether they are on the
-        device, the torch device of torch inputs (None without torch tensors) and the stream
-        this call launches on (the producer's; None off the device: the legacy stream). The
-        stream is per call, not per executor: one executor serves every stream."""
+                      device: Any = None) -> tuple[Any, Any, list, Optional[int]]:
+        """The executor for these options, the reader's arguments of `inputs` (on_device,
+        torch_device: where they are), the inputs with vectors spread, and the stream this
+        call launches on (the producer's; None off the device: the legacy stream). The stream
+        is per call, not per executor: one executor serves every stream."""
         if device not in (None, 0, "cuda", "cuda:0"):
             raise Error(f"{what[:-2]}(device={device!r}): widefuse runs on CUDA device 0 only")
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
             raise ArgumentValueError(f"{what[:-2]}(threads={threads!r}): threads must be an "
                                      "integer >= 1 or None (one per core)")
-        if host_execution not in ("fast", "verify"):
-            raise ArgumentValueError(f"{what[:-2]}(host_execution={host_execution!r}): use "
-                                     "'fast' (the default) or 'verify'")
+        if host_execution not in _HOST_EXECUTIONS:
+            default, *others = _HOST_EXECUTIONS
+            raise ArgumentValueError(
+                f"{what[:-2]}(host_execution={host_execution!r}): use {default!r} (the "
+                f"default) or {' or '.join(repr(name) for name in others)}")
         threads = threads or 0
         if backend not in _BACKENDS:
             raise ArgumentValueError(f"unknown backend '{backend}' (expected one of "
@@ -293,11 +294,10 @@ class Runner:
             raise ArgumentValueError(f"{what} expects {len(arity)} inputs "
                                      f"({', '.join(self.defined.input_names())}), got "
                                      f"{len(inputs)}")
-        arguments, on_device, stream, torch_device = _arguments(self.defined, inputs)
-        if backend == "auto":
-            backend = "cuda" if on_device else "host"
-        elif on_device and backend != "cuda":
-            raise Error(f"backend '{backend}' cannot read CUDA arrays; use backend='cuda'")
+        values = _flat_inputs(self.defined, inputs)
+        read = read_arguments(self.defined.fusion, values)
+        # auto: where the arrays are (C++'s rule); a backend that cannot read them raises.
+        backend = _widefuse.select_backend(backend, read.on_device)
         key = (backend, mode, block_order, host_execution, threads, fmad, arch)
         executor = self._executors.get(key)
         if executor is None:
@@ -305,8 +305,7 @@ class Runner:
                                            host_execution, threads, fmad, arch)
             self._executors[key] = executor
         self.last_executor = executor
-        on_device = on_device and backend == "cuda"
-        return executor, arguments, on_device, torch_device, (stream or 0) if on_device else None
+        return executor, read, values, (read.stream or 0) if read.on_device else None
 
 
 def _host_outputs(outputs: list, data_types: Sequence[DataType]) -> list:
@@ -333,85 +332,6 @@ def _flat_inputs(defined: DefinedFusion, inputs: Sequence[Any]) -> list:
             flat.extend(value)
         first += size
     return flat
-
-
-def _is_dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    """True for dense row-major strides (extent-1 dimensions skipped), which every layout
-    check accepts for a tensor declared row-major and dense."""
-    expected = 1
-    for extent, stride in zip(reversed(shape), reversed(strides)):
-        if extent != 1 and stride != expected:
-            return False
-        expected *= extent
-    return True
-
-
-def _output_arguments(defined: DefinedFusion, outputs: Sequence[Any], on_device: bool) -> list:
-    """The extension's descriptions of the arrays prepare() writes the plain outputs into:
-    one per plain output, of its dtype, writable, in the inputs' memory (the C++ side checks
-    shapes and density before anything runs)."""
-    outputs = list(outputs)
-    if len(outputs) != len(defined.output_types):
-        raise Error(f"prepare(): outputs= has {len(outputs)} arrays for the fusion's "
-                    f"{len(defined.output_types)} plain outputs")
-    described = []
-    for k, (value, dtype) in enumerate(zip(outputs, defined.output_types)):
-        view = array_view(value, f"output {k}")
-        if view.dtype is not dtype:
-            raise Error(f"output {k} is {dtype!r}; the array given for it is {view.dtype!r}")
-        if view.read_only:
-            raise Error(f"output {k}: the array given for it is read-only")
-        if view.on_device != on_device:
-            raise Error(f"output {k}: the array given for it is in "
-                        f"{'device' if view.on_device else 'host'} memory, the inputs are not")
-        described.append(view.argument())
-    return described
-
-
-def _arguments(defined: DefinedFusion,
-               inputs: Sequence[Any]) -> tuple[list, bool, Optional[int], Optional[str]]:
-    """The extension's arguments for `inputs`, checked against the fusion's inputs; whether
-    any is on the device, the first device array's stream, and the torch device."""
-    values = _flat_inputs(defined, inputs)
-    # What every value's checks below would pass as it is, read in C++: NumPy arrays (the
-    # executor reads and checks them), dense torch CPU tensors, plain numbers.
-    direct = direct_arguments(defined.fusion, values, torch_short_names())
-    if direct is not None:
-        arguments, any_torch = direct
-        return arguments, False, None, "cpu" if any_torch else None
-    arguments = []
-    on_device, stream = False, None
-    torch_input: Optional[tuple[str, str]] = None  # (name, device) of the first torch tensor
-    for value, facts in zip(values, defined.inputs):
-        is_tensor = facts["is_tensor"]
-        if is_tensor and type(value) is np.ndarray and value.dtype in _BUFFER_TYPES:
-            arguments.append(value)  # the C++ side reads and checks it (fast path)
-            continue
-        name, dtype = facts["name"], from_short_name(facts["dtype"])
-        if not is_tensor:
-            arguments.append(scalar_argument(value, name, dtype))
-            continue
-        view = array_view(value, name)
-        if view.dtype is not dtype:
-            raise Error(f"input '{name}' is {dtype!r}; the array is {view.dtype!r}")
-        if len(view.shape) == len(facts["shape"]) and not (
-                facts["row_major"] and _is_dense(view.shape, view.strides)):
-            check_layout(view, name, facts["stride_order"], facts["contiguity"])
-        if facts["written"] and view.read_only:
-            raise Error(f"input '{name}' is updated in place (add_output alias / copy_) "
-                        "but the array is read-only")
-        if view.torch_device is not None:
-            if torch_input is None:
-                torch_input = (name, view.torch_device)
-            elif view.torch_device != torch_input[1]:
-                raise Error(f"input '{name}' is on {view.torch_device} but input "
-                            f"'{torch_input[0]}' is on {torch_input[1]}; the tensors of "
-                            "one run must be on one device")
-        if view.on_device:
-            on_device = True
-            stream = view.stream if stream is None else stream
-        arguments.append(view.argument())
-    return arguments, on_device, stream, None if torch_input is None else torch_input[1]
 
 
 @dataclass(frozen=True)
@@ -497,7 +417,7 @@ class PreparedExecution:
     def set_scalars(self, indices: Sequence[int], values: Sequence[Any]) -> None:
         """Sets runtime scalar inputs `indices` to `values` for the following steps (a
         scheduled learning rate), checked as execute() checks a number."""
-        self._prepared.set_scalars(indices, values)
+        set_scalars(self._prepared, indices, values)
 
     def launch_raw(self, stream: Optional[int] = None) -> list:
         """Runs one step on `stream` (a CUstream address; None: the executor's) and returns

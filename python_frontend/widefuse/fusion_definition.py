@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import _widefuse, torch_tensors
-from ._widefuse import Error, make_tensors
+from ._widefuse import Error
 from .errors import (ArgumentTypeError, ArgumentValueError, incompatible_arguments,
                      not_an_extent)
 from .data_type import DataType, data_type_of, from_torch
@@ -25,8 +25,8 @@ from .declarations import (TensorDeclaration, constant_value, layout_from_stride
                            scalar_dtype_or_value, tensor_declaration, tensor_stride_order)
 from .execution import DefinedFusion, PreparedExecution, Runner
 from .operators import REDUCTION_OPS, Operators
-from .values import (NO_DEPENDS, Scalar, Tensor, UnsupportedOperationError, Value, Vector,
-                     depends_of, handle, input_handle, rebind)
+from .values import (Scalar, Tensor, UnsupportedOperationError, Value, Vector, depends_of,
+                     rebind)
 
 
 # The ops without attributes by name, as the builder numbers them (its op()).
@@ -53,7 +53,8 @@ class FusionDefinition:
 
     def __init__(self, name: str = "fusion") -> None:
         self._name = name
-        self._builder: Optional[Any] = _widefuse._Definition(name)
+        # The C++ builder; it makes the definition's values (Tensor, Scalar).
+        self._builder: Optional[Any] = _widefuse._Definition(name, Tensor, Scalar)
         self._builder_empty = True  # nothing defined yet (a subclass's definition() may run)
         # From finalize() on: the defined fusion and what runs it.
         self._defined: Optional[DefinedFusion] = None
@@ -97,9 +98,9 @@ class FusionDefinition:
         returns the defined fusion."""
         builder = self._live()
         for tensor in self._in_place.values():  # in-place writes land when the fusion ends
-            if handle(tensor) is not input_handle(tensor):
-                builder.copy_(handle(tensor), input_handle(tensor))
-                self._writes.append((handle(tensor), input_handle(tensor)))
+            if tensor.handle is not tensor.input_handle:
+                builder.copy_(tensor.handle, tensor.input_handle)
+                self._writes.append((tensor.handle, tensor.input_handle))
         self._in_place.clear()
         sources, orders = self._add_plain_outputs(builder)
         self._defined = DefinedFusion(builder.finalize(), tuple(self._input_arity),
@@ -189,15 +190,15 @@ class FusionDefinition:
         call of the builder: the tracer declares each layout of its arrays once and defines
         every run of inputs of that layout from it."""
         shape, order, contiguity, dtype = declaration
-        values = self._live().define_tensors(count, shape,
-                                             data_type_of(dtype, "define_tensor").value, order,
-                                             contiguity)
+        builder = self._live()
+        values = builder.define_tensors(count, shape, data_type_of(dtype, "define_tensor").value,
+                                        order, contiguity)
         # The tracer defines every input through here: bookkeeping at C speed, and the
-        # Tensor handles made in C++.
+        # Tensors made in C++.
         first = len(self._input_arity)
         self._tensor_inputs.update(zip(map(id, values), zip(values, range(first, first + count))))
         self._input_arity.extend([1] * count)
-        return make_tensors(self, values)
+        return builder.traced_all(self, values)
 
     def from_pytorch(self, tensor: Any, static_sizes: bool = False) -> Tensor:
         """A tensor input laid out and typed like the torch tensor `tensor` (nvFuser's
@@ -225,7 +226,8 @@ class FusionDefinition:
                             "int or double); pass the value as a 0-d tensor "
                             f"(define_tensor(shape=[], dtype={data_type!r})) or define a "
                             "constant (define_scalar(3+0.5j))")
-            scalar = Scalar(self, self._live().define_scalar(data_type.value))
+            builder = self._live()
+            scalar = builder.traced(self, builder.define_scalar(data_type.value))
             self._input_arity.append(1)
             return scalar
         number, data_type = constant_value(value, dtype)
@@ -233,7 +235,8 @@ class FusionDefinition:
             # The IR's constants are real: a complex constant is the complex literal of its
             # parts cast to its type (repr(fd) prints it back as this define_scalar).
             return self.apply_op("cast", (number,), dtype=data_type)
-        return Scalar(self, self._live().constant(number, data_type.value))
+        builder = self._live()
+        return builder.traced(self, builder.constant(number, data_type.value))
 
     def define_vector(self, values: Any, dtype: Any = DataType.Int) -> Vector:
         """nvFuser's vector of extents, for broadcast_in_dim's shape. ``define_vector(n)`` is
@@ -249,7 +252,7 @@ class FusionDefinition:
                                          "least one entry")
             builder = self._live()
             name = builder.name_vector()
-            entries = [Scalar(self, builder.define_scalar(DataType.Int.value))
+            entries = [builder.traced(self, builder.define_scalar(DataType.Int.value))
                        for _ in range(int(values))]
             self._vectors.append((sum(self._input_arity), int(values)))
             self._vector_names[sum(self._input_arity)] = name
@@ -285,7 +288,7 @@ class FusionDefinition:
         if isinstance(operand, Value):
             if operand.definition is not self:
                 raise Error(f"{op}: value '{operand.name}' belongs to another FusionDefinition")
-            return handle(operand)
+            return operand.handle
         operand = _python_number(operand)
         if isinstance(operand, (bool, int, float)):
             return operand
@@ -315,49 +318,26 @@ class FusionDefinition:
         values = [self._operand(operand, op) for operand in operands]
         extents = [self._operand(extent, op) if isinstance(extent, Value) else extent
                    for extent in shape]
-        result = self._live().apply(op, values, None if dtype is None else dtype.value,
-                                    extents, list(broadcast_dims), dim)
-        return (Tensor if result.is_tensor else Scalar)(self, result, depends_of(operands))
+        builder = self._live()
+        result = builder.apply(op, values, None if dtype is None else dtype.value, extents,
+                               list(broadcast_dims), dim)
+        return builder.traced(self, result, depends_of(operands))
 
     def pointwise(self, op: str, operands: Sequence[Any]) -> Value:
         """apply_op for an op without attributes (every op but cast, bitcast,
         broadcast_in_dim and size). A traced optimizer records hundreds of thousands of
-        these, so the usual operands (values of this definition, Python numbers) are passed
-        to the builder as they are, in one call; anything else goes through _operand, which
-        converts it or raises."""
+        these: the usual operands (values of this definition, Python numbers) are recorded in
+        one C++ call (_widefuse.record); what it declines goes through _operand, which
+        converts it (NumPy scalars, complex numbers) or refuses it by name."""
         kind = _POINTWISE_KINDS.get(op)
         if kind is None:  # an op with attributes, or none at all: apply_op says which
             return self.apply_op(op, operands)
-        result = _widefuse.record(self, kind, operands)
+        result = _widefuse.record(kind, operands)
         if result is not None:
             return result
-        handles = []
-        depends: frozenset = NO_DEPENDS
-        # Pointwise: the result is a tensor when an operand is (what the builder decides, known
-        # here without asking it).
-        result_type: Optional[type] = Scalar
-        for operand in operands:
-            python_type = type(operand)
-            if (python_type is Tensor or python_type is Scalar) and operand._fd is self:
-                handles.append(operand._value)
-                if python_type is Tensor:
-                    result_type = Tensor
-                if operand._depends:
-                    depends = depends | operand._depends
-            elif python_type is float or python_type is int or python_type is bool:
-                handles.append(operand)
-            else:
-                handles.append(self._operand(operand, op))
-                result_type = None  # a subclass or a converted operand: the builder says
-                if isinstance(operand, Value) and operand._depends:
-                    depends = depends | operand._depends
-        builder = self._builder
-        if builder is None or self._builder_empty:
-            builder = self._live()  # raises once the definition is finished
-        result = builder.op(kind, tuple(handles))
-        if result_type is None:
-            result_type = Tensor if result.is_tensor else Scalar
-        return result_type(self, result, depends)
+        handles = tuple([self._operand(operand, op) for operand in operands])
+        builder = self._live()  # raises once the definition is finished
+        return builder.traced(self, builder.op(kind, handles), depends_of(operands))
 
     def apply_reduction(self, op: str, operands: Sequence[Tensor],
                         dims: Optional[Sequence[int]]) -> Tensor:
@@ -367,11 +347,12 @@ class FusionDefinition:
         scope raise UnsupportedOperationError with the builder's message. fd.ops' reductions
         and the tracer's call it."""
         handles = [self._operand(operand, op) for operand in operands]
+        builder = self._live()
         try:
-            result = self._live().reduce(op, handles, None if dims is None else list(dims))
+            result = builder.reduce(op, handles, None if dims is None else list(dims))
         except _widefuse.ReductionScopeError as error:
             raise UnsupportedOperationError(str(error)) from None
-        return Tensor(self, result, depends_of(operands))
+        return builder.traced(self, result, depends_of(operands))
 
     def assign_in_place(self, tensor: Tensor, value: Any) -> None:
         """Writes `value` into `tensor` in place, as torch's in-place methods and ``out=`` do:
@@ -386,7 +367,7 @@ class FusionDefinition:
         if value.dtype is not tensor.dtype:
             value = value.to(tensor.dtype)
         rebind(tensor, value)
-        destination = input_handle(tensor)
+        destination = tensor.input_handle
         if self._tensor_inputs.get(id(destination), (None,))[0] is destination:
             self._in_place[id(destination)] = tensor
 
@@ -438,8 +419,7 @@ class FusionDefinition:
             raise ArgumentTypeError(f"fd.ops.stride_order takes a Tensor, got "
                                     f"{type(tensor).__name__}")
         order = tensor_stride_order(stride_order, tensor.ndim, "fd.ops.stride_order")
-        self._live()
-        laid = Tensor(self, handle(tensor), depends_of((tensor,)))
+        laid = self._live().traced(self, tensor.handle, tensor.depends)
         self._laid_out[id(laid)] = (laid, order)
         return laid
 
@@ -467,17 +447,17 @@ class FusionDefinition:
         # A traced optimizer makes one call per parameter and state tensor: the usual source
         # (a value of this definition) is read as it is, anything else goes through _operand.
         source_type = type(source)
-        if (source_type is Tensor or source_type is Scalar) and source._fd is self:
-            value = source._value
+        if (source_type is Tensor or source_type is Scalar) and source.definition is self:
+            value = source.handle
         else:
             value = self._operand(source, op)
-        if not isinstance(destination, Tensor) or destination._fd is not self:
+        if not isinstance(destination, Tensor) or destination.definition is not self:
             what = "alias_input" if op == "add_output" else "the destination"
             raise Error(f"{op}: {what} must be a tensor input of this definition")
         builder = self._builder
         if builder is None or self._builder_empty:
             builder = self._live()  # raises once the definition is finished
-        target = input_handle(destination)
+        target = destination.input_handle
         builder.copy_(value, target)
         writes = self._writes
         self._calls.append(("alias", len(writes)))

@@ -11,14 +11,15 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterator, Optional
 
 import numpy as np
 
-from ._widefuse import Error, array_layouts, prepare_host_compiler, structure_key
-from .arguments import array_view, layout_of
-from .data_type import from_short_name, torch_short_names
+from ._widefuse import Error, prepare_host_compiler, select_backend, structure_key
+from .arguments import layout_of, read_layouts
+from .data_type import from_short_name
 from .execution import options_key
 from .declarations import tensor_declaration
 from .fusion_definition import FusionDefinition
@@ -43,14 +44,18 @@ class _Leaf(int):
 
 def _layouts(arrays: list) -> tuple:
     """The trace key's part after the structure key: each array's (dtype short name, shape,
-    strides in elements, on device), read in C++ (array_layouts) for NumPy arrays and plain
-    torch tensors, from the array's view for the rest (whose errors this raises)."""
-    layouts = array_layouts(arrays, torch_short_names())
-    for index, layout in enumerate(layouts):
-        if layout is None:
-            view = array_view(arrays[index], f"argument {index}")
-            layouts[index] = (view.dtype.value, view.shape, view.strides, view.on_device)
-    return tuple(layouts)
+    strides in elements, on device), read in C++ by the argument reader (whose refusals this
+    raises, naming "argument i")."""
+    return tuple(read_layouts(arrays))
+
+
+def _runs_on_host(backend: str, layouts: tuple) -> bool:
+    """Whether execute() with `backend` runs arrays of these layouts on the host backend (the
+    C++ rule of auto); False too where it refuses them (execute() then says why)."""
+    try:  # (map and itemgetter: no Python call per array)
+        return select_backend(backend, any(map(operator.itemgetter(3), layouts))) == "host"
+    except Error:
+        return False
 
 
 def _leaf_key(value: Any) -> Optional[tuple]:
@@ -124,7 +129,7 @@ def _proxies(fd: FusionDefinition, layouts: tuple) -> list:
     proxies: list = []
     declarations: dict = {}
     declaration, length = None, 0  # the run not defined yet
-    last = None  # the last layout looked up (array_layouts makes equal layouts one object)
+    last = None  # the last layout looked up (read_layouts makes equal layouts one object)
     for layout in layouts:
         if layout is not last:
             found = declarations.get(layout)
@@ -240,8 +245,7 @@ class TracedFunction:
         trace_key = (structure, layouts)
         recording = self._recordings.get(trace_key)
         if recording is None:
-            if self._backend == "host" or (self._backend == "auto" and
-                                           not any(layout[3] for layout in layouts)):
+            if _runs_on_host(self._backend, layouts):
                 # The host compiler's prelude builds while the function records.
                 prepare_host_compiler()
             seen = {id(array): index for index, array in enumerate(arrays)}

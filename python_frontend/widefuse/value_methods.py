@@ -2,7 +2,8 @@
 elementwise, cast and in-place methods of one IR op each, made from the name tables below,
 and the argument check every public method gets.
 
-An operator or one-op method records its op in one C++ call (``_widefuse.record``); where that
+An operator or one-op method records its op in one C++ call (``_widefuse.record``, which reads
+the operands' fields: their definition's builder, handles and dependencies); where that
 declines (None: an operand to convert, one of another definition, a finished definition), the
 definition's ``pointwise`` converts the operands or refuses them by name. A traced optimizer
 records hundreds of thousands of ops, and in Python each cost about as much as the builder.
@@ -38,13 +39,13 @@ def _binary_operator(op: str, reflected: bool) -> Callable[..., Any]:
     if reflected:
         def operator(self, other: Any) -> Any:
             operands = (other, self)
-            result = _record(self._fd, kind, operands)
-            return self._fd.pointwise(op, operands) if result is None else result
+            result = _record(kind, operands)
+            return self.definition.pointwise(op, operands) if result is None else result
     else:
         def operator(self, other: Any) -> Any:
             operands = (self, other)
-            result = _record(self._fd, kind, operands)
-            return self._fd.pointwise(op, operands) if result is None else result
+            result = _record(kind, operands)
+            return self.definition.pointwise(op, operands) if result is None else result
 
     return operator
 
@@ -53,8 +54,8 @@ def _unary_operator(op: str) -> Callable[..., Any]:
     kind = OP_KINDS[op]
 
     def operator(self) -> Any:
-        result = _record(self._fd, kind, (self,))
-        return self._fd.pointwise(op, (self,)) if result is None else result
+        result = _record(kind, (self,))
+        return self.definition.pointwise(op, (self,)) if result is None else result
 
     return operator
 
@@ -145,7 +146,8 @@ def _in_place_method(name: str, out_of_place: Callable[..., Any]) -> Callable[..
     # functools.wraps keeps the out-of-place signature, which checked_arguments enforces.
     @functools.wraps(out_of_place)
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return self._assign(out_of_place(self, *args, **kwargs))
+        self.definition.assign_in_place(self, out_of_place(self, *args, **kwargs))
+        return self
 
     method.__doc__ = f"In-place {name[:-1]} (torch's Tensor.{name}): the tensor holds the result."
     method.__signature__ = inspect.signature(out_of_place).replace(  # type: ignore[attr-defined]

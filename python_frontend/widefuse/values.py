@@ -64,43 +64,35 @@ def set_torch_dispatch(dispatch: Callable[[Any, Any, dict], Any]) -> None:
     _torch_dispatch = dispatch
 
 
-# The dependencies of a value computed from no specializable scalar (most values): one shared
-# empty set, which the recording hot path (_widefuse.record) gives every result it makes.
+# The dependencies of a value computed from no specializable scalar (most values): empty.
 NO_DEPENDS: frozenset = frozenset()
 
 
-class Value:
-    """A tensor or scalar of one FusionDefinition."""
+class Value(_widefuse.TracedValue):
+    """A tensor or scalar of one FusionDefinition.
 
-    __slots__ = ("_fd", "_value", "_input", "_depends")
+    Its fields are the extension's (_widefuse.TracedValue): `definition`, `handle` (the
+    builder's handle of what it stands for now), `input_handle` (what it was made with: a
+    tensor input stays that input after an in-place write) and `depends` (the specializable
+    runtime scalars it is computed from, see SpecializationRequest). Its definition's builder
+    makes it; the recording hot path (_widefuse.record) makes the results of pointwise ops.
+    """
 
-    def __init__(self, fd: Builder, value: Any, depends: frozenset = NO_DEPENDS) -> None:
-        self._fd = fd
-        self._value = value
-        # The fusion input this handle stands for, kept when `out=` rebinds `_value`.
-        self._input = value
-        # The specializable runtime scalars this value is computed from (see
-        # SpecializationRequest); empty for everything else.
-        self._depends = depends
-
-    @property
-    def definition(self) -> Builder:
-        """The FusionDefinition the value belongs to."""
-        return self._fd
+    __slots__ = ()
 
     @property
     def dtype(self) -> DataType:
-        return from_short_name(self._value.dtype)
+        return from_short_name(self.handle.dtype)
 
     @property
     def name(self) -> str:
         """The value's name in the text form."""
-        return self._value.name
+        return self.handle.name
 
     def _apply(self, op: str, *operands: Any, **attributes: Any) -> Value:
         if attributes:
-            return self._fd.apply_op(op, operands, **attributes)
-        return self._fd.pointwise(op, operands)
+            return self.definition.apply_op(op, operands, **attributes)
+        return self.definition.pointwise(op, operands)
 
     def __pos__(self) -> Value:
         return self
@@ -161,14 +153,14 @@ class Value:
     __rmatmul__ = __matmul__
 
     def __bool__(self) -> bool:
-        if self._depends:
-            raise SpecializationRequest(self, self._depends)
+        if self.depends:
+            raise SpecializationRequest(self, self.depends)
         raise Error(f"the truth value of '{self.name}' is only known when the fusion runs; "
                     "data-dependent Python control flow cannot be traced (use where())")
 
     def __float__(self) -> float:
-        if self._depends:
-            raise SpecializationRequest(self, self._depends)
+        if self.depends:
+            raise SpecializationRequest(self, self.depends)
         raise Error(f"'{self.name}' has no value while the fusion is being defined")
 
     __int__ = __float__
@@ -202,7 +194,7 @@ class TensorShape(tuple):
     which fd.ops.at indexes)."""
 
     def __new__(cls, tensor: Tensor) -> TensorShape:
-        shape = super().__new__(cls, tensor._value.shape)
+        shape = super().__new__(cls, tensor.handle.shape)
         shape._tensor = tensor
         return shape
 
@@ -244,7 +236,7 @@ class Tensor(Value):
 
     @property
     def ndim(self) -> int:
-        return len(self._value.shape)
+        return len(self.handle.shape)
 
     @property
     def real(self) -> Value:
@@ -271,7 +263,8 @@ class Tensor(Value):
         shape = [-1] * rank
         shape.insert(dim, 1)
         kept = [d for d in range(rank + 1) if d != dim]
-        return self._fd.apply_op("broadcast_in_dim", (self,), shape=shape, broadcast_dims=kept)
+        return self.definition.apply_op("broadcast_in_dim", (self,), shape=shape,
+                                        broadcast_dims=kept)
 
     def is_complex(self) -> bool:
         return self.dtype.is_complex
@@ -351,10 +344,7 @@ class Tensor(Value):
     def copy_(self, src: Any) -> Tensor:
         """torch's Tensor.copy_: later reads see `src` (widefuse.copy_(src, dst) is the
         deferred form, whose later reads see the entry value)."""
-        return self._assign(src)
-
-    def _assign(self, value: Any) -> Tensor:
-        self._fd.assign_in_place(self, value)
+        self.definition.assign_in_place(self, src)
         return self
 
     def __getitem__(self, index: Any) -> Any:
@@ -379,7 +369,7 @@ class Tensor(Value):
             # a second input, which widefuse.optim does for a grad in update(); anywhere else
             # it raises UnsupportedOperationError. Here and not a property, whose
             # AttributeError (UnsupportedOperationError is one) would land in __getattr__.
-            return self._fd.transposed(self)
+            return self.definition.transposed(self)
         if name in ("item", "tolist"):
             raise UnsupportedOperationError(
                 f"Tensor.{name}() is not supported: a traced value (a reduction's result too) "
@@ -395,7 +385,6 @@ class Tensor(Value):
 
 
 install_methods(Tensor)
-_widefuse.register_traced_values(Value, Tensor, Scalar, NO_DEPENDS)
 
 
 def add_tensor_methods(methods: dict[str, Callable[..., Any]]) -> None:
@@ -416,20 +405,16 @@ def scaled(value: Any, factor: Any) -> Any:
     return factor * value if isinstance(value, Value) else value * factor
 
 
-def handle(value: Value) -> Any:
-    """The binding's handle of the value a Value stands for now."""
-    return value._value
-
-
-def input_handle(tensor: Tensor) -> Any:
-    """The fusion input a Tensor handle stands for, even after rebind()."""
-    return tensor._input
+def snapshot(value: Value) -> Value:
+    """A new value of `value`'s definition standing for what `value` stands for now: a later
+    in-place write into `value` does not move it."""
+    return _widefuse.snapshot(value)
 
 
 def specializable(scalar: Scalar, name: str) -> Scalar:
     """Marks runtime scalar input `scalar` as one a tracer may turn into a constant named
     `name` when Python control flow needs its value (see SpecializationRequest)."""
-    scalar._depends = frozenset((name,))
+    scalar.depends = frozenset((name,))
     return scalar
 
 
@@ -437,12 +422,12 @@ def depends_of(operands: Any) -> frozenset:
     """The specializable scalars the values among `operands` are computed from."""
     depends: frozenset = NO_DEPENDS
     for operand in operands:
-        if isinstance(operand, Value) and operand._depends:
-            depends = depends | operand._depends
+        if isinstance(operand, Value) and operand.depends:
+            depends = depends | operand.depends
     return depends
 
 
 def rebind(tensor: Tensor, value: Value) -> None:
     """Makes later reads of `tensor` see `value` (an in-place write or torch's out=)."""
-    tensor._value = value._value
-    tensor._depends = value._depends
+    tensor.handle = value.handle
+    tensor.depends = value.depends

@@ -13,11 +13,16 @@ llvm::StringRef hostExecutionName(HostExecution execution) {
   return execution == HostExecution::Fast ? "fast" : "verify";
 }
 
+llvm::ArrayRef<llvm::StringRef> hostExecutionNames() {
+  static const llvm::StringRef names[] = {hostExecutionName(HostExecution::Fast),
+                                          hostExecutionName(HostExecution::Verify)};
+  return names;
+}
+
 HostExecution parseHostExecution(llvm::StringRef text) {
-  if (text == "fast")
-    return HostExecution::Fast;
-  if (text == "verify")
-    return HostExecution::Verify;
+  for (HostExecution execution : {HostExecution::Fast, HostExecution::Verify})
+    if (text == hostExecutionName(execution))
+      return execution;
   fail("unknown host execution '{}': use fast (the default) or verify (emulated CUDA threads, "
        "for checking block-order independence)",
        text.str());

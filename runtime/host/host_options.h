@@ -2,6 +2,7 @@
 /// What the host backend's options are: how it runs a kernel's grid (fast or verify), in what
 /// block order, on how many CPU threads.
 
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <cstdint>
@@ -32,6 +33,8 @@ enum class HostExecution {
 
 /// `fast` or `verify`.
 llvm::StringRef hostExecutionName(HostExecution execution);
+/// The names parseHostExecution takes, the default (`fast`) first.
+llvm::ArrayRef<llvm::StringRef> hostExecutionNames();
 /// Parses `fast` or `verify`; throws Error naming them otherwise.
 HostExecution parseHostExecution(llvm::StringRef text);
 

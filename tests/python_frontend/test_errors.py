@@ -115,19 +115,57 @@ def test_definition_errors():
         fd.execute([np.ones(2, np.float32)], mode="fastest")
 
 
+class FakeCudaArray:
+    """A CUDA array interface (version 3) over no memory at all, on device `ordinal`."""
+
+    def __init__(self, typestr="<f4", ordinal=0, strides=None):
+        self.__cuda_array_interface__ = {"shape": (2, 3), "typestr": typestr,
+                                         "data": (0x1000, False), "version": 3,
+                                         "strides": strides, "stream": 1}
+        self.device = type("Device", (), {"id": ordinal})()
+
+
 def test_cuda_arrays_without_a_device_say_so():
     if widefuse._widefuse.cuda_available():
         pytest.skip("a CUDA device is present")
-
-    class FakeCudaArray:
-        __cuda_array_interface__ = {"shape": (2, 3), "typestr": "<f4", "data": (0x1000, False),
-                                    "version": 3, "strides": None, "stream": 1}
-
     fd = scale_in_place()
     with pytest.raises(widefuse.Error, match="CUDA"):
         fd.execute([FakeCudaArray(), 2.0])
     with pytest.raises(widefuse.Error, match="cannot read CUDA arrays"):
         fd.execute([FakeCudaArray(), 2.0], backend="host")
+
+
+@pytest.mark.parametrize("array, message", [
+    (FakeCudaArray(ordinal=1), r"input 'T0' is on CUDA device 1; widefuse runs on device 0"),
+    (FakeCudaArray(typestr="<x4"), r"input 'T0': array type '<x4' is not supported"),
+    (FakeCudaArray(typestr="<u8"), r"input 'T0': NumPy dtype uint64 is not supported"),
+    (FakeCudaArray(strides=(12, -4)), r"input 'T0': negative strides \(12, -4\) \(bytes\)"),
+    (FakeCudaArray(strides=(12, 6)), r"input 'T0': strides \(12, 6\) \(bytes\) are not "
+                                     r"multiples of the element size 4"),
+])
+def test_cuda_arrays_are_read_before_anything_runs(array, message):
+    # Read from the interface alone, on any machine: the refusals come before the backend.
+    with pytest.raises(widefuse.Error, match=message):
+        scale_in_place().execute([array, 2.0])
+
+
+def test_objects_with_an_array_interface_are_read_through_numpy():
+    class Exported:
+        def __init__(self, array):
+            self.__array_interface__ = array.__array_interface__
+            self.array = array  # the memory's owner
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    scale_in_place().execute([Exported(x), 2.0])
+    np.testing.assert_array_equal(x, 2 * np.arange(6).reshape(2, 3))
+    with pytest.raises(widefuse.Error, match=r"input 'T0' is DataType.Float; the array is "
+                                             r"DataType.Double"):
+        scale_in_place().execute([Exported(np.ones((2, 3))), 2.0])
+
+
+def test_every_refusal_of_the_argument_reader_has_its_words():
+    from widefuse import arguments
+    assert list(arguments.REFUSALS) == widefuse._widefuse.refusal_codes()
 
 
 def test_read_only_dlpack_export_for_an_aliased_input_is_refused():

@@ -303,7 +303,10 @@ def test_a_prepared_step_rebinds_sets_and_launches_for_its_caller(rng):
     assert run.launch_raw() == []
     np.testing.assert_array_equal(param, np.float32(1) - np.float32(0.5) * grads[0])
     run.rebind([1], [grads[1].ctypes.data])
-    run.set_scalars([2], [0.25])
+    with pytest.raises(TypeError, match="input 'S2' is a DataType.Double scalar: expected a "
+                                        "Python number, got str"):
+        run.set_scalars([2], ["0.25"])  # read as execute() reads a number
+    run.set_scalars([2], [np.float32(0.25)])
     before = param.copy()
     run.launch_raw()
     np.testing.assert_array_equal(param, before - np.float32(0.25) * grads[1])

@@ -23,12 +23,10 @@ underscore marks the extension's interface to the package) and are outside this 
 rule is by name: a module that owns ``_options`` itself is not told when it reads another
 module's ``_options``; both modules then bind the name, which a reader can find.
 
-One exception is listed below, TRACED_VALUE_SLOTS: the slots of a traced value (values.py),
-read where its generated methods are written (value_methods.py installs them into Tensor) and
-where FusionDefinition records an op in Python. That is the recording hot path, where each
-accessor call would count (test_tracer_scale.py), and ``_widefuse.record`` reads the same
-slots in C++; they go together when traced values become objects of the extension. An entry
-that is no longer used fails the test, so the list only shrinks.
+The fields of a traced value (``definition``, ``handle``, ``depends``, ...) are public fields
+of the extension's ``_widefuse.TracedValue``, which ``widefuse.values.Value`` extends; no
+module of the package owns them, and the extension reads no attribute of the package
+(test_binding_attribute_reads.py).
 """
 
 import ast
@@ -39,11 +37,6 @@ from test_package_layers import module_names
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python_frontend" / "widefuse"
 _NAME_FUNCTIONS = ("getattr", "setattr", "delattr", "hasattr")
-# By module: the traced value's private names it may use (see the module's docstring).
-TRACED_VALUE_SLOTS = {
-    "widefuse.value_methods": {"_fd", "_assign"},
-    "widefuse.fusion_definition": {"_fd", "_value", "_depends"},
-}
 
 
 def is_private(name: str) -> bool:
@@ -193,16 +186,10 @@ def test_no_module_uses_another_modules_privates():
     # The walk must see the package: the owners below are what the rule compares against.
     trees = {name: ast.parse(path.read_text())
              for name, path in module_names(PACKAGE, "widefuse").items()}
-    assert "_value" in owned_names(trees["widefuse.values"])
     assert "_runner" in owned_names(trees["widefuse.fusion_definition"])
-    found = foreign_private_uses(PACKAGE, "widefuse", TRACED_VALUE_SLOTS)
+    assert "_builder" in owned_names(trees["widefuse.fusion_definition"])
+    found = foreign_private_uses(PACKAGE, "widefuse")
     assert not found, "private attributes used across modules:\n" + "\n".join(found)
-    # Each exception is still needed: without it, its uses are found.
-    unexcepted = foreign_private_uses(PACKAGE, "widefuse")
-    for module, names in TRACED_VALUE_SLOTS.items():
-        for name in names:
-            assert any(use.startswith(f"{module}:") and f": {name} (" in use
-                       for use in unexcepted), f"{module} no longer uses {name}: drop it"
 
 
 def _write(root: Path, files: dict[str, str]) -> None:

@@ -8,13 +8,13 @@ import pytest
 import widefuse
 from widefuse import DataType, FusionDefinition, value_methods
 from widefuse import fusion_definition as fusion_definition_module
-from widefuse.values import NO_DEPENDS, Scalar, Tensor
+from widefuse.values import Scalar, Tensor
 
 
 @pytest.fixture
 def python_path(monkeypatch):
     """Every op through FusionDefinition.pointwise's Python loop: record always declines."""
-    declined = lambda fd, kind, operands: None  # noqa: E731
+    declined = lambda kind, operands: None  # noqa: E731
     monkeypatch.setattr(value_methods, "_record", declined)
     monkeypatch.setattr(fusion_definition_module._widefuse, "record", declined)
 
@@ -41,25 +41,26 @@ def every_operand_kind():
 
 
 def facts(fd, results):
-    return fd.to_text(), [(type(v), v.dtype, v.name, v._depends) for v in results]
+    return fd.to_text(), [(type(v), v.dtype, v.name, v.depends) for v in results]
 
 
 def test_the_hot_path_records_what_the_python_path_records(monkeypatch):
     hot = facts(*every_operand_kind())
-    declined = lambda fd, kind, operands: None  # noqa: E731
+    declined = lambda kind, operands: None  # noqa: E731
     monkeypatch.setattr(value_methods, "_record", declined)
     monkeypatch.setattr(fusion_definition_module._widefuse, "record", declined)
     assert facts(*every_operand_kind()) == hot
 
 
-def test_results_are_handles_as_value_init_makes_them():
+def test_results_are_values_as_the_builder_makes_them():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[4], dtype=DataType.Float)
         s = fd.define_scalar(None, dtype=DataType.Double)
         y, t = x * 2.0, s + 1
         fd.add_output(y)
     assert type(y) is Tensor and type(t) is Scalar
-    assert y.definition is fd and y._input is y._value and y._depends is NO_DEPENDS
+    assert y.definition is fd and y.input_handle is y.handle and y.depends == frozenset()
+    assert isinstance(y, widefuse._widefuse.TracedValue)
     assert y.name == "T2" and y.dtype is DataType.Float and t.dtype is DataType.Double
     out = fd.execute([np.arange(4, dtype=np.float32), 0.5])[0]
     np.testing.assert_array_equal(out, np.arange(4, dtype=np.float32) * 2)

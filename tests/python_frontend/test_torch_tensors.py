@@ -137,18 +137,17 @@ def test_widefuse_imports_and_runs_without_torch():
     assert result.stdout.strip() == "ok"
 
 
-def test_tensors_on_two_devices_are_refused(monkeypatch):
-    # No second device here: the device one tensor reports is patched (on the Python path,
-    # which reads it through device_name); the check is the same.
-    from widefuse import arguments, execution, torch_tensors
+def test_tensors_on_two_devices_are_refused():
+    # No second device here: a subclass (read through its attributes, as Python code reads
+    # it) reports CUDA device 0 for memory on the CPU; the check is the same.
+    class Elsewhere(torch.Tensor):
+        @property
+        def device(self):
+            return torch.device("cuda", 0)
+
     x, y = torch.ones(2, 3), torch.ones(2, 3)
-    real = torch_tensors.device_name
-    monkeypatch.setattr(execution, "direct_arguments", lambda *arguments: None)
-    monkeypatch.setattr(arguments, "torch_layout", lambda tensor: None)
-    monkeypatch.setattr(torch_tensors, "device_name",
-                        lambda tensor: "cuda:0" if tensor is y else real(tensor))
     with pytest.raises(widefuse.Error, match="input 'T1' is on cuda:0 but input 'T0' is on cpu"):
-        axpy_definition().execute([x, y, 1.0])
+        axpy_definition().execute([x, y.as_subclass(Elsewhere), 1.0])
     torch.testing.assert_close(y, torch.ones(2, 3))
 
 
@@ -164,37 +163,47 @@ def test_cuda_tensors_run_on_the_gpu_and_a_cpu_tensor_among_them_is_refused():
         axpy_definition().execute([x, torch.ones(4, 5), 0.5])
 
 
-def test_direct_arguments_take_what_the_checks_pass_as_it_is():
-    # execute()'s first call reads dense torch CPU tensors, NumPy arrays and plain numbers in
-    # one C++ walk; anything the Python checks would convert or refuse is left to them.
-    from widefuse._widefuse import direct_arguments
-    from widefuse.data_type import torch_short_names
+def test_the_argument_reader_reads_each_kind_of_argument_once():
+    # execute() hands its inputs to one C++ reader: what it accepts runs as it was read (and
+    # is what the steady state reads back); what it refuses it names with a code.
+    from widefuse._widefuse import _Arguments, _Refusal, read_arguments
+    from widefuse.data_type import numpy_short_names, torch_short_names
     fusion = axpy_definition()._finished("execute()").fusion
     x, y = torch.ones(2, 3), torch.ones(2, 3)
 
-    def direct(*values):
-        return direct_arguments(fusion, list(values), torch_short_names())
+    def read(*values):
+        return read_arguments(fusion, list(values), torch_short_names(), numpy_short_names())
 
-    arguments, any_torch = direct(x, y, 1.0)
-    assert any_torch and arguments[2] == 1.0 and type(arguments[2]) is float
-    assert direct(np.ones((2, 3), np.float32), y, 1)[0][0].dtype == np.float32
-    assert direct(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32), True)[1] is False
-    declined = {
-        "another dtype": (x.double(), y, 1.0),
-        "transposed": (torch.ones(3, 2).t(), y, 1.0),
-        "a lazy conjugate": (torch.ones(2, 3, dtype=torch.complex64).conj().real, y, 1.0),
+    accepted = {
+        "torch CPU tensors": (x, y, 1.0),
+        "NumPy arrays and an int": (np.ones((2, 3), np.float32), y, 1),
         "a subclass": (x.as_subclass(type("Sub", (torch.Tensor,), {})), y, 1.0),
-        "grad required under grad mode": (x, torch.ones(2, 3, requires_grad=True), 1.0),
         "a NumPy scalar": (x, y, np.float64(1.0)),
         "a 0-d tensor for a scalar": (x, y, torch.tensor(1.0)),
-        "a string": (x, y, "1"),
-        "a list": ([[1.0] * 3] * 2, y, 1.0),
     }
-    for why, values in declined.items():
-        assert direct(*values) is None, why
+    for why, values in accepted.items():
+        assert type(read(*values)) is _Arguments, why
+    assert read(x, y, 1.0).torch_device == "cpu" and not read(x, y, 1.0).on_device
+    assert read(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32), 1).torch_device is None
+    refused = {
+        "another dtype": ((x.double(), y, 1.0), "dtype_mismatch", 0),
+        "transposed": ((torch.ones(3, 2).t(), y, 1.0), "layout", 0),
+        "a lazy conjugate": ((torch.ones(2, 3, dtype=torch.complex64).conj(), y, 1.0),
+                             "torch_conjugated", 0),
+        "grad required under grad mode": ((x, torch.ones(2, 3, requires_grad=True), 1.0),
+                                          "requires_grad", 1),
+        "a string": ((x, y, "1"), "not_a_number", 2),
+        "a list": (([[1.0] * 3] * 2, y, 1.0), "not_an_array", 0),
+        "an integer past 64 bits": ((x, y, 2**70), "integer_overflow", 2),
+    }
+    for why, (values, code, index) in refused.items():
+        refusal = read(*values)
+        assert type(refusal) is _Refusal, why
+        assert (refusal.code, refusal.index, refusal.name) == (
+            code, index, ["T0", "T1", "S2"][index]), why
     with torch.no_grad():
-        assert direct(x, torch.ones(2, 3, requires_grad=True), 1.0) is not None
-    # The checked path names what the direct walk declined.
+        assert type(read(x, torch.ones(2, 3, requires_grad=True), 1.0)) is _Arguments
+    # The Python table says it in words.
     with pytest.raises(widefuse.Error, match="input 'T0' is DataType.Float; the array is "
                                              "DataType.Double"):
         axpy_definition().execute([x.double(), y, 1.0])

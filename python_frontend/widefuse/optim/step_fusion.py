@@ -12,11 +12,11 @@ from typing import Any, Callable, Optional
 import torch
 
 from .._widefuse import Error
-from ..arguments import layout_of
+from ..arguments import layout_of, read_layouts
+from ..data_type import from_short_name
 from ..fusion_definition import FusionDefinition, PreparedExecution
 from ..functions import vector_norm
-from ..torch_tensors import check_tensor
-from ..values import Tensor, handle, specializable
+from ..values import Tensor, snapshot, specializable
 from .master_weights import opmath, rounded
 
 
@@ -196,14 +196,14 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
         fd.transposed_inputs = _TransposedGrads(fd, step, entries, grads, as_given)
         for k, (entry, (param, _, state)) in enumerate(zip(entries, inputs)):
             entry_values = [param, *state.values()]
-            entries_before = {id(t): Tensor(fd, handle(t)) for t in entry_values}
+            entries_before = {id(t): snapshot(t) for t in entry_values}
             given = dict(state)
             update(param, grads[k], state, **keywords[entry.group])
             _add_new_state(fd, step, k, given, state)
             if skip is not None:
                 for tensor in entry_values:
                     before = entries_before[id(tensor)]
-                    if handle(tensor) is not handle(before):
+                    if tensor.handle is not before.handle:
                         tensor.copy_(torch.where(skip, before, tensor))
         if total_norm is not None:
             step.grad_norm_output = len(step.new_state)
@@ -232,11 +232,11 @@ class _TransposedGrads:
         self._fd, self._step, self._entries, self._as_given = fd, step, entries, as_given
         # By the handle update() received (the list keeps the handles, and so their ids).
         self._given = given
-        self._entry_of = {id(handle(grad)): k for k, grad in enumerate(given)}
+        self._entry_of = {id(grad.handle): k for k, grad in enumerate(given)}
         self._made: dict[int, Tensor] = {}
 
     def __call__(self, tensor: Tensor) -> Optional[Tensor]:
-        k = self._entry_of.get(id(handle(tensor)))
+        k = self._entry_of.get(id(tensor.handle))
         if k is None:
             return None
         if tensor.ndim < 2:
@@ -247,7 +247,7 @@ class _TransposedGrads:
             view = stepped(self._entries[k].grad).mT
             made = self._made[k] = self._as_given(
                 tensor_input(self._fd, self._step, view, Source("grad_mT", k)))
-        return Tensor(self._fd, handle(made))
+        return snapshot(made)
 
 
 def scaled_by(grad: Tensor, coefficient: Tensor) -> Tensor:
@@ -287,7 +287,9 @@ def tensor_input(fd: FusionDefinition, step: StepFusion, tensor: torch.Tensor,
     """A tensor input of `fd` laid out as `tensor` (checked as a step's tensors are; complex
     refused), its `source` recorded in `step`."""
     stride_order, contiguity = layout_of(tuple(tensor.shape), tensor.stride())
-    data_type = check_tensor(tensor, source.name or source.kind, allow_grad=True)
+    ((short_name, *_),) = read_layouts([tensor], allow_grad=True,
+                                      names=[source.name or source.kind])
+    data_type = from_short_name(short_name)
     if data_type.is_complex:  # torch's optimizers step view_as_real(param): pairs of reals
         raise Error(f"{source.name or source.kind}: complex parameters and state "
                     f"({tensor.dtype}) are not supported by widefuse.optim")

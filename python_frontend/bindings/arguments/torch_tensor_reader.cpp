@@ -1,9 +1,8 @@
-#include "python_frontend/bindings/torch_tensor_reader.h"
-
-#include "python_frontend/bindings/bindings.h"
+#include "python_frontend/bindings/arguments/torch_tensor_reader.h"
 
 #include <llvm/ADT/ArrayRef.h>
-#include <nanobind/nanobind.h>
+
+namespace nb = nanobind;
 
 namespace widefuse::python {
 namespace {
@@ -82,6 +81,8 @@ TorchTensorReader* TorchTensorReader::get() {
 }
 
 bool TorchTensorReader::resolve(PyObject* torch) {
+  Py_INCREF(torch);
+  torch_ = torch;
   PyObject* tensor = attribute(torch, "Tensor");
   PyObject* nn = attribute(torch, "nn");
   PyObject* parameter = nn ? attribute(nn, "Parameter") : nullptr;
@@ -90,6 +91,7 @@ bool TorchTensorReader::resolve(PyObject* torch) {
   Py_XDECREF(nn);
   if (!tensor || !parameter || !base || !core || !PyType_Check(tensor) || !PyType_Check(parameter))
     return false;
+  tensorClass_ = tensor;
   tensorType_ = reinterpret_cast<PyTypeObject*>(tensor);
   parameterType_ = reinterpret_cast<PyTypeObject*>(parameter);
   strided_ = attribute(torch, "strided");
@@ -165,10 +167,11 @@ bool TorchTensorReader::readFacts(PyObject* tensor, TorchFacts& facts) const {
   return true;
 }
 
-bool TorchTensorReader::readPlain(PyObject* tensor, TorchLayout& layout, TorchFacts& facts) const {
+bool TorchTensorReader::readPlain(PyObject* tensor, TorchLayout& layout, TorchFacts& facts,
+                                  bool allowGrad) const {
   return readLayout(tensor, layout) && readFacts(tensor, facts) && facts.strided &&
-         !facts.conjugated && !facts.negated && facts.device >= -1 &&
-         !(requiresGrad(tensor) && gradEnabled());
+         !facts.conjugated && !facts.negated && (facts.device == -1 || facts.device == 0) &&
+         (allowGrad || !(requiresGrad(tensor) && gradEnabled()));
 }
 
 bool TorchTensorReader::requiresGrad(PyObject* tensor) const {
@@ -183,51 +186,111 @@ bool TorchTensorReader::gradEnabled() const {
   return truthOf(PyObject_Vectorcall(isGradEnabled_, nullptr, 0, nullptr), true);
 }
 
-namespace {
-
-/// A tuple of `values`' integers.
-nanobind::tuple tupleOf(llvm::ArrayRef<int64_t> values) {
-  nanobind::tuple tuple = nanobind::steal<nanobind::tuple>(PyTuple_New(Py_ssize_t(values.size())));
-  for (size_t i = 0; i < values.size(); ++i)
-    PyTuple_SET_ITEM(tuple.ptr(), Py_ssize_t(i), PyLong_FromLongLong(values[i]));
-  return tuple;
+bool TorchTensorReader::isTensor(PyObject* object) const {
+  int is = PyObject_IsInstance(object, tensorClass_);
+  if (is < 0)
+    throw nb::python_error();
+  return is == 1;
 }
 
-/// torch_layout(tensor): (address, torch dtype, sizes, strides, device) of a plain dense torch
-/// tensor that widefuse reads as it is (no lazy bit; the CPU or a CUDA device; not requiring
-/// grad under grad mode), else None: the Python side then checks it and names what is wrong.
-nanobind::object torchLayout(nanobind::handle tensor) {
-  TorchTensorReader* reader = TorchTensorReader::get();
-  if (!reader || !reader->isPlainTensor(tensor.ptr()))
-    return nanobind::none();
-  TorchLayout layout;
-  TorchFacts facts;
-  if (!reader->readPlain(tensor.ptr(), layout, facts))
-    return nanobind::none();
-  return nanobind::make_tuple(reinterpret_cast<uintptr_t>(layout.data),
-                              nanobind::handle(layout.dtype), tupleOf(layout.sizes),
-                              tupleOf(layout.strides), facts.device);
+namespace {
+
+/// `object.name` (a new reference); throws the Python error when the read raises.
+nb::object read(nb::handle object, const char* name) {
+  PyObject* found = PyObject_GetAttrString(object.ptr(), name);
+  if (!found)
+    throw nb::python_error();
+  return nb::steal(found);
+}
+
+/// `object.name()`; throws the Python error when the call raises.
+nb::object call(nb::handle object, const char* name) {
+  nb::object method = read(object, name);
+  PyObject* result = PyObject_CallNoArgs(method.ptr());
+  if (!result)
+    throw nb::python_error();
+  return nb::steal(result);
+}
+
+bool truth(const nb::object& object) {
+  int value = PyObject_IsTrue(object.ptr());
+  if (value < 0)
+    throw nb::python_error();
+  return value == 1;
+}
+
+/// The integers of a sequence (torch.Size, a stride tuple); throws on a read that raises.
+void integers(const nb::object& sequence, llvm::SmallVectorImpl<int64_t>& values) {
+  nb::object tuple = nb::steal(PySequence_Tuple(sequence.ptr()));
+  if (!tuple.is_valid())
+    throw nb::python_error();
+  values.clear();
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple.ptr()); ++i) {
+    long long value = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple.ptr(), i));
+    if (value == -1 && PyErr_Occurred())
+      throw nb::python_error();
+    values.push_back(value);
+  }
 }
 
 } // namespace
 
-std::string shortNameOfTorchType(PyObject* torchTypes, PyObject* dtype) {
-  PyObject* name = PyDict_GetItem(torchTypes, dtype); // borrowed; no error set
-  if (!name || !PyUnicode_Check(name))
-    return "";
-  Py_ssize_t length = 0;
-  const char* text = PyUnicode_AsUTF8AndSize(name, &length);
-  if (!text) {
-    PyErr_Clear();
-    return "";
+TorchCheck TorchTensorReader::checkTensor(PyObject* tensor, bool allowGrad, TorchLayout& layout,
+                                          TorchFacts& facts) const {
+  nb::handle self(tensor);
+  nb::object tensorLayout = read(self, "layout");
+  if (tensorLayout.ptr() != strided_)
+    return {TorchRefusal::Layout, tensorLayout};
+  if (truth(read(self, "is_quantized")))
+    return {TorchRefusal::Quantized, read(self, "dtype")};
+  if (truth(call(self, "is_conj")))
+    return {TorchRefusal::Conjugated, nb::object()};
+  if (truth(call(self, "is_neg")))
+    return {TorchRefusal::Negated, nb::object()};
+  nb::object device = read(self, "device");
+  nb::object type = read(device, "type");
+  if (PyUnicode_Check(type.ptr()) && PyUnicode_CompareWithASCIIString(type.ptr(), "meta") == 0)
+    return {TorchRefusal::Meta, nb::object()};
+  bool cpu =
+      PyUnicode_Check(type.ptr()) && PyUnicode_CompareWithASCIIString(type.ptr(), "cpu") == 0;
+  bool cuda =
+      PyUnicode_Check(type.ptr()) && PyUnicode_CompareWithASCIIString(type.ptr(), "cuda") == 0;
+  if (!cpu && !cuda)
+    return {TorchRefusal::Device, device};
+  if (cuda) {
+    nb::object index = read(device, "index");
+    if (!index.is_none() && !(PyLong_Check(index.ptr()) && PyLong_AsLong(index.ptr()) == 0)) {
+      PyErr_Clear();
+      return {TorchRefusal::CudaDevice, index};
+    }
   }
-  return std::string(text, size_t(length));
+  if (!allowGrad && truth(read(self, "requires_grad")) && gradEnabled())
+    return {TorchRefusal::RequiresGrad, nb::object()};
+  nb::object dtype = read(self, "dtype");
+  layout.dtype = dtype.ptr(); // a singleton, alive as long as torch: no reference kept
+  nb::object address = call(self, "data_ptr");
+  layout.data = PyLong_AsVoidPtr(address.ptr());
+  if (PyErr_Occurred())
+    throw nb::python_error();
+  integers(read(self, "shape"), layout.sizes);
+  integers(call(self, "stride"), layout.strides);
+  facts.strided = true;
+  facts.conjugated = facts.negated = false;
+  facts.device = cpu ? -1 : 0;
+  return {};
 }
 
-void bindTorchTensorReader(nanobind::module_& module) {
-  module.def("torch_layout", &torchLayout, nanobind::arg("tensor"),
-             "(address, dtype, sizes, strides, device: -1 for the CPU) of a plain dense torch "
-             "tensor widefuse reads as it is, else None.");
+size_t TorchTensorReader::rank(PyObject* tensor) const {
+  nb::object ndim = read(nb::handle(tensor), "ndim");
+  Py_ssize_t value = PyLong_AsSsize_t(ndim.ptr());
+  if (value == -1 && PyErr_Occurred())
+    throw nb::python_error();
+  return size_t(value);
+}
+
+uintptr_t TorchTensorReader::currentStream(int device) const {
+  nb::object stream = read(read(nb::handle(torch_), "cuda"), "current_stream")(device);
+  return nb::cast<uintptr_t>(read(stream, "cuda_stream"));
 }
 
 } // namespace widefuse::python
