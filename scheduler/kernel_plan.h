@@ -93,7 +93,7 @@ struct ElementInstance {
   bool operator==(const ElementInstance&) const = default;
 };
 
-/// A reduction a body computes a part of (docs/codegen.md section 9): the partial of each
+/// A reduction a body computes a part of (docs/reductions.md §7): the partial of each
 /// chunk, then, by the member's last finisher, the member's tree; for a global reduction the
 /// last contributing member combines every member's tree.
 struct ReductionSlot {
@@ -153,11 +153,11 @@ struct BodyPlan {
   /// The reductions it computes a part of; members then have a last finisher (a ticket),
   /// unless they are over rows.
   std::vector<ReductionSlot> reductions;
-  /// Every reduction is over rows (docs/codegen.md 9.6): the body's elements are the rows of
+  /// Every reduction is over rows (docs/reductions.md §9): the body's elements are the rows of
   /// its domain (the header's numel counts rows), and one thread computes a row's whole tree
   /// and writes its result, so no partials and no finisher.
   bool reducesRows = false;
-  /// The dimensions after the reduced one (static 1s: docs/ir_reference.md 10.2), so that the
+  /// The dimensions after the reduced one (static 1s: docs/reductions.md §2), so that the
   /// row length is extent `domainRank - 1 - rowTrailing`.
   unsigned rowTrailing = 0;
 
