@@ -1,5 +1,5 @@
 #pragma once
-/// KernelPlan: every decision needed to emit and launch one kernel — which bodies it runs,
+/// KernelPlan: every choice needed to emit and launch one kernel — which bodies it runs,
 /// how elements are indexed and vectorized, how the member table and the parameter block are
 /// laid out — so that codegen is a pure function of the plan and the runtime can fill the
 /// tables from the plan alone.
@@ -167,7 +167,7 @@ struct BodyPlan {
   bool operator==(const BodyPlan&) const = default;
 };
 
-/// Every decision for one compiled kernel.
+/// Every choice for one compiled kernel.
 struct KernelPlan {
   /// The kernel's entry-point name: `<fusion>_class<c>` or `<fusion>_pack<g>`.
   std::string name;
@@ -201,7 +201,7 @@ struct KernelPlan {
 };
 
 /// True when `a` and `b` compile to the same kernel and launch alike: every field but the notes
-/// (words about the decisions, which must not decide anything).
+/// (words about the choices, which must not decide anything).
 bool samePlan(const KernelPlan& a, const KernelPlan& b);
 
 /// One launch of a compiled kernel over some members.
