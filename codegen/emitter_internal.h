@@ -129,7 +129,7 @@ private:
   /// Coordinates and tensor offsets of element `i` (strided bodies), and their access.
   void stridedLocate();
   ElementAccess stridedAccess() const;
-  // Reductions (reduction_emitter.cpp, docs/codegen.md section 9).
+  // Reductions (reduction_emitter.cpp, docs/reductions.md §7-§11).
   /// The entry fields of the body's reductions.
   void reductionFields();
   /// `A <name>;` leaves in the element's out struct, and their values.

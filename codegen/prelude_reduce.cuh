@@ -1,4 +1,4 @@
-// widefuse reduction prelude (docs/codegen.md section 9): what a kernel that reduces adds after
+// widefuse reduction prelude (docs/reductions.md §8-§10): what a kernel that reduces adds after
 // the device prelude (codegen/prelude.cuh), which it needs; kernels without reductions leave it
 // out. The reduction tree's combines and counter are the reference evaluator's own text
 // (ir/reduction_tree.h); here are what kernels add: the leaf that stands for a missing element,

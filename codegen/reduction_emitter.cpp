@@ -1,4 +1,4 @@
-// The kernel side of reductions (docs/codegen.md section 9): each member's chunks give one
+// The kernel side of reductions (docs/reductions.md §7-§11): each member's chunks give one
 // partial each, by the reduction tree over rows of the block's threads; the member's last
 // finisher combines them, and for a global reduction the last contributor combines the
 // members' trees. Every order of blocks and threads gives the reference evaluator's bits.

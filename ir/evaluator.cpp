@@ -281,7 +281,7 @@ template <typename Op, typename A> A treeOver(const A* leaves, int64_t count, bo
   return counter.finish(&here);
 }
 
-/// A result from its tree (ir_reference.md 10.3 step 6): zero elements give the op's empty
+/// A result from its tree (reductions.md §3, step 6): zero elements give the op's empty
 /// value, and a sum is added to +0.0 once, so it is never -0.0.
 template <typename Op, typename A> A finishTree(OpKind op, A value, bool here) {
   if (!here) {

@@ -14,7 +14,7 @@ namespace widefuse {
 
 class Value;
 
-/// Which elements of a reduction's operands give one result (docs/ir_reference.md 10.2).
+/// Which elements of a reduction's operands give one result (docs/reductions.md §2).
 enum class ReductionScope : uint8_t {
   None,   ///< not a reduction
   Tensor, ///< every element of one operand: a 0-d result

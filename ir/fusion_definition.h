@@ -138,7 +138,7 @@ Val broadcast_in_dim_to_extents(const Operand& x, llvm::ArrayRef<ShapeEntry> sha
 /// (nvFuser's size / t.size(dim)).
 Val size(const Val& x, int64_t dim);
 
-/// Reductions (docs/ir_reference.md section 10), one set per op of sum max min any all:
+/// Reductions (docs/reductions.md), one set per op of sum max min any all:
 /// `sum(x)` combines every element of `x` into a 0-d result; `sum({a, b, c})` every element
 /// of all of them into one (the global scope: the gradient norm over every parameter);
 /// `sum(x, {d})` each row of dimension `d`, the innermost (or one followed by static 1s).

@@ -1,7 +1,7 @@
 #pragma once
 /// Reductions (sum max min any all): their scopes, result types and accumulators, shared by
 /// the op builder, the verifier, the parser, run-time shapes and the evaluator
-/// (docs/ir_reference.md section 10).
+/// (docs/reductions.md).
 
 #include "ir/expr.h"
 #include "ir/fusion.h"

@@ -1,7 +1,7 @@
-// The reduction tree (docs/ir_reference.md 10.3): the one order in which every reduction
+// The reduction tree (docs/reductions.md §3): the one order in which every reduction
 // combines its elements, whatever the backend, blocks, threads or chunks. The reference
-// evaluator includes this file; the backends' kernels will embed it as the prelude embeds
-// ir/complex_math.h, so that they give the evaluator's bits.
+// evaluator includes this file, and so does the kernels' reduction prelude
+// (codegen/prelude_reduce.cuh), so that every backend gives the evaluator's bits.
 //
 // It is plain C++17 with no header of its own and no library call.
 #ifndef WIDEFUSE_REDUCTION_TREE

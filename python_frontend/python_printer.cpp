@@ -322,7 +322,7 @@ private:
                      fmt::join(arguments, ", ")));
   }
 
-  /// fd.ops' spelling of a reduction (docs/ir_reference.md 10.5): `sum(x)` for the tensor
+  /// fd.ops' spelling of a reduction (docs/reductions.md §5): `sum(x)` for the tensor
   /// scope, `sum([a, b])` for the global one (widefuse's), `sum(x, dims=[d], keepdim=False)`
   /// for rows, as nvFuser writes it.
   void printReduction(const Expr& expr, const Value& result) {

@@ -29,7 +29,7 @@ public:
   /// One step with the prepared arguments (scalars included), queued on `stream` (a CUstream;
   /// nullopt: the backend's default, CudaOptions::stream). After rebindTensor/setScalar, a
   /// backend that supports it rewrites only the changed pointers and scalars in its launch
-  /// tables. Steps on different streams are ordered by the CUDA backend (runtime.md §4.1).
+  /// tables. Steps on different streams are ordered by the CUDA backend (cuda_backend.md §1).
   RunResult launch(std::optional<void*> stream = std::nullopt);
 
   /// Points tensor argument `index` at `data` for the following launches: memory laid out as

@@ -289,7 +289,7 @@ void BodyPlanner::chooseVectorWidth() {
                                  request_.threadsPerBlock * kIterationsPerChunk));
   } else if (!body_.reductions.empty()) {
     // Each thread reduces one element per access, so that a row of the block's threads is a
-    // subtree of the reduction tree (docs/codegen.md 9.3).
+    // subtree of the reduction tree (docs/reductions.md §8).
     body_.vectorElements = 1;
     notes_.push_back(fmt::format("{}: reduces {} value{}, one element per access", body_.name,
                                  body_.reductions.size(), body_.reductions.size() == 1 ? "" : "s"));

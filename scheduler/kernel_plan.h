@@ -1,5 +1,5 @@
 #pragma once
-/// KernelPlan: every decision needed to emit and launch one kernel — which bodies it runs,
+/// KernelPlan: every choice needed to emit and launch one kernel — which bodies it runs,
 /// how elements are indexed and vectorized, how the member table and the parameter block are
 /// laid out — so that codegen is a pure function of the plan and the runtime can fill the
 /// tables from the plan alone.
@@ -93,7 +93,7 @@ struct ElementInstance {
   bool operator==(const ElementInstance&) const = default;
 };
 
-/// A reduction a body computes a part of (docs/codegen.md section 9): the partial of each
+/// A reduction a body computes a part of (docs/reductions.md §7): the partial of each
 /// chunk, then, by the member's last finisher, the member's tree; for a global reduction the
 /// last contributing member combines every member's tree.
 struct ReductionSlot {
@@ -153,11 +153,11 @@ struct BodyPlan {
   /// The reductions it computes a part of; members then have a last finisher (a ticket),
   /// unless they are over rows.
   std::vector<ReductionSlot> reductions;
-  /// Every reduction is over rows (docs/codegen.md 9.6): the body's elements are the rows of
+  /// Every reduction is over rows (docs/reductions.md §9): the body's elements are the rows of
   /// its domain (the header's numel counts rows), and one thread computes a row's whole tree
   /// and writes its result, so no partials and no finisher.
   bool reducesRows = false;
-  /// The dimensions after the reduced one (static 1s: docs/ir_reference.md 10.2), so that the
+  /// The dimensions after the reduced one (static 1s: docs/reductions.md §2), so that the
   /// row length is extent `domainRank - 1 - rowTrailing`.
   unsigned rowTrailing = 0;
 
@@ -167,7 +167,7 @@ struct BodyPlan {
   bool operator==(const BodyPlan&) const = default;
 };
 
-/// Every decision for one compiled kernel.
+/// Every choice for one compiled kernel.
 struct KernelPlan {
   /// The kernel's entry-point name: `<fusion>_class<c>` or `<fusion>_pack<g>`.
   std::string name;
@@ -201,7 +201,7 @@ struct KernelPlan {
 };
 
 /// True when `a` and `b` compile to the same kernel and launch alike: every field but the notes
-/// (words about the decisions, which must not decide anything).
+/// (words about the choices, which must not decide anything).
 bool samePlan(const KernelPlan& a, const KernelPlan& b);
 
 /// One launch of a compiled kernel over some members.

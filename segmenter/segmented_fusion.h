@@ -116,7 +116,7 @@ struct SegmentedPhase {
   std::vector<SignatureClass> signatureClasses;
   std::vector<LaunchGroup> groups;
   std::vector<HazardPlan> aliasPlans;
-  /// Notes: sentences explaining the decisions, in order (for the report).
+  /// Sentences that say why each grouping was chosen, in order (the report's notes).
   std::vector<std::string> notes;
   /// The signature class of each component, by component id.
   std::vector<unsigned> classOfComponent;

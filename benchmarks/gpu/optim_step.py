@@ -85,8 +85,8 @@ def runners(shapes, dtype, device):
 
 def clip_runners(shapes, dtype, device):
     """Issue 30's whole step: gradient clipping by the total norm, then AdamW, as torch users
-    write it and as one widefuse step (two passes), beside a device copy of the bytes the
-    widefuse step moves (pass 1 reads every grad; pass 2 reads param, grad and both moments and
+    write it and as one widefuse step (two phases), beside a device copy of the bytes the
+    widefuse step moves (phase 1 reads every grad; phase 2 reads param, grad and both moments and
     writes param and both moments: 8 tensor accesses, state in the parameters' dtype)."""
     import widefuse.optim
 

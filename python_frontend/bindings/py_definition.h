@@ -25,7 +25,7 @@ Operand operandOf(nanobind::handle object);
 /// A Python number as a constant; Error for anything else.
 ConstantValue constantOf(nanobind::handle object);
 
-/// A reduction whose dims do not give a scope (docs/ir_reference.md 10.2): raised in Python as
+/// A reduction whose dims do not give a scope (docs/reductions.md §2): raised in Python as
 /// _widefuse.ReductionScopeError, which the frontend turns into UnsupportedOperationError.
 class ReductionScopeError : public Error {
 public:

@@ -20,7 +20,7 @@ from .functions import (abs, add, addcdiv, addcmul, atan2, clamp, complex, copy_
                         expm1, fmod, imag, isfinite, isinf, isnan, lerp, log, log1p, maximum,
                         minimum, mul, neg, negative, pow, real, reciprocal, rsqrt, sigmoid,
                         sign, sqrt, sub, tanh, where)
-# Reductions (docs/ir_reference.md section 10); sum([a, b, c]) is one sum over several tensors.
+# Reductions (docs/reductions.md); sum([a, b, c]) is one sum over several tensors.
 from .functions import (all, amax, amin, any, max, mean, min, norm, sum, sum_of_squares,
                         vector_norm)
 from .tracer import TracedFunction, trace

@@ -343,7 +343,7 @@ class FusionDefinition:
                         dims: Optional[Sequence[int]]) -> Tensor:
         """Adds reduction `op` (sum max min any all) of tensors `operands`, in one builder
         call: no `dims` is the tensor scope for one operand and the global scope for several;
-        `dims` names the dimensions reduced (docs/ir_reference.md 10.2). dims that give no
+        `dims` names the dimensions reduced (docs/reductions.md §2). dims that give no
         scope raise UnsupportedOperationError with the builder's message. fd.ops' reductions
         and the tracer's call it."""
         handles = [self._operand(operand, op) for operand in operands]

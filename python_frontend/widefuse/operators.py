@@ -15,7 +15,7 @@ from .values import Builder, Scalar, Tensor, UnsupportedOperationError, Value, V
 # nvFuser's names for ops whose IR name differs.
 NVFUSER_NAMES = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
 _ATTRIBUTE_OPS = ("cast", "bitcast", "broadcast_in_dim", "size")
-# Reductions take a scope besides their operands (docs/ir_reference.md section 10): the
+# Reductions take a scope besides their operands (docs/reductions.md): the
 # methods of Operators below, not the generic table.
 REDUCTION_OPS = ("sum", "max", "min", "any", "all")
 _REDUCTION_HELPERS = ("sum_of_squares", "vector_norm", "mean")

@@ -1,4 +1,4 @@
-"""Reductions as ``fd.ops`` spells them (docs/ir_reference.md section 10): ``sum``, ``max``,
+"""Reductions as ``fd.ops`` spells them (docs/reductions.md): ``sum``, ``max``,
 ``min``, ``any``, ``all`` and the helpers built of them, ``sum_of_squares``, ``vector_norm``
 and ``mean``.
 
@@ -6,7 +6,7 @@ The scope comes from the arguments: one tensor without `dims` is the tensor scop
 result), a list of tensors the global scope (one 0-d result over all their elements), and
 ``dims=[d]`` the rows of the innermost dimension `d`. The builder decides and checks the
 scope; dims it refuses raise UnsupportedOperationError with its message. Every backend runs
-them; a fusion that reads a reduction's result runs as passes (docs/segmenter.md section 9).
+them; a fusion that reads a reduction's result runs as phases (docs/segmenter.md section 9).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""torch's reductions on traced tensors (docs/ir_reference.md 10.5): the methods
+"""torch's reductions on traced tensors (docs/reductions.md §5): the methods
 ``x.sum()``, ``x.amax(-1, keepdim=True)``, ``x.max()``, ``x.any()``, ``x.mean()``,
 ``x.norm(p)``, ... and the functions ``torch.sum``, ``torch.linalg.vector_norm``, ... that
 functions.py exports (``widefuse.sum([a, b, c])``: one sum over several tensors).

@@ -25,7 +25,7 @@ constexpr OpKind kAllOps[] = {
 constexpr int64_t kExtents[] = {1, 2, 3, 5, 7, 8, 13, 17, 31, 64, 129};
 
 /// After each expression, the chance (percent) of a reduction: about one component in four
-/// reduces something. Each pass compiles kernels of its own, so this also sets how much
+/// reduces something. Each phase compiles kernels of its own, so this also sets how much
 /// longer the CI budget runs (docs/testing.md, "Figures").
 constexpr unsigned kReductionPercent = 5;
 
@@ -487,7 +487,7 @@ void ComponentBuilder::addReduction() {
 }
 
 /// A reduction's result read by a pointwise op beside a recent domain value (that op runs in
-/// a later pass), and/or returned as it is. A rows result is a lower-rank value: broadcast
+/// a later phase), and/or returned as it is. A rows result is a lower-rank value: broadcast
 /// back to the domain for the ops that follow, as addNarrowValue's.
 void ComponentBuilder::useReduction(ReductionScope scope, Val result) {
   Val read = result;

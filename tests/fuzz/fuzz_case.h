@@ -57,7 +57,7 @@ struct GeneratorStats {
   uint64_t nanSignGuards = 0;
   /// Plain outputs of a lower rank than their component's domain (the segmenter splits it).
   uint64_t narrowOutputs = 0;
-  /// Reductions drawn, those read by a pointwise op right away (a later pass), those over
+  /// Reductions drawn, those read by a pointwise op right away (a later phase), those over
   /// values of several components, and the max/min drawn as sum because their operands have
   /// no element at run time (tests/fuzz/reductions.h).
   uint64_t reductions = 0;

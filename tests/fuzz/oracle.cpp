@@ -231,7 +231,7 @@ Bound exprBound(const Expr& expr, llvm::ArrayRef<Bound> in) {
 /// of any element converted to P. A sum of n elements carries at most n element errors, and
 /// each level of its tree rounds partial sums whose magnitudes add up to n times the
 /// largest element, in the accumulator type (and in f64 for the oracle); the result is
-/// rounded to P once (docs/ir_reference.md 10.3). Integer and bool results are exact.
+/// rounded to P once (docs/reductions.md §3). Integer and bool results are exact.
 Bound reductionBound(const Expr& expr, llvm::ArrayRef<Bound> in, llvm::ArrayRef<double> counts) {
   DataType result = expr.result()->dtype();
   for (const Bound& b : in)

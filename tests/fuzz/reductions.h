@@ -1,5 +1,5 @@
 #pragma once
-/// What the fuzzer draws of reductions (docs/ir_reference.md section 10): the ops, the scopes,
+/// What the fuzzer draws of reductions (docs/reductions.md): the ops, the scopes,
 /// and the rules that keep a drawn reduction valid and its value defined.
 
 #include "ir/fusion_definition.h"
@@ -56,7 +56,7 @@ Val applyReduction(FusionDefinition& fd, OpKind op, ReductionScope scope,
                    llvm::ArrayRef<ReductionOperand> operands, bool& substituted);
 
 /// A pointwise op of the table with two operands, reading `result` (a reduction's) beside
-/// `other` in a random order: a value of a later pass. Copysign is left out, as it would
+/// `other` in a random order: a value of a later phase. Copysign is left out, as it would
 /// read the sign of a NaN the reduction produced (unspecified: docs/ir_reference.md
 /// section 5). The op and the value, or nullopt when the typing rules refused every op
 /// tried (each refusal counted in `rejected`).

@@ -1,6 +1,6 @@
 // Reductions in the IR: scopes, result types, the text form and the evaluator, each against
 // values computed here by the recursive definition of the reduction tree
-// (docs/ir_reference.md section 10), which the evaluator computes with a binary counter.
+// (docs/reductions.md), which the evaluator computes with a binary counter.
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -20,7 +20,7 @@ using namespace widefuse::testing;
 
 namespace {
 
-/// T(i, m) of ir_reference.md 10.3, written as its definition: recursive, missing past the end.
+/// T(i, m) of reductions.md §3, written as its definition: recursive, missing past the end.
 template <typename T, typename Combine>
 std::optional<T> tree(const std::vector<T>& leaves, size_t begin, size_t size, Combine combine) {
   if (begin >= leaves.size())
@@ -40,7 +40,7 @@ std::optional<T> treeOf(const std::vector<T>& leaves, Combine combine) {
   return tree(leaves, 0, size, combine);
 }
 
-/// max and min as ir_reference.md 10.1 defines them, with the standard library's predicates.
+/// max and min as reductions.md §1 defines them, with the standard library's predicates.
 double referenceMax(double a, double b) {
   if (std::isnan(a) || std::isnan(b))
     return std::numeric_limits<double>::quiet_NaN();

@@ -1,4 +1,4 @@
-"""The canonical structure of a fusion's text form (docs/ir_reference.md section 7), for tests
+"""The canonical structure of a fusion's text form (docs/text_form.md), for tests
 that compare two fusions built by different code: equal canonical forms mean equal fusions up
 to value names and the order of their statements and inputs.
 

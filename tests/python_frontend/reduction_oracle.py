@@ -1,4 +1,4 @@
-"""The reduction tree of docs/ir_reference.md 10.3 in NumPy, written from its recursive
+"""The reduction tree of docs/reductions.md §3 in NumPy, written from its recursive
 definition, for test_reductions.py: leaves in the accumulator type (float32 for f32, bf16,
 f16 and fp8 sums, float64 for f64, int64 wrapping for integer and bool sums, the promoted
 type itself for max and min, bool for any and all), `T(i, 2m) = T(i, m) ⊕ T(i + m, m)`, a

@@ -63,7 +63,7 @@ def test_100_steps_equal_torch(options):
     theirs = torch.optim.Adafactor(theirs_params, foreach=False, **options)
     step_both(ours_params, ours, theirs_params, theirs, 100)
     assert_same(ours_params, ours, theirs_params, theirs)
-    # Pass 1: row and column sums, ||p||; 2: the new factors, row_var's mean; 3: ||update||;
+    # Phase 1: row and column sums, ||p||; 2: the new factors, row_var's mean; 3: ||update||;
     # 4: the update and every write.
     assert ours.launches_per_step == 4
 

@@ -288,7 +288,7 @@ def test_a_p_norm_clip_with_sgd_equals_clip_grad_norm_then_sgd():
 
 @pytest.mark.parametrize("max_grad_norm", [None, 1.0])
 def test_widefuse_grad_scaler_checks_inside_the_step_as_torchs_recipe(max_grad_norm, monkeypatch):
-    # widefuse.optim.GradScaler: the inf check is the step's first pass (no torch launch, no
+    # widefuse.optim.GradScaler: the inf check is the step's first phase (no torch launch, no
     # host read); over 100 steps of AdamW on 50 parameters, the same scale, skips and
     # parameters as torch's scaler with torch's unscale_, clip_grad_norm_ and AdamW.
     ours = [p.clone() for p in _params(50, 7)]

@@ -116,7 +116,7 @@ def test_capturing_a_step_that_was_never_prepared_is_an_error():
 
 
 def test_a_captured_clipped_step_replays_equal_clip_grad_norm_then_adamw():
-    # max_grad_norm: two passes whose total norm stays in device memory, so the step is its
+    # max_grad_norm: two phases whose total norm stays in device memory, so the step is its
     # launches alone and can be captured.
     torch.manual_seed(31)
     ours = [torch.randn(shape, device="cuda") for shape in SHAPES]

@@ -1,4 +1,4 @@
-"""Reductions from Python (docs/ir_reference.md section 10): fd.ops.sum, max, min, any and
+"""Reductions from Python (docs/reductions.md): fd.ops.sum, max, min, any and
 all in every scope and every dtype each allows, bit for bit against the NumPy reduction tree
 (reduction_oracle.py) and against torch under assert_close; keepdim and dtype; the helpers
 sum_of_squares, vector_norm and mean; the tracer's torch spellings; repr(fd); the errors.

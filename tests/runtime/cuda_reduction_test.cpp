@@ -1,5 +1,5 @@
 // A fusion with reductions on the CUDA backend, on the CUDA driver double: a clipped step on
-// device tensors runs as its two passes with the results between them in device memory, so
+// device tensors runs as its two phases with the results between them in device memory, so
 // a step (plain or prepared) queues its two launches and nothing else: no copy, no
 // allocation, no wait. CUDA graph capture records just those launches, and every replay
 // writes the reference evaluator's bits (the double runs each launch through the kernel's
@@ -133,7 +133,7 @@ struct OnDevice {
   }
 };
 
-/// Packed mode, as widefuse.optim runs: pass 2's update and the 0-d write of the norm are one
+/// Packed mode, as widefuse.optim runs: phase 2's update and the 0-d write of the norm are one
 /// launch (in batched mode they are two signature classes, two launches).
 ExecutorOptions onStream(void* stream) {
   ExecutorOptions options;
@@ -223,7 +223,7 @@ TEST(CudaReductions, RowsOnTheDeviceFeedTheUpdate) {
 
 TEST(CudaReductions, GradScalersStepUnscalesClipsAndSkipsAnInfWithoutWaiting) {
   // optim::buildAdam with GradScaler's scale and the inf check in the step (computeFoundInf)
-  // and the clip: pass 1 finds found_inf and the norm, pass 2 updates or skips. No step
+  // and the clip: phase 1 finds found_inf and the norm, phase 2 updates or skips. No step
   // synchronises: the host never reads found_inf.
   WF_REQUIRE_DOUBLE();
   const CudaDevice& device = CudaDevice::get();

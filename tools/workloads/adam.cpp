@@ -296,7 +296,7 @@ private:
   }
 
   /// GradScaler's inf check in the step: any non-finite unscaled grad, over every grad (a
-  /// global reduction, pass 1), skips the update and is written to found_inf as 1.0 or 0.0.
+  /// global reduction, phase 1), skips the update and is written to found_inf as 1.0 or 0.0.
   void computeFoundInf(llvm::ArrayRef<Val> grads) {
     std::vector<Val> nonFinite;
     for (Val grad : grads)

@@ -81,7 +81,7 @@
 ///   g / grad_scale divided as above (torch's unscale multiplies by the reciprocal).
 /// - The clip coefficient is `max_grad_norm / (total + 1e-6)`, a division, where torch's
 ///   `float / tensor` is `tensor.reciprocal() * float`; the norm sums in one reduction tree
-///   (docs/ir_reference.md section 10.3), torch per parameter first.
+///   (docs/reductions.md §3), torch per parameter first.
 /// - Adam's L2 decay follows torch's `if weight_decay != 0`: a group with weight decay 0 has
 ///   no decay op, so groups with zero and nonzero L2 weight decay form two signature classes
 ///   (two batched kernels).

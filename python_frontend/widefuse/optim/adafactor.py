@@ -8,7 +8,7 @@ torch's step reads three numbers on the host per parameter (the step count, ``||
 step-dependent numbers are computed from it in float64 (as torch computes them with Python
 floats), the norms are tensor-scope reductions and the row and column mean squares are
 rows-scope reductions (the columns as the rows of ``grad.mT``, which the step reads as a
-second input over the grad's memory). The fusion then runs as passes: 4 launches for any
+second input over the grad's memory). The fusion then runs as phases: 4 launches for any
 number of factored parameters, 2 when every parameter is 1-D (docs/torch.md §10.5)."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class Adafactor(PointwiseOptimizer):
             row_var.lerp_(row_mean, one_minus_beta2_t)
             col_mean = transposed.norm(dim=-1).unsqueeze(-2).square() / grad.shape[-2]
             col_var.lerp_(col_mean, one_minus_beta2_t)
-            # Of the new row_var before it is settled: the same values, one pass earlier.
+            # Of the new row_var before it is settled: the same values, one phase earlier.
             row_var_mean = row_var.mean(dim=-2, keepdim=True)
             _settle(row_var)
             _settle(col_var)
@@ -140,7 +140,7 @@ def _settle(tensor: Any) -> None:
     Why: a factored step writes tensors of four shapes (``step``, ``row_var``, ``col_var``,
     ``param``), one kernel each, and the segmenter refuses a kernel that reads a state tensor
     another kernel writes (the read might see the new value). Settled, each state tensor is
-    read once, in the pass that computes its new value, and written in a later one."""
+    read once, in the phase that computes its new value, and written in a later one."""
     widened = tensor.unsqueeze(-1)
     tensor.copy_(tensor.definition.ops.max(widened, dims=[widened.ndim - 1]))
 

@@ -1,6 +1,6 @@
 """``widefuse.optim.clip_grad_norm_``: torch.nn.utils.clip_grad_norm_ with the total norm computed
 by one widefuse fusion over every grad (one launch), and the scaling either folded into the
-next step of the widefuse optimizer that owns exactly those grads (no second pass over the
+next step of the widefuse optimizer that owns exactly those grads (no second launch over the
 grads: that step's kernel multiplies them by the coefficient) or done in place by a second
 fusion, as torch does it (docs/torch.md §10.3)."""
 
@@ -192,8 +192,8 @@ def _norm(grads: list, max_norm: float, norm_type: float,
     fusion = _cached(_norm_fusions, key, build)
     reduced = fusion.execute(list(grads), **options)[0].reshape(())
     # The root, the cast and the coefficient by torch's ops on the 0-d result: in the fusion
-    # each would read the reduction, a second pass (widefuse's passes have no epilogue values
-    # yet, docs/segmenter.md §9.5), one more launch than these tiny ops.
+    # each would read the reduction, a second phase (no epilogue values: docs/status.md,
+    # docs/segmenter.md §9.5), one more launch than these tiny ops.
     if norm_type == 2:
         reduced = reduced.sqrt()
     elif not (math.isinf(norm_type) or norm_type == 1):

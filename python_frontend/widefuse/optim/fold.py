@@ -1,7 +1,7 @@
 """A gradient clip folded into an optimizer's next step: ``widefuse.optim.clip_grad_norm_``
 computes the total norm and the scaling coefficient now, and the step of the one widefuse
 optimizer that owns exactly those grads multiplies them by the coefficient inside its kernel
-instead of a second pass writing every grad now (docs/torch.md §10.3).
+instead of a second launch writing every grad now (docs/torch.md §10.3).
 
 The fold is valid only for the grads the clip read: it remembers each one's identity and
 ``_version`` (torch's counter of in-place writes), and the step (or a second clip) checks them."""

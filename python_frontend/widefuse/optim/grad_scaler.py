@@ -3,8 +3,8 @@ optimizer, is part of the optimizer's step (docs/torch.md section 10.2).
 
 torch's ``scaler.step(optimizer)`` first checks every grad for inf and NaN (a multi-tensor
 pass of its own), then hands the optimizer the scale and the flag. For a widefuse optimizer
-this scaler hands over a zeroed flag instead: the step's first pass computes it from the
-unscaled grads (one global ``any``, beside the clip's norm), writes it, and the second pass
+this scaler hands over a zeroed flag instead: the step's first phase computes it from the
+unscaled grads (one global ``any``, beside the clip's norm), and the second phase writes it and
 skips the update when it is set. ``update()`` then reads that flag as it reads torch's, on the
 device: the host never waits for it. The scale and the flag reach the step as a
 ``StepScaling`` (``with optimizer.scaled(...)``, scaling.py), not as the attributes torch's
@@ -43,7 +43,7 @@ class GradScaler(torch.amp.GradScaler):
             return super().step(optimizer, *args, **kwargs)
         scale = self._get_scale_async()
         assert scale is not None  # _check_scale_growth_tracker refused an unused scaler
-        # The tensor update() reads, zeroed: the step's first pass writes 1.0 on an inf or NaN.
+        # The tensor update() reads, zeroed: the step writes 1.0 on an inf or NaN.
         found_inf = torch.zeros((1,), dtype=torch.float32, device=scale.device)
         state["found_inf_per_device"] = {scale.device: found_inf}
         # As torch's step: a grad_scale the caller set on the optimizer multiplies the scale,

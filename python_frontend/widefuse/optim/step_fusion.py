@@ -174,7 +174,7 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
         total_norm = skip = clip_coefficient = None
         if found_inf is not None and len(scaling) > 3 and scaling[3]:
             # widefuse.optim.GradScaler: this step is the inf check, over the unscaled grads
-            # (one global any in pass 1), written to the scaler's found_inf for update().
+            # (one global any in phase 1), written to the scaler's found_inf for update().
             found = fd.ops.any([grad.isfinite().logical_not() for grad in grads])
             found_inf.copy_(found.to(torch.float32))
             step.writes_found_inf = True
@@ -215,7 +215,7 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
 def _clip_coefficient(grads: list[Tensor], max_norm: float,
                       norm_type: float) -> tuple[Tensor, Tensor]:
     """The total norm of the grads and the coefficient torch.nn.utils.clip_grad_norm_ scales
-    them by: one reduction over every grad (the first pass of the step), read by every
+    them by: one reduction over every grad (phase 1 of the step), read by every
     update."""
     total_norm = vector_norm(grads, norm_type)
     return total_norm, torch.clamp(max_norm / (total_norm + 1e-6), max=1.0)
