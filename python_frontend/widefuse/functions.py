@@ -221,7 +221,7 @@ def torch_dispatch(func: Any, args: Any, kwargs: dict) -> Any:
             return method(*args, **kwargs)
     raise UnsupportedOperationError(
         f"torch.{'Tensor.' if is_method else ''}{name} is not supported on traced values "
-        "(pointwise ops only; see docs/python.md for the list)")
+        "(pointwise ops only; see docs/python_tracer.md for the list)")
 
 
 set_torch_dispatch(torch_dispatch)

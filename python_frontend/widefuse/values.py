@@ -377,11 +377,12 @@ class Tensor(Value):
                 "(use where())")
         if name.endswith("_") and not name.endswith("__"):
             raise UnsupportedOperationError(
-                f"in-place method Tensor.{name}() is not supported (see docs/python.md for the "
-                f"in-place methods that are); write tensor.copy_({name[:-1]}(...))")
+                f"in-place method Tensor.{name}() is not supported (see "
+                f"docs/python_tracer.md for the in-place methods that are); write "
+                f"tensor.copy_({name[:-1]}(...))")
         raise UnsupportedOperationError(
             f"Tensor.{name} is not supported by widefuse (pointwise ops only; see "
-            "docs/python.md for the list)")
+            "docs/python_tracer.md for the list)")
 
 
 install_methods(Tensor)
