@@ -153,11 +153,14 @@ void endPhase(const PhaseBoundary& boundary, const SegmentedFusion& segmented,
               const BoundStep& bound, unsigned phase, void* stream) {
   if (!boundary)
     return;
-  llvm::SmallVector<TensorRef, 4> results;
+  llvm::SmallVector<const Value*, 4> values;
+  llvm::SmallVector<TensorRef, 4> memory;
   for (size_t k = 0; k < segmented.kept.size(); ++k)
-    if (segmented.kept[k].phase == phase)
-      results.push_back(bound.kept[k]);
-  boundary(phase, results, stream);
+    if (segmented.kept[k].phase == phase) {
+      values.push_back(segmented.kept[k].value);
+      memory.push_back(bound.kept[k]);
+    }
+  boundary(PhaseResults{phase, values, memory, stream});
 }
 
 std::vector<TensorRef> hostOutputs(const Fusion& fusion, const CheckedRun& step,

@@ -19,14 +19,25 @@
 namespace widefuse {
 
 struct FusionComponents;
+class Value;
 
-/// An operation the caller runs between two phases of a step (docs/runtime.md, phases):
-/// `results` are the kept results phase `phase` computed (SegmentedFusion::kept order), in the
-/// backend's memory (the GPU's on cuda), which the operation may rewrite in place, as an
-/// all-reduce across processes does; `stream` is the step's (CheckedRun::stream): device work goes
-/// there, host work is done before returning.
-using PhaseBoundary =
-    std::function<void(unsigned phase, llvm::ArrayRef<TensorRef> results, void* stream)>;
+/// What a phase boundary receives: the kept results phase `phase` computed
+/// (SegmentedFusion::kept order), each its reduction's value and its memory, in the backend's
+/// memory (the GPU's on cuda).
+struct PhaseResults {
+  unsigned phase = 0;
+  /// The reduction results (Expr::op says which reduction, Value::name its name).
+  llvm::ArrayRef<const Value*> values;
+  /// Their memory, by position in `values`.
+  llvm::ArrayRef<TensorRef> memory;
+  /// The step's stream (CheckedRun::stream; null on the host): device work goes there, host
+  /// work is done before returning.
+  void* stream = nullptr;
+};
+
+/// An operation the caller runs between two phases of a step (docs/runtime.md, phases): it
+/// may rewrite the kept results in place, as an all-reduce across processes does.
+using PhaseBoundary = std::function<void(const PhaseResults& results)>;
 
 /// How a FusionExecutorCache compiles and runs.
 struct ExecutorOptions {

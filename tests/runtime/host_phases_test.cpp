@@ -72,12 +72,14 @@ TEST(HostPhases, AnOperationBetweenPhasesRewritesTheKeptResults) {
   std::vector<unsigned> ended;
   ExecutorOptions options;
   options.backend = "host";
-  options.phaseBoundary = [&](unsigned phase, llvm::ArrayRef<TensorRef> results, void* stream) {
-    ended.push_back(phase);
-    ASSERT_EQ(results.size(), 1u);
-    ASSERT_EQ(results[0].dtype, DataType::Float);
-    EXPECT_EQ(stream, nullptr);
-    *static_cast<float*>(results[0].data) *= 2.0f;
+  options.phaseBoundary = [&](const PhaseResults& results) {
+    ended.push_back(results.phase);
+    ASSERT_EQ(results.memory.size(), 1u);
+    ASSERT_EQ(results.values.size(), 1u);
+    EXPECT_EQ(results.values[0]->definition()->op(), OpKind::Sum);
+    ASSERT_EQ(results.memory[0].dtype, DataType::Float);
+    EXPECT_EQ(results.stream, nullptr);
+    *static_cast<float*>(results.memory[0].data) *= 2.0f;
   };
   FusionExecutorCache executor(*fusion, options);
   std::vector<HostTensor> inputs = randomInputs(*fusion, 4), expectedInputs = inputs;
@@ -103,8 +105,8 @@ TEST(HostPhases, ThreePhasesCrossTwoBoundaries) {
   std::vector<std::pair<unsigned, size_t>> ended;
   ExecutorOptions options;
   options.backend = "host";
-  options.phaseBoundary = [&](unsigned phase, llvm::ArrayRef<TensorRef> results, void*) {
-    ended.push_back({phase, results.size()});
+  options.phaseBoundary = [&](const PhaseResults& results) {
+    ended.push_back({results.phase, results.memory.size()});
   };
   FusionExecutorCache executor(*fusion, options);
   std::vector<HostTensor> inputs = randomInputs(*fusion, 2);
@@ -116,7 +118,7 @@ TEST(HostPhases, TheReferenceBackendRefusesAnOperationBetweenPhases) {
   auto fusion = scaledBySum(1.0);
   ExecutorOptions options;
   options.backend = "reference";
-  options.phaseBoundary = [](unsigned, llvm::ArrayRef<TensorRef>, void*) {};
+  options.phaseBoundary = [](const PhaseResults&) {};
   EXPECT_CONTAINS(errorOf([&] { FusionExecutorCache executor(*fusion, options); }),
                   "cannot run an operation between its phases");
 }
