@@ -13,6 +13,7 @@
 #include "runtime/backend_registry.h"
 #include "runtime/fusion_executor.h"
 #include "segmenter/components.h"
+#include "segmenter/phases.h"
 #include "segmenter/segment.h"
 #include "segmenter/segment_report.h"
 
@@ -198,6 +199,9 @@ void bindDefinition(nb::module_& module) {
            "Facts about each input: name, dtype, is_tensor, shape (the argument reader checks "
            "the rest).")
       .def("outputs", &outputList, "Facts about each plain output: name, dtype, shape.")
+      .def_prop_ro(
+          "phases", [](const FusionHandle& h) { return planPhases(*h.fusion).count; },
+          "How many phases a run has: 1 + the reductions a later expression reads in a row.")
       .def("segments", &segmentReport, nb::arg("mode"), "The segmenter's report for a mode.");
   module.def("component_searches", &componentSearches,
              "How many times the segmenter has found a fusion's components in this process.");

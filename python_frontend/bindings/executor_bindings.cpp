@@ -7,7 +7,10 @@
 #include "python_frontend/bindings/steady_inputs.h"
 
 #include "ir/error.h"
+#include "ir/expr.h"
+#include "ir/op_kind.h"
 #include "ir/runtime_shapes.h"
+#include "ir/value.h"
 #include "runtime/backend_registry.h"
 #include "runtime/fusion_executor.h"
 #include "runtime/host/host_options.h"
@@ -86,15 +89,63 @@ nb::list hostArrays(RunResult result) {
   return outputs;
 }
 
+/// `held` (null: no boundary) as the executor's phase boundary: called, with the GIL,
+/// as held(phase, kept, stream) where `kept` lists (name, reduction, dtype, array) per kept
+/// result, the array a view of the executor's memory valid during the call (NumPy's, with
+/// hostDlpackType's stand-ins, on the host; DLPack on the device) that the callable may
+/// rewrite in place, and `stream` the step's CUstream (0 on the host).
+/// The Python object a phase boundary calls, shared by the executor (which shows it to the
+/// garbage collector) and the copies of the boundary its loaded fusions hold; null: none.
+using HeldCallable = std::shared_ptr<nb::object>;
+
+/// `callable` held for a boundary: copies of the boundary travel with the executor's loaded
+/// fusions, made and dropped without the GIL, so they share one reference, released with it.
+HeldCallable holdCallable(nb::object callable) {
+  if (callable.is_none())
+    return nullptr;
+  return HeldCallable(new nb::object(std::move(callable)), [](nb::object* object) {
+    nb::gil_scoped_acquire acquire;
+    delete object;
+  });
+}
+
+PhaseBoundary phaseBoundaryOf(HeldCallable held, bool onDevice) {
+  if (!held)
+    return {};
+  return [held, onDevice](const PhaseResults& results) {
+    nb::gil_scoped_acquire acquire;
+    nb::list kept;
+    for (size_t i = 0; i < results.values.size(); ++i) {
+      const TensorRef& memory = results.memory[i];
+      std::vector<size_t> shape = sizesOf(memory.shape);
+      nb::object array;
+      if (onDevice)
+        array = nb::ndarray<nb::array_api>(memory.data, shape.size(), shape.data(), nb::handle(),
+                                           nullptr, deviceDlpackType(memory.dtype),
+                                           nb::device::cuda::value, 0)
+                    .cast(nb::rv_policy::reference);
+      else
+        array = nb::ndarray<nb::numpy>(memory.data, shape.size(), shape.data(), nb::handle(),
+                                       nullptr, hostDlpackType(memory.dtype))
+                    .cast(nb::rv_policy::reference);
+      const Value& value = *results.values[i];
+      kept.append(nb::make_tuple(value.name(), opName(value.definition()->op()).str(),
+                                 shortName(memory.dtype).str(), array));
+    }
+    if (!held->is_none()) // cleared by the garbage collector (executorClear)
+      (*held)(results.phase, kept, reinterpret_cast<uintptr_t>(results.stream));
+  };
+}
+
 /// A run prepared once for arguments that stay in place (PreparedRun): each launch skips every
 /// check. Holds the buffer views of its NumPy arguments (and what the reader made to read
 /// them); the Python side holds the arrays.
 class PyPreparedRun {
 public:
   PyPreparedRun(std::unique_ptr<PreparedRun> run, ReadArguments& read,
-                std::shared_ptr<const Fusion> fusion)
+                std::shared_ptr<const Fusion> fusion, HeldCallable boundary)
       : fusion_(std::move(fusion)), run_(std::move(run)), held_(std::move(read.held)),
-        keep_(std::move(read.keep)) {}
+        keep_(std::move(read.keep)), boundary(std::move(boundary)) {}
 
   /// Tensor arguments `indices[i]` now at `addresses[i]`, laid out as before (a new grad).
   void rebind(const std::vector<size_t>& indices, const std::vector<uintptr_t>& addresses) {
@@ -145,6 +196,10 @@ private:
   std::unique_ptr<PreparedRun> run_;
   std::vector<HeldBuffer> held_;
   std::vector<nb::object> keep_;
+
+public:
+  /// The phase boundary's callable, for the garbage collector (heldTraverse).
+  HeldCallable boundary;
 };
 
 /// Compiles a fusion once per specialization and runs it (FusionExecutorCache). One executor
@@ -154,7 +209,8 @@ class PyExecutor {
 public:
   PyExecutor(const FusionHandle& handle, const std::string& backend, const std::string& mode,
              const std::string& blockOrder, const std::string& hostExecution, unsigned threads,
-             bool fmad, const std::optional<std::string>& arch, uintptr_t stream)
+             bool fmad, const std::optional<std::string>& arch, uintptr_t stream,
+             nb::object phaseBoundary)
       : fusion_(handle.fusion) {
     ExecutorOptions options;
     options.backend = backend;
@@ -166,6 +222,8 @@ public:
     options.arch = arch;
     options.cuda.stream = reinterpret_cast<void*>(stream);
     options.components = handle.components;
+    boundary = holdCallable(std::move(phaseBoundary));
+    options.phaseBoundary = phaseBoundaryOf(boundary, backend == "cuda");
     cache_ = std::make_unique<FusionExecutorCache>(*fusion_, std::move(options));
   }
 
@@ -267,7 +325,7 @@ public:
       nb::gil_scoped_release release;
       run = cache_->prepare(read.arguments, streamOf(stream), given);
     }
-    return PyPreparedRun(std::move(run), read, fusion_);
+    return PyPreparedRun(std::move(run), read, fusion_, boundary);
   }
 
   nb::list lastKernels() const {
@@ -342,6 +400,11 @@ private:
     return arrays;
   }
 
+public:
+  /// The phase boundary's callable, for the garbage collector (heldTraverse).
+  HeldCallable boundary;
+
+private:
   std::shared_ptr<const Fusion> fusion_; // declared first: outlives the cache
   std::unique_ptr<FusionExecutorCache> cache_;
   /// Guards steady_; a thread that finds it taken runs on the checked path instead (waiting
@@ -365,10 +428,33 @@ std::string selectBackend(const std::string& name, bool onDevice) {
   return name;
 }
 
+/// The garbage collector's view of an object holding a phase boundary's callable: a
+/// boundary that refers back to its fusion (a closure over it) makes a cycle through C++.
+template <typename Holder> int heldTraverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self))
+    return 0;
+  if (const HeldCallable& held = nb::inst_ptr<Holder>(self)->boundary)
+    Py_VISIT(held->ptr());
+  return 0;
+}
+
+template <typename Holder> int heldClear(PyObject* self) {
+  if (const HeldCallable& held = nb::inst_ptr<Holder>(self)->boundary)
+    *held = nb::none();
+  return 0;
+}
+
+template <typename Holder>
+PyType_Slot heldSlots[] = {{Py_tp_traverse, reinterpret_cast<void*>(heldTraverse<Holder>)},
+                           {Py_tp_clear, reinterpret_cast<void*>(heldClear<Holder>)},
+                           {0, nullptr}};
+
 } // namespace
 
 void bindExecutor(nb::module_& module) {
-  nb::class_<PyPreparedRun>(module, "_PreparedRun", "A run prepared once, launched many times.")
+  nb::class_<PyPreparedRun>(module, "_PreparedRun", "A run prepared once, launched many times.",
+                            nb::type_slots(heldSlots<PyPreparedRun>))
       .def("launch", &PyPreparedRun::launch, nb::arg("stream").none() = nb::none(),
            "One step on `stream` (a CUstream address; None: the executor's); returns the plain "
            "outputs.")
@@ -378,13 +464,14 @@ void bindExecutor(nb::module_& module) {
            nb::arg("torch_types"), nb::arg("numpy_types"),
            "Sets runtime scalar arguments for the following launches; None, or the _Refusal "
            "of a value.");
-  nb::class_<PyExecutor>(module, "_Executor", "Runs one fusion; compiles once per specialization.")
+  nb::class_<PyExecutor>(module, "_Executor", "Runs one fusion; compiles once per specialization.",
+                         nb::type_slots(heldSlots<PyExecutor>))
       .def(nb::init<const FusionHandle&, const std::string&, const std::string&, const std::string&,
                     const std::string&, unsigned, bool, const std::optional<std::string>&,
-                    uintptr_t>(),
+                    uintptr_t, nb::object>(),
            nb::arg("fusion"), nb::arg("backend"), nb::arg("mode"), nb::arg("block_order"),
            nb::arg("host_execution"), nb::arg("threads"), nb::arg("fmad"), nb::arg("arch").none(),
-           nb::arg("stream") = 0)
+           nb::arg("stream") = 0, nb::arg("phase_boundary").none() = nb::none())
       .def_prop_ro("backend", &PyExecutor::backend)
       .def("run", &PyExecutor::run, nb::arg("arguments"), nb::arg("device_outputs"),
            nb::arg("stream").none() = nb::none())

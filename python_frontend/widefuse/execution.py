@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -23,6 +23,46 @@ from .errors import ArgumentTypeError, ArgumentValueError
 # The names the C++ side takes: backends (auto first) and host executions (the default first).
 _BACKENDS = tuple(_widefuse.backend_names())
 _HOST_EXECUTIONS = tuple(_widefuse.host_executions())
+
+
+@dataclass(frozen=True)
+class KeptResult:
+    """A reduction result that a later phase of the step reads, as a phase boundary sees it:
+    the value's `name`, its `reduction` ("sum", "max", "min", "any", "all"), its `dtype`,
+    and `array`, a view of the executor's memory (a NumPy array on the host, a DLPack device
+    array on the GPU) that the boundary may rewrite in place. Valid during the call only."""
+
+    name: str
+    reduction: str
+    dtype: DataType
+    array: Any
+
+    def torch(self) -> Any:
+        """`array` as a torch tensor sharing its memory."""
+        if isinstance(self.array, np.ndarray):
+            return torch_tensors.host_outputs([self.array], [self.dtype])[0]
+        return torch_tensors.device_outputs([self.array])[0]
+
+
+#: A phase boundary: called with the phase that ended, its kept results, and the step's
+#: CUstream (0 on the host): device work is queued there, host work is done before returning.
+PhaseBoundary = Callable[[int, list, int], None]
+
+
+def _kept_results_to(boundary: PhaseBoundary) -> Callable:
+    """The extension's boundary call (phase, [(name, reduction, dtype, array)], stream) as
+    `boundary`'s, with KeptResults (host arrays viewed in their real dtype)."""
+
+    def call(phase: int, kept: list, stream: int) -> None:
+        results = []
+        for name, reduction, short_name, array in kept:
+            dtype = from_short_name(short_name)
+            if isinstance(array, np.ndarray) and array.dtype != dtype.numpy:
+                array = array.view(dtype.numpy)
+            results.append(KeptResult(name, reduction, dtype, array))
+        boundary(phase, results, stream)
+
+    return call
 
 
 def _assert_matches(output: Any, reference: Any, what: str) -> None:
@@ -72,10 +112,12 @@ def _laid_out(array: Any, stride_order: list[int], is_torch: bool) -> Any:
 
 def options_key(*, backend: str = "auto", mode: str = "auto", block_order: str = "forward",
                 host_execution: str = "fast", threads: Optional[int] = None, fmad: bool = True,
-                arch: Optional[str] = None, device: Any = None) -> tuple:
+                arch: Optional[str] = None, device: Any = None,
+                phase_boundary: Optional[PhaseBoundary] = None) -> tuple:
     """execute()'s options as the key of its steady state (a TypeError names an unknown
     option, as execute() would)."""
-    return (backend, mode, block_order, host_execution, threads, fmad, arch, device)
+    return (backend, mode, block_order, host_execution, threads, fmad, arch, device,
+            phase_boundary)
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,7 +175,8 @@ class Runner:
     def execute(self, inputs: Sequence[Any], *, backend: str = "auto", mode: str = "auto",
                 block_order: str = "forward", host_execution: str = "fast",
                 threads: Optional[int] = None, fmad: bool = True,
-                arch: Optional[str] = None, device: Any = None) -> list[Any]:
+                arch: Optional[str] = None, device: Any = None,
+                phase_boundary: Optional[PhaseBoundary] = None) -> list[Any]:
         """Runs the fusion on `inputs` (one per define_tensor / runtime define_scalar, in
         definition order) and returns the plain outputs.
 
@@ -146,16 +189,20 @@ class Runner:
         `host_execution` is "fast" (vectorized loops, the default) or "verify" (every CUDA
         thread emulated in `block_order`, to check that results do not depend on it).
         `device` (nvFuser's argument) may only name CUDA device 0, the one widefuse runs on.
+        `phase_boundary`: called between the phases of a fusion whose later phase reads a
+        reduction, with the phase and its kept results (KeptResult), which it may rewrite in
+        place (an all-reduce across processes); not with backend "reference".
         """
         options = options_key(backend=backend, mode=mode, block_order=block_order,
                               host_execution=host_execution, threads=threads, fmad=fmad,
-                              arch=arch, device=device)
+                              arch=arch, device=device, phase_boundary=phase_boundary)
         outputs = self.run_steady(inputs, options)
         if outputs is not None:
             return outputs
         executor, read, values, stream = self._executor_for(
             "execute()", inputs, backend=backend, mode=mode, block_order=block_order,
-            host_execution=host_execution, threads=threads, fmad=fmad, arch=arch, device=device)
+            host_execution=host_execution, threads=threads, fmad=fmad, arch=arch, device=device,
+            phase_boundary=phase_boundary)
         raw = executor.run_checked(read, values, read.on_device, stream)
         ran = backend != "none"
         self._steady[options] = _SteadyState(executor, read.on_device, read.torch_device,
@@ -266,8 +313,9 @@ class Runner:
     def _executor_for(self, what: str, inputs: Sequence[Any], *, backend: str = "auto",
                       mode: str = "auto", block_order: str = "forward",
                       host_execution: str = "fast", threads: Optional[int] = None,
-                      fmad: bool = True, arch: Optional[str] = None,
-                      device: Any = None) -> tuple[Any, Any, list, Optional[int]]:
+                      fmad: bool = True, arch: Optional[str] = None, device: Any = None,
+                      phase_boundary: Optional[PhaseBoundary] = None
+                      ) -> tuple[Any, Any, list, Optional[int]]:
         """The executor for these options, the reader's arguments of `inputs` (on_device,
         torch_device: where they are), the inputs with vectors spread, and the stream this
         call launches on (the producer's; None off the device: the legacy stream). The stream
@@ -283,6 +331,10 @@ class Runner:
             raise ArgumentValueError(
                 f"{what[:-2]}(host_execution={host_execution!r}): use {default!r} (the "
                 f"default) or {' or '.join(repr(name) for name in others)}")
+        if phase_boundary is not None and not callable(phase_boundary):
+            raise ArgumentTypeError(f"{what[:-2]}(phase_boundary=...) takes a function of the "
+                                    f"phase and its kept results, not a "
+                                    f"{type(phase_boundary).__name__}")
         threads = threads or 0
         if backend not in _BACKENDS:
             raise ArgumentValueError(f"unknown backend '{backend}' (expected one of "
@@ -298,11 +350,13 @@ class Runner:
         read = read_arguments(self.defined.fusion, values)
         # auto: where the arrays are (C++'s rule); a backend that cannot read them raises.
         backend = _widefuse.select_backend(backend, read.on_device)
-        key = (backend, mode, block_order, host_execution, threads, fmad, arch)
+        key = (backend, mode, block_order, host_execution, threads, fmad, arch, phase_boundary)
         executor = self._executors.get(key)
         if executor is None:
+            boundary = None if phase_boundary is None else _kept_results_to(phase_boundary)
             executor = _widefuse._Executor(self.defined.fusion, backend, mode, block_order,
-                                           host_execution, threads, fmad, arch)
+                                           host_execution, threads, fmad, arch,
+                                           phase_boundary=boundary)
             self._executors[key] = executor
         self.last_executor = executor
         return executor, read, values, (read.stream or 0) if read.on_device else None

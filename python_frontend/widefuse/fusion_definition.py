@@ -566,6 +566,12 @@ class FusionDefinition:
         """The segmenter's report: components, signature classes and kernels per mode."""
         return self._finished("segments()").fusion.segments(mode)
 
+    @property
+    def phases(self) -> int:
+        """How many phases a run has: 1, plus one per reduction a later expression reads in a
+        row (a phase boundary, execute(phase_boundary=), runs between them)."""
+        return self._finished("phases").fusion.phases
+
     def last_kernels(self) -> list[dict]:
         """The kernels of the last execute(): name, launches per run and CUDA source."""
         if self._runner is None:
