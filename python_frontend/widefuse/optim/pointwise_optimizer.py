@@ -34,6 +34,7 @@ import torch
 from .._widefuse import Error
 from ..errors import SpecializationRequest
 from .fold import PendingFold, live_optimizers
+from .mesh_reduction import MeshReduction, mesh_of
 from .scaling import StepScaling, scaling_tensors
 from .step_fusion import (Entry, PreparedStep, StepFusion, capturing, group_key,
                           layout, local, refuse_tensor_hyperparameters, run_once, step_dtype,
@@ -76,6 +77,8 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         # torch's intra-op thread count), ignored on the GPU.
         self._options = dict(mode=mode, threads=threads or torch.get_num_threads())
         self.launches_per_step = 0
+        # The all-reduce between a step's phases over DTensor parameters (mesh_reduction.py).
+        self._mesh_reduction: Optional[MeshReduction] = None
         super().__init__(params, defaults)
         self._hyperparameters = list(self.defaults)
         self._init_takes_hyperparameters = len(
@@ -366,16 +369,17 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                    None if scaling[2] is None else scaling[2].dtype,
                    scaling[1] is not None and self._found_inf_in_step())
         step = self._traced_step(entries, present)
+        options = self._step_options(step, entries)
         had_state = {id(entry.param) for entry in entries if entry.param in self.state}
         if step.new_state:
             self.launches_per_step, grad_norm = run_once(step, entries, self.param_groups,
-                                                         scaling, self._options)
+                                                         scaling, options)
             self._refuse_nonfinite(grad_norm)
             self._grad_norm_from(grad_norm)
             self._store_state(entries)
             return
         groups = sorted({entry.group for entry in entries})
-        prepared = PreparedStep(step, entries, self.param_groups, scaling, self._options,
+        prepared = PreparedStep(step, entries, self.param_groups, scaling, options,
                                 self._group_key(groups), groups)
         self._store_state(entries)
         prepared.launch([], self.param_groups, [t for t in scaling if t is not None])
@@ -383,6 +387,29 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         self.launches_per_step = prepared.launches
         self._refuse_nonfinite(prepared.grad_norm, entries, had_state)
         self._grad_norm_from(prepared.grad_norm)
+
+    def _step_options(self, step: StepFusion, entries: list[Entry]) -> dict:
+        """The fusion options of `step`: over DTensor parameters, a step whose later phase
+        reads a reduction (the clip's norm, an inf check, LAMB's norms) all-reduces it across
+        the mesh between the phases (mesh_reduction.py); refused before anything runs where
+        that cannot be right."""
+        if step.definition.phases == 1:
+            return self._options
+        found = mesh_of([entry.param for entry in entries],
+                        [f"parameter {entry.index} of param group {entry.group}"
+                         for entry in entries])
+        if found is None:
+            return self._options
+        reduction = self._mesh_reduction
+        if reduction is None or reduction.mesh != found[0] or reduction.sharded != found[1]:
+            reduction = self._mesh_reduction = MeshReduction(*found)
+        return dict(self._options, phase_boundary=reduction)
+
+    @property
+    def collectives_per_step(self) -> int:
+        """The all-reduces the last step issued across a DTensor mesh (0 without one)."""
+        reduction = self._mesh_reduction
+        return 0 if reduction is None else reduction.last_collectives
 
     def _store_state(self, entries: list[Entry]) -> None:
         # As torch: a parameter without state (SGD without momentum) has no entry at all.

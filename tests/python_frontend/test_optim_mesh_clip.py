@@ -1,0 +1,68 @@
+"""widefuse.optim's clip and inf check over a DTensor mesh: 2 and 4 processes on the gloo
+backend over 127.0.0.1 (distributed_clip.py, bounded in time) train the same model with torch
+(clip_grad_norm_ + AdamW(foreach=False), torch's GradScaler) and with widefuse.optim, in the
+same process, 20 steps: under FSDP2 (uneven shards, an empty one), HSDP's 2-D mesh with a
+replicated dimension, and DDP; with max_grad_norm= (norm 2 and inf) and clip_grad_norm_,
+with and without a GradScaler whose step 7 overflows. Every step's total norm and the final
+full parameters agree with torch's (asserted in each rank); a clipped step is 2 launches and
+1 all-reduce (0 under DDP, whose grads are whole)."""
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+WORKER = Path(__file__).with_name("distributed_clip.py")
+
+
+def free_port() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+def run_ranks(world_size: int, scenarios: list[str], output: Path) -> dict:
+    port = free_port()
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(WORKER.parent), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1")
+    ranks = [subprocess.Popen([sys.executable, str(WORKER), str(rank), str(world_size), port,
+                               str(output), *scenarios], env=environment,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for rank in range(world_size)]
+    try:
+        logs = [rank.communicate(timeout=300)[0] for rank in ranks]
+    finally:
+        for rank in ranks:
+            rank.kill()
+    failed = [f"rank {number}:\n{log[-3000:]}" for number, (rank, log) in
+              enumerate(zip(ranks, logs)) if rank.returncode != 0]
+    assert not failed, "\n".join(failed)
+    return torch.load(output)
+
+
+def test_two_ranks_clip_across_the_mesh_as_torch_does(tmp_path):
+    scenarios = ["fsdp-step", "fsdp-step-inf", "fsdp-step-scaler", "fsdp-function",
+                 "fsdp-function-scaler", "ddp-step", "refusal"]
+    results = run_ranks(2, scenarios, tmp_path / "rank0.pt")
+    for scenario in ("fsdp-step", "fsdp-step-inf", "fsdp-step-scaler"):
+        assert results[scenario]["launches"] == [2], scenario
+        assert results[scenario]["collectives"] == [1], scenario
+    assert results["ddp-step"]["launches"] == [2]
+    assert results["ddp-step"]["collectives"] == [0]
+    # The clip acted: torch's total norm is above max_norm in most steps.
+    norms = [expected for expected, _ in results["fsdp-step"]["norms"]]
+    assert sum(norm > 0.5 for norm in norms) > len(norms) // 2, norms
+    assert "plain tensor beside DTensor parameters" in results["refusal"]
+
+
+def test_four_ranks_hsdp_and_uneven_fsdp_clip_as_torch_does(tmp_path):
+    results = run_ranks(4, ["hsdp-step", "fsdp-step-scaler"], tmp_path / "rank0.pt")
+    for scenario in ("hsdp-step", "fsdp-step-scaler"):
+        assert results[scenario]["launches"] == [2], scenario
+        # HSDP: one all-reduce over the sharded dimension; the replicated one has whole norms.
+        assert results[scenario]["collectives"] == [1], scenario
