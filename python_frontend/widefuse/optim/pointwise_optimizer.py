@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, Optional
 
@@ -259,8 +260,15 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         drops a pending one (a second clip applied it in place, or it went stale)."""
         self._pending_fold = fold
 
-    # torch.amp.GradScaler hands its scale and inf flag to step() as attributes (scaling.py).
-    _step_supports_amp_scaling = True
+    @property
+    def _step_supports_amp_scaling(self) -> bool:
+        """torch.amp.GradScaler's question "does step() unscale the grads itself?": yes to
+        torch's GradScaler (and its subclasses), which then hands its scale and inf flag to
+        step() as attributes (scaling.py). No to anyone else who asks: a wrapper reads the
+        flag to decide whether to unscale before it reads the grads itself (Lightning's
+        precision plugins, before clipping: they refuse to clip for an optimizer that says
+        yes), and then unscales first, as for torch's default AdamW."""
+        return sys._getframe(1).f_globals.get("__name__") == "torch.amp.grad_scaler"
 
     @contextlib.contextmanager
     def scaled(self, scaling: StepScaling) -> Iterator[None]:
