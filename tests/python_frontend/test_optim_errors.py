@@ -125,3 +125,38 @@ def test_state_that_is_not_a_tensor():
     with pytest.raises(widefuse.Error, match="state 'count' .* is a str"):
         Broken([p]).step()
     torch.testing.assert_close(p.detach(), torch.ones(3))
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_torchs_own_error_inputs_raise_torchs_errors(name):
+    # torch's test_optim test_errors inputs (common_optimizers): the construction errors and
+    # warnings, each raised by torch's class and by widefuse's, in the same test.
+    pytest.importorskip("expecttest")  # torch.testing._internal imports it
+    from torch.testing._internal import common_optimizers
+
+    inputs = getattr(common_optimizers, f"optim_error_inputs_func_{name.lower()}")(
+        "cpu", torch.float32)
+    checked = 0
+    for error in inputs:
+        if error.error_on.name != "CONSTRUCTION_ERROR":
+            continue
+        given = error.optimizer_error_input
+        for cls in (getattr(torch.optim, name), getattr(widefuse.optim, name)):
+            params = given.params
+            if issubclass(error.error_type, Warning):
+                with pytest.warns(error.error_type, match=error.error_regex):
+                    cls(params, **given.kwargs)
+            else:
+                with pytest.raises(error.error_type, match=error.error_regex):
+                    cls(params, **given.kwargs)
+        checked += 1
+    assert checked >= 8
+
+
+def test_a_meta_parameter_is_named():
+    param = torch.nn.Parameter(torch.empty(3, device="meta"))
+    optimizer = widefuse.optim.Adam([torch.nn.Parameter(torch.zeros(2)), param])
+    param.grad = torch.empty(3, device="meta")
+    with pytest.raises(widefuse.Error, match=r"parameter 1 of param group 0 \(shape \[3\]\) is "
+                                            "a meta tensor"):
+        optimizer.step()

@@ -55,7 +55,7 @@ class Adam(PointwiseOptimizer):
                  mode: str = "packed", threads: Optional[int] = None,
                  max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
                  error_if_nonfinite: bool = False) -> None:
-        _check_arguments(lr, betas, eps, weight_decay, differentiable)
+        _check_arguments(lr, betas, eps, weight_decay, differentiable, foreach, capturable)
         _check_master_options(master_weights, store_param_remainders, state_dtype)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
@@ -214,13 +214,26 @@ class AdamW(Adam):
             group["decoupled_weight_decay"] = True
 
 
-def _check_arguments(lr: Any, betas: Any, eps: Any, weight_decay: Any,
-                     differentiable: bool) -> None:
-    """torch's argument checks and messages (ValueError), in torch's order."""
+def _check_arguments(lr: Any, betas: Any, eps: Any, weight_decay: Any, differentiable: bool,
+                     foreach: Any, capturable: bool) -> None:
+    """torch's argument checks and messages (ValueError), in torch's order: a tensor lr or
+    beta that torch's foreach path refuses is refused here too (a drop-in keeps torch's
+    errors), though widefuse's step reads either."""
+    tensor_refused = bool(foreach) and not capturable
+    if isinstance(lr, torch.Tensor) and tensor_refused:
+        raise InvalidArgument("lr as a Tensor is not supported for capturable=False and "
+                              "foreach=True")
     check_lr(lr)
     check_not_negative("epsilon value", eps)
     check_betas(betas)
     check_not_negative("weight_decay value", weight_decay)
+    if not (all(isinstance(beta, float) for beta in betas) or
+            all(isinstance(beta, torch.Tensor) for beta in betas)):
+        raise InvalidArgument("betas must be either both floats or both Tensors")
+    for i, beta in enumerate(betas):
+        if isinstance(beta, torch.Tensor) and tensor_refused:
+            raise InvalidArgument(f"betas[{i}] as a Tensor is not supported for "
+                                  "capturable=False and foreach=True")
     refuse_differentiable(differentiable, "Adam")
 
 
