@@ -1,6 +1,7 @@
 #include "python_frontend/bindings/steady_inputs.h"
 
 #include "python_frontend/bindings/arguments/torch_tensor_reader.h"
+#include "python_frontend/bindings/python_sequence.h"
 
 #include "ir/error.h"
 #include "ir/extent_expression.h"
@@ -26,21 +27,6 @@ bool sameNumber(const ScalarArgument& a, const ScalarArgument& b) {
   return a == b;
 }
 
-/// The i-th object of list or tuple `objects` (borrowed); the caller checked the size.
-PyObject* item(PyObject* objects, size_t i) {
-  return PyList_Check(objects) ? PyList_GET_ITEM(objects, Py_ssize_t(i))
-                               : PyTuple_GET_ITEM(objects, Py_ssize_t(i));
-}
-
-/// The size of `objects` when it is a list or tuple, else -1.
-Py_ssize_t sizeOf(PyObject* objects) {
-  if (PyList_Check(objects))
-    return PyList_GET_SIZE(objects);
-  if (PyTuple_Check(objects))
-    return PyTuple_GET_SIZE(objects);
-  return -1;
-}
-
 } // namespace
 
 bool SteadyInputs::adoptable(const ReadArguments& read) {
@@ -59,7 +45,7 @@ void SteadyInputs::adopt(const Fusion& fusion, nb::handle objects, const ReadArg
   for (size_t i = 0; i < arguments_.size(); ++i) {
     const Value* input = fusion.inputs()[i];
     const InputRead& facts = read.inputs[i];
-    PyObject* object = item(objects.ptr(), i);
+    PyObject* object = sequenceItem(objects.ptr(), i);
     Slot slot;
     slot.type = Py_TYPE(object);
     slot.written = fusion.aliasOf(input) != nullptr;
@@ -156,7 +142,7 @@ bool SteadyInputs::match(nb::handle objects, std::vector<HeldBuffer>& held,
   ++generation_;
   if (!fusion_)
     return false;
-  Py_ssize_t size = sizeOf(objects.ptr());
+  Py_ssize_t size = sequenceSize(objects.ptr());
   if (order.empty() ? size != Py_ssize_t(slots_.size()) : order.size() != slots_.size())
     return false;
   for (size_t position : order)
@@ -166,7 +152,7 @@ bool SteadyInputs::match(nb::handle objects, std::vector<HeldBuffer>& held,
   llvm::SmallVector<Change, 8> changes;
   int gradEnabled = -1; // asked once, when the first torch tensor is compared
   for (size_t i = 0; i < slots_.size(); ++i) {
-    PyObject* object = item(objects.ptr(), order.empty() ? i : order[i]);
+    PyObject* object = sequenceItem(objects.ptr(), order.empty() ? i : order[i]);
     bool same = false;
     switch (slots_[i].kind) {
     case Kind::Number:
@@ -197,10 +183,10 @@ bool SteadyInputs::match(nb::handle objects, std::vector<HeldBuffer>& held,
 
 bool SteadyInputs::stillMatched(uint64_t generation, nb::handle objects) const {
   if (generation != matched_ || generation != generation_ ||
-      sizeOf(objects.ptr()) != Py_ssize_t(slots_.size()))
+      sequenceSize(objects.ptr()) != Py_ssize_t(slots_.size()))
     return false;
   for (size_t i = 0; i < slots_.size(); ++i) {
-    PyObject* object = item(objects.ptr(), i);
+    PyObject* object = sequenceItem(objects.ptr(), i);
     if (slots_[i].kind == Kind::Number) {
       std::optional<ScalarArgument> value = exactNumber(object);
       if (Py_TYPE(object) != slots_[i].type || !value ||

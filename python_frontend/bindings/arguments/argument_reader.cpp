@@ -1,6 +1,7 @@
 #include "python_frontend/bindings/arguments/argument_reader.h"
 
 #include "python_frontend/bindings/arguments/torch_tensor_reader.h"
+#include "python_frontend/bindings/python_sequence.h"
 
 #include "ir/error.h"
 
@@ -19,21 +20,6 @@ bool refuse(Refusal& refusal, RefusalCode code) {
   refusal.code = code;
   refusal.facts = nb::dict();
   return false;
-}
-
-/// The i-th object of list or tuple `objects` (borrowed).
-PyObject* itemAt(PyObject* objects, size_t i) {
-  return PyList_Check(objects) ? PyList_GET_ITEM(objects, Py_ssize_t(i))
-                               : PyTuple_GET_ITEM(objects, Py_ssize_t(i));
-}
-
-/// The size of `objects` when it is a list or tuple, else -1.
-Py_ssize_t sizeOf(PyObject* objects) {
-  if (PyList_Check(objects))
-    return PyList_GET_SIZE(objects);
-  if (PyTuple_Check(objects))
-    return PyTuple_GET_SIZE(objects);
-  return -1;
 }
 
 /// The short name of a data type, as the Python table turns it into a DataType.
@@ -230,14 +216,14 @@ bool readTensorInput(PyObject* object, const Fusion& fusion, size_t index,
 bool readArguments(const Fusion& fusion, nb::handle values, const DtypeTables& tables,
                    ReadArguments& read, Refusal& refusal) {
   llvm::ArrayRef<Value*> inputs = fusion.inputs();
-  Py_ssize_t size = sizeOf(values.ptr());
+  Py_ssize_t size = sequenceSize(values.ptr());
   if (size < 0 || size_t(size) != inputs.size())
     fail("internal: {} arguments for the {} inputs of fusion '{}'", size, inputs.size(),
          fusion.name());
   read.arguments.reserve(inputs.size());
   read.inputs.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    PyObject* object = itemAt(values.ptr(), i);
+    PyObject* object = sequenceItem(values.ptr(), i);
     refusal.index = i;
     bool accepted;
     if (inputs[i]->isTensor()) {
@@ -262,7 +248,7 @@ bool readArguments(const Fusion& fusion, nb::handle values, const DtypeTables& t
 bool readOutputs(const Fusion& fusion, nb::handle outputs, bool onDevice, const DtypeTables& tables,
                  ReadArguments& read, Refusal& refusal) {
   llvm::ArrayRef<Value*> declared = fusion.outputs();
-  Py_ssize_t size = sizeOf(outputs.ptr());
+  Py_ssize_t size = sequenceSize(outputs.ptr());
   if (size < 0)
     fail("prepare(): outputs= takes a list of arrays");
   if (size_t(size) != declared.size()) {
@@ -275,7 +261,7 @@ bool readOutputs(const Fusion& fusion, nb::handle outputs, bool onDevice, const 
     refusal.index = k;
     refusal.name = fmt::format("output {}", k);
     ArrayRead array;
-    if (!readArray(itemAt(outputs.ptr(), k), tables, false, array, refusal))
+    if (!readArray(sequenceItem(outputs.ptr(), k), tables, false, array, refusal))
       return false;
     if (array.ref.dtype != declared[k]->dtype()) {
       refuse(refusal, RefusalCode::OutputDtype);
