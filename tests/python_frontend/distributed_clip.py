@@ -78,7 +78,7 @@ def run(scenario: str, rank: int, world_size: int) -> dict:
     optimizer = widefuse.optim.AdamW(candidate.parameters(), lr=1e-2, **in_step)
     torch_scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 8) if scaled else None
     scaler = widefuse.optim.GradScaler("cpu", init_scale=2.0 ** 8) if scaled else None
-    norms, launches, collectives = [], set(), set()
+    norms, launches, collectives, clip_launches = [], set(), set(), set()
     for step, batch in enumerate(batches(STEPS, vocabulary=33, classes=5)):
         overflow = float("inf") if scaled and step == INF_STEP else 1.0
         # torch
@@ -103,6 +103,7 @@ def run(scenario: str, rank: int, world_size: int) -> dict:
             if scaled:
                 scaler.unscale_(optimizer)
             norm = widefuse.optim.clip_grad_norm_(candidate.parameters(), MAX_NORM, norm_type)
+            clip_launches.add(widefuse.optim.clip.last_launches)
         if scaled:
             scaler.step(optimizer)
             scaler.update()
@@ -122,7 +123,8 @@ def run(scenario: str, rank: int, world_size: int) -> dict:
     for (name, a), b in zip(candidate.named_parameters(), reference.parameters()):
         torch.testing.assert_close(full(a), full(b), rtol=1e-5, atol=1e-6,
                                    msg=lambda m: f"{scenario} {name}: {m}")
-    return dict(norms=norms, launches=sorted(launches), collectives=sorted(collectives))
+    return dict(norms=norms, launches=sorted(launches), collectives=sorted(collectives),
+                clip_launches=sorted(clip_launches))
 
 
 def refusal(rank: int, world_size: int) -> str:

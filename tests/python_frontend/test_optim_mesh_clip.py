@@ -3,7 +3,8 @@ backend over 127.0.0.1 (distributed_clip.py, bounded in time) train the same mod
 (clip_grad_norm_ + AdamW(foreach=False), torch's GradScaler) and with widefuse.optim, in the
 same process, 20 steps: under FSDP2 (uneven shards, an empty one), HSDP's 2-D mesh with a
 replicated dimension, and DDP; with max_grad_norm= (norm 2 and inf) and clip_grad_norm_,
-with and without a GradScaler whose step 7 overflows. Every step's total norm and the final
+with and without a GradScaler whose step 7 overflows (clip_grad_norm_'s norm is one fused
+launch whose result is all-reduced). Every step's total norm and the final
 full parameters agree with torch's (asserted in each rank); a clipped step is 2 launches and
 1 all-reduce (0 under DDP, whose grads are whole)."""
 
@@ -52,6 +53,11 @@ def test_two_ranks_clip_across_the_mesh_as_torch_does(tmp_path):
     for scenario in ("fsdp-step", "fsdp-step-inf", "fsdp-step-scaler"):
         assert results[scenario]["launches"] == [2], scenario
         assert results[scenario]["collectives"] == [1], scenario
+    # clip_grad_norm_ over DTensor grads: the norm is one launch and the scaling is folded
+    # into the step (which then reads no reduction: one launch, no all-reduce of its own).
+    for scenario in ("fsdp-function", "fsdp-function-scaler"):
+        assert results[scenario]["clip_launches"] == [1], scenario
+    assert results["fsdp-function"]["launches"] == [1]
     assert results["ddp-step"]["launches"] == [2]
     assert results["ddp-step"]["collectives"] == [0]
     # The clip acted: torch's total norm is above max_norm in most steps.

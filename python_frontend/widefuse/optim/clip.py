@@ -15,11 +15,13 @@ from typing import Any, Optional
 import torch
 
 from .. import reductions
+from .._widefuse import Error
 from ..data_type import DataType
 from ..fusion_definition import FusionDefinition
 from .fold import PendingFold, live_optimizers
+from .mesh_reduction import MeshReduction, mesh_of
 from .pointwise_optimizer import nonfinite_message
-from .step_fusion import tensor_input, layout, scaled_by, Source, StepFusion
+from .step_fusion import tensor_input, layout, local, scaled_by, Source, StepFusion
 
 # The dtypes a widefuse fusion reduces; other grads (complex, float8) go to torch's clip.
 _FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -47,8 +49,10 @@ def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0,
     to that optimizer's next step(), whose kernel multiplies the grads by the coefficient:
     ``p.grad`` is then not scaled until the step (code that reads the grads in between should
     pass fold=False). Otherwise a second launch scales every grad in place, as torch does.
-    Grads on several devices, DTensors, complex grads, repeated parameters and norm_type 0
-    run torch's own clip_grad_norm_."""
+    DTensor grads (FSDP2, HSDP) have their shards' norm combined across the mesh: one
+    all-reduce per sharded mesh dimension, a DTensor total returned as torch returns it.
+    Grads on several devices, other placements, complex grads, repeated parameters and
+    norm_type 0 run torch's own clip_grad_norm_."""
     global last_launches
     last_launches = 0
     # torch's conversions and checks, in torch's order, before anything is read or written.
@@ -65,18 +69,19 @@ def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0,
     max_norm_value = float(max_norm)
     if not with_grads:
         return torch.tensor(0.0)
-    grads = [p.grad for p in with_grads]
-    if not _fusable(with_grads, norm_type):
+    mesh = _mesh(with_grads)
+    if mesh is False or not _fusable(with_grads, norm_type):
         return torch.nn.utils.clip_grad_norm_(parameters, max_norm_value, norm_type,
                                               error_if_nonfinite, foreach)
-    if math.isinf(norm_type) and any(g.numel() == 0 for g in grads):
+    grads = [local(p.grad) for p in with_grads]  # a DTensor's shard: the norm is combined
+    if math.isinf(norm_type) and any(p.grad.numel() == 0 for p in with_grads):
         raise RuntimeError(f"linalg.vector_norm cannot compute the {norm_type} norm on an empty "
                            "tensor because the operation does not have an identity")
     owner = _owner(with_grads) if fold else None
     options = owner.fusion_options if owner is not None else dict(
         mode="packed", threads=torch.get_num_threads())
     launches = _apply_pending(with_grads, options)  # a second clip: the first one's scaling
-    total, coefficient, count = _norm(grads, max_norm_value, norm_type, options)
+    total, coefficient, count = _norm(grads, max_norm_value, norm_type, options, mesh)
     launches += count
     last_launches = launches
     if error_if_nonfinite and not bool(torch.isfinite(total)):  # torch's synchronisation
@@ -85,7 +90,20 @@ def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0,
         owner.set_pending_fold(PendingFold(coefficient, with_grads))
     else:
         last_launches = launches + _scale(grads, coefficient, options)
+    if mesh is not None:  # torch's clip returns a DTensor total for DTensor grads
+        from torch.distributed.tensor import DTensor, Replicate
+        return DTensor.from_local(total, mesh.mesh, [Replicate()] * mesh.mesh.ndim)
     return total
+
+
+def _mesh(params: list) -> Any:
+    """The MeshReduction that combines a norm of `params`' DTensor shards (None: no DTensor;
+    False: placements only torch's clip handles)."""
+    try:
+        found = mesh_of(params, [f"parameter {k}" for k in range(len(params))])
+    except Error:
+        return False
+    return None if found is None else MeshReduction(*found)
 
 
 def _fusable(params: list, norm_type: float) -> bool:
@@ -96,7 +114,7 @@ def _fusable(params: list, norm_type: float) -> bool:
         return False
     device = None
     for p in params:
-        grad = p.grad
+        grad = local(p.grad)
         if type(grad) is not torch.Tensor or grad.layout != torch.strided or \
                 grad.dtype not in _FUSED_DTYPES or grad.device.type not in ("cpu", "cuda") or \
                 grad.is_conj() or grad.is_neg():
@@ -136,7 +154,7 @@ def _apply_pending(params: list, options: dict) -> int:
                 for g, group in enumerate(optimizer.param_groups)
                 for i, p in enumerate(group["params"]) if p.grad is not None]
         if pending.verdict(mine):
-            launches += _scale([p.grad for _, p in mine if id(p) in pending.grads],
+            launches += _scale([local(p.grad) for _, p in mine if id(p) in pending.grads],
                                pending.coefficient, options)
         optimizer.set_pending_fold(None)
     return launches
@@ -158,10 +176,11 @@ def _launches(fusion: FusionDefinition) -> int:
     return sum(kernel["launches"] for kernel in fusion.last_kernels())
 
 
-def _norm(grads: list, max_norm: float, norm_type: float,
-          options: dict) -> tuple[torch.Tensor, torch.Tensor, int]:
+def _norm(grads: list, max_norm: float, norm_type: float, options: dict,
+          mesh: Optional[MeshReduction]) -> tuple[torch.Tensor, torch.Tensor, int]:
     """The total norm of `grads` from one fusion (one launch per signature class, one in
-    packed mode), and torch's coefficient clamp(max_norm / (total + 1e-6), max=1), both 0-d
+    packed mode), combined over `mesh` when the grads are shards (one all-reduce per sharded
+    dimension), and torch's coefficient clamp(max_norm / (total + 1e-6), max=1), both 0-d
     in the total's dtype; and the fusion's launches."""
 
     # torch.stack of the grads' norms promotes their dtypes: the total's dtype. The sums are
@@ -191,6 +210,9 @@ def _norm(grads: list, max_norm: float, norm_type: float,
     key = (tuple(layout(g) for g in grads), norm_type)
     fusion = _cached(_norm_fusions, key, build)
     reduced = fusion.execute(list(grads), **options)[0].reshape(())
+    if mesh is not None:
+        op = "sum" if not math.isinf(norm_type) else "max" if norm_type > 0 else "min"
+        mesh.combine([reduced], [op])
     # The root, the cast and the coefficient by torch's ops on the 0-d result: in the fusion
     # each would read the reduction, a second phase (no epilogue values: docs/status.md,
     # docs/segmenter.md §9.5), one more launch than these tiny ops.

@@ -95,25 +95,29 @@ class MeshReduction:
                             "of a tensor (Adafactor's factors): widefuse cannot combine it "
                             "across the shards of a DTensor; use torch's optimizer under FSDP2")
         tensors = [result.torch() for result in kept]
+        reductions = [result.reduction for result in kept]
         if tensors[0].is_cuda and stream and stream != torch.cuda.current_stream().cuda_stream:
             with torch.cuda.stream(torch.cuda.ExternalStream(stream)):
-                self._all_reduce(kept, tensors)
+                self.combine(tensors, reductions)
         else:
-            self._all_reduce(kept, tensors)
+            self.combine(tensors, reductions)
 
-    def _all_reduce(self, kept: list, tensors: list) -> None:
+    def combine(self, tensors: list, reductions: list[str]) -> None:
+        """All-reduces each 0-d tensor of a rank's shards, in place, by its reduction ("sum",
+        "max", "min", "any", "all") over the sharded dimensions' groups: one all-reduce per
+        group for all of them (two where maxima or minima meet sums), counted in
+        last_collectives. On the current stream."""
         import torch.distributed as dist
 
-        with_sums = any(result.reduction == "sum" for result in kept)
+        with_sums = "sum" in reductions
 
-        def op_of(result: Any) -> str:  # flags travel with the sums when there are any
-            return "SUM" if with_sums and result.reduction in ("any", "all") else \
-                _OPS[result.reduction]
+        def op_of(reduction: str) -> str:  # flags travel with the sums when there are any
+            return "SUM" if with_sums and reduction in ("any", "all") else _OPS[reduction]
 
-        for op in sorted({op_of(result) for result in kept}):
-            members = [k for k, result in enumerate(kept) if op_of(result) == op]
+        for op in sorted({op_of(reduction) for reduction in reductions}):
+            members = [k for k, reduction in enumerate(reductions) if op_of(reduction) == op]
             # `all` among sums travels as a count of false flags (0: all true).
-            negated = [op == "SUM" and kept[k].reduction == "all" for k in members]
+            negated = [op == "SUM" and reductions[k] == "all" for k in members]
             packed = torch.stack([1.0 - tensors[k].to(torch.float64) if flip else
                                   tensors[k].to(torch.float64)
                                   for k, flip in zip(members, negated)])
