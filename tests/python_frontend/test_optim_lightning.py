@@ -1,6 +1,6 @@
 """PyTorch Lightning's Trainer with a widefuse optimizer, against the same Trainer with torch's
-default AdamW, in the same test: mixed precision (bf16-mixed, 16-mixed with Lightning's
-GradScaler) with Lightning's own gradient clipping, gradient accumulation, a scheduler, and
+default AdamW, in the same test: mixed precision (bf16-mixed; 16-mixed, float16 autocast with
+torch's GradScaler) with Lightning's own gradient clipping, gradient accumulation, a scheduler, and
 a checkpoint resumed by a second Trainer."""
 
 import pytest
@@ -43,13 +43,25 @@ def data():
     return torch.utils.data.DataLoader(pairs, batch_size=4, shuffle=False)
 
 
+def precision_of(name: str) -> dict:
+    # On the CPU Lightning turns precision="16-mixed" into bf16-mixed; the plugin keeps float16
+    # autocast and a GradScaler (torch's, as Lightning makes it on the GPU).
+    if name != "16-mixed":
+        return dict(precision=name)
+    from lightning.pytorch.plugins.precision import MixedPrecision
+    return dict(plugins=[MixedPrecision("16-mixed", "cpu",
+                                        torch.amp.GradScaler("cpu", init_scale=2.0**12))])
+
+
 def fit(library: str, precision: str, steps: int, checkpoint=None, save=None) -> Module:
     module = Module(library)
-    trainer = pl.Trainer(accelerator="cpu", devices=1, precision=precision, max_steps=steps,
+    trainer = pl.Trainer(accelerator="cpu", devices=1, **precision_of(precision), max_steps=steps,
                          gradient_clip_val=0.5, accumulate_grad_batches=2, logger=False,
                          enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False)
     trainer.fit(module, data(), ckpt_path=checkpoint)
+    scaler = getattr(trainer.precision_plugin, "scaler", None)
+    assert (scaler is not None and scaler.is_enabled()) == (precision == "16-mixed")
     if save is not None:
         trainer.save_checkpoint(save)
     return module
