@@ -89,11 +89,6 @@ nb::list hostArrays(RunResult result) {
   return outputs;
 }
 
-/// `held` (null: no boundary) as the executor's phase boundary: called, with the GIL,
-/// as held(phase, kept, stream) where `kept` lists (name, reduction, dtype, array) per kept
-/// result, the array a view of the executor's memory valid during the call (NumPy's, with
-/// hostDlpackType's stand-ins, on the host; DLPack on the device) that the callable may
-/// rewrite in place, and `stream` the step's CUstream (0 on the host).
 /// The Python object a phase boundary calls, shared by the executor (which shows it to the
 /// garbage collector) and the copies of the boundary its loaded fusions hold; null: none.
 using HeldCallable = std::shared_ptr<nb::object>;
@@ -109,6 +104,11 @@ HeldCallable holdCallable(nb::object callable) {
   });
 }
 
+/// `held` (null: no boundary) as the executor's phase boundary: called, with the GIL,
+/// as held(phase, kept, stream) where `kept` lists (name, reduction, dtype, array) per kept
+/// result, the array a view of the executor's memory valid during the call (NumPy's, with
+/// hostDlpackType's stand-ins, on the host; DLPack on the device) that the callable may
+/// rewrite in place, and `stream` the step's CUstream (0 on the host).
 PhaseBoundary phaseBoundaryOf(HeldCallable held, bool onDevice) {
   if (!held)
     return {};
@@ -132,7 +132,7 @@ PhaseBoundary phaseBoundaryOf(HeldCallable held, bool onDevice) {
       kept.append(nb::make_tuple(value.name(), opName(value.definition()->op()).str(),
                                  shortName(memory.dtype).str(), array));
     }
-    if (!held->is_none()) // cleared by the garbage collector (executorClear)
+    if (!held->is_none()) // cleared by the garbage collector (heldClear)
       (*held)(results.phase, kept, reinterpret_cast<uintptr_t>(results.stream));
   };
 }
