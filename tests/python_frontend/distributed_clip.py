@@ -149,6 +149,24 @@ def refusal(rank: int, world_size: int) -> str:
     return message
 
 
+def adafactor_refusal(rank: int, world_size: int) -> str:
+    """Adafactor's row and column factors over DTensor shards: refused at the phase boundary,
+    before the phase that writes anything."""
+    trained = wrapped(model(), "fsdp", world_size)
+    optimizer = widefuse.optim.Adafactor(trained.parameters(), lr=1e-2)
+    loss_of(trained, batches(1, vocabulary=33, classes=5)[0], rank, world_size).backward()
+    before = [full(p) for p in trained.parameters()]
+    try:
+        optimizer.step()
+    except widefuse.Error as error:
+        message = str(error)
+    else:
+        raise AssertionError("Adafactor's factors over shards were not refused")
+    for p, old in zip(trained.parameters(), before):
+        assert torch.equal(full(p), old)
+    return message
+
+
 def main() -> None:
     rank, world_size, port, output = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
@@ -156,8 +174,11 @@ def main() -> None:
                             timeout=timedelta(seconds=120))
     results = {}
     for scenario in sys.argv[5:]:
-        results[scenario] = refusal(rank, world_size) if scenario == "refusal" else \
-            run(scenario, rank, world_size)
+        if scenario in ("refusal", "adafactor"):
+            results[scenario] = (refusal if scenario == "refusal" else adafactor_refusal)(
+                rank, world_size)
+        else:
+            results[scenario] = run(scenario, rank, world_size)
     if rank == 0:
         torch.save(results, output)
     dist.barrier()

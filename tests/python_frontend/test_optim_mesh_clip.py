@@ -48,7 +48,7 @@ def run_ranks(world_size: int, scenarios: list[str], output: Path) -> dict:
 
 def test_two_ranks_clip_across_the_mesh_as_torch_does(tmp_path):
     scenarios = ["fsdp-step", "fsdp-step-inf", "fsdp-step-scaler", "fsdp-function",
-                 "fsdp-function-scaler", "ddp-step", "refusal"]
+                 "fsdp-function-scaler", "ddp-step", "refusal", "adafactor"]
     results = run_ranks(2, scenarios, tmp_path / "rank0.pt")
     for scenario in ("fsdp-step", "fsdp-step-inf", "fsdp-step-scaler"):
         assert results[scenario]["launches"] == [2], scenario
@@ -64,6 +64,7 @@ def test_two_ranks_clip_across_the_mesh_as_torch_does(tmp_path):
     norms = [expected for expected, _ in results["fsdp-step"]["norms"]]
     assert sum(norm > 0.5 for norm in norms) > len(norms) // 2, norms
     assert "plain tensor beside DTensor parameters" in results["refusal"]
+    assert "over rows of a tensor (Adafactor's factors)" in results["adafactor"]
 
 
 def test_four_ranks_hsdp_and_uneven_fsdp_clip_as_torch_does(tmp_path):
