@@ -62,7 +62,12 @@ TEST_F(Cli, AdamOnTheHostBackendVerifiesAndExports) {
 }
 
 TEST_F(Cli, AdamTakesModelsOptionsAndParamGroups) {
-  CliResult llama = run("adam --model llama-7b --backend none --json");
+  // Under the sanitizer build, LeakSanitizer's exit-time scan faults inside its own tracer
+  // (ScanRangeForPointers, at a near-null address) after NVRTC, which is not instrumented,
+  // compiled a kernel this large in the process; AddressSanitizer itself reports nothing. The
+  // leak check is off for this one child; every other run of the CLI keeps it.
+  CliResult llama =
+      run("adam --model llama-7b --backend none --json", "ASAN_OPTIONS=detect_leaks=0");
   ASSERT_EQ(llama.exitCode, 0) << llama.err;
   nlohmann::json batched = nlohmann::json::parse(llama.out);
   EXPECT_EQ(batched["launches"], 1);
