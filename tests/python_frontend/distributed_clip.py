@@ -127,6 +127,21 @@ def run(scenario: str, rank: int, world_size: int) -> dict:
                 clip_launches=sorted(clip_launches))
 
 
+def refused_step(trained, optimizer, what: str) -> str:
+    """The widefuse.Error of `optimizer`'s step over `trained`'s grads, with every parameter of
+    `trained` as it was."""
+    before = [full(p) for p in trained.parameters()]
+    try:
+        optimizer.step()
+    except widefuse.Error as error:
+        message = str(error)
+    else:
+        raise AssertionError(f"{what} was not refused")
+    for p, old in zip(trained.parameters(), before):
+        assert torch.equal(full(p), old)
+    return message
+
+
 def refusal(rank: int, world_size: int) -> str:
     """A DTensor model's step with a plain parameter beside it, clipped: refused, and nothing
     written."""
@@ -136,35 +151,17 @@ def refusal(rank: int, world_size: int) -> str:
                                      max_grad_norm=MAX_NORM)
     loss_of(trained, batches(1, vocabulary=33, classes=5)[0], rank, world_size).backward()
     extra.grad = torch.ones(3)
-    before = [full(p) for p in trained.parameters()]
-    try:
-        optimizer.step()
-    except widefuse.Error as error:
-        message = str(error)
-    else:
-        raise AssertionError("a plain parameter beside DTensors was stepped")
-    for p, old in zip(trained.parameters(), before):
-        assert torch.equal(full(p), old)
+    message = refused_step(trained, optimizer, "a plain parameter beside DTensors")
     assert torch.equal(extra.detach(), torch.ones(3)) and not optimizer.state
     return message
 
 
 def adafactor_refusal(rank: int, world_size: int) -> str:
-    """Adafactor's row and column factors over DTensor shards: refused at the phase boundary,
-    before the phase that writes anything."""
+    """Adafactor's row and column factors over DTensor shards: refused before anything runs."""
     trained = wrapped(model(), "fsdp", world_size)
     optimizer = widefuse.optim.Adafactor(trained.parameters(), lr=1e-2)
     loss_of(trained, batches(1, vocabulary=33, classes=5)[0], rank, world_size).backward()
-    before = [full(p) for p in trained.parameters()]
-    try:
-        optimizer.step()
-    except widefuse.Error as error:
-        message = str(error)
-    else:
-        raise AssertionError("Adafactor's factors over shards were not refused")
-    for p, old in zip(trained.parameters(), before):
-        assert torch.equal(full(p), old)
-    return message
+    return refused_step(trained, optimizer, "Adafactor's factors over shards")
 
 
 def main() -> None:

@@ -72,6 +72,12 @@ class Adafactor(PointwiseOptimizer):
 
     def check_state(self, param: Any, state: dict, **_: Any) -> None:
         """The factors a parameter of rank >= 2 needs, ``variance`` for any other."""
+        if param.dim() > 1 and hasattr(param, "placements") and \
+                any(not placement.is_replicate() for placement in param.placements):
+            raise Error("Adafactor's factored second moment reads the row and column sums of "
+                        "the whole parameter, and this one is a DTensor sharded across a mesh: "
+                        "widefuse does not combine factors over shards (use "
+                        "torch.optim.Adafactor for sharded parameters)")
         needed = ("row_var", "col_var") if param.dim() > 1 else ("variance",)
         missing = [key for key in needed if key not in state]
         if missing:
