@@ -83,24 +83,8 @@ std::vector<double> toDoubles(const HostTensor& t) {
   return values;
 }
 
-/// One tensor per fusion input (empty for a runtime scalar lr) and the lr values.
-struct AdamState {
-  std::vector<HostTensor> tensors;
-  std::vector<double> lrs;
-
-  std::vector<Argument> arguments(const AdamFusion& adam) {
-    std::vector<Argument> list;
-    for (size_t k = 0; k < adam.inputs.size(); ++k) {
-      if (adam.fusion->inputs()[k]->isScalar())
-        list.push_back(ScalarArgument(adam.inputs[k].role == AdamRole::Lr
-                                          ? lrs[adam.inputs[k].group]
-                                          : adam.inputs[k].value)); // betas, eps, weight decay
-      else
-        list.push_back(tensors[k].ref());
-    }
-    return list;
-  }
-};
+/// One tensor per fusion input and the lr values (mixed_precision_support.h).
+using AdamState = widefuse::optim::testing::State;
 
 std::optional<size_t> positionOf(const AdamFusion& adam, AdamRole role) {
   std::vector<size_t> positions = positionsOf(adam, role);
