@@ -50,7 +50,8 @@ template <typename Op, typename A> WF_DEVICE A wf_tree_array(A* values, int coun
 
 #ifdef __CUDACC__
 /// The tree of the block's `Threads` leaves, one per thread, in thread order (the block's
-/// elements of one row): every thread takes part; the result is valid on thread 0.
+/// elements of one row): every thread takes part; the result is valid on thread 0 (the others
+/// get their leaf back).
 template <typename Op, int Threads, typename A> WF_DEVICE A wf_block_tree(A leaf, A* row) {
   row[threadIdx.x] = leaf;
   __syncthreads();
@@ -59,7 +60,9 @@ template <typename Op, int Threads, typename A> WF_DEVICE A wf_block_tree(A leaf
       row[threadIdx.x] = Op::combine(row[threadIdx.x], row[threadIdx.x + o]);
     __syncthreads();
   }
-  return row[0];
+  // Only thread 0 reads the root: no barrier separates another thread's read of row[0] from
+  // thread 0's next leaf written there (a race the device emulator reported).
+  return threadIdx.x == 0 ? row[0] : leaf;
 }
 #else
 /// The host backend's entries compute the rows themselves (its device functions are compiled,

@@ -10,6 +10,7 @@ APT_PACKAGES=(
   llvm-14-dev llvm-14-tools    # LLVM ADT/Support; FileCheck and lit for codegen tests
   python3 python3-venv python3-dev  # lit; the Python frontend's environment and headers
   libfmt-dev nlohmann-json3-dev libcli11-dev
+  libboost-context-dev         # fibers: the device emulator's CUDA threads
   libgtest-dev libbenchmark-dev
   ccache                       # reuses objects across builds and clones (see BUILD_LAUNCHER)
 )

@@ -1,5 +1,6 @@
 #include "runtime/host/host_compiler.h"
 
+#include "codegen/emulation_prelude.h"
 #include "codegen/host_prelude.h"
 #include "ir/error.h"
 #include "runtime/cache_directory.h"
@@ -45,16 +46,33 @@ namespace fs = std::filesystem;
 /// which these flags do not reach.
 // clang-format off
 #define WF_LIBM(name) " -fno-builtin-" #name " -fno-builtin-" #name "f"
+#define WF_LIBM_FLAGS \
+    WF_LIBM(exp) WF_LIBM(exp2) WF_LIBM(expm1) WF_LIBM(log) WF_LIBM(log2) WF_LIBM(log10) \
+    WF_LIBM(log1p) WF_LIBM(pow) WF_LIBM(sin) WF_LIBM(cos) WF_LIBM(tan) WF_LIBM(asin) \
+    WF_LIBM(acos) WF_LIBM(atan) WF_LIBM(atan2) WF_LIBM(sinh) WF_LIBM(cosh) WF_LIBM(tanh) \
+    WF_LIBM(asinh) WF_LIBM(acosh) WF_LIBM(atanh) WF_LIBM(erf) WF_LIBM(erfc) WF_LIBM(hypot) \
+    WF_LIBM(lgamma) " -fno-builtin-lgamma_r -fno-builtin-lgammaf_r"
 constexpr const char* kFlags =
     "-std=c++17 -O3 -march=native -fPIC -ffp-contract=off -fno-fast-math "
-    "-fno-math-errno -w"
-    WF_LIBM(exp) WF_LIBM(exp2) WF_LIBM(expm1) WF_LIBM(log) WF_LIBM(log2) WF_LIBM(log10)
-    WF_LIBM(log1p) WF_LIBM(pow) WF_LIBM(sin) WF_LIBM(cos) WF_LIBM(tan) WF_LIBM(asin)
-    WF_LIBM(acos) WF_LIBM(atan) WF_LIBM(atan2) WF_LIBM(sinh) WF_LIBM(cosh) WF_LIBM(tanh)
-    WF_LIBM(asinh) WF_LIBM(acosh) WF_LIBM(atanh) WF_LIBM(erf) WF_LIBM(erfc) WF_LIBM(hypot)
-    WF_LIBM(lgamma) " -fno-builtin-lgamma_r -fno-builtin-lgammaf_r";
+    "-fno-math-errno -w" WF_LIBM_FLAGS;
+/// The emulator's build: the same arithmetic; -O1 with line tables (reports name lines);
+/// hidden symbols, none of them unique (a kernel's __shared__ arrays are its thread_local
+/// statics: another kernel of the same name must not bind to them);
+/// every load and store outlined to the emulation prelude's __asan_* functions (kernel-address
+/// mode needs no runtime library; no stack or global redzones); the device's typed vector
+/// accesses (wf_load) alias freely.
+constexpr const char* kEmulationFlags =
+    "-std=c++17 -O0 -g1 -fPIC -ffp-contract=off -fno-fast-math -fno-math-errno "
+    "-fno-strict-aliasing -fvisibility=hidden -fno-gnu-unique -w -fsanitize=kernel-address "
+    "--param asan-instrumentation-with-call-threshold=0 --param asan-stack=0 "
+    "--param asan-globals=0" WF_LIBM_FLAGS;
+#undef WF_LIBM_FLAGS
 #undef WF_LIBM
 // clang-format on
+
+const char* buildFlags(HostBuild build) {
+  return build == HostBuild::Native ? kFlags : kEmulationFlags;
+}
 
 std::string readFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -176,11 +194,21 @@ const std::string& hostCpuIdentity() {
 }
 
 std::shared_ptr<const HostKernel> loadKernel(const std::string& path, llvm::StringRef name,
+                                             HostBuild build, llvm::StringRef image,
                                              std::string& problem) {
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     problem = dlerror();
     return nullptr;
+  }
+  if (build == HostBuild::Emulated) {
+    std::string entry = name.str() + "_emulated_entry";
+    if (!dlsym(library, entry.c_str())) {
+      problem = fmt::format("no symbol {}", entry);
+      dlclose(library);
+      return nullptr;
+    }
+    return std::make_shared<HostKernel>(name.str(), library, nullptr, nullptr, image.str());
   }
   std::string symbol = name.str() + "_host_block";
   std::string fastSymbol = name.str() + "_host_fast_block";
@@ -201,6 +229,14 @@ std::shared_ptr<const HostKernel> loadKernel(const std::string& path, llvm::Stri
 
 void* HostKernel::symbol(llvm::StringRef name) const {
   return dlsym(library_, name.str().c_str());
+}
+
+const void* HostKernel::loadAddress() const {
+  Dl_info info{};
+  void* any = dlsym(library_, (name_ + "_emulated_entry").c_str());
+  if (!any)
+    any = dlsym(library_, (name_ + "_host_block").c_str());
+  return any && dladdr(any, &info) ? info.dli_fbase : nullptr;
 }
 
 std::string HostKernelCache::compilerCommand() {
@@ -236,7 +272,8 @@ bool HostKernelCache::diskEnabled() const {
 }
 
 HostKernelCache::CompileAttempt HostKernelCache::compileUnit(llvm::StringRef unit,
-                                                             llvm::StringRef kernelName) {
+                                                             llvm::StringRef kernelName,
+                                                             llvm::StringRef flags) {
   std::string reason;
   CompileAttempt attempt;
   attempt.sourcePath = writeScratchFile(kernelName, "cpp", unit, reason);
@@ -248,7 +285,7 @@ HostKernelCache::CompileAttempt HostKernelCache::compileUnit(llvm::StringRef uni
   attempt.object = base + ".so";
   std::string log = base + ".log";
   std::string command = fmt::format("{} {} -shared -o '{}' '{}' >'{}' 2>&1", compilerCommand(),
-                                    kFlags, attempt.object, attempt.sourcePath, log);
+                                    flags.str(), attempt.object, attempt.sourcePath, log);
   attempt.status = runCommand(command);
   attempt.output = readFile(log);
   std::error_code ignored;
@@ -259,19 +296,21 @@ HostKernelCache::CompileAttempt HostKernelCache::compileUnit(llvm::StringRef uni
 }
 
 std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
-                                               const std::string& keyMaterial) {
+                                               HostBuild build) {
   HostPrecompiledPrelude::Unit unit =
-      prelude_ ? prelude_->translationUnit(source, compilerCommand(), kFlags,
+      build == HostBuild::Emulated
+          ? HostPrecompiledPrelude::Unit{emulationPrelude().str() + "\n" + source.str(), ""}
+      : prelude_ ? prelude_->translationUnit(source, compilerCommand(), kFlags,
                                            compilerIdentity() + hostCpuIdentity())
                : HostPrecompiledPrelude::Unit{hostPrelude().str() + "\n" + source.str(), ""};
-  CompileAttempt attempt = compileUnit(unit.text, kernelName);
+  CompileAttempt attempt = compileUnit(unit.text, kernelName, buildFlags(build));
   std::error_code ignored;
   if (attempt.status != 0 && !unit.header.empty()) {
     // The precompiled prelude is only a speed-up: compile the plain text, and stop using it
     // when that works (GCC stops on a truncated .gch; a compiler may not read its own).
     fs::remove(attempt.sourcePath, ignored);
     bool namedHeader = llvm::StringRef(attempt.output).contains("precompiled header");
-    attempt = compileUnit(hostPrelude().str() + "\n" + source.str(), kernelName);
+    attempt = compileUnit(hostPrelude().str() + "\n" + source.str(), kernelName, kFlags);
     if (attempt.status == 0)
       prelude_->discard(unit.header, namedHeader);
   }
@@ -290,6 +329,7 @@ std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::Str
 
 std::shared_ptr<const HostKernel> HostKernelCache::loadImage(llvm::StringRef image,
                                                              llvm::StringRef kernelName,
+                                                             HostBuild build,
                                                              const std::string& stem,
                                                              std::string& problem) {
   // A private copy under a name used once: the process never maps the cache record itself, so
@@ -297,20 +337,21 @@ std::shared_ptr<const HostKernel> HostKernelCache::loadImage(llvm::StringRef ima
   std::string copy = writeScratchFile(stem, "so", image, problem);
   if (copy.empty())
     return nullptr;
-  std::shared_ptr<const HostKernel> kernel = loadKernel(copy, kernelName, problem);
+  std::shared_ptr<const HostKernel> kernel = loadKernel(copy, kernelName, build, image, problem);
   std::error_code ignored;
   fs::remove(copy, ignored); // loaded (or not): the mapping outlives the file
   return kernel;
 }
 
 std::shared_ptr<const HostKernel> HostKernelCache::loadRecord(const std::string& keyMaterial,
-                                                              llvm::StringRef kernelName) {
+                                                              llvm::StringRef kernelName,
+                                                              HostBuild build) {
   std::optional<KernelImage> record = store_.load(keyMaterial);
   if (!record)
     return nullptr;
   std::string problem;
   std::shared_ptr<const HostKernel> kernel =
-      loadImage(llvm::StringRef(record->image.data(), record->image.size()), kernelName,
+      loadImage(llvm::StringRef(record->image.data(), record->image.size()), kernelName, build,
                 recordStem(keyMaterial), problem);
   if (!kernel)
     store_.warnUnusable(keyMaterial, problem);
@@ -330,24 +371,28 @@ void HostKernelCache::storeRecord(const std::string& keyMaterial, llvm::StringRe
 
 std::shared_ptr<const HostKernel> HostKernelCache::buildAndStore(const std::string& keyMaterial,
                                                                  llvm::StringRef source,
-                                                                 llvm::StringRef kernelName) {
-  std::string object = buildSharedObject(source, kernelName, keyMaterial);
+                                                                 llvm::StringRef kernelName,
+                                                                 HostBuild build) {
+  std::string object = buildSharedObject(source, kernelName, build);
   auto removeObject = llvm::make_scope_exit([&] {
     std::error_code ignored;
     fs::remove(object, ignored); // loaded: the mapping outlives the file
   });
   std::string problem;
-  std::shared_ptr<const HostKernel> kernel = loadKernel(object, kernelName, problem);
+  std::string image = readFile(object);
+  std::shared_ptr<const HostKernel> kernel =
+      loadKernel(object, kernelName, build, image, problem);
   if (!kernel)
     fail("host backend: the shared object built for kernel '{}' does not load: {}",
          kernelName.str(), problem);
-  storeRecord(keyMaterial, kernelName, readFile(object));
+  storeRecord(keyMaterial, kernelName, image);
   return kernel;
 }
 
 std::shared_ptr<const HostKernel> HostKernelCache::loadOrBuild(const std::string& keyMaterial,
                                                                llvm::StringRef source,
-                                                               llvm::StringRef kernelName) {
+                                                               llvm::StringRef kernelName,
+                                                               HostBuild build) {
   {
     // One thread builds a key at a time; the others wait and share its kernel (or, when its
     // build failed, try in turn and report their own error).
@@ -365,9 +410,9 @@ std::shared_ptr<const HostKernel> HostKernelCache::loadOrBuild(const std::string
     building_.erase(keyMaterial);
     built_.notify_all();
   });
-  std::shared_ptr<const HostKernel> kernel = loadRecord(keyMaterial, kernelName);
+  std::shared_ptr<const HostKernel> kernel = loadRecord(keyMaterial, kernelName, build);
   if (!kernel)
-    kernel = buildAndStore(keyMaterial, source, kernelName);
+    kernel = buildAndStore(keyMaterial, source, kernelName, build);
   std::lock_guard<std::mutex> lock(mutex_);
   return kernels_.try_emplace(keyMaterial, std::move(kernel)).first->second;
 }
@@ -375,13 +420,17 @@ std::shared_ptr<const HostKernel> HostKernelCache::loadOrBuild(const std::string
 // ---- The cache key. ----
 
 std::shared_ptr<const HostKernel> HostKernelCache::compile(llvm::StringRef source,
-                                                           llvm::StringRef kernelName) {
+                                                           llvm::StringRef kernelName,
+                                                           HostBuild build) {
   // The command as well as its --version: a wrapper script (WIDEFUSE_HOST_CXX) that adds or
   // drops flags reports the compiler's version but builds another kernel.
   std::string command = compilerCommand(), identity = compilerIdentity(), cpu = hostCpuIdentity();
-  std::string key = keyMaterial({"widefuse host kernel cache key", command, identity, cpu, kFlags,
-                                 hostPrelude(), kernelName, source});
-  return loadOrBuild(key, source, kernelName);
+  bool native = build == HostBuild::Native;
+  std::string key = keyMaterial({native ? "widefuse host kernel cache key"
+                                        : "widefuse emulated kernel cache key",
+                                 command, identity, cpu, buildFlags(build),
+                                 native ? hostPrelude() : emulationPrelude(), kernelName, source});
+  return loadOrBuild(key, source, kernelName, build);
 }
 
 } // namespace widefuse

@@ -18,6 +18,17 @@ namespace widefuse {
 
 class HostPrecompiledPrelude;
 
+/// What the host compiler builds a kernel's source for.
+enum class HostBuild {
+  /// The host backend's build: the host prelude in front, optimized for this CPU; entries
+  /// `<name>_host_block` and `<name>_host_fast_block`.
+  Native,
+  /// The device emulator's build (runtime/host/device_emulator.h): the emulation prelude in front, the device
+  /// code itself compiled with every memory access instrumented and line tables; the source
+  /// ends with its own entry, `<name>_emulated_entry`.
+  Emulated,
+};
+
 /// A generated kernel compiled for the CPU: its `<name>_host_block` entry (emulated CUDA
 /// threads) and its `<name>_host_fast_block` entry (one loop per member run).
 class HostKernel {
@@ -25,8 +36,10 @@ public:
   using BlockFunction = void (*)(const void* parameters, unsigned block, unsigned grid,
                                  const unsigned* threadOrder);
   using FastBlockFunction = void (*)(const void* parameters, unsigned block, unsigned grid);
-  HostKernel(std::string name, void* library, BlockFunction function, FastBlockFunction fast)
-      : name_(std::move(name)), library_(library), function_(function), fast_(fast) {}
+  HostKernel(std::string name, void* library, BlockFunction function, FastBlockFunction fast,
+             std::string image = {})
+      : name_(std::move(name)), library_(library), function_(function), fast_(fast),
+        image_(std::move(image)) {}
   HostKernel(const HostKernel&) = delete;
   HostKernel& operator=(const HostKernel&) = delete;
 
@@ -48,12 +61,18 @@ public:
   /// Another symbol of the kernel's shared object (its `<name>_launch_abi`, say); null when
   /// there is none.
   void* symbol(llvm::StringRef name) const;
+  /// The shared object's bytes, kept for emulated builds (their reports look lines up in it);
+  /// empty for native builds.
+  llvm::StringRef image() const { return image_; }
+  /// Where the shared object is mapped (the address its file offset 0 is loaded at).
+  const void* loadAddress() const;
 
 private:
   std::string name_;
   void* library_; // kept loaded for the process's lifetime: kernels may run until exit
   BlockFunction function_;
   FastBlockFunction fast_;
+  std::string image_;
 };
 
 /// Compiles and loads host kernels; thread-safe. Records live in `<cache dir>/host/` keyed by
@@ -71,7 +90,8 @@ public:
   /// The loaded kernel for `source`, whose host entry is `<kernelName>_host_block`. Throws
   /// Error with the compiler's output and the path of the source when compilation fails, and
   /// naming the fix when there is no compiler or no writable temporary directory.
-  std::shared_ptr<const HostKernel> compile(llvm::StringRef source, llvm::StringRef kernelName);
+  std::shared_ptr<const HostKernel> compile(llvm::StringRef source, llvm::StringRef kernelName,
+                                            HostBuild build = HostBuild::Native);
 
   /// Starts building the precompiled prelude in the background when this cache's directory
   /// lacks it (a caller about to record a fusion for the host backend), so that the first
@@ -89,13 +109,15 @@ public:
 
 private:
   std::shared_ptr<const HostKernel> loadOrBuild(const std::string& keyMaterial,
-                                                llvm::StringRef source, llvm::StringRef kernelName);
-  std::shared_ptr<const HostKernel> loadRecord(const std::string& keyMaterial,
-                                               llvm::StringRef kernelName);
+                                                llvm::StringRef source, llvm::StringRef kernelName,
+                                                HostBuild build);
   std::shared_ptr<const HostKernel>
-  buildAndStore(const std::string& keyMaterial, llvm::StringRef source, llvm::StringRef kernelName);
+  loadRecord(const std::string& keyMaterial, llvm::StringRef kernelName, HostBuild build);
+  std::shared_ptr<const HostKernel> buildAndStore(const std::string& keyMaterial,
+                                                  llvm::StringRef source,
+                                                  llvm::StringRef kernelName, HostBuild build);
   std::string buildSharedObject(llvm::StringRef source, llvm::StringRef kernelName,
-                                const std::string& keyMaterial);
+                                HostBuild build);
   /// One run of the host compiler on a translation unit, written to a scratch file.
   struct CompileAttempt {
     int status = -1;        // the compiler's exit status (-1: it did not exit normally)
@@ -103,9 +125,11 @@ private:
     std::string sourcePath; // the scratch source, left for the caller (its path goes in errors)
     std::string object;     // the shared object when status is 0
   };
-  CompileAttempt compileUnit(llvm::StringRef unit, llvm::StringRef kernelName);
+  CompileAttempt compileUnit(llvm::StringRef unit, llvm::StringRef kernelName,
+                             llvm::StringRef flags);
   std::shared_ptr<const HostKernel> loadImage(llvm::StringRef image, llvm::StringRef kernelName,
-                                              const std::string& stem, std::string& problem);
+                                              HostBuild build, const std::string& stem,
+                                              std::string& problem);
   void storeRecord(const std::string& keyMaterial, llvm::StringRef kernelName,
                    llvm::StringRef image);
 

@@ -1,0 +1,308 @@
+#include "runtime/host/device_emulator.h"
+
+#include "ir/error.h"
+#include "runtime/host/emulated_block.h"
+#include "runtime/host/host_thread_pool.h"
+
+#include <fmt/format.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+namespace widefuse {
+
+// ---- the kernel ----
+
+std::shared_ptr<const EmulatedKernel> EmulatedKernel::compile(llvm::StringRef source,
+                                                              llvm::StringRef name,
+                                                              llvm::StringRef parameterType) {
+  // Lines of the kernel's text keep their numbers (`<name>.cu:<line>` in reports, as in a
+  // dumped .cu file); the entry the emulator calls comes after it.
+  std::string unit = fmt::format(
+      "#line 1 \"{0}.cu\"\n{1}\n#line 1 \"{0}.emulator-entry\"\n"
+      "WF_EMU_EXPORT void {0}_emulated_entry(const void* p) "
+      "{{\n  {0}(*static_cast<const {2}*>(p));\n}}\n",
+      name.str(), source.str(), parameterType.str());
+  auto built = HostKernelCache::global().compile(unit, name, HostBuild::Emulated);
+  // One kernel object per build, so that its hooks are installed once.
+  static std::mutex mutex;
+  static auto* kernels = new std::unordered_map<const HostKernel*, std::weak_ptr<EmulatedKernel>>;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (std::shared_ptr<EmulatedKernel> known = (*kernels)[built.get()].lock())
+    return known;
+  auto kernel = std::make_shared<EmulatedKernel>(std::move(built));
+  (*kernels)[kernel->built_.get()] = kernel;
+  return kernel;
+}
+
+namespace {
+
+/// The module loaded at `base`: its mapped segments and this thread's TLS block.
+struct ModuleScan {
+  const void* base;
+  std::vector<std::pair<uintptr_t, uintptr_t>> segments;
+  std::byte* tls = nullptr;
+  size_t tlsBytes = 0;
+};
+
+int scanModule(dl_phdr_info* info, size_t, void* data) {
+  auto& scan = *static_cast<ModuleScan*>(data);
+  const ElfW(Phdr)* first = info->dlpi_phdr;
+  bool match = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (first[i].p_type == PT_LOAD && first[i].p_offset == 0 &&
+        reinterpret_cast<const void*>(info->dlpi_addr + first[i].p_vaddr) == scan.base)
+      match = true;
+  if (!match)
+    return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = first[i];
+    if (header.p_type == PT_LOAD)
+      scan.segments.push_back({info->dlpi_addr + header.p_vaddr,
+                               info->dlpi_addr + header.p_vaddr + header.p_memsz});
+    if (header.p_type == PT_TLS) {
+      scan.tls = static_cast<std::byte*>(info->dlpi_tls_data);
+      scan.tlsBytes = header.p_memsz;
+    }
+  }
+  return 1;
+}
+
+ModuleScan scan(const HostKernel& built) {
+  ModuleScan result{built.loadAddress()};
+  dl_iterate_phdr(scanModule, &result);
+  return result;
+}
+
+} // namespace
+
+EmulatedKernel::EmulatedKernel(std::shared_ptr<const HostKernel> built) : built_(std::move(built)) {
+  entry_ = reinterpret_cast<void (*)(const void*)>(built_->symbol(name() + "_emulated_entry"));
+  touchShared_ = reinterpret_cast<void* (*)()>(built_->symbol("wf_emu_touch_shared"));
+  auto install = reinterpret_cast<void (*)(const wf_emu_hooks*)>(built_->symbol("wf_emu_install"));
+  WF_ASSERT(entry_ && touchShared_ && install, "emulated kernel '{}' lacks its entry points",
+            name());
+  install(&emulationHooks());
+  segments_ = scan(*built_).segments;
+}
+
+EmulatedKernel::~EmulatedKernel() {
+  if (!imagePath_.empty())
+    llvm::sys::fs::remove(imagePath_);
+}
+
+llvm::MutableArrayRef<std::byte> EmulatedKernel::sharedStorage() const {
+  touchShared_(); // this thread's TLS block of the kernel exists from here on
+  ModuleScan found = scan(*built_);
+  WF_ASSERT(found.tls, "emulated kernel '{}' has no __shared__ storage on this thread", name());
+  return {found.tls, found.tlsBytes};
+}
+
+bool EmulatedKernel::inImage(const void* address) const {
+  uintptr_t at = reinterpret_cast<uintptr_t>(address);
+  return llvm::any_of(segments_, [&](const auto& range) {
+    return at >= range.first && at < range.second;
+  });
+}
+
+std::string EmulatedKernel::lineOf(void* pc) const {
+  std::lock_guard<std::mutex> lock(linesMutex_);
+  if (auto found = lines_.find(pc); found != lines_.end())
+    return found->second;
+  if (imagePath_.empty()) {
+    llvm::SmallString<128> path;
+    int fd = -1;
+    if (!llvm::sys::fs::createTemporaryFile("widefuse-emulated-" + name(), "so", fd, path)) {
+      llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+      out << built_->image();
+      imagePath_ = std::string(path);
+    }
+  }
+  // A return address: the call it returns from is one byte before.
+  uintptr_t offset = reinterpret_cast<uintptr_t>(pc) - 1 -
+                     reinterpret_cast<uintptr_t>(built_->loadAddress());
+  std::string line = fmt::format("{}+{:#x}", name(), offset), output;
+  std::string command = fmt::format("addr2line -i -e '{}' {:#x} 2>/dev/null", imagePath_, offset);
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buffer[512];
+    while (size_t read = std::fread(buffer, 1, sizeof buffer, pipe))
+      output.append(buffer, read);
+    pclose(pipe);
+  }
+  // The innermost frame in the kernel's own text (inlined prelude frames come first).
+  llvm::SmallVector<llvm::StringRef, 8> frames;
+  llvm::StringRef(output).split(frames, '\n', -1, false);
+  std::string file = name() + ".cu:";
+  for (llvm::StringRef frame : frames) {
+    size_t at = frame.find(file);
+    if (at != llvm::StringRef::npos) {
+      line = frame.substr(at).split(' ').first.str();
+      break;
+    }
+  }
+  return lines_[pc] = line;
+}
+
+// ---- the launch ----
+
+EmulatedLaunch::EmulatedLaunch(const EmulatedKernel& kernel, llvm::ArrayRef<std::byte> parameters,
+                               unsigned grid, unsigned threads,
+                               llvm::ArrayRef<EmulationBuffer> buffers,
+                               const EmulationOptions& options)
+    : kernel_(kernel), parameters_(parameters.begin(), parameters.end()), grid_(grid),
+      threads_(threads), options_(options) {
+  for (const EmulationBuffer& buffer : buffers)
+    if (buffer.bytes > 0)
+      buffers_.push_back(buffer);
+  llvm::sort(buffers_, [](const EmulationBuffer& a, const EmulationBuffer& b) {
+    return a.data < b.data;
+  });
+}
+
+const EmulationBuffer* EmulatedLaunch::bufferOf(const void* address, size_t bytes) const {
+  auto after = std::upper_bound(
+      buffers_.begin(), buffers_.end(), address,
+      [](const void* at, const EmulationBuffer& buffer) { return at < buffer.data; });
+  // Buffers may overlap (views of one storage): any that holds the whole access will do.
+  for (auto it = after; it != buffers_.begin();) {
+    --it;
+    auto begin = static_cast<const std::byte*>(it->data);
+    auto at = static_cast<const std::byte*>(address);
+    if (at + bytes <= begin + it->bytes)
+      return &*it;
+    if (after - it > 8)
+      break;
+  }
+  return nullptr;
+}
+
+std::string EmulatedLaunch::whereIs(const void* address, size_t bytes) const {
+  auto at = reinterpret_cast<uintptr_t>(address);
+  const EmulationBuffer* nearest = nullptr;
+  uintptr_t distance = ~uintptr_t(0);
+  for (const EmulationBuffer& buffer : buffers_) {
+    uintptr_t begin = reinterpret_cast<uintptr_t>(buffer.data), end = begin + buffer.bytes;
+    uintptr_t gap = at < begin ? begin - at : at + bytes > end ? at + bytes - end : 0;
+    if (gap < distance) {
+      distance = gap;
+      nearest = &buffer;
+    }
+  }
+  Dl_info info{};
+  if (dladdr(address, &info) && info.dli_sname)
+    return fmt::format("in {} of {}, not a buffer of the launch", info.dli_sname,
+                       info.dli_fname ? info.dli_fname : "the process");
+  if (!nearest)
+    return "the launch was given no buffer";
+  uintptr_t begin = reinterpret_cast<uintptr_t>(nearest->data);
+  if (at >= begin)
+    return fmt::format("{} bytes past the end of {} ({} bytes at {})",
+                       at + bytes - (begin + nearest->bytes), nearest->name, nearest->bytes,
+                       nearest->data);
+  return fmt::format("{} bytes before {} ({} bytes at {})", begin - at, nearest->name,
+                     nearest->bytes, nearest->data);
+}
+
+void EmulatedLaunch::record(EmulationReport report, bool fatal) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (fatal)
+    stopped_ = true;
+  // One report per fault, block and place: a loop's every iteration says the same.
+  for (const EmulationReport& known : reports_)
+    if (known.fault == report.fault && known.sites.size() == report.sites.size() &&
+        std::equal(known.sites.begin(), known.sites.end(), report.sites.begin(),
+                   [](const EmulationSite& a, const EmulationSite& b) { return a.pc == b.pc; }))
+      return;
+  if (reports_.size() < 16)
+    reports_.push_back(std::move(report));
+}
+
+void TicketLedger::note(const unsigned* address, const EmulatedKernel& kernel, unsigned block,
+                        EmulationSite site) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  atomics_[address] = {&kernel, block, site};
+}
+
+void TicketLedger::check() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<EmulationReport> reports;
+  std::vector<const EmulatedKernel*> kernels;
+  for (const auto& [address, last] : atomics_) {
+    unsigned value = __atomic_load_n(address, __ATOMIC_SEQ_CST);
+    if (value == 0)
+      continue;
+    EmulationReport report;
+    report.fault = EmulationFault::TicketNotReset;
+    report.kernel = last.kernel->name();
+    report.block = last.block;
+    report.sites = {last.site};
+    report.detail = fmt::format("the ticket at {} holds {} after the step: the next step finds "
+                                "its count wrong (the last atomicAdd on it is shown)",
+                                static_cast<const void*>(address), value);
+    reports.push_back(std::move(report));
+    kernels.push_back(last.kernel);
+  }
+  atomics_.clear();
+  failWithReports("", reports, [&](const EmulationReport& report) -> const EmulatedKernel& {
+    return *kernels[&report - reports.data()];
+  });
+}
+
+void failWithReports(llvm::StringRef kernelName, llvm::MutableArrayRef<EmulationReport> reports,
+                     llvm::function_ref<const EmulatedKernel&(const EmulationReport&)> kernelOf) {
+  if (reports.empty())
+    return;
+  std::string text =
+      fmt::format("device emulator: {} fault{}{}:", reports.size(), reports.size() == 1 ? "" : "s",
+                  kernelName.empty() ? "" : fmt::format(" in kernel '{}'", kernelName.str()));
+  for (EmulationReport& report : reports)
+    text += "\n  " + describe(report, kernelOf(report));
+  fail("{}", text);
+}
+
+void EmulatedLaunch::run() {
+  std::vector<unsigned> blocks(grid_);
+  for (unsigned b = 0; b < grid_; ++b)
+    blocks[b] = b;
+  if (options_.order.kind == BlockOrder::Kind::Reverse)
+    std::reverse(blocks.begin(), blocks.end());
+  if (options_.order.kind == BlockOrder::Kind::Shuffle) {
+    uint64_t random = options_.order.seed * 0x9e3779b97f4a7c15ull;
+    for (size_t i = blocks.size(); i > 1; --i) {
+      random = random * 6364136223846793005ull + 1442695040888963407ull;
+      std::swap(blocks[i - 1], blocks[(random >> 33) % i]);
+    }
+  }
+  std::exception_ptr failure;
+  std::mutex failureMutex;
+  HostThreadPool::global().run(grid_, std::max(1u, options_.workers), [&](unsigned task) {
+    if (stopped())
+      return;
+    try {
+      EmulatedBlock(*this, blocks[task]).run();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failureMutex);
+      failure = std::current_exception();
+      stopped_ = true;
+    }
+  });
+  if (failure)
+    std::rethrow_exception(failure);
+  failWithReports(kernel_.name(), reports_,
+                  [&](const EmulationReport&) -> const EmulatedKernel& { return kernel_; });
+}
+
+void emulateLaunch(const EmulatedKernel& kernel, llvm::ArrayRef<std::byte> parameters,
+                   unsigned grid, unsigned threads, llvm::ArrayRef<EmulationBuffer> buffers,
+                   const EmulationOptions& options) {
+  EmulatedLaunch(kernel, parameters, grid, threads, buffers, options).run();
+}
+
+} // namespace widefuse
