@@ -277,20 +277,14 @@ void BodyEmitter::afterLastChunk(const RunVariant& variant) {
 }
 
 void BodyEmitter::runFunction(const RunVariant& variant) {
-  if (variant.hostOnly)
-    out_.directive("#ifndef __CUDACC__");
   for (const std::string& line : variant.comment)
     out_.line(line);
   std::vector<std::string> parameters = tableParameters();
   parameters.insert(parameters.end(), {"i32 member", "i32 first", "i32 end"});
-  parameters.insert(parameters.end(), variant.extraParameters.begin(),
-                    variant.extraParameters.end());
   openFunction(variant.signature, parameters);
   variant.elements();
   afterLastChunk(variant);
   out_.close();
-  if (variant.hostOnly)
-    out_.directive("#endif");
   out_.line();
 }
 
@@ -511,7 +505,6 @@ void BodyEmitter::functions() {
   if (body_.needsFinisher())
     deferredFunction();
   runFunction(deviceRun());
-  runFunction(hostVerifyRun());
   out_.directive("#ifndef __CUDACC__");
   elementsFunction(hostFastElements());
   runFunction(hostFastRun());

@@ -169,10 +169,10 @@ void parameterType(const KernelPlan& plan, CodeWriter& out) {
 
 /// The walk both entry points share: block `block` of `grid` takes the contiguous chunks
 /// [block * per_block, (block + 1) * per_block) and hands each member's run of them to its
-/// body's `<body><runFunction>(params, entry, member, first, end)` (the host entry adds `block,
-/// grid, thread_order`), so a block finds a member once and computes its per-member values once.
+/// body's `<body><runFunction>(params, entry, member, first, end)`, so a block finds a member
+/// once and computes its per-member values once.
 void chunkWalk(const KernelPlan& plan, llvm::StringRef block, llvm::StringRef grid,
-               llvm::StringRef runFunction, bool hostArguments, CodeWriter& out) {
+               llvm::StringRef runFunction, CodeWriter& out) {
   out.line("const {}* table = {};", entryTypeName(plan),
            plan.tableLocation == TableLocation::KernelParameters ? "params.members"
                                                                  : "params.table");
@@ -192,8 +192,6 @@ void chunkWalk(const KernelPlan& plan, llvm::StringRef block, llvm::StringRef gr
   out.line("const i32 end = next < last ? next : last;");
   auto call = [&](const BodyPlan& body, const std::string& entry) {
     std::vector<std::string> arguments = {"params", entry, "member", "chunk", "end"};
-    if (hostArguments)
-      arguments.insert(arguments.end(), {"block", "grid", "thread_order"});
     out.wrapped(body.name + runFunction.str() + "(", arguments, ", ", ");");
   };
   if (plan.bodies.size() == 1) {
@@ -227,7 +225,7 @@ void kernel(const KernelPlan& plan, CodeWriter& out) {
   out.openWrapped(fmt::format("extern \"C\" __global__ void {}(", plan.name),
                   {fmt::format("const __grid_constant__ {} params", parameterTypeName(plan))},
                   ", ");
-  chunkWalk(plan, "blockIdx.x", "gridDim.x", "_run", /*hostArguments=*/false, out);
+  chunkWalk(plan, "blockIdx.x", "gridDim.x", "_run", out);
   out.close();
 }
 

@@ -51,21 +51,17 @@ struct ElementsVariant {
 };
 
 /// One of a body's `<body>_run`-like functions: a block's share of a member's chunks, on the
-/// device, on the host with emulated threads (verify) or as one loop (fast). They differ in
-/// how every thread runs its elements and how one thread then goes on; what that thread does
-/// after the member's last chunk is written once (`BodyEmitter::afterLastChunk`).
+/// device (which the device emulator runs too) or on the host's fast path as one loop. They
+/// differ in how every thread runs its elements and how one thread then goes on; what that
+/// thread does after the member's last chunk is written once (`BodyEmitter::afterLastChunk`).
 struct RunVariant {
   /// `WF_DEVICE void <body>_run`.
   std::string signature;
   llvm::SmallVector<std::string, 3> comment;
-  /// Parameters after `params, entry, member, first, end`.
-  std::vector<std::string> extraParameters;
   /// The range, the prologue and every thread's elements.
   std::function<void()> elements;
   /// Runs its argument on one thread of the block after every thread's elements.
   std::function<void(llvm::function_ref<void()>)> oneThread;
-  /// Wrapped in `#ifndef __CUDACC__` on its own.
-  bool hostOnly = false;
 };
 
 /// The statements of one body, written into a CodeWriter. The device functions are in
@@ -144,8 +140,8 @@ private:
   /// The device's elements of a reducing body: rows of the block's threads, each row's tree,
   /// each chunk's partial.
   void deviceReductionLoop();
-  /// The host's: the same rows, the threads of each in `thread_order` (verify) or in order.
-  void hostReductionRows(bool emulated);
+  /// The host fast path's: the same rows, each row's threads one after another.
+  void hostReductionRows();
   /// The elements of a body reducing over rows: rows `firstRow`, `firstRow + rowStep`, ...
   /// of [begin, end), each one thread's loop over its elements in order (the row's tree).
   void rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef rowStep);
@@ -154,7 +150,6 @@ private:
   void reductionFinish();
 
   // Host backend functions (host_entries.cpp).
-  RunVariant hostVerifyRun();
   ElementsVariant hostFastElements();
   RunVariant hostFastRun();
   void hostFastFlatLoop();
@@ -174,9 +169,9 @@ private:
 
 /// The walk every entry point shares: block `block` of `grid` takes its contiguous share of
 /// the chunks and hands each member's run of them to its body's `<body><runFunction>(params,
-/// entry, member, first, end)` (`hostArguments` adds `block, grid, thread_order`).
+/// entry, member, first, end)`.
 void chunkWalk(const KernelPlan& plan, llvm::StringRef block, llvm::StringRef grid,
-               llvm::StringRef runFunction, bool hostArguments, CodeWriter& out);
+               llvm::StringRef runFunction, CodeWriter& out);
 
 /// The host backend's entry points and the launch description for host-side checkers.
 void emitHostEntries(const KernelPlan& plan, CodeWriter& out);

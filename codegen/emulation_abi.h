@@ -1,16 +1,16 @@
-// What a kernel compiled for the device emulator calls back into (runtime/host/device_emulator.h): the
-// CUDA execution model's built-ins and every memory access the compiler instrumented. Plain
-// C++ with no includes, because it is both a header (for the emulator) and part of the
-// emulation prelude's text (CMake inlines it), so the kernel's shared object and the
-// emulator agree on one layout.
+// What a kernel compiled for the device emulator calls back into (runtime/host/device_emulator.h):
+// the CUDA execution model's built-ins and every memory access the compiler instrumented. Plain C++
+// with no includes, because it is both a header (for the emulator) and part of the emulation
+// prelude's text (CMake inlines it), so the kernel's shared object and the emulator agree on one
+// layout.
 #ifndef WIDEFUSE_EMULATION_ABI
 #define WIDEFUSE_EMULATION_ABI
 
 /// The emulated thread that runs now: CUDA's built-in variables, one dimension (generated
 /// kernels launch 1-D grids of 1-D blocks).
 struct wf_emu_thread {
-  unsigned thread; // threadIdx.x
-  unsigned block;  // blockIdx.x
+  unsigned thread;  // threadIdx.x
+  unsigned block;   // blockIdx.x
   unsigned threads; // blockDim.x
   unsigned blocks;  // gridDim.x
 };
@@ -39,8 +39,8 @@ struct wf_emu_hooks {
   /// A warp collective (wf_emu_warp_kind) of the lanes in `mask`; returns this lane's result.
   unsigned long long (*warp)(int kind, unsigned mask, unsigned long long value, int operand,
                              int width, void* pc);
-  /// The lanes of the calling thread's warp that have not exited.
-  unsigned (*active_mask)(void);
+  /// __activemask: the lanes of the calling thread's warp that reach this point together.
+  unsigned (*active_mask)(void* pc);
   /// Whether `address` lies in global memory the launch was given (__isGlobal).
   int (*is_global)(const void* address);
   /// The emulated thread that runs now.

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "codegen/emulation_abi.h"
+#include "codegen/launch_abi.h"
 #include "ir/inverse_erf.h"
 
 // The device compiler's view: the prelude's __CUDACC__ and __CUDA_ARCH__ branches are taken.
@@ -139,8 +140,8 @@ WF_EMU_BUILTIN int __all_sync(unsigned mask, int predicate) {
 WF_EMU_BUILTIN void __syncwarp(unsigned mask = 0xffffffffu) {
   wf_emu->warp(wf_emu_syncwarp, mask, 0, 0, warpSize, WF_EMU_PC);
 }
-inline unsigned __activemask() {
-  return wf_emu->active_mask();
+WF_EMU_BUILTIN unsigned __activemask() {
+  return wf_emu->active_mask(WF_EMU_PC);
 }
 
 // ---- device intrinsics, with their IEEE meaning (the kernel is built with no contraction) ----

@@ -15,37 +15,6 @@ bool isBitsStruct(DataType dtype) {
 
 } // namespace
 
-RunVariant BodyEmitter::hostVerifyRun() {
-  RunVariant run;
-  run.signature = fmt::format("inline void {}_host_run", body_.name);
-  run.comment = {
-      fmt::format("/// Chunks [first, end) of member `member` of {} on the host backend: the",
-                  body_.name),
-      "/// block's threads run one after another in `thread_order`, up to the barrier; then",
-      "/// thread 0 goes on."};
-  run.extraParameters = {"u32 block", "u32 grid", "const u32* thread_order"};
-  run.hostOnly = true;
-  run.elements = [&] {
-    if (!body_.reductions.empty() && !body_.reducesRows) {
-      hostReductionRows(/*emulated=*/true);
-      return;
-    }
-    elementRange();
-    out_.open("for (u32 t = 0; t < {}; ++t)", plan_.threadsPerBlock);
-    out_.line("wf_host_enter_thread(thread_order[t], block, {}, grid);", plan_.threadsPerBlock);
-    out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
-    out_.line("{}_elements(params, entry, u, begin, stop);", body_.name);
-    out_.close();
-  };
-  // The barrier of the device's run: every emulated thread has finished its elements.
-  run.oneThread = [&](llvm::function_ref<void()> work) {
-    out_.line("wf_host_enter_thread(0, block, {}, grid);", plan_.threadsPerBlock);
-    out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
-    work();
-  };
-  return run;
-}
-
 void BodyEmitter::hostPointerLocals() {
   forEachElementTensor(true, true, [&](const Slot& slot) {
     out_.line("{}{}* const {}_ = {};", slot.written ? "" : "const ", cppType(slot.dtype),
@@ -140,7 +109,7 @@ RunVariant BodyEmitter::hostFastRun() {
       "/// block's work as one thread's loop; the deferred writes by the same ticket rule."};
   run.elements = [&] {
     if (!body_.reductions.empty() && !body_.reducesRows) {
-      hostReductionRows(/*emulated=*/false);
+      hostReductionRows();
       return;
     }
     out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
@@ -181,39 +150,31 @@ void launchAbi(const KernelPlan& plan, CodeWriter& out) {
     out.line("{}{}", fields[i], i + 1 < fields.size() ? "," : "");
   out.close(";");
   out.wrapped(
-      fmt::format("extern \"C\" const wf_launch_abi {}_launch_abi = {{", plan.name),
+      fmt::format("extern \"C\" __attribute__((visibility(\"default\"))) const wf_launch_abi "
+                  "{}_launch_abi = {{",
+                  plan.name),
       {std::to_string(plan.threadsPerBlock), std::to_string((plan.parameterBytes + 7) / 8 * 8),
        std::to_string(inParameters ? plan.tableOffset : 0), std::to_string(inParameters ? 1 : 0),
        std::to_string(plan.entryBytes), std::to_string(count), plan.name + "_pointer_fields"},
       ", ", "};");
 }
 
-/// The host backend's entry points: one block of the grid on the calling CPU thread, with
-/// emulated CUDA threads (verify) or as one loop per member run (fast).
 } // namespace
 
 void emitHostEntries(const KernelPlan& plan, CodeWriter& out) {
   out.line();
   out.directive("#ifndef __CUDACC__");
-  out.line(
-      "/// Host backend: runs block `block` of a `grid`-block launch of {} on this CPU thread.",
-      plan.name);
-  out.openWrapped(fmt::format("extern \"C\" void {}_host_block(", plan.name),
-                  {"const void* parameters", "u32 block", "u32 grid", "const u32* thread_order"},
-                  ", ");
-  out.line("const {0}& params = *static_cast<const {0}*>(parameters);", parameterTypeName(plan));
-  chunkWalk(plan, "block", "grid", "_host_run", /*hostArguments=*/true, out);
-  out.close();
-  out.line();
   out.line("/// Host backend, fast path: block `block` of a `grid`-block launch of {} as one loop",
            plan.name);
-  out.line("/// per member run on this CPU thread (no emulated threads; any grid size).");
+  out.line("/// per member run on this CPU thread (any grid size).");
   out.openWrapped(fmt::format("extern \"C\" void {}_host_fast_block(", plan.name),
                   {"const void* parameters", "u32 block", "u32 grid"}, ", ");
   out.line("const {0}& params = *static_cast<const {0}*>(parameters);", parameterTypeName(plan));
-  chunkWalk(plan, "block", "grid", "_host_fast_run", /*hostArguments=*/false, out);
+  chunkWalk(plan, "block", "grid", "_host_fast_run", out);
   out.close();
-  out.line();
+  out.directive("#endif");
+  // Host builds, native or emulated, describe their launches; NVRTC has no use for it.
+  out.directive("#ifndef __CUDACC_RTC__");
   launchAbi(plan, out);
   out.directive("#endif");
 }

@@ -1,10 +1,10 @@
-// widefuse host prelude: the CUDA built-ins that generated kernels use, for the host C++ compiler.
+// widefuse host prelude: what the host backend's fast path needs of CUDA's built-ins, for the
+// host C++ compiler.
 //
-// The host backend compiles the very source NVRTC compiles, with this text in front. Thread and
-// block indices are thread-local variables the host runner sets before each thread's work;
-// atomics and fences are the compiler's. __syncthreads never runs on the host: the generated
-// `<kernel>_host_block` entry splits each chunk at the barrier instead (every thread runs up to
-// it, then thread 0 goes on), so a block needs no fibers.
+// The host backend compiles the very source NVRTC compiles, with this text in front, and runs
+// its `<kernel>_host_fast_block` entry: one loop per block's run of a member, which calls no
+// built-in. The device functions are compiled, never run (the device emulator runs them, with
+// the emulation prelude instead): the macros make them valid C++, and __syncthreads aborts.
 #ifndef WIDEFUSE_HOST_PRELUDE
 #define WIDEFUSE_HOST_PRELUDE
 
@@ -20,16 +20,8 @@
 struct wf_host_dim3 {
   unsigned x = 0, y = 0, z = 0;
 };
-inline thread_local wf_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
-
-/// Makes the calling CPU thread act as thread `thread` of block `block`.
-inline void wf_host_enter_thread(unsigned thread, unsigned block, unsigned threads,
-                                 unsigned grid) {
-  threadIdx = {thread, 0, 0};
-  blockIdx = {block, 0, 0};
-  blockDim = {threads, 1, 1};
-  gridDim = {grid, 1, 1};
-}
+/// Read only by device functions, which the fast path never calls.
+inline wf_host_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 /// Only the device kernel calls it; reaching it on the host is a bug in the host entry.
 [[noreturn]] inline void __syncthreads() {

@@ -141,17 +141,10 @@ void BodyEmitter::deviceReductionLoop() {
   out_.close();
 }
 
-void BodyEmitter::hostReductionRows(bool emulated) {
+void BodyEmitter::hostReductionRows() {
   unsigned threads = plan_.threadsPerBlock;
   int64_t rows = body_.chunkElements / threads;
-  // The verify run's last thread declares its own `u` after these rows.
-  if (emulated) {
-    out_.line(llvm::StringRef("{"));
-    out_.indent();
-  }
   elementRange();
-  if (emulated)
-    out_.line("wf_host_enter_thread(thread_order[0], block, {}, grid);", threads);
   out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
   for (const ReductionSlot& slot : body_.reductions) {
     out_.line("{} {}_row[{}];", accumulatorType(slot), slot.name, threads);
@@ -160,10 +153,7 @@ void BodyEmitter::hostReductionRows(bool emulated) {
   out_.line("{0} chunk = begin / {1};", indexType_, body_.chunkElements);
   out_.line("int row = 0;");
   out_.open("for ({0} i0 = begin; i0 < stop; i0 += {1})", indexType_, threads);
-  out_.open("for (u32 t = 0; t < {}; ++t)", threads);
-  out_.line("const u32 thread = {};", emulated ? "thread_order[t]" : "t");
-  if (emulated)
-    out_.line("wf_host_enter_thread(thread, block, {}, grid);", threads);
+  out_.open("for (u32 thread = 0; thread < {}; ++thread)", threads);
   out_.line("const {0} i = i0 + {0}(thread);", indexType_);
   reductionLeaves("stop");
   for (const ReductionSlot& slot : body_.reductions)
@@ -180,8 +170,6 @@ void BodyEmitter::hostReductionRows(bool emulated) {
   out_.close();
   // The elements function writes them on the device; these rows replace it on the host.
   zeroDimensionalOutputs("begin == 0");
-  if (emulated)
-    out_.close();
 }
 
 void BodyEmitter::rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef rowStep) {

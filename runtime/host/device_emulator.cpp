@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <dlfcn.h>
@@ -25,11 +26,12 @@ std::shared_ptr<const EmulatedKernel> EmulatedKernel::compile(llvm::StringRef so
                                                               llvm::StringRef parameterType) {
   // Lines of the kernel's text keep their numbers (`<name>.cu:<line>` in reports, as in a
   // dumped .cu file); the entry the emulator calls comes after it.
-  std::string unit = fmt::format(
-      "#line 1 \"{0}.cu\"\n{1}\n#line 1 \"{0}.emulator-entry\"\n"
-      "WF_EMU_EXPORT void {0}_emulated_entry(const void* p) "
-      "{{\n  {0}(*static_cast<const {2}*>(p));\n}}\n",
-      name.str(), source.str(), parameterType.str());
+  std::string unit =
+      fmt::format("#line 1 \"{0}.cu\"\n{1}\n#line 1 \"{0}.emulator-entry\"\n"
+                  "WF_EMU_EXPORT void {0}_emulated_entry(const void* p) "
+                  "{{\n  {0}(*static_cast<const {2}*>(p));\n}}\n"
+                  "WF_EMU_EXPORT const unsigned {0}_parameter_bytes = sizeof({2});\n",
+                  name.str(), source.str(), parameterType.str());
   auto built = HostKernelCache::global().compile(unit, name, HostBuild::Emulated);
   // One kernel object per build, so that its hooks are installed once.
   static std::mutex mutex;
@@ -65,8 +67,8 @@ int scanModule(dl_phdr_info* info, size_t, void* data) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& header = first[i];
     if (header.p_type == PT_LOAD)
-      scan.segments.push_back({info->dlpi_addr + header.p_vaddr,
-                               info->dlpi_addr + header.p_vaddr + header.p_memsz});
+      scan.segments.push_back(
+          {info->dlpi_addr + header.p_vaddr, info->dlpi_addr + header.p_vaddr + header.p_memsz});
     if (header.p_type == PT_TLS) {
       scan.tls = static_cast<std::byte*>(info->dlpi_tls_data);
       scan.tlsBytes = header.p_memsz;
@@ -90,6 +92,7 @@ EmulatedKernel::EmulatedKernel(std::shared_ptr<const HostKernel> built) : built_
   WF_ASSERT(entry_ && touchShared_ && install, "emulated kernel '{}' lacks its entry points",
             name());
   install(&emulationHooks());
+  parameterBytes_ = *static_cast<const unsigned*>(built_->symbol(name() + "_parameter_bytes"));
   segments_ = scan(*built_).segments;
 }
 
@@ -107,9 +110,8 @@ llvm::MutableArrayRef<std::byte> EmulatedKernel::sharedStorage() const {
 
 bool EmulatedKernel::inImage(const void* address) const {
   uintptr_t at = reinterpret_cast<uintptr_t>(address);
-  return llvm::any_of(segments_, [&](const auto& range) {
-    return at >= range.first && at < range.second;
-  });
+  return llvm::any_of(segments_,
+                      [&](const auto& range) { return at >= range.first && at < range.second; });
 }
 
 std::string EmulatedKernel::lineOf(void* pc) const {
@@ -126,8 +128,8 @@ std::string EmulatedKernel::lineOf(void* pc) const {
     }
   }
   // A return address: the call it returns from is one byte before.
-  uintptr_t offset = reinterpret_cast<uintptr_t>(pc) - 1 -
-                     reinterpret_cast<uintptr_t>(built_->loadAddress());
+  uintptr_t offset =
+      reinterpret_cast<uintptr_t>(pc) - 1 - reinterpret_cast<uintptr_t>(built_->loadAddress());
   std::string line = fmt::format("{}+{:#x}", name(), offset), output;
   std::string command = fmt::format("addr2line -i -e '{}' {:#x} 2>/dev/null", imagePath_, offset);
   if (FILE* pipe = popen(command.c_str(), "r")) {
@@ -139,7 +141,10 @@ std::string EmulatedKernel::lineOf(void* pc) const {
   // The innermost frame in the kernel's own text (inlined prelude frames come first).
   llvm::SmallVector<llvm::StringRef, 8> frames;
   llvm::StringRef(output).split(frames, '\n', -1, false);
+  // Outside the kernel's text (the emulation prelude): the innermost frame as it is.
   std::string file = name() + ".cu:";
+  if (!frames.empty() && !frames.front().startswith("??"))
+    line = llvm::sys::path::filename(frames.front().split(' ').first).str();
   for (llvm::StringRef frame : frames) {
     size_t at = frame.find(file);
     if (at != llvm::StringRef::npos) {
@@ -161,9 +166,8 @@ EmulatedLaunch::EmulatedLaunch(const EmulatedKernel& kernel, llvm::ArrayRef<std:
   for (const EmulationBuffer& buffer : buffers)
     if (buffer.bytes > 0)
       buffers_.push_back(buffer);
-  llvm::sort(buffers_, [](const EmulationBuffer& a, const EmulationBuffer& b) {
-    return a.data < b.data;
-  });
+  llvm::sort(buffers_,
+             [](const EmulationBuffer& a, const EmulationBuffer& b) { return a.data < b.data; });
 }
 
 const EmulationBuffer* EmulatedLaunch::bufferOf(const void* address, size_t bytes) const {
@@ -201,10 +205,12 @@ std::string EmulatedLaunch::whereIs(const void* address, size_t bytes) const {
                        info.dli_fname ? info.dli_fname : "the process");
   if (!nearest)
     return "the launch was given no buffer";
-  uintptr_t begin = reinterpret_cast<uintptr_t>(nearest->data);
+  uintptr_t begin = reinterpret_cast<uintptr_t>(nearest->data), end = begin + nearest->bytes;
+  if (at >= end)
+    return fmt::format("{} bytes past the end of {} ({} bytes at {})", at - end, nearest->name,
+                       nearest->bytes, nearest->data);
   if (at >= begin)
-    return fmt::format("{} bytes past the end of {} ({} bytes at {})",
-                       at + bytes - (begin + nearest->bytes), nearest->name, nearest->bytes,
+    return fmt::format("runs over the end of {} ({} bytes at {})", nearest->name, nearest->bytes,
                        nearest->data);
   return fmt::format("{} bytes before {} ({} bytes at {})", begin - at, nearest->name,
                      nearest->bytes, nearest->data);

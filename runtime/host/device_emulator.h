@@ -29,13 +29,17 @@ class EmulatedKernel {
 public:
   /// Builds CUDA `source` whose entry is `extern "C" __global__ void <name>(<parameterType>)`
   /// (cached like host kernels). Throws Error with the compiler's output when it fails.
-  static std::shared_ptr<const EmulatedKernel>
-  compile(llvm::StringRef source, llvm::StringRef name, llvm::StringRef parameterType);
+  static std::shared_ptr<const EmulatedKernel> compile(llvm::StringRef source, llvm::StringRef name,
+                                                       llvm::StringRef parameterType);
 
   explicit EmulatedKernel(std::shared_ptr<const HostKernel> built);
   ~EmulatedKernel();
 
   const std::string& name() const { return built_->name(); }
+  /// The size of the kernel's single parameter.
+  size_t parameterBytes() const { return parameterBytes_; }
+  /// Another symbol of the kernel's build (its `<name>_launch_abi`, say); null when none.
+  void* symbol(llvm::StringRef name) const { return built_->symbol(name); }
   /// Runs the kernel's entry for the emulated thread the caller stands for.
   void enter(const void* parameters) const { entry_(parameters); }
   /// The calling CPU thread's copy of the kernel's __shared__ storage.
@@ -49,6 +53,7 @@ private:
   std::shared_ptr<const HostKernel> built_;
   void (*entry_)(const void*) = nullptr;
   void* (*touchShared_)() = nullptr;
+  size_t parameterBytes_ = 0;
   std::vector<std::pair<uintptr_t, uintptr_t>> segments_; // the image's mapped ranges
   mutable std::mutex linesMutex_;
   mutable std::string imagePath_; // written on the first report
@@ -96,8 +101,8 @@ struct EmulationOptions {
 /// One launch's shared state: the blocks' view of its buffers, and the faults they report.
 class EmulatedLaunch {
 public:
-  EmulatedLaunch(const EmulatedKernel& kernel, llvm::ArrayRef<std::byte> parameters,
-                 unsigned grid, unsigned threads, llvm::ArrayRef<EmulationBuffer> buffers,
+  EmulatedLaunch(const EmulatedKernel& kernel, llvm::ArrayRef<std::byte> parameters, unsigned grid,
+                 unsigned threads, llvm::ArrayRef<EmulationBuffer> buffers,
                  const EmulationOptions& options);
 
   /// Runs every block; throws Error describing every fault found.

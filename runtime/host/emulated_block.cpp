@@ -192,6 +192,8 @@ void EmulatedBlock::run() {
 }
 
 bool EmulatedBlock::settle() {
+  if (convergeActive())
+    return true;
   std::vector<EmulationSite> waiting, exited, warp;
   for (const Lane& lane : lanes_) {
     if (lane.wait == Wait::Barrier)
@@ -300,8 +302,8 @@ void EmulatedBlock::access(const void* address, size_t bytes, bool write, void* 
   if (!write && launch_.kernel().inImage(address))
     return;
   stop(report(EmulationFault::OutOfBounds,
-              fmt::format("{} of {} bytes at {}: {}", write ? "a write" : "a read", bytes,
-                          address, launch_.whereIs(address, bytes)),
+              fmt::format("{} of {} bytes at {}: {}", write ? "a write" : "a read", bytes, address,
+                          launch_.whereIs(address, bytes)),
               {{lane.ids.thread, pc}}));
 }
 
@@ -384,15 +386,16 @@ uint64_t EmulatedBlock::warp(int kind, unsigned mask, uint64_t value, int operan
                               mask, l, lanes_.size()),
                   {{lane.ids.thread, pc}}));
     const Lane& other = lanes_[base + l];
-    if (other.wait == Wait::Exited || other.wait == Wait::Barrier ||
+    if (other.wait == Wait::Exited || other.wait == Wait::Barrier || other.wait == Wait::Active ||
         (other.wait == Wait::Warp && (other.pc != pc || other.mask != mask || other.kind != kind)))
-      stop(report(EmulationFault::WarpMask,
-                  fmt::format("lane {} of mask {:#010x} {} instead of this warp collective", l,
-                              mask,
-                              other.wait == Wait::Exited    ? "exited"
-                              : other.wait == Wait::Barrier ? "waits at __syncthreads"
-                                                            : "calls another warp collective"),
-                  {{lane.ids.thread, pc}, {other.ids.thread, other.pc}}));
+      stop(
+          report(EmulationFault::WarpMask,
+                 fmt::format("lane {} of mask {:#010x} {} instead of this warp collective", l, mask,
+                             other.wait == Wait::Exited    ? "exited"
+                             : other.wait == Wait::Barrier ? "waits at __syncthreads"
+                             : other.wait == Wait::Active  ? "calls __activemask"
+                                                           : "calls another warp collective"),
+                 {{lane.ids.thread, pc}, {other.ids.thread, other.pc}}));
     all = all && other.wait == Wait::Warp;
   }
   if (all)
@@ -446,16 +449,41 @@ void EmulatedBlock::completeWarp(Lane& last) {
   }
 }
 
-unsigned EmulatedBlock::activeMask() const {
-  unsigned lane = running_->ids.thread % kWarpSize, base = running_->ids.thread - lane, mask = 0;
-  for (unsigned l = 0; l < kWarpSize && base + l < lanes_.size(); ++l)
-    if (lanes_[base + l].wait != Wait::Exited)
-      mask |= 1u << l;
-  return mask;
+unsigned EmulatedBlock::activeMask(void* pc) {
+  // The lanes converged here: it waits until every lane of the warp has either come here too
+  // or stopped elsewhere (exited, or waiting at a barrier or collective); settle() answers.
+  running_->wait = Wait::Active;
+  running_->pc = pc;
+  yield();
+  return unsigned(running_->result);
+}
+
+bool EmulatedBlock::convergeActive() {
+  bool any = false;
+  for (Lane& lane : lanes_) {
+    if (lane.wait != Wait::Active)
+      continue;
+    unsigned base = lane.ids.thread - lane.ids.thread % kWarpSize, mask = 0;
+    for (unsigned l = 0; l < kWarpSize && base + l < lanes_.size(); ++l)
+      if (lanes_[base + l].wait == Wait::Active && lanes_[base + l].pc == lane.pc)
+        mask |= 1u << l;
+    for (unsigned l = 0; l < kWarpSize; ++l)
+      if (mask >> l & 1u) {
+        lanes_[base + l].result = mask;
+        lanes_[base + l].wait = Wait::Ready;
+      }
+    any = true;
+  }
+  return any;
 }
 
 bool EmulatedBlock::isGlobal(const void* address) const {
-  return launch_.bufferOf(address, 1) != nullptr;
+  // The device's answer: the address is not in the block's shared or a thread's local memory
+  // (whether it lies in a buffer is the accesses' check).
+  uintptr_t at = reinterpret_cast<uintptr_t>(address);
+  uintptr_t shared = reinterpret_cast<uintptr_t>(shared_);
+  return !(at >= shared && at < shared + sharedBytes_) &&
+         !(at >= running_->stackLow && at < running_->stackHigh);
 }
 
 const wf_emu_thread* EmulatedBlock::self() const {
@@ -480,7 +508,7 @@ const wf_emu_hooks& emulationHooks() {
         return static_cast<unsigned long long>(
             EmulatedBlock::current()->warp(kind, mask, value, operand, width, pc));
       },
-      [] { return EmulatedBlock::current()->activeMask(); },
+      [](void* pc) { return EmulatedBlock::current()->activeMask(pc); },
       [](const void* address) { return int(EmulatedBlock::current()->isGlobal(address)); },
       [] { return EmulatedBlock::current()->self(); },
       [](const char* what, void* pc) { EmulatedBlock::current()->fail(what, pc); },

@@ -42,7 +42,7 @@ public:
   void barrier(void* pc);
   unsigned atomicAdd(unsigned* address, unsigned value, void* pc);
   uint64_t warp(int kind, unsigned mask, uint64_t value, int operand, int width, void* pc);
-  unsigned activeMask() const;
+  unsigned activeMask(void* pc);
   bool isGlobal(const void* address) const;
   const wf_emu_thread* self() const;
   void fail(const char* what, void* pc);
@@ -50,7 +50,7 @@ public:
 private:
   struct Lane;
   struct SharedByte;
-  enum class Wait { Ready, Barrier, Warp, Exited };
+  enum class Wait { Ready, Barrier, Warp, Active, Exited };
 
   void resume(Lane& lane);
   /// Back to the scheduler; returns when the scheduler resumes this thread.
@@ -59,6 +59,8 @@ private:
   [[noreturn]] void stop(std::optional<EmulationReport> report);
   /// Nobody is ready: releases the barrier, or reports why it cannot be released.
   bool settle();
+  /// Answers every thread waiting in __activemask with the lanes of its warp waiting there too.
+  bool convergeActive();
   void completeWarp(Lane& last);
   void sharedAccess(size_t offset, size_t bytes, bool write, void* pc);
   EmulationReport report(EmulationFault fault, std::string detail,

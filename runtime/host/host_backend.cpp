@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+
 namespace widefuse {
 namespace {
 
@@ -35,11 +37,14 @@ std::vector<EmulationBuffer> stepBuffers(llvm::ArrayRef<Argument> arguments,
     const std::vector<std::byte>& table = bound.launches[l].table;
     buffers.push_back({table.data(), table.size(), fmt::format("launch {}'s member table", l)});
     const std::vector<uint32_t>& tickets = bound.tickets[l];
-    buffers.push_back({tickets.data(), tickets.size() * sizeof(uint32_t),
-                       fmt::format("launch {}'s tickets", l)});
-    const std::vector<std::byte>& workspace = bound.workspaces[l];
     buffers.push_back(
-        {workspace.data(), workspace.size(), fmt::format("launch {}'s workspace", l)});
+        {tickets.data(), tickets.size() * sizeof(uint32_t), fmt::format("launch {}'s tickets", l)});
+    // The workspace the kernel was given: from its 16-byte aligned base (the binding's).
+    void* base = const_cast<std::byte*>(bound.workspaces[l].data());
+    size_t room = bound.workspaces[l].size();
+    if (std::align(16, 1, base, room))
+      buffers.push_back({base, size_t(bound.launches[l].workspaceBytes),
+                         fmt::format("launch {}'s workspace", l)});
   }
   return buffers;
 }
@@ -111,7 +116,7 @@ private:
   const Fusion& fusion_;
   HostOptions options_;
   PhaseBoundary boundary_;
-  std::vector<std::shared_ptr<const HostKernel>> kernels_;     // fast execution
+  std::vector<std::shared_ptr<const HostKernel>> kernels_;      // fast execution
   std::vector<std::shared_ptr<const EmulatedKernel>> emulated_; // verify execution
   BindingCache cache_;
 };

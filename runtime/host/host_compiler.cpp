@@ -208,20 +208,16 @@ std::shared_ptr<const HostKernel> loadKernel(const std::string& path, llvm::Stri
       dlclose(library);
       return nullptr;
     }
-    return std::make_shared<HostKernel>(name.str(), library, nullptr, nullptr, image.str());
+    return std::make_shared<HostKernel>(name.str(), library, nullptr, image.str());
   }
-  std::string symbol = name.str() + "_host_block";
-  std::string fastSymbol = name.str() + "_host_fast_block";
-  void* function = dlsym(library, symbol.c_str());
-  void* fast =
-      dlsym(library, fastSymbol.c_str()); // generated kernels have it; test kernels may not
-  if (!function) {
+  std::string symbol = name.str() + "_host_fast_block";
+  void* fast = dlsym(library, symbol.c_str());
+  if (!fast) {
     problem = fmt::format("no symbol {}", symbol);
     dlclose(library);
     return nullptr;
   }
   return std::make_shared<HostKernel>(name.str(), library,
-                                      reinterpret_cast<HostKernel::BlockFunction>(function),
                                       reinterpret_cast<HostKernel::FastBlockFunction>(fast));
 }
 
@@ -235,7 +231,7 @@ const void* HostKernel::loadAddress() const {
   Dl_info info{};
   void* any = dlsym(library_, (name_ + "_emulated_entry").c_str());
   if (!any)
-    any = dlsym(library_, (name_ + "_host_block").c_str());
+    any = dlsym(library_, (name_ + "_host_fast_block").c_str());
   return any && dladdr(any, &info) ? info.dli_fbase : nullptr;
 }
 
@@ -301,8 +297,8 @@ std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::Str
       build == HostBuild::Emulated
           ? HostPrecompiledPrelude::Unit{emulationPrelude().str() + "\n" + source.str(), ""}
       : prelude_ ? prelude_->translationUnit(source, compilerCommand(), kFlags,
-                                           compilerIdentity() + hostCpuIdentity())
-               : HostPrecompiledPrelude::Unit{hostPrelude().str() + "\n" + source.str(), ""};
+                                             compilerIdentity() + hostCpuIdentity())
+                 : HostPrecompiledPrelude::Unit{hostPrelude().str() + "\n" + source.str(), ""};
   CompileAttempt attempt = compileUnit(unit.text, kernelName, buildFlags(build));
   std::error_code ignored;
   if (attempt.status != 0 && !unit.header.empty()) {
@@ -327,11 +323,9 @@ std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::Str
   return attempt.object;
 }
 
-std::shared_ptr<const HostKernel> HostKernelCache::loadImage(llvm::StringRef image,
-                                                             llvm::StringRef kernelName,
-                                                             HostBuild build,
-                                                             const std::string& stem,
-                                                             std::string& problem) {
+std::shared_ptr<const HostKernel>
+HostKernelCache::loadImage(llvm::StringRef image, llvm::StringRef kernelName, HostBuild build,
+                           const std::string& stem, std::string& problem) {
   // A private copy under a name used once: the process never maps the cache record itself, so
   // another process rewriting or truncating it cannot pull code from under running kernels.
   std::string copy = writeScratchFile(stem, "so", image, problem);
@@ -380,8 +374,7 @@ std::shared_ptr<const HostKernel> HostKernelCache::buildAndStore(const std::stri
   });
   std::string problem;
   std::string image = readFile(object);
-  std::shared_ptr<const HostKernel> kernel =
-      loadKernel(object, kernelName, build, image, problem);
+  std::shared_ptr<const HostKernel> kernel = loadKernel(object, kernelName, build, image, problem);
   if (!kernel)
     fail("host backend: the shared object built for kernel '{}' does not load: {}",
          kernelName.str(), problem);
@@ -419,17 +412,16 @@ std::shared_ptr<const HostKernel> HostKernelCache::loadOrBuild(const std::string
 
 // ---- The cache key. ----
 
-std::shared_ptr<const HostKernel> HostKernelCache::compile(llvm::StringRef source,
-                                                           llvm::StringRef kernelName,
-                                                           HostBuild build) {
+std::shared_ptr<const HostKernel>
+HostKernelCache::compile(llvm::StringRef source, llvm::StringRef kernelName, HostBuild build) {
   // The command as well as its --version: a wrapper script (WIDEFUSE_HOST_CXX) that adds or
   // drops flags reports the compiler's version but builds another kernel.
   std::string command = compilerCommand(), identity = compilerIdentity(), cpu = hostCpuIdentity();
   bool native = build == HostBuild::Native;
-  std::string key = keyMaterial({native ? "widefuse host kernel cache key"
-                                        : "widefuse emulated kernel cache key",
-                                 command, identity, cpu, buildFlags(build),
-                                 native ? hostPrelude() : emulationPrelude(), kernelName, source});
+  std::string key =
+      keyMaterial({native ? "widefuse host kernel cache key" : "widefuse emulated kernel cache key",
+                   command, identity, cpu, buildFlags(build),
+                   native ? hostPrelude() : emulationPrelude(), kernelName, source});
   return loadOrBuild(key, source, kernelName, build);
 }
 

@@ -20,38 +20,29 @@ class HostPrecompiledPrelude;
 
 /// What the host compiler builds a kernel's source for.
 enum class HostBuild {
-  /// The host backend's build: the host prelude in front, optimized for this CPU; entries
-  /// `<name>_host_block` and `<name>_host_fast_block`.
+  /// The host backend's build: the host prelude in front, optimized for this CPU; entry
+  /// `<name>_host_fast_block`.
   Native,
-  /// The device emulator's build (runtime/host/device_emulator.h): the emulation prelude in front, the device
+  /// The device emulator's build (runtime/host/device_emulator.h): the emulation prelude in front,
+  /// the device
   /// code itself compiled with every memory access instrumented and line tables; the source
   /// ends with its own entry, `<name>_emulated_entry`.
   Emulated,
 };
 
-/// A generated kernel compiled for the CPU: its `<name>_host_block` entry (emulated CUDA
-/// threads) and its `<name>_host_fast_block` entry (one loop per member run).
+/// A generated kernel compiled for the CPU: natively, its `<name>_host_fast_block` entry (one
+/// loop per member run); for the device emulator, its device code (device_emulator.h).
 class HostKernel {
 public:
-  using BlockFunction = void (*)(const void* parameters, unsigned block, unsigned grid,
-                                 const unsigned* threadOrder);
   using FastBlockFunction = void (*)(const void* parameters, unsigned block, unsigned grid);
-  HostKernel(std::string name, void* library, BlockFunction function, FastBlockFunction fast,
-             std::string image = {})
-      : name_(std::move(name)), library_(library), function_(function), fast_(fast),
-        image_(std::move(image)) {}
+  HostKernel(std::string name, void* library, FastBlockFunction fast, std::string image = {})
+      : name_(std::move(name)), library_(library), fast_(fast), image_(std::move(image)) {}
   HostKernel(const HostKernel&) = delete;
   HostKernel& operator=(const HostKernel&) = delete;
 
-  /// Runs block `block` of a `grid`-block launch on the calling thread, the block's threads in
-  /// `threadOrder` (a permutation of 0..threadsPerBlock-1).
-  void runBlock(const void* parameters, unsigned block, unsigned grid,
-                const unsigned* threadOrder) const {
-    function_(parameters, block, grid, threadOrder);
-  }
   /// Runs block `block` of a `grid`-block launch on the calling thread as one loop per member
   /// run; any grid size is valid (blocks take contiguous shares of the chunks). Only for
-  /// kernels with a fast entry (every generated kernel has one).
+  /// native builds.
   void runBlockFast(const void* parameters, unsigned block, unsigned grid) const {
     fast_(parameters, block, grid);
   }
@@ -70,7 +61,6 @@ public:
 private:
   std::string name_;
   void* library_; // kept loaded for the process's lifetime: kernels may run until exit
-  BlockFunction function_;
   FastBlockFunction fast_;
   std::string image_;
 };
@@ -87,7 +77,7 @@ public:
   explicit HostKernelCache(KernelCacheOptions options = {});
   ~HostKernelCache();
 
-  /// The loaded kernel for `source`, whose host entry is `<kernelName>_host_block`. Throws
+  /// The loaded kernel for `source` built for `build` (see HostBuild for its entry). Throws
   /// Error with the compiler's output and the path of the source when compilation fails, and
   /// naming the fix when there is no compiler or no writable temporary directory.
   std::shared_ptr<const HostKernel> compile(llvm::StringRef source, llvm::StringRef kernelName,
@@ -111,8 +101,8 @@ private:
   std::shared_ptr<const HostKernel> loadOrBuild(const std::string& keyMaterial,
                                                 llvm::StringRef source, llvm::StringRef kernelName,
                                                 HostBuild build);
-  std::shared_ptr<const HostKernel>
-  loadRecord(const std::string& keyMaterial, llvm::StringRef kernelName, HostBuild build);
+  std::shared_ptr<const HostKernel> loadRecord(const std::string& keyMaterial,
+                                               llvm::StringRef kernelName, HostBuild build);
   std::shared_ptr<const HostKernel> buildAndStore(const std::string& keyMaterial,
                                                   llvm::StringRef source,
                                                   llvm::StringRef kernelName, HostBuild build);

@@ -29,15 +29,6 @@ std::vector<unsigned> permutation(unsigned count, const BlockOrder& order, uint6
 
 } // namespace
 
-void runHostGrid(const HostKernel& kernel, llvm::ArrayRef<std::byte> parameters, unsigned grid,
-                 unsigned threadsPerBlock, const BlockOrder& order, unsigned workers) {
-  std::vector<unsigned> blocks = permutation(grid, order, 0);
-  std::vector<unsigned> threads = permutation(threadsPerBlock, order, 1);
-  HostThreadPool::global().run(grid, std::max(1u, workers), [&](unsigned i) {
-    kernel.runBlock(parameters.data(), blocks[i], grid, threads.data());
-  });
-}
-
 namespace {
 
 /// Blocks per worker: with dynamic assignment the last block a worker takes is at most this

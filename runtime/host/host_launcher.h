@@ -1,6 +1,6 @@
 #pragma once
-/// Runs a host kernel's grid on CPU threads in a chosen block order: the host backend's launch,
-/// and the test harness that catches code whose result depends on the order of blocks.
+/// Runs a host kernel's grid on CPU threads in a chosen block order: the host backend's fast
+/// launch (the device emulator runs the verify one).
 
 #include "runtime/host/host_compiler.h"
 #include "runtime/host/host_options.h"
@@ -13,13 +13,6 @@
 #include <string>
 
 namespace widefuse {
-
-/// Runs blocks 0..grid-1 of `kernel` with `parameters`. With one worker the blocks run one
-/// after another in `order` (deterministic); with more, workers take blocks in that order
-/// from a shared counter, so blocks also overlap in time. Each block's threads run in the
-/// same kind of order.
-void runHostGrid(const HostKernel& kernel, llvm::ArrayRef<std::byte> parameters, unsigned grid,
-                 unsigned threadsPerBlock, const BlockOrder& order, unsigned workers);
 
 /// How the fast path shares out one launch: blocks of contiguous chunks and the CPU threads
 /// that take them.

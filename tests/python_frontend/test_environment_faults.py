@@ -89,6 +89,6 @@ def test_a_host_compiler_failing_on_the_kernel_gives_its_output_and_the_source(
     assert "kernel.cpp:7:3: error: simulated failure" in message
     assert "WIDEFUSE_HOST_CXX" in message
     source = message.split("source: ", 1)[1].split("\n", 1)[0]
-    assert "_host_block" in open(source).read()
+    assert "_host_fast_block" in open(source).read()
     os.remove(source)
     np.testing.assert_array_equal(a, np.arange(4, dtype=np.float32))

@@ -1,12 +1,14 @@
 // The host backend runs the generated kernels on CPU threads, on its fast path (vectorized
-// loops) and verifying (every CUDA thread emulated): every op and dtype equals the reference
-// evaluator bit for bit, and the seed's Adam over 100 parameters of awkward shapes (0, 1, 3,
-// 4097, 65537, 1000003 elements and a non-contiguous member) equals it after 10 steps in
+// loops) and verifying (the device code in the device emulator): every op and dtype equals the
+// reference evaluator bit for bit, and the seed's Adam over 100 parameters of awkward shapes (0, 1,
+// 3, 4097, 65537, 1000003 elements and a non-contiguous member) equals it after 10 steps in
 // forward, reverse and shuffled block orders, in every mode, on one and several threads. A
 // planted bug (the deferred step write made immediate) must make that comparison fail: a
 // test of the test.
 
+#include "codegen/body_emitter.h"
 #include "runtime/fusion_executor.h"
+#include "runtime/host/device_emulator.h"
 #include "runtime/host/host_launcher.h"
 #include "runtime/launch_binding.h"
 #include "tests/codegen/test_fusions.h"
@@ -241,11 +243,22 @@ void runOnHostWithGrid(
   CompiledFusion compiled = compileFusion(fusion, options, &specialization);
   HostKernelCache hostCache(KernelCacheOptions{std::nullopt, false});
   std::vector<std::shared_ptr<const HostKernel>> kernels;
+  std::vector<std::shared_ptr<const EmulatedKernel>> emulated;
   for (const FusionKernel& kernel : compiled.kernels) {
     std::string source = kernel.source;
     edit(source);
-    kernels.push_back(hostCache.compile(source, kernel.plan->name));
+    if (execution == HostExecution::Fast)
+      kernels.push_back(hostCache.compile(source, kernel.plan->name));
+    else
+      emulated.push_back(
+          EmulatedKernel::compile(source, kernel.plan->name, parameterTypeName(*kernel.plan)));
   }
+  // What the kernels may touch: the state's tensors (the tables and tickets are added per
+  // launch).
+  std::vector<EmulationBuffer> tensors;
+  for (const Argument& argument : arguments)
+    if (const TensorRef* tensor = std::get_if<TensorRef>(&argument))
+      tensors.push_back({tensor->data, size_t(tensor->span()) * byteSize(tensor->dtype), "state"});
   RuntimeShapes shapes = inferRuntimeShapes(fusion, arguments);
   std::vector<int> inputIndex(fusion.numValues(), -1);
   for (size_t i = 0; i < fusion.inputs().size(); ++i)
@@ -267,9 +280,16 @@ void runOnHostWithGrid(
       if (execution == HostExecution::Fast)
         runHostGridFast(*kernels[launch.plan], binding.parameters, gridBlocks(binding, grid), order,
                         workers);
-      else
-        runHostGrid(*kernels[launch.plan], binding.parameters, gridBlocks(binding, grid),
-                    plan.threadsPerBlock, order, workers);
+      else {
+        std::vector<EmulationBuffer> buffers = tensors;
+        buffers.push_back({tickets.data(), tickets.size() * 4, "tickets"});
+        buffers.push_back({binding.table.data(), binding.table.size(), "member table"});
+        EmulationOptions emulation;
+        emulation.order = order;
+        emulation.workers = workers;
+        emulateLaunch(*emulated[launch.plan], binding.parameters, gridBlocks(binding, grid),
+                      plan.threadsPerBlock, buffers, emulation);
+      }
       for (uint32_t ticket : tickets)
         ASSERT_EQ(ticket, 0u) << "a kernel left a ticket set";
     }

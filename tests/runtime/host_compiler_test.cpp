@@ -44,8 +44,7 @@ namespace {
 int runBlockThree(const HostKernel& kernel) {
   int out[4] = {0, 0, 0, 0};
   int* parameters = out;
-  unsigned order[1] = {0};
-  kernel.runBlock(&parameters, 3, 4, order);
+  kernel.runBlockFast(&parameters, 3, 4);
   return out[3];
 }
 
@@ -510,7 +509,7 @@ TEST(HostKernelCache, ACompilerFailingOnTheGeneratedCodeIsAnErrorWithItsOutput) 
   ASSERT_NE(at, std::string::npos) << message;
   std::string path = message.substr(at + 8);
   path = path.substr(0, path.find_first_of(" \n)"));
-  EXPECT_TRUE(contains(readFile(path), "broken_host_block")) << path;
+  EXPECT_TRUE(contains(readFile(path), "broken_host_fast_block")) << path;
   fs::remove(path);
   EXPECT_TRUE(records(directory.file("cache")).empty());
 }

@@ -35,8 +35,7 @@ int compileForTheHost(const KernelCacheOptions& options) {
       cache.compile(testing::hostKernelSource("shared"), "shared");
   int out[4] = {0, 0, 0, 0};
   int* parameters = out;
-  unsigned order[1] = {0};
-  kernel->runBlock(&parameters, 3, 4, order);
+  kernel->runBlockFast(&parameters, 3, 4);
   return out[3] == testing::kHostKernelMagic + 3 ? 0 : 1;
 }
 

@@ -98,8 +98,7 @@ TEST(KernelCacheProcesses, ProcessesBuildingOneHostKernelAtOnceAllGetIt) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), ""); // loaded, not rebuilt
   int out[4] = {0, 0, 0, 0};
   int* parameters = out;
-  unsigned order[1] = {0};
-  kernel->runBlock(&parameters, 3, 4, order);
+  kernel->runBlockFast(&parameters, 3, 4);
   EXPECT_EQ(out[3], widefuse::testing::kHostKernelMagic + 3);
 }
 

@@ -28,14 +28,14 @@ inline std::string addKernelSource(const std::string& name, int addend = 1) {
 /// The value the host test kernel stores, distinctive enough to be found in its machine code.
 inline constexpr int kHostKernelMagic = 0x5A5A1234;
 
-/// A host kernel (what HostKernelCache compiles) whose `<name>_host_block` stores
+/// A host kernel (what HostKernelCache compiles) whose `<name>_host_fast_block` stores
 /// `kHostKernelMagic + addend + block` at out[block], `out` being the parameter block's first
 /// field; a compiler may add WF_TEST_EXTRA with -D (so two compilers build different code).
 inline std::string hostKernelSource(const std::string& name, int addend = 0) {
   return "#ifndef WF_TEST_EXTRA\n#define WF_TEST_EXTRA 0\n#endif\n"
          "extern \"C\" void " +
          name +
-         "_host_block(const void* parameters, unsigned block, unsigned, const unsigned*) {\n"
+         "_host_fast_block(const void* parameters, unsigned block, unsigned) {\n"
          "  int* out = *static_cast<int* const*>(parameters);\n"
          "  out[block] = " +
          std::to_string(kHostKernelMagic) + " + " + std::to_string(addend) +

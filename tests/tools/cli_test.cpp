@@ -366,7 +366,7 @@ TEST_F(Cli, RunWithAHostCompilerFailingOnTheKernelShowsItsOutput) {
   // The kept source, named in the message, is the kernel's (for a bug report).
   size_t at = result.err.find("source: ") + 8;
   std::string source = result.err.substr(at, result.err.find('\n', at) - at);
-  EXPECT_NE(readFile(source).find("_host_block"), std::string::npos) << source;
+  EXPECT_NE(readFile(source).find("_host_fast_block"), std::string::npos) << source;
   std::filesystem::remove(source);
 }
 

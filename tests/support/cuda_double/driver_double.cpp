@@ -10,8 +10,10 @@
 // - each launch is decoded with the kernel's own description of its pointers
 //   (`<kernel>_launch_abi`, named by scheduler/kernel_abi.h and codegen/launch_abi.h): every
 //   pointer must lie in a live allocation of the launching device whose queued writes were
-//   ordered before the launch; then the launch runs, block by block in a shuffled order, through
-//   the host build of the same kernel, so the values it writes are checked too.
+//   ordered before the launch; then the device emulator (runtime/host/device_emulator.h) runs
+//   the kernel's device code itself, blocks and threads in a shuffled order, every access
+//   checked against the device's live allocations, so the values it writes are checked too and
+//   a fault (a race, a divergent barrier, an access outside the allocations) is a violation.
 //
 // - stream capture (capture_model.h): work on a capturing stream is recorded, not run, into a
 //   graph that wf_double_launch_graph replays; the calls a capture forbids are refused with the
@@ -438,28 +440,18 @@ WF_EXPORT int cuModuleLoadData(Module** module, const void* image) {
     return kInvalidImage; // a real cubin: the double runs only what its NVRTC double made
   std::string source = text + magic;
   std::string name = entryName(source);
-  bool generic = source.find("extern \"C\" void " + name + "_host_block(") == std::string::npos;
-  if (generic)
-    source += genericHostEntry(name, parameterType(source, name));
   auto loaded = std::make_unique<Module>();
   loaded->name = name;
   loaded->device = currentDevice;
   try {
-    loaded->kernel = HostKernelCache::global().compile(source, name);
+    loaded->kernel = EmulatedKernel::compile(source, name, parameterType(source, name));
   } catch (const std::exception&) {
     return kInvalidImage;
   }
   loaded->abi = static_cast<const wf_launch_abi*>(loaded->kernel->symbol(name + "_launch_abi"));
-  if (generic) {
-    loaded->blockThreads =
-        static_cast<unsigned*>(loaded->kernel->symbol("wf_double_block_threads"));
-    loaded->parameterBytes =
-        *static_cast<const unsigned*>(loaded->kernel->symbol("wf_double_parameter_bytes"));
-  } else if (loaded->abi) {
-    loaded->parameterBytes = loaded->abi->parameter_bytes;
-  } else {
+  bool widefuse = source.find("wf_entry_header") != std::string::npos;
+  if (widefuse && !loaded->abi)
     return kInvalidImage; // a widefuse kernel without its launch description
-  }
   *module = loaded.release();
   return kSuccess;
 }
@@ -489,7 +481,7 @@ WF_EXPORT int cuFuncGetParamInfo(Module* function, size_t index, size_t* offset,
   if (index != 0)
     return kInvalidValue;
   *offset = 0;
-  *size = function->parameterBytes;
+  *size = function->kernel->parameterBytes();
   return kSuccess;
 }
 
@@ -511,14 +503,14 @@ WF_EXPORT int cuLaunchKernel(Module* function, unsigned gridX, unsigned gridY, u
   if (function->device != currentDevice)
     return kInvalidHandle;
   if (function->abi && blockX != function->abi->threads_per_block)
-    return kInvalidValue; // the host entry is written for the kernel's own block size
+    return kInvalidValue; // the kernel is written for its own block size
   WF_CAPTURE_REFUSES("the launch of kernel '" + function->name + "'", /*unsafe=*/false, queue);
   ++counters.launches;
   counters.legacyStreamWrites += queue->legacy;
   // The driver copies the argument during the call.
   auto block = std::make_shared<std::vector<std::byte>>(
       static_cast<const std::byte*>(parameters[0]),
-      static_cast<const std::byte*>(parameters[0]) + function->parameterBytes);
+      static_cast<const std::byte*>(parameters[0]) + function->kernel->parameterBytes());
   uint64_t seed = counters.launches;
   submit(*queue, "the launch of kernel '" + function->name + "'", {},
          [function, block, gridX, blockX, seed](Operation& self) {
@@ -527,7 +519,7 @@ WF_EXPORT int cuLaunchKernel(Module* function, unsigned gridX, unsigned gridY, u
            if (function->abi)
              checkLaunchPointers(model(), self, *function, *block);
            if (!model().stickyError())
-             runLaunch(*function, *block, gridX, blockX, seed);
+             runLaunch(model(), self, *function, *block, gridX, blockX, seed);
          });
   return kSuccess;
 }

@@ -2,10 +2,9 @@
 
 #include "scheduler/kernel_abi.h"
 
-#include <algorithm>
+#include "ir/error.h"
+
 #include <cstring>
-#include <numeric>
-#include <random>
 
 namespace widefuse::cuda_double {
 namespace {
@@ -67,23 +66,6 @@ const std::byte* memberTable(StreamModel& model, const Operation& launch, const 
 
 } // namespace
 
-std::string genericHostEntry(const std::string& name, const std::string& type) {
-  return "\nextern \"C\" unsigned wf_double_block_threads = 0;\n"
-         "extern \"C\" const unsigned wf_double_parameter_bytes = sizeof(" +
-         type +
-         ");\n"
-         "extern \"C\" void " +
-         name +
-         "_host_block(const void* parameters, unsigned block, "
-         "unsigned grid, const unsigned* thread_order) {\n"
-         "  for (unsigned t = 0; t < wf_double_block_threads; ++t) {\n"
-         "    wf_host_enter_thread(thread_order[t], block, wf_double_block_threads, grid);\n"
-         "    " +
-         name + "(*static_cast<const " + type +
-         "*>(parameters));\n"
-         "  }\n}\n";
-}
-
 void checkLaunchPointers(StreamModel& model, const Operation& launch, const Module& module,
                          const std::vector<std::byte>& parameters) {
   const wf_launch_abi& abi = *module.abi;
@@ -115,18 +97,21 @@ void checkLaunchPointers(StreamModel& model, const Operation& launch, const Modu
   }
 }
 
-void runLaunch(const Module& module, const std::vector<std::byte>& parameters, unsigned grid,
-               unsigned threads, uint64_t seed) {
-  std::mt19937_64 random(seed);
-  std::vector<unsigned> blocks(grid), order(threads);
-  std::iota(blocks.begin(), blocks.end(), 0u);
-  std::iota(order.begin(), order.end(), 0u);
-  std::shuffle(blocks.begin(), blocks.end(), random);
-  std::shuffle(order.begin(), order.end(), random);
-  if (module.blockThreads)
-    *module.blockThreads = threads;
-  for (unsigned block : blocks)
-    module.kernel->runBlock(parameters.data(), block, grid, order.data());
+void runLaunch(StreamModel& model, const Operation& launch, const Module& module,
+               const std::vector<std::byte>& parameters, unsigned grid, unsigned threads,
+               uint64_t seed) {
+  std::vector<EmulationBuffer> buffers;
+  model.forEachAllocation(module.device, [&](const Allocation& allocation) {
+    buffers.push_back(
+        {reinterpret_cast<const void*>(allocation.base), allocation.size, "a device allocation"});
+  });
+  EmulationOptions options;
+  options.order = {BlockOrder::Kind::Shuffle, seed};
+  try {
+    emulateLaunch(*module.kernel, parameters, grid, threads, buffers, options);
+  } catch (const Error& error) {
+    model.violate(launch.what + " faults: " + error.what());
+  }
 }
 
 } // namespace widefuse::cuda_double

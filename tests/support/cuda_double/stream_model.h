@@ -85,6 +85,12 @@ public:
   /// The allocation holding [address, address + bytes), or null.
   Allocation* find(uintptr_t address, size_t bytes = 1);
   size_t liveAllocations() const { return allocations_.size(); }
+  /// Calls `each` with every live allocation of `device`.
+  void forEachAllocation(int device, const std::function<void(const Allocation&)>& each) const {
+    for (const auto& [base, allocation] : allocations_)
+      if (allocation->device == device)
+        each(*allocation);
+  }
 
   /// The legacy default stream of `device`.
   Stream& legacyStream(int device);

@@ -1,0 +1,377 @@
+// The device emulator runs a kernel's CUDA text under the GPU's execution model and checks it
+// as compute-sanitizer would. Each planted defect — a barrier removed from the block tree, a
+// barrier only some threads reach, the workspace given one element too far, a ticket never
+// reset, the root of the block tree read by every thread — must be reported with its kernel,
+// block, thread and line of the generated text; the kernels as generated run clean and equal
+// the evaluator. Warp collectives keep lane semantics, and a mask that does not match the lanes
+// calling it is reported.
+
+#include "runtime/host/device_emulator.h"
+
+#include "runtime/fusion_compiler.h"
+#include "runtime/launch_binding.h"
+#include "scheduler/schedule.h"
+#include "segmenter/segment.h"
+#include "tests/runtime/host_evaluator_runs.h"
+#include "tests/support/error_of.h"
+
+#include "codegen/body_emitter.h"
+#include "ir/evaluator.h"
+#include "ir/fusion_definition.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <regex>
+
+using namespace widefuse;
+using namespace widefuse::testing;
+
+namespace {
+
+/// A global sum over members of awkward sizes: a kernel with chunk partials, a last-block
+/// combine per member, every member's tree and a global ticket.
+std::unique_ptr<Fusion> globalSum() {
+  FusionDefinition fd("planted");
+  std::vector<Val> squares;
+  for (int64_t size : {1023, 4097, 1, 600}) {
+    Val x = fd.defineTensor({size}, DataType::Float, fmt::format("x{}", size));
+    squares.push_back(x * x);
+  }
+  fd.addOutput(sum(squares));
+  return fd.finalize();
+}
+
+/// What a planted run changes: the kernel's text, and where its workspace starts.
+struct Plant {
+  std::function<void(std::string&)> edit = [](std::string&) {};
+  /// Bytes the workspace the kernel is given is moved past the one allocated.
+  size_t workspaceShift = 0;
+  /// Whether tickets are checked after the step.
+  bool checkTickets = true;
+  /// Kernels with 64-bit element indices, as members of 2^31 elements or more get.
+  bool wideIndices = false;
+};
+
+/// Runs the one launch of `fusion` (one phase) `steps` times in the emulator with `plant`,
+/// on `arguments`; returns the first output of the last step.
+float runPlanted(const Fusion& fusion, std::vector<Argument>& arguments, const Plant& plant,
+                 int steps = 1, BlockOrder order = {}) {
+  FusionCompileOptions compileOptions;
+  Specialization specialization = declaredSpecialization(segment(fusion, {compileOptions.mode}));
+  for (std::vector<bool>& phase : specialization.needsInt64Index)
+    phase.assign(phase.size(), plant.wideIndices);
+  CompiledFusion compiled = compileFusion(fusion, compileOptions, &specialization);
+  EXPECT_EQ(compiled.scheduled.launches.size(), 1u);
+  EXPECT_EQ(compiled.scheduled.plans[0].indexBits, plant.wideIndices ? 64u : 32u);
+  const KernelLaunch& launch = compiled.scheduled.launches.front();
+  const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
+  std::string source = compiled.kernels[launch.plan].source;
+  plant.edit(source);
+  auto kernel = EmulatedKernel::compile(source, plan.name, parameterTypeName(plan));
+  RuntimeShapes shapes = inferRuntimeShapes(fusion, arguments);
+  HostTensor output(DataType::Float, {});
+  TensorRef outputRef = output.ref();
+  auto tensorOf = [&](const Value* value, bool asOutput) -> const TensorRef& {
+    for (size_t i = 0; i < fusion.inputs().size(); ++i)
+      if (fusion.inputs()[i] == value && !asOutput)
+        return std::get<TensorRef>(arguments[i]);
+    return outputRef;
+  };
+  auto scalarOf = [&](const Value*) { return ScalarArgument(0.0); };
+  GlobalReductions globals;
+  LaunchBinding binding = bindLaunch(plan, launch, shapes, tensorOf, scalarOf, globals, 0);
+  std::vector<uint32_t> tickets(launch.members.size(), 0u);
+  setTableAddresses(binding, binding.table.empty() ? nullptr : binding.table.data(),
+                    tickets.data());
+  // 16-byte aligned, zeroed (the binding cache's workspace), and exactly as large as bound.
+  auto workspace = std::make_unique<std::byte[]>(binding.workspaceBytes + 64);
+  std::byte* base = workspace.get() + (16 - reinterpret_cast<uintptr_t>(workspace.get()) % 16);
+  std::fill(base, base + binding.workspaceBytes, std::byte{0});
+  std::vector<void*> bases = {base + plant.workspaceShift};
+  setWorkspaceAddresses(binding, bases);
+  std::vector<EmulationBuffer> buffers = {
+      {tickets.data(), tickets.size() * sizeof(uint32_t), "the tickets"},
+      {base, size_t(binding.workspaceBytes), "the workspace"},
+      {output.data(), sizeof(float), "the output"}};
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const TensorRef& tensor = std::get<TensorRef>(arguments[i]);
+    buffers.push_back({tensor.data, size_t(tensor.numel()) * 4, fmt::format("input {}", i)});
+  }
+  EmulationOptions options;
+  options.order = order;
+  TicketLedger ledger;
+  options.tickets = plant.checkTickets ? &ledger : nullptr;
+  for (int step = 0; step < steps; ++step) {
+    *static_cast<float*>(output.data()) = -1.0f; // what a step that writes nothing leaves
+    emulateLaunch(*kernel, binding.parameters, gridBlocks(binding, plan.maxGridBlocks),
+                  plan.threadsPerBlock, buffers, options);
+    ledger.check();
+  }
+  return *static_cast<const float*>(output.data());
+}
+
+/// Replaces the one occurrence of `from` in `source`.
+std::function<void(std::string&)> replacing(std::string from, std::string to) {
+  return [from, to](std::string& source) {
+    size_t at = source.find(from);
+    ASSERT_NE(at, std::string::npos) << "the generated text no longer has: " << from;
+    source.replace(at, from.size(), to);
+  };
+}
+
+/// The line of `source` holding `text` (1-based), as reports name it.
+int lineOf(const std::string& source, const std::string& text) {
+  size_t at = source.find(text);
+  return at == std::string::npos ? -1
+                                 : int(std::count(source.begin(), source.begin() + at, '\n')) + 1;
+}
+
+/// The generated text of the global sum's kernel.
+std::string plantedSource() {
+  auto fusion = globalSum();
+  return compileFusion(*fusion, {}).kernels.front().source;
+}
+
+class PlantedDefects : public ::testing::Test {
+protected:
+  void SetUp() override {
+    fusion_ = globalSum();
+    inputs_ = randomInputs(*fusion_, 7);
+    arguments_ = argumentsOf(*fusion_, inputs_);
+    expected_ = *static_cast<const float*>(evaluate(*fusion_, arguments_).outputs.front().data());
+  }
+  /// The error message of a planted run, with the report's `fault` and a thread at `line`.
+  std::string faultOf(const Plant& plant, const std::string& fault, int line) {
+    std::string message = errorOf([&] { runPlanted(*fusion_, arguments_, plant); });
+    EXPECT_NE(message.find(fault), std::string::npos) << message;
+    EXPECT_TRUE(std::regex_search(message, std::regex("kernel planted_class0, block [0-9]+")))
+        << message;
+    EXPECT_NE(message.find(fmt::format("at planted_class0.cu:{}", line)), std::string::npos)
+        << "line " << line << " not named in: " << message;
+    return message;
+  }
+
+  std::unique_ptr<Fusion> fusion_;
+  std::vector<HostTensor> inputs_;
+  std::vector<Argument> arguments_;
+  float expected_ = 0;
+};
+
+} // namespace
+
+TEST_F(PlantedDefects, TheKernelAsGeneratedRunsCleanAndEqualsTheEvaluator) {
+  for (const char* order : {"forward", "reverse", "shuffle:3", "shuffle:11"}) {
+    float sum = runPlanted(*fusion_, arguments_, {}, 2, parseBlockOrder(order));
+    EXPECT_EQ(std::memcmp(&sum, &expected_, sizeof sum), 0) << order;
+  }
+}
+
+TEST_F(PlantedDefects, SixtyFourBitIndicesEqualTheEvaluator) {
+  Plant wide;
+  wide.wideIndices = true;
+  for (const char* order : {"forward", "shuffle:5"}) {
+    float sum = runPlanted(*fusion_, arguments_, wide, 2, parseBlockOrder(order));
+    EXPECT_EQ(std::memcmp(&sum, &expected_, sizeof sum), 0) << order;
+  }
+}
+
+TEST_F(PlantedDefects, ABarrierRemovedFromTheBlockTreeIsARace) {
+  std::string source = plantedSource();
+  Plant plant;
+  plant.edit = replacing("      row[threadIdx.x] = Op::combine(row[threadIdx.x], row[threadIdx.x + "
+                         "o]);\n    __syncthreads();",
+                         "      row[threadIdx.x] = Op::combine(row[threadIdx.x], row[threadIdx.x + "
+                         "o]);");
+  std::string message =
+      faultOf(plant, "shared-memory race", lineOf(source, "      row[threadIdx.x] = Op::combine("));
+  EXPECT_NE(message.find("thread "), std::string::npos);
+}
+
+TEST_F(PlantedDefects, ABarrierOnlySomeThreadsReachIsDivergent) {
+  std::string source = plantedSource();
+  Plant plant;
+  plant.edit = replacing("  row[threadIdx.x] = leaf;\n  __syncthreads();",
+                         "  row[threadIdx.x] = leaf;\n  if (threadIdx.x < 128) __syncthreads();");
+  std::string message =
+      faultOf(plant, "divergent barrier", lineOf(source, "  row[threadIdx.x] = leaf;") + 1);
+  EXPECT_NE(message.find("threads 0, 1, 2"), std::string::npos) << message;
+}
+
+TEST_F(PlantedDefects, AWorkspaceOneElementTooFarIsOutOfBounds) {
+  Plant plant;
+  plant.workspaceShift = sizeof(float);
+  std::string message = errorOf([&] { runPlanted(*fusion_, arguments_, plant); });
+  EXPECT_NE(message.find("out-of-bounds access"), std::string::npos) << message;
+  EXPECT_NE(message.find("past the end of the workspace"), std::string::npos) << message;
+  EXPECT_TRUE(std::regex_search(message, std::regex("block [0-9]+: .*thread [0-9]+ at "
+                                                    "planted_class0.cu:[0-9]+")))
+      << message;
+}
+
+TEST_F(PlantedDefects, ATicketNotResetIsReportedAndBreaksTheNextStep) {
+  std::string source = plantedSource();
+  std::string reset = "    *entry.r0_ticket = 0u; // ready for the next launch";
+  ASSERT_NE(source.find(reset), std::string::npos) << source;
+  Plant plant;
+  plant.edit = replacing(reset, "");
+  faultOf(plant, "ticket not reset", lineOf(source, "if (atomicAdd(entry.r0_ticket"));
+  // Unchecked, the first step is right and the second wrong: its combine never runs.
+  plant.checkTickets = false;
+  float first = runPlanted(*fusion_, arguments_, plant, 1);
+  EXPECT_EQ(std::memcmp(&first, &expected_, sizeof first), 0);
+  float second = runPlanted(*fusion_, arguments_, plant, 2);
+  EXPECT_NE(std::memcmp(&second, &expected_, sizeof second), 0);
+}
+
+TEST_F(PlantedDefects, EveryThreadReadingTheTreesRootIsTheRaceTheReviewFound) {
+  // The block tree as it was: every thread read row[0] after the last barrier, while thread 0
+  // may already have written its next leaf there.
+  std::string source = plantedSource();
+  std::string fixed = "  return threadIdx.x == 0 ? row[0] : leaf;";
+  Plant plant;
+  plant.edit = replacing(fixed, "  return row[0];");
+  std::string message = faultOf(plant, "shared-memory race", lineOf(source, fixed));
+  EXPECT_NE(message.find(
+                fmt::format("planted_class0.cu:{}", lineOf(source, "  row[threadIdx.x] = leaf;"))),
+            std::string::npos)
+      << message;
+}
+
+namespace {
+
+constexpr const char* kWarpKernel = R"(
+struct warp_params {
+  unsigned* out;
+  const int* in;
+};
+extern "C" __global__ void warp_ops(const warp_params p) {
+  const unsigned t = threadIdx.x;
+  const int v = p.in[t];
+  int s = v;
+  for (int o = 16; o > 0; o /= 2)
+    s += __shfl_down_sync(0xffffffffu, s, o);
+  unsigned* out = p.out + t * 8;
+  out[0] = unsigned(s);
+  out[1] = __ballot_sync(0xffffffffu, v & 1);
+  out[2] = unsigned(__any_sync(0xffffffffu, v > 90));
+  out[3] = unsigned(__all_sync(0xffffffffu, v >= 0));
+  out[4] = unsigned(__shfl_xor_sync(0xffffffffu, v, 1));
+  out[5] = unsigned(__shfl_up_sync(0xffffffffu, v, 1));
+  out[6] = unsigned(__shfl_sync(0xffffffffu, v, 3, 8));
+  out[7] = __activemask();
+}
+)";
+
+} // namespace
+
+TEST(WarpCollectives, KeepLaneSemanticsInEveryThreadOrder) {
+  auto kernel = EmulatedKernel::compile(kWarpKernel, "warp_ops", "warp_params");
+  constexpr unsigned kThreads = 64;
+  std::vector<int> in(kThreads);
+  for (unsigned t = 0; t < kThreads; ++t)
+    in[t] = int((t * 37 + 11) % 97);
+  for (const char* order : {"forward", "reverse", "shuffle:1", "shuffle:2"}) {
+    std::vector<unsigned> out(kThreads * 8, 0);
+    struct {
+      unsigned* out;
+      const int* in;
+    } parameters{out.data(), in.data()};
+    std::vector<std::byte> bytes(sizeof parameters);
+    std::memcpy(bytes.data(), &parameters, sizeof parameters);
+    EmulationOptions options;
+    options.order = parseBlockOrder(order);
+    emulateLaunch(*kernel, bytes, 1, kThreads,
+                  {{out.data(), out.size() * 4, "out"}, {in.data(), in.size() * 4, "in"}}, options);
+    for (unsigned warp = 0; warp < kThreads / 32; ++warp) {
+      const int* v = in.data() + warp * 32;
+      int s[32];
+      std::copy(v, v + 32, s);
+      for (int o = 16; o > 0; o /= 2) {
+        int next[32];
+        for (int l = 0; l < 32; ++l)
+          next[l] = s[l] + (l + o < 32 ? s[l + o] : s[l]);
+        std::copy(next, next + 32, s);
+      }
+      unsigned ballot = 0;
+      bool any = false, all = true;
+      for (int l = 0; l < 32; ++l) {
+        ballot |= unsigned(v[l] & 1) << l;
+        any = any || v[l] > 90;
+        all = all && v[l] >= 0;
+      }
+      for (int l = 0; l < 32; ++l) {
+        const unsigned* got = out.data() + (warp * 32 + l) * 8;
+        SCOPED_TRACE(fmt::format("{}: warp {} lane {}", order, warp, l));
+        EXPECT_EQ(got[0], unsigned(s[l]));
+        EXPECT_EQ(got[1], ballot);
+        EXPECT_EQ(got[2], unsigned(any));
+        EXPECT_EQ(got[3], unsigned(all));
+        EXPECT_EQ(got[4], unsigned(v[l ^ 1]));
+        EXPECT_EQ(got[5], unsigned(v[l > 0 ? l - 1 : l]));
+        EXPECT_EQ(got[6], unsigned(v[l / 8 * 8 + 3]));
+        EXPECT_EQ(got[7], 0xffffffffu);
+      }
+    }
+  }
+}
+
+TEST(WarpCollectives, AMaskNamingLanesThatDoNotCallIsReported) {
+  std::string source = R"(
+struct mask_params {
+  int* out;
+};
+extern "C" __global__ void half_warp(const mask_params p) {
+  int v = int(threadIdx.x);
+  if (threadIdx.x % 32 < 16)
+    v = __shfl_sync(0xffffffffu, v, 0);
+  p.out[threadIdx.x] = v;
+}
+)";
+  auto kernel = EmulatedKernel::compile(source, "half_warp", "mask_params");
+  std::vector<int> out(32, 0);
+  int* pointer = out.data();
+  std::vector<std::byte> bytes(sizeof pointer);
+  std::memcpy(bytes.data(), &pointer, sizeof pointer);
+  std::string message = errorOf([&] {
+    emulateLaunch(*kernel, bytes, 1, 32, {{out.data(), 128, "out"}}, {});
+  });
+  EXPECT_NE(message.find("warp mask mismatch in kernel half_warp, block 0"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(fmt::format("at half_warp.cu:{}", lineOf(source, "v = __shfl_sync"))),
+            std::string::npos)
+      << message;
+}
+
+TEST(DeviceEmulator, AnAccessPastAnInputIsOutOfBoundsWithItsLine) {
+  std::string source = R"(
+struct copy_params {
+  float* out;
+  const float* in;
+  int n;
+};
+extern "C" __global__ void off_by_one(const copy_params p) {
+  for (int i = int(threadIdx.x); i <= p.n; i += int(blockDim.x))
+    p.out[i] = p.in[i];
+}
+)";
+  auto kernel = EmulatedKernel::compile(source, "off_by_one", "copy_params");
+  std::vector<float> in(100, 1.0f), out(200, 0.0f);
+  struct {
+    float* out;
+    const float* in;
+    int n;
+  } parameters{out.data(), in.data(), 100};
+  std::vector<std::byte> bytes(sizeof parameters);
+  std::memcpy(bytes.data(), &parameters, sizeof parameters);
+  std::string message = errorOf([&] {
+    emulateLaunch(*kernel, bytes, 1, 64,
+                  {{out.data(), out.size() * 4, "out"}, {in.data(), in.size() * 4, "in"}}, {});
+  });
+  EXPECT_NE(message.find("out-of-bounds access in kernel off_by_one, block 0: a read of 4 "
+                         "bytes"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("0 bytes past the end of in"), std::string::npos) << message;
+  EXPECT_NE(message.find("thread 36 at off_by_one.cu:"), std::string::npos) << message;
+}
