@@ -6,6 +6,11 @@
 #ifndef WIDEFUSE_EMULATION_ABI
 #define WIDEFUSE_EMULATION_ABI
 
+/// Bytes of each emulated thread's stack, aligned to its size: an address shares its stack
+/// with the caller's frame when the two agree above these bits (the kernel's own locals, which
+/// need no check).
+#define WF_EMU_STACK_BYTES (256ul << 10)
+
 /// The emulated thread that runs now: CUDA's built-in variables, one dimension (generated
 /// kernels launch 1-D grids of 1-D blocks).
 struct wf_emu_thread {

@@ -47,12 +47,20 @@ WF_EMU_EXPORT void* wf_emu_touch_shared() {
 }
 
 // ---- every memory access of the kernel ----
+/// Whether [address, address + bytes) lies in the calling thread's own stack: its locals (at
+/// -O0 every variable lives there), which the emulator need not see.
+#define WF_EMU_PRIVATE(address, bytes)                                                             \
+  ((((unsigned long)(address) ^ (unsigned long)__builtin_frame_address(0)) < WF_EMU_STACK_BYTES) && \
+   ((((unsigned long)(address) + (bytes)-1) ^ (unsigned long)__builtin_frame_address(0)) <          \
+    WF_EMU_STACK_BYTES))
 #define WF_EMU_ACCESS(bytes)                                                                       \
   WF_EMU_CALLBACK void __asan_load##bytes##_noabort(void* address) {                             \
-    wf_emu->access(address, bytes, 0, WF_EMU_PC);                                                  \
+    if (!WF_EMU_PRIVATE(address, bytes))                                                           \
+      wf_emu->access(address, bytes, 0, WF_EMU_PC);                                                \
   }                                                                                                \
   WF_EMU_CALLBACK void __asan_store##bytes##_noabort(void* address) {                            \
-    wf_emu->access(address, bytes, 1, WF_EMU_PC);                                                  \
+    if (!WF_EMU_PRIVATE(address, bytes))                                                           \
+      wf_emu->access(address, bytes, 1, WF_EMU_PC);                                                \
   }
 WF_EMU_ACCESS(1)
 WF_EMU_ACCESS(2)

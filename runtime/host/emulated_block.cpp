@@ -28,8 +28,9 @@ namespace ctx = boost::context;
 namespace {
 
 /// Room for a kernel's frames on the fiber: its parameter block (up to 32 KB, copied by the
-/// entry), local arrays, and the hooks (larger under AddressSanitizer).
-constexpr size_t kStackBytes = size_t(256) << 10;
+/// entry), local arrays, and the hooks (larger under AddressSanitizer). Stacks are aligned to
+/// their size, so the kernel's callbacks tell its own locals by their address alone.
+constexpr size_t kStackBytes = WF_EMU_STACK_BYTES;
 constexpr unsigned kWarpSize = 32;
 
 thread_local EmulatedBlock* tCurrentBlock = nullptr;
@@ -50,7 +51,7 @@ public:
       return last_;
     }
     last_.size = kStackBytes;
-    last_.sp = static_cast<char*>(std::malloc(kStackBytes)) + kStackBytes;
+    last_.sp = static_cast<char*>(std::aligned_alloc(kStackBytes, kStackBytes)) + kStackBytes;
     return last_;
   }
   /// The stack handed out last (the fiber just created runs on it).
@@ -281,7 +282,8 @@ void EmulatedBlock::access(const void* address, size_t bytes, bool write, void* 
   bool sized = bytes == 2 || bytes == 4 || bytes == 8 || bytes == 16;
   uintptr_t shared = reinterpret_cast<uintptr_t>(shared_);
   bool inShared = at >= shared && at + bytes <= shared + sharedBytes_;
-  if ((inShared || launch_.bufferOf(address, bytes)) && sized && at % bytes != 0)
+  bool inBuffer = !inShared && inRecentBuffer(at, bytes);
+  if ((inShared || inBuffer) && sized && at % bytes != 0)
     stop(report(EmulationFault::Misaligned,
                 fmt::format("{} of {} bytes at {} is not aligned to its size",
                             write ? "a write" : "a read", bytes, address),
@@ -290,7 +292,7 @@ void EmulatedBlock::access(const void* address, size_t bytes, bool write, void* 
     sharedAccess(at - shared, bytes, write, pc);
     return;
   }
-  if (launch_.bufferOf(address, bytes)) {
+  if (inBuffer) {
     // A shuffle also interleaves threads at global accesses.
     if (launch_.options().order.kind == BlockOrder::Kind::Shuffle) {
       random_ = random_ * 6364136223846793005ull + 1442695040888963407ull;
@@ -305,6 +307,18 @@ void EmulatedBlock::access(const void* address, size_t bytes, bool write, void* 
               fmt::format("{} of {} bytes at {}: {}", write ? "a write" : "a read", bytes, address,
                           launch_.whereIs(address, bytes)),
               {{lane.ids.thread, pc}}));
+}
+
+bool EmulatedBlock::inRecentBuffer(uintptr_t at, size_t bytes) {
+  for (const auto& [begin, end] : recent_)
+    if (at >= begin && at + bytes <= end)
+      return true;
+  const EmulationBuffer* buffer = launch_.bufferOf(reinterpret_cast<const void*>(at), bytes);
+  if (!buffer)
+    return false;
+  uintptr_t begin = reinterpret_cast<uintptr_t>(buffer->data);
+  recent_[nextRecent_++ % recent_.size()] = {begin, begin + buffer->bytes};
+  return true;
 }
 
 void EmulatedBlock::sharedAccess(size_t offset, size_t bytes, bool write, void* pc) {

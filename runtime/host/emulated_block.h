@@ -10,6 +10,7 @@
 
 #include <llvm/ADT/ArrayRef.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -63,6 +64,8 @@ private:
   bool convergeActive();
   void completeWarp(Lane& last);
   void sharedAccess(size_t offset, size_t bytes, bool write, void* pc);
+  /// Whether [at, at + bytes) lies in one of the launch's buffers.
+  bool inRecentBuffer(uintptr_t at, size_t bytes);
   EmulationReport report(EmulationFault fault, std::string detail,
                          std::vector<EmulationSite> sites) const;
   /// Abandons the suspended fibers of a stopped launch (never unwound: their frames belong
@@ -82,6 +85,9 @@ private:
   std::byte* shared_ = nullptr;
   size_t sharedBytes_ = 0;
   std::vector<SharedByte> shadow_;
+  // The buffers recent global accesses fell in (an element's tensors, say), tried first.
+  std::array<std::pair<uintptr_t, uintptr_t>, 8> recent_{};
+  unsigned nextRecent_ = 0;
   bool stopped_ = false;
 };
 

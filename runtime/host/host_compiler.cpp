@@ -55,14 +55,15 @@ namespace fs = std::filesystem;
 constexpr const char* kFlags =
     "-std=c++17 -O3 -march=native -fPIC -ffp-contract=off -fno-fast-math "
     "-fno-math-errno -w" WF_LIBM_FLAGS;
-/// The emulator's build: the same arithmetic; -O1 with line tables (reports name lines);
+/// The emulator's build: the same arithmetic; -O0 (every access of the source as written, a
+/// dead one included) with line tables (reports name lines);
 /// hidden symbols, none of them unique (a kernel's __shared__ arrays are its thread_local
 /// statics: another kernel of the same name must not bind to them);
 /// every load and store outlined to the emulation prelude's __asan_* functions (kernel-address
 /// mode needs no runtime library; no stack or global redzones); the device's typed vector
 /// accesses (wf_load) alias freely.
 constexpr const char* kEmulationFlags =
-    "-std=c++17 -O0 -g1 -fPIC -ffp-contract=off -fno-fast-math -fno-math-errno "
+    "-std=c++17 -Og -g1 -fPIC -ffp-contract=off -fno-fast-math -fno-math-errno "
     "-fno-strict-aliasing -fvisibility=hidden -fno-gnu-unique -w -fsanitize=kernel-address "
     "--param asan-instrumentation-with-call-threshold=0 --param asan-stack=0 "
     "--param asan-globals=0" WF_LIBM_FLAGS;

@@ -46,6 +46,13 @@ std::string describeDefinition(const Value& value) {
 
 constexpr HostExecution kExecutions[] = {HostExecution::Fast, HostExecution::Verify};
 
+/// Whether this build runs under AddressSanitizer (several times slower: fewer emulated runs).
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 /// Runs `fusion` on random inputs with the host backend (`execution`, on `threads` threads)
 /// and the reference evaluator and compares every output and every updated input.
 void expectHostMatchesReference(const Fusion& fusion, SegmentationMode mode, int64_t extent,
@@ -186,6 +193,8 @@ TEST_P(AdamOnTheHost, EqualsTheReferenceBitwiseInEveryBlockOrderAndMode) {
     for (SegmentationMode mode :
          {SegmentationMode::PerComponent, SegmentationMode::Batched, SegmentationMode::Packed})
       for (const char* order : {"forward", "reverse", "shuffle:7"}) {
+        if (kSanitized && execution == HostExecution::Verify && order[0] != 's')
+          continue;
         SCOPED_TRACE(fmt::format("{}, {} in {} order", hostExecutionName(execution).str(),
                                  modeName(mode).str(), order));
         ExecutorOptions options;
@@ -299,10 +308,14 @@ TEST_P(AdamOnTheHost, BlocksTakingSeveralChunksEqualTheReferenceInEveryOrder) {
   // Small grids: each block takes a contiguous share of many chunks spanning several members
   // (a member's shared values computed once per share, its deferred step written by whichever
   // block finishes the member's last share).
-  // Both loop shapes: plain and prefetching the next vector.
-  for (bool prefetch : {false, true})
-    for (unsigned grid : {1u, 2u, 3u, 7u, 40u})
-      for (const char* order : {"forward", "reverse", "shuffle:5"}) {
+  // Both loop shapes: plain and prefetching the next vector. The device emulator checks every
+  // access of every thread (about 3 M elements a second here): grids of one block, of blocks
+  // sharing members, and of many blocks, in reverse and shuffled order (thread interleavings
+  // too); under AddressSanitizer one of them.
+  for (bool prefetch : kSanitized ? std::vector<bool>{false} : std::vector<bool>{false, true})
+    for (unsigned grid : kSanitized ? std::vector<unsigned>{3} : std::vector<unsigned>{1, 3, 40})
+      for (const char* order : kSanitized ? std::vector<const char*>{"shuffle:5"}
+                                          : std::vector<const char*>{"reverse", "shuffle:5"}) {
         AdamState state = initial().clone();
         runOnHostWithGrid(*fusion_, state, grid, parseBlockOrder(order), HostExecution::Verify, 1,
                           {4, prefetch});
