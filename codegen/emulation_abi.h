@@ -52,6 +52,8 @@ struct wf_emu_hooks {
   const wf_emu_thread* (*self)(void);
   /// A device-side assumption (__builtin_assume) that does not hold: `what` says which.
   void (*fail)(const char* what, void* pc);
+  /// While coverage is recorded: a basic block of the kernel starts at `pc` (null otherwise).
+  void (*covered)(void* pc);
 };
 
 #endif // WIDEFUSE_EMULATION_ABI

@@ -28,8 +28,9 @@
 /// One copy per block: a block's fibers all run on one CPU thread, one block at a time.
 #define __shared__ static thread_local
 
-#define WF_EMU_CALLBACK extern "C" __attribute__((visibility("hidden"), no_sanitize_address))
-#define WF_EMU_BUILTIN __attribute__((noinline, no_sanitize_address))
+#define WF_EMU_CALLBACK                                                                            \
+  extern "C" __attribute__((visibility("hidden"), no_sanitize_address, no_sanitize_coverage))
+#define WF_EMU_BUILTIN __attribute__((noinline, no_sanitize_address, no_sanitize_coverage))
 #define WF_EMU_PC __builtin_return_address(0)
 
 /// The emulator's functions, installed once when the kernel is loaded.
@@ -38,7 +39,8 @@ __attribute__((visibility("hidden"))) const wf_emu_hooks* wf_emu = nullptr;
 static thread_local char wf_emu_tls_anchor;
 
 /// What the emulator looks up in the kernel's shared object (built with hidden symbols).
-#define WF_EMU_EXPORT extern "C" __attribute__((visibility("default"), no_sanitize_address))
+#define WF_EMU_EXPORT                                                                              \
+  extern "C" __attribute__((visibility("default"), no_sanitize_address, no_sanitize_coverage))
 WF_EMU_EXPORT void wf_emu_install(const wf_emu_hooks* hooks) {
   wf_emu = hooks;
 }
@@ -75,6 +77,12 @@ WF_EMU_CALLBACK void __asan_storeN_noabort(void* address, unsigned long bytes) {
   wf_emu->access(address, bytes, 1, WF_EMU_PC);
 }
 WF_EMU_CALLBACK void __asan_handle_no_return() {}
+
+// ---- coverage: every basic block of the kernel (-fsanitize-coverage=trace-pc) ----
+WF_EMU_CALLBACK void __sanitizer_cov_trace_pc() {
+  if (wf_emu && wf_emu->covered)
+    wf_emu->covered(WF_EMU_PC);
+}
 
 // ---- built-in variables (registers on the device: their reads are not checked) ----
 struct wf_emu_dim3 {

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <map>
 
 namespace widefuse {
 
@@ -40,6 +41,7 @@ std::shared_ptr<const EmulatedKernel> EmulatedKernel::compile(llvm::StringRef so
   if (std::shared_ptr<EmulatedKernel> known = (*kernels)[built.get()].lock())
     return known;
   auto kernel = std::make_shared<EmulatedKernel>(std::move(built));
+  kernel->source_ = source.str();
   (*kernels)[kernel->built_.get()] = kernel;
   return kernel;
 }
@@ -94,12 +96,10 @@ EmulatedKernel::EmulatedKernel(std::shared_ptr<const HostKernel> built) : built_
   install(&emulationHooks());
   parameterBytes_ = *static_cast<const unsigned*>(built_->symbol(name() + "_parameter_bytes"));
   segments_ = scan(*built_).segments;
+  lines_ = std::make_unique<KernelLines>(name(), built_->image(), built_->loadAddress());
 }
 
-EmulatedKernel::~EmulatedKernel() {
-  if (!imagePath_.empty())
-    llvm::sys::fs::remove(imagePath_);
-}
+EmulatedKernel::~EmulatedKernel() = default;
 
 llvm::MutableArrayRef<std::byte> EmulatedKernel::sharedStorage() const {
   touchShared_(); // this thread's TLS block of the kernel exists from here on
@@ -114,45 +114,57 @@ bool EmulatedKernel::inImage(const void* address) const {
                       [&](const auto& range) { return at >= range.first && at < range.second; });
 }
 
-std::string EmulatedKernel::lineOf(void* pc) const {
-  std::lock_guard<std::mutex> lock(linesMutex_);
-  if (auto found = lines_.find(pc); found != lines_.end())
-    return found->second;
-  if (imagePath_.empty()) {
-    llvm::SmallString<128> path;
-    int fd = -1;
-    if (!llvm::sys::fs::createTemporaryFile("widefuse-emulated-" + name(), "so", fd, path)) {
-      llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
-      out << built_->image();
-      imagePath_ = std::string(path);
-    }
-  }
-  // A return address: the call it returns from is one byte before.
-  uintptr_t offset =
-      reinterpret_cast<uintptr_t>(pc) - 1 - reinterpret_cast<uintptr_t>(built_->loadAddress());
-  std::string line = fmt::format("{}+{:#x}", name(), offset), output;
-  std::string command = fmt::format("addr2line -i -e '{}' {:#x} 2>/dev/null", imagePath_, offset);
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[512];
-    while (size_t read = std::fread(buffer, 1, sizeof buffer, pipe))
-      output.append(buffer, read);
-    pclose(pipe);
-  }
-  // The innermost frame in the kernel's own text (inlined prelude frames come first).
-  llvm::SmallVector<llvm::StringRef, 8> frames;
-  llvm::StringRef(output).split(frames, '\n', -1, false);
-  // Outside the kernel's text (the emulation prelude): the innermost frame as it is.
-  std::string file = name() + ".cu:";
-  if (!frames.empty() && !frames.front().startswith("??"))
-    line = llvm::sys::path::filename(frames.front().split(' ').first).str();
-  for (llvm::StringRef frame : frames) {
-    size_t at = frame.find(file);
-    if (at != llvm::StringRef::npos) {
-      line = frame.substr(at).split(' ').first.str();
-      break;
-    }
-  }
-  return lines_[pc] = line;
+void EmulatedKernel::addCovered(const std::unordered_set<void*>& blocks) const {
+  std::lock_guard<std::mutex> lock(coveredMutex_);
+  covered_.insert(blocks.begin(), blocks.end());
+}
+
+std::vector<CoveredLine> EmulatedKernel::coverage() const {
+  KernelLines::BlockMap map = lines_->blockMap();
+  std::map<int, bool> executed;
+  std::lock_guard<std::mutex> lock(coveredMutex_);
+  for (const auto& [block, line] : map.lines)
+    executed[line] = executed[line] || covered_.count(map.blocks[block].second) > 0;
+  std::vector<CoveredLine> lines;
+  for (const auto& [line, ran] : executed)
+    lines.push_back({line, ran});
+  return lines;
+}
+
+namespace {
+
+std::mutex coverageMutex;
+std::atomic<bool> coverageOn{false};
+std::unordered_map<const EmulatedKernel*, std::shared_ptr<const EmulatedKernel>> coverageKernels;
+
+} // namespace
+
+void EmulationCoverage::start() {
+  std::lock_guard<std::mutex> lock(coverageMutex);
+  coverageKernels.clear();
+  setCoverageHook(true);
+  coverageOn = true;
+}
+
+std::vector<std::shared_ptr<const EmulatedKernel>> EmulationCoverage::stop() {
+  std::lock_guard<std::mutex> lock(coverageMutex);
+  coverageOn = false;
+  setCoverageHook(false);
+  std::vector<std::shared_ptr<const EmulatedKernel>> kernels;
+  for (auto& [raw, kernel] : coverageKernels)
+    kernels.push_back(kernel);
+  coverageKernels.clear();
+  return kernels;
+}
+
+bool EmulationCoverage::recording() {
+  return coverageOn.load(std::memory_order_relaxed);
+}
+
+void EmulationCoverage::launched(const EmulatedKernel& kernel) {
+  std::lock_guard<std::mutex> lock(coverageMutex);
+  if (coverageOn)
+    coverageKernels.try_emplace(&kernel, kernel.shared_from_this());
 }
 
 // ---- the launch ----
@@ -274,6 +286,8 @@ void failWithReports(llvm::StringRef kernelName, llvm::MutableArrayRef<Emulation
 }
 
 void EmulatedLaunch::run() {
+  if (EmulationCoverage::recording())
+    EmulationCoverage::launched(kernel_);
   std::vector<unsigned> blocks(grid_);
   for (unsigned b = 0; b < grid_; ++b)
     blocks[b] = b;

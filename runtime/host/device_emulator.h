@@ -6,6 +6,7 @@
 /// misaligned, warp masks that do not match their lanes, tickets left non-zero.
 /// docs/testing.md says where it runs and what it guarantees.
 
+#include "runtime/host/emulated_lines.h"
 #include "runtime/host/emulation_report.h"
 #include "runtime/host/host_compiler.h"
 #include "runtime/host/host_options.h"
@@ -20,12 +21,19 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace widefuse {
 
+/// A line of a kernel's generated text with code in its emulated build, and whether it ran.
+struct CoveredLine {
+  int line = 0;
+  bool executed = false;
+};
+
 /// A kernel's device code built for the emulator.
-class EmulatedKernel {
+class EmulatedKernel : public std::enable_shared_from_this<EmulatedKernel> {
 public:
   /// Builds CUDA `source` whose entry is `extern "C" __global__ void <name>(<parameterType>)`
   /// (cached like host kernels). Throws Error with the compiler's output when it fails.
@@ -47,17 +55,36 @@ public:
   /// Whether `address` lies in the kernel's own loaded image (its constants).
   bool inImage(const void* address) const;
   /// `<kernel>.cu:<line>` of the generated text for a code address the hooks saw.
-  std::string lineOf(void* pc) const;
+  std::string lineOf(void* pc) const { return lines_->lineOf(pc); }
+  /// The kernel's CUDA text, as compiled.
+  const std::string& source() const { return source_; }
+  /// Adds basic blocks a block ran while coverage was recorded.
+  void addCovered(const std::unordered_set<void*>& blocks) const;
+  /// Every line of the text with code, and whether a recorded launch ran it.
+  std::vector<CoveredLine> coverage() const;
 
 private:
   std::shared_ptr<const HostKernel> built_;
+  std::string source_;
   void (*entry_)(const void*) = nullptr;
   void* (*touchShared_)() = nullptr;
   size_t parameterBytes_ = 0;
   std::vector<std::pair<uintptr_t, uintptr_t>> segments_; // the image's mapped ranges
-  mutable std::mutex linesMutex_;
-  mutable std::string imagePath_; // written on the first report
-  mutable std::unordered_map<void*, std::string> lines_;
+  std::unique_ptr<KernelLines> lines_;
+  mutable std::mutex coveredMutex_;
+  mutable std::unordered_set<void*> covered_;
+};
+
+/// Which lines of the emulated kernels' device code ran: the coverage test's record. While it
+/// records, every kernel launched is kept alive and every basic block it runs is noted.
+class EmulationCoverage {
+public:
+  static void start();
+  /// Stops recording; returns every kernel that ran while it recorded.
+  static std::vector<std::shared_ptr<const EmulatedKernel>> stop();
+  static bool recording();
+  /// Notes a kernel launched while recording.
+  static void launched(const EmulatedKernel& kernel);
 };
 
 /// A memory range a launch was given (an input, output, workspace, table or ticket array).

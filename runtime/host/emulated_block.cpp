@@ -132,6 +132,8 @@ EmulatedBlock::EmulatedBlock(EmulatedLaunch& launch, unsigned block)
 EmulatedBlock::~EmulatedBlock() {
   if (stopped_)
     abandon();
+  if (!coveredBlocks_.empty())
+    launch_.kernel().addCovered(coveredBlocks_);
 }
 
 void EmulatedBlock::abandon() {
@@ -509,8 +511,10 @@ void EmulatedBlock::fail(const char* what, void* pc) {
               {{running_->ids.thread, pc}}));
 }
 
-const wf_emu_hooks& emulationHooks() {
-  static const wf_emu_hooks hooks = {
+namespace {
+
+wf_emu_hooks& hooks() {
+  static wf_emu_hooks table = {
       [](const void* address, unsigned long bytes, int write, void* pc) {
         EmulatedBlock::current()->access(address, bytes, write != 0, pc);
       },
@@ -526,8 +530,23 @@ const wf_emu_hooks& emulationHooks() {
       [](const void* address) { return int(EmulatedBlock::current()->isGlobal(address)); },
       [] { return EmulatedBlock::current()->self(); },
       [](const char* what, void* pc) { EmulatedBlock::current()->fail(what, pc); },
+      nullptr,
   };
-  return hooks;
+  return table;
+}
+
+} // namespace
+
+const wf_emu_hooks& emulationHooks() {
+  return hooks();
+}
+
+void setCoverageHook(bool on) {
+  void (*record)(void*) = [](void* pc) {
+    if (EmulatedBlock* block = EmulatedBlock::current()) // not the emulator's own calls
+      block->covered(pc);
+  };
+  hooks().covered = on ? record : nullptr;
 }
 
 } // namespace widefuse

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 namespace widefuse {
@@ -47,6 +48,7 @@ public:
   bool isGlobal(const void* address) const;
   const wf_emu_thread* self() const;
   void fail(const char* what, void* pc);
+  void covered(void* pc) { coveredBlocks_.insert(pc); }
 
 private:
   struct Lane;
@@ -89,10 +91,13 @@ private:
   std::array<std::pair<uintptr_t, uintptr_t>, 8> recent_{};
   unsigned nextRecent_ = 0;
   bool stopped_ = false;
+  std::unordered_set<void*> coveredBlocks_; // basic blocks run, while coverage is recorded
 };
 
 /// The functions a kernel's emulated build calls (installed into each kernel when it loads):
 /// each goes to the block the calling CPU thread runs.
 const wf_emu_hooks& emulationHooks();
+/// Turns the hooks' coverage callback on or off (EmulationCoverage).
+void setCoverageHook(bool on);
 
 } // namespace widefuse

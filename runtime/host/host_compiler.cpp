@@ -60,13 +60,14 @@ constexpr const char* kFlags =
 /// hidden symbols, none of them unique (a kernel's __shared__ arrays are its thread_local
 /// statics: another kernel of the same name must not bind to them);
 /// every load and store outlined to the emulation prelude's __asan_* functions (kernel-address
-/// mode needs no runtime library; no stack or global redzones); the device's typed vector
+/// mode needs no runtime library; no stack or global redzones), every basic block to its
+/// coverage callback; the device's typed vector
 /// accesses (wf_load) alias freely.
 constexpr const char* kEmulationFlags =
     "-std=c++17 -Og -g1 -fPIC -ffp-contract=off -fno-fast-math -fno-math-errno "
     "-fno-strict-aliasing -fvisibility=hidden -fno-gnu-unique -w -fsanitize=kernel-address "
     "--param asan-instrumentation-with-call-threshold=0 --param asan-stack=0 "
-    "--param asan-globals=0" WF_LIBM_FLAGS;
+    "--param asan-globals=0 -fsanitize-coverage=trace-pc" WF_LIBM_FLAGS;
 #undef WF_LIBM_FLAGS
 #undef WF_LIBM
 // clang-format on
