@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -41,29 +42,34 @@ thread_local EmulatedBlock* tCurrentBlock = nullptr;
 class FiberStacks {
 public:
   ~FiberStacks() {
-    for (ctx::stack_context& stack : free_)
-      std::free(static_cast<char*>(stack.sp) - stack.size);
+    for (void* base : free_)
+      std::free(base);
   }
   ctx::stack_context allocate() {
+    // The free list holds each stack by its first byte (what the allocator returned).
+    void* base = nullptr;
     if (!free_.empty()) {
-      last_ = free_.back();
+      base = free_.back();
       free_.pop_back();
-      return last_;
+    } else {
+      base = std::aligned_alloc(kStackBytes, kStackBytes);
     }
     last_.size = kStackBytes;
-    last_.sp = static_cast<char*>(std::aligned_alloc(kStackBytes, kStackBytes)) + kStackBytes;
+    last_.sp = static_cast<char*>(base) + kStackBytes;
     return last_;
   }
   /// The stack handed out last (the fiber just created runs on it).
   const ctx::stack_context& last() const { return last_; }
-  void deallocate(ctx::stack_context& stack) { free_.push_back(stack); }
+  void deallocate(ctx::stack_context& stack) {
+    free_.push_back(static_cast<char*>(stack.sp) - stack.size);
+  }
   static FiberStacks& local() {
     thread_local FiberStacks stacks;
     return stacks;
   }
 
 private:
-  std::vector<ctx::stack_context> free_;
+  std::vector<void*> free_;
   ctx::stack_context last_;
 };
 
@@ -140,10 +146,17 @@ void EmulatedBlock::abandon() {
   // A suspended fiber's frames are the kernel's, compiled without the unwind Boost would use
   // to destroy it: the fibers and their stacks are left as they are (a stopped launch is an
   // error report; its memory is not reused).
-  auto* leaked = new std::vector<ctx::fiber>;
+  static std::mutex mutex;
+  // Kept reachable (their stacks by their first byte), so that a leak checker sees memory
+  // set aside, not lost.
+  static auto* abandoned = new std::vector<ctx::fiber>;
+  static auto* stacks = new std::vector<void*>;
+  std::lock_guard<std::mutex> lock(mutex);
   for (Lane& lane : lanes_)
-    if (lane.fiber)
-      leaked->push_back(std::move(lane.fiber));
+    if (lane.fiber) {
+      abandoned->push_back(std::move(lane.fiber));
+      stacks->push_back(reinterpret_cast<void*>(lane.stackLow));
+    }
 }
 
 void EmulatedBlock::resume(Lane& lane) {
