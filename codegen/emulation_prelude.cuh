@@ -35,7 +35,8 @@
 
 /// The emulator's functions, installed once when the kernel is loaded.
 __attribute__((visibility("hidden"))) const wf_emu_hooks* wf_emu = nullptr;
-/// Makes this CPU thread's copy of the kernel's __shared__ storage exist.
+/// Gives every kernel a thread-local block (its __shared__ storage), even one that declares no
+/// __shared__ array (wf_emu_touch_shared keeps it referenced).
 static thread_local char wf_emu_tls_anchor;
 
 /// What the emulator looks up in the kernel's shared object (built with hidden symbols).

@@ -52,7 +52,7 @@ namespace {
 struct ModuleScan {
   const void* base;
   std::vector<std::pair<uintptr_t, uintptr_t>> segments;
-  std::byte* tls = nullptr;
+  size_t tlsModule = 0; // its TLS module id (0: none)
   size_t tlsBytes = 0;
 };
 
@@ -72,7 +72,7 @@ int scanModule(dl_phdr_info* info, size_t, void* data) {
       scan.segments.push_back(
           {info->dlpi_addr + header.p_vaddr, info->dlpi_addr + header.p_vaddr + header.p_memsz});
     if (header.p_type == PT_TLS) {
-      scan.tls = static_cast<std::byte*>(info->dlpi_tls_data);
+      scan.tlsModule = info->dlpi_tls_modid;
       scan.tlsBytes = header.p_memsz;
     }
   }
@@ -89,23 +89,33 @@ ModuleScan scan(const HostKernel& built) {
 
 EmulatedKernel::EmulatedKernel(std::shared_ptr<const HostKernel> built) : built_(std::move(built)) {
   entry_ = reinterpret_cast<void (*)(const void*)>(built_->symbol(name() + "_emulated_entry"));
-  touchShared_ = reinterpret_cast<void* (*)()>(built_->symbol("wf_emu_touch_shared"));
   auto install = reinterpret_cast<void (*)(const wf_emu_hooks*)>(built_->symbol("wf_emu_install"));
-  WF_ASSERT(entry_ && touchShared_ && install, "emulated kernel '{}' lacks its entry points",
+  WF_ASSERT(entry_ && install, "emulated kernel '{}' lacks its entry points",
             name());
   install(&emulationHooks());
   parameterBytes_ = *static_cast<const unsigned*>(built_->symbol(name() + "_parameter_bytes"));
-  segments_ = scan(*built_).segments;
+  ModuleScan found = scan(*built_);
+  segments_ = found.segments;
+  tlsModule_ = found.tlsModule;
+  tlsBytes_ = found.tlsBytes;
   lines_ = std::make_unique<KernelLines>(name(), built_->image(), built_->loadAddress());
 }
 
 EmulatedKernel::~EmulatedKernel() = default;
 
+/// The dynamic linker's lookup of a module's thread-local block (x86-64 and AArch64 ABI).
+struct TlsIndex {
+  unsigned long module, offset;
+};
+extern "C" void* __tls_get_addr(TlsIndex*);
+
 llvm::MutableArrayRef<std::byte> EmulatedKernel::sharedStorage() const {
-  touchShared_(); // this thread's TLS block of the kernel exists from here on
-  ModuleScan found = scan(*built_);
-  WF_ASSERT(found.tls, "emulated kernel '{}' has no __shared__ storage on this thread", name());
-  return {found.tls, found.tlsBytes};
+  // The calling thread's block, allocated on first use: what the kernel's own accesses to its
+  // thread_local statics reach. (dl_iterate_phdr's dlpi_tls_data may be null while another
+  // thread loads a module.)
+  TlsIndex index{tlsModule_, 0};
+  WF_ASSERT(tlsModule_ != 0, "emulated kernel '{}' has no thread-local block", name());
+  return {static_cast<std::byte*>(__tls_get_addr(&index)), tlsBytes_};
 }
 
 bool EmulatedKernel::inImage(const void* address) const {

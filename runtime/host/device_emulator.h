@@ -67,7 +67,7 @@ private:
   std::shared_ptr<const HostKernel> built_;
   std::string source_;
   void (*entry_)(const void*) = nullptr;
-  void* (*touchShared_)() = nullptr;
+  size_t tlsModule_ = 0, tlsBytes_ = 0; // the image's thread-local block: __shared__ storage
   size_t parameterBytes_ = 0;
   std::vector<std::pair<uintptr_t, uintptr_t>> segments_; // the image's mapped ranges
   std::unique_ptr<KernelLines> lines_;

@@ -47,10 +47,13 @@ struct Settings {
   GeneratorOptions generator;
   /// Threads running cases (each case still runs its configurations one after another).
   unsigned jobs = 1;
+  /// One case in this many (index 0, N, 2N, ...) also runs its verify configurations, in the
+  /// device emulator; the others run the fast path only. 1: every case.
+  unsigned verifyShare = 1;
 };
 
 struct Figures {
-  uint64_t cases = 0, passed = 0, mismatches = 0, configurationRuns = 0;
+  uint64_t cases = 0, passed = 0, mismatches = 0, configurationRuns = 0, verifiedCases = 0;
   GeneratorStats generator;
 };
 
@@ -86,6 +89,8 @@ void printFigures(const Settings& settings, const Figures& f, double seconds) {
              "compared)\n",
              allConfigs().size(), f.configurationRuns, settings.oracle ? "on" : "off",
              oracleComparedValues());
+  fmt::print("  cases verified in the device emulator: {} (one in {})\n", f.verifiedCases,
+             settings.verifyShare);
   fmt::print("  expressions built: {}; op applications the typing rules rejected (discards): {}; "
              "cases the reference or the backend refused (documented limitations): {}\n",
              g.builtExprs, g.rejectedOps, g.rejectedCases);
@@ -112,6 +117,8 @@ struct CaseResult {
   GeneratorStats stats;
   RunOutcome outcome;
   std::optional<FuzzCase> failed;
+  /// Its configurations: all of them, or the fast path's (Settings::verifyShare).
+  const RunnerOptions* runner = nullptr;
 };
 
 /// The cases the campaign's threads are running, for a crash report (-1: none).
@@ -144,6 +151,7 @@ CaseResult runOne(const Settings& settings, uint64_t index, const RunnerOptions&
     fmt::print("case {}:\n{}", index, printFusion(*fuzzCase.fusion));
   std::fflush(stdout); // a crash still shows which case it was
   result.outcome = runCase(fuzzCase, runner);
+  result.runner = &runner;
   if (result.outcome.kind == RunOutcome::Kind::Mismatch)
     result.failed = std::move(fuzzCase);
   return result;
@@ -153,6 +161,12 @@ int runCampaign(const Settings& settings) {
   auto start = std::chrono::steady_clock::now();
   RunnerOptions runner;
   runner.oracle = settings.oracle;
+  RunnerOptions fastOnly = runner;
+  fastOnly.configs.clear();
+  for (const RunConfig& config : runner.configs)
+    if (config.execution == HostExecution::Fast)
+      fastOnly.configs.push_back(config);
+  unsigned share = std::max(1u, settings.verifyShare);
   uint64_t first = settings.onlyCase.value_or(settings.from);
   uint64_t last = settings.onlyCase ? first + 1 : settings.cases;
   if (first >= last)
@@ -175,7 +189,8 @@ int runCampaign(const Settings& settings) {
     for (uint64_t index = next++; index < last; index = next++) {
       running[job] = int64_t(index);
       try {
-        results[index - first] = runOne(settings, index, runner);
+        results[index - first] =
+            runOne(settings, index, index % share == 0 || settings.onlyCase ? runner : fastOnly);
       } catch (const std::exception& error) {
         // Name the case, so that `--case N` reproduces it.
         std::lock_guard<std::mutex> lock(brokenMutex);
@@ -207,14 +222,16 @@ int runCampaign(const Settings& settings) {
         fmt::print("  case {}: {}\n", index, outcome.message);
       continue;
     }
-    figures.configurationRuns +=
-        outcome.kind == RunOutcome::Kind::Pass ? runner.configs.size() : outcome.configIndex + 1;
+    figures.configurationRuns += outcome.kind == RunOutcome::Kind::Pass
+                                     ? result.runner->configs.size()
+                                     : outcome.configIndex + 1;
+    figures.verifiedCases += result.runner == &runner;
     if (outcome.kind == RunOutcome::Kind::Pass) {
       ++figures.passed;
       continue;
     }
     ++figures.mismatches;
-    report(settings, index, *result.failed, outcome, runner);
+    report(settings, index, *result.failed, outcome, *result.runner);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   printFigures(settings, figures, seconds);
@@ -242,6 +259,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-components", settings.generator.maxComponents, "components per fusion");
   app.add_option("--max-exprs", settings.generator.maxExprsPerComponent,
                  "expressions per component");
+  app.add_option("--verify-share", settings.verifyShare,
+                 "verify (device emulator) one case in this many; the rest run the fast path")
+      ->check(CLI::PositiveNumber);
   app.add_option("--jobs", settings.jobs, "threads running cases (results are the same)")
       ->check(CLI::Range(1u, 256u));
   CLI11_PARSE(app, argc, argv);
