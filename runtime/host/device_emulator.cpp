@@ -5,16 +5,11 @@
 #include "runtime/host/host_thread_pool.h"
 
 #include <fmt/format.h>
-#include <llvm/ADT/SmallString.h>
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/Path.h>
-#include <llvm/Support/raw_ostream.h>
 
 #include <dlfcn.h>
 #include <link.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <exception>
 #include <map>
 
