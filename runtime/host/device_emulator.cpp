@@ -85,8 +85,7 @@ ModuleScan scan(const HostKernel& built) {
 EmulatedKernel::EmulatedKernel(std::shared_ptr<const HostKernel> built) : built_(std::move(built)) {
   entry_ = reinterpret_cast<void (*)(const void*)>(built_->symbol(name() + "_emulated_entry"));
   auto install = reinterpret_cast<void (*)(const wf_emu_hooks*)>(built_->symbol("wf_emu_install"));
-  WF_ASSERT(entry_ && install, "emulated kernel '{}' lacks its entry points",
-            name());
+  WF_ASSERT(entry_ && install, "emulated kernel '{}' lacks its entry points", name());
   install(&emulationHooks());
   parameterBytes_ = *static_cast<const unsigned*>(built_->symbol(name() + "_parameter_bytes"));
   ModuleScan found = scan(*built_);
