@@ -15,6 +15,12 @@ void addHostBackendOptions(CLI::App& command, HostBackendArguments& arguments) {
                   "Host backend: forward, reverse or shuffle:SEED")
       ->capture_default_str();
   command
+      .add_option("--interleavings", arguments.interleavings,
+                  "Host backend, verify: runs of each launch from the same inputs (the block "
+                  "order, then shuffles), which must leave the same bytes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command
       .add_option("--threads", arguments.threads,
                   "Host backend: CPU threads running blocks (0: one per core; 1 keeps the block "
                   "order exact)")
@@ -25,6 +31,7 @@ HostOptions hostOptionsOf(const HostBackendArguments& arguments) {
   HostOptions options;
   options.execution = parseHostExecution(arguments.execution);
   options.blockOrder = parseBlockOrder(arguments.blockOrder);
+  options.interleavings = arguments.interleavings;
   options.threads = arguments.threads;
   return options;
 }

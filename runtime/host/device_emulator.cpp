@@ -203,6 +203,15 @@ const EmulationBuffer* EmulatedLaunch::bufferOf(const void* address, size_t byte
   return nullptr;
 }
 
+std::pair<uintptr_t, uintptr_t> EmulatedLaunch::keepOriginal(const void* address, size_t bytes) {
+  const EmulationBuffer* buffer = originals_ ? bufferOf(address, bytes) : nullptr;
+  if (!buffer)
+    return {0, 0};
+  originals_->save(*buffer);
+  auto begin = reinterpret_cast<uintptr_t>(buffer->data);
+  return {begin, begin + buffer->bytes};
+}
+
 std::string EmulatedLaunch::whereIs(const void* address, size_t bytes) const {
   auto at = reinterpret_cast<uintptr_t>(address);
   const EmulationBuffer* nearest = nullptr;
@@ -323,10 +332,43 @@ void EmulatedLaunch::run() {
                   [&](const EmulationReport&) -> const EmulatedKernel& { return kernel_; });
 }
 
+// ---- interleavings ----
+
+BlockOrder interleaving(const BlockOrder& first, unsigned run) {
+  if (run == 0)
+    return first;
+  return {BlockOrder::Kind::Shuffle, first.seed * 0x9e3779b97f4a7c15ull + run};
+}
+
 void emulateLaunch(const EmulatedKernel& kernel, llvm::ArrayRef<std::byte> parameters,
                    unsigned grid, unsigned threads, llvm::ArrayRef<EmulationBuffer> buffers,
                    const EmulationOptions& options) {
-  EmulatedLaunch(kernel, parameters, grid, threads, buffers, options).run();
+  if (options.interleavings <= 1) {
+    EmulatedLaunch(kernel, parameters, grid, threads, buffers, options).run();
+    return;
+  }
+  // A result that depends on the interleaving is a race the shared-memory checks cannot see
+  // (through global memory, or between blocks): every run starts from the same bytes.
+  BufferOriginals originals;
+  BufferOriginals::Contents firstResult;
+  for (unsigned run = 0; run < options.interleavings; ++run) {
+    EmulationOptions each = options;
+    each.order = interleaving(options.order, run);
+    if (run > 0)
+      originals.restore();
+    EmulatedLaunch launch(kernel, parameters, grid, threads, buffers, each);
+    launch.keepOriginals(&originals);
+    launch.run();
+    if (run == 0) {
+      firstResult = originals.current();
+      continue;
+    }
+    std::string difference = originals.difference(firstResult, formatBlockOrder(options.order),
+                                                  formatBlockOrder(each.order));
+    if (!difference.empty())
+      throw Error(fmt::format("kernel {}: the result depends on the interleaving: {}",
+                              kernel.name(), difference));
+  }
 }
 
 } // namespace widefuse

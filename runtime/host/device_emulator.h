@@ -6,6 +6,7 @@
 /// misaligned, warp masks that do not match their lanes, tickets left non-zero.
 /// docs/testing.md says where it runs and what it guarantees.
 
+#include "runtime/host/emulated_buffers.h"
 #include "runtime/host/emulated_lines.h"
 #include "runtime/host/emulation_report.h"
 #include "runtime/host/host_compiler.h"
@@ -87,13 +88,6 @@ public:
   static void launched(const EmulatedKernel& kernel);
 };
 
-/// A memory range a launch was given (an input, output, workspace, table or ticket array).
-struct EmulationBuffer {
-  const void* data = nullptr;
-  size_t bytes = 0;
-  std::string name;
-};
-
 /// The last atomicAdd on every word of a step's launches: generated kernels use them only on
 /// tickets, which the last contributor resets for the next step, so after a step's last
 /// launch each must hold 0 again. Thread-safe.
@@ -121,6 +115,10 @@ struct EmulationOptions {
   BlockOrder order;
   /// CPU threads running blocks concurrently (1: one after another, in `order`).
   unsigned workers = 1;
+  /// Runs of the launch from the same buffer contents: `order`, then shuffles of other seeds
+  /// (blocks and threads). Every run must leave the buffers with the same bytes, or the
+  /// launch fails naming the first difference; the buffers keep the last run's bytes.
+  unsigned interleavings = 1;
   /// Where the launch's atomics are noted for the check after the step (none: not checked).
   TicketLedger* tickets = nullptr;
 };
@@ -144,6 +142,11 @@ public:
   const EmulationBuffer* bufferOf(const void* address, size_t bytes) const;
   /// Where `address` lies relative to the nearest buffer, for reports.
   std::string whereIs(const void* address, size_t bytes) const;
+  /// Where buffers are saved before their first write (runs in several interleavings).
+  void keepOriginals(BufferOriginals* originals) { originals_ = originals; }
+  /// Saves the buffer holding [address, address + bytes), when originals are kept, before a
+  /// thread accesses it; returns the buffer's range, or {0, 0} when nothing is saved.
+  std::pair<uintptr_t, uintptr_t> keepOriginal(const void* address, size_t bytes);
   /// Records a fault; `fatal` stops every block at its next hook.
   void record(EmulationReport report, bool fatal);
   bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
@@ -154,6 +157,7 @@ private:
   unsigned grid_, threads_;
   std::vector<EmulationBuffer> buffers_; // sorted by address
   EmulationOptions options_;
+  BufferOriginals* originals_ = nullptr;
   std::atomic<bool> stopped_{false};
   std::mutex mutex_;
   std::vector<EmulationReport> reports_;
@@ -163,7 +167,10 @@ private:
 void failWithReports(llvm::StringRef kernelName, llvm::MutableArrayRef<EmulationReport> reports,
                      llvm::function_ref<const EmulatedKernel&(const EmulationReport&)> kernelOf);
 
-/// Emulates one launch of `kernel` (see EmulatedLaunch).
+/// The order of run `run` (from 0) of a launch emulated in `first` and other interleavings.
+BlockOrder interleaving(const BlockOrder& first, unsigned run);
+
+/// Emulates one launch of `kernel` (see EmulatedLaunch), in `options.interleavings` runs.
 void emulateLaunch(const EmulatedKernel& kernel, llvm::ArrayRef<std::byte> parameters,
                    unsigned grid, unsigned threads, llvm::ArrayRef<EmulationBuffer> buffers,
                    const EmulationOptions& options);

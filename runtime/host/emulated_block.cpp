@@ -308,6 +308,7 @@ void EmulatedBlock::access(const void* address, size_t bytes, bool write, void* 
     return;
   }
   if (inBuffer) {
+    keepOriginal(at, bytes);
     // A shuffle also interleaves threads at global accesses.
     if (launch_.options().order.kind == BlockOrder::Kind::Shuffle) {
       random_ = random_ * 6364136223846793005ull + 1442695040888963407ull;
@@ -334,6 +335,15 @@ bool EmulatedBlock::inRecentBuffer(uintptr_t at, size_t bytes) {
   uintptr_t begin = reinterpret_cast<uintptr_t>(buffer->data);
   recent_[nextRecent_++ % recent_.size()] = {begin, begin + buffer->bytes};
   return true;
+}
+
+void EmulatedBlock::keepOriginal(uintptr_t at, size_t bytes) {
+  for (const auto& [begin, end] : saved_)
+    if (at >= begin && at + bytes <= end)
+      return;
+  auto range = launch_.keepOriginal(reinterpret_cast<const void*>(at), bytes);
+  if (range.second != 0)
+    saved_[nextSaved_++ % saved_.size()] = range;
 }
 
 void EmulatedBlock::sharedAccess(size_t offset, size_t bytes, bool write, void* pc) {

@@ -68,6 +68,8 @@ private:
   void sharedAccess(size_t offset, size_t bytes, bool write, void* pc);
   /// Whether [at, at + bytes) lies in one of the launch's buffers.
   bool inRecentBuffer(uintptr_t at, size_t bytes);
+  /// Has the launch save the buffer about to be accessed, once per buffer and block.
+  void keepOriginal(uintptr_t at, size_t bytes);
   EmulationReport report(EmulationFault fault, std::string detail,
                          std::vector<EmulationSite> sites) const;
   /// Abandons the suspended fibers of a stopped launch (never unwound: their frames belong
@@ -90,6 +92,9 @@ private:
   // The buffers recent global accesses fell in (an element's tensors, say), tried first.
   std::array<std::pair<uintptr_t, uintptr_t>, 8> recent_{};
   unsigned nextRecent_ = 0;
+  // The buffers this block knows to be saved before their first access (interleavings).
+  std::array<std::pair<uintptr_t, uintptr_t>, 8> saved_{};
+  unsigned nextSaved_ = 0;
   bool stopped_ = false;
   std::unordered_set<void*> coveredBlocks_; // basic blocks run, while coverage is recorded
 };

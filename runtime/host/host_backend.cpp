@@ -104,6 +104,7 @@ private:
         EmulationOptions emulation;
         emulation.order = options_.blockOrder;
         emulation.workers = threads;
+        emulation.interleavings = options_.interleavings;
         emulation.tickets = &tickets;
         emulateLaunch(*emulated_[planIndex], binding.parameters,
                       gridBlocks(binding, plan.maxGridBlocks), plan.threadsPerBlock,

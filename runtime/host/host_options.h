@@ -26,8 +26,9 @@ enum class HostExecution {
   /// CPU and vectorized; blocks are spread over a persistent pool of worker threads. What
   /// users get by default.
   Fast,
-  /// Every CUDA thread of every block is emulated, blocks and threads in the chosen order: how
-  /// tests prove that a kernel's result does not depend on the order of blocks.
+  /// Every CUDA thread of every block is emulated (runtime/host/device_emulator.h), blocks
+  /// and threads in the chosen order and then in other interleavings: how tests prove that
+  /// device code is free of races and its result does not depend on the order of blocks.
   Verify,
 };
 
@@ -58,6 +59,9 @@ struct HostOptions {
   HostExecution execution = HostExecution::Fast;
   /// The order of blocks (and, verifying, of each block's threads).
   BlockOrder blockOrder;
+  /// Verify: runs of each launch from the same inputs, in the block order and then in
+  /// shuffles of other seeds; a launch whose runs leave different bytes fails.
+  unsigned interleavings = 3;
   /// CPU threads running blocks; 0 (the default) is one per core, 1 runs the blocks one after
   /// another in the block order.
   unsigned threads = 0;

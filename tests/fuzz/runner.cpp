@@ -51,6 +51,7 @@ RunOutcome runConfig(const FuzzCase& fuzzCase, const RunConfig& config,
   options.host.blockOrder = config.order;
   options.host.threads = config.threads;
   options.host.execution = config.execution;
+  options.host.interleavings = 1; // the configurations are the interleavings
   options.host.elementsPerWorker = 1;
   RunResult result;
   RunOutcome outcome;

@@ -203,6 +203,7 @@ TEST_P(AdamOnTheHost, EqualsTheReferenceBitwiseInEveryBlockOrderAndMode) {
         options.host.execution = execution;
         options.host.threads = 1;
         options.host.blockOrder = parseBlockOrder(order);
+        options.host.interleavings = 1; // the orders are the interleavings
         FusionExecutorCache executor(*fusion_, options);
         AdamState state = initial().clone();
         for (int step = 0; step < kSteps; ++step)
@@ -225,6 +226,7 @@ TEST_P(AdamOnTheHost, EqualsTheReferenceWithBlocksOverlappingOnSeveralThreads) {
       options.mode = SegmentationMode::Batched;
       options.host.execution = execution;
       options.host.blockOrder = parseBlockOrder("shuffle:11");
+      options.host.interleavings = 1; // one shuffle per thread count
       options.host.threads = threads;
       FusionExecutorCache executor(*fusion_, options);
       AdamState state = initial().clone();

@@ -37,6 +37,7 @@ inline std::vector<HostOptions> hostVariants() {
         HostOptions options;
         options.execution = execution;
         options.blockOrder = {order, 7};
+        options.interleavings = 1; // the variants are the interleavings
         options.threads = threads;
         options.elementsPerWorker = 64;
         variants.push_back(options);

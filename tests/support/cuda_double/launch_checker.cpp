@@ -107,6 +107,7 @@ void runLaunch(StreamModel& model, const Operation& launch, const Module& module
   });
   EmulationOptions options;
   options.order = {BlockOrder::Kind::Shuffle, seed};
+  options.interleavings = 3; // the same bytes in three orders of blocks and threads
   try {
     emulateLaunch(*module.kernel, parameters, grid, threads, buffers, options);
   } catch (const Error& error) {
