@@ -1,11 +1,12 @@
-// widefuse emulation prelude: what the device emulator (runtime/host/device_emulator.h) puts in front of a
-// kernel's CUDA text, so that the host compiler builds the device code itself — the
+// widefuse emulation prelude: what the device emulator (runtime/host/device_emulator.h) puts in
+// front of a kernel's CUDA text, so that the host compiler builds the device code itself — the
 // __CUDA_ARCH__ branches, __shared__ arrays, barriers and warp collectives — for CPU fibers.
 //
-// The kernel is compiled with -fsanitize=kernel-address and outlined checks, so every load and
-// store calls __asan_<load|store><N>_noabort below, which hand it to the emulator's checks.
-// These definitions are hidden: the kernel's calls bind to them even in a process that runs
-// AddressSanitizer itself.
+// The kernel is compiled with ThreadSanitizer's instrumentation, so every load and store calls
+// __tsan_<read|write><N> below, which hand it to the emulator's checks. Unlike
+// AddressSanitizer's, that instrumentation keeps a store to an address the thread has just
+// loaded (`x[i] += v`). No sanitizer runtime is linked: these definitions are hidden, and the
+// kernel's calls bind to them even in a process that runs AddressSanitizer itself.
 #ifndef WIDEFUSE_EMULATION_PRELUDE
 #define WIDEFUSE_EMULATION_PRELUDE
 
@@ -29,8 +30,8 @@
 #define __shared__ static thread_local
 
 #define WF_EMU_CALLBACK                                                                            \
-  extern "C" __attribute__((visibility("hidden"), no_sanitize_address, no_sanitize_coverage))
-#define WF_EMU_BUILTIN __attribute__((noinline, no_sanitize_address, no_sanitize_coverage))
+  extern "C" __attribute__((visibility("hidden"), no_sanitize_thread, no_sanitize_coverage))
+#define WF_EMU_BUILTIN __attribute__((noinline, no_sanitize_thread, no_sanitize_coverage))
 #define WF_EMU_PC __builtin_return_address(0)
 
 /// The emulator's functions, installed once when the kernel is loaded.
@@ -41,7 +42,7 @@ static thread_local char wf_emu_tls_anchor;
 
 /// What the emulator looks up in the kernel's shared object (built with hidden symbols).
 #define WF_EMU_EXPORT                                                                              \
-  extern "C" __attribute__((visibility("default"), no_sanitize_address, no_sanitize_coverage))
+  extern "C" __attribute__((visibility("default"), no_sanitize_thread, no_sanitize_coverage))
 WF_EMU_EXPORT void wf_emu_install(const wf_emu_hooks* hooks) {
   wf_emu = hooks;
 }
@@ -53,15 +54,24 @@ WF_EMU_EXPORT void* wf_emu_touch_shared() {
 /// Whether [address, address + bytes) lies in the calling thread's own stack: its locals (at
 /// -O0 every variable lives there), which the emulator need not see.
 #define WF_EMU_PRIVATE(address, bytes)                                                             \
-  ((((unsigned long)(address) ^ (unsigned long)__builtin_frame_address(0)) < WF_EMU_STACK_BYTES) && \
-   ((((unsigned long)(address) + (bytes)-1) ^ (unsigned long)__builtin_frame_address(0)) <          \
+  ((((unsigned long)(address) ^ (unsigned long)__builtin_frame_address(0)) <                       \
+    WF_EMU_STACK_BYTES) &&                                                                         \
+   ((((unsigned long)(address) + (bytes)-1) ^ (unsigned long)__builtin_frame_address(0)) <         \
     WF_EMU_STACK_BYTES))
 #define WF_EMU_ACCESS(bytes)                                                                       \
-  WF_EMU_CALLBACK void __asan_load##bytes##_noabort(void* address) {                             \
+  WF_EMU_CALLBACK void __tsan_read##bytes(void* address) {                                         \
     if (!WF_EMU_PRIVATE(address, bytes))                                                           \
       wf_emu->access(address, bytes, 0, WF_EMU_PC);                                                \
   }                                                                                                \
-  WF_EMU_CALLBACK void __asan_store##bytes##_noabort(void* address) {                            \
+  WF_EMU_CALLBACK void __tsan_write##bytes(void* address) {                                        \
+    if (!WF_EMU_PRIVATE(address, bytes))                                                           \
+      wf_emu->access(address, bytes, 1, WF_EMU_PC);                                                \
+  }                                                                                                \
+  WF_EMU_CALLBACK void __tsan_unaligned_read##bytes(void* address) {                               \
+    if (!WF_EMU_PRIVATE(address, bytes))                                                           \
+      wf_emu->access(address, bytes, 0, WF_EMU_PC);                                                \
+  }                                                                                                \
+  WF_EMU_CALLBACK void __tsan_unaligned_write##bytes(void* address) {                              \
     if (!WF_EMU_PRIVATE(address, bytes))                                                           \
       wf_emu->access(address, bytes, 1, WF_EMU_PC);                                                \
   }
@@ -71,13 +81,23 @@ WF_EMU_ACCESS(4)
 WF_EMU_ACCESS(8)
 WF_EMU_ACCESS(16)
 #undef WF_EMU_ACCESS
-WF_EMU_CALLBACK void __asan_loadN_noabort(void* address, unsigned long bytes) {
-  wf_emu->access(address, bytes, 0, WF_EMU_PC);
+WF_EMU_CALLBACK void __tsan_read_range(void* address, unsigned long bytes) {
+  if (!WF_EMU_PRIVATE(address, bytes))
+    wf_emu->access(address, bytes, 0, WF_EMU_PC);
 }
-WF_EMU_CALLBACK void __asan_storeN_noabort(void* address, unsigned long bytes) {
-  wf_emu->access(address, bytes, 1, WF_EMU_PC);
+WF_EMU_CALLBACK void __tsan_write_range(void* address, unsigned long bytes) {
+  if (!WF_EMU_PRIVATE(address, bytes))
+    wf_emu->access(address, bytes, 1, WF_EMU_PC);
 }
-WF_EMU_CALLBACK void __asan_handle_no_return() {}
+// The instrumentation's other entry points: a constructor's call, and fences (fences are
+// sequentially consistent in the emulator).
+WF_EMU_CALLBACK void __tsan_init() {}
+WF_EMU_CALLBACK void __tsan_func_entry(void*) {}
+WF_EMU_CALLBACK void __tsan_func_exit() {}
+WF_EMU_CALLBACK void __tsan_atomic_thread_fence(int) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+WF_EMU_CALLBACK void __tsan_atomic_signal_fence(int) {}
 
 // ---- coverage: every basic block of the kernel (-fsanitize-coverage=trace-pc) ----
 WF_EMU_CALLBACK void __sanitizer_cov_trace_pc() {
@@ -89,7 +109,7 @@ WF_EMU_CALLBACK void __sanitizer_cov_trace_pc() {
 struct wf_emu_dim3 {
   unsigned x, y, z;
 };
-__attribute__((no_sanitize_address)) inline wf_emu_dim3 wf_emu_index(int which) {
+__attribute__((no_sanitize_thread)) inline wf_emu_dim3 wf_emu_index(int which) {
   const wf_emu_thread* self = wf_emu->self();
   const unsigned values[4] = {self->thread, self->block, self->threads, self->blocks};
   return {values[which], which < 2 ? 0u : 1u, which < 2 ? 0u : 1u};
@@ -136,9 +156,9 @@ template <typename T> inline T wf_emu_value(unsigned long long bits) {
 }
 #define WF_EMU_SHUFFLE(name, kind)                                                                 \
   template <typename T>                                                                            \
-  WF_EMU_BUILTIN T name(unsigned mask, T value, int operand, int width = warpSize) {                \
+  WF_EMU_BUILTIN T name(unsigned mask, T value, int operand, int width = warpSize) {               \
     return wf_emu_value<T>(                                                                        \
-        wf_emu->warp(kind, mask, wf_emu_bits(value), operand, width, WF_EMU_PC));                 \
+        wf_emu->warp(kind, mask, wf_emu_bits(value), operand, width, WF_EMU_PC));                  \
   }
 WF_EMU_SHUFFLE(__shfl_sync, wf_emu_shfl)
 WF_EMU_SHUFFLE(__shfl_up_sync, wf_emu_shfl_up)
@@ -162,22 +182,54 @@ WF_EMU_BUILTIN unsigned __activemask() {
 }
 
 // ---- device intrinsics, with their IEEE meaning (the kernel is built with no contraction) ----
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fdiv_rn(float a, float b) { return a / b; }
-inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
-inline float __fsqrt_rn(float a) { return sqrtf(a); }
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dsub_rn(double a, double b) { return a - b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
-inline double __ddiv_rn(double a, double b) { return a / b; }
-inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
-inline double __dsqrt_rn(double a) { return sqrt(a); }
+inline float __fadd_rn(float a, float b) {
+  return a + b;
+}
+inline float __fsub_rn(float a, float b) {
+  return a - b;
+}
+inline float __fmul_rn(float a, float b) {
+  return a * b;
+}
+inline float __fdiv_rn(float a, float b) {
+  return a / b;
+}
+inline float __fmaf_rn(float a, float b, float c) {
+  return fmaf(a, b, c);
+}
+inline float __fsqrt_rn(float a) {
+  return sqrtf(a);
+}
+inline double __dadd_rn(double a, double b) {
+  return a + b;
+}
+inline double __dsub_rn(double a, double b) {
+  return a - b;
+}
+inline double __dmul_rn(double a, double b) {
+  return a * b;
+}
+inline double __ddiv_rn(double a, double b) {
+  return a / b;
+}
+inline double __fma_rn(double a, double b, double c) {
+  return fma(a, b, c);
+}
+inline double __dsqrt_rn(double a) {
+  return sqrt(a);
+}
 // CUDA's inverse error functions: the reference evaluator's own, as on the host backend.
-inline float erfinvf(float a) { return wf_erfinv_host(a); }
-inline double erfinv(double a) { return wf_erfinv_host(a); }
-inline float erfcinvf(float a) { return wf_erfcinv_host(a); }
-inline double erfcinv(double a) { return wf_erfcinv_host(a); }
+inline float erfinvf(float a) {
+  return wf_erfinv_host(a);
+}
+inline double erfinv(double a) {
+  return wf_erfinv_host(a);
+}
+inline float erfcinvf(float a) {
+  return wf_erfcinv_host(a);
+}
+inline double erfcinv(double a) {
+  return wf_erfcinv_host(a);
+}
 
 #endif // WIDEFUSE_EMULATION_PRELUDE

@@ -45,7 +45,7 @@ namespace {
 
 /// The module loaded at `base`: its mapped segments and this thread's TLS block.
 struct ModuleScan {
-  const void* base;
+  const void* base = nullptr;
   std::vector<std::pair<uintptr_t, uintptr_t>> segments;
   size_t tlsModule = 0; // its TLS module id (0: none)
   size_t tlsBytes = 0;
@@ -75,7 +75,8 @@ int scanModule(dl_phdr_info* info, size_t, void* data) {
 }
 
 ModuleScan scan(const HostKernel& built) {
-  ModuleScan result{built.loadAddress()};
+  ModuleScan result;
+  result.base = built.loadAddress();
   dl_iterate_phdr(scanModule, &result);
   return result;
 }

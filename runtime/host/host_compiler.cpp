@@ -55,19 +55,19 @@ namespace fs = std::filesystem;
 constexpr const char* kFlags =
     "-std=c++17 -O3 -march=native -fPIC -ffp-contract=off -fno-fast-math "
     "-fno-math-errno -w" WF_LIBM_FLAGS;
-/// The emulator's build: the same arithmetic; -O0 (every access of the source as written, a
-/// dead one included) with line tables (reports name lines);
+/// The emulator's build: the same arithmetic; -Og (every access of the source, a dead load
+/// included) with line tables (reports name lines);
 /// hidden symbols, none of them unique (a kernel's __shared__ arrays are its thread_local
 /// statics: another kernel of the same name must not bind to them);
-/// every load and store outlined to the emulation prelude's __asan_* functions (kernel-address
-/// mode needs no runtime library; no stack or global redzones), every basic block to its
-/// coverage callback; the device's typed vector
+/// every load and store a call of the emulation prelude's __tsan_* functions (ThreadSanitizer's
+/// instrumentation, which tells reads from writes and keeps both of `x[i] += v`; no runtime
+/// linked), every basic block to its coverage callback; the device's typed vector
 /// accesses (wf_load) alias freely.
 constexpr const char* kEmulationFlags =
     "-std=c++17 -Og -g1 -fPIC -ffp-contract=off -fno-fast-math -fno-math-errno "
-    "-fno-strict-aliasing -fvisibility=hidden -fno-gnu-unique -w -fsanitize=kernel-address "
-    "--param asan-instrumentation-with-call-threshold=0 --param asan-stack=0 "
-    "--param asan-globals=0 -fsanitize-coverage=trace-pc" WF_LIBM_FLAGS;
+    "-fno-strict-aliasing -fvisibility=hidden -fno-gnu-unique -w -fsanitize=thread "
+    "--param tsan-instrument-func-entry-exit=0 "
+    "-fsanitize-coverage=trace-pc" WF_LIBM_FLAGS;
 #undef WF_LIBM_FLAGS
 #undef WF_LIBM
 // clang-format on
@@ -271,7 +271,8 @@ bool HostKernelCache::diskEnabled() const {
 
 HostKernelCache::CompileAttempt HostKernelCache::compileUnit(llvm::StringRef unit,
                                                              llvm::StringRef kernelName,
-                                                             llvm::StringRef flags) {
+                                                             llvm::StringRef flags,
+                                                             HostBuild build) {
   std::string reason;
   CompileAttempt attempt;
   attempt.sourcePath = writeScratchFile(kernelName, "cpp", unit, reason);
@@ -282,12 +283,19 @@ HostKernelCache::CompileAttempt HostKernelCache::compileUnit(llvm::StringRef uni
   std::string base = attempt.sourcePath.substr(0, attempt.sourcePath.size() - 4); // no ".cpp"
   attempt.object = base + ".so";
   std::string log = base + ".log";
-  std::string command = fmt::format("{} {} -shared -o '{}' '{}' >'{}' 2>&1", compilerCommand(),
-                                    flags.str(), attempt.object, attempt.sourcePath, log);
+  std::string objectFile = base + ".o";
+  std::string command =
+      build == HostBuild::Emulated
+          ? fmt::format(
+                "{0} {1} -c -o '{2}' '{3}' >'{4}' 2>&1 && {0} -shared -o '{5}' '{2}' >>'{4}' 2>&1",
+                compilerCommand(), flags.str(), objectFile, attempt.sourcePath, log, attempt.object)
+          : fmt::format("{} {} -shared -o '{}' '{}' >'{}' 2>&1", compilerCommand(), flags.str(),
+                        attempt.object, attempt.sourcePath, log);
   attempt.status = runCommand(command);
   attempt.output = readFile(log);
   std::error_code ignored;
   fs::remove(log, ignored);
+  fs::remove(objectFile, ignored);
   if (attempt.status != 0)
     fs::remove(attempt.object, ignored);
   return attempt;
@@ -301,7 +309,7 @@ std::string HostKernelCache::buildSharedObject(llvm::StringRef source, llvm::Str
       : prelude_ ? prelude_->translationUnit(source, compilerCommand(), kFlags,
                                              compilerIdentity() + hostCpuIdentity())
                  : HostPrecompiledPrelude::Unit{hostPrelude().str() + "\n" + source.str(), ""};
-  CompileAttempt attempt = compileUnit(unit.text, kernelName, buildFlags(build));
+  CompileAttempt attempt = compileUnit(unit.text, kernelName, buildFlags(build), build);
   std::error_code ignored;
   if (attempt.status != 0 && !unit.header.empty()) {
     // The precompiled prelude is only a speed-up: compile the plain text, and stop using it

@@ -115,8 +115,10 @@ private:
     std::string sourcePath; // the scratch source, left for the caller (its path goes in errors)
     std::string object;     // the shared object when status is 0
   };
+  /// `build` Emulated: compiled, then linked without the flags (the instrumentation must not
+  /// link a sanitizer runtime: the emulation prelude defines its callbacks).
   CompileAttempt compileUnit(llvm::StringRef unit, llvm::StringRef kernelName,
-                             llvm::StringRef flags);
+                             llvm::StringRef flags, HostBuild build = HostBuild::Native);
   std::shared_ptr<const HostKernel> loadImage(llvm::StringRef image, llvm::StringRef kernelName,
                                               HostBuild build, const std::string& stem,
                                               std::string& problem);

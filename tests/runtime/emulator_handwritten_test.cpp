@@ -225,3 +225,30 @@ extern "C" __global__ void add_own(const add_params p) {
   for (unsigned i = 0; i < 128; ++i)
     EXPECT_EQ(data[i], 5 + i) << i;
 }
+
+TEST(DeviceEmulator, AReadModifyWriteIsAWriteToTheRaceCheck) {
+  // `s[t] += 1` loads and stores one address, and both are accesses: thread 0 reading s[1]
+  // while thread 1 updates it, with no barrier between them, is a race.
+  std::string source = R"(
+struct rmw_params {
+  int* out;
+};
+extern "C" __global__ void read_modify_write(const rmw_params p) {
+  __shared__ int s[64];
+  s[threadIdx.x] = int(threadIdx.x);
+  __syncthreads();
+  s[threadIdx.x] += 1;
+  p.out[threadIdx.x] = s[(threadIdx.x + 1) % 64];
+}
+)";
+  auto kernel = EmulatedKernel::compile(source, "read_modify_write", "rmw_params");
+  std::vector<int> out(64, 0);
+  int* pointer = out.data();
+  std::string message = errorOf([&] {
+    emulateLaunch(*kernel, bytesOf(pointer), 1, 64, {{out.data(), 256, "out"}}, {});
+  });
+  EXPECT_CONTAINS(message, "shared-memory race in kernel read_modify_write, block 0: write after "
+                           "read");
+  EXPECT_CONTAINS(message,
+                  fmt::format("read_modify_write.cu:{}", lineOf(source, "s[threadIdx.x] += 1")));
+}
