@@ -133,9 +133,10 @@ std::string formatCompileReport(const CompiledFusion& compiled) {
                         membersOf(compiled, kernel.plan), widestAccessBytes(*kernel.plan),
                         kernel.plan->indexBits);
     if (kernel.compiled)
-      text += fmt::format("; {} registers ({} blocks per multiprocessor), {} spill bytes; NVRTC {}",
+      text += fmt::format("; {} registers ({} blocks per multiprocessor), {} spill bytes, "
+                          "{}-byte stack frame; NVRTC {}",
                           kernel.compiled->stats.registers, kernel.plan->minBlocksPerMultiprocessor,
-                          kernel.compiled->stats.spillBytes(),
+                          kernel.compiled->stats.spillBytes(), kernel.compiled->stats.stackBytes,
                           kernel.cache == CacheOutcome::Miss
                               ? fmt::format("{:.0f} ms", kernel.compiled->compileMilliseconds)
                               : std::string("cache hit"));

@@ -269,6 +269,7 @@ TEST_F(Cli, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
     EXPECT_LE(kernel["registers"].get<int>(),
               65536 / (256 * kernel["blocks_per_multiprocessor"].get<int>()) / 8 * 8);
     EXPECT_EQ(kernel["spill_bytes"], 0);
+    EXPECT_EQ(kernel["stack_bytes"], 0); // a pointwise kernel keeps everything in registers
     EXPECT_EQ(kernel["index_bits"], 32);
     EXPECT_GT(kernel["nvrtc_ms"].get<double>(), 0);
     EXPECT_GT(kernel["vector_bytes"].get<int>(), 0);
@@ -279,6 +280,11 @@ TEST_F(Cli, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
   nlohmann::json secondReport = nlohmann::json::parse(second.out);
   for (const auto& kernel : secondReport["kernel_stats"])
     EXPECT_EQ(kernel["cache"], "hit");
+  // The text report says the same: registers, spills and the stack frame of each kernel.
+  CliResult text = run("compile axpy.wf");
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_NE(text.out.find("0 spill bytes, 0-byte stack frame; NVRTC cache hit"), std::string::npos)
+      << text.out;
 }
 
 TEST_F(Cli, CompileEmitsCudaOrPtxAndDumpsIntoADirectory) {
