@@ -272,6 +272,10 @@ void BodyEmitter::afterLastChunk(const RunVariant& variant) {
     out_.line("(void)member;");
     return;
   }
+  if (variant.device && combinesOnDevice()) {
+    out_.line("{}_finish(params, entry, u, member, end - first);", body_.name);
+    return;
+  }
   variant.oneThread(
       [&] { out_.line("{}_deferred(params, entry, u, member, end - first);", body_.name); });
 }
@@ -460,6 +464,40 @@ void BodyEmitter::deferredFunction() {
   out_.line();
 }
 
+void BodyEmitter::finishFunction() {
+  out_.line("/// Every thread of a block that finished `done` chunks of `member`: the last block "
+            "done");
+  out_.line("/// with the member combines its partials, all threads together, and thread 0 "
+            "writes the");
+  out_.line("/// results and the deferred values (no block reads a value already replaced).");
+  std::vector<std::string> parameters = tableParameters();
+  parameters.insert(parameters.end(),
+                    {fmt::format("const {}_uniform& u", body_.name), "i32 member", "i32 done"});
+  openFunction(fmt::format("WF_DEVICE void {}_finish", body_.name), parameters);
+  out_.line("__shared__ bool last; // whether this block is the last done with the member");
+  out_.line("__syncthreads(); // every thread has read the 0-d inputs and stored its partials");
+  out_.line("const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {}) / {}) : 1;",
+            body_.chunkElements - 1, body_.chunkElements);
+  out_.open("if (threadIdx.x == 0)");
+  out_.line("__threadfence();");
+  out_.line("last = atomicAdd(params.tickets + member, u32(done)) == u32(chunks - done);");
+  out_.close();
+  out_.line("__syncthreads();");
+  out_.line("if (!last)");
+  out_.line("  return;");
+  out_.line("__threadfence(); // every block's partials are visible");
+  deviceReductionFinish();
+  out_.open("if (threadIdx.x == 0)");
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::UniformTensor && slot.deferred)
+      out_.line("*{} = {}; // deferred copy_ into {}", pointerOf(slot),
+                values_.writtenValueText(slot), slot.name);
+  out_.line("params.tickets[member] = 0u; // ready for the next launch");
+  out_.close();
+  out_.close();
+  out_.line();
+}
+
 ElementsVariant BodyEmitter::deviceElements() {
   return {fmt::format("WF_DEVICE void {}_elements", body_.name),
           {fmt::format("/// Elements [begin, end) of one member of {}:", body_.name),
@@ -487,6 +525,7 @@ RunVariant BodyEmitter::deviceRun() {
     elementRange();
     out_.line("{}_elements(params, entry, u, begin, stop);", body_.name);
   };
+  run.device = true;
   run.oneThread = [&](llvm::function_ref<void()> work) {
     out_.line("__syncthreads(); // every thread of the block has read the 0-d inputs");
     out_.line("if (threadIdx.x == 0)");
@@ -502,10 +541,14 @@ void BodyEmitter::functions() {
   prologue();
   elementFunction();
   elementsFunction(deviceElements());
-  if (body_.needsFinisher())
+  if (body_.needsFinisher() && combinesOnDevice())
+    finishFunction();
+  else if (body_.needsFinisher())
     deferredFunction();
   runFunction(deviceRun());
   out_.directive("#ifndef __CUDACC__");
+  if (body_.needsFinisher() && combinesOnDevice())
+    deferredFunction(); // the fast path's one thread combines alone
   elementsFunction(hostFastElements());
   runFunction(hostFastRun());
   out_.directive("#endif");

@@ -62,6 +62,8 @@ struct RunVariant {
   std::function<void()> elements;
   /// Runs its argument on one thread of the block after every thread's elements.
   std::function<void(llvm::function_ref<void()>)> oneThread;
+  /// The device's: the block's threads are separate (they combine partials together).
+  bool device = false;
 };
 
 /// The statements of one body, written into a CodeWriter. The device functions are in
@@ -113,6 +115,9 @@ private:
   void prologue();
   void elementFunction();
   void deferredFunction();
+  /// Whether the device's last block combines partials (all its threads: `<body>_finish`).
+  bool combinesOnDevice() const { return !body_.reductions.empty() && !body_.reducesRows; }
+  void finishFunction();
   ElementsVariant deviceElements();
   RunVariant deviceRun();
   void scalarLoop(llvm::StringRef from, llvm::StringRef to, llvm::StringRef comment);
@@ -146,8 +151,11 @@ private:
   /// of [begin, end), each one thread's loop over its elements in order (the row's tree).
   void rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef rowStep);
   /// The member's last finisher: its tree of the chunk partials, its result or its part of a
-  /// global one (and the last contributor's combine).
+  /// global one (and the last contributor's combine), by one thread (the host's fast path).
   void reductionFinish();
+  /// The same by every thread of the device's last block: block-wide passes
+  /// (wf_block_combine), the results written by thread 0.
+  void deviceReductionFinish();
 
   // Host backend functions (host_entries.cpp).
   ElementsVariant hostFastElements();

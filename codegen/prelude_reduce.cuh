@@ -64,11 +64,39 @@ template <typename Op, int Threads, typename A> WF_DEVICE A wf_block_tree(A leaf
   // thread 0's next leaf written there (a race the device emulator reported).
   return threadIdx.x == 0 ? row[0] : leaf;
 }
+
+/// The tree of `count` >= 1 values in global memory (other blocks' partials), by every thread
+/// of the block; valid on thread 0. Each pass replaces each group of `Threads` consecutive
+/// values by its tree, in place, until one group is left: the pairwise tree of a power-of-two
+/// group size is the tree of its groups' trees, and the identity padding changes no bit, so
+/// the result is wf_tree_counter's over the same values. Loads bypass the L1 cache (volatile).
+template <typename Op, int Threads, typename A>
+WF_DEVICE A wf_block_combine(A* values, int count, A* row) {
+  for (;;) {
+    const int groups = (count + Threads - 1) / Threads;
+    for (int g = 0; g < groups; ++g) {
+      const int k = g * Threads + int(threadIdx.x);
+      const A leaf = k < count ? *(volatile A*)(values + k) : wf_tree_identity<Op, A>();
+      const A tree = wf_block_tree<Op, Threads>(leaf, row);
+      if (groups == 1)
+        return tree;
+      // Group g's values were read in pass-loop iterations g / Threads <= g, before this.
+      if (threadIdx.x == 0)
+        *(volatile A*)(values + g) = tree;
+    }
+    __syncthreads(); // the pass's trees are visible to every thread of the block
+    count = groups;
+  }
+}
 #else
 /// The host backend's entries compute the rows themselves (its device functions are compiled,
 /// never run): reaching this is a bug in the host entry.
 template <typename Op, int Threads, typename A> inline A wf_block_tree(A leaf, A*) {
   __builtin_trap();
   return leaf;
+}
+template <typename Op, int Threads, typename A> inline A wf_block_combine(A* values, int, A*) {
+  __builtin_trap();
+  return values[0];
 }
 #endif

@@ -98,8 +98,10 @@ void BodyEmitter::chunkPartials(llvm::StringRef end, llvm::StringRef thread) {
   if (!thread.empty())
     out_.open("if ({})", thread.str());
   for (const ReductionSlot& slot : body_.reductions) {
-    out_.line("for (int k = row; k < {}; ++k)", rows);
-    out_.line("  {}_rows[k] = {};", slot.name, identity(slot));
+    // Indices known once unrolled keep the rows in registers, not local memory.
+    out_.directive("#pragma unroll");
+    out_.line("for (int k = 0; k < {}; ++k)", rows);
+    out_.line("  if (k >= row) {}_rows[k] = {};", slot.name, identity(slot));
     out_.line("wf_global(entry.{0}_partials)[chunk] = wf_tree_array<{1}>({0}_rows, {2});",
               slot.name, treeOp(slot), rows);
   }
@@ -118,7 +120,7 @@ void BodyEmitter::deviceReductionLoop() {
             threads, rows);
   for (const ReductionSlot& slot : body_.reductions) {
     out_.line("__shared__ {} {}_row[{}];", accumulatorType(slot), slot.name, threads);
-    out_.line("{} {}_rows[{}]; // thread 0's", accumulatorType(slot), slot.name, rows);
+    out_.line("{} {}_rows[{}] = {{}}; // thread 0's", accumulatorType(slot), slot.name, rows);
   }
   out_.line("{0} chunk = begin / {1}; // the member's chunk of element `begin`", indexType_,
             body_.chunkElements);
@@ -130,8 +132,11 @@ void BodyEmitter::deviceReductionLoop() {
     out_.line("const {0} {1}_tree = wf_block_tree<{2}, {3}>({1}_leaf, {1}_row);",
               accumulatorType(slot), slot.name, treeOp(slot), threads);
   out_.open("if (threadIdx.x == 0)");
+  out_.directive("#pragma unroll");
+  out_.open("for (int k = 0; k < {}; ++k)", rows);
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_rows[row] = {0}_tree;", slot.name);
+    out_.line("{0}_rows[k] = k == row ? {0}_tree : {0}_rows[k];", slot.name);
+  out_.close();
   out_.close();
   chunkPartials("end", "threadIdx.x == 0");
   out_.close();
@@ -198,6 +203,45 @@ void BodyEmitter::rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef ro
         finishedText(slot, fmt::format("{0}_here ? {0}_value : {1}", slot.name, identity(slot))));
   }
   out_.close();
+}
+
+void BodyEmitter::deviceReductionFinish() {
+  unsigned threads = plan_.threadsPerBlock;
+  out_.line("__shared__ wf_u64 combine_row[{}]; // each reduction's block trees in turn", threads);
+  for (const ReductionSlot& slot : body_.reductions) {
+    std::string a = accumulatorType(slot), op = treeOp(slot);
+    if (&slot != &body_.reductions.front())
+      out_.line("__syncthreads(); // thread 0 has read the last tree's root, maybe wider");
+    out_.line("{{ // {}: the member's tree of its chunk partials, by the whole block", slot.name);
+    out_.indent();
+    out_.line("{0}* row = reinterpret_cast<{0}*>(combine_row);", a);
+    out_.line("const {} value = wf_block_combine<{}, {}>(entry.{}_partials, chunks, row);", a, op,
+              threads, slot.name);
+    if (!slot.global) {
+      out_.line("if (threadIdx.x == 0)");
+      out_.line("  *entry.{}_out = {};", slot.name, finishedText(slot, "value"));
+      out_.close();
+      continue;
+    }
+    out_.line("__shared__ bool contributor_last; // the global's last contributor");
+    out_.open("if (threadIdx.x == 0)");
+    out_.line("entry.{0}_results[entry.{0}_operand] = value;", slot.name);
+    out_.line("__threadfence();");
+    out_.line("contributor_last = atomicAdd(entry.{0}_ticket, 1u) == u32(entry.{0}_operands - 1);",
+              slot.name);
+    out_.close();
+    out_.line("__syncthreads();");
+    out_.open("if (contributor_last)");
+    out_.line("__threadfence(); // every contributor's tree is visible");
+    out_.line("const {} all = wf_block_combine<{}, {}>(entry.{}_results, entry.{}_operands, row);",
+              a, op, threads, slot.name, slot.name);
+    out_.open("if (threadIdx.x == 0)");
+    out_.line("*entry.{}_out = {};", slot.name, finishedText(slot, "all"));
+    out_.line("*entry.{}_ticket = 0u; // ready for the next launch", slot.name);
+    out_.close();
+    out_.close();
+    out_.close();
+  }
 }
 
 void BodyEmitter::reductionFinish() {

@@ -221,7 +221,7 @@ TEST_F(PlantedDefects, ATicketNotResetIsReportedAndBreaksTheNextStep) {
   ASSERT_NE(source.find(reset), std::string::npos) << source;
   Plant plant;
   plant.edit = replacing(reset, "");
-  faultOf(plant, "ticket not reset", lineOf(source, "if (atomicAdd(entry.r0_ticket"));
+  faultOf(plant, "ticket not reset", lineOf(source, "= atomicAdd(entry.r0_ticket"));
   // Unchecked, the first step is right and the second wrong: its combine never runs.
   plant.checkTickets = false;
   float first = runPlanted(*fusion_, arguments_, plant, 1);
@@ -400,6 +400,19 @@ TEST(DeviceCoverage, EveryDeviceLineOfTheCorpusRuns) {
       signs.addOutput(remainder(y, -3.0));
       FusionExecutorCache(*signs.finalize(), options).run({values.ref()});
     }
+  }
+  {
+    // Combines of more values than a block has threads, in passes: a member of 301 chunks,
+    // a global sum over 300 members.
+    FusionDefinition fd("wide_combine");
+    Val x = fd.defineTensor({301 * 1024 - 5}, DataType::Float, "x");
+    fd.addOutput(sum(x));
+    fd.addOutput(max(x));
+    std::vector<Val> ys;
+    for (int i = 0; i < 300; ++i)
+      ys.push_back(fd.defineTensor({3}, DataType::Float, fmt::format("y{}", i)));
+    fd.addOutput(sum(ys));
+    emulate(*fd.finalize());
   }
   {
     // A view that starts mid-vector: the elements before the vector path.

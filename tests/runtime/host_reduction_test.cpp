@@ -109,6 +109,30 @@ TEST(HostReductions, EveryOpOfEveryScopeAndDtype) {
   }
 }
 
+TEST(HostReductions, CombinesOfMoreValuesThanABlockHasThreadsEqualTheEvaluator) {
+  // The last block combines in passes of one block tree per 256 values: a member of 301
+  // chunks (two passes over its partials) and a global over 300 members (two over theirs),
+  // in f32 (the sum's bits show the tree's shape) and f64.
+  for (DataType dtype : {DataType::Float, DataType::Double}) {
+    SCOPED_TRACE(shortName(dtype).str());
+    FusionDefinition fd("wide_combine");
+    Val x = fd.defineTensor({301 * 1024 - 5}, dtype, "x");
+    fd.addOutput(sum(x));
+    fd.addOutput(max(x));
+    std::vector<Val> ys;
+    for (int i = 0; i < 300; ++i)
+      ys.push_back(fd.defineTensor({3}, dtype, fmt::format("y{}", i)));
+    fd.addOutput(sum(ys));
+    fd.addOutput(min(ys));
+    auto fusion = fd.finalize();
+    HostOptions verify;
+    verify.execution = HostExecution::Verify;
+    verify.blockOrder = {BlockOrder::Kind::Shuffle, 17};
+    for (const HostOptions& host : {HostOptions{}, verify})
+      expectHostEqualsEvaluator(*fusion, host, 1);
+  }
+}
+
 TEST(HostReductions, EveryOpOverRowsOfEveryDtype) {
   // Rows longer than a block, more rows than a chunk, empty rows and no rows, rank 3, and
   // rows of a dimension followed by static 1s.

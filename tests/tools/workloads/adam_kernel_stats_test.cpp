@@ -1,9 +1,9 @@
 // Every Adam kernel of optim::buildAdam (structurally widefuse.optim's), as NVRTC compiles it
-// for an H100/H200 (sm_90): no register spills. A spill turns a bandwidth-bound optimizer step
-// into one bound by local memory traffic, so each configuration users can ask for is compiled
-// and its ptxas statistics checked (no GPU needed: NVRTC runs on any machine). Mixed precision
-// (bf16/f16 parameters with f32 masters, remainders or state) keeps 16-byte accesses of its
-// 2-byte tensors.
+// for an H100/H200 (sm_90): no register spills and no stack frame. A spill turns a bandwidth-bound
+// optimizer step into one bound by local memory traffic, so each configuration users can ask for is
+// compiled and its ptxas statistics checked (no GPU needed: NVRTC runs on any machine). Mixed
+// precision (bf16/f16 parameters with f32 masters, remainders or state) keeps 16-byte accesses of
+// its 2-byte tensors.
 
 #include "runtime/cuda/fusion_cubins.h"
 #include "runtime/fusion_compiler.h"
@@ -63,6 +63,9 @@ TEST(AdamKernelStats, EveryConfigurationCompilesForSm90WithoutSpills) {
             << stats.registers << " registers and spills " << stats.spillStoreBytes
             << " bytes (stores) / " << stats.spillLoadBytes << " (loads)";
         EXPECT_GT(stats.registers, 0) << describe(dtype, variant) << ": no ptxas statistics";
+        // No local memory either, the inf check's combine included (+amp).
+        EXPECT_EQ(stats.stackBytes, 0)
+            << describe(dtype, variant) << ": kernel " << kernel.plan->name << " has a stack frame";
       }
     }
 }
