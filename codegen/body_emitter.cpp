@@ -448,20 +448,28 @@ void BodyEmitter::deferredFunction() {
                     {fmt::format("const {}_uniform& u", body_.name), "i32 member", "i32 done"});
   openFunction(fmt::format("WF_DEVICE void {}_deferred", body_.name), parameters);
   out_.line("__threadfence();");
-  out_.line("const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {}) / {}) : 1;",
-            body_.chunkElements - 1, body_.chunkElements);
+  memberChunks();
   out_.open("if (atomicAdd(params.tickets + member, u32(done)) == u32(chunks - done))");
   if (!body_.reductions.empty() && !body_.reducesRows)
     out_.line("__threadfence(); // every block's partials are visible");
   reductionFinish();
+  deferredWritesAndTicketReset();
+  out_.close();
+  out_.close();
+  out_.line();
+}
+
+void BodyEmitter::memberChunks() {
+  out_.line("const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {}) / {}) : 1;",
+            body_.chunkElements - 1, body_.chunkElements);
+}
+
+void BodyEmitter::deferredWritesAndTicketReset() {
   for (const Slot& slot : body_.slots)
     if (slot.kind == SlotKind::UniformTensor && slot.deferred)
       out_.line("*{} = {}; // deferred copy_ into {}", pointerOf(slot),
                 values_.writtenValueText(slot), slot.name);
   out_.line("params.tickets[member] = 0u; // ready for the next launch");
-  out_.close();
-  out_.close();
-  out_.line();
 }
 
 void BodyEmitter::finishFunction() {
@@ -476,8 +484,7 @@ void BodyEmitter::finishFunction() {
   openFunction(fmt::format("WF_DEVICE void {}_finish", body_.name), parameters);
   out_.line("__shared__ bool last; // whether this block is the last done with the member");
   out_.line("__syncthreads(); // every thread has read the 0-d inputs and stored its partials");
-  out_.line("const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {}) / {}) : 1;",
-            body_.chunkElements - 1, body_.chunkElements);
+  memberChunks();
   out_.open("if (threadIdx.x == 0)");
   out_.line("__threadfence();");
   out_.line("last = atomicAdd(params.tickets + member, u32(done)) == u32(chunks - done);");
@@ -488,11 +495,7 @@ void BodyEmitter::finishFunction() {
   out_.line("__threadfence(); // every block's partials are visible");
   deviceReductionFinish();
   out_.open("if (threadIdx.x == 0)");
-  for (const Slot& slot : body_.slots)
-    if (slot.kind == SlotKind::UniformTensor && slot.deferred)
-      out_.line("*{} = {}; // deferred copy_ into {}", pointerOf(slot),
-                values_.writtenValueText(slot), slot.name);
-  out_.line("params.tickets[member] = 0u; // ready for the next launch");
+  deferredWritesAndTicketReset();
   out_.close();
   out_.close();
   out_.line();

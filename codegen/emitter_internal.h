@@ -118,6 +118,10 @@ private:
   /// Whether the device's last block combines partials (all its threads: `<body>_finish`).
   bool combinesOnDevice() const { return !body_.reductions.empty() && !body_.reducesRows; }
   void finishFunction();
+  /// `const i32 chunks`: the member's chunks (1 for an empty member).
+  void memberChunks();
+  /// The last block's deferred `copy_` writes, then the member's ticket reset.
+  void deferredWritesAndTicketReset();
   ElementsVariant deviceElements();
   RunVariant deviceRun();
   void scalarLoop(llvm::StringRef from, llvm::StringRef to, llvm::StringRef comment);
