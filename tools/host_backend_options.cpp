@@ -1,5 +1,7 @@
 #include "tools/host_backend_options.h"
 
+#include "ir/error.h"
+
 #include <CLI/CLI.hpp>
 
 namespace widefuse {
@@ -18,7 +20,6 @@ void addHostBackendOptions(CLI::App& command, HostBackendArguments& arguments) {
       .add_option("--interleavings", arguments.interleavings,
                   "Host backend, verify: runs of each launch from the same inputs (the block "
                   "order, then shuffles), which must leave the same bytes")
-      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   command
       .add_option("--threads", arguments.threads,
@@ -31,6 +32,8 @@ HostOptions hostOptionsOf(const HostBackendArguments& arguments) {
   HostOptions options;
   options.execution = parseHostExecution(arguments.execution);
   options.blockOrder = parseBlockOrder(arguments.blockOrder);
+  if (arguments.interleavings == 0)
+    throw Error("--interleavings 0: a launch runs in at least 1 interleaving");
   options.interleavings = arguments.interleavings;
   options.threads = arguments.threads;
   return options;

@@ -250,6 +250,8 @@ TEST_F(Cli, AdamRunsTheSeedExampleInEachMode) {
   }
   expectOneLineError(run("adam --backend fpga"), "unknown backend 'fpga'");
   expectOneLineError(run("adam --block-order backwards"), "unknown block order 'backwards'");
+  expectOneLineError(run("adam --interleavings 0"),
+                     "--interleavings 0: a launch runs in at least 1 interleaving");
 }
 
 TEST_F(Cli, CompileReportsKernelStatsAndHitsTheDiskCacheTheSecondTime) {
