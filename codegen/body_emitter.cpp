@@ -509,7 +509,7 @@ ElementsVariant BodyEmitter::deviceElements() {
           [&] { body_.reductions.empty() ? flatLoops() : deviceReductionLoop(); },
           [&] {
             if (body_.reducesRows)
-              rowsReductionLoop("threadIdx.x", std::to_string(plan_.threadsPerBlock));
+              deviceRowsReductionLoop();
             else
               body_.reductions.empty() ? stridedLoop() : deviceReductionLoop();
           },

@@ -154,6 +154,9 @@ private:
   /// The elements of a body reducing over rows: rows `firstRow`, `firstRow + rowStep`, ...
   /// of [begin, end), each one thread's loop over its elements in order (the row's tree).
   void rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef rowStep);
+  /// The device's: a warp per row, each 32 columns' tree by shuffles (wf_warp_tree) pushed to a
+  /// counter kept in the lanes' registers (wf_warp_counter).
+  void deviceRowsReductionLoop();
   /// The member's last finisher: its tree of the chunk partials, its result or its part of a
   /// global one (and the last contributor's combine), by one thread (the host's fast path).
   void reductionFinish();

@@ -20,6 +20,8 @@
 // The device compiler's view: the prelude's __CUDACC__ and __CUDA_ARCH__ branches are taken.
 #define __CUDACC__ 1
 #define __CUDA_ARCH__ 900
+// The prelude's inline PTX (device-scope loads and stores) has plain C++ twins here.
+#define WF_EMULATED_DEVICE 1
 #define __global__
 #define __device__
 #define __host__

@@ -205,6 +205,45 @@ void BodyEmitter::rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef ro
   out_.close();
 }
 
+void BodyEmitter::deviceRowsReductionLoop() {
+  unsigned inner = body_.domainRank - 1 - body_.rowTrailing; // the reduced dimension
+  unsigned warps = plan_.threadsPerBlock / 32;
+  out_.line("// Rows [begin, end) of the member, a warp per row ({} apart): lane l takes columns "
+            "l, l + 32, ...;",
+            warps);
+  out_.line("// each 32 columns' tree by shuffles, the row's tree by a counter spread over the "
+            "lanes");
+  out_.line("const {0} columns = {0}(entry.extents[{1}]);", indexType_, inner);
+  out_.line("const {} lane = threadIdx.x & 31u;", indexType_);
+  out_.open("for ({0} row = begin + {0}(threadIdx.x / 32u); row < end; row += {1})", indexType_,
+            warps);
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("wf_warp_counter<{}, {}> {}_tree;", accumulatorType(slot), treeOp(slot), slot.name);
+  out_.open("for ({0} column = lane; column - lane < columns; column += 32)", indexType_);
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{} {}_leaf = {};", accumulatorType(slot), slot.name, identity(slot));
+  out_.open("if (column < columns)");
+  out_.line("const {} i = row * columns + column;", indexType_);
+  stridedLocate();
+  perElement(stridedAccess());
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_leaf = out.{0};", slot.name);
+  out_.close();
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_tree.push(wf_warp_tree<{1}>({0}_leaf));", slot.name, treeOp(slot));
+  out_.close();
+  for (const ReductionSlot& slot : body_.reductions) {
+    std::string a = accumulatorType(slot);
+    out_.line("bool {}_here = false;", slot.name);
+    out_.line("const {0} {1}_value = {1}_tree.finish(&{1}_here);", a, slot.name);
+    out_.line("if (lane == 0) // an empty row: the identity");
+    out_.line(
+        "  wf_global(entry.{0}_out)[row] = {1};", slot.name,
+        finishedText(slot, fmt::format("{0}_here ? {0}_value : {1}", slot.name, identity(slot))));
+  }
+  out_.close();
+}
+
 void BodyEmitter::deviceReductionFinish() {
   unsigned threads = plan_.threadsPerBlock;
   out_.line("__shared__ wf_u64 combine_row[{}]; // each reduction's block trees in turn", threads);

@@ -17,7 +17,16 @@
 /// of its own here). Integer sums wrap, as two's complement does.
 struct wf_tree_sum {
   template <typename T> WF_TREE_FN static T combine(T a, T b) {
-    if constexpr (T(-1) > T(0) || T(0.5) != T(0))
+    if constexpr (T(0.5) != T(0)) {
+#ifdef __CUDA_ARCH__
+      if constexpr (sizeof(T) == 4) // an add the device compiler may not fuse into an fma
+        return __fadd_rn(a, b);
+      else
+        return __dadd_rn(a, b);
+#else
+      return a + b;
+#endif
+    } else if constexpr (T(-1) > T(0))
       return a + b;
     else
       return T((unsigned long long)a + (unsigned long long)b);

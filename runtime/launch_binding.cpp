@@ -213,6 +213,9 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
     for (size_t d = 0; d < domain.size(); ++d)
       if (d != domain.size() - 1 - body.rowTrailing)
         numel *= domain[d];
+    if (!domain.empty() && domain[domain.size() - 1 - body.rowTrailing] > kMaxRowElements)
+      fail("'{}' reduces rows of {} elements; a kernel reduces rows of at most {}", plan_.name,
+           domain[domain.size() - 1 - body.rowTrailing], kMaxRowElements);
   }
   if (body.indexing == Indexing::Strided) // leading 1s up to the body's rank
     domain.insert(domain.begin(),

@@ -281,12 +281,12 @@ void BodyPlanner::chooseVectorWidth() {
     }
   if (body_.reducesRows) {
     body_.vectorElements = 1;
-    notes_.push_back(fmt::format("{}: reduces {} value{} over rows, a thread per row (its "
-                                 "elements in order: the row's tree in one loop); a chunk is "
-                                 "{} rows",
+    notes_.push_back(fmt::format("{}: reduces {} value{} over rows, a warp per row (32 "
+                                 "columns at a time, the row's tree by a counter in the lanes' "
+                                 "registers); a chunk is {} rows",
                                  body_.name, body_.reductions.size(),
                                  body_.reductions.size() == 1 ? "" : "s",
-                                 request_.threadsPerBlock * kIterationsPerChunk));
+                                 request_.threadsPerBlock / 32 * kIterationsPerChunk));
   } else if (!body_.reductions.empty()) {
     // Each thread reduces one element per access, so that a row of the block's threads is a
     // subtree of the reduction tree (docs/reductions.md §8).
@@ -318,8 +318,9 @@ void BodyPlanner::chooseVectorWidth() {
                           bytesPerElement, kMaxBytesInFlight)
             : std::string()));
   }
-  body_.chunkElements =
-      int64_t(request_.threadsPerBlock) * body_.vectorElements * kIterationsPerChunk;
+  // A rows chunk gives each warp of the block kIterationsPerChunk rows.
+  unsigned workers = body_.reducesRows ? request_.threadsPerBlock / 32 : request_.threadsPerBlock;
+  body_.chunkElements = int64_t(workers) * body_.vectorElements * kIterationsPerChunk;
   body_.prefetch = request_.prefetch && body_.vectorElements > 1;
   if (body_.prefetch)
     notes_.push_back(fmt::format("{}: each thread loads its next vector of every tensor before "

@@ -3,6 +3,7 @@
 #include "ir/error.h"
 
 #include <fmt/format.h>
+#include <llvm/Support/MathExtras.h>
 
 #include <tuple>
 
@@ -68,6 +69,22 @@ unsigned registerCap(const KernelPlan& plan) {
   unsigned perThread =
       65536 / (plan.threadsPerBlock * std::max(1u, plan.minBlocksPerMultiprocessor));
   return std::min(255u, perThread / 8 * 8);
+}
+
+int64_t combineSteps(int64_t values, unsigned threads) {
+  auto levels = [](int64_t power) { return int64_t(llvm::Log2_64(uint64_t(power))); };
+  int64_t steps = 0;
+  while (values > 16 * int64_t(threads)) { // passes of groups of 8: a round of loads, 3 levels
+    int64_t groups = llvm::divideCeil(values, 8);
+    steps += llvm::divideCeil(groups, int64_t(threads)) * (1 + 3);
+    values = groups;
+  }
+  int64_t group = 1;
+  while (group * threads < values)
+    group *= 2;
+  // A group of 16 is two of 8, one after the other, and their combine.
+  int64_t last = group > 8 ? 2 * (1 + 3) + 1 : 1 + levels(group);
+  return steps + last + levels(threads);
 }
 
 unsigned widestAccessBytes(const KernelPlan& plan) {

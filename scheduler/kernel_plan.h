@@ -233,6 +233,16 @@ inline constexpr unsigned kMaxParameterBytes = 32764;
 /// 256, 80 for 3, 128 for 2.
 unsigned registerCap(const KernelPlan& plan);
 
+/// The longest dependent chain of the combine over `values` partials in a block of `threads`
+/// (wf_block_combine, docs/reductions.md §10), in steps: a round of one thread's independent
+/// loads (at most 8), a level of combines, a level of the block tree. At most
+/// ceil(values / 256) + 8 for blocks of 256 (tests/scheduler/schedule_test.cpp).
+int64_t combineSteps(int64_t values, unsigned threads);
+
+/// The longest row a rows reduction takes: its warp's counter has 32 levels of 32-element
+/// subtrees (wf_warp_counter). A row this long holds 512 GiB of f32 values.
+inline constexpr int64_t kMaxRowElements = int64_t(32) << 32;
+
 /// The name of an indexing mode: flat, strided.
 llvm::StringRef indexingName(Indexing indexing);
 /// The name of a table location: parameters, device-memory.

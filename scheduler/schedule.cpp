@@ -77,6 +77,10 @@ KernelPlan KernelPlanner::plan(const LaunchGroup& group) {
                   ? fmt::format("{}_class{}", fusionName, group.signatureClasses.front())
                   : fmt::format("{}_pack{}", fusionName, group.id);
   plan.minBlocksPerMultiprocessor = std::max(1u, options_.minBlocksPerMultiprocessor);
+  unsigned threads = options_.threadsPerBlock;
+  if (threads < 32 || threads > 1024 || (threads & (threads - 1)) != 0)
+    fail("threads per block must be a power of two from 32 to 1024, not {}", threads);
+  plan.threadsPerBlock = threads;
   addBodies(plan, group);
   plan.maxGridBlocks = device_.multiprocessorCount * plan.minBlocksPerMultiprocessor;
   bool wide =

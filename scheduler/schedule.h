@@ -35,6 +35,9 @@ struct ScheduleOptions {
   /// one, so that its loads are in flight while it computes. Off by default until measured:
   /// it costs registers (f32 Adam: 78 instead of 56, so 3 resident blocks instead of 4).
   bool prefetch = false;
+  /// Threads per block: a power of two from 32 to 1024. A chunk is 4 rows of them, and the
+  /// combine's block tree has as many leaves (docs/reductions.md §8, §10).
+  unsigned threadsPerBlock = 256;
 };
 
 /// Members below this many elements (and tensor spans) use 32-bit indices: 2^31 less one

@@ -266,7 +266,7 @@ std::string construct(const std::string& source, int line, const std::string& ke
 /// with NaN, infinities and denormals among them, and (`finite`: inputs whose dtypes
 /// fillFinite knows) once more on finite values.
 void emulate(const Fusion& fusion, SegmentationMode mode = SegmentationMode::Auto,
-             bool finite = true) {
+             bool finite = true, ScheduleOptions schedule = {}) {
   HostOptions verify;
   verify.execution = HostExecution::Verify;
   verify.blockOrder = {BlockOrder::Kind::Shuffle, 3};
@@ -274,6 +274,7 @@ void emulate(const Fusion& fusion, SegmentationMode mode = SegmentationMode::Aut
   options.backend = "host";
   options.mode = mode;
   options.host = verify;
+  options.schedule = schedule;
   FusionExecutorCache executor(fusion, options);
   for (bool specials : {true, !finite}) {
     std::vector<HostTensor> inputs = randomInputs(fusion, 5, specials);
@@ -413,6 +414,23 @@ TEST(DeviceCoverage, EveryDeviceLineOfTheCorpusRuns) {
       ys.push_back(fd.defineTensor({3}, DataType::Float, fmt::format("y{}", i)));
     fd.addOutput(sum(ys));
     emulate(*fd.finalize());
+  }
+  {
+    // The combine's other passes, with blocks of 32 threads (chunks of 128 elements): a member
+    // of 600 chunks takes a pass of groups of 8, one of 400 ends with groups of 16, and a
+    // global sum over 520 members a pass of 8 too.
+    FusionDefinition fd("wider_combine");
+    Val x = fd.defineTensor({600 * 128 - 3}, DataType::Float, "x");
+    Val y = fd.defineTensor({400 * 128}, DataType::Float, "y");
+    fd.addOutput(sum(x));
+    fd.addOutput(max(y));
+    std::vector<Val> zs;
+    for (int i = 0; i < 520; ++i)
+      zs.push_back(fd.defineTensor({1}, DataType::Float, fmt::format("z{}", i)));
+    fd.addOutput(sum(zs));
+    ScheduleOptions narrow;
+    narrow.threadsPerBlock = 32;
+    emulate(*fd.finalize(), SegmentationMode::Auto, true, narrow);
   }
   {
     // A view that starts mid-vector: the elements before the vector path.

@@ -12,6 +12,7 @@
 #include "tools/workloads/seed_adam.h"
 
 #include <gtest/gtest.h>
+#include <llvm/Support/MathExtras.h>
 
 using namespace widefuse;
 using widefuse::testing::errorOf;
@@ -295,4 +296,45 @@ TEST(Scheduler, PlanTextNamesEveryDecision) {
   for (const char* expected : {"kernel adam_step_class0 for sm_90", "flat", "step0",
                                "written deferred", "16 bytes per access", "ticket"})
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+}
+
+TEST(Schedule, TheCombineChainIsAtMostItsLoadsPerThreadAndTheBlockTree) {
+  // Every partial count up to 2^20, and the largest members of the corpus: GPT-2's wte
+  // (37,693 chunks of 1024) and a LLaMA embedding (128,000 chunks).
+  std::vector<int64_t> counts = {37693, 128000, int64_t(1) << 24, (int64_t(1) << 31) - 1};
+  for (int64_t partials = 1; partials <= (int64_t(1) << 20); ++partials)
+    counts.push_back(partials);
+  for (int64_t partials : counts)
+    ASSERT_LE(combineSteps(partials, 256), llvm::divideCeil(partials, 256) + 8)
+        << partials << " partials";
+  // The model counts what the prelude does: one load round and the block tree's 8 levels for
+  // a block's worth, a pair per thread one combine more, 16 per thread two rounds of 8.
+  EXPECT_EQ(combineSteps(1, 256), 9);
+  EXPECT_EQ(combineSteps(256, 256), 9);
+  EXPECT_EQ(combineSteps(257, 256), 10);
+  EXPECT_EQ(combineSteps(4096, 256), 17);
+  EXPECT_EQ(combineSteps(4097, 256), 3 * 4 + 1 + 2 + 8);
+  EXPECT_EQ(combineSteps(100, 32), 1 + 2 + 5);
+}
+
+TEST(Schedule, ThreadsPerBlockIsAPowerOfTwoFrom32To1024) {
+  auto fusion = optim::buildSeedAdam(mixedShapes(3));
+  SegmentedFusion segmented = segment(*fusion, {SegmentationMode::Auto});
+  ScheduleOptions options;
+  options.threadsPerBlock = 64;
+  ScheduledFusion scheduled =
+      schedule(segmented, declaredSpecialization(segmented), defaultDevice(), options);
+  for (const KernelPlan& plan : scheduled.plans) {
+    EXPECT_EQ(plan.threadsPerBlock, 64u);
+    for (const BodyPlan& body : plan.bodies)
+      EXPECT_EQ(body.chunkElements % (64 * 4), 0);
+  }
+  for (unsigned threads : {0u, 16u, 100u, 2048u}) {
+    options.threadsPerBlock = threads;
+    EXPECT_CONTAINS(
+        errorOf([&] {
+          schedule(segmented, declaredSpecialization(segmented), defaultDevice(), options);
+        }),
+        fmt::format("threads per block must be a power of two from 32 to 1024, not {}", threads));
+  }
 }
