@@ -49,20 +49,45 @@ template <typename Op, typename A> WF_DEVICE A wf_tree_array(A* values, int coun
 }
 
 #ifdef __CUDACC__
-/// The tree of the block's `Threads` leaves, one per thread, in thread order (the block's
-/// elements of one row): every thread takes part; the result is valid on thread 0 (the others
-/// get their leaf back).
-template <typename Op, int Threads, typename A> WF_DEVICE A wf_block_tree(A leaf, A* row) {
-  row[threadIdx.x] = leaf;
-  __syncthreads();
-  for (int o = 1; o < Threads; o *= 2) {
-    if ((threadIdx.x & (2 * o - 1)) == 0)
-      row[threadIdx.x] = Op::combine(row[threadIdx.x], row[threadIdx.x + o]);
-    __syncthreads();
+/// `value` of lane `lane` of the warp (every lane takes part); 1-byte values travel as int.
+template <typename A> WF_DEVICE A wf_shuffle(A value, int lane) {
+  if constexpr (sizeof(A) == 1)
+    return A(__shfl_sync(0xffffffffu, int(value), lane));
+  else
+    return __shfl_sync(0xffffffffu, value, lane);
+}
+
+/// The tree of the warp's 32 leaves in lane order, on every lane: lanes l and l + o combine at
+/// level o (the pairwise tree), by shuffles: no shared memory, no barrier.
+template <typename Op, typename A> WF_DEVICE A wf_warp_tree(A leaf) {
+  const int lane = int(threadIdx.x) & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o *= 2) {
+    const A other = sizeof(A) == 1 ? A(__shfl_down_sync(0xffffffffu, int(leaf), o))
+                                   : __shfl_down_sync(0xffffffffu, leaf, o);
+    if ((lane & (2 * o - 1)) == 0)
+      leaf = Op::combine(leaf, other);
   }
-  // Only thread 0 reads the root: no barrier separates another thread's read of row[0] from
-  // thread 0's next leaf written there (a race the device emulator reported).
-  return threadIdx.x == 0 ? row[0] : leaf;
+  return wf_shuffle(leaf, 0);
+}
+
+/// The tree of the block's warp trees `warps[0, Threads / 32)` in order, by warp 0; valid on
+/// thread 0. The tree of 32-aligned subtrees is the tree of their leaves.
+template <typename Op, int Threads, typename A> WF_DEVICE A wf_warps_tree(const A* warps) {
+  const int lane = int(threadIdx.x) & 31;
+  return wf_warp_tree<Op>(lane < Threads / 32 ? warps[lane] : wf_tree_identity<Op, A>());
+}
+
+/// The tree of the block's `Threads` leaves, one per thread, in thread order: each warp's by
+/// shuffles, then warp 0's over the warps' trees, one barrier between. Every thread takes
+/// part; the result is valid on thread 0 (the others get their leaf back). `warps` holds
+/// Threads / 32 values and must not be written again before a barrier after this call.
+template <typename Op, int Threads, typename A> WF_DEVICE A wf_block_tree(A leaf, A* warps) {
+  const A warp = wf_warp_tree<Op>(leaf);
+  if ((threadIdx.x & 31u) == 0)
+    warps[threadIdx.x / 32u] = warp;
+  __syncthreads();
+  return threadIdx.x < 32u ? wf_warps_tree<Op, Threads>(warps) : leaf;
 }
 
 /// A load at device scope (`ld.relaxed.gpu`): it reads L2, never a line this SM's L1 kept, so
@@ -168,28 +193,6 @@ WF_DEVICE A wf_block_combine(A* values, int count, A* row) {
   }
   return wf_block_tree<Op, Threads>(leaf, row);
 }
-/// `value` of lane `lane` of the warp (every lane takes part); 1-byte values travel as int.
-template <typename A> WF_DEVICE A wf_shuffle(A value, int lane) {
-  if constexpr (sizeof(A) == 1)
-    return A(__shfl_sync(0xffffffffu, int(value), lane));
-  else
-    return __shfl_sync(0xffffffffu, value, lane);
-}
-
-/// The tree of the warp's 32 leaves in lane order, on every lane: lanes l and l + o combine at
-/// level o, as in wf_block_tree, with shuffles instead of shared memory and barriers.
-template <typename Op, typename A> WF_DEVICE A wf_warp_tree(A leaf) {
-  const int lane = int(threadIdx.x) & 31;
-#pragma unroll
-  for (int o = 1; o < 32; o *= 2) {
-    const A other = sizeof(A) == 1 ? A(__shfl_down_sync(0xffffffffu, int(leaf), o))
-                                   : __shfl_down_sync(0xffffffffu, leaf, o);
-    if ((lane & (2 * o - 1)) == 0)
-      leaf = Op::combine(leaf, other);
-  }
-  return wf_shuffle(leaf, 0);
-}
-
 /// wf_tree_counter for a warp, with no missing subtrees: lane k keeps the pending subtree of
 /// level k in a register, so no array is indexed at run time (no local memory). 32 levels
 /// count 2^32 pushes: rows of up to 2^37 elements (kMaxRowElements, checked when bound).
@@ -238,6 +241,10 @@ template <typename Op, int Threads, typename A> inline A wf_block_combine(A* val
 template <typename Op, typename A> inline A wf_warp_tree(A leaf) {
   __builtin_trap();
   return leaf;
+}
+template <typename Op, int Threads, typename A> inline A wf_warps_tree(const A* warps) {
+  __builtin_trap();
+  return warps[0];
 }
 template <typename A, typename Op> struct wf_warp_counter {
   void push(A) { __builtin_trap(); }

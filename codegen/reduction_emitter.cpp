@@ -113,23 +113,38 @@ void BodyEmitter::chunkPartials(llvm::StringRef end, llvm::StringRef thread) {
 }
 
 void BodyEmitter::deviceReductionLoop() {
-  unsigned threads = plan_.threadsPerBlock;
+  unsigned threads = plan_.threadsPerBlock, warps = threads / 32;
   int64_t rows = body_.chunkElements / threads;
-  out_.line("// Rows of {} elements, one per thread: each row's tree, then each chunk's of its {} "
-            "rows",
-            threads, rows);
+  out_.line("// Rows of {} elements, one per thread: each row's tree (each warp's by shuffles, "
+            "then warp 0's",
+            threads);
+  out_.line("// over the warps' trees: one barrier for every reduction), then each chunk's of its "
+            "{} rows",
+            rows);
   for (const ReductionSlot& slot : body_.reductions) {
-    out_.line("__shared__ {} {}_row[{}];", accumulatorType(slot), slot.name, threads);
+    out_.line("__shared__ {} {}_warps[2][{}]; // rounds alternate halves", accumulatorType(slot),
+              slot.name, warps);
     out_.line("{} {}_rows[{}] = {{}}; // thread 0's", accumulatorType(slot), slot.name, rows);
   }
   out_.line("{0} chunk = begin / {1}; // the member's chunk of element `begin`", indexType_,
             body_.chunkElements);
   out_.line("int row = 0;");
-  out_.open("for ({0} i0 = begin; i0 < end; i0 += {1})", indexType_, threads);
+  out_.line("int half = 0;");
+  out_.open("for ({0} i0 = begin; i0 < end; i0 += {1}, half ^= 1)", indexType_, threads);
   out_.line("const {0} i = i0 + {0}(threadIdx.x);", indexType_);
   reductionLeaves("end");
+  for (const ReductionSlot& slot : body_.reductions) {
+    out_.line("const {0} {1}_warp = wf_warp_tree<{2}>({1}_leaf);", accumulatorType(slot), slot.name,
+              treeOp(slot));
+    out_.line("if ((threadIdx.x & 31u) == 0)");
+    out_.line("  {0}_warps[half][threadIdx.x / 32u] = {0}_warp;", slot.name);
+  }
+  // Warp 0 reads this round's half after the barrier; the next round writes the other half,
+  // and the one after passes the next round's barrier first, which warp 0 reaches after it read.
+  out_.line("__syncthreads(); // every warp's trees are written");
+  out_.open("if (threadIdx.x < 32u)");
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("const {0} {1}_tree = wf_block_tree<{2}, {3}>({1}_leaf, {1}_row);",
+    out_.line("const {0} {1}_tree = wf_warps_tree<{2}, {3}>({1}_warps[half]);",
               accumulatorType(slot), slot.name, treeOp(slot), threads);
   out_.open("if (threadIdx.x == 0)");
   out_.directive("#pragma unroll");
@@ -138,8 +153,10 @@ void BodyEmitter::deviceReductionLoop() {
     out_.line("{0}_rows[k] = k == row ? {0}_tree : {0}_rows[k];", slot.name);
   out_.close();
   out_.close();
+  out_.close();
   chunkPartials("end", "threadIdx.x == 0");
   out_.close();
+  out_.line("__syncthreads(); // warp 0 read the last round before the next run writes");
   out_.openCommented("if (begin >= end && threadIdx.x == 0)", "an empty member's one chunk");
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("wf_global(entry.{}_partials)[chunk] = {};", slot.name, identity(slot));
@@ -246,11 +263,12 @@ void BodyEmitter::deviceRowsReductionLoop() {
 
 void BodyEmitter::deviceReductionFinish() {
   unsigned threads = plan_.threadsPerBlock;
-  out_.line("__shared__ wf_u64 combine_row[{}]; // each reduction's block trees in turn", threads);
+  out_.line("__shared__ wf_u64 combine_row[{}]; // each reduction's warp trees in turn",
+            threads / 32);
   for (const ReductionSlot& slot : body_.reductions) {
     std::string a = accumulatorType(slot), op = treeOp(slot);
     if (&slot != &body_.reductions.front())
-      out_.line("__syncthreads(); // thread 0 has read the last tree's root, maybe wider");
+      out_.line("__syncthreads(); // warp 0 has read the last reduction's warp trees");
     out_.line("{{ // {}: the member's tree of its chunk partials, by the whole block", slot.name);
     out_.indent();
     out_.line("{0}* row = reinterpret_cast<{0}*>(combine_row);", a);

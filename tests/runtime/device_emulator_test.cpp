@@ -1,7 +1,7 @@
 // The device emulator runs a kernel's CUDA text under the GPU's execution model and checks it
-// as compute-sanitizer would. Each planted defect — a barrier removed from the block tree, a
-// barrier only some threads reach, the workspace given one element too far, a ticket never
-// reset, the root of the block tree read by every thread — must be reported with its kernel,
+// as compute-sanitizer would. Each planted defect — the barrier between the warps' trees
+// removed, a barrier only some threads reach, the workspace given one element too far, a ticket
+// never reset, one shared half for every round of warp trees — must be reported with its kernel,
 // block, thread and line of the generated text; the kernels as generated run clean and equal
 // the evaluator. Every device line of a corpus of generated kernels runs (coverage).
 
@@ -182,25 +182,22 @@ TEST_F(PlantedDefects, SixtyFourBitIndicesEqualTheEvaluator) {
   }
 }
 
-TEST_F(PlantedDefects, ABarrierRemovedFromTheBlockTreeIsARace) {
+TEST_F(PlantedDefects, ABarrierRemovedBetweenTheWarpsTreesIsARace) {
   std::string source = plantedSource();
+  std::string barrier = "__syncthreads(); // every warp's trees are written";
   Plant plant;
-  plant.edit = replacing("      row[threadIdx.x] = Op::combine(row[threadIdx.x], row[threadIdx.x + "
-                         "o]);\n    __syncthreads();",
-                         "      row[threadIdx.x] = Op::combine(row[threadIdx.x], row[threadIdx.x + "
-                         "o]);");
+  plant.edit = replacing(barrier, "");
   std::string message =
-      faultOf(plant, "shared-memory race", lineOf(source, "      row[threadIdx.x] = Op::combine("));
+      faultOf(plant, "shared-memory race", lineOf(source, "r0_warps[half][threadIdx.x / 32u] ="));
   EXPECT_NE(message.find("thread "), std::string::npos);
 }
 
 TEST_F(PlantedDefects, ABarrierOnlySomeThreadsReachIsDivergent) {
   std::string source = plantedSource();
+  std::string barrier = "__syncthreads(); // every warp's trees are written";
   Plant plant;
-  plant.edit = replacing("  row[threadIdx.x] = leaf;\n  __syncthreads();",
-                         "  row[threadIdx.x] = leaf;\n  if (threadIdx.x < 128) __syncthreads();");
-  std::string message =
-      faultOf(plant, "divergent barrier", lineOf(source, "  row[threadIdx.x] = leaf;") + 1);
+  plant.edit = replacing(barrier, "if (threadIdx.x < 128) __syncthreads();");
+  std::string message = faultOf(plant, "divergent barrier", lineOf(source, barrier));
   EXPECT_NE(message.find("threads 0, 1, 2"), std::string::npos) << message;
 }
 
@@ -230,18 +227,19 @@ TEST_F(PlantedDefects, ATicketNotResetIsReportedAndBreaksTheNextStep) {
   EXPECT_NE(std::memcmp(&second, &expected_, sizeof second), 0);
 }
 
-TEST_F(PlantedDefects, EveryThreadReadingTheTreesRootIsTheRaceTheReviewFound) {
-  // The block tree as it was: every thread read row[0] after the last barrier, while thread 0
-  // may already have written its next leaf there.
+TEST_F(PlantedDefects, OneHalfForEveryRoundIsARace) {
+  // The warps' trees of every round in one place: a warp's next tree may overwrite its last
+  // before warp 0 has read it, with no barrier between.
   std::string source = plantedSource();
-  std::string fixed = "  return threadIdx.x == 0 ? row[0] : leaf;";
+  std::string write = "r0_warps[half][threadIdx.x / 32u] = r0_warp;";
+  std::string read = "wf_warps_tree<wf_tree_sum, 256>(r0_warps[half]);";
   Plant plant;
-  plant.edit = replacing(fixed, "  return row[0];");
-  std::string message = faultOf(plant, "shared-memory race", lineOf(source, fixed));
-  EXPECT_NE(message.find(
-                fmt::format("planted_class0.cu:{}", lineOf(source, "  row[threadIdx.x] = leaf;"))),
-            std::string::npos)
-      << message;
+  plant.edit = [=](std::string& text) {
+    replacing(write, "r0_warps[0][threadIdx.x / 32u] = r0_warp;")(text);
+    replacing(read, "wf_warps_tree<wf_tree_sum, 256>(r0_warps[0]);")(text);
+  };
+  std::string message = faultOf(plant, "shared-memory race", lineOf(source, write));
+  EXPECT_NE(message.find("thread "), std::string::npos) << message;
 }
 
 namespace {
