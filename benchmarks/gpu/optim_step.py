@@ -3,7 +3,9 @@ Adam in the same run (issue 29): torch.optim.Adam(fused=True), widefuse.optim.Ad
 Lightning Thunder is installed, the seed's step under thunder.jit with widefuse's executor and
 under widefuse.thunder.jit. Then the clipped step (issue 30): torch's clip_grad_norm_(foreach)
 + AdamW(fused) against widefuse.optim.AdamW(max_grad_norm=1.0) and a device copy of the bytes
-widefuse's step moves. Parameters of a model preset (gpt2 by default), f32 and bf16.
+widefuse's step moves; and Adafactor: torch.optim.Adafactor(foreach=True) against
+widefuse.optim.Adafactor. Parameters of a model preset (gpt2 by default), f32 and bf16
+(Adafactor f32).
 
 - host: the median time step() takes to return, without a synchronisation (what the Python
   side costs when the GPU keeps up).
@@ -107,6 +109,25 @@ def clip_runners(shapes, dtype, device):
     yield "device copy of the same bytes", lambda: target.copy_(source)
 
 
+def adafactor_runners(shapes, dtype, device):
+    """Adafactor (factored second moments: row and column mean squares of every matrix's grad,
+    a rows reduction each) as torch.optim.Adafactor(foreach=True) and widefuse.optim.Adafactor,
+    same hyperparameters."""
+    import widefuse.optim
+
+    shapes = [shape for shape in shapes if torch.Size(shape).numel() > 0]  # torch divides by it
+    yield "torch Adafactor(foreach)", torch.optim.Adafactor(parameters(shapes, dtype, device),
+                                                            foreach=True).step
+    yield "widefuse.optim.Adafactor", widefuse.optim.Adafactor(
+        parameters(shapes, dtype, device)).step
+
+
+# (group, runners, dtypes): Adafactor keeps f32 state and is compared in f32 only.
+GROUPS = (("adam", runners, (torch.float32, torch.bfloat16)),
+          ("clip + adamw", clip_runners, (torch.float32, torch.bfloat16)),
+          ("adafactor", adafactor_runners, (torch.float32,)))
+
+
 def main():
     arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
     options = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
@@ -118,8 +139,8 @@ def main():
         return
     shapes = [tuple(shape) for shape in widefuse.model_shapes(model)]
     rows = []
-    for group, make in (("adam", runners), ("clip + adamw", clip_runners)):
-        for dtype in (torch.float32, torch.bfloat16):
+    for group, make, dtypes in GROUPS:
+        for dtype in dtypes:
             for name, step in make(shapes, dtype, device):
                 host, whole = median_seconds(step, device)
                 rows.append(dict(group=group, runner=name, dtype=str(dtype).replace("torch.", ""),
