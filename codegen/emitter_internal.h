@@ -154,9 +154,16 @@ private:
   /// The elements of a body reducing over rows: rows `firstRow`, `firstRow + rowStep`, ...
   /// of [begin, end), each one thread's loop over its elements in order (the row's tree).
   void rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef rowStep);
-  /// The device's: a warp per row, each 32 columns' tree by shuffles (wf_warp_tree) pushed to a
-  /// counter kept in the lanes' registers (wf_warp_counter).
+  /// The device's: each 32 columns' tree of a row by shuffles (wf_warp_tree), pushed to a
+  /// counter kept in the lanes' registers (wf_warp_counter). Rows along memory take a warp per
+  /// row (rowsByWarps); rows across it (a transposed view) tiles of 32 x 32 (rowsByTiles).
   void deviceRowsReductionLoop();
+  void rowsByWarps();
+  void rowsByTiles();
+  /// `<r>_leaf` of element (`row`, `column`) where `inRange` holds, the identity elsewhere.
+  void rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::StringRef inRange);
+  /// Lane 0 writes each reduction's result of `row` (below `end`) from `<r>_<counter>`.
+  void rowResult(llvm::StringRef counter, llvm::StringRef row);
   /// The member's last finisher: its tree of the chunk partials, its result or its part of a
   /// global one (and the last contributor's combine), by one thread (the host's fast path).
   void reductionFinish();

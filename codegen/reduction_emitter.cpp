@@ -222,42 +222,111 @@ void BodyEmitter::rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef ro
   out_.close();
 }
 
-void BodyEmitter::deviceRowsReductionLoop() {
-  unsigned inner = body_.domainRank - 1 - body_.rowTrailing; // the reduced dimension
-  unsigned warps = plan_.threadsPerBlock / 32;
-  out_.line("// Rows [begin, end) of the member, a warp per row ({} apart): lane l takes columns "
-            "l, l + 32, ...;",
-            warps);
-  out_.line("// each 32 columns' tree by shuffles, the row's tree by a counter spread over the "
-            "lanes");
-  out_.line("const {0} columns = {0}(entry.extents[{1}]);", indexType_, inner);
-  out_.line("const {} lane = threadIdx.x & 31u;", indexType_);
-  out_.open("for ({0} row = begin + {0}(threadIdx.x / 32u); row < end; row += {1})", indexType_,
-            warps);
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("wf_warp_counter<{}, {}> {}_tree;", accumulatorType(slot), treeOp(slot), slot.name);
-  out_.open("for ({0} column = lane; column - lane < columns; column += 32)", indexType_);
+void BodyEmitter::rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::StringRef inRange) {
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{} {}_leaf = {};", accumulatorType(slot), slot.name, identity(slot));
-  out_.open("if (column < columns)");
-  out_.line("const {} i = row * columns + column;", indexType_);
+  out_.open("if ({})", inRange.str());
+  out_.line("const {} i = {} * columns + {};", indexType_, row.str(), column.str());
   stridedLocate();
   perElement(stridedAccess());
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{0}_leaf = out.{0};", slot.name);
   out_.close();
+}
+
+void BodyEmitter::rowResult(llvm::StringRef counter, llvm::StringRef row) {
+  for (const ReductionSlot& slot : body_.reductions) {
+    std::string a = accumulatorType(slot), tree = fmt::format("{}_{}", slot.name, counter.str());
+    out_.line("bool {}_here = false;", slot.name);
+    out_.line("const {} {}_value = {}.finish(&{}_here);", a, slot.name, tree, slot.name);
+    out_.line("if (lane == 0 && {} < end) // an empty row: the identity", row.str());
+    out_.line(
+        "  wf_global(entry.{0}_out)[{1}] = {2};", slot.name, row.str(),
+        finishedText(slot, fmt::format("{0}_here ? {0}_value : {1}", slot.name, identity(slot))));
+  }
+}
+
+void BodyEmitter::rowsByWarps() {
+  unsigned warps = plan_.threadsPerBlock / 32;
+  out_.line("// A warp per row ({} apart): lane l takes columns l, l + 32, ...; each 32 columns' "
+            "tree by",
+            warps);
+  out_.line("// shuffles, the row's tree by a counter spread over the lanes");
+  out_.open("for ({0} row = begin + {0}(threadIdx.x / 32u); row < end; row += {1})", indexType_,
+            warps);
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("wf_warp_counter<{}, {}> {}_tree;", accumulatorType(slot), treeOp(slot), slot.name);
+  out_.open("for ({0} column = lane; column - lane < columns; column += 32)", indexType_);
+  rowLeaf("row", "column", "column < columns");
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{0}_tree.push(wf_warp_tree<{1}>({0}_leaf));", slot.name, treeOp(slot));
   out_.close();
-  for (const ReductionSlot& slot : body_.reductions) {
-    std::string a = accumulatorType(slot);
-    out_.line("bool {}_here = false;", slot.name);
-    out_.line("const {0} {1}_value = {1}_tree.finish(&{1}_here);", a, slot.name);
-    out_.line("if (lane == 0) // an empty row: the identity");
-    out_.line(
-        "  wf_global(entry.{0}_out)[row] = {1};", slot.name,
-        finishedText(slot, fmt::format("{0}_here ? {0}_value : {1}", slot.name, identity(slot))));
+  rowResult("tree", "row");
+  out_.close();
+}
+
+void BodyEmitter::rowsByTiles() {
+  unsigned warps = plan_.threadsPerBlock / 32, perWarp = 32 / std::min(warps, 32u);
+  out_.line("// Tiles of 32 rows x 32 columns: thread (w, l) computes the leaves of row row0 + l "
+            "(consecutive");
+  out_.line("// rows are adjacent in memory: coalesced) in columns w, w + {0}, ...; after a "
+            "barrier warp w",
+            warps);
+  out_.line("// takes rows w, w + {0}, ... of the tile, one column per lane: each row's 32 "
+            "columns' tree by",
+            warps);
+  out_.line("// shuffles, pushed to the row's counter.");
+  out_.open("for ({0} row0 = begin; row0 < end; row0 += 32)", indexType_);
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("wf_warp_counter<{}, {}> {}_trees[{}];", accumulatorType(slot), treeOp(slot),
+              slot.name, perWarp);
+  out_.open("for ({0} column0 = 0; column0 < columns; column0 += 32)", indexType_);
+  out_.directive("#pragma unroll");
+  out_.open("for (int k = 0; k < {}; ++k)", perWarp);
+  out_.line("const {0} column = column0 + {0}(threadIdx.x / 32u) + {1} * k;", indexType_, warps);
+  out_.line("const {} row = row0 + lane;", indexType_);
+  rowLeaf("row", "column", "row < end && column < columns");
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_tile[column - column0][lane] = {0}_leaf;", slot.name);
+  out_.close();
+  out_.line("__syncthreads(); // the tile's leaves are written");
+  out_.directive("#pragma unroll");
+  out_.open("for (int k = 0; k < {}; ++k)", perWarp);
+  out_.line("const int r = int(threadIdx.x / 32u) + {} * k; // the tile's row", warps);
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_trees[k].push(wf_warp_tree<{1}>({0}_tile[lane][r]));", slot.name, treeOp(slot));
+  out_.close();
+  out_.line("__syncthreads(); // the tile is read before the next one is written");
+  out_.close();
+  out_.directive("#pragma unroll");
+  out_.open("for (int k = 0; k < {}; ++k)", perWarp);
+  out_.line("const {0} row = row0 + {0}(threadIdx.x / 32u) + {1} * k;", indexType_, warps);
+  rowResult("trees[k]", "row");
+  out_.close();
+  out_.close();
+}
+
+void BodyEmitter::deviceRowsReductionLoop() {
+  unsigned inner = body_.domainRank - 1 - body_.rowTrailing; // the reduced dimension
+  out_.line("// Rows [begin, end) of the member, each row's tree over its columns in order");
+  out_.line("const {0} columns = {0}(entry.extents[{1}]);", indexType_, inner);
+  out_.line("const {} lane = threadIdx.x & 31u;", indexType_);
+  const Slot* first = nullptr;
+  forEachElementTensor(true, false, [&](const Slot& slot) { first = first ? first : &slot; });
+  if (!first) {
+    rowsByWarps();
+    return;
   }
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("__shared__ {} {}_tile[32][33]; // a tile's leaves, by column (padded: no bank "
+              "conflicts)",
+              accumulatorType(slot), slot.name);
+  out_.openCommented(fmt::format("if (entry.{}_strides[{}] <= 1)", first->field, inner),
+                     "rows along memory (or broadcast): a warp reads a row's columns together");
+  rowsByWarps();
+  out_.close();
+  out_.openCommented("else", "rows across memory (a transposed view): tiles");
+  rowsByTiles();
   out_.close();
 }
 

@@ -326,6 +326,26 @@ TEST(DeviceCoverage, EveryDeviceLineOfTheCorpusRuns) {
     if (numeric)
       empty.addOutput(sum(none, {1}));
     emulate(*empty.finalize());
+    // Rows across memory (a transposed view, as Adafactor's column sums): tiles of 32 x 32,
+    // the last partial in both directions.
+    FusionDefinition tiled("tiled_rows");
+    Val across = tiled.defineTensor({40, 45}, dtype, "rows");
+    if (numeric)
+      tiled.addOutput(sum(across, {1}));
+    tiled.addOutput(any(across, {1}));
+    tiled.addOutput(all(across, {1}));
+    tiled.addOutput(max(across, {1}));
+    tiled.addOutput(min(across, {1}));
+    HostTensor storage(dtype, {45, 40});
+    std::mt19937_64 random(4);
+    fillFinite(storage, random);
+    TensorRef transposed = storage.ref();
+    transposed.shape = {40, 45};
+    transposed.strides = {1, 40};
+    ExecutorOptions options;
+    options.backend = "host";
+    options.host.execution = HostExecution::Verify;
+    FusionExecutorCache(*tiled.finalize(), options).run({transposed});
   }
   {
     // Two phases: the norm, then the update reading it; a 0-d step written after the last

@@ -184,26 +184,32 @@ TEST(HostReductions, RowResultsFeedTheUpdate) {
 }
 
 TEST(HostReductions, RowsOfATransposedView) {
-  // A column sum as a row sum of the transposed view (strides swapped), as Adafactor's is.
-  FusionDefinition fd("columns");
-  Val x = fd.defineTensor({6, 1029}, DataType::Float, "x");
-  fd.addOutput(sum(x, {1}));
-  auto fusion = fd.finalize();
-  HostTensor storage(DataType::Float, {1029, 6});
-  std::mt19937_64 random(9);
-  fillFinite(storage, random);
-  TensorRef transposed = storage.ref();
-  transposed.shape = {6, 1029};
-  transposed.strides = {1, 6};
-  std::vector<Argument> arguments{transposed};
-  EvaluationResult expected = evaluate(*fusion, arguments);
-  for (const HostOptions& host : hostVariants()) {
-    ExecutorOptions options;
-    options.backend = "host";
-    options.host = host;
-    FusionExecutorCache executor(*fusion, options);
-    RunResult result = executor.run(arguments);
-    EXPECT_EQ(countDifferences(result.outputs[0], expected.outputs[0], "column sums"), 0);
+  // A column sum as a row sum of the transposed view (strides swapped), as Adafactor's is: the
+  // device takes it in tiles of 32 rows x 32 columns. A partial tile (6 rows, 33 column tiles
+  // with a partial last one) and several (70 rows: 3 tiles, the last partial).
+  for (auto [rows, columns] : {std::pair<int64_t, int64_t>{6, 1029}, {70, 45}}) {
+    FusionDefinition fd("columns");
+    Val x = fd.defineTensor({rows, columns}, DataType::Float, "x");
+    fd.addOutput(sum(x, {1}));
+    fd.addOutput(max(x, {1}));
+    auto fusion = fd.finalize();
+    HostTensor storage(DataType::Float, {columns, rows});
+    std::mt19937_64 random(9);
+    fillFinite(storage, random);
+    TensorRef transposed = storage.ref();
+    transposed.shape = {rows, columns};
+    transposed.strides = {1, rows};
+    std::vector<Argument> arguments{transposed};
+    EvaluationResult expected = evaluate(*fusion, arguments);
+    for (const HostOptions& host : hostVariants()) {
+      ExecutorOptions options;
+      options.backend = "host";
+      options.host = host;
+      FusionExecutorCache executor(*fusion, options);
+      RunResult result = executor.run(arguments);
+      EXPECT_EQ(countDifferences(result.outputs[0], expected.outputs[0], "column sums"), 0);
+      EXPECT_EQ(countDifferences(result.outputs[1], expected.outputs[1], "column maxima"), 0);
+    }
   }
 }
 
