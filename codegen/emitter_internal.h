@@ -143,11 +143,11 @@ private:
   /// Each reduction's leaf of element `i`: the identity past `end`, else the element's (its
   /// stores done).
   void reductionLeaves(llvm::StringRef end);
-  /// When a chunk's rows are done (or the run ends at `end`): its partials, by `thread`
-  /// alone (empty: the one host thread).
-  void chunkPartials(llvm::StringRef end, llvm::StringRef thread);
-  /// The device's elements of a reducing body: rows of the block's threads, each row's tree,
-  /// each chunk's partial.
+  /// The host fast path's: when a chunk's rows are done (or the run ends at `end`), its
+  /// partials.
+  void chunkPartials(llvm::StringRef end);
+  /// The device's elements of a reducing body: a chunk at a time, each row of the block's
+  /// threads by warp shuffles and one barrier, each chunk's partial by warp 0.
   void deviceReductionLoop();
   /// The host fast path's: the same rows, each row's threads one after another.
   void hostReductionRows();

@@ -91,12 +91,10 @@ void BodyEmitter::reductionLeaves(llvm::StringRef end) {
   out_.close();
 }
 
-void BodyEmitter::chunkPartials(llvm::StringRef end, llvm::StringRef thread) {
+void BodyEmitter::chunkPartials(llvm::StringRef end) {
   unsigned threads = plan_.threadsPerBlock;
   int64_t rows = body_.chunkElements / threads;
   out_.open("if (++row == {} || i0 + {} >= {})", rows, threads, end.str());
-  if (!thread.empty())
-    out_.open("if ({})", thread.str());
   for (const ReductionSlot& slot : body_.reductions) {
     // Indices known once unrolled keep the rows in registers, not local memory.
     out_.directive("#pragma unroll");
@@ -105,8 +103,6 @@ void BodyEmitter::chunkPartials(llvm::StringRef end, llvm::StringRef thread) {
     out_.line("wf_global(entry.{0}_partials)[chunk] = wf_tree_array<{1}>({0}_rows, {2});",
               slot.name, treeOp(slot), rows);
   }
-  if (!thread.empty())
-    out_.close();
   out_.line("row = 0;");
   out_.line("++chunk;");
   out_.close();
@@ -115,48 +111,48 @@ void BodyEmitter::chunkPartials(llvm::StringRef end, llvm::StringRef thread) {
 void BodyEmitter::deviceReductionLoop() {
   unsigned threads = plan_.threadsPerBlock, warps = threads / 32;
   int64_t rows = body_.chunkElements / threads;
-  out_.line("// Rows of {} elements, one per thread: each row's tree (each warp's by shuffles, "
-            "then warp 0's",
-            threads);
-  out_.line("// over the warps' trees: one barrier for every reduction), then each chunk's of its "
-            "{} rows",
-            rows);
-  for (const ReductionSlot& slot : body_.reductions) {
-    out_.line("__shared__ {} {}_warps[2][{}]; // rounds alternate halves", accumulatorType(slot),
-              slot.name, warps);
-    out_.line("{} {}_rows[{}] = {{}}; // thread 0's", accumulatorType(slot), slot.name, rows);
-  }
+  out_.line("// A chunk at a time: each thread's {} elements, one per row of {} (their loads in "
+            "flight together);",
+            rows, threads);
+  out_.line("// each row's tree by each warp's shuffles, one barrier for the chunk's rows and "
+            "every reduction,");
+  out_.line("// then warp 0's over the warps' trees; thread 0 stores the chunk's partial");
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("__shared__ {} {}_warps[2][{}][{}]; // chunks alternate halves",
+              accumulatorType(slot), slot.name, rows, warps);
   out_.line("{0} chunk = begin / {1}; // the member's chunk of element `begin`", indexType_,
             body_.chunkElements);
-  out_.line("int row = 0;");
   out_.line("int half = 0;");
-  out_.open("for ({0} i0 = begin; i0 < end; i0 += {1}, half ^= 1)", indexType_, threads);
-  out_.line("const {0} i = i0 + {0}(threadIdx.x);", indexType_);
+  out_.open("for ({0} c0 = begin; c0 < end; c0 += {1}, ++chunk, half ^= 1)", indexType_,
+            body_.chunkElements);
+  out_.directive("#pragma unroll");
+  out_.open("for (int row = 0; row < {}; ++row)", rows);
+  out_.line("const {0} i = c0 + {0}(row) * {1} + {0}(threadIdx.x);", indexType_, threads);
   reductionLeaves("end");
   for (const ReductionSlot& slot : body_.reductions) {
     out_.line("const {0} {1}_warp = wf_warp_tree<{2}>({1}_leaf);", accumulatorType(slot), slot.name,
               treeOp(slot));
     out_.line("if ((threadIdx.x & 31u) == 0)");
-    out_.line("  {0}_warps[half][threadIdx.x / 32u] = {0}_warp;", slot.name);
+    out_.line("  {0}_warps[half][row][threadIdx.x / 32u] = {0}_warp;", slot.name);
   }
-  // Warp 0 reads this round's half after the barrier; the next round writes the other half,
-  // and the one after passes the next round's barrier first, which warp 0 reaches after it read.
-  out_.line("__syncthreads(); // every warp's trees are written");
+  out_.close();
+  // Warp 0 reads this chunk's half after the barrier; the next chunk writes the other half, and
+  // the one after passes the next chunk's barrier first, which warp 0 reaches after it read.
+  out_.line("__syncthreads(); // every warp's trees of the chunk are written");
   out_.open("if (threadIdx.x < 32u)");
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("const {0} {1}_tree = wf_warps_tree<{2}, {3}>({1}_warps[half]);",
-              accumulatorType(slot), slot.name, treeOp(slot), threads);
-  out_.open("if (threadIdx.x == 0)");
-  out_.directive("#pragma unroll");
-  out_.open("for (int k = 0; k < {}; ++k)", rows);
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_rows[k] = k == row ? {0}_tree : {0}_rows[k];", slot.name);
+  for (const ReductionSlot& slot : body_.reductions) {
+    out_.line("{} {}_rows[{}];", accumulatorType(slot), slot.name, rows);
+    out_.directive("#pragma unroll");
+    out_.line("for (int row = 0; row < {}; ++row)", rows);
+    out_.line("  {0}_rows[row] = wf_warps_tree<{1}, {2}>({0}_warps[half][row]);", slot.name,
+              treeOp(slot), threads);
+    out_.line("if (threadIdx.x == 0)");
+    out_.line("  wf_global(entry.{0}_partials)[chunk] = wf_tree_array<{1}>({0}_rows, {2});",
+              slot.name, treeOp(slot), rows);
+  }
   out_.close();
   out_.close();
-  out_.close();
-  chunkPartials("end", "threadIdx.x == 0");
-  out_.close();
-  out_.line("__syncthreads(); // warp 0 read the last round before the next run writes");
+  out_.line("__syncthreads(); // warp 0 read the last chunk before the next run writes");
   out_.openCommented("if (begin >= end && threadIdx.x == 0)", "an empty member's one chunk");
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("wf_global(entry.{}_partials)[chunk] = {};", slot.name, identity(slot));
@@ -184,7 +180,7 @@ void BodyEmitter::hostReductionRows() {
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{0}_rows[row] = wf_tree_array<{1}>({0}_row, {2});", slot.name, treeOp(slot),
               threads);
-  chunkPartials("stop", "");
+  chunkPartials("stop");
   out_.close();
   out_.openCommented("if (begin >= stop)", "an empty member's one chunk");
   for (const ReductionSlot& slot : body_.reductions)

@@ -184,17 +184,17 @@ TEST_F(PlantedDefects, SixtyFourBitIndicesEqualTheEvaluator) {
 
 TEST_F(PlantedDefects, ABarrierRemovedBetweenTheWarpsTreesIsARace) {
   std::string source = plantedSource();
-  std::string barrier = "__syncthreads(); // every warp's trees are written";
+  std::string barrier = "__syncthreads(); // every warp's trees of the chunk are written";
   Plant plant;
   plant.edit = replacing(barrier, "");
-  std::string message =
-      faultOf(plant, "shared-memory race", lineOf(source, "r0_warps[half][threadIdx.x / 32u] ="));
+  std::string message = faultOf(plant, "shared-memory race",
+                                lineOf(source, "r0_warps[half][row][threadIdx.x / 32u] ="));
   EXPECT_NE(message.find("thread "), std::string::npos);
 }
 
 TEST_F(PlantedDefects, ABarrierOnlySomeThreadsReachIsDivergent) {
   std::string source = plantedSource();
-  std::string barrier = "__syncthreads(); // every warp's trees are written";
+  std::string barrier = "__syncthreads(); // every warp's trees of the chunk are written";
   Plant plant;
   plant.edit = replacing(barrier, "if (threadIdx.x < 128) __syncthreads();");
   std::string message = faultOf(plant, "divergent barrier", lineOf(source, barrier));
@@ -227,16 +227,17 @@ TEST_F(PlantedDefects, ATicketNotResetIsReportedAndBreaksTheNextStep) {
   EXPECT_NE(std::memcmp(&second, &expected_, sizeof second), 0);
 }
 
-TEST_F(PlantedDefects, OneHalfForEveryRoundIsARace) {
-  // The warps' trees of every round in one place: a warp's next tree may overwrite its last
-  // before warp 0 has read it, with no barrier between.
+TEST_F(PlantedDefects, OneHalfForEveryChunkIsARace) {
+  // The warps' trees of every chunk in one place: a warp's next chunk's tree may overwrite its
+  // last before warp 0 has read it, with no barrier between.
   std::string source = plantedSource();
-  std::string write = "r0_warps[half][threadIdx.x / 32u] = r0_warp;";
-  std::string read = "wf_warps_tree<wf_tree_sum, 256>(r0_warps[half]);";
+  std::string write = "r0_warps[half][row][threadIdx.x / 32u] = r0_warp;";
+  std::string read = "wf_warps_tree<wf_tree_sum, 256>(r0_warps[half][row]);";
   Plant plant;
+  plant.grid = 1; // a block with several chunks in a row
   plant.edit = [=](std::string& text) {
-    replacing(write, "r0_warps[0][threadIdx.x / 32u] = r0_warp;")(text);
-    replacing(read, "wf_warps_tree<wf_tree_sum, 256>(r0_warps[0]);")(text);
+    replacing(write, "r0_warps[0][row][threadIdx.x / 32u] = r0_warp;")(text);
+    replacing(read, "wf_warps_tree<wf_tree_sum, 256>(r0_warps[0][row]);")(text);
   };
   std::string message = faultOf(plant, "shared-memory race", lineOf(source, write));
   EXPECT_NE(message.find("thread "), std::string::npos) << message;
