@@ -125,13 +125,21 @@ void BodyEmitter::deviceReductionLoop() {
   out_.line("int half = 0;");
   out_.open("for ({0} c0 = begin; c0 < end; c0 += {1}, ++chunk, half ^= 1)", indexType_,
             body_.chunkElements);
+  // Every leaf first, then the shuffles: no warp-wide exchange waits between the loads.
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{} {}_leaves[{}];", accumulatorType(slot), slot.name, rows);
   out_.directive("#pragma unroll");
   out_.open("for (int row = 0; row < {}; ++row)", rows);
   out_.line("const {0} i = c0 + {0}(row) * {1} + {0}(threadIdx.x);", indexType_, threads);
   reductionLeaves("end");
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_leaves[row] = {0}_leaf;", slot.name);
+  out_.close();
+  out_.directive("#pragma unroll");
+  out_.open("for (int row = 0; row < {}; ++row)", rows);
   for (const ReductionSlot& slot : body_.reductions) {
-    out_.line("const {0} {1}_warp = wf_warp_tree<{2}>({1}_leaf);", accumulatorType(slot), slot.name,
-              treeOp(slot));
+    out_.line("const {0} {1}_warp = wf_warp_tree<{2}>({1}_leaves[row]);", accumulatorType(slot),
+              slot.name, treeOp(slot));
     out_.line("if ((threadIdx.x & 31u) == 0)");
     out_.line("  {0}_warps[half][row][threadIdx.x / 32u] = {0}_warp;", slot.name);
   }
