@@ -110,9 +110,9 @@ TEST(HostReductions, EveryOpOfEveryScopeAndDtype) {
 }
 
 TEST(HostReductions, CombinesOfMoreValuesThanABlockHasThreadsEqualTheEvaluator) {
-  // The last block combines in passes of one block tree per 256 values: a member of 301
-  // chunks (two passes over its partials) and a global over 300 members (two over theirs),
-  // in f32 (the sum's bits show the tree's shape) and f64.
+  // The last block combines more values than it has threads: a member of 301 chunks (each
+  // thread a pair of partials) and a global over 300 members (likewise), in f32 (the sum's
+  // bits show the tree's shape) and f64.
   for (DataType dtype : {DataType::Float, DataType::Double}) {
     SCOPED_TRACE(shortName(dtype).str());
     FusionDefinition fd("wide_combine");
@@ -130,6 +130,43 @@ TEST(HostReductions, CombinesOfMoreValuesThanABlockHasThreadsEqualTheEvaluator) 
     verify.blockOrder = {BlockOrder::Kind::Shuffle, 17};
     for (const HostOptions& host : {HostOptions{}, verify})
       expectHostEqualsEvaluator(*fusion, host, 1);
+  }
+}
+
+TEST(HostReductions, EveryBlockSizeGivesTheEvaluatorsBits) {
+  // The block size sets the chunk (4 rows of threads), the warps per block tree, the combine's
+  // passes and the rows' tiles: 32 threads (one warp; passes of 8 from 513 partials), 64 and
+  // 1024 (32 warps: a tile row per warp), each on the device code in the emulator.
+  FusionDefinition fd("block_sizes");
+  Val x = fd.defineTensor({70001}, DataType::Float, "x");
+  Val along = fd.defineTensor({70, 45}, DataType::Float, "along");
+  Val across = fd.defineTensor({70, 45}, DataType::Float, "across");
+  fd.addOutput(sum(x));
+  fd.addOutput(max(x));
+  fd.addOutput(sum(along, {1}));
+  fd.addOutput(sum(across, {1}));
+  auto fusion = fd.finalize();
+  std::vector<HostTensor> inputs = randomInputs(*fusion, 5);
+  HostTensor storage(DataType::Float, {45, 70});
+  std::mt19937_64 random(6);
+  fillFinite(storage, random);
+  std::vector<Argument> arguments = argumentsOf(*fusion, inputs);
+  TensorRef transposed = storage.ref();
+  transposed.shape = {70, 45};
+  transposed.strides = {1, 70};
+  arguments[2] = transposed;
+  EvaluationResult expected = evaluate(*fusion, arguments);
+  for (unsigned threads : {32u, 64u, 1024u}) {
+    SCOPED_TRACE(fmt::format("{} threads per block", threads));
+    ExecutorOptions options;
+    options.backend = "host";
+    options.host.execution = HostExecution::Verify;
+    options.host.blockOrder = {BlockOrder::Kind::Shuffle, 5};
+    options.schedule.threadsPerBlock = threads;
+    RunResult result = FusionExecutorCache(*fusion, options).run(arguments);
+    for (size_t o = 0; o < expected.outputs.size(); ++o)
+      EXPECT_EQ(
+          countDifferences(result.outputs[o], expected.outputs[o], fmt::format("output {}", o)), 0);
   }
 }
 
