@@ -230,8 +230,23 @@ void BodyEmitter::rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::Str
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{} {}_leaf = {};", accumulatorType(slot), slot.name, identity(slot));
   out_.open("if ({})", inRange.str());
-  out_.line("const {} i = {} * columns + {};", indexType_, row.str(), column.str());
-  stridedLocate();
+  // Coordinates from the row and the column: the divisions depend on the row alone, so they
+  // leave the column loop. The dimensions after the reduced one are static 1s.
+  unsigned rank = body_.domainRank, inner = rank - 1 - body_.rowTrailing;
+  if (inner > 0)
+    out_.line("{} rest = {};", indexType_, row.str());
+  for (unsigned d = inner; d-- > 1;) {
+    out_.line("const {0} c{1} = rest % {0}(entry.extents[{1}]);", indexType_, d);
+    out_.line("rest /= {}(entry.extents[{}]);", indexType_, d);
+  }
+  if (inner > 0)
+    out_.line("const {} c0 = rest;", indexType_);
+  out_.line("const {} c{} = {};", indexType_, inner, column.str());
+  for (unsigned d = inner + 1; d < rank; ++d)
+    out_.line("const {} c{} = 0;", indexType_, d);
+  forEachElementTensor(true, true, [&](const Slot& slot) {
+    offsetLocal(slot, [](unsigned d) { return fmt::format("c{}", d); });
+  });
   perElement(stridedAccess());
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{0}_leaf = out.{0};", slot.name);

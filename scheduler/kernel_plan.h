@@ -154,8 +154,8 @@ struct BodyPlan {
   /// unless they are over rows.
   std::vector<ReductionSlot> reductions;
   /// Every reduction is over rows (docs/reductions.md §9): the body's elements are the rows of
-  /// its domain (the header's numel counts rows), and one thread computes a row's whole tree
-  /// and writes its result, so no partials and no finisher.
+  /// its domain (the header's numel counts rows), and one warp computes a row's whole tree and
+  /// writes its result, so no partials and no finisher.
   bool reducesRows = false;
   /// The dimensions after the reduced one (static 1s: docs/reductions.md §2), so that the
   /// row length is extent `domainRank - 1 - rowTrailing`.
