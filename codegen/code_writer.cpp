@@ -21,6 +21,12 @@ void CodeWriter::open(llvm::StringRef header) {
   ++depth_;
 }
 
+void CodeWriter::openElse(llvm::StringRef comment) {
+  dedent();
+  line(comment.empty() ? std::string("} else {") : "} else { // " + comment.str());
+  ++depth_;
+}
+
 void CodeWriter::openCommented(llvm::StringRef header, llvm::StringRef comment) {
   line(header.str() + " { // " + comment.str());
   ++depth_;

@@ -31,6 +31,9 @@ public:
   void openCommented(llvm::StringRef header, llvm::StringRef comment);
   /// One level up, then `}` followed by `suffix` (`;` for a struct).
   void close(llvm::StringRef suffix = {});
+  /// One level up, then `} else { // comment` (no comment when empty), then one level deeper
+  /// until close().
+  void openElse(llvm::StringRef comment = {});
   /// One level deeper or up without a brace (the statement of an `if` without braces).
   void indent() { ++depth_; }
   void dedent();

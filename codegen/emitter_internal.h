@@ -141,7 +141,7 @@ private:
   void reductionLeafFields();
   void reductionLeafValues();
   /// Each reduction's leaf of element `i`: the identity past `end`, else the element's (its
-  /// stores done).
+  /// stores done); with `end` empty, the element's (a whole chunk).
   void reductionLeaves(llvm::StringRef end);
   /// The host fast path's: when a chunk's rows are done (or the run ends at `end`), its
   /// partials.

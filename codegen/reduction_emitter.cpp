@@ -82,7 +82,7 @@ void BodyEmitter::reductionLeaves(llvm::StringRef end) {
   bool strided = body_.indexing == Indexing::Strided;
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{} {}_leaf = {};", accumulatorType(slot), slot.name, identity(slot));
-  out_.open("if (i < {})", end.str());
+  out_.open(end.empty() ? std::string() : fmt::format("if (i < {})", end.str()));
   if (strided)
     stridedLocate();
   perElement(strided ? stridedAccess() : flatAccess());
@@ -125,15 +125,22 @@ void BodyEmitter::deviceReductionLoop() {
   out_.line("int half = 0;");
   out_.open("for ({0} c0 = begin; c0 < end; c0 += {1}, ++chunk, half ^= 1)", indexType_,
             body_.chunkElements);
-  // Every leaf first, then the shuffles: no warp-wide exchange waits between the loads.
+  // Every leaf first, then the shuffles: no warp-wide exchange waits between the loads. A
+  // whole chunk has no element past the end, so its loads carry no condition.
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{} {}_leaves[{}];", accumulatorType(slot), slot.name, rows);
-  out_.directive("#pragma unroll");
-  out_.open("for (int row = 0; row < {}; ++row)", rows);
-  out_.line("const {0} i = c0 + {0}(row) * {1} + {0}(threadIdx.x);", indexType_, threads);
-  reductionLeaves("end");
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_leaves[row] = {0}_leaf;", slot.name);
+  out_.open("if (c0 + {} <= end)", body_.chunkElements);
+  for (bool whole : {true, false}) {
+    if (!whole)
+      out_.openElse("the member's last chunk, or the run's");
+    out_.directive("#pragma unroll");
+    out_.open("for (int row = 0; row < {}; ++row)", rows);
+    out_.line("const {0} i = c0 + {0}(row) * {1} + {0}(threadIdx.x);", indexType_, threads);
+    reductionLeaves(whole ? "" : "end");
+    for (const ReductionSlot& slot : body_.reductions)
+      out_.line("{0}_leaves[row] = {0}_leaf;", slot.name);
+    out_.close();
+  }
   out_.close();
   out_.directive("#pragma unroll");
   out_.open("for (int row = 0; row < {}; ++row)", rows);
@@ -343,8 +350,7 @@ void BodyEmitter::deviceRowsReductionLoop() {
   out_.openCommented(fmt::format("if (entry.{}_strides[{}] <= 1)", first->field, inner),
                      "rows along memory (or broadcast): a warp reads a row's columns together");
   rowsByWarps();
-  out_.close();
-  out_.openCommented("else", "rows across memory (a transposed view): tiles");
+  out_.openElse("rows across memory (a transposed view): tiles");
   rowsByTiles();
   out_.close();
 }
