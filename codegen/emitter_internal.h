@@ -151,9 +151,12 @@ private:
   void deviceReductionLoop();
   /// The host fast path's: the same rows, each row's threads one after another.
   void hostReductionRows();
-  /// The elements of a body reducing over rows: rows `firstRow`, `firstRow + rowStep`, ...
-  /// of [begin, end), each one thread's loop over its elements in order (the row's tree).
-  void rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef rowStep);
+  /// The host fast path's elements of a body reducing over rows: each row of [begin, end) by
+  /// one loop over its elements in order (the row's tree, wf_tree_counter).
+  void hostRowsReductionLoop();
+  /// Coordinates `c<d>` of element (`row`, `column`) and each tensor's offset `at_<field>`:
+  /// the divisions depend on the row alone.
+  void rowLocate(llvm::StringRef row, llvm::StringRef column);
   /// The device's: each 32 columns' tree of a row by shuffles (wf_warp_tree), pushed to a
   /// counter kept in the lanes' registers (wf_warp_counter). Rows along memory take a warp per
   /// row (rowsByWarps); rows across it (a transposed view) tiles of 32 x 32 (rowsByTiles).

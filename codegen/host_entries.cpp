@@ -96,7 +96,7 @@ ElementsVariant BodyEmitter::hostFastElements() {
               hostPointerLocals();
           },
           [&] { hostFastFlatLoop(); },
-          [&] { body_.reducesRows ? rowsReductionLoop("0", "1") : hostFastStridedLoop(); },
+          [&] { body_.reducesRows ? hostRowsReductionLoop() : hostFastStridedLoop(); },
           "begin == 0"};
 }
 

@@ -205,19 +205,15 @@ void BodyEmitter::hostReductionRows() {
   zeroDimensionalOutputs("begin == 0");
 }
 
-void BodyEmitter::rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef rowStep) {
+void BodyEmitter::hostRowsReductionLoop() {
   unsigned inner = body_.domainRank - 1 - body_.rowTrailing; // the reduced dimension
-  out_.line("// Rows [begin, end) of the member, {} apart: each row's tree over its elements in "
-            "order",
-            rowStep.str());
+  out_.line("// Rows [begin, end) of the member: each row's tree over its elements in order");
   out_.line("const {0} columns = {0}(entry.extents[{1}]);", indexType_, inner);
-  out_.open("for ({0} row = begin + {1}; row < end; row += {2})", indexType_, firstRow.str(),
-            rowStep.str());
+  out_.open("for ({0} row = begin; row < end; ++row)", indexType_);
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("wf_tree_counter<{}, {}> {}_tree;", accumulatorType(slot), treeOp(slot), slot.name);
   out_.open("for ({0} column = 0; column < columns; ++column)", indexType_);
-  out_.line("const {} i = row * columns + column;", indexType_);
-  stridedLocate();
+  rowLocate("row", "column");
   perElement(stridedAccess());
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{0}_tree.push(out.{0});", slot.name);
@@ -233,10 +229,7 @@ void BodyEmitter::rowsReductionLoop(llvm::StringRef firstRow, llvm::StringRef ro
   out_.close();
 }
 
-void BodyEmitter::rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::StringRef inRange) {
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{} {}_leaf = {};", accumulatorType(slot), slot.name, identity(slot));
-  out_.open("if ({})", inRange.str());
+void BodyEmitter::rowLocate(llvm::StringRef row, llvm::StringRef column) {
   // Coordinates from the row and the column: the divisions depend on the row alone, so they
   // leave the column loop. The dimensions after the reduced one are static 1s.
   unsigned rank = body_.domainRank, inner = rank - 1 - body_.rowTrailing;
@@ -254,6 +247,13 @@ void BodyEmitter::rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::Str
   forEachElementTensor(true, true, [&](const Slot& slot) {
     offsetLocal(slot, [](unsigned d) { return fmt::format("c{}", d); });
   });
+}
+
+void BodyEmitter::rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::StringRef inRange) {
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{} {}_leaf = {};", accumulatorType(slot), slot.name, identity(slot));
+  out_.open("if ({})", inRange.str());
+  rowLocate(row, column);
   perElement(stridedAccess());
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{0}_leaf = out.{0};", slot.name);
