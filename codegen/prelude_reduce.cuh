@@ -195,7 +195,7 @@ WF_DEVICE A wf_block_combine(A* values, int count, A* row) {
 }
 /// wf_tree_counter for a warp, with no missing subtrees: lane k keeps the pending subtree of
 /// level k in a register, so no array is indexed at run time (no local memory). 32 levels
-/// count 2^32 pushes: rows of up to 2^37 elements (kMaxRowElements, checked when bound).
+/// count 2^32 - 1 pushes of 32-element subtrees (kMaxRowElements, checked when bound).
 /// Every lane makes the same calls with the same values; the result is the counter's bits.
 template <typename A, typename Op> struct wf_warp_counter {
   A mine{};

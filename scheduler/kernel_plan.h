@@ -241,7 +241,7 @@ int64_t combineSteps(int64_t values, unsigned threads);
 
 /// The longest row a rows reduction takes: its warp's counter has 32 levels of 32-element
 /// subtrees (wf_warp_counter). A row this long holds 512 GiB of f32 values.
-inline constexpr int64_t kMaxRowElements = int64_t(32) << 32;
+inline constexpr int64_t kMaxRowElements = ((int64_t(1) << 32) - 1) * 32;
 
 /// The name of an indexing mode: flat, strided.
 llvm::StringRef indexingName(Indexing indexing);
