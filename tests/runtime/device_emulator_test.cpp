@@ -313,12 +313,16 @@ TEST(DeviceCoverage, EveryDeviceLineOfTheCorpusRuns) {
     fd.addOutput(all(xs));
     if (numeric)
       fd.addOutput(sum(xs));
-    if (numeric)
-      fd.addOutput(sum(rows, {1}));
-    fd.addOutput(any(rows, {1}));
-    fd.addOutput(all(rows, {1}));
-    fd.addOutput(max(rows, {1}));
-    fd.addOutput(min(rows, {1}));
+    // Every op over the rows of `x` (sum of numbers only).
+    auto everyRowReduction = [numeric](FusionDefinition& into, Val x) {
+      if (numeric)
+        into.addOutput(sum(x, {1}));
+      into.addOutput(any(x, {1}));
+      into.addOutput(all(x, {1}));
+      into.addOutput(max(x, {1}));
+      into.addOutput(min(x, {1}));
+    };
+    everyRowReduction(fd, rows);
     emulate(*fd.finalize());
     // Rows with no elements (their results the identity), in a kernel of their own.
     FusionDefinition empty("empty_rows");
@@ -330,13 +334,7 @@ TEST(DeviceCoverage, EveryDeviceLineOfTheCorpusRuns) {
     // Rows across memory (a transposed view, as Adafactor's column sums): tiles of 32 x 32,
     // the last partial in both directions.
     FusionDefinition tiled("tiled_rows");
-    Val across = tiled.defineTensor({40, 45}, dtype, "rows");
-    if (numeric)
-      tiled.addOutput(sum(across, {1}));
-    tiled.addOutput(any(across, {1}));
-    tiled.addOutput(all(across, {1}));
-    tiled.addOutput(max(across, {1}));
-    tiled.addOutput(min(across, {1}));
+    everyRowReduction(tiled, tiled.defineTensor({40, 45}, dtype, "rows"));
     HostTensor storage(dtype, {45, 40});
     std::mt19937_64 random(4);
     fillFinite(storage, random);
