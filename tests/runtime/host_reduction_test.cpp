@@ -496,3 +496,22 @@ TEST(HostReductions, EveryDtypeEachOpAllowsInEveryScope) {
   }
   EXPECT_GT(built, 100); // most of the 17 x 15 pairs are allowed
 }
+
+TEST(HostReductions, ARowLongerThanAWarpCounterHoldsIsRefused) {
+  // kMaxRowElements: a warp's counter holds 2^32 - 1 subtrees of 32. An expanded view (stride
+  // 0, one stored element) one element longer is refused when the launch is bound, before
+  // anything runs.
+  FusionDefinition fd("long_rows");
+  Val x = fd.defineTensor({1, -1}, DataType::Float, "x");
+  fd.addOutput(sum(x, {1}));
+  auto fusion = fd.finalize();
+  HostTensor storage(DataType::Float, {1});
+  TensorRef expanded = storage.ref();
+  expanded.shape = {1, kMaxRowElements + 1};
+  expanded.strides = {0, 0};
+  ExecutorOptions options;
+  options.backend = "host";
+  EXPECT_CONTAINS(errorOf([&] { FusionExecutorCache(*fusion, options).run({expanded}); }),
+                  fmt::format("reduces rows of {} elements; a kernel reduces rows of at most {}",
+                              kMaxRowElements + 1, kMaxRowElements));
+}
