@@ -8,6 +8,7 @@
 // `cuda_benchmark --list-cases` prints the cases as JSON (name, dtype, shapes), so that
 // benchmarks/gpu/torch_adam.py steps torch's optimizers over exactly the same tensors in the
 // same run; benchmarks/gpu/report.py puts both side by side. Skips without a CUDA device.
+// `--small-cases` swaps the cases for the `tiny` preset, for run.sh on the CUDA driver double.
 
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/fusion_executor.h"
@@ -51,11 +52,20 @@ std::vector<optim::Shape> manySmall() {
   return shapes;
 }
 
+/// Set by `--small-cases`: the driver double's emulator runs every kernel on the CPU, where the
+/// real cases (up to 1.9 G elements) would take hours; the tiny preset (6 parameters, one empty)
+/// takes milliseconds.
+bool smallCases = false;
+
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = [] {
     std::vector<Case> list;
     for (DataType dtype : {DataType::Float, DataType::BFloat16}) {
       std::string suffix = dtype == DataType::Float ? "f32" : "bf16";
+      if (smallCases) {
+        list.push_back({"tiny-" + suffix, dtype, optim::modelPreset("tiny").shapes});
+        continue;
+      }
       list.push_back({"gpt2-" + suffix, dtype, optim::modelPreset("gpt2").shapes});
       list.push_back({"llama7b-8layers-" + suffix, dtype, llamaLayers(8)});
       list.push_back({"small2000-" + suffix, dtype, manySmall()});
@@ -186,11 +196,21 @@ void registerAll() {
 } // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--list-cases") == 0) {
-      printCases();
-      return 0;
-    }
+  bool listCases = false;
+  int kept = 1; // our own flags are taken out; Google Benchmark parses the rest
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--list-cases") == 0)
+      listCases = true;
+    else if (std::strcmp(argv[i], "--small-cases") == 0)
+      smallCases = true;
+    else
+      argv[kept++] = argv[i];
+  }
+  argc = kept;
+  if (listCases) {
+    printCases();
+    return 0;
+  }
   registerAll();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
