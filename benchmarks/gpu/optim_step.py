@@ -13,8 +13,9 @@ widefuse.optim.Adafactor. Parameters of a model preset (gpt2 by default), f32 an
 
     python3 optim_step.py OUT.json [--device=cuda|cpu] [--model=gpt2]
 
-Needs torch and the widefuse package (run.sh puts gpu-bundle/python on PYTHONPATH); prints why
-and exits 0 when widefuse does not import (another Python version than the bundle's).
+Needs torch and the widefuse package (run.sh puts gpu-bundle/python on PYTHONPATH); prints why,
+writes OUT.json with the reason and no rows, and exits 0 when widefuse does not import (another
+Python version than the bundle's).
 `--device=cpu` checks the script on a machine without a GPU.
 """
 
@@ -132,10 +133,14 @@ def main():
     arguments = [a for a in sys.argv[1:] if not a.startswith("--")]
     options = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
     device, model = options.get("device", "cuda"), options.get("model", "gpt2")
+    out = arguments[0] if arguments else "optim_step.json"
     try:
         import widefuse
     except ImportError as error:
-        print(f"optim_step: skipped, widefuse does not import here ({error})")
+        reason = f"widefuse does not import here ({error})"
+        print(f"optim_step: skipped, {reason}")
+        with open(out, "w") as file:
+            json.dump(dict(device=device, skipped=reason, rows=[]), file, indent=1)
         return
     shapes = [tuple(shape) for shape in widefuse.model_shapes(model)]
     rows = []
@@ -148,8 +153,8 @@ def main():
                                  step_ms=whole * 1e3))
                 print(f"| {group} | {model} | {rows[-1]['dtype']} | {name} | {host * 1e3:.3f} | "
                       f"{whole * 1e3:.3f} |", flush=True)
-    with open(arguments[0] if arguments else "optim_step.json", "w") as out:
-        json.dump(dict(device=device, rows=rows), out, indent=1)
+    with open(out, "w") as file:
+        json.dump(dict(device=device, rows=rows), file, indent=1)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ device-to-device copy that moves the same bytes as one Adam step (half read, hal
     python3 torch_adam.py CASES.json OUT.json
 
 Runs on the GPU machine with its own torch; the results are joined with widefuse's by
-report.py. Only the standard library and torch are needed."""
+report.py. Only the standard library and torch are needed. Where torch.cuda is unavailable (run.sh
+on the CUDA driver double) each case is written as {"not_measured": reason}, so the file keeps
+its format and report.py leaves those cells empty."""
 
 import json
 import statistics
@@ -57,6 +59,13 @@ def copy_seconds(case: dict) -> float:
 
 def main() -> None:
     cases = json.load(open(sys.argv[1]))
+    if not torch.cuda.is_available():
+        reason = f"torch {torch.__version__} has no CUDA device here"
+        print(f"torch_adam: not measured, {reason}", flush=True)
+        results = {"torch": torch.__version__, "device": f"none ({reason})",
+                   "cases": {case["name"]: {"not_measured": reason} for case in cases}}
+        json.dump(results, open(sys.argv[2], "w"), indent=1)
+        return
     dtypes = {"f32": torch.float32, "bf16": torch.bfloat16}
     results = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "cases": {}}
     for case in cases:
