@@ -493,6 +493,9 @@ template <typename T> T BroadcastInDim(T) {
 template <typename T> T Size(T) {
   return unreachable<T>("size");
 }
+template <typename T> T ExpandBlocks(T) {
+  return unreachable<T>("expand_blocks");
+}
 
 // ---- conversion -----------------------------------------------------------------------------
 

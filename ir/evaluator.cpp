@@ -311,6 +311,15 @@ std::vector<A> reduceLeaves(const Expr& expr, llvm::ArrayRef<std::vector<A>> lea
     }
     return results;
   }
+  if (attributes.reduction == ReductionScope::Block) {
+    // Each block's tree over its (at most B) elements: T(b·B, B) with the rest missing.
+    int64_t block = attributes.block, count = int64_t(leaves[0].size());
+    for (int64_t start = 0; start < count; start += block) {
+      A value = treeOver<Op>(leaves[0].data() + start, std::min(block, count - start), here);
+      results.push_back(finishTree<Op>(op, value, here));
+    }
+    return results;
+  }
   // Global: each operand's tree, then the tree over them in operand order (one operand: the
   // tensor scope).
   wf_tree_counter<A, Op> operands;
@@ -340,6 +349,7 @@ private:
   Buffer constantBuffer(const Value& value) const;
   Buffer evaluateExpr(const Expr& expr);
   Buffer broadcast(const Expr& expr, const Buffer& operand);
+  Buffer expandBlocks(const Expr& expr, const Buffer& operand) const;
   Buffer reduce(const Expr& expr, llvm::ArrayRef<const Buffer*> operands) const;
   Buffer bitcast(const Expr& expr, const Buffer& operand) const;
   void writeBack(const Alias& alias, const Buffer& value, const TensorRef& target) const;
@@ -457,6 +467,16 @@ Buffer Evaluation::broadcast(const Expr& expr, const Buffer& operand) {
   return result;
 }
 
+Buffer Evaluation::expandBlocks(const Expr& expr, const Buffer& operand) const {
+  Buffer result = makeBuffer(operand.dtype, shapes_.of(expr.result()));
+  size_t elementSize = byteSize(operand.dtype);
+  int64_t block = expr.attributes().block;
+  for (int64_t i = 0, count = result.numel(); i < count; ++i)
+    std::memcpy(result.bytes.data() + size_t(i) * elementSize,
+                operand.bytes.data() + size_t(i / block) * elementSize, elementSize);
+  return result;
+}
+
 Buffer Evaluation::reduce(const Expr& expr, llvm::ArrayRef<const Buffer*> operands) const {
   OpKind op = expr.op();
   DataType resultType = storageType(expr.result()->dtype());
@@ -506,6 +526,8 @@ Buffer Evaluation::evaluateExpr(const Expr& expr) {
     return bitcast(expr, *operands[0]);
   case OpKind::BroadcastInDim:
     return broadcast(expr, *operands[0]);
+  case OpKind::ExpandBlocks:
+    return expandBlocks(expr, *operands[0]);
   case OpKind::Set:
     return *operands[0];
   case OpKind::Size:

@@ -20,6 +20,8 @@ enum class ReductionScope : uint8_t {
   Tensor, ///< every element of one operand: a 0-d result
   Global, ///< every element of two or more operands: one 0-d result
   Rows,   ///< per row of dimension `OpAttributes::dim`: the operand's shape without it
+  Block,  ///< per block of `OpAttributes::block` elements in logical order: `[ceil(n / B)]`,
+          ///< readable in the kernel that computes it
 };
 
 /// Attributes that some ops carry besides their value operands.
@@ -39,6 +41,9 @@ struct OpAttributes {
   int64_t dim = 0;
   /// Reductions: the scope; None on every other op.
   ReductionScope reduction = ReductionScope::None;
+  /// Block-scope reductions and expand_blocks: B, the elements of one block (a power of two,
+  /// at most kMaxBlockElements); 0 on every other op.
+  int64_t block = 0;
   /// Inserted by implicit broadcasting (a size or broadcast_in_dim the caller did not write);
   /// nvFuser-style printing leaves it out, as the op that needs it inserts it again.
   bool implicit = false;

@@ -191,6 +191,24 @@ Val size(const Val& x, int64_t dim) {
   return applyOp(OpKind::Size, {x}, attributes);
 }
 
+Val expand_blocks(const Val& x, llvm::ArrayRef<ShapeEntry> shape, Blocks blocks) {
+  OpAttributes attributes;
+  attributes.block = blocks.elements;
+  for (const ShapeEntry& entry : shape) {
+    attributes.broadcastShape.push_back(entry.size ? kSymbolicExtent : entry.extent);
+    attributes.broadcastExtents.push_back(entry.size ? entry.size.value() : nullptr);
+  }
+  return applyOp(OpKind::ExpandBlocks, {x}, attributes);
+}
+
+Val reduceBlocks(OpKind op, const Val& x, Blocks blocks) {
+  if (!x)
+    fail("{}: the operand is an empty Val (not a value of a FusionDefinition)", opName(op).str());
+  const Value* value = x.value();
+  OpAttributes attributes = blockReductionAttributes(op, {value}, blocks.elements);
+  return x.owner()->apply(op, {Operand(x)}, std::move(attributes));
+}
+
 namespace {
 
 Val reduceValues(OpKind op, llvm::ArrayRef<Val> xs, std::optional<llvm::ArrayRef<int64_t>> dims) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 namespace widefuse {
 
@@ -138,20 +139,42 @@ Val broadcast_in_dim_to_extents(const Operand& x, llvm::ArrayRef<ShapeEntry> sha
 /// (nvFuser's size / t.size(dim)).
 Val size(const Val& x, int64_t dim);
 
+/// The block of a block-scope reduction or of expand_blocks: B consecutive elements in
+/// logical order, a power of two up to kMaxBlockElements.
+struct Blocks {
+  int64_t elements = 0;
+};
+
+/// A tensor of `shape` whose block b of `blocks` elements (logical order) reads element b of
+/// the rank-1 `x`: x holds ceil(n / B) elements, one per block (a block reduction's result,
+/// a quantized tensor's scales).
+Val expand_blocks(const Val& x, llvm::ArrayRef<ShapeEntry> shape, Blocks blocks);
+
+/// `op(x)` over each block of `blocks` elements: the block-scope reductions' one definition.
+Val reduceBlocks(OpKind op, const Val& x, Blocks blocks);
+
 /// Reductions (docs/reductions.md), one set per op of sum max min any all:
 /// `sum(x)` combines every element of `x` into a 0-d result; `sum({a, b, c})` every element
 /// of all of them into one (the global scope: the gradient norm over every parameter);
 /// `sum(x, {d})` each row of dimension `d`, the innermost (or one followed by static 1s).
 /// `widefuse::max` and `min` leave std::max and std::min alone.
-#define WF_DECLARE_REDUCTION(name)                                                                 \
+/// `sum(x, Blocks{256})` each block of 256 consecutive elements of `x` in logical order: a
+/// rank-1 result of ceil(n / 256) elements, which the kernel computing it can read
+/// (through expand_blocks).
+#define WF_DECLARE_REDUCTION(name, Enum)                                                           \
   Val name(const Val& x);                                                                          \
   Val name(llvm::ArrayRef<Val> xs);                                                                \
-  Val name(const Val& x, llvm::ArrayRef<int64_t> dims);
-WF_DECLARE_REDUCTION(sum)
-WF_DECLARE_REDUCTION(max)
-WF_DECLARE_REDUCTION(min)
-WF_DECLARE_REDUCTION(any)
-WF_DECLARE_REDUCTION(all)
+  Val name(const Val& x, llvm::ArrayRef<int64_t> dims);                                            \
+  /* A template, so that a braced list `{1}` stays a dims list, never a Blocks. */                 \
+  template <typename B>                                                                            \
+  requires std::is_same_v<B, Blocks> Val name(const Val& x, B blocks) {                            \
+    return reduceBlocks(OpKind::Enum, x, blocks);                                                  \
+  }
+WF_DECLARE_REDUCTION(sum, Sum)
+WF_DECLARE_REDUCTION(max, Max)
+WF_DECLARE_REDUCTION(min, Min)
+WF_DECLARE_REDUCTION(any, Any)
+WF_DECLARE_REDUCTION(all, All)
 #undef WF_DECLARE_REDUCTION
 
 /// nvFuser's mod: C's `%`, the remainder with the sign of the dividend. That is fmod for

@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "ir/extent_expression.h"
+#include "ir/host_tensor.h"
 #include "ir/reduction.h"
 #include "ir/type_promotion.h"
 
@@ -92,6 +93,7 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
     return promoted;
   case TypeRule::Identity:
   case TypeRule::Broadcast:
+  case TypeRule::BlockExpansion:
     return operands[0]->dtype();
   case TypeRule::Extent:
     if (!operands[0]->isTensor() || operands[0]->rank() == 0)
@@ -220,6 +222,46 @@ llvm::SmallVector<int64_t, 4> broadcastShape(llvm::ArrayRef<const Value*> operan
   return shape;
 }
 
+/// expand_blocks(x) to `shape` by blocks of B: each output extent a number or an extent value,
+/// and x a rank-1 tensor of ceil(n / B) elements (checked at run time where symbolic).
+llvm::SmallVector<int64_t, 4> expandBlocksShape(llvm::ArrayRef<const Value*> operands,
+                                                const OpAttributes& attributes) {
+  const Value& input = *operands[0];
+  auto shape = attributes.broadcastShape;
+  const auto& extents = attributes.broadcastExtents;
+  std::string call =
+      fmt::format("{} to {} with block={}", describeCall(OpKind::ExpandBlocks, operands),
+                  formatExtents(shape), attributes.block);
+  if (!input.isTensor() || input.rank() != 1)
+    fail("{}: the operand must be a rank-1 tensor, one element per block", call);
+  if (attributes.block < 1 || attributes.block > kMaxBlockElements ||
+      (attributes.block & (attributes.block - 1)) != 0)
+    fail("{}: a block has a power of two of elements from 1 to {}", call, kMaxBlockElements);
+  if (!extents.empty() && extents.size() != shape.size())
+    fail("{}: {} extent values for {} output dimensions", call, extents.size(), shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const Value* extent = extents.empty() ? nullptr : extents[d];
+    if (!extent) {
+      if (shape[d] < 0)
+        fail("{}: output extent {} must be a number >= 0 or an extent value", call, d);
+      continue;
+    }
+    std::string context = fmt::format("{}: output extent {}", call, d);
+    checkExtentExpression(*extent, context);
+    std::optional<int64_t> known = evaluateExtent(*extent, staticExtentLeaf, context);
+    if (known && *known < 0)
+      fail("{} is '{}', which is {}: an extent cannot be negative", context, extent->name(),
+           *known);
+    shape[d] = known ? *known : kSymbolicExtent;
+  }
+  int64_t blocks = input.extents()[0];
+  if (!llvm::is_contained(shape, kSymbolicExtent) && blocks != kSymbolicExtent &&
+      blocks != blockCount(numElements(shape), attributes.block))
+    fail("{}: {} elements are {} blocks, but the operand has {}", call, numElements(shape),
+         blockCount(numElements(shape), attributes.block), blocks);
+  return shape;
+}
+
 } // namespace
 
 ValueType inferResultType(OpKind op, llvm::ArrayRef<const Value*> operands,
@@ -233,6 +275,11 @@ ValueType inferResultType(OpKind op, llvm::ArrayRef<const Value*> operands,
   if (op == OpKind::BroadcastInDim) {
     type.kind = ValueKind::Tensor;
     type.extents = broadcastShape(operands, attributes);
+    return type;
+  }
+  if (op == OpKind::ExpandBlocks) {
+    type.kind = ValueKind::Tensor;
+    type.extents = expandBlocksShape(operands, attributes);
     return type;
   }
   if (op == OpKind::Size) {
@@ -266,7 +313,11 @@ void canonicalizeAttributes(OpKind op, OpAttributes& attributes) {
     attributes.reduction = ReductionScope::None;
   if (op != OpKind::Size && attributes.reduction != ReductionScope::Rows)
     attributes.dim = 0;
-  if (op != OpKind::BroadcastInDim) {
+  if (op != OpKind::ExpandBlocks && attributes.reduction != ReductionScope::Block)
+    attributes.block = 0;
+  if (op == OpKind::ExpandBlocks)
+    attributes.broadcastDims.clear();
+  else if (op != OpKind::BroadcastInDim) {
     attributes.broadcastShape.clear();
     attributes.broadcastDims.clear();
     attributes.broadcastExtents.clear();
@@ -393,7 +444,8 @@ Value* buildOp(Fusion& fusion, OpKind op, llvm::ArrayRef<Value*> operands, OpAtt
   if (!isReduction(op) && operands.size() != opArity(op))
     fail("{} takes {} operand(s), got {}", opName(op).str(), opArity(op), operands.size());
   llvm::SmallVector<Value*, 3> broadcast(operands.begin(), operands.end());
-  if (op != OpKind::BroadcastInDim && op != OpKind::Size && !isReduction(op)) {
+  if (op != OpKind::BroadcastInDim && op != OpKind::ExpandBlocks && op != OpKind::Size &&
+      !isReduction(op)) {
     // Check the operands as given first, so a type error names what the caller wrote.
     llvm::SmallVector<const Value*, 3> given(operands.begin(), operands.end());
     inferDataType(op, given, attributes);

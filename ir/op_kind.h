@@ -34,6 +34,8 @@ enum class TypeRule : uint8_t {
   Bitcast,        ///< result has the attribute type of the same width; bits reinterpreted
   Broadcast,      ///< result has the operand's type and the attribute shape
   Extent,         ///< size(t, dim): an i64 scalar, the run-time extent of a tensor dimension
+  BlockExpansion, ///< expand_blocks: the operand's type and the attribute shape; each block of
+                  ///< B elements (in logical order) reads one operand element
   ComplexPart,    ///< real/imag: a complex operand's part type (real of a real is itself)
   MakeComplex,    ///< complex(re, im): f32 or f64 parts; result c64 or c128
   Reduction,      ///< sum max min any all: one or more tensors, a scope (ir/reduction.h)

@@ -24,7 +24,7 @@ namespace {
 constexpr unsigned kMaxCallNesting = 256;
 
 /// What one argument of an op call is in the text: a value operand or an attribute.
-enum class ArgumentForm : uint8_t { Value, DataType, Shape, Dims, Dim };
+enum class ArgumentForm : uint8_t { Value, DataType, Shape, Dims, Dim, Block };
 
 /// The arguments an op takes in the text form: its value operands, then its attributes.
 llvm::SmallVector<ArgumentForm, 3> argumentForms(OpKind op) {
@@ -40,6 +40,10 @@ llvm::SmallVector<ArgumentForm, 3> argumentForms(OpKind op) {
     break;
   case TypeRule::Extent:
     forms.push_back(ArgumentForm::Dim);
+    break;
+  case TypeRule::BlockExpansion:
+    forms.push_back(ArgumentForm::Shape);
+    forms.push_back(ArgumentForm::Block);
     break;
   default:
     break;
@@ -57,6 +61,8 @@ std::string describeForms(OpKind op) {
     return " (a value, a shape list and a dims list)";
   case TypeRule::Extent:
     return " (a tensor and a dimension)";
+  case TypeRule::BlockExpansion:
+    return " (a value, a shape list and block=B)";
   default:
     return "";
   }
@@ -130,6 +136,7 @@ private:
   void skipArgument();
   Value* parseCall(const Token& opToken, llvm::StringRef resultName);
   Value* parseReduction(const Token& opToken, OpKind op, llvm::StringRef resultName);
+  int64_t parseBlockSize();
   Value* parseOperand();
   Value* parseLiteral();
   ConstantValue parseNumber(const Token& token, bool negative);
@@ -452,6 +459,9 @@ Value* Parser::parseCall(const Token& opToken, llvm::StringRef resultName) {
                    case ArgumentForm::Dims:
                      attributes.broadcastDims = parseIntegerList(/*allowSymbolic=*/false);
                      break;
+                   case ArgumentForm::Block:
+                     attributes.block = parseBlockSize();
+                     break;
                    }
                  });
   --nesting_;
@@ -460,18 +470,22 @@ Value* Parser::parseCall(const Token& opToken, llvm::StringRef resultName) {
   });
 }
 
-/// `sum(x)`, `sum(a, b, c)` or `sum(x, [d])`: operands, then at most one dims list.
+/// `sum(x)`, `sum(a, b, c)`, `sum(x, [d])` or `sum(x, block=B)`: operands, then at most one
+/// dims list or block size.
 Value* Parser::parseReduction(const Token& opToken, OpKind op, llvm::StringRef resultName) {
   ++nesting_;
   expect(TokenKind::LParen, fmt::format("'(' after '{}'", opToken.text.str()));
   llvm::SmallVector<Value*, 4> operands;
   std::optional<llvm::SmallVector<int64_t, 4>> dims;
+  std::optional<int64_t> block;
   if (!peek().is(TokenKind::RParen)) {
     do {
-      if (dims)
-        unexpected("')' after the dims list (it comes last)");
+      if (dims || block)
+        unexpected(fmt::format("')' after the {} (it comes last)", dims ? "dims list" : "block"));
       if (peek().is(TokenKind::LBracket))
         dims = parseIntegerList(/*allowSymbolic=*/false);
+      else if (peek().isWord("block") && peek(1).is(TokenKind::Equals))
+        block = parseBlockSize();
       else
         operands.push_back(parseOperand());
     } while (consumeIf(TokenKind::Comma));
@@ -480,11 +494,23 @@ Value* Parser::parseReduction(const Token& opToken, OpKind op, llvm::StringRef r
   --nesting_;
   return located(*statement_, [&] {
     llvm::SmallVector<const Value*, 4> given(operands.begin(), operands.end());
+    if (block)
+      return buildOp(*fusion_, op, operands, blockReductionAttributes(op, given, *block),
+                     resultName);
     std::optional<llvm::ArrayRef<int64_t>> dimsRef;
     if (dims)
       dimsRef = llvm::ArrayRef<int64_t>(*dims);
     return buildOp(*fusion_, op, operands, reductionAttributes(op, given, dimsRef), resultName);
   });
+}
+
+/// `block=B`: the elements of one block (checked by the op's builder).
+int64_t Parser::parseBlockSize() {
+  if (!peek().isWord("block"))
+    unexpected("'block='");
+  next();
+  expect(TokenKind::Equals, "'=' after 'block'");
+  return parseListInteger(/*allowSymbolic=*/false);
 }
 
 Value* Parser::parseOperand() {

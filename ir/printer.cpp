@@ -140,9 +140,19 @@ std::string formatArguments(const Expr& expr) {
   case TypeRule::Extent:
     args.push_back(fmt::format("{}", attributes.dim));
     break;
+  case TypeRule::BlockExpansion: {
+    std::vector<std::string> shape;
+    for (size_t d = 0; d < attributes.broadcastShape.size(); ++d)
+      shape.push_back(formatShapeEntry(attributes, d));
+    args.push_back(fmt::format("[{}]", fmt::join(shape, ", ")));
+    args.push_back(fmt::format("block={}", attributes.block));
+    break;
+  }
   case TypeRule::Reduction:
     if (attributes.reduction == ReductionScope::Rows)
       args.push_back(fmt::format("[{}]", attributes.dim));
+    if (attributes.reduction == ReductionScope::Block)
+      args.push_back(fmt::format("block={}", attributes.block));
     break;
   default:
     break;

@@ -31,6 +31,18 @@ std::optional<llvm::ArrayRef<int64_t>> writtenDims(const OpAttributes& attribute
   return llvm::ArrayRef<int64_t>(storage);
 }
 
+/// `max(x: f32[4, 8], block=256)`: a block-scope call as the text form writes it.
+std::string describeBlockReduction(OpKind op, llvm::ArrayRef<const Value*> operands,
+                                   int64_t block) {
+  std::string call = describeReduction(op, operands, std::nullopt);
+  call.insert(call.size() - 1, fmt::format(", block={}", block));
+  return call;
+}
+
+bool isBlockSize(int64_t block) {
+  return block >= 1 && block <= kMaxBlockElements && (block & (block - 1)) == 0;
+}
+
 bool staticOne(const Value& operand, size_t from) {
   auto extents = operand.extents();
   return std::all_of(extents.begin() + from, extents.end(), [](int64_t e) { return e == 1; });
@@ -55,7 +67,8 @@ std::optional<int64_t> staticElements(llvm::ArrayRef<int64_t> extents) {
 /// ones are checked by the run's shape step.
 void checkHasValue(OpKind op, llvm::ArrayRef<const Value*> operands, const OpAttributes& attributes,
                    const std::string& call) {
-  if (op != OpKind::Max && op != OpKind::Min)
+  // Zero blocks are an empty result, as zero rows are: nothing has no value.
+  if ((op != OpKind::Max && op != OpKind::Min) || attributes.reduction == ReductionScope::Block)
     return;
   bool empty = false;
   if (attributes.reduction == ReductionScope::Rows) {
@@ -124,10 +137,31 @@ OpAttributes reductionAttributes(OpKind op, llvm::ArrayRef<const Value*> operand
        x.rank() - 1);
 }
 
+OpAttributes blockReductionAttributes(OpKind op, llvm::ArrayRef<const Value*> operands,
+                                      int64_t block) {
+  std::string call = describeBlockReduction(op, operands, block);
+  if (operands.size() != 1)
+    fail("{}: a reduction over blocks takes one operand", call);
+  if (!operands[0]->isTensor())
+    fail("{}: reductions take tensors; '{}' is a scalar", call, operands[0]->name());
+  if (!isBlockSize(block))
+    fail("{}: a block has a power of two of elements from 1 to {}", call, kMaxBlockElements);
+  OpAttributes attributes;
+  attributes.reduction = ReductionScope::Block;
+  attributes.block = block;
+  return attributes;
+}
+
+int64_t blockCount(int64_t elements, int64_t block) {
+  return elements / block + (elements % block != 0);
+}
+
 ValueType inferReductionType(OpKind op, llvm::ArrayRef<const Value*> operands,
                              const OpAttributes& attributes) {
   llvm::SmallVector<int64_t, 1> storage;
-  std::string call = describeReduction(op, operands, writtenDims(attributes, storage));
+  std::string call = attributes.reduction == ReductionScope::Block
+                         ? describeBlockReduction(op, operands, attributes.block)
+                         : describeReduction(op, operands, writtenDims(attributes, storage));
   if (operands.empty())
     fail("{}: a reduction takes one or more tensors", call);
   for (const Value* operand : operands)
@@ -151,6 +185,12 @@ ValueType inferReductionType(OpKind op, llvm::ArrayRef<const Value*> operands,
     if (attributes.dim < 0 || attributes.dim >= int64_t(operands[0]->rank()) ||
         !staticOne(*operands[0], size_t(attributes.dim) + 1))
       fail("{}: scope rows reduces the innermost dimension, or one followed by static 1s", call);
+    break;
+  case ReductionScope::Block:
+    if (operands.size() != 1)
+      fail("{}: scope block takes one operand", call);
+    if (!isBlockSize(attributes.block))
+      fail("{}: a block has a power of two of elements from 1 to {}", call, kMaxBlockElements);
     break;
   }
   DataType promoted = promotedDataType(operands);
@@ -183,6 +223,10 @@ ValueType inferReductionType(OpKind op, llvm::ArrayRef<const Value*> operands,
     type.extents.assign(extents.begin(), extents.end());
     type.extents.erase(type.extents.begin() + attributes.dim);
   }
+  if (attributes.reduction == ReductionScope::Block) {
+    std::optional<int64_t> elements = staticElements(operands[0]->extents());
+    type.extents.assign(1, elements ? blockCount(*elements, attributes.block) : kSymbolicExtent);
+  }
   checkHasValue(op, operands, attributes, call);
   return type;
 }
@@ -203,6 +247,8 @@ DataType reductionAccumulatorType(OpKind op, DataType resultType) {
 
 llvm::SmallVector<int64_t, 4> reductionResultShape(const OpAttributes& attributes,
                                                    llvm::ArrayRef<int64_t> operandShape) {
+  if (attributes.reduction == ReductionScope::Block)
+    return {blockCount(numElements(operandShape), attributes.block)};
   if (attributes.reduction != ReductionScope::Rows)
     return {};
   llvm::SmallVector<int64_t, 4> shape(operandShape.begin(), operandShape.end());
@@ -219,7 +265,7 @@ RowCount reductionRows(const OpAttributes& attributes, llvm::ArrayRef<int64_t> o
 
 bool reductionHasNoValue(OpKind op, const OpAttributes& attributes,
                          llvm::ArrayRef<llvm::SmallVector<int64_t, 4>> operandShapes) {
-  if (op != OpKind::Max && op != OpKind::Min)
+  if ((op != OpKind::Max && op != OpKind::Min) || attributes.reduction == ReductionScope::Block)
     return false;
   if (attributes.reduction == ReductionScope::Rows) {
     RowCount count = reductionRows(attributes, operandShapes[0]);

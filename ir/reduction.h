@@ -27,6 +27,19 @@ bool hasReductions(const Fusion& fusion);
 OpAttributes reductionAttributes(OpKind op, llvm::ArrayRef<const Value*> operands,
                                  std::optional<llvm::ArrayRef<int64_t>> dims);
 
+/// The most elements one block of a block-scope reduction may have: a thread block's chunk,
+/// so that the kernel computing it can read it after a block barrier.
+inline constexpr int64_t kMaxBlockElements = 1024;
+
+/// The attributes of `op(x)` over each block of `block` consecutive elements of `x` in
+/// logical order (scope Block). Throws Error naming the call unless there is one tensor
+/// operand and `block` is a power of two up to kMaxBlockElements.
+OpAttributes blockReductionAttributes(OpKind op, llvm::ArrayRef<const Value*> operands,
+                                      int64_t block);
+
+/// The blocks of `block` elements that cover `elements`: ceil(elements / block).
+int64_t blockCount(int64_t elements, int64_t block);
+
 /// The type of `op(operands)` under the scope in `attributes`. Throws Error naming the call
 /// when an operand is a scalar, the scope does not fit the operands, a dtype is refused, or a
 /// max/min has zero elements to combine by its static extents.

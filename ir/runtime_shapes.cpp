@@ -58,6 +58,19 @@ llvm::SmallVector<int64_t, 4> broadcastShape(const Expr& expr, const RuntimeShap
   return shape;
 }
 
+/// expand_blocks: its extents, and an operand of one element per block of them.
+llvm::SmallVector<int64_t, 4> expandBlocksShape(const Expr& expr, const RuntimeShapes& shapes,
+                                                ExtentLeafValue leaf) {
+  llvm::SmallVector<int64_t, 4> shape = broadcastShape(expr, shapes, leaf);
+  int64_t block = expr.attributes().block;
+  int64_t blocks = shapes.of(expr.operand(0))[0];
+  if (blocks != blockCount(numElements(shape), block))
+    fail("{}: at run time {} elements are {} blocks of {}, but '{}' has {} elements",
+         expr.result()->name(), numElements(shape), blockCount(numElements(shape), block), block,
+         expr.operand(0)->name(), blocks);
+  return shape;
+}
+
 /// A reduction's result shape; max and min over zero elements fail here, before any work.
 llvm::SmallVector<int64_t, 4> reductionShape(const Expr& expr, const RuntimeShapes& shapes) {
   llvm::SmallVector<llvm::SmallVector<int64_t, 4>, 4> operandShapes;
@@ -100,6 +113,9 @@ RuntimeShapes inferRuntimeShapes(const Fusion& fusion, llvm::ArrayRef<Argument> 
     switch (expr.op()) {
     case OpKind::BroadcastInDim:
       result = broadcastShape(expr, shapes, leaf);
+      break;
+    case OpKind::ExpandBlocks:
+      result = expandBlocksShape(expr, shapes, leaf);
       break;
     case OpKind::Size:
       break; // a scalar: its value is RuntimeShapes::extentOf

@@ -54,6 +54,7 @@ public:
       // Rows: the reduced dimension counted from the end (ranks may differ within a class).
       if (reduction->attributes().reduction == ReductionScope::Rows)
         key_.append(uint64_t(reduction->operand(0)->rank() - 1 - reduction->attributes().dim));
+      key_.append(uint64_t(reduction->attributes().block));
       reference(reduction->operand(operand));
     }
     return std::move(key_);
@@ -92,6 +93,7 @@ private:
       key_.append(extent != nullptr);
     key_.append(uint64_t(attributes.dim));
     key_.append(uint64_t(attributes.reduction));
+    key_.append(uint64_t(attributes.block));
     if (isReduction(expr.op())) // the one op whose operand count varies
       key_.append(expr.operands().size());
     positions_[expr.result()] = next_++;

@@ -472,8 +472,19 @@ uint64_t componentSearches() {
   return searches.load(std::memory_order_relaxed);
 }
 
+/// Kernels do not compute block-scope reductions or expand_blocks yet: refused by name, before
+/// any plan, rather than computed another way.
+void refuseBlocks(const Fusion& fusion) {
+  for (const Expr* expr : fusion.exprList())
+    if (expr->attributes().reduction == ReductionScope::Block || expr->op() == OpKind::ExpandBlocks)
+      fail("'{}' ({}, block={}): reductions over blocks and expand_blocks run on the reference "
+           "evaluator only; kernels do not compute them yet",
+           expr->result()->name(), opName(expr->op()).str(), expr->attributes().block);
+}
+
 FusionComponents findComponents(const Fusion& fusion) {
   searches.fetch_add(1, std::memory_order_relaxed);
+  refuseBlocks(fusion);
   FusionComponents found;
   found.phases = planPhases(fusion);
   IterationDomains domains(fusion);

@@ -15,7 +15,7 @@ namespace widefuse::testing {
 /// Cast, bitcast, broadcast_in_dim and size: ops with attributes, tested on their own.
 inline bool isStructural(OpKind op) {
   return op == OpKind::Cast || op == OpKind::Bitcast || op == OpKind::BroadcastInDim ||
-         op == OpKind::Size;
+         op == OpKind::ExpandBlocks || op == OpKind::Size;
 }
 
 /// Every op of ir/op_kinds.def.

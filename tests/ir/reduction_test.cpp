@@ -7,6 +7,7 @@
 #include "ir/reduction.h"
 #include "ir/verifier.h"
 #include "tests/ir/evaluator_test_support.h"
+#include "tests/ir/reduction_reference.h"
 #include "tests/support/error_of.h"
 
 #include <gtest/gtest.h>
@@ -19,42 +20,6 @@ using namespace widefuse;
 using namespace widefuse::testing;
 
 namespace {
-
-/// T(i, m) of reductions.md §3, written as its definition: recursive, missing past the end.
-template <typename T, typename Combine>
-std::optional<T> tree(const std::vector<T>& leaves, size_t begin, size_t size, Combine combine) {
-  if (begin >= leaves.size())
-    return std::nullopt;
-  if (size == 1)
-    return leaves[begin];
-  std::optional<T> left = tree(leaves, begin, size / 2, combine);
-  std::optional<T> right = tree(leaves, begin + size / 2, size / 2, combine);
-  return right ? combine(*left, *right) : left;
-}
-
-template <typename T, typename Combine>
-std::optional<T> treeOf(const std::vector<T>& leaves, Combine combine) {
-  size_t size = 1;
-  while (size < leaves.size())
-    size *= 2;
-  return tree(leaves, 0, size, combine);
-}
-
-/// max and min as reductions.md §1 defines them, with the standard library's predicates.
-double referenceMax(double a, double b) {
-  if (std::isnan(a) || std::isnan(b))
-    return std::numeric_limits<double>::quiet_NaN();
-  if (a == b)
-    return std::signbit(a) ? b : a;
-  return std::max(a, b);
-}
-double referenceMin(double a, double b) {
-  if (std::isnan(a) || std::isnan(b))
-    return std::numeric_limits<double>::quiet_NaN();
-  if (a == b)
-    return std::signbit(a) ? a : b;
-  return std::min(a, b);
-}
 
 /// Runs a one-output fusion built by `build` on `inputs` with the reference evaluator.
 HostTensor run(const std::function<Val(FusionDefinition&, std::vector<Val>&)>& build,
@@ -76,16 +41,6 @@ HostTensor matrixOf(DataType dtype, int64_t rows, int64_t columns, const std::ve
   for (size_t i = 0; i < v.size(); ++i)
     setElement(tensor, int64_t(i), v[i]);
   return tensor;
-}
-
-/// Bits of a result element compared as doubles, NaN equal to NaN, zeros by sign.
-void expectSameValue(double actual, double expected, const std::string& what) {
-  if (std::isnan(expected)) {
-    EXPECT_TRUE(std::isnan(actual)) << what << ": " << actual;
-    return;
-  }
-  EXPECT_EQ(actual, expected) << what;
-  EXPECT_EQ(std::signbit(actual), std::signbit(expected)) << what << " (sign of zero)";
 }
 
 } // namespace

@@ -70,6 +70,8 @@ llvm::SmallVector<Val, 3> operandsFor(FusionDefinition& fd, OpKind op) {
     vals[0] = fd.defineTensor({4, 8}, DataType::Bool, "cond");
   if (op == OpKind::BroadcastInDim)
     vals[0] = fd.defineTensor({8}, DataType::Float, "row");
+  if (op == OpKind::ExpandBlocks)
+    vals[0] = fd.defineTensor({1}, DataType::Float, "scales");
   return vals;
 }
 
@@ -82,6 +84,10 @@ OpAttributes attributesFor(OpKind op) {
   if (op == OpKind::BroadcastInDim) {
     attributes.broadcastShape = {4, 8};
     attributes.broadcastDims = {1};
+  }
+  if (op == OpKind::ExpandBlocks) { // 32 elements: one short block of 64
+    attributes.broadcastShape = {4, 8};
+    attributes.block = 64;
   }
   if (isReduction(op))
     attributes.reduction = ReductionScope::Tensor;
