@@ -3,6 +3,7 @@
 #include "codegen/constant_literal.h"
 #include "codegen/emitter_internal.h"
 #include "ir/error.h"
+#include "ir/reduction.h"
 #include "scheduler/element_views.h"
 #include "segmenter/components.h"
 
@@ -27,7 +28,8 @@ std::string memberTypeName(const BodyPlan& body) {
 namespace {
 
 bool isPointerSlot(const Slot& slot) {
-  return slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor;
+  return slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor ||
+         slot.kind == SlotKind::BlockTensor;
 }
 
 /// The declaration of a slot's field: `const f32* g0`, `f64 lr`.
@@ -52,6 +54,9 @@ std::string slotComment(const Slot& slot) {
     break;
   case SlotKind::LiftedConstant:
     return fmt::format("constant #{} of the class, different in each member", slot.source.index);
+  case SlotKind::BlockTensor:
+    what = fmt::format("tensor of one element per block of {}", slot.block);
+    break;
   }
   std::string origin = slot.source.kind == SlotSource::Kind::Output ? "output" : "input";
   std::string access = slot.read && slot.written ? "read and written"
@@ -162,8 +167,7 @@ void BodyEmitter::prologue() {
 void BodyEmitter::elementFunction() {
   out_.line("/// One element's reads.");
   out_.open("struct {}_in", body_.name);
-  forEachElementTensor(
-      true, false, [&](const Slot& slot) { out_.line("{} {};", cppType(slot.dtype), slot.name); });
+  forEachRead([&](const Slot& slot) { out_.line("{} {};", cppType(slot.dtype), slot.name); });
   out_.close(";");
   out_.line("/// One element's writes.");
   out_.open("struct {}_out", body_.name);
@@ -172,12 +176,17 @@ void BodyEmitter::elementFunction() {
   reductionLeafFields();
   out_.close(";");
   out_.line();
+  if (body_.byBlocks)
+    blockFunctions();
   out_.line("/// One element of {}: a statement per IR expression.", body_.name);
-  openFunction(
-      fmt::format("WF_DEVICE {0}_out {0}_element", body_.name),
-      {fmt::format("const {}_uniform& u", body_.name), fmt::format("const {}_in& in", body_.name)});
+  std::vector<std::string> parameters = {fmt::format("const {}_uniform& u", body_.name),
+                                         fmt::format("const {}_in& in", body_.name)};
+  if (!body_.blocks.empty())
+    parameters.push_back(fmt::format("const {}_blocks& blk", body_.name));
+  openFunction(fmt::format("WF_DEVICE {0}_out {0}_element", body_.name), parameters);
   for (const ElementInstance& instance : body_.elementInstances) {
-    if (isKernelInput(*instance.value))
+    // Block results are the element's `blk` (computed by the block's threads together).
+    if (isKernelInput(*instance.value) || isBlockReductionResult(*instance.value))
       continue;
     const Expr& expr = *instance.value->definition();
     llvm::SmallVector<OperandText, 3> operands;
@@ -506,9 +515,16 @@ ElementsVariant BodyEmitter::deviceElements() {
           {fmt::format("/// Elements [begin, end) of one member of {}:", body_.name),
            "/// the threads of the block stride through them."},
           {},
-          [&] { body_.reductions.empty() ? flatLoops() : deviceReductionLoop(); },
           [&] {
-            if (body_.reducesRows)
+            if (body_.byBlocks)
+              deviceBlockLoop();
+            else
+              body_.reductions.empty() ? flatLoops() : deviceReductionLoop();
+          },
+          [&] {
+            if (body_.byBlocks)
+              deviceBlockLoop();
+            else if (body_.reducesRows)
               deviceRowsReductionLoop();
             else
               body_.reductions.empty() ? stridedLoop() : deviceReductionLoop();

@@ -24,6 +24,11 @@ BodyValues::BodyValues(const KernelPlan& plan, const BodyPlan& body)
     instanceName_[{instance.value, viewKey(instance.view)}] = instance.name;
   for (const ElementInstance& instance : body.uniformValues)
     uniformName_[instance.value] = instance.name;
+  // The body's block slots follow the component's block reductions in order.
+  size_t next = 0;
+  for (const Expr* expr : component_.exprs)
+    if (expr->attributes().reduction == ReductionScope::Block)
+      blockOf_[expr->result()] = &body.blocks[next++];
 }
 
 void BodyValues::mapLiftedUses() {
@@ -57,6 +62,8 @@ OperandText BodyValues::valueText(const Value* value, const ElementView* view) c
     return {"u." + found->second};
   }
   WF_ASSERT(view, "element value '{}' read outside the element function", value->name());
+  if (const BlockSlot* block = blockOf_.lookup(value))
+    return {"blk." + block->name};
   auto found = instanceName_.find({value, viewKey(*view)});
   WF_ASSERT(found != instanceName_.end(), "no instance of '{}'", value->name());
   return {(isKernelInput(*value) ? "in." : "") + found->second};
@@ -67,6 +74,10 @@ OperandText BodyValues::operandText(const Expr& expr, unsigned index,
   auto lifted = liftedOperand_.find({&expr, index});
   if (lifted != liftedOperand_.end())
     return {"u." + lifted->second};
+  if (view && expr.op() == OpKind::ExpandBlocks) { // the element of the block
+    ElementView byBlocks = blockView(expr.attributes().block);
+    return valueText(expr.operand(index), &byBlocks);
+  }
   if (!view || expr.op() != OpKind::BroadcastInDim || view->empty())
     return valueText(expr.operand(index), view);
   ElementView operandView;
@@ -100,6 +111,23 @@ std::string BodyValues::writtenValueText(const Slot& slot) const {
     return constantLiteral(*source, slot.dtype);
   const ElementView* view = slot.kind == SlotKind::ElementTensor ? &slot.view : nullptr;
   return convertedText(valueText(source, view).text, source->dtype(), slot.dtype);
+}
+
+std::string BodyValues::blockOperandText(const BlockSlot& slot) const {
+  for (auto [value, block] : blockOf_)
+    if (block == &slot) {
+      ElementView identity;
+      if (body_.indexing == Indexing::Strided)
+        for (unsigned d = 0; d < body_.domainRank; ++d)
+          identity.push_back(int64_t(d));
+      return valueText(value->definition()->operand(0), &identity).text;
+    }
+  WF_UNREACHABLE("block slot '{}' is not the body's", slot.name);
+}
+
+std::string BodyValues::blockWrittenText(const Slot& slot, llvm::StringRef blocks) const {
+  const BlockSlot& block = body_.blocks[slot.blockSource];
+  return convertedText(blocks.str() + "." + block.name, block.result, slot.dtype);
 }
 
 std::string BodyValues::reducedValueText(const ReductionSlot& slot) const {

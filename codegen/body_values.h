@@ -26,6 +26,12 @@ public:
   std::string reducedValueText(const ReductionSlot& slot) const;
   /// The name of a value computed once per run (the prologue's `u.<name>`).
   std::string uniformName(const Value* value) const { return uniformName_.lookup(value); }
+  /// The element value a block reduction of the body reduces (`body.blocks[index]`), in its own
+  /// dtype.
+  std::string blockOperandText(const BlockSlot& slot) const;
+  /// The value a block tensor slot is written with: its block reduction's `<blocks>.<name>`,
+  /// in the slot's dtype.
+  std::string blockWrittenText(const Slot& slot, llvm::StringRef blocks) const;
   /// The representative component the body is written with.
   const Component& component() const { return component_; }
 
@@ -43,6 +49,8 @@ private:
   llvm::DenseMap<unsigned, std::string> liftedAliasSource_;
   std::map<std::pair<const Value*, std::string>, std::string> instanceName_;
   llvm::DenseMap<const Value*, std::string> uniformName_;
+  /// Block reduction results: their `blk.<name>` and result dtype.
+  llvm::DenseMap<const Value*, const BlockSlot*> blockOf_;
 };
 
 } // namespace widefuse

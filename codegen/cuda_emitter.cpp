@@ -235,7 +235,9 @@ std::string emitCuda(const KernelPlan& plan) {
   CodeWriter out;
   headerComment(plan, out);
   out.verbatim(devicePrelude());
-  if (llvm::any_of(plan.bodies, [](const BodyPlan& body) { return !body.reductions.empty(); }))
+  if (llvm::any_of(plan.bodies, [](const BodyPlan& body) {
+        return !body.reductions.empty() || !body.blocks.empty();
+      }))
     out.verbatim(reductionPrelude());
   out.line();
   out.verbatim(skeletonHelpers());

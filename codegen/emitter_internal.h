@@ -173,6 +173,22 @@ private:
   /// The same by every thread of the device's last block: block-wide passes
   /// (wf_block_combine), the results written by thread 0.
   void deviceReductionFinish();
+  // Blocks (block_emitter.cpp, docs/reductions.md §9).
+  /// Calls `each` for every tensor an element reads, in `<body>_in`'s order: element tensors,
+  /// then block tensors.
+  void forEachRead(const std::function<void(const Slot&)>& each) const;
+  /// `<body>_blocks` (the block results an element reads) and `<body>_block_leaves` (the block
+  /// reductions' leaves, from the element's reads alone).
+  void blockFunctions();
+  /// The device's elements of a body that reads by blocks: a chunk at a time, every thread
+  /// loading its elements, the chunk's block trees (shuffles, one barrier), then each element.
+  void deviceBlockLoop();
+  /// The host fast path's: groups of the largest block, each block's leaves in order.
+  void hostBlockLoop();
+  /// `in[<slot>] = {reads}` of element `i` (offsets located first in strided bodies).
+  void blockLoads(llvm::StringRef target);
+  /// The element's stores and, at a block's first element, its block tensors' writes.
+  void blockStores(llvm::StringRef in, llvm::StringRef blk);
 
   // Host backend functions (host_entries.cpp).
   ElementsVariant hostFastElements();

@@ -87,6 +87,7 @@ std::string expressionText(const Expr& expr, llvm::ArrayRef<OperandText> operand
   switch (expr.op()) {
   case OpKind::Set:
   case OpKind::BroadcastInDim:
+  case OpKind::ExpandBlocks:
     return operandAs(expr, operands[0], 0, source);
   case OpKind::Cast:
     return operandAs(expr, operands[0], 0, result);

@@ -92,11 +92,16 @@ ElementsVariant BodyEmitter::hostFastElements() {
            "/// over consecutive elements, which the host compiler vectorizes."},
           [&] {
             out_.line("(void)params;");
-            if (!body_.reducesRows)
+            if (!body_.reducesRows && !body_.byBlocks)
               hostPointerLocals();
           },
-          [&] { hostFastFlatLoop(); },
-          [&] { body_.reducesRows ? hostRowsReductionLoop() : hostFastStridedLoop(); },
+          [&] { body_.byBlocks ? hostBlockLoop() : hostFastFlatLoop(); },
+          [&] {
+            if (body_.byBlocks)
+              hostBlockLoop();
+            else
+              body_.reducesRows ? hostRowsReductionLoop() : hostFastStridedLoop();
+          },
           "begin == 0"};
 }
 
@@ -129,12 +134,15 @@ void launchAbi(const KernelPlan& plan, CodeWriter& out) {
   llvm::SmallVector<std::string, 16> fields;
   for (const BodyPlan& body : plan.bodies)
     for (const Slot& slot : body.slots) {
-      if (slot.kind != SlotKind::ElementTensor && slot.kind != SlotKind::UniformTensor)
+      if (slot.kind != SlotKind::ElementTensor && slot.kind != SlotKind::UniformTensor &&
+          slot.kind != SlotKind::BlockTensor)
         continue;
-      // Shared element tensors have no one numel to bound them by.
-      const char* reach = slot.kind == SlotKind::UniformTensor              ? "wf_reach_one"
-                          : body.indexing == Indexing::Flat && !slot.shared ? "wf_reach_numel"
-                                                                            : "wf_reach_first";
+      // Shared element tensors have no one numel to bound them by, block tensors another one.
+      const char* reach =
+          slot.kind == SlotKind::UniformTensor ? "wf_reach_one"
+          : slot.kind == SlotKind::ElementTensor && body.indexing == Indexing::Flat && !slot.shared
+              ? "wf_reach_numel"
+              : "wf_reach_first";
       fields.push_back(fmt::format("{{{}, {}, \"{}\", {}, {}}}", slot.shared ? -1 : int(body.index),
                                    slot.offset, slot.field, byteSize(slot.dtype), reach));
     }

@@ -48,6 +48,21 @@ template <typename Op, typename A> WF_DEVICE A wf_tree_array(A* values, int coun
   return values[0];
 }
 
+/// The pairwise tree of the `Count` values at `values` (a power of two), which it only reads:
+/// unrolled, in registers (a block's warp trees in shared memory, read by all its threads).
+template <typename Op, int Count, typename A> WF_DEVICE A wf_span_tree(const A* values) {
+  A tree[Count];
+#pragma unroll
+  for (int i = 0; i < Count; ++i)
+    tree[i] = values[i];
+#pragma unroll
+  for (int o = 1; o < Count; o *= 2)
+#pragma unroll
+    for (int i = 0; i + o < Count; i += 2 * o)
+      tree[i] = Op::combine(tree[i], tree[i + o]);
+  return tree[0];
+}
+
 #ifdef __CUDACC__
 /// `value` of lane `lane` of the warp (every lane takes part); 1-byte values travel as int.
 template <typename A> WF_DEVICE A wf_shuffle(A value, int lane) {
@@ -57,18 +72,24 @@ template <typename A> WF_DEVICE A wf_shuffle(A value, int lane) {
     return __shfl_sync(0xffffffffu, value, lane);
 }
 
-/// The tree of the warp's 32 leaves in lane order, on every lane: lanes l and l + o combine at
-/// level o (the pairwise tree), by shuffles: no shared memory, no barrier.
-template <typename Op, typename A> WF_DEVICE A wf_warp_tree(A leaf) {
+/// The tree of each aligned group of `Group` lanes' leaves in lane order (`Group` a power of
+/// two up to 32), on every lane of the group: lanes l and l + o combine at level o (the
+/// pairwise tree), by shuffles: no shared memory, no barrier.
+template <typename Op, int Group, typename A> WF_DEVICE A wf_lanes_tree(A leaf) {
   const int lane = int(threadIdx.x) & 31;
 #pragma unroll
-  for (int o = 1; o < 32; o *= 2) {
+  for (int o = 1; o < Group; o *= 2) {
     const A other = sizeof(A) == 1 ? A(__shfl_down_sync(0xffffffffu, int(leaf), o))
                                    : __shfl_down_sync(0xffffffffu, leaf, o);
     if ((lane & (2 * o - 1)) == 0)
       leaf = Op::combine(leaf, other);
   }
-  return wf_shuffle(leaf, 0);
+  return wf_shuffle(leaf, lane & ~(Group - 1));
+}
+
+/// The tree of the warp's 32 leaves in lane order, on every lane.
+template <typename Op, typename A> WF_DEVICE A wf_warp_tree(A leaf) {
+  return wf_lanes_tree<Op, 32>(leaf);
 }
 
 /// The tree of the block's warp trees `warps[0, Threads / 32)` in order, by warp 0; valid on
@@ -239,6 +260,10 @@ template <typename Op, int Threads, typename A> inline A wf_block_combine(A* val
   return values[0];
 }
 template <typename Op, typename A> inline A wf_warp_tree(A leaf) {
+  __builtin_trap();
+  return leaf;
+}
+template <typename Op, int Group, typename A> inline A wf_lanes_tree(A leaf) {
   __builtin_trap();
   return leaf;
 }

@@ -93,6 +93,18 @@ bool isReductionResult(const Value& value) {
   return value.definition() && isReduction(value.definition()->op());
 }
 
+bool isPhaseReduction(const Expr& expr) {
+  return isReduction(expr.op()) && expr.attributes().reduction != ReductionScope::Block;
+}
+
+bool isPhaseReductionResult(const Value& value) {
+  return value.definition() && isPhaseReduction(*value.definition());
+}
+
+bool isBlockReductionResult(const Value& value) {
+  return value.definition() && value.definition()->attributes().reduction == ReductionScope::Block;
+}
+
 bool hasReductions(const Fusion& fusion) {
   return llvm::any_of(fusion.exprList(), [](const Expr* expr) { return isReduction(expr->op()); });
 }

@@ -16,6 +16,16 @@ namespace widefuse {
 /// True for a value a reduction defines.
 bool isReductionResult(const Value& value);
 
+/// True for a reduction whose result only later phases read: every scope but Block, whose
+/// result the kernel computing it reads (docs/reductions.md §2).
+bool isPhaseReduction(const Expr& expr);
+
+/// True for a value a phase reduction defines: kernels of later phases read it from memory.
+bool isPhaseReductionResult(const Value& value);
+
+/// True for a value a block-scope reduction defines.
+bool isBlockReductionResult(const Value& value);
+
 /// True when an expression of the fusion is a reduction.
 bool hasReductions(const Fusion& fusion);
 

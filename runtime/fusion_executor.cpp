@@ -1,6 +1,7 @@
 #include "runtime/fusion_executor.h"
 
 #include "ir/error.h"
+#include "ir/reduction.h"
 #include "ir/runtime_shapes.h"
 #include "runtime/backend_registry.h"
 
@@ -39,10 +40,14 @@ void checkIterationDomains(const Fusion& fusion, const SegmentedPhase& segmented
            fusion.name(), value->name(), formatExtents(shapes.of(value)), domain->name(),
            formatExtents(shapes.of(domain)));
     };
+    // A block reduction's result is written over its operand's elements, one per block.
+    auto checkWrite = [&](const Value* written, const Value* destination) {
+      check(isBlockReductionResult(*written) ? written->definition()->operand(0) : destination);
+    };
     for (const Alias& alias : component.aliases)
-      check(alias.destination);
+      checkWrite(alias.source, alias.destination);
     for (const Value* output : component.outputs)
-      check(output);
+      checkWrite(output, output);
   }
 }
 

@@ -136,6 +136,10 @@ void Binder::bindSlot(const BodyPlan& body, const Slot& slot, const Component& c
     return;
   }
   const TensorRef& tensor = tensorOf_(value, slot.source.kind == SlotSource::Kind::Output);
+  // A block tensor is indexed by its element number alone.
+  if (slot.kind == SlotKind::BlockTensor && tensor.shape[0] > 1 && tensor.strides[0] != 1)
+    fail("'{}' holds one element per block of {} and must be contiguous; it has stride {}",
+         value->name(), slot.block, tensor.strides[0]);
   put(bytes, base + slot.offset, tensor.data);
   if (slot.kind != SlotKind::ElementTensor || body.indexing != Indexing::Strided)
     return;

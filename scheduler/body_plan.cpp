@@ -76,6 +76,7 @@ public:
     addOutputSlots();
     addLiftedSlots();
     addReductionSlots();
+    addBlockSlots();
     addUniformValues();
     chooseVectorWidth();
     layOutEntry();
@@ -88,11 +89,20 @@ private:
   void addOutputSlots();
   void addLiftedSlots();
   void addReductionSlots();
+  void addBlockSlots();
+  void checkBlockReads() const;
+  bool dependsOnBlockResult(const Value* value) const;
   void addUniformValues();
   void chooseVectorWidth();
   void layOutEntry();
   /// The view of a tensor indexed exactly like the domain (empty in flat bodies).
   ElementView identityView() const;
+  /// The view a copy_ source or an output is written under: a block reduction's by blocks.
+  ElementView writtenViewOf(const Value* source) const;
+  /// Makes a slot read or written under a block view a block tensor.
+  static void setBlock(Slot& slot);
+  /// Names the block reduction a block tensor is written with.
+  void setBlockSource(Slot& slot, const Value* source);
   /// The rank of a strided body: the representative's, or for a flattenable class (whose
   /// members may differ in rank) the largest member rank; lower ranks get leading 1s.
   unsigned stridedRank() const;
@@ -147,8 +157,11 @@ void BodyPlanner::addElementTensorSlots(const Value* input, unsigned index) {
     slot.dtype = input->dtype();
     slot.read = true;
     slot.view = instance.view;
-    // Only the identity view is written (the element at the position it was read).
-    slot.written = plan && instance.view == identityView();
+    setBlock(slot);
+    // Only the written view is written (the element, or the block's element, it was read at).
+    slot.written = plan && instance.view == writtenViewOf(plan->alias.source);
+    if (slot.written)
+      setBlockSource(slot, plan->alias.source);
     writtenSlotFound |= slot.written;
     body_.slots.push_back(std::move(slot));
   }
@@ -158,9 +171,35 @@ void BodyPlanner::addElementTensorSlots(const Value* input, unsigned index) {
     slot.name = names_.claim(input->name());
     slot.dtype = input->dtype();
     slot.written = true;
-    slot.view = identityView();
+    slot.view = writtenViewOf(plan->alias.source);
+    setBlock(slot);
+    setBlockSource(slot, plan->alias.source);
     body_.slots.push_back(std::move(slot));
   }
+}
+
+ElementView BodyPlanner::writtenViewOf(const Value* source) const {
+  return isBlockReductionResult(*source) ? blockView(source->definition()->attributes().block)
+                                         : identityView();
+}
+
+void BodyPlanner::setBlock(Slot& slot) {
+  if (int64_t block = blockOfView(slot.view)) {
+    slot.kind = SlotKind::BlockTensor;
+    slot.block = block;
+  }
+}
+
+void BodyPlanner::setBlockSource(Slot& slot, const Value* source) {
+  if (!isBlockReductionResult(*source))
+    return;
+  for (const Expr* expr : component_.exprs)
+    if (expr->attributes().reduction == ReductionScope::Block) {
+      if (expr->result() == source)
+        return;
+      ++slot.blockSource;
+    }
+  WF_UNREACHABLE("'{}' is not a block reduction of its component", source->name());
 }
 
 void BodyPlanner::addOutputSlots() {
@@ -174,7 +213,9 @@ void BodyPlanner::addOutputSlots() {
     slot.dtype = output->dtype();
     slot.written = true;
     if (slot.kind == SlotKind::ElementTensor)
-      slot.view = identityView();
+      slot.view = writtenViewOf(output);
+    setBlock(slot);
+    setBlockSource(slot, output);
     body_.slots.push_back(std::move(slot));
   }
 }
@@ -200,7 +241,8 @@ void BodyPlanner::widenFlattenableViews() {
   if (body_.indexing != Indexing::Strided || !isFlattenable(component_))
     return;
   for (ElementInstance& instance : body_.elementInstances)
-    instance.view = identityView();
+    if (!blockOfView(instance.view)) // a block tensor is read by blocks in any body
+      instance.view = identityView();
 }
 
 void BodyPlanner::addLiftedSlots() {
@@ -254,6 +296,76 @@ void BodyPlanner::addReductionSlots() {
               "a reduction over rows needs the row length: strided indexing of rank >= 1");
 }
 
+void BodyPlanner::addBlockSlots() {
+  for (const Expr* expr : component_.exprs) {
+    if (expr->attributes().reduction != ReductionScope::Block)
+      continue;
+    BlockSlot slot;
+    slot.op = expr->op();
+    slot.block = expr->attributes().block;
+    slot.result = expr->result()->dtype();
+    slot.accumulator = reductionAccumulatorType(slot.op, slot.result);
+    const Value* value = expr->operand(0);
+    slot.operandType = value->dtype();
+    for (const ElementInstance& instance : body_.elementInstances)
+      if (instance.value == value && instance.view == identityView())
+        slot.operand = instance.name;
+    WF_ASSERT(!slot.operand.empty(), "no element value for the operand '{}'", value->name());
+    slot.name = names_.claim(fmt::format("b{}", body_.blocks.size()));
+    body_.blocks.push_back(std::move(slot));
+  }
+  body_.byBlocks = !body_.blocks.empty() || llvm::any_of(body_.slots, [](const Slot& slot) {
+    return slot.kind == SlotKind::BlockTensor;
+  });
+  if (body_.byBlocks)
+    checkBlockReads();
+}
+
+/// What kernels compute by blocks so far (docs/reductions.md §9): one level of block
+/// reductions, each read through expand_blocks of its own blocks at the domain's elements, in
+/// a body that reduces nothing else.
+void BodyPlanner::checkBlockReads() const {
+  if (!body_.reductions.empty())
+    fail("a kernel that reads by blocks also reduces '{}' over {}; a kernel reduces by blocks "
+         "only, so far (reduce the other value in a fusion of its own)",
+         component_.contributions.front().first->result()->name(),
+         body_.reducesRows ? "rows" : "all its elements");
+  for (const Expr* expr : component_.exprs) {
+    for (const Value* operand : expr->operands()) {
+      if (!isBlockReductionResult(*operand))
+        continue;
+      int64_t block = operand->definition()->attributes().block;
+      if (expr->op() != OpKind::ExpandBlocks || expr->attributes().block != block)
+        fail("'{}' reads the reduction over blocks '{}' other than through "
+             "expand_blocks(…, block={}); a kernel reads a block's result at that block's "
+             "elements only",
+             expr->result()->name(), operand->name(), block);
+    }
+    if (expr->attributes().reduction == ReductionScope::Block &&
+        dependsOnBlockResult(expr->operand(0)))
+      fail("'{}' reduces over blocks a value computed from another reduction over blocks; a "
+           "kernel computes one level of them, so far (split the fusion)",
+           expr->result()->name());
+  }
+  for (const ElementInstance& instance : body_.elementInstances) {
+    const Expr* expr = instance.value->definition();
+    if (expr && expr->op() == OpKind::ExpandBlocks && instance.view != identityView())
+      fail("'{}' = expand_blocks(…) is read at other elements than the domain's own; a kernel "
+           "reads expand_blocks only at the domain's elements (give it the domain's shape)",
+           instance.value->name());
+  }
+}
+
+bool BodyPlanner::dependsOnBlockResult(const Value* value) const {
+  if (isBlockReductionResult(*value))
+    return true;
+  const Expr* definition = value->definition();
+  if (!definition || !llvm::is_contained(component_.exprs, definition))
+    return false;
+  return llvm::any_of(definition->operands(),
+                      [&](const Value* operand) { return dependsOnBlockResult(operand); });
+}
+
 void BodyPlanner::addUniformValues() {
   for (const Slot& slot : body_.slots)
     if (slot.source.kind == SlotSource::Kind::Input &&
@@ -279,7 +391,12 @@ void BodyPlanner::chooseVectorWidth() {
       widest = std::max(widest, unsigned(byteSize(slot.dtype)));
       bytesPerElement += unsigned(byteSize(slot.dtype)) * (slot.read || slot.written);
     }
-  if (body_.reducesRows) {
+  if (body_.byBlocks) {
+    body_.vectorElements = 1;
+    notes_.push_back(fmt::format("{}: reads by blocks, one element per access; each thread holds "
+                                 "its elements of a chunk until the chunk's block trees are done",
+                                 body_.name));
+  } else if (body_.reducesRows) {
     body_.vectorElements = 1;
     notes_.push_back(fmt::format("{}: reduces {} value{} over rows, a warp per row (32 "
                                  "columns at a time, the row's tree by a counter in the lanes' "
@@ -321,6 +438,9 @@ void BodyPlanner::chooseVectorWidth() {
   // A rows chunk gives each warp of the block kIterationsPerChunk rows.
   unsigned workers = body_.reducesRows ? request_.threadsPerBlock / 32 : request_.threadsPerBlock;
   body_.chunkElements = int64_t(workers) * body_.vectorElements * kIterationsPerChunk;
+  // A chunk holds whole blocks, so that one thread block computes each block's tree.
+  for (const BlockSlot& slot : body_.blocks)
+    body_.chunkElements = std::max(body_.chunkElements, slot.block);
   body_.prefetch = request_.prefetch && body_.vectorElements > 1;
   if (body_.prefetch)
     notes_.push_back(fmt::format("{}: each thread loads its next vector of every tensor before "
@@ -344,7 +464,8 @@ void BodyPlanner::layOutEntry() {
     slot.field = slot.name;
     if (slot.shared)
       continue; // placed in the parameter block by the kernel planner
-    if (slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor) {
+    if (slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::UniformTensor ||
+        slot.kind == SlotKind::BlockTensor) {
       slot.offset = place(cursor, 8, 8);
       if (slot.kind == SlotKind::ElementTensor && body_.indexing == Indexing::Strided)
         slot.stridesOffset = place(cursor, 8 * body_.domainRank, 8);

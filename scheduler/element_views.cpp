@@ -12,7 +12,23 @@ bool isUniformValue(const Value& value, const Component& component) {
   return value.rank() == 0 && !component.domain.empty();
 }
 
+ElementView blockView(int64_t block) {
+  return {-2, block};
+}
+
+int64_t blockOfView(const ElementView& view) {
+  return view.size() == 2 && view[0] == -2 ? view[1] : 0;
+}
+
 namespace {
+
+/// The view a written value is needed under: a block reduction's result is written by blocks.
+ElementView writtenView(const Value* value, const ElementView& identity) {
+  const Expr* definition = value->definition();
+  if (definition && definition->attributes().reduction == ReductionScope::Block)
+    return blockView(definition->attributes().block);
+  return identity;
+}
 
 using ViewLists = llvm::DenseMap<const Value*, llvm::SmallVector<ElementView, 1>>;
 
@@ -36,9 +52,9 @@ ViewLists neededViews(const Component& component, Indexing indexing) {
       identity.push_back(int64_t(d));
   ViewLists needed;
   for (const Alias& alias : component.aliases)
-    need(needed, component, alias.source, identity);
+    need(needed, component, alias.source, writtenView(alias.source, identity));
   for (const Value* output : component.outputs)
-    need(needed, component, output, identity);
+    need(needed, component, output, writtenView(output, identity));
   for (auto [reduction, operand] : component.contributions)
     need(needed, component, reduction->operand(operand), identity);
   for (auto it = component.exprs.rbegin(); it != component.exprs.rend(); ++it) {
@@ -49,6 +65,16 @@ ViewLists neededViews(const Component& component, Indexing indexing) {
     llvm::SmallVector<ElementView, 1> resultViews = found->second;
     for (const ElementView& view : resultViews)
       for (const Value* operand : expr->operands()) {
+        // expand_blocks reads its operand by blocks; a block reduction reduces its operand's
+        // elements where the domain has them.
+        if (expr->op() == OpKind::ExpandBlocks) {
+          need(needed, component, operand, blockView(expr->attributes().block));
+          continue;
+        }
+        if (expr->attributes().reduction == ReductionScope::Block) {
+          need(needed, component, operand, identity);
+          continue;
+        }
         if (expr->op() != OpKind::BroadcastInDim || indexing == Indexing::Flat) {
           need(needed, component, operand, view);
           continue;

@@ -31,6 +31,8 @@ llvm::StringRef slotKindName(SlotKind kind) {
     return "scalar";
   case SlotKind::LiftedConstant:
     return "lifted constant";
+  case SlotKind::BlockTensor:
+    return "block tensor";
   }
   WF_UNREACHABLE("unknown slot kind");
 }
@@ -55,10 +57,12 @@ std::string formatSlot(const Slot& slot) {
     text += ", read";
   if (slot.written)
     text += slot.deferred ? ", written deferred" : ", written";
-  if (!slot.view.empty())
+  if (slot.kind == SlotKind::BlockTensor)
+    text += fmt::format(", one element per block of {}", slot.block);
+  else if (!slot.view.empty())
     text += fmt::format(", view [{}]", fmt::join(slot.view, ", "));
   text += fmt::format(" @{}", slot.offset);
-  if (!slot.view.empty())
+  if (slot.kind == SlotKind::ElementTensor && !slot.view.empty())
     text += fmt::format(" strides @{}", slot.stridesOffset);
   return text + "\n";
 }

@@ -37,6 +37,8 @@ enum class SlotKind {
   UniformTensor,  ///< a 0-d tensor read once per chunk (written once, deferred, if at all)
   Scalar,         ///< a runtime scalar input
   LiftedConstant, ///< a constant whose value differs between the members of the class
+  BlockTensor,    ///< a rank-1 tensor of one element per block of `Slot::block` elements of
+                  ///< the domain: read through expand_blocks, written with a block reduction
 };
 
 /// Where the value of a slot comes from, for each member.
@@ -71,8 +73,13 @@ struct Slot {
   bool deferred = false;
   /// The same value for every member: kept once in the parameter block.
   bool shared = false;
-  /// Strided element tensors: how the tensor is indexed from domain coordinates.
+  /// Strided element tensors: how the tensor is indexed from domain coordinates; block
+  /// tensors: blockView(block).
   ElementView view;
+  /// Block tensors: the domain elements of one of its elements (B).
+  int64_t block = 0;
+  /// Block tensors written: the body's block reduction (BodyPlan::blocks) it is written with.
+  unsigned blockSource = 0;
   /// Byte offset of the field in the entry, or in the parameter block when shared.
   unsigned offset = 0;
   /// Strided element tensors: byte offset of the `i64[domainRank]` effective strides (0
@@ -120,6 +127,23 @@ struct ReductionSlot {
   bool operator==(const ReductionSlot&) const = default;
 };
 
+/// A reduction over blocks that the body computes and reads itself (docs/reductions.md §2):
+/// each block of `block` elements' tree, after a block barrier, read by the block's elements.
+struct BlockSlot {
+  OpKind op = OpKind::Sum;
+  int64_t block = 0;
+  /// The type the tree combines in (reductionAccumulatorType) and the result's dtype.
+  DataType accumulator = DataType::Float;
+  DataType result = DataType::Float;
+  /// The element value reduced (its instance name) and its dtype.
+  std::string operand;
+  DataType operandType = DataType::Float;
+  /// C++ name of its field in `<body>_blocks` and of its leaf: `b0`.
+  std::string name;
+
+  bool operator==(const BlockSlot&) const = default;
+};
+
 /// The body of one signature class inside a kernel.
 struct BodyPlan {
   /// Position in KernelPlan::bodies; packed kernels select the body by it.
@@ -160,6 +184,11 @@ struct BodyPlan {
   /// The dimensions after the reduced one (static 1s: docs/reductions.md §2), so that the
   /// row length is extent `domainRank - 1 - rowTrailing`.
   unsigned rowTrailing = 0;
+  /// The reductions over blocks it computes and reads (docs/reductions.md §2).
+  std::vector<BlockSlot> blocks;
+  /// Reads or writes by blocks (block reductions, block tensors): its elements are taken a
+  /// chunk at a time, every thread holding its elements until the chunk's blocks are done.
+  bool byBlocks = false;
 
   /// True when the last block done with a member writes something (a ticket per member).
   bool needsFinisher() const { return hasDeferredWrites || (!reductions.empty() && !reducesRows); }

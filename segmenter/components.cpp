@@ -44,9 +44,10 @@ public:
         outputs_.push_back(fusion.outputs()[o]);
   }
 
-  /// True for a non-reduction expression of this phase.
+  /// True for an expression of this phase that is not a phase reduction (a block reduction
+  /// is: its kernel reads it).
   bool computes(const Expr& expr) const {
-    return !isReduction(expr.op()) && plan_.phaseNeeds(phase_, *expr.result());
+    return !isPhaseReduction(expr) && plan_.phaseNeeds(phase_, *expr.result());
   }
   /// True for a reduction this phase computes.
   bool reduces(const Expr& expr) const { return plan_.reductionPhase[expr.id()] == phase_; }
@@ -112,7 +113,7 @@ void collectSharedCone(const Expr* expr, const ValueSet& shared,
   for (const Value* operand : expr->operands()) {
     const Expr* definition = operand->definition();
     // Bound from the shapes, or an earlier phase's result: read, not computed in the kernel.
-    if (isExtentValue(*operand) || isReductionResult(*operand))
+    if (isExtentValue(*operand) || isPhaseReductionResult(*operand))
       continue;
     if (definition && shared.count(operand) && needed.insert(definition).second)
       collectSharedCone(definition, shared, needed);
@@ -126,6 +127,14 @@ std::string describeWrite(const Value* value, const Value* destination) {
   return fmt::format("output '{}'", value->name());
 }
 
+/// The value whose shape a write spans: a block reduction's result (one element per block)
+/// is written by the kernel that reduces its operand, over the operand's elements.
+const Value* spannedValue(const Value* written) {
+  while (isBlockReductionResult(*written))
+    written = written->definition()->operand(0);
+  return written;
+}
+
 /// Fills the iteration domain: the shape every written non-0-d tensor shares.
 void assignDomain(const Fusion& fusion, Component& component) {
   llvm::SmallVector<std::pair<const Value*, const Value*>, 4> written; // (value, destination)
@@ -137,7 +146,8 @@ void assignDomain(const Fusion& fusion, Component& component) {
   for (auto [reduction, operand] : component.contributions)
     written.push_back({reduction->operand(operand), nullptr});
   const Value* domainDestination = nullptr;
-  for (auto [value, destination] : written) {
+  for (auto [writtenValue, destination] : written) {
+    const Value* value = spannedValue(writtenValue);
     if (!value->isTensor() || value->rank() == 0)
       continue;
     if (!component.domainValue) {
@@ -279,6 +289,7 @@ bool mayShareDomain(const Component& component) {
   auto compatible = [&](const Value* value) {
     if (!value->isTensor() || value->rank() == 0)
       return true;
+    value = spannedValue(value);
     if (!first)
       first = value;
     if (value->rank() != first->rank())
@@ -304,7 +315,8 @@ std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Com
                                       const ValueSet& shared) {
   std::vector<llvm::SmallVector<int64_t, 4>> keys;
   std::vector<DomainPart> parts;
-  auto partOf = [&](const Value* value) -> size_t {
+  auto partOf = [&](const Value* written) -> size_t {
+    const Value* value = spannedValue(written);
     llvm::SmallVector<int64_t, 4> key = domains.keyOf(value);
     if (value->rank() == 0 && !parts.empty())
       return 0;
@@ -418,7 +430,7 @@ std::vector<Component> findPhaseComponents(const Fusion& fusion, const PhaseWork
   for (const Alias& alias : work.aliases())
     componentOf(alias.destination).aliases.push_back(alias);
   for (const Value* output : work.outputs())
-    if (!isReductionResult(*output))
+    if (!isPhaseReductionResult(*output))
       componentOf(output).outputs.push_back(output);
   exprSets.resize(components.size());
   for (const Value* output : work.outputs())
@@ -461,7 +473,7 @@ std::vector<Component> findPhaseComponents(const Fusion& fusion, const PhaseWork
 } // namespace
 
 bool isKernelInput(const Value& value) {
-  return value.isInput() || isExtentValue(value) || isReductionResult(value);
+  return value.isInput() || isExtentValue(value) || isPhaseReductionResult(value);
 }
 
 namespace {
@@ -472,19 +484,8 @@ uint64_t componentSearches() {
   return searches.load(std::memory_order_relaxed);
 }
 
-/// Kernels do not compute block-scope reductions or expand_blocks yet: refused by name, before
-/// any plan, rather than computed another way.
-void refuseBlocks(const Fusion& fusion) {
-  for (const Expr* expr : fusion.exprList())
-    if (expr->attributes().reduction == ReductionScope::Block || expr->op() == OpKind::ExpandBlocks)
-      fail("'{}' ({}, block={}): reductions over blocks and expand_blocks run on the reference "
-           "evaluator only; kernels do not compute them yet",
-           expr->result()->name(), opName(expr->op()).str(), expr->attributes().block);
-}
-
 FusionComponents findComponents(const Fusion& fusion) {
   searches.fetch_add(1, std::memory_order_relaxed);
-  refuseBlocks(fusion);
   FusionComponents found;
   found.phases = planPhases(fusion);
   IterationDomains domains(fusion);

@@ -10,8 +10,10 @@ IterationDomains::IterationDomains(const Fusion& fusion) : classes_(fusion.numVa
     const Value* result = expr.result();
     if (!result->isTensor() || result->rank() == 0)
       continue;
-    if (expr.op() == OpKind::BroadcastInDim)
-      addBroadcast(expr);
+    if (expr.op() == OpKind::BroadcastInDim || expr.op() == OpKind::ExpandBlocks)
+      addBroadcast(expr); // expand_blocks: its extents, never its operand's
+    else if (expr.attributes().reduction == ReductionScope::Block)
+      addInput(result); // one element per block: an extent of its own
     else
       addPointwise(expr); // also cast, bitcast and set: the operand's shape
   }

@@ -29,7 +29,7 @@ Levels levelsOf(const Fusion& fusion) {
     for (const Value* extent : expr->attributes().broadcastExtents)
       if (extent)
         latest = std::max(latest, levels.ofValue[extent->id()]);
-    if (isReduction(expr->op())) {
+    if (isPhaseReduction(*expr)) {
       levels.computedIn[expr->id()] = latest;
       latest += 1;
     }
@@ -56,7 +56,7 @@ public:
   /// computing it, any other value in its own.
   unsigned outputLevel(const Value* output) const {
     const Expr* definition = output->definition();
-    if (definition && isReduction(definition->op()))
+    if (definition && isPhaseReduction(*definition))
       return levels_.computedIn[definition->id()];
     return levels_.ofValue[output->id()];
   }
@@ -111,14 +111,14 @@ public:
 
   /// True for a reduction whose result something reads, computed in `level`.
   bool computes(const Expr& expr, unsigned level) const {
-    return isReduction(expr.op()) && live_[expr.result()->id()] &&
+    return isPhaseReduction(expr) && live_[expr.result()->id()] &&
            levels_.computedIn[expr.id()] == level;
   }
 
   /// A reduction result computed before `level`: an input there.
   bool isEarlierResult(const Value& value, unsigned level) const {
     const Expr* definition = value.definition();
-    return definition && isReduction(definition->op()) &&
+    return definition && isPhaseReduction(*definition) &&
            levels_.computedIn[definition->id()] < level;
   }
 
@@ -178,7 +178,7 @@ private:
 
 bool PhasePlan::computedBefore(const Value& value, unsigned phase) const {
   const Expr* definition = value.definition();
-  if (!definition || !isReduction(definition->op()))
+  if (!definition || !isPhaseReduction(*definition))
     return false;
   unsigned computed = reductionPhase[definition->id()];
   return computed != kNoPhase && computed < phase;

@@ -67,6 +67,35 @@ std::unique_ptr<Fusion> rowFactored() {
   return fd.finalize();
 }
 
+/// The clipped momentum step with the moments kept scaled by blocks (blockwise quantization's
+/// shape): each dequantized by its blocks' scales, updated, its new absmax per block, divided
+/// by it; moments and scales in place. Phase 1 the norm, phase 2 everything else.
+std::unique_ptr<Fusion> clippedScaledMomentum() {
+  FusionDefinition fd("clipped_scaled");
+  const int64_t block = 256;
+  std::vector<Val> params, grads, moments, scales, squares;
+  for (size_t i = 0; i < kSizes.size(); ++i) {
+    int64_t n = kSizes[i];
+    params.push_back(fd.defineTensor({n}, DataType::Float, fmt::format("p{}", i)));
+    grads.push_back(fd.defineTensor({n}, DataType::Float, fmt::format("g{}", i)));
+    moments.push_back(fd.defineTensor({n}, DataType::Float, fmt::format("m{}", i)));
+    scales.push_back(
+        fd.defineTensor({(n + block - 1) / block}, DataType::Float, fmt::format("s{}", i)));
+    squares.push_back(grads.back() * grads.back());
+  }
+  Val coefficient = minimum(1.0 / (sqrt(sum(squares)) + 1e-6), 1.0);
+  for (size_t i = 0; i < kSizes.size(); ++i) {
+    int64_t n = kSizes[i];
+    Val m1 = moments[i] * expand_blocks(scales[i], {n}, Blocks{block}) * 0.9 +
+             grads[i] * coefficient * 0.1;
+    Val absmax = max(abs(m1), Blocks{block});
+    fd.copy_(params[i] - m1 * 0.01, params[i]);
+    fd.copy_(m1 / maximum(expand_blocks(absmax, {n}, Blocks{block}), 1e-12), moments[i]);
+    fd.copy_(absmax, scales[i]);
+  }
+  return fd.finalize();
+}
+
 /// The fusion's arguments twice: in host memory for the reference evaluator, and a device
 /// copy of every tensor for the runtime.
 struct OnDevice {
@@ -219,6 +248,12 @@ TEST(CudaReductions, APreparedStepIsCapturedAsItsTwoLaunchesAndReplays) {
 TEST(CudaReductions, RowsOnTheDeviceFeedTheUpdate) {
   WF_REQUIRE_DOUBLE();
   expectPlainStepsAreTwoLaunches(*driverDouble, *rowFactored());
+}
+
+TEST(CudaReductions, StateScaledByBlocksIsUpdatedInTheSameLaunch) {
+  // The blocks' absmax is computed and read in the update's own launch: still two launches.
+  WF_REQUIRE_DOUBLE();
+  expectPlainStepsAreTwoLaunches(*driverDouble, *clippedScaledMomentum());
 }
 
 TEST(CudaReductions, GradScalersStepUnscalesClipsAndSkipsAnInfWithoutWaiting) {

@@ -432,28 +432,6 @@ TEST(HostReductions, AReductionOfZeroDValuesIsRefusedNamingIt) {
   EXPECT_CONTAINS(errorOf([&] { executor.run(arguments); }), "reduces the 0-d value 'x'");
 }
 
-TEST(HostReductions, BlockScopeRunsOnTheReferenceAndKernelsRefuseItByName) {
-  FusionDefinition fd("blocks");
-  Val x = fd.defineTensor({40}, DataType::Float, "x");
-  Val scales = max(abs(x), Blocks{16});
-  fd.addOutput(x / expand_blocks(scales, {40}, Blocks{16}));
-  auto fusion = fd.finalize();
-  HostTensor value(DataType::Float, {40});
-  for (int i = 0; i < 40; ++i)
-    value.as<float>()[i] = float(i % 7) - 3.0f;
-  std::vector<Argument> arguments{value.ref()};
-  ExecutorOptions reference;
-  reference.backend = "reference";
-  HostTensor quotient = FusionExecutorCache(*fusion, reference).run(arguments).outputs.at(0);
-  EXPECT_EQ(quotient.as<float>()[35], float(35 % 7 - 3) / 3.0f); // block 2's absmax is 3
-  ExecutorOptions host;
-  host.backend = "host";
-  FusionExecutorCache executor(*fusion, host);
-  EXPECT_CONTAINS(errorOf([&] { executor.run(arguments); }),
-                  "(max, block=16): reductions over blocks and expand_blocks run on the "
-                  "reference evaluator only");
-}
-
 TEST(HostReductions, AZeroDOutputBesideAReductionIsWritten) {
   // `t` is a 0-d output of the component that computes the sum's operand: the host's
   // reduction rows, which stand in for the elements function, write it too.

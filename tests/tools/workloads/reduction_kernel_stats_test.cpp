@@ -88,6 +88,18 @@ TEST(ReductionKernelStats, EveryReductionPackedInOneKernel) {
   expectNoStackAndNoSpills(*fusion, SegmentationMode::Packed, "every_reduction.wf");
 }
 
+TEST(ReductionKernelStats, EveryBlockReductionPackedInOneKernel) {
+  // Scaled state in place by blocks of 256 and 128 (a short last block in a [?, 4097] member)
+  // beside every op over blocks of 2 to 1024.
+  std::ifstream file(WIDEFUSE_SOURCE_DIR "/tests/tools/workloads/kernel_stats/every_block.wf");
+  ASSERT_TRUE(file) << "every_block.wf is missing";
+  std::stringstream text;
+  text << file.rdbuf();
+  std::unique_ptr<Fusion> fusion = parseFusion(text.str(), "every_block.wf");
+  expectNoStackAndNoSpills(*fusion, SegmentationMode::Packed, "every_block.wf");
+  expectNoStackAndNoSpills(*fusion, SegmentationMode::Batched, "every_block.wf");
+}
+
 TEST(ReductionKernelStats, TheCombineChainOfTheLargestMembersIsBounded) {
   // The partials of each parameter's norm and the operands of the global norm, from the plan's
   // chunk size: GPT-2's wte gives 37,693 chunks, LLaMA-7B's embedding 128,000.

@@ -1,0 +1,298 @@
+// The kernel side of reductions over blocks (docs/reductions.md §9): a body whose elements
+// read a block's result take a chunk of whole blocks at a time. Every thread loads its
+// elements of the chunk and computes their leaves; each block's tree comes from shuffles (and,
+// for blocks wider than a warp, the warps' trees in shared memory after one barrier); then
+// every element runs with its block's results, from the values it loaded (an in-place block
+// tensor is read before its block writes it). Every order of blocks and threads gives the
+// reference evaluator's bits.
+#include "codegen/constant_literal.h"
+#include "codegen/emitter_internal.h"
+#include "ir/error.h"
+#include "ir/reduction.h"
+#include "segmenter/components.h"
+
+#include <fmt/format.h>
+
+#include <llvm/ADT/DenseSet.h>
+
+namespace widefuse {
+namespace {
+
+std::string accumulatorType(const BlockSlot& slot) {
+  return cppType(computeType(slot.accumulator));
+}
+
+/// The prelude's combine of the op (ir/reduction_tree.h).
+std::string treeOp(const BlockSlot& slot) {
+  switch (slot.op) {
+  case OpKind::Sum:
+    return "wf_tree_sum";
+  case OpKind::Max:
+    return "wf_tree_max";
+  case OpKind::Min:
+    return "wf_tree_min";
+  case OpKind::Any:
+    return "wf_tree_any";
+  case OpKind::All:
+    return "wf_tree_all";
+  default:
+    WF_UNREACHABLE("{} is not a reduction", opName(slot.op).str());
+  }
+}
+
+std::string identity(const BlockSlot& slot) {
+  return fmt::format("wf_tree_identity<{}, {}>()", treeOp(slot), accumulatorType(slot));
+}
+
+/// The block's result from its tree `value`, in the result's dtype.
+std::string finishedText(const BlockSlot& slot, const std::string& value) {
+  return convertedText(fmt::format("wf_tree_finish<{}>({})", treeOp(slot), value),
+                       computeType(slot.accumulator), slot.result);
+}
+
+/// log2 of a power of two.
+unsigned shiftOf(int64_t block) {
+  unsigned shift = 0;
+  while ((int64_t(1) << shift) < block)
+    ++shift;
+  return shift;
+}
+
+/// The largest block of the body (1 when it only reads block tensors).
+int64_t largestBlock(const BodyPlan& body) {
+  int64_t largest = 1;
+  for (const BlockSlot& slot : body.blocks)
+    largest = std::max(largest, slot.block);
+  return largest;
+}
+
+} // namespace
+
+void BodyEmitter::forEachRead(const std::function<void(const Slot&)>& each) const {
+  forEachElementTensor(true, false, each);
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::BlockTensor && slot.read)
+      each(slot);
+}
+
+void BodyEmitter::blockFunctions() {
+  if (body_.blocks.empty())
+    return;
+  out_.line("/// The results of the blocks an element belongs to.");
+  out_.open("struct {}_blocks", body_.name);
+  for (const BlockSlot& slot : body_.blocks)
+    out_.line("{} {}; // {} over blocks of {}", cppType(slot.result), slot.name,
+              opName(slot.op).str(), slot.block);
+  out_.close(";");
+  out_.line("/// One element's leaves of the reductions over blocks.");
+  out_.open("struct {}_leaves", body_.name);
+  for (const BlockSlot& slot : body_.blocks)
+    out_.line("{} {};", accumulatorType(slot), slot.name);
+  out_.close(";");
+  out_.line();
+  // Only the values the leaves need: none of them reads a block's result.
+  const Component& component = values_.component();
+  llvm::DenseSet<const Value*> cone;
+  std::vector<const Value*> stack;
+  for (const Expr* expr : component.exprs)
+    if (expr->attributes().reduction == ReductionScope::Block)
+      stack.push_back(expr->operand(0));
+  while (!stack.empty()) {
+    const Value* value = stack.back();
+    stack.pop_back();
+    if (!cone.insert(value).second || !value->definition() || isKernelInput(*value))
+      continue;
+    for (const Value* operand : value->definition()->operands())
+      stack.push_back(operand);
+  }
+  out_.line("/// One element's leaves of {}'s reductions over blocks, from its reads alone.",
+            body_.name);
+  openFunction(
+      fmt::format("WF_DEVICE {0}_leaves {0}_block_leaves", body_.name),
+      {fmt::format("const {}_uniform& u", body_.name), fmt::format("const {}_in& in", body_.name)});
+  out_.line("(void)u;");
+  for (const ElementInstance& instance : body_.elementInstances) {
+    if (isKernelInput(*instance.value) || !cone.count(instance.value))
+      continue;
+    const Expr& expr = *instance.value->definition();
+    llvm::SmallVector<OperandText, 3> operands;
+    for (unsigned i = 0; i < expr.operands().size(); ++i)
+      operands.push_back(values_.operandText(expr, i, &instance.view));
+    out_.line("const {} {} = {};", cppType(instance.value->dtype()), instance.name,
+              expressionText(expr, operands));
+  }
+  out_.line("{}_leaves leaves;", body_.name);
+  for (const BlockSlot& slot : body_.blocks) {
+    std::string text = values_.blockOperandText(slot);
+    DataType leaf = computeType(slot.accumulator);
+    // As the reductions' leaves: max/min compare in their result type, sums convert once.
+    if (slot.op == OpKind::Max || slot.op == OpKind::Min)
+      text = convertedText(convertedText(text, slot.operandType, slot.result), slot.result, leaf);
+    else
+      text = convertedText(text, slot.operandType, leaf);
+    out_.line("leaves.{} = {};", slot.name, text);
+  }
+  out_.line("return leaves;");
+  out_.close();
+  out_.line();
+}
+
+void BodyEmitter::blockLoads(llvm::StringRef target) {
+  bool strided = body_.indexing == Indexing::Strided;
+  if (strided)
+    stridedLocate();
+  llvm::SmallVector<std::string, 8> reads;
+  forEachRead([&](const Slot& slot) {
+    if (slot.kind == SlotKind::BlockTensor)
+      reads.push_back(fmt::format("{}[i >> {}]", pointerOf(slot), shiftOf(slot.block)));
+    else
+      reads.push_back(strided ? fmt::format("{}[at_{}]", pointerOf(slot), slot.field)
+                              : fmt::format("{}[i]", pointerOf(slot)));
+  });
+  out_.wrapped(fmt::format("{} = {}_in{{", target.str(), body_.name), reads, ", ", "};");
+}
+
+void BodyEmitter::blockStores(llvm::StringRef in, llvm::StringRef blk) {
+  bool strided = body_.indexing == Indexing::Strided;
+  if (strided)
+    stridedLocate();
+  out_.line("const {0}_out out = {0}_element(u, {1}{2}{3});", body_.name, in.str(),
+            body_.blocks.empty() ? "" : ", ", body_.blocks.empty() ? "" : blk.str());
+  forEachElementTensor(false, true, [&](const Slot& slot) {
+    out_.line("{}[{}] = out.{};", pointerOf(slot), strided ? "at_" + slot.field : "i", slot.field);
+  });
+  for (const Slot& slot : body_.slots) {
+    if (slot.kind != SlotKind::BlockTensor || !slot.written)
+      continue;
+    out_.line("if ((i & {}) == 0) // the block's first element writes its result", slot.block - 1);
+    out_.line("  {}[i >> {}] = {};", pointerOf(slot), shiftOf(slot.block),
+              values_.blockWrittenText(slot, blk));
+  }
+}
+
+void BodyEmitter::deviceBlockLoop() {
+  unsigned threads = plan_.threadsPerBlock, warps = threads / 32;
+  int64_t rows = body_.chunkElements / threads;
+  bool wide = llvm::any_of(body_.blocks, [](const BlockSlot& slot) { return slot.block > 32; });
+  out_.line("// A chunk of whole blocks at a time: each thread loads its {} elements (one per row "
+            "of {}),",
+            rows, threads);
+  out_.line("// each block's tree from their leaves (shuffles; warps' trees after one barrier), "
+            "then each");
+  out_.line("// element with its blocks' results, from what it loaded");
+  for (const BlockSlot& slot : body_.blocks)
+    if (slot.block > 32)
+      out_.line("__shared__ {} {}_warps[2][{}]; // chunks alternate halves", accumulatorType(slot),
+                slot.name, rows * warps);
+  if (wide)
+    out_.line("int half = 0;");
+  out_.open("for ({0} c0 = begin; c0 < end; c0 += {1}{2})", indexType_, body_.chunkElements,
+            wide ? ", half ^= 1" : "");
+  out_.line("{}_in in[{}];", body_.name, rows);
+  for (const BlockSlot& slot : body_.blocks)
+    out_.line("{} {}_leaves[{}];", accumulatorType(slot), slot.name, rows);
+  auto eachRow = [&](const std::function<void()>& body) {
+    out_.directive("#pragma unroll");
+    out_.open("for (int row = 0; row < {}; ++row)", rows);
+    out_.line("const {0} i = c0 + {0}(row) * {1} + {0}(threadIdx.x);", indexType_, threads);
+    body();
+    out_.close();
+  };
+  eachRow([&] {
+    for (const BlockSlot& slot : body_.blocks)
+      out_.line("{}_leaves[row] = {};", slot.name, identity(slot));
+    out_.open("if (i < end)");
+    blockLoads("in[row]");
+    if (!body_.blocks.empty()) {
+      out_.line("const {0}_leaves leaves = {0}_block_leaves(u, in[row]);", body_.name);
+      for (const BlockSlot& slot : body_.blocks)
+        out_.line("{0}_leaves[row] = leaves.{0};", slot.name);
+    }
+    out_.close();
+  });
+  if (!body_.blocks.empty()) {
+    out_.line("{}_blocks blk[{}];", body_.name, rows);
+    eachRow([&] {
+      for (const BlockSlot& slot : body_.blocks) {
+        if (slot.block <= 32) {
+          out_.line("blk[row].{} = {};", slot.name,
+                    finishedText(slot, fmt::format("wf_lanes_tree<{}, {}>({}_leaves[row])",
+                                                   treeOp(slot), slot.block, slot.name)));
+          continue;
+        }
+        out_.line("const {0} {1}_warp = wf_warp_tree<{2}>({1}_leaves[row]);", accumulatorType(slot),
+                  slot.name, treeOp(slot));
+        out_.line("if ((threadIdx.x & 31u) == 0)");
+        out_.line("  {0}_warps[half][row * {1} + int(threadIdx.x / 32u)] = {0}_warp;", slot.name,
+                  warps);
+      }
+    });
+    // One barrier: the warps' trees are written, and every thread has loaded its elements
+    // before any block tensor of the chunk is written.
+    out_.line("__syncthreads();");
+    if (wide)
+      eachRow([&] {
+        for (const BlockSlot& slot : body_.blocks)
+          if (slot.block > 32)
+            out_.line("blk[row].{0} = {1};", slot.name,
+                      finishedText(slot, fmt::format("wf_span_tree<{0}, {1}>({2}_warps[half] + "
+                                                     "((row * {3} + int(threadIdx.x / 32u)) & "
+                                                     "~{4}))",
+                                                     treeOp(slot), slot.block / 32, slot.name,
+                                                     warps, slot.block / 32 - 1)));
+      });
+  }
+  eachRow([&] {
+    out_.open("if (i < end)");
+    blockStores("in[row]", "blk[row]");
+    out_.close();
+  });
+  out_.close();
+  if (wide)
+    out_.line("__syncthreads(); // the last chunk's trees are read before the next run writes");
+}
+
+void BodyEmitter::hostBlockLoop() {
+  int64_t group = largestBlock(body_);
+  out_.line("// Groups of {} elements (the largest block): each element's reads and leaves, "
+            "each block's",
+            group);
+  out_.line("// tree over its leaves in order, then each element with its blocks' results");
+  out_.open("for ({0} g0 = begin; g0 < end; g0 += {1})", indexType_, group);
+  out_.line("const {0} n = end - g0 < {1} ? end - g0 : {1};", indexType_, group);
+  out_.line("{}_in in[{}];", body_.name, group);
+  for (const BlockSlot& slot : body_.blocks) {
+    out_.line("{} {}_leaves[{}];", accumulatorType(slot), slot.name, group);
+    out_.line("for ({0} k = n; k < {1}; ++k)", indexType_, group);
+    out_.line("  {}_leaves[k] = {};", slot.name, identity(slot));
+  }
+  out_.open("for ({0} k = 0; k < n; ++k)", indexType_);
+  out_.line("const {} i = g0 + k;", indexType_);
+  blockLoads("in[k]");
+  if (!body_.blocks.empty()) {
+    out_.line("const {0}_leaves leaves = {0}_block_leaves(u, in[k]);", body_.name);
+    for (const BlockSlot& slot : body_.blocks)
+      out_.line("{0}_leaves[k] = leaves.{0};", slot.name);
+  }
+  out_.close();
+  for (const BlockSlot& slot : body_.blocks) {
+    int64_t count = group / slot.block;
+    out_.line("{} {}_results[{}];", cppType(slot.result), slot.name, count);
+    out_.line("for ({0} b = 0; b < {1}; ++b)", indexType_, count);
+    out_.line("  {}_results[b] = {};", slot.name,
+              finishedText(slot, fmt::format("wf_tree_array<{}>({}_leaves + b * {}, {})",
+                                             treeOp(slot), slot.name, slot.block, slot.block)));
+  }
+  out_.open("for ({0} k = 0; k < n; ++k)", indexType_);
+  out_.line("const {} i = g0 + k;", indexType_);
+  if (!body_.blocks.empty()) {
+    out_.line("{}_blocks blk;", body_.name);
+    for (const BlockSlot& slot : body_.blocks)
+      out_.line("blk.{0} = {0}_results[k >> {1}];", slot.name, shiftOf(slot.block));
+  }
+  blockStores("in[k]", "blk");
+  out_.close();
+  out_.close();
+}
+
+} // namespace widefuse
