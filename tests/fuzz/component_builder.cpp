@@ -101,6 +101,7 @@ private:
   void addReduction();
   std::optional<ReductionOperand> reductionOperand(OpKind op, ReductionScope scope);
   void useReduction(ReductionScope scope, Val result);
+  Val expandToDomain(const Val& result);
   void addCopies();
   void addOutputs();
   ComponentValues values() const;
@@ -128,6 +129,10 @@ private:
   std::vector<Val> outputs_;
   /// Whether the component's reductions are over rows; unset before the first.
   std::optional<bool> reducesRows_;
+  /// Whether they are over blocks; unset before the first. One level: after the first block
+  /// reduction is read, no other is drawn.
+  std::optional<bool> byBlocks_;
+  bool blocksRead_ = false;
   llvm::SmallVector<int64_t, 4> shape_;
   /// Values by shape: the component's domain, 0-d tensors, scalars.
   std::vector<Val> full_, zeroD_, scalars_;
@@ -434,6 +439,8 @@ std::optional<ReductionOperand> ComponentBuilder::reductionOperand(OpKind op,
   if (scope == ReductionScope::Rows) {
     if (plan_.rank >= 2)
       fromFull();
+  } else if (scope == ReductionScope::Block) {
+    fromFull(); // read back at the domain's elements: a domain value
   } else if (choice < 70) {
     fromFull();
   } else if (choice < 85) {
@@ -443,7 +450,7 @@ std::optional<ReductionOperand> ComponentBuilder::reductionOperand(OpKind op,
       if (kReduceZeroD || v.rank() > 0)
         take(v, lowRankShapes_[v.value()]);
   }
-  if (pool.empty() && scope != ReductionScope::Rows) {
+  if (pool.empty() && scope != ReductionScope::Rows && scope != ReductionScope::Block) {
     fromFull();
     fromZeroD();
   }
@@ -457,12 +464,21 @@ std::optional<ReductionOperand> ComponentBuilder::reductionOperand(OpKind op,
 /// later op and/or returned (useReduction). Typing refusals are counted, as for other ops.
 void ComponentBuilder::addReduction() {
   ReductionScope scope = kFuzzedScopes[reduce_() % std::size(kFuzzedScopes)];
-  // Kernels refuse a component reducing over rows and over all elements (kFuzzedScopes): the
-  // component's first reduction decides which of the two it does.
-  if (reducesRows_ == true && scope != ReductionScope::Rows)
-    scope = ReductionScope::Rows;
-  else if (reducesRows_ == false && scope == ReductionScope::Rows)
-    scope = ReductionScope::Tensor;
+  // Kernels refuse a component reducing over rows and over all elements, or by blocks and
+  // otherwise (kFuzzedScopes): the component's first reduction decides which it does.
+  if (byBlocks_ == true) {
+    if (blocksRead_)
+      return;
+    scope = ReductionScope::Block;
+  } else if (byBlocks_ == false && scope == ReductionScope::Block) {
+    scope = reducesRows_ == true ? ReductionScope::Rows : ReductionScope::Tensor;
+  }
+  if (scope != ReductionScope::Block) {
+    if (reducesRows_ == true && scope != ReductionScope::Rows)
+      scope = ReductionScope::Rows;
+    else if (reducesRows_ == false && scope == ReductionScope::Rows)
+      scope = ReductionScope::Tensor;
+  }
   OpKind op = kReductionOps[reduce_() % std::size(kReductionOps)];
   std::vector<ReductionOperand> operands;
   for (size_t i = 0, n = scope == ReductionScope::Global ? 2 + reduce_() % 2 : 1; i < n; ++i) {
@@ -473,8 +489,10 @@ void ComponentBuilder::addReduction() {
   }
   try {
     bool substituted = false;
-    Val result = applyReduction(fd_, op, scope, operands, substituted);
+    int64_t block = kFuzzedBlocks[reduce_() % std::size(kFuzzedBlocks)];
+    Val result = applyReduction(fd_, op, scope, operands, substituted, block);
     reducesRows_ = scope == ReductionScope::Rows;
+    byBlocks_ = scope == ReductionScope::Block;
     OpKind drawn = result.value()->definition()->op();
     ++stats_.reductions;
     stats_.emptyMaxMin += substituted;
@@ -504,6 +522,11 @@ void ComponentBuilder::useReduction(ReductionScope scope, Val result) {
     read = fd_.apply(OpKind::BroadcastInDim, {Operand(result)}, attributes);
     record(OpKind::BroadcastInDim, {Operand(result)}, read);
   }
+  if (scope == ReductionScope::Block) {
+    full_.pop_back(); // one element per block, not of the domain's shape
+    read = expandToDomain(result);
+    blocksRead_ = true;
+  }
   const std::vector<Val>& pool = full_.empty() ? zeroD_ : full_;
   if (reduce_() % 100 < 70 && !pool.empty()) {
     Val other = pool[pool.size() - 1 - reduce_() % std::min<size_t>(pool.size(), 3)];
@@ -516,10 +539,41 @@ void ComponentBuilder::useReduction(ReductionScope scope, Val result) {
     outputs_.push_back(result);
 }
 
+/// `result`, a block reduction's of a domain value, read at the domain's elements: its extents
+/// from the reduced value's size values where symbolic.
+Val ComponentBuilder::expandToDomain(const Val& result) {
+  const Value* operand = result.value()->definition()->operand(0);
+  OpAttributes attributes;
+  attributes.block = result.value()->definition()->attributes().block;
+  bool symbolic = false;
+  for (size_t d = 0; d < operand->rank(); ++d) {
+    int64_t extent = operand->extents()[d];
+    attributes.broadcastShape.push_back(extent);
+    attributes.broadcastExtents.push_back(nullptr);
+    if (extent != kSymbolicExtent)
+      continue;
+    OpAttributes size;
+    size.dim = int64_t(d);
+    Val named = fd_.apply(OpKind::Size, {Operand(Val(&fd_, const_cast<Value*>(operand)))}, size);
+    attributes.broadcastExtents.back() = named.value();
+    symbolic = true;
+  }
+  if (!symbolic)
+    attributes.broadcastExtents.clear();
+  Val read = fd_.apply(OpKind::ExpandBlocks, {Operand(result)}, attributes);
+  record(OpKind::ExpandBlocks, {Operand(result)}, read);
+  return read;
+}
+
 /// What the generator may reduce across components (the component's most recent domain and
 /// 0-d values), and the outputs drawn.
 ComponentValues ComponentBuilder::values() const {
   ComponentValues values;
+  values.byBlocks = byBlocks_.value_or(false);
+  if (values.byBlocks) { // a reduction over several components would be refused
+    values.outputs = outputs_;
+    return values;
+  }
   for (size_t i = full_.size() > 3 ? full_.size() - 3 : 0; i < full_.size(); ++i)
     values.reducible.push_back({full_[i], shape_});
   for (size_t i = zeroD_.size() > 2 ? zeroD_.size() - 2 : 0; i < zeroD_.size() && kReduceZeroD; ++i)

@@ -34,6 +34,8 @@ struct ComponentValues {
   /// Its reductions are over rows: a reduction over all elements of its values would be
   /// refused (tests/fuzz/reductions.h, kFuzzedScopes).
   bool reducesRows = false;
+  /// It reduces by blocks: a reduction over several components' values would be refused.
+  bool byBlocks = false;
 };
 
 /// Adds one component to `fd` and its arguments to `fuzzCase`. `sharedScalars` are runtime

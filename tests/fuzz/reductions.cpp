@@ -16,7 +16,7 @@ bool reductionTakes(OpKind op, DataType dtype) {
 }
 
 Val applyReduction(FusionDefinition& fd, OpKind op, ReductionScope scope,
-                   llvm::ArrayRef<ReductionOperand> operands, bool& substituted) {
+                   llvm::ArrayRef<ReductionOperand> operands, bool& substituted, int64_t block) {
   substituted = false;
   llvm::SmallVector<const Value*, 4> values;
   llvm::SmallVector<Operand, 4> applied;
@@ -26,6 +26,8 @@ Val applyReduction(FusionDefinition& fd, OpKind op, ReductionScope scope,
     applied.push_back(operand.value);
     shapes.push_back(operand.shape);
   }
+  if (scope == ReductionScope::Block) // blocks are never empty: max and min have a value
+    return fd.apply(op, applied, blockReductionAttributes(op, values, block));
   std::optional<llvm::ArrayRef<int64_t>> dims;
   int64_t innermost[1] = {0};
   if (scope == ReductionScope::Rows) {
@@ -87,6 +89,7 @@ std::string reductionForm(OpKind op, ReductionScope scope) {
   const char* name = scope == ReductionScope::Tensor   ? "tensor"
                      : scope == ReductionScope::Global ? "global"
                      : scope == ReductionScope::Rows   ? "rows"
+                     : scope == ReductionScope::Block  ? "block"
                                                        : "none";
   return fmt::format("{}/{}", opName(op).str(), name);
 }

@@ -19,14 +19,17 @@ namespace widefuse::fuzz {
 inline constexpr OpKind kReductionOps[] = {OpKind::Sum, OpKind::Max, OpKind::Min, OpKind::Any,
                                            OpKind::All};
 
-/// The scopes the generator draws: the one place to add or drop a scope. All three run on
-/// the host backend (rows since 731a753; before it, the scheduler refused rows with "'t5' is
-/// a sum over rows, which only the reference backend runs so far (backend='reference')").
-/// Kernels still refuse a component reducing values both over rows and over all their
-/// elements ("'t' is reduced both over rows and over all its elements; a kernel reduces a
-/// value one way"): such a case counts as refused.
+/// The scopes the generator draws: the one place to add or drop a scope. All four run on
+/// the host backend. Kernels still refuse a component reducing values both over rows and over
+/// all their elements ("'t' is reduced both over rows and over all its elements; a kernel
+/// reduces a value one way"), one reducing by blocks and otherwise ("a kernel reduces by
+/// blocks only, so far"), and blocks of a value computed from another block's result (one
+/// level): the generator draws one kind per component and one level of blocks.
 inline constexpr ReductionScope kFuzzedScopes[] = {ReductionScope::Tensor, ReductionScope::Global,
-                                                   ReductionScope::Rows};
+                                                   ReductionScope::Rows, ReductionScope::Block};
+
+/// The blocks the generator draws for the block scope (powers of two up to kMaxBlockElements).
+inline constexpr int64_t kFuzzedBlocks[] = {1, 2, 4, 32, 64, 256, 1024};
 
 /// Whether reductions read 0-d operands. Not yet: kernels refuse them ("'t' reduces the 0-d
 /// value 'x'; kernels reduce tensors of rank >= 1 only so far", segmenter/components.cpp;
@@ -46,14 +49,14 @@ struct ReductionOperand {
 /// complex ones; any and all take every dtype).
 bool reductionTakes(OpKind op, DataType dtype);
 
-/// Applies `op` with `scope` to `operands` (one for the tensor and rows scopes, rows reducing
-/// the innermost dimension; two or more for global). Max and min over operands without an
-/// element at run time have no value, and the reference would refuse the whole case before
-/// writing anything (both backends fail alike, so nothing would be compared): there the
-/// generator draws `sum` instead, which has the same dtype rules. Throws Error where the
+/// Applies `op` with `scope` to `operands` (one for the tensor, rows and block scopes, rows
+/// reducing the innermost dimension, blocks of `block` elements; two or more for global). Max and
+/// min over operands without an element at run time have no value, and the reference would refuse
+/// the whole case before writing anything (both backends fail alike, so nothing would be compared):
+/// there the generator draws `sum` instead, which has the same dtype rules. Throws Error where the
 /// typing rules refuse the operands. `substituted` is set when max/min became sum.
 Val applyReduction(FusionDefinition& fd, OpKind op, ReductionScope scope,
-                   llvm::ArrayRef<ReductionOperand> operands, bool& substituted);
+                   llvm::ArrayRef<ReductionOperand> operands, bool& substituted, int64_t block = 0);
 
 /// A pointwise op of the table with two operands, reading `result` (a reduction's) beside
 /// `other` in a random order: a value of a later phase. Copysign is left out, as it would
