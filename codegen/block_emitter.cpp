@@ -18,38 +18,6 @@
 namespace widefuse {
 namespace {
 
-std::string accumulatorType(const BlockSlot& slot) {
-  return cppType(computeType(slot.accumulator));
-}
-
-/// The prelude's combine of the op (ir/reduction_tree.h).
-std::string treeOp(const BlockSlot& slot) {
-  switch (slot.op) {
-  case OpKind::Sum:
-    return "wf_tree_sum";
-  case OpKind::Max:
-    return "wf_tree_max";
-  case OpKind::Min:
-    return "wf_tree_min";
-  case OpKind::Any:
-    return "wf_tree_any";
-  case OpKind::All:
-    return "wf_tree_all";
-  default:
-    WF_UNREACHABLE("{} is not a reduction", opName(slot.op).str());
-  }
-}
-
-std::string identity(const BlockSlot& slot) {
-  return fmt::format("wf_tree_identity<{}, {}>()", treeOp(slot), accumulatorType(slot));
-}
-
-/// The block's result from its tree `value`, in the result's dtype.
-std::string finishedText(const BlockSlot& slot, const std::string& value) {
-  return convertedText(fmt::format("wf_tree_finish<{}>({})", treeOp(slot), value),
-                       computeType(slot.accumulator), slot.result);
-}
-
 /// log2 of a power of two.
 unsigned shiftOf(int64_t block) {
   unsigned shift = 0;
@@ -87,7 +55,7 @@ void BodyEmitter::blockFunctions() {
   out_.line("/// One element's leaves of the reductions over blocks.");
   out_.open("struct {}_leaves", body_.name);
   for (const BlockSlot& slot : body_.blocks)
-    out_.line("{} {};", accumulatorType(slot), slot.name);
+    out_.line("{} {};", treeText(slot).accumulatorType(), slot.name);
   out_.close(";");
   out_.line();
   // Only the values the leaves need: none of them reads a block's result.
@@ -123,14 +91,8 @@ void BodyEmitter::blockFunctions() {
   }
   out_.line("{}_leaves leaves;", body_.name);
   for (const BlockSlot& slot : body_.blocks) {
-    std::string text = values_.blockOperandText(slot);
-    DataType leaf = computeType(slot.accumulator);
-    // As the reductions' leaves: max/min compare in their result type, sums convert once.
-    if (slot.op == OpKind::Max || slot.op == OpKind::Min)
-      text = convertedText(convertedText(text, slot.operandType, slot.result), slot.result, leaf);
-    else
-      text = convertedText(text, slot.operandType, leaf);
-    out_.line("leaves.{} = {};", slot.name, text);
+    out_.line("leaves.{} = {};", slot.name,
+              treeText(slot).leaf(values_.blockOperandText(slot), slot.operandType));
   }
   out_.line("return leaves;");
   out_.close();
@@ -182,25 +144,18 @@ void BodyEmitter::deviceBlockLoop() {
   out_.line("// element with its blocks' results, from what it loaded");
   for (const BlockSlot& slot : body_.blocks)
     if (slot.block > 32)
-      out_.line("__shared__ {} {}_warps[2][{}]; // chunks alternate halves", accumulatorType(slot),
-                slot.name, rows * warps);
+      out_.line("__shared__ {} {}_warps[2][{}]; // chunks alternate halves",
+                treeText(slot).accumulatorType(), slot.name, rows * warps);
   if (wide)
     out_.line("int half = 0;");
   out_.open("for ({0} c0 = begin; c0 < end; c0 += {1}{2})", indexType_, body_.chunkElements,
             wide ? ", half ^= 1" : "");
   out_.line("{}_in in[{}];", body_.name, rows);
   for (const BlockSlot& slot : body_.blocks)
-    out_.line("{} {}_leaves[{}];", accumulatorType(slot), slot.name, rows);
-  auto eachRow = [&](const std::function<void()>& body) {
-    out_.directive("#pragma unroll");
-    out_.open("for (int row = 0; row < {}; ++row)", rows);
-    out_.line("const {0} i = c0 + {0}(row) * {1} + {0}(threadIdx.x);", indexType_, threads);
-    body();
-    out_.close();
-  };
-  eachRow([&] {
+    out_.line("{} {}_leaves[{}];", treeText(slot).accumulatorType(), slot.name, rows);
+  blockRows([&] {
     for (const BlockSlot& slot : body_.blocks)
-      out_.line("{}_leaves[row] = {};", slot.name, identity(slot));
+      out_.line("{}_leaves[row] = {};", slot.name, treeText(slot).identity());
     out_.open("if (i < end)");
     blockLoads("in[row]");
     if (!body_.blocks.empty()) {
@@ -210,39 +165,8 @@ void BodyEmitter::deviceBlockLoop() {
     }
     out_.close();
   });
-  if (!body_.blocks.empty()) {
-    out_.line("{}_blocks blk[{}];", body_.name, rows);
-    eachRow([&] {
-      for (const BlockSlot& slot : body_.blocks) {
-        if (slot.block <= 32) {
-          out_.line("blk[row].{} = {};", slot.name,
-                    finishedText(slot, fmt::format("wf_lanes_tree<{}, {}>({}_leaves[row])",
-                                                   treeOp(slot), slot.block, slot.name)));
-          continue;
-        }
-        out_.line("const {0} {1}_warp = wf_warp_tree<{2}>({1}_leaves[row]);", accumulatorType(slot),
-                  slot.name, treeOp(slot));
-        out_.line("if ((threadIdx.x & 31u) == 0)");
-        out_.line("  {0}_warps[half][row * {1} + int(threadIdx.x / 32u)] = {0}_warp;", slot.name,
-                  warps);
-      }
-    });
-    // One barrier: the warps' trees are written, and every thread has loaded its elements
-    // before any block tensor of the chunk is written.
-    out_.line("__syncthreads();");
-    if (wide)
-      eachRow([&] {
-        for (const BlockSlot& slot : body_.blocks)
-          if (slot.block > 32)
-            out_.line("blk[row].{0} = {1};", slot.name,
-                      finishedText(slot, fmt::format("wf_span_tree<{0}, {1}>({2}_warps[half] + "
-                                                     "((row * {3} + int(threadIdx.x / 32u)) & "
-                                                     "~{4}))",
-                                                     treeOp(slot), slot.block / 32, slot.name,
-                                                     warps, slot.block / 32 - 1)));
-      });
-  }
-  eachRow([&] {
+  blockTrees();
+  blockRows([&] {
     out_.open("if (i < end)");
     blockStores("in[row]", "blk[row]");
     out_.close();
@@ -250,6 +174,54 @@ void BodyEmitter::deviceBlockLoop() {
   out_.close();
   if (wide)
     out_.line("__syncthreads(); // the last chunk's trees are read before the next run writes");
+}
+
+void BodyEmitter::blockRows(const std::function<void()>& body) {
+  out_.directive("#pragma unroll");
+  out_.open("for (int row = 0; row < {}; ++row)", body_.chunkElements / plan_.threadsPerBlock);
+  out_.line("const {0} i = c0 + {0}(row) * {1} + {0}(threadIdx.x);", indexType_,
+            plan_.threadsPerBlock);
+  body();
+  out_.close();
+}
+
+void BodyEmitter::blockTrees() {
+  if (body_.blocks.empty())
+    return;
+  unsigned warps = plan_.threadsPerBlock / 32;
+  int64_t rows = body_.chunkElements / plan_.threadsPerBlock;
+  bool wide = llvm::any_of(body_.blocks, [](const BlockSlot& slot) { return slot.block > 32; });
+  out_.line("{}_blocks blk[{}];", body_.name, rows);
+  blockRows([&] {
+    for (const BlockSlot& slot : body_.blocks) {
+      if (slot.block <= 32) {
+        out_.line(
+            "blk[row].{} = {};", slot.name,
+            treeText(slot).finished(fmt::format("wf_lanes_tree<{}, {}>({}_leaves[row])",
+                                                treeText(slot).combine(), slot.block, slot.name)));
+        continue;
+      }
+      out_.line("const {0} {1}_warp = wf_warp_tree<{2}>({1}_leaves[row]);",
+                treeText(slot).accumulatorType(), slot.name, treeText(slot).combine());
+      out_.line("if ((threadIdx.x & 31u) == 0)");
+      out_.line("  {0}_warps[half][row * {1} + int(threadIdx.x / 32u)] = {0}_warp;", slot.name,
+                warps);
+    }
+  });
+  // One barrier: the warps' trees are written, and every thread has loaded its elements
+  // before any block tensor of the chunk is written.
+  out_.line("__syncthreads();");
+  if (wide)
+    blockRows([&] {
+      for (const BlockSlot& slot : body_.blocks)
+        if (slot.block > 32)
+          out_.line("blk[row].{0} = {1};", slot.name,
+                    treeText(slot).finished(fmt::format("wf_span_tree<{0}, {1}>({2}_warps[half] + "
+                                                        "((row * {3} + int(threadIdx.x / 32u)) & "
+                                                        "~{4}))",
+                                                        treeText(slot).combine(), slot.block / 32,
+                                                        slot.name, warps, slot.block / 32 - 1)));
+    });
 }
 
 void BodyEmitter::hostBlockLoop() {
@@ -262,9 +234,9 @@ void BodyEmitter::hostBlockLoop() {
   out_.line("const {0} n = end - g0 < {1} ? end - g0 : {1};", indexType_, group);
   out_.line("{}_in in[{}];", body_.name, group);
   for (const BlockSlot& slot : body_.blocks) {
-    out_.line("{} {}_leaves[{}];", accumulatorType(slot), slot.name, group);
+    out_.line("{} {}_leaves[{}];", treeText(slot).accumulatorType(), slot.name, group);
     out_.line("for ({0} k = n; k < {1}; ++k)", indexType_, group);
-    out_.line("  {}_leaves[k] = {};", slot.name, identity(slot));
+    out_.line("  {}_leaves[k] = {};", slot.name, treeText(slot).identity());
   }
   out_.open("for ({0} k = 0; k < n; ++k)", indexType_);
   out_.line("const {} i = g0 + k;", indexType_);
@@ -280,8 +252,9 @@ void BodyEmitter::hostBlockLoop() {
     out_.line("{} {}_results[{}];", cppType(slot.result), slot.name, count);
     out_.line("for ({0} b = 0; b < {1}; ++b)", indexType_, count);
     out_.line("  {}_results[b] = {};", slot.name,
-              finishedText(slot, fmt::format("wf_tree_array<{}>({}_leaves + b * {}, {})",
-                                             treeOp(slot), slot.name, slot.block, slot.block)));
+              treeText(slot).finished(fmt::format("wf_tree_array<{}>({}_leaves + b * {}, {})",
+                                                  treeText(slot).combine(), slot.name, slot.block,
+                                                  slot.block)));
   }
   out_.open("for ({0} k = 0; k < n; ++k)", indexType_);
   out_.line("const {} i = g0 + k;", indexType_);

@@ -19,6 +19,33 @@
 
 namespace widefuse {
 
+/// The reduction tree's texts for one reduction (docs/reductions.md §3): a body's reductions
+/// and its block reductions alike (reduction_emitter.cpp).
+struct TreeText {
+  OpKind op = OpKind::Sum;
+  DataType accumulator = DataType::Float;
+  DataType result = DataType::Float;
+
+  /// The prelude's combine of the op (ir/reduction_tree.h): `wf_tree_sum`.
+  std::string combine() const;
+  /// The C++ type the tree combines in (f32, f64, i64, b8).
+  std::string accumulatorType() const;
+  /// The leaf a missing element stands for.
+  std::string identity() const;
+  /// The result from a finished tree `value`, in the result's dtype.
+  std::string finished(const std::string& value) const;
+  /// An element's leaf from `text` of `operandType`: max/min compare the elements in their
+  /// result type; sums convert once, to the accumulator; any/all read truth values.
+  std::string leaf(const std::string& text, DataType operandType) const;
+};
+
+inline TreeText treeText(const ReductionSlot& slot) {
+  return {slot.op, slot.accumulator, slot.result};
+}
+inline TreeText treeText(const BlockSlot& slot) {
+  return {slot.op, slot.accumulator, slot.result};
+}
+
 /// How one element loop reaches the tensors of its element.
 struct ElementAccess {
   /// The expression of a read tensor's element.
@@ -183,6 +210,10 @@ private:
   /// The device's elements of a body that reads by blocks: a chunk at a time, every thread
   /// loading its elements, the chunk's block trees (shuffles, one barrier), then each element.
   void deviceBlockLoop();
+  /// `for (row ...) { const i = ...; body }` over a chunk's rows, unrolled.
+  void blockRows(const std::function<void()>& body);
+  /// `blk[row]`: each block's tree, by shuffles and, past a warp, one barrier.
+  void blockTrees();
   /// The host fast path's: groups of the largest block, each block's leaves in order.
   void hostBlockLoop();
   /// `in[<slot>] = {reads}` of element `i` (offsets located first in strided bodies).

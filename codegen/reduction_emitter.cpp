@@ -9,16 +9,8 @@
 #include <fmt/format.h>
 
 namespace widefuse {
-namespace {
-
-/// The C++ type a reduction combines in (f32, f64, i64, b8).
-std::string accumulatorType(const ReductionSlot& slot) {
-  return cppType(computeType(slot.accumulator));
-}
-
-/// The prelude's combine of the op (ir/reduction_tree.h).
-std::string treeOp(const ReductionSlot& slot) {
-  switch (slot.op) {
+std::string TreeText::combine() const {
+  switch (op) {
   case OpKind::Sum:
     return "wf_tree_sum";
   case OpKind::Max:
@@ -30,25 +22,33 @@ std::string treeOp(const ReductionSlot& slot) {
   case OpKind::All:
     return "wf_tree_all";
   default:
-    WF_UNREACHABLE("{} is not a reduction", opName(slot.op).str());
+    WF_UNREACHABLE("{} is not a reduction", opName(op).str());
   }
 }
 
-std::string identity(const ReductionSlot& slot) {
-  return fmt::format("wf_tree_identity<{}, {}>()", treeOp(slot), accumulatorType(slot));
+std::string TreeText::accumulatorType() const {
+  return cppType(computeType(accumulator));
 }
 
-/// The result stored from a finished tree `value`.
-std::string finishedText(const ReductionSlot& slot, const std::string& value) {
-  return convertedText(fmt::format("wf_tree_finish<{}>({})", treeOp(slot), value),
-                       computeType(slot.accumulator), slot.result);
+std::string TreeText::identity() const {
+  return fmt::format("wf_tree_identity<{}, {}>()", combine(), accumulatorType());
 }
 
-} // namespace
+std::string TreeText::finished(const std::string& value) const {
+  return convertedText(fmt::format("wf_tree_finish<{}>({})", combine(), value),
+                       computeType(accumulator), result);
+}
+
+std::string TreeText::leaf(const std::string& text, DataType operandType) const {
+  DataType type = computeType(accumulator);
+  if (op == OpKind::Max || op == OpKind::Min)
+    return convertedText(convertedText(text, operandType, result), result, type);
+  return convertedText(text, operandType, type);
+}
 
 void BodyEmitter::reductionFields() {
   for (const ReductionSlot& slot : body_.reductions) {
-    std::string a = accumulatorType(slot);
+    std::string a = treeText(slot).accumulatorType();
     out_.line("{}* {}_partials; // this member's chunk partials (workspace)", a, slot.name);
     out_.line("{}* {}_out; // the {} result", cppType(slot.result), slot.name,
               opName(slot.op).str());
@@ -61,27 +61,22 @@ void BodyEmitter::reductionFields() {
 
 void BodyEmitter::reductionLeafFields() {
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{} {}; // a leaf of {}", accumulatorType(slot), slot.name, opName(slot.op).str());
+    out_.line("{} {}; // a leaf of {}", treeText(slot).accumulatorType(), slot.name,
+              opName(slot.op).str());
 }
 
 void BodyEmitter::reductionLeafValues() {
   for (const ReductionSlot& slot : body_.reductions) {
-    std::string text = values_.reducedValueText(slot);
-    DataType leaf = computeType(slot.accumulator);
-    // max/min compare the elements in their result type; sums convert once, to the
-    // accumulator; any/all read truth values.
-    if (slot.op == OpKind::Max || slot.op == OpKind::Min)
-      text = convertedText(convertedText(text, slot.operandType, slot.result), slot.result, leaf);
-    else
-      text = convertedText(text, slot.operandType, leaf);
-    out_.line("out.{} = {};", slot.name, text);
+    out_.line("out.{} = {};", slot.name,
+              treeText(slot).leaf(values_.reducedValueText(slot), slot.operandType));
   }
 }
 
 void BodyEmitter::reductionLeaves(llvm::StringRef end) {
   bool strided = body_.indexing == Indexing::Strided;
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{} {}_leaf = {};", accumulatorType(slot), slot.name, identity(slot));
+    out_.line("{} {}_leaf = {};", treeText(slot).accumulatorType(), slot.name,
+              treeText(slot).identity());
   out_.open(end.empty() ? std::string() : fmt::format("if (i < {})", end.str()));
   if (strided)
     stridedLocate();
@@ -99,9 +94,9 @@ void BodyEmitter::chunkPartials(llvm::StringRef end) {
     // Indices known once unrolled keep the rows in registers, not local memory.
     out_.directive("#pragma unroll");
     out_.line("for (int k = 0; k < {}; ++k)", rows);
-    out_.line("  if (k >= row) {}_rows[k] = {};", slot.name, identity(slot));
+    out_.line("  if (k >= row) {}_rows[k] = {};", slot.name, treeText(slot).identity());
     out_.line("wf_global(entry.{0}_partials)[chunk] = wf_tree_array<{1}>({0}_rows, {2});",
-              slot.name, treeOp(slot), rows);
+              slot.name, treeText(slot).combine(), rows);
   }
   out_.line("row = 0;");
   out_.line("++chunk;");
@@ -119,7 +114,7 @@ void BodyEmitter::deviceReductionLoop() {
   out_.line("// then warp 0's over the warps' trees; thread 0 stores the chunk's partial");
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("__shared__ {} {}_warps[2][{}][{}]; // chunks alternate halves",
-              accumulatorType(slot), slot.name, rows, warps);
+              treeText(slot).accumulatorType(), slot.name, rows, warps);
   out_.line("{0} chunk = begin / {1}; // the member's chunk of element `begin`", indexType_,
             body_.chunkElements);
   out_.line("int half = 0;");
@@ -128,7 +123,7 @@ void BodyEmitter::deviceReductionLoop() {
   // Every leaf first, then the shuffles: no warp-wide exchange waits between the loads. A
   // whole chunk has no element past the end, so its loads carry no condition.
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{} {}_leaves[{}];", accumulatorType(slot), slot.name, rows);
+    out_.line("{} {}_leaves[{}];", treeText(slot).accumulatorType(), slot.name, rows);
   out_.open("if (c0 + {} <= end)", body_.chunkElements);
   for (bool whole : {true, false}) {
     if (!whole)
@@ -145,8 +140,8 @@ void BodyEmitter::deviceReductionLoop() {
   out_.directive("#pragma unroll");
   out_.open("for (int row = 0; row < {}; ++row)", rows);
   for (const ReductionSlot& slot : body_.reductions) {
-    out_.line("const {0} {1}_warp = wf_warp_tree<{2}>({1}_leaves[row]);", accumulatorType(slot),
-              slot.name, treeOp(slot));
+    out_.line("const {0} {1}_warp = wf_warp_tree<{2}>({1}_leaves[row]);",
+              treeText(slot).accumulatorType(), slot.name, treeText(slot).combine());
     out_.line("if ((threadIdx.x & 31u) == 0)");
     out_.line("  {0}_warps[half][row][threadIdx.x / 32u] = {0}_warp;", slot.name);
   }
@@ -156,21 +151,21 @@ void BodyEmitter::deviceReductionLoop() {
   out_.line("__syncthreads(); // every warp's trees of the chunk are written");
   out_.open("if (threadIdx.x < 32u)");
   for (const ReductionSlot& slot : body_.reductions) {
-    out_.line("{} {}_rows[{}];", accumulatorType(slot), slot.name, rows);
+    out_.line("{} {}_rows[{}];", treeText(slot).accumulatorType(), slot.name, rows);
     out_.directive("#pragma unroll");
     out_.line("for (int row = 0; row < {}; ++row)", rows);
     out_.line("  {0}_rows[row] = wf_warps_tree<{1}, {2}>({0}_warps[half][row]);", slot.name,
-              treeOp(slot), threads);
+              treeText(slot).combine(), threads);
     out_.line("if (threadIdx.x == 0)");
     out_.line("  wf_global(entry.{0}_partials)[chunk] = wf_tree_array<{1}>({0}_rows, {2});",
-              slot.name, treeOp(slot), rows);
+              slot.name, treeText(slot).combine(), rows);
   }
   out_.close();
   out_.close();
   out_.line("__syncthreads(); // warp 0 read the last chunk before the next run writes");
   out_.openCommented("if (begin >= end && threadIdx.x == 0)", "an empty member's one chunk");
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("wf_global(entry.{}_partials)[chunk] = {};", slot.name, identity(slot));
+    out_.line("wf_global(entry.{}_partials)[chunk] = {};", slot.name, treeText(slot).identity());
   out_.close();
 }
 
@@ -180,8 +175,8 @@ void BodyEmitter::hostReductionRows() {
   elementRange();
   out_.line("const {0}_uniform u = {0}_prologue(params, entry);", body_.name);
   for (const ReductionSlot& slot : body_.reductions) {
-    out_.line("{} {}_row[{}];", accumulatorType(slot), slot.name, threads);
-    out_.line("{} {}_rows[{}];", accumulatorType(slot), slot.name, rows);
+    out_.line("{} {}_row[{}];", treeText(slot).accumulatorType(), slot.name, threads);
+    out_.line("{} {}_rows[{}];", treeText(slot).accumulatorType(), slot.name, rows);
   }
   out_.line("{0} chunk = begin / {1};", indexType_, body_.chunkElements);
   out_.line("int row = 0;");
@@ -193,13 +188,13 @@ void BodyEmitter::hostReductionRows() {
     out_.line("{0}_row[thread] = {0}_leaf;", slot.name);
   out_.close();
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_rows[row] = wf_tree_array<{1}>({0}_row, {2});", slot.name, treeOp(slot),
-              threads);
+    out_.line("{0}_rows[row] = wf_tree_array<{1}>({0}_row, {2});", slot.name,
+              treeText(slot).combine(), threads);
   chunkPartials("stop");
   out_.close();
   out_.openCommented("if (begin >= stop)", "an empty member's one chunk");
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("entry.{}_partials[chunk] = {};", slot.name, identity(slot));
+    out_.line("entry.{}_partials[chunk] = {};", slot.name, treeText(slot).identity());
   out_.close();
   // The elements function writes them on the device; these rows replace it on the host.
   zeroDimensionalOutputs("begin == 0");
@@ -211,7 +206,8 @@ void BodyEmitter::hostRowsReductionLoop() {
   out_.line("const {0} columns = {0}(entry.extents[{1}]);", indexType_, inner);
   out_.open("for ({0} row = begin; row < end; ++row)", indexType_);
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("wf_tree_counter<{}, {}> {}_tree;", accumulatorType(slot), treeOp(slot), slot.name);
+    out_.line("wf_tree_counter<{}, {}> {}_tree;", treeText(slot).accumulatorType(),
+              treeText(slot).combine(), slot.name);
   out_.open("for ({0} column = 0; column < columns; ++column)", indexType_);
   rowLocate("row", "column");
   perElement(stridedAccess());
@@ -219,12 +215,12 @@ void BodyEmitter::hostRowsReductionLoop() {
     out_.line("{0}_tree.push(out.{0});", slot.name);
   out_.close();
   for (const ReductionSlot& slot : body_.reductions) {
-    std::string a = accumulatorType(slot);
+    std::string a = treeText(slot).accumulatorType();
     out_.line("bool {}_here = false;", slot.name);
     out_.line("const {0} {1}_value = {1}_tree.finish(&{1}_here);", a, slot.name);
-    out_.line(
-        "wf_global(entry.{0}_out)[row] = {1}; // an empty row: the identity", slot.name,
-        finishedText(slot, fmt::format("{0}_here ? {0}_value : {1}", slot.name, identity(slot))));
+    out_.line("wf_global(entry.{0}_out)[row] = {1}; // an empty row: the identity", slot.name,
+              treeText(slot).finished(
+                  fmt::format("{0}_here ? {0}_value : {1}", slot.name, treeText(slot).identity())));
   }
   out_.close();
 }
@@ -251,7 +247,8 @@ void BodyEmitter::rowLocate(llvm::StringRef row, llvm::StringRef column) {
 
 void BodyEmitter::rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::StringRef inRange) {
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{} {}_leaf = {};", accumulatorType(slot), slot.name, identity(slot));
+    out_.line("{} {}_leaf = {};", treeText(slot).accumulatorType(), slot.name,
+              treeText(slot).identity());
   out_.open("if ({})", inRange.str());
   rowLocate(row, column);
   perElement(stridedAccess());
@@ -262,13 +259,14 @@ void BodyEmitter::rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::Str
 
 void BodyEmitter::rowResult(llvm::StringRef counter, llvm::StringRef row) {
   for (const ReductionSlot& slot : body_.reductions) {
-    std::string a = accumulatorType(slot), tree = fmt::format("{}_{}", slot.name, counter.str());
+    std::string a = treeText(slot).accumulatorType(),
+                tree = fmt::format("{}_{}", slot.name, counter.str());
     out_.line("bool {}_here = false;", slot.name);
     out_.line("const {} {}_value = {}.finish(&{}_here);", a, slot.name, tree, slot.name);
     out_.line("if (lane == 0 && {} < end) // an empty row: the identity", row.str());
-    out_.line(
-        "  wf_global(entry.{0}_out)[{1}] = {2};", slot.name, row.str(),
-        finishedText(slot, fmt::format("{0}_here ? {0}_value : {1}", slot.name, identity(slot))));
+    out_.line("  wf_global(entry.{0}_out)[{1}] = {2};", slot.name, row.str(),
+              treeText(slot).finished(
+                  fmt::format("{0}_here ? {0}_value : {1}", slot.name, treeText(slot).identity())));
   }
 }
 
@@ -281,11 +279,12 @@ void BodyEmitter::rowsByWarps() {
   out_.open("for ({0} row = begin + {0}(threadIdx.x / 32u); row < end; row += {1})", indexType_,
             warps);
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("wf_warp_counter<{}, {}> {}_tree;", accumulatorType(slot), treeOp(slot), slot.name);
+    out_.line("wf_warp_counter<{}, {}> {}_tree;", treeText(slot).accumulatorType(),
+              treeText(slot).combine(), slot.name);
   out_.open("for ({0} column = lane; column - lane < columns; column += 32)", indexType_);
   rowLeaf("row", "column", "column < columns");
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_tree.push(wf_warp_tree<{1}>({0}_leaf));", slot.name, treeOp(slot));
+    out_.line("{0}_tree.push(wf_warp_tree<{1}>({0}_leaf));", slot.name, treeText(slot).combine());
   out_.close();
   rowResult("tree", "row");
   out_.close();
@@ -304,8 +303,8 @@ void BodyEmitter::rowsByTiles() {
   out_.line("// shuffles, pushed to the row's counter.");
   out_.open("for ({0} row0 = begin; row0 < end; row0 += 32)", indexType_);
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("wf_warp_counter<{}, {}> {}_trees[{}];", accumulatorType(slot), treeOp(slot),
-              slot.name, perWarp);
+    out_.line("wf_warp_counter<{}, {}> {}_trees[{}];", treeText(slot).accumulatorType(),
+              treeText(slot).combine(), slot.name, perWarp);
   out_.open("for ({0} column0 = 0; column0 < columns; column0 += 32)", indexType_);
   out_.directive("#pragma unroll");
   out_.open("for (int k = 0; k < {}; ++k)", perWarp);
@@ -320,7 +319,8 @@ void BodyEmitter::rowsByTiles() {
   out_.open("for (int k = 0; k < {}; ++k)", perWarp);
   out_.line("const int r = int(threadIdx.x / 32u) + {} * k; // the tile's row", warps);
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_trees[k].push(wf_warp_tree<{1}>({0}_tile[lane][r]));", slot.name, treeOp(slot));
+    out_.line("{0}_trees[k].push(wf_warp_tree<{1}>({0}_tile[lane][r]));", slot.name,
+              treeText(slot).combine());
   out_.close();
   out_.line("__syncthreads(); // the tile is read before the next one is written");
   out_.close();
@@ -346,7 +346,7 @@ void BodyEmitter::deviceRowsReductionLoop() {
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("__shared__ {} {}_tile[32][33]; // a tile's leaves, by column (padded: no bank "
               "conflicts)",
-              accumulatorType(slot), slot.name);
+              treeText(slot).accumulatorType(), slot.name);
   out_.openCommented(fmt::format("if (entry.{}_strides[{}] <= 1)", first->field, inner),
                      "rows along memory (or broadcast): a warp reads a row's columns together");
   rowsByWarps();
@@ -360,7 +360,7 @@ void BodyEmitter::deviceReductionFinish() {
   out_.line("__shared__ wf_u64 combine_row[{}]; // each reduction's warp trees in turn",
             threads / 32);
   for (const ReductionSlot& slot : body_.reductions) {
-    std::string a = accumulatorType(slot), op = treeOp(slot);
+    std::string a = treeText(slot).accumulatorType(), op = treeText(slot).combine();
     if (&slot != &body_.reductions.front())
       out_.line("__syncthreads(); // warp 0 has read the last reduction's warp trees");
     out_.line("{{ // {}: the member's tree of its chunk partials, by the whole block", slot.name);
@@ -370,7 +370,7 @@ void BodyEmitter::deviceReductionFinish() {
               threads, slot.name);
     if (!slot.global) {
       out_.line("if (threadIdx.x == 0)");
-      out_.line("  *entry.{}_out = {};", slot.name, finishedText(slot, "value"));
+      out_.line("  *entry.{}_out = {};", slot.name, treeText(slot).finished("value"));
       out_.close();
       continue;
     }
@@ -387,7 +387,7 @@ void BodyEmitter::deviceReductionFinish() {
     out_.line("const {} all = wf_block_combine<{}, {}>(entry.{}_results, entry.{}_operands, row);",
               a, op, threads, slot.name, slot.name);
     out_.open("if (threadIdx.x == 0)");
-    out_.line("*entry.{}_out = {};", slot.name, finishedText(slot, "all"));
+    out_.line("*entry.{}_out = {};", slot.name, treeText(slot).finished("all"));
     out_.line("*entry.{}_ticket = 0u; // ready for the next launch", slot.name);
     out_.close();
     out_.close();
@@ -399,7 +399,7 @@ void BodyEmitter::reductionFinish() {
   if (body_.reducesRows)
     return; // each row's thread wrote its result
   for (const ReductionSlot& slot : body_.reductions) {
-    std::string a = accumulatorType(slot), op = treeOp(slot);
+    std::string a = treeText(slot).accumulatorType(), op = treeText(slot).combine();
     out_.line("{{ // {}: the member's tree of its chunk partials", slot.name);
     out_.indent();
     out_.line("wf_tree_counter<{}, {}> tree;", a, op);
@@ -408,7 +408,7 @@ void BodyEmitter::reductionFinish() {
     out_.line("bool here = false;");
     out_.line("const {} value = tree.finish(&here);", a);
     if (!slot.global) {
-      out_.line("*entry.{}_out = {};", slot.name, finishedText(slot, "value"));
+      out_.line("*entry.{}_out = {};", slot.name, treeText(slot).finished("value"));
       out_.close();
       continue;
     }
@@ -419,7 +419,7 @@ void BodyEmitter::reductionFinish() {
     out_.line("wf_tree_counter<{}, {}> all;", a, op);
     out_.line("for (i32 k = 0; k < entry.{}_operands; ++k)", slot.name);
     out_.line("  all.push(*(volatile {}*)(entry.{}_results + k));", a, slot.name);
-    out_.line("*entry.{}_out = {};", slot.name, finishedText(slot, "all.finish(&here)"));
+    out_.line("*entry.{}_out = {};", slot.name, treeText(slot).finished("all.finish(&here)"));
     out_.line("*entry.{}_ticket = 0u; // ready for the next launch", slot.name);
     out_.close();
     out_.close();
