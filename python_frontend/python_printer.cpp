@@ -305,7 +305,7 @@ private:
     if (expr.op() == OpKind::Cast || expr.op() == OpKind::Bitcast)
       arguments.push_back(
           fmt::format("dtype=DataType.{}", pythonDataTypeName(attributes.targetType).str()));
-    if (expr.op() == OpKind::BroadcastInDim) {
+    if (expr.op() == OpKind::BroadcastInDim || expr.op() == OpKind::ExpandBlocks) {
       llvm::SmallVector<std::string, 4> shape;
       for (size_t d = 0; d < attributes.broadcastShape.size(); ++d) {
         const Value* extent =
@@ -313,7 +313,10 @@ private:
         shape.push_back(extent ? use(extent) : fmt::format("{}", attributes.broadcastShape[d]));
       }
       arguments.push_back(fmt::format("shape=[{}]", fmt::join(shape, ", ")));
-      arguments.push_back("broadcast_dims=" + pythonList(attributes.broadcastDims));
+      if (expr.op() == OpKind::ExpandBlocks)
+        arguments.push_back(fmt::format("block={}", attributes.block));
+      else
+        arguments.push_back("broadcast_dims=" + pythonList(attributes.broadcastDims));
     }
     if (expr.op() == OpKind::Size)
       arguments.push_back(fmt::format("dim={}", attributes.dim));
@@ -336,6 +339,9 @@ private:
       break;
     case ReductionScope::Rows:
       arguments = fmt::format("{}, dims=[{}], keepdim=False", operands[0], expr.attributes().dim);
+      break;
+    case ReductionScope::Block:
+      arguments = fmt::format("{}, block={}", operands[0], expr.attributes().block);
       break;
     default:
       arguments = operands[0];

@@ -158,11 +158,11 @@ void bindDefinition(nb::module_& module) {
       .def("apply", &PyDefinition::apply, nb::arg("op"), nb::arg("operands"),
            nb::arg("dtype").none() = nb::none(), nb::arg("shape") = std::vector<nb::object>{},
            nb::arg("broadcast_dims") = std::vector<int64_t>{}, nb::arg("dim") = 0,
-           nb::keep_alive<0, 1>())
+           nb::arg("block") = 0, nb::keep_alive<0, 1>())
       .def("op", nb::overload_cast<unsigned, nb::tuple>(&PyDefinition::applyPointwise),
            nb::arg("kind"), nb::arg("operands"))
       .def("reduce", &PyDefinition::reduce, nb::arg("op"), nb::arg("operands"),
-           nb::arg("dims").none(), nb::keep_alive<0, 1>())
+           nb::arg("dims").none(), nb::arg("block").none() = nb::none(), nb::keep_alive<0, 1>())
       .def("copy_", &PyDefinition::copy, nb::arg("source"), nb::arg("destination"))
       .def("add_output", &PyDefinition::addOutput, nb::arg("value"))
       .def("finalize", &PyDefinition::finalize)

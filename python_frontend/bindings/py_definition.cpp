@@ -86,7 +86,7 @@ Val PyDefinition::constant(nb::handle value, const std::string& dtype) {
 Val PyDefinition::apply(const std::string& opName, const std::vector<nb::object>& operands,
                         const std::optional<std::string>& dtype,
                         const std::vector<nb::object>& shape,
-                        const std::vector<int64_t>& broadcastDims, int64_t dim) {
+                        const std::vector<int64_t>& broadcastDims, int64_t dim, int64_t block) {
   std::optional<OpKind> op = parseOpKind(opName);
   if (!op)
     fail("unknown op '{}'", opName);
@@ -99,8 +99,9 @@ Val PyDefinition::apply(const std::string& opName, const std::vector<nb::object>
   setShape(attributes, shape);
   attributes.broadcastDims.assign(broadcastDims.begin(), broadcastDims.end());
   attributes.dim = dim;
+  attributes.block = block;
   // Pointwise: the result is a tensor when an operand is (or the op broadcasts).
-  bool tensorResult = *op == OpKind::BroadcastInDim ||
+  bool tensorResult = *op == OpKind::BroadcastInDim || *op == OpKind::ExpandBlocks ||
                       (*op != OpKind::Size && llvm::any_of(arguments, [](const Operand& operand) {
                         return !operand.literal() && operand.val().value()->isTensor();
                       }));
@@ -136,7 +137,8 @@ Val PyDefinition::applyPointwise(OpKind op, llvm::ArrayRef<Operand> operands) {
 }
 
 Val PyDefinition::reduce(const std::string& opName, const std::vector<Val>& operands,
-                         const std::optional<std::vector<int64_t>>& dims) {
+                         const std::optional<std::vector<int64_t>>& dims,
+                         std::optional<int64_t> block) {
   std::optional<OpKind> op = parseOpKind(opName);
   if (!op || !isReduction(*op))
     fail("'{}' is not a reduction (sum, max, min, any, all)", opName);
@@ -145,8 +147,9 @@ Val PyDefinition::reduce(const std::string& opName, const std::vector<Val>& oper
     values.push_back(operand.value());
   OpAttributes attributes;
   try {
-    attributes = dims ? reductionAttributes(*op, values, llvm::ArrayRef<int64_t>(*dims))
-                      : reductionAttributes(*op, values, std::nullopt);
+    attributes = block  ? blockReductionAttributes(*op, values, *block)
+                 : dims ? reductionAttributes(*op, values, llvm::ArrayRef<int64_t>(*dims))
+                        : reductionAttributes(*op, values, std::nullopt);
   } catch (const Error& error) {
     throw ReductionScopeError(error.what());
   }

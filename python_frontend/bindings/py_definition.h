@@ -60,10 +60,11 @@ public:
   /// A typed constant.
   Val constant(nanobind::handle value, const std::string& dtype);
   /// Any op by name, with the attributes of cast/bitcast (`dtype`), broadcast_in_dim
-  /// (`shape`: ints and size handles, `broadcastDims`) and size (`dim`).
+  /// (`shape`: ints and size handles, `broadcastDims`), size (`dim`) and expand_blocks
+  /// (`shape`, `block`).
   Val apply(const std::string& opName, const std::vector<nanobind::object>& operands,
             const std::optional<std::string>& dtype, const std::vector<nanobind::object>& shape,
-            const std::vector<int64_t>& broadcastDims, int64_t dim);
+            const std::vector<int64_t>& broadcastDims, int64_t dim, int64_t block);
   /// Pointwise op `kind` (an index into op_names()) of `operands`, a tuple of value handles
   /// and Python numbers: apply() without attributes and without converting its arguments.
   /// Unlike apply()'s, the handle it returns does not keep the definition alive: the Python
@@ -74,9 +75,10 @@ public:
   Val applyPointwise(OpKind op, llvm::ArrayRef<Operand> operands);
   /// Reduction `opName` (sum max min any all) of `operands`, tensor handles: one operand and
   /// no dims is the tensor scope, several the global scope; `dims` as in the C++ `sum(x,
-  /// {d})` (reductionAttributes). ReductionScopeError when the dims give no scope.
+  /// {d})` (reductionAttributes); `block` the block scope (blockReductionAttributes).
+  /// ReductionScopeError when the dims or the block give no scope.
   Val reduce(const std::string& opName, const std::vector<Val>& operands,
-             const std::optional<std::vector<int64_t>>& dims);
+             const std::optional<std::vector<int64_t>>& dims, std::optional<int64_t> block);
   /// copy_(source, destination): an in-place update.
   void copy(nanobind::handle source, const Val& destination);
   /// A plain output.

@@ -307,12 +307,12 @@ class FusionDefinition:
 
     def apply_op(self, op: str, operands: Sequence[Any], dtype: Optional[DataType] = None,
                  shape: Sequence[Any] = (), broadcast_dims: Sequence[int] = (),
-                 dim: int = 0) -> Value:
+                 dim: int = 0, block: int = 0) -> Value:
         """Adds op `op` (its IR name) of `operands`, values of this definition or Python
         numbers; `dtype` for cast and bitcast, `shape` (ints and extent Scalars) and
-        `broadcast_dims` for broadcast_in_dim, `dim` for size. fd.ops and the values'
-        operators and methods call it."""
-        if dtype is None and not shape and not broadcast_dims and not dim and \
+        `broadcast_dims` for broadcast_in_dim, `dim` for size, `shape` and `block` for
+        expand_blocks. fd.ops and the values' operators and methods call it."""
+        if dtype is None and not shape and not broadcast_dims and not dim and not block and \
                 op in _POINTWISE_KINDS:
             return self.pointwise(op, operands)
         values = [self._operand(operand, op) for operand in operands]
@@ -320,7 +320,7 @@ class FusionDefinition:
                    for extent in shape]
         builder = self._live()
         result = builder.apply(op, values, None if dtype is None else dtype.value, extents,
-                               list(broadcast_dims), dim)
+                               list(broadcast_dims), dim, block)
         return builder.traced(self, result, depends_of(operands))
 
     def pointwise(self, op: str, operands: Sequence[Any]) -> Value:
@@ -340,16 +340,17 @@ class FusionDefinition:
         return builder.traced(self, builder.op(kind, handles), depends_of(operands))
 
     def apply_reduction(self, op: str, operands: Sequence[Tensor],
-                        dims: Optional[Sequence[int]]) -> Tensor:
+                        dims: Optional[Sequence[int]], block: Optional[int] = None) -> Tensor:
         """Adds reduction `op` (sum max min any all) of tensors `operands`, in one builder
         call: no `dims` is the tensor scope for one operand and the global scope for several;
-        `dims` names the dimensions reduced (docs/reductions.md §2). dims that give no
-        scope raise UnsupportedOperationError with the builder's message. fd.ops' reductions
-        and the tracer's call it."""
+        `dims` names the dimensions reduced, `block` the elements of each block of the block
+        scope (docs/reductions.md §2). dims or a block that give no scope raise
+        UnsupportedOperationError with the builder's message. fd.ops' reductions and the
+        tracer's call it."""
         handles = [self._operand(operand, op) for operand in operands]
         builder = self._live()
         try:
-            result = builder.reduce(op, handles, None if dims is None else list(dims))
+            result = builder.reduce(op, handles, None if dims is None else list(dims), block)
         except _widefuse.ReductionScopeError as error:
             raise UnsupportedOperationError(str(error)) from None
         return builder.traced(self, result, depends_of(operands))

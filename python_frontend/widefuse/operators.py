@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from . import _widefuse
 from ._widefuse import Error
@@ -139,28 +139,41 @@ class Operators:
         return self._fd.apply_op("add", (a, self._fd.apply_op("mul", (b, scaled))))
 
     # Reductions (reductions.py): the one tensor scope for a tensor, the global scope for a
-    # list of tensors, rows for dims=[the innermost dimension]; nvFuser's keywords.
-    def sum(self, x: Any, dims: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    # list of tensors, rows for dims=[the innermost dimension]; nvFuser's keywords. block=B
+    # (widefuse's) reduces each block of B elements: one result per block, which the kernel
+    # computing it reads through expand_blocks.
+    def sum(self, x: Any, dims: Any = None, keepdim: bool = False, dtype: Any = None,
+            block: Optional[int] = None) -> Tensor:
         """The sum of the elements of `x` (a tensor, or a list of tensors: one sum over all of
         them) over `dims`; `dtype` casts the operand(s) first, `keepdim` keeps the reduced
         dimensions with extent 1. Integers and bool sum to Int (wrapping)."""
-        return reductions.reduce(self._fd, "sum", x, dims, keepdim, dtype)
+        return reductions.reduce(self._fd, "sum", x, dims, keepdim, dtype, block=block)
 
-    def max(self, x: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
+    def max(self, x: Any, dims: Any = None, keepdim: bool = False,
+            block: Optional[int] = None) -> Tensor:
         """The largest element of `x` (a tensor or a list of tensors) over `dims`; NaN wins."""
-        return reductions.reduce(self._fd, "max", x, dims, keepdim)
+        return reductions.reduce(self._fd, "max", x, dims, keepdim, block=block)
 
-    def min(self, x: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
+    def min(self, x: Any, dims: Any = None, keepdim: bool = False,
+            block: Optional[int] = None) -> Tensor:
         """The smallest element of `x` (a tensor or a list of tensors) over `dims`; NaN wins."""
-        return reductions.reduce(self._fd, "min", x, dims, keepdim)
+        return reductions.reduce(self._fd, "min", x, dims, keepdim, block=block)
 
-    def any(self, x: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
+    def any(self, x: Any, dims: Any = None, keepdim: bool = False,
+            block: Optional[int] = None) -> Tensor:
         """Whether some element of `x` over `dims` is nonzero (a Bool tensor)."""
-        return reductions.reduce(self._fd, "any", x, dims, keepdim)
+        return reductions.reduce(self._fd, "any", x, dims, keepdim, block=block)
 
-    def all(self, x: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
+    def all(self, x: Any, dims: Any = None, keepdim: bool = False,
+            block: Optional[int] = None) -> Tensor:
         """Whether every element of `x` over `dims` is nonzero (a Bool tensor)."""
-        return reductions.reduce(self._fd, "all", x, dims, keepdim)
+        return reductions.reduce(self._fd, "all", x, dims, keepdim, block=block)
+
+    def expand_blocks(self, x: Any, shape: Sequence[Any], block: int) -> Tensor:
+        """A tensor of `shape` whose block b of `block` elements (logical order) reads
+        element b of the rank-1 `x` (a block reduction's result, a quantized tensor's
+        scales). An entry of `shape` is an int or an extent Scalar (``t.size(d)``)."""
+        return self._fd.apply_op("expand_blocks", (x,), shape=list(shape), block=block)
 
     def sum_of_squares(self, xs: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
         """The sum of the squares of the elements of `xs` (a tensor or a list of tensors),

@@ -62,18 +62,23 @@ def keep_dims(fd: Builder, result: Tensor, operand: Tensor,
 
 
 def reduce(fd: Builder, op: str, xs: Any, dims: Any = None, keepdim: bool = False,
-           dtype: Any = None) -> Tensor:
+           dtype: Any = None, block: Optional[int] = None) -> Tensor:
     """Reduction `op` of `xs` (a tensor, or a list of tensors: the global scope) over `dims`
-    (None: every element); `dtype` casts each operand first, `keepdim` puts the reduced
-    dimensions back with extent 1."""
+    (None: every element), or over each block of `block` elements of one tensor; `dtype`
+    casts each operand first, `keepdim` puts the reduced dimensions back with extent 1."""
     call = f"fd.ops.{op}"
     tensors, is_list = reduction_operands(xs, call)
+    if block is not None and (is_list or dims is not None or keepdim):
+        raise UnsupportedOperationError(f"{call}(..., block={block}) reduces each block of one "
+                                        "tensor; it takes no list, dims or keepdim")
     if is_list and keepdim:
         raise UnsupportedOperationError(f"{call}([...], keepdim=True): a reduction over a list "
                                         "of tensors has no dimensions to keep")
     if dtype is not None:
         target = data_type_of(dtype, call)
         tensors = [x if x.dtype is target else x.to(target) for x in tensors]
+    if block is not None:
+        return fd.apply_reduction(op, tensors, None, block)
     dims_list = _dims_list(dims, call)
     result = fd.apply_reduction(op, tensors, dims_list)
     return keep_dims(fd, result, tensors[0], dims_list) if keepdim else result

@@ -28,16 +28,17 @@ class Builder(Protocol):
 
     def apply_op(self, op: str, operands: Sequence[Any], dtype: Optional[DataType] = None,
                  shape: Sequence[Any] = (), broadcast_dims: Sequence[int] = (),
-                 dim: int = 0) -> Value:
+                 dim: int = 0, block: int = 0) -> Value:
         """Adds IR op `op` of `operands` (values of this definition or Python numbers)."""
 
     def pointwise(self, op: str, operands: Sequence[Any]) -> Value:
         """apply_op for an op without attributes: the operators' and methods' one call."""
 
     def apply_reduction(self, op: str, operands: Sequence[Tensor],
-                        dims: Optional[Sequence[int]]) -> Tensor:
+                        dims: Optional[Sequence[int]], block: Optional[int] = None) -> Tensor:
         """Adds reduction `op` (sum max min any all) of tensors `operands` reducing `dims`
-        (None: every element); UnsupportedOperationError for dims that give no scope."""
+        (None: every element), or each block of `block` elements; UnsupportedOperationError
+        for dims or a block that give no scope."""
 
     def assign_in_place(self, tensor: Tensor, value: Any) -> None:
         """Makes later reads of `tensor` see `value`; a tensor input receives it at the end."""

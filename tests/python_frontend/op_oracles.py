@@ -48,8 +48,8 @@ _RULES = [
     ("complex", lambda d: d in (DataType.Float, DataType.Double)),
 ]
 ACCEPTS = {op: rule for ops, rule in _RULES for op in ops.split()}
-# Tested on their own: ops with attributes, and the reductions (test_reductions.py;
-# expand_blocks and the block scope in tests/ir/block_reduction_test.cpp).
+# Tested on their own: ops with attributes, and the reductions (test_reductions.py, the block
+# scope and expand_blocks included).
 ATTRIBUTE_OPS = {"cast", "bitcast", "broadcast_in_dim", "size", "expand_blocks", "sum", "max",
                  "min", "any", "all"}
 NVFUSER_NAME = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}

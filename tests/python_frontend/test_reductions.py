@@ -431,6 +431,32 @@ def test_a_value_reduced_over_rows_and_over_all_is_refused_by_kernels():
     assert fd.execute([x], backend=REFERENCE)[1] == 32
 
 
+def test_blocks_are_each_blocks_tree_and_read_in_the_same_kernel():
+    # Blockwise quantization's shape: each block's absmax (blocks across rows, the last one
+    # short), each element divided by its block's; one kernel on the host backend, the
+    # evaluator's bits, each block the NumPy tree over its elements.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, 100])
+        absmax = fd.ops.max(fd.ops.abs(x), block=64)
+        fd.add_output(absmax)
+        fd.add_output(fd.ops.sum(x, block=64))
+        fd.add_output(fd.ops.div(x, fd.ops.expand_blocks(absmax, [x.size(0), 100], block=64)))
+    array = np.random.default_rng(7).standard_normal((7, 100)).astype(np.float32)
+    flat = array.reshape(-1)
+    blocks = [flat[b:b + 64] for b in range(0, flat.size, 64)]
+    expected = fd.execute([array], backend=REFERENCE)
+    assert_same_bits(expected[0], np.array([reduce_tensor("max", np.abs(b)) for b in blocks]))
+    assert_same_bits(expected[1], np.array([reduce_tensor("sum", b) for b in blocks]))
+    scale = np.repeat(expected[0], 64)[:flat.size].reshape(7, 100)
+    assert_same_bits(expected[2], array / scale)
+    for options in ({"backend": "host"}, {"backend": "host", "host_execution": "verify"}):
+        for got, want in zip(fd.execute([array], **options), expected):
+            assert_same_bits(got, want)
+    assert "fd.ops.max(tv1, block=64)" in repr(fd) and "block=64)" in repr(fd)
+    for api in ("direct", "legacy"):
+        assert rebuilt_from_repr(fd, fd.name, api).to_text() == fd.to_text()
+
+
 def _refusal(build):
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[4, 8])
@@ -464,6 +490,13 @@ def _refusal(build):
      widefuse.ArgumentTypeError, "expected floating-point tensors"),
     (lambda fd, x, y: fd.ops.mean(fd.ops.cast(x, DataType.Bool)), widefuse.ArgumentTypeError,
      "expected floating-point tensors"),
+    (lambda fd, x, y: fd.ops.max(x, block=48), widefuse.UnsupportedOperationError,
+     "max(T0: f32[4, 8], block=48): a block has a power of two of elements from 1 to 1024"),
+    (lambda fd, x, y: fd.ops.sum([x, y], block=4), widefuse.UnsupportedOperationError,
+     "fd.ops.sum(..., block=4) reduces each block of one tensor; it takes no list, dims or "
+     "keepdim"),
+    (lambda fd, x, y: fd.ops.expand_blocks(y, [4, 8], block=4), widefuse.Error,
+     "32 elements are 8 blocks, but the operand has 3"),
 ])
 def test_fd_ops_refusals(build, error, message):
     with pytest.raises(error, match=re.escape(message)):
