@@ -1,4 +1,4 @@
-// The kernel side of reductions over blocks (docs/reductions.md §9): a body whose elements
+// The kernel side of reductions over blocks (docs/reductions.md §7): a body whose elements
 // read a block's result take a chunk of whole blocks at a time. Every thread loads its
 // elements of the chunk and computes their leaves; each block's tree comes from shuffles (and,
 // for blocks wider than a warp, the warps' trees in shared memory after one barrier); then

@@ -200,7 +200,7 @@ private:
   /// The same by every thread of the device's last block: block-wide passes
   /// (wf_block_combine), the results written by thread 0.
   void deviceReductionFinish();
-  // Blocks (block_emitter.cpp, docs/reductions.md §9).
+  // Blocks (block_emitter.cpp, docs/reductions.md §7).
   /// Calls `each` for every tensor an element reads, in `<body>_in`'s order: element tensors,
   /// then block tensors.
   void forEachRead(const std::function<void(const Slot&)>& each) const;

@@ -321,7 +321,7 @@ void BodyPlanner::addBlockSlots() {
     checkBlockReads();
 }
 
-/// What kernels compute by blocks so far (docs/reductions.md §9): one level of block
+/// What kernels compute by blocks so far (docs/reductions.md §7): one level of block
 /// reductions, each read through expand_blocks of its own blocks at the domain's elements, in
 /// a body that reduces nothing else.
 void BodyPlanner::checkBlockReads() const {
