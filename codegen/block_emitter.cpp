@@ -80,14 +80,8 @@ void BodyEmitter::blockFunctions() {
       {fmt::format("const {}_uniform& u", body_.name), fmt::format("const {}_in& in", body_.name)});
   out_.line("(void)u;");
   for (const ElementInstance& instance : body_.elementInstances) {
-    if (isKernelInput(*instance.value) || !cone.count(instance.value))
-      continue;
-    const Expr& expr = *instance.value->definition();
-    llvm::SmallVector<OperandText, 3> operands;
-    for (unsigned i = 0; i < expr.operands().size(); ++i)
-      operands.push_back(values_.operandText(expr, i, &instance.view));
-    out_.line("const {} {} = {};", cppType(instance.value->dtype()), instance.name,
-              expressionText(expr, operands));
+    if (!isKernelInput(*instance.value) && cone.count(instance.value))
+      elementStatement(instance);
   }
   out_.line("{}_leaves leaves;", body_.name);
   for (const BlockSlot& slot : body_.blocks) {

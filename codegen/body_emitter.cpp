@@ -164,6 +164,15 @@ void BodyEmitter::prologue() {
   out_.line();
 }
 
+void BodyEmitter::elementStatement(const ElementInstance& instance) {
+  const Expr& expr = *instance.value->definition();
+  llvm::SmallVector<OperandText, 3> operands;
+  for (unsigned i = 0; i < expr.operands().size(); ++i)
+    operands.push_back(values_.operandText(expr, i, &instance.view));
+  out_.line("const {} {} = {};", cppType(instance.value->dtype()), instance.name,
+            expressionText(expr, operands));
+}
+
 void BodyEmitter::elementFunction() {
   out_.line("/// One element's reads.");
   out_.open("struct {}_in", body_.name);
@@ -186,14 +195,8 @@ void BodyEmitter::elementFunction() {
   openFunction(fmt::format("WF_DEVICE {0}_out {0}_element", body_.name), parameters);
   for (const ElementInstance& instance : body_.elementInstances) {
     // Block results are the element's `blk` (computed by the block's threads together).
-    if (isKernelInput(*instance.value) || isBlockReductionResult(*instance.value))
-      continue;
-    const Expr& expr = *instance.value->definition();
-    llvm::SmallVector<OperandText, 3> operands;
-    for (unsigned i = 0; i < expr.operands().size(); ++i)
-      operands.push_back(values_.operandText(expr, i, &instance.view));
-    out_.line("const {} {} = {};", cppType(instance.value->dtype()), instance.name,
-              expressionText(expr, operands));
+    if (!isKernelInput(*instance.value) && !isBlockReductionResult(*instance.value))
+      elementStatement(instance);
   }
   out_.line("{}_out out;", body_.name);
   forEachElementTensor(false, true, [&](const Slot& slot) {

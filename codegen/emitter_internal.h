@@ -141,6 +141,8 @@ private:
   void uniformStruct();
   void prologue();
   void elementFunction();
+  /// `const T <name> = <expression>;` of one element value under its view.
+  void elementStatement(const ElementInstance& instance);
   void deferredFunction();
   /// Whether the device's last block combines partials (all its threads: `<body>_finish`).
   bool combinesOnDevice() const { return !body_.reductions.empty() && !body_.reducesRows; }
