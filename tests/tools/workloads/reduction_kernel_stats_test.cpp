@@ -19,6 +19,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 using namespace widefuse;
 
@@ -79,23 +80,25 @@ TEST(ReductionKernelStats, ClippedAdamWWithTheInfCheckOnLlama7b) {
   }
 }
 
-TEST(ReductionKernelStats, EveryReductionPackedInOneKernel) {
-  std::ifstream file(WIDEFUSE_SOURCE_DIR "/tests/tools/workloads/kernel_stats/every_reduction.wf");
-  ASSERT_TRUE(file) << "every_reduction.wf is missing";
+/// A fusion of the corpus directory, by file name.
+std::unique_ptr<Fusion> corpusFusion(const std::string& name) {
+  std::ifstream file(WIDEFUSE_SOURCE_DIR "/tests/tools/workloads/kernel_stats/" + name);
+  if (!file)
+    throw std::runtime_error(name + " is missing");
   std::stringstream text;
   text << file.rdbuf();
-  std::unique_ptr<Fusion> fusion = parseFusion(text.str(), "every_reduction.wf");
+  return parseFusion(text.str(), name);
+}
+
+TEST(ReductionKernelStats, EveryReductionPackedInOneKernel) {
+  std::unique_ptr<Fusion> fusion = corpusFusion("every_reduction.wf");
   expectNoStackAndNoSpills(*fusion, SegmentationMode::Packed, "every_reduction.wf");
 }
 
 TEST(ReductionKernelStats, EveryBlockReductionPackedInOneKernel) {
   // Scaled state in place by blocks of 256 and 128 (a short last block in a [?, 4097] member)
   // beside every op over blocks of 2 to 1024.
-  std::ifstream file(WIDEFUSE_SOURCE_DIR "/tests/tools/workloads/kernel_stats/every_block.wf");
-  ASSERT_TRUE(file) << "every_block.wf is missing";
-  std::stringstream text;
-  text << file.rdbuf();
-  std::unique_ptr<Fusion> fusion = parseFusion(text.str(), "every_block.wf");
+  std::unique_ptr<Fusion> fusion = corpusFusion("every_block.wf");
   expectNoStackAndNoSpills(*fusion, SegmentationMode::Packed, "every_block.wf");
   expectNoStackAndNoSpills(*fusion, SegmentationMode::Batched, "every_block.wf");
 }
