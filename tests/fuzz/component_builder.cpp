@@ -101,7 +101,6 @@ private:
   void addReduction();
   std::optional<ReductionOperand> reductionOperand(OpKind op, ReductionScope scope);
   void useReduction(ReductionScope scope, Val result);
-  Val expandToDomain(const Val& result);
   void addCopies();
   void addOutputs();
   ComponentValues values() const;
@@ -463,26 +462,16 @@ std::optional<ReductionOperand> ComponentBuilder::reductionOperand(OpKind op,
 /// A reduction of a drawn scope (kFuzzedScopes) and op over recent values, then read by a
 /// later op and/or returned (useReduction). Typing refusals are counted, as for other ops.
 void ComponentBuilder::addReduction() {
-  ReductionScope scope = kFuzzedScopes[reduce_() % std::size(kFuzzedScopes)];
   // Kernels refuse a component reducing over rows and over all elements, or by blocks and
   // otherwise (kFuzzedScopes): the component's first reduction decides which it does.
-  if (byBlocks_ == true) {
-    if (blocksRead_)
-      return;
-    scope = ReductionScope::Block;
-  } else if (byBlocks_ == false && scope == ReductionScope::Block) {
-    scope = reducesRows_ == true ? ReductionScope::Rows : ReductionScope::Tensor;
-  }
-  if (scope != ReductionScope::Block) {
-    if (reducesRows_ == true && scope != ReductionScope::Rows)
-      scope = ReductionScope::Rows;
-    else if (reducesRows_ == false && scope == ReductionScope::Rows)
-      scope = ReductionScope::Tensor;
-  }
+  std::optional<ReductionScope> scope = fittingScope(
+      kFuzzedScopes[reduce_() % std::size(kFuzzedScopes)], reducesRows_, byBlocks_, blocksRead_);
+  if (!scope)
+    return;
   OpKind op = kReductionOps[reduce_() % std::size(kReductionOps)];
   std::vector<ReductionOperand> operands;
   for (size_t i = 0, n = scope == ReductionScope::Global ? 2 + reduce_() % 2 : 1; i < n; ++i) {
-    std::optional<ReductionOperand> operand = reductionOperand(op, scope);
+    std::optional<ReductionOperand> operand = reductionOperand(op, *scope);
     if (!operand)
       return;
     operands.push_back(std::move(*operand));
@@ -490,15 +479,15 @@ void ComponentBuilder::addReduction() {
   try {
     bool substituted = false;
     int64_t block = kFuzzedBlocks[reduce_() % std::size(kFuzzedBlocks)];
-    Val result = applyReduction(fd_, op, scope, operands, substituted, block);
+    Val result = applyReduction(fd_, op, *scope, operands, substituted, block);
     reducesRows_ = scope == ReductionScope::Rows;
     byBlocks_ = scope == ReductionScope::Block;
     OpKind drawn = result.value()->definition()->op();
     ++stats_.reductions;
     stats_.emptyMaxMin += substituted;
-    stats_.reductionForms.insert(reductionForm(drawn, scope));
+    stats_.reductionForms.insert(reductionForm(drawn, *scope));
     record(drawn, {}, result);
-    useReduction(scope, result);
+    useReduction(*scope, result);
   } catch (const Error&) {
     ++stats_.rejectedOps;
   }
@@ -524,7 +513,8 @@ void ComponentBuilder::useReduction(ReductionScope scope, Val result) {
   }
   if (scope == ReductionScope::Block) {
     full_.pop_back(); // one element per block, not of the domain's shape
-    read = expandToDomain(result);
+    read = expandToDomain(fd_, result);
+    record(OpKind::ExpandBlocks, {Operand(result)}, read);
     blocksRead_ = true;
   }
   const std::vector<Val>& pool = full_.empty() ? zeroD_ : full_;
@@ -537,32 +527,6 @@ void ComponentBuilder::useReduction(ReductionScope scope, Val result) {
   }
   if (reduce_() % 100 < 40)
     outputs_.push_back(result);
-}
-
-/// `result`, a block reduction's of a domain value, read at the domain's elements: its extents
-/// from the reduced value's size values where symbolic.
-Val ComponentBuilder::expandToDomain(const Val& result) {
-  const Value* operand = result.value()->definition()->operand(0);
-  OpAttributes attributes;
-  attributes.block = result.value()->definition()->attributes().block;
-  bool symbolic = false;
-  for (size_t d = 0; d < operand->rank(); ++d) {
-    int64_t extent = operand->extents()[d];
-    attributes.broadcastShape.push_back(extent);
-    attributes.broadcastExtents.push_back(nullptr);
-    if (extent != kSymbolicExtent)
-      continue;
-    OpAttributes size;
-    size.dim = int64_t(d);
-    Val named = fd_.apply(OpKind::Size, {Operand(Val(&fd_, const_cast<Value*>(operand)))}, size);
-    attributes.broadcastExtents.back() = named.value();
-    symbolic = true;
-  }
-  if (!symbolic)
-    attributes.broadcastExtents.clear();
-  Val read = fd_.apply(OpKind::ExpandBlocks, {Operand(result)}, attributes);
-  record(OpKind::ExpandBlocks, {Operand(result)}, read);
-  return read;
 }
 
 /// What the generator may reduce across components (the component's most recent domain and

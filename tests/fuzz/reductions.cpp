@@ -49,6 +49,43 @@ Val applyReduction(FusionDefinition& fd, OpKind op, ReductionScope scope,
   return fd.apply(op, applied, attributes);
 }
 
+std::optional<ReductionScope> fittingScope(ReductionScope drawn, std::optional<bool> reducesRows,
+                                           std::optional<bool> byBlocks, bool blocksRead) {
+  if (byBlocks == true)
+    return blocksRead ? std::nullopt : std::optional(ReductionScope::Block);
+  if (byBlocks == false && drawn == ReductionScope::Block)
+    drawn = reducesRows == true ? ReductionScope::Rows : ReductionScope::Tensor;
+  if (drawn == ReductionScope::Block)
+    return drawn;
+  if (reducesRows == true)
+    return ReductionScope::Rows;
+  if (reducesRows == false && drawn == ReductionScope::Rows)
+    return ReductionScope::Tensor;
+  return drawn;
+}
+
+Val expandToDomain(FusionDefinition& fd, const Val& result) {
+  const Value* operand = result.value()->definition()->operand(0);
+  OpAttributes attributes;
+  attributes.block = result.value()->definition()->attributes().block;
+  bool symbolic = false;
+  for (size_t d = 0; d < operand->rank(); ++d) {
+    int64_t extent = operand->extents()[d];
+    attributes.broadcastShape.push_back(extent);
+    attributes.broadcastExtents.push_back(nullptr);
+    if (extent != kSymbolicExtent)
+      continue;
+    OpAttributes size;
+    size.dim = int64_t(d);
+    Val named = fd.apply(OpKind::Size, {Operand(Val(&fd, const_cast<Value*>(operand)))}, size);
+    attributes.broadcastExtents.back() = named.value();
+    symbolic = true;
+  }
+  if (!symbolic)
+    attributes.broadcastExtents.clear();
+  return fd.apply(OpKind::ExpandBlocks, {Operand(result)}, attributes);
+}
+
 std::optional<std::pair<OpKind, Val>> readReduction(FusionDefinition& fd, const Val& result,
                                                     const Val& other, std::mt19937_64& random,
                                                     uint64_t& rejected) {

@@ -58,6 +58,16 @@ bool reductionTakes(OpKind op, DataType dtype);
 Val applyReduction(FusionDefinition& fd, OpKind op, ReductionScope scope,
                    llvm::ArrayRef<ReductionOperand> operands, bool& substituted, int64_t block = 0);
 
+/// The scope a component may draw instead of `drawn`: the kind of its first reduction (rows,
+/// blocks or the others: `reducesRows`, `byBlocks`, unset before it), and nothing once its
+/// block reduction is read (`blocksRead`: one level of blocks).
+std::optional<ReductionScope> fittingScope(ReductionScope drawn, std::optional<bool> reducesRows,
+                                           std::optional<bool> byBlocks, bool blocksRead);
+
+/// `result`, a block reduction's of a domain value, read at the domain's elements through
+/// expand_blocks: its extents from the reduced value's size values where symbolic.
+Val expandToDomain(FusionDefinition& fd, const Val& result);
+
 /// A pointwise op of the table with two operands, reading `result` (a reduction's) beside
 /// `other` in a random order: a value of a later phase. Copysign is left out, as it would
 /// read the sign of a NaN the reduction produced (unspecified: docs/ir_reference.md
