@@ -94,13 +94,8 @@ TEST(HostBlocks, StridedBodiesReadBlocksInLogicalOrder) {
   auto fusion = fd.finalize();
   std::vector<HostTensor> inputs = randomInputs(*fusion, 2);
   HostTensor storage(DataType::Float, {45, 70});
-  std::mt19937_64 random(4);
-  fillFinite(storage, random);
   std::vector<Argument> arguments = argumentsOf(*fusion, inputs);
-  TensorRef transposed = storage.ref();
-  transposed.shape = {70, 45};
-  transposed.strides = {1, 70};
-  arguments[0] = transposed;
+  arguments[0] = transposedView(storage, 4);
   EvaluationResult expected = evaluate(*fusion, arguments);
   for (const HostOptions& host : hostVariants()) {
     ExecutorOptions options;

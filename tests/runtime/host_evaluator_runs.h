@@ -86,6 +86,17 @@ inline std::vector<HostTensor> randomInputs(const Fusion& fusion, uint64_t seed,
   return tensors;
 }
 
+/// A transposed [rows, columns] view of `storage`, a [columns, rows] tensor filled with finite
+/// values from `seed`: the layout a grad's `mT` has.
+inline TensorRef transposedView(HostTensor& storage, uint64_t seed) {
+  std::mt19937_64 random(seed);
+  fillFinite(storage, random);
+  TensorRef view = storage.ref();
+  view.shape = {storage.shape()[1], storage.shape()[0]};
+  view.strides = {1, storage.shape()[1]};
+  return view;
+}
+
 inline std::vector<Argument> argumentsOf(const Fusion& fusion, std::vector<HostTensor>& tensors) {
   std::vector<Argument> arguments;
   for (size_t i = 0; i < tensors.size(); ++i)

@@ -148,13 +148,8 @@ TEST(HostReductions, EveryBlockSizeGivesTheEvaluatorsBits) {
   auto fusion = fd.finalize();
   std::vector<HostTensor> inputs = randomInputs(*fusion, 5);
   HostTensor storage(DataType::Float, {45, 70});
-  std::mt19937_64 random(6);
-  fillFinite(storage, random);
   std::vector<Argument> arguments = argumentsOf(*fusion, inputs);
-  TensorRef transposed = storage.ref();
-  transposed.shape = {70, 45};
-  transposed.strides = {1, 70};
-  arguments[2] = transposed;
+  arguments[2] = transposedView(storage, 6);
   EvaluationResult expected = evaluate(*fusion, arguments);
   for (unsigned threads : {32u, 64u, 1024u}) {
     SCOPED_TRACE(fmt::format("{} threads per block", threads));
