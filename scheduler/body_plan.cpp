@@ -268,9 +268,10 @@ void BodyPlanner::addReductionSlots() {
     if (reduction->attributes().reduction == ReductionScope::Rows) {
       unsigned trailing =
           unsigned(reduction->operand(0)->rank()) - 1 - unsigned(reduction->attributes().dim);
-      if (rows++ > 0 && trailing != body_.rowTrailing)
-        fail("'{}' is reduced over rows of two dimensions; a kernel reduces a value one way",
-             reduction->operand(0)->name());
+      // The segmenter gives each way of reducing a body of its own (segmenter.md §2.5).
+      WF_ASSERT(rows++ == 0 || trailing == body_.rowTrailing,
+                "'{}' is reduced over rows of two dimensions in one body",
+                reduction->operand(0)->name());
       body_.rowTrailing = trailing;
     }
     slot.result = reduction->result()->dtype();
@@ -285,12 +286,8 @@ void BodyPlanner::addReductionSlots() {
     body_.reductions.push_back(std::move(slot));
   }
   body_.reducesRows = rows > 0;
-  if (rows > 0 && rows < body_.reductions.size())
-    fail("'{}' is reduced both over rows and over all its elements; a kernel reduces a value "
-         "one way (reduce the rows' results again for the whole tensor)",
-         component_.contributions.front()
-             .first->operand(component_.contributions.front().second)
-             ->name());
+  WF_ASSERT(rows == 0 || rows == body_.reductions.size(),
+            "one body reduces over rows and over all elements");
   if (body_.reducesRows)
     WF_ASSERT(body_.indexing == Indexing::Strided && body_.domainRank > 0,
               "a reduction over rows needs the row length: strided indexing of rank >= 1");
@@ -323,11 +320,12 @@ void BodyPlanner::addBlockSlots() {
 
 /// What kernels compute by blocks so far (docs/reductions.md §7): one level of block
 /// reductions, each read through expand_blocks of its own blocks at the domain's elements, in
-/// a body that reduces nothing else.
+/// a body that reduces nothing else (the segmenter gives other reductions bodies of their own
+/// unless they reduce a value computed by blocks).
 void BodyPlanner::checkBlockReads() const {
   if (!body_.reductions.empty())
-    fail("a kernel that reads by blocks also reduces '{}' over {}; a kernel reduces by blocks "
-         "only, so far (reduce the other value in a fusion of its own)",
+    fail("'{}' reduces over {} a value computed by blocks; a kernel body that reads by blocks "
+         "reduces nothing else, so far (reduce it in a fusion of its own)",
          component_.contributions.front().first->result()->name(),
          body_.reducesRows ? "rows" : "all its elements");
   for (const Expr* expr : component_.exprs) {

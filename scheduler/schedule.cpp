@@ -5,6 +5,7 @@
 #include "segmenter/signatures.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <llvm/ADT/StringMap.h>
 
@@ -73,9 +74,13 @@ KernelPlan KernelPlanner::plan(const LaunchGroup& group) {
   plan.phase = &segmented_;
   plan.device = device_;
   const std::string& fusionName = segmented_.name;
-  plan.name = group.signatureClasses.size() == 1
-                  ? fmt::format("{}_class{}", fusionName, group.signatureClasses.front())
-                  : fmt::format("{}_pack{}", fusionName, group.id);
+  // Named by its classes, so that per-component launches of equal classes share a plan;
+  // packed kernels by their group.
+  plan.name =
+      segmented_.mode == SegmentationMode::Packed && group.signatureClasses.size() > 1
+          ? fmt::format("{}_pack{}", fusionName, group.id)
+          : fmt::format("{}_class{}{}", fusionName, group.signatureClasses.size() > 1 ? "es" : "",
+                        fmt::join(group.signatureClasses, "_"));
   plan.minBlocksPerMultiprocessor = std::max(1u, options_.minBlocksPerMultiprocessor);
   unsigned threads = options_.threadsPerBlock;
   if (threads < 32 || threads > 1024 || (threads & (threads - 1)) != 0)

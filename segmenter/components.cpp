@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "ir/reduction.h"
+#include "segmenter/component_parts.h"
 #include "segmenter/iteration_domains.h"
 
 #include <fmt/format.h>
@@ -17,18 +18,6 @@
 
 namespace widefuse {
 namespace {
-
-/// A set of one fusion's values, by id: a flat array, as every operand of every expression is
-/// looked up several times (a fusion of many parameters has millions).
-class ValueSet {
-public:
-  explicit ValueSet(const Fusion& fusion) : members_(fusion.numValues()) {}
-  bool count(const Value* value) const { return members_[value->id()]; }
-  void insert(const Value* value) { members_[value->id()] = true; }
-
-private:
-  std::vector<bool> members_;
-};
 
 /// What one phase of a fusion computes, writes and returns (all of it for a fusion of one
 /// phase), and which values it reads from earlier phases.
@@ -107,32 +96,11 @@ ValueSet findSharedValues(const Fusion& fusion, const PhaseWork& work) {
   return shared;
 }
 
-/// Adds the shared expressions `expr` reads, transitively, to `needed`.
-void collectSharedCone(const Expr* expr, const ValueSet& shared,
-                       llvm::DenseSet<const Expr*>& needed) {
-  for (const Value* operand : expr->operands()) {
-    const Expr* definition = operand->definition();
-    // Bound from the shapes, or an earlier phase's result: read, not computed in the kernel.
-    if (isExtentValue(*operand) || isPhaseReductionResult(*operand))
-      continue;
-    if (definition && shared.count(operand) && needed.insert(definition).second)
-      collectSharedCone(definition, shared, needed);
-  }
-}
-
 /// Describes a written value for messages: the input it is copied into, or the output.
 std::string describeWrite(const Value* value, const Value* destination) {
   if (destination)
     return fmt::format("'{}' (copy_ of '{}')", destination->name(), value->name());
   return fmt::format("output '{}'", value->name());
-}
-
-/// The value whose shape a write spans: a block reduction's result (one element per block)
-/// is written by the kernel that reduces its operand, over the operand's elements.
-const Value* spannedValue(const Value* written) {
-  while (isBlockReductionResult(*written))
-    written = written->definition()->operand(0);
-  return written;
 }
 
 /// Fills the iteration domain: the shape every written non-0-d tensor shares.
@@ -230,156 +198,6 @@ void finishComponent(const Fusion& fusion, Component& component,
   assignDomain(fusion, component);
 }
 
-/// The expressions that compute `value` inside its component (the shared scalar expressions
-/// it reads included), added to `cone`.
-void collectCone(const Value* value, const llvm::DenseSet<const Expr*>& component,
-                 const ValueSet& shared, llvm::DenseSet<const Expr*>& cone) {
-  const Expr* definition = value->definition();
-  if (!definition || shared.count(value) || !component.count(definition) ||
-      !cone.insert(definition).second)
-    return;
-  collectSharedCone(definition, shared, cone);
-  for (const Value* operand : definition->operands())
-    collectCone(operand, component, shared, cone);
-}
-
-/// A component split by iteration domain: the part that writes the tensors of one shape.
-struct DomainPart {
-  Component component;
-  llvm::DenseSet<const Expr*> exprs;
-};
-
-/// The first write a part makes (for messages).
-const Value* firstWrite(const Component& component) {
-  if (!component.aliases.empty())
-    return component.aliases.front().source;
-  if (!component.outputs.empty())
-    return component.outputs.front();
-  auto [reduction, operand] = component.contributions.front();
-  return reduction->operand(operand);
-}
-
-/// Why the parts cannot run as separate kernels: one reads a copy_ destination that another
-/// writes (every read must see the entry value). Nullopt when they can.
-std::optional<std::string> crossPartHazard(const Fusion& fusion, llvm::ArrayRef<DomainPart> parts) {
-  for (const DomainPart& writer : parts)
-    for (const Alias& alias : writer.component.aliases)
-      for (const DomainPart& reader : parts) {
-        if (&reader == &writer)
-          continue;
-        for (const Expr* expr : reader.exprs)
-          if (llvm::is_contained(expr->operands(), alias.destination))
-            return fmt::format(
-                "fusion '{}': one subgraph writes '{}' (copy_ of '{}') of shape {} and '{}' of "
-                "shape {}, which reads '{}'; tensors of different shapes are written by "
-                "different kernels, and that read would not see the entry value (read a copy of "
-                "'{}', or split the fusion)",
-                fusion.name(), alias.destination->name(), alias.source->name(),
-                formatExtents(alias.source->extents()), firstWrite(reader.component)->name(),
-                formatExtents(firstWrite(reader.component)->extents()), alias.destination->name(),
-                alias.destination->name());
-      }
-  return std::nullopt;
-}
-
-/// True when the written tensors may have one shape at run time (equal ranks; static extents
-/// equal where both are static): one kernel can then run them, checked at run time.
-bool mayShareDomain(const Component& component) {
-  const Value* first = nullptr;
-  auto compatible = [&](const Value* value) {
-    if (!value->isTensor() || value->rank() == 0)
-      return true;
-    value = spannedValue(value);
-    if (!first)
-      first = value;
-    if (value->rank() != first->rank())
-      return false;
-    for (size_t d = 0; d < value->rank(); ++d) {
-      int64_t a = value->extents()[d], b = first->extents()[d];
-      if (a != b && a != kSymbolicExtent && b != kSymbolicExtent)
-        return false;
-    }
-    return true;
-  };
-  return llvm::all_of(component.aliases, [&](const Alias& a) { return compatible(a.source); }) &&
-         llvm::all_of(component.outputs, compatible);
-}
-
-/// `component` as one part per iteration domain its written tensors fall into (nvFuser
-/// would segment there): each part recomputes what it needs from the inputs, so the parts
-/// are independent kernels. 0-d writes go with the first part. Empty when the writes fall
-/// into one domain (every optimizer step): the component is its only part, and neither it
-/// nor its expressions are copied.
-std::vector<DomainPart> splitByDomain(const IterationDomains& domains, const Component& component,
-                                      const llvm::DenseSet<const Expr*>& exprs,
-                                      const ValueSet& shared) {
-  std::vector<llvm::SmallVector<int64_t, 4>> keys;
-  std::vector<DomainPart> parts;
-  auto partOf = [&](const Value* written) -> size_t {
-    const Value* value = spannedValue(written);
-    llvm::SmallVector<int64_t, 4> key = domains.keyOf(value);
-    if (value->rank() == 0 && !parts.empty())
-      return 0;
-    auto found = llvm::find(keys, key);
-    if (found != keys.end())
-      return size_t(found - keys.begin());
-    keys.push_back(key);
-    parts.emplace_back();
-    return parts.size() - 1;
-  };
-  // What the component writes, and the operands it reduces (which span a domain too).
-  struct Write {
-    const Value* value;
-    const Alias* alias = nullptr;
-    const Contribution* contribution = nullptr;
-  };
-  // Tensors of rank >= 1 first, so that 0-d writes join a real domain.
-  llvm::SmallVector<Write, 8> written;
-  for (bool zeroD : {false, true}) {
-    for (const Alias& alias : component.aliases)
-      if ((alias.source->rank() == 0) == zeroD)
-        written.push_back({alias.source, &alias});
-    for (const Value* output : component.outputs)
-      if ((output->rank() == 0) == zeroD)
-        written.push_back({output});
-    for (const Contribution& contribution : component.contributions)
-      if (!zeroD) // kernels reduce operands of rank >= 1 only
-        written.push_back(
-            {contribution.first->operand(contribution.second), nullptr, &contribution});
-  }
-  llvm::SmallVector<size_t, 8> partOfWrite;
-  for (const Write& write : written)
-    partOfWrite.push_back(partOf(write.value));
-  if (parts.size() <= 1) // the common case (every optimizer step): the component itself
-    return {};
-  for (size_t i = 0; i < written.size(); ++i) {
-    const Write& write = written[i];
-    DomainPart& part = parts[partOfWrite[i]];
-    if (write.alias)
-      part.component.aliases.push_back(*write.alias);
-    else if (write.contribution)
-      part.component.contributions.push_back(*write.contribution);
-    else
-      part.component.outputs.push_back(write.value);
-    collectCone(write.value, exprs, shared, part.exprs);
-  }
-  for (DomainPart& part : parts) {
-    // Keep the fusion's order of aliases and outputs within the part.
-    auto position = [&](const Alias& alias) {
-      return llvm::find_if(
-                 component.aliases,
-                 [&](const Alias& other) { return other.destination == alias.destination; }) -
-             component.aliases.begin();
-    };
-    llvm::sort(part.component.aliases,
-               [&](const Alias& a, const Alias& b) { return position(a) < position(b); });
-    llvm::sort(part.component.outputs, [&](const Value* a, const Value* b) {
-      return llvm::find(component.outputs, a) < llvm::find(component.outputs, b);
-    });
-  }
-  return parts;
-}
-
 /// Gives each operand of a reduction to the component computing it.
 template <typename ComponentOf>
 void addContributions(const Fusion& fusion, const Expr& reduction, const ValueSet& shared,
@@ -391,6 +209,26 @@ void addContributions(const Fusion& fusion, const Expr& reduction, const ValueSe
            "only so far (the reference backend runs it)",
            fusion.name(), reduction.result()->name(), operand->name());
     componentOf(operand).contributions.push_back({&reduction, k});
+  }
+}
+
+/// Adds the components of one part of subgraph `subgraph` to `result`: the part itself, or
+/// its parts by the way they reduce, bodies of one launch (one launch unit).
+void addLaunchUnit(const Fusion& fusion, ComponentPart part, unsigned subgraph,
+                   const ValueSet& shared, std::vector<Component>& result) {
+  std::vector<ComponentPart> ways = splitByReduction(part.component, part.exprs, shared);
+  if (!ways.empty())
+    if (std::optional<std::string> hazard = reductionPartHazard(fusion, ways))
+      fail("{}", *hazard);
+  if (ways.empty())
+    ways.push_back(std::move(part));
+  unsigned unit = unsigned(result.size());
+  for (ComponentPart& way : ways) {
+    way.component.id = unsigned(result.size());
+    way.component.subgraph = subgraph;
+    way.component.launchUnit = unit;
+    finishComponent(fusion, way.component, way.exprs, shared);
+    result.push_back(std::move(way.component));
   }
 }
 
@@ -445,27 +283,18 @@ std::vector<Component> findPhaseComponents(const Fusion& fusion, const PhaseWork
   std::vector<Component> result;
   for (Component& component : components) {
     unsigned id = component.id;
-    std::vector<DomainPart> parts = splitByDomain(domains, component, exprSets[id], shared);
+    std::vector<ComponentPart> parts = splitByDomain(domains, component, exprSets[id], shared);
     if (!parts.empty()) {
-      if (std::optional<std::string> hazard = crossPartHazard(fusion, parts)) {
+      if (std::optional<std::string> hazard = domainPartHazard(fusion, parts)) {
         if (!mayShareDomain(component))
           fail("{}", *hazard);
         parts.clear(); // one kernel after all: the component itself
       }
     }
-    if (parts.empty()) {
-      component.id = unsigned(result.size());
-      component.subgraph = id;
-      finishComponent(fusion, component, exprSets[id], shared);
-      result.push_back(std::move(component));
-      continue;
-    }
-    for (DomainPart& part : parts) {
-      part.component.id = unsigned(result.size());
-      part.component.subgraph = id;
-      finishComponent(fusion, part.component, part.exprs, shared);
-      result.push_back(std::move(part.component));
-    }
+    if (parts.empty())
+      parts.push_back({std::move(component), std::move(exprSets[id])});
+    for (ComponentPart& part : parts)
+      addLaunchUnit(fusion, std::move(part), id, shared, result);
   }
   return result;
 }

@@ -1,12 +1,15 @@
 #include "segmenter/segment.h"
 
 #include "ir/error.h"
+#include "segmenter/component_parts.h"
 #include "segmenter/components.h"
 #include "segmenter/hazards.h"
 #include "segmenter/signatures.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <llvm/ADT/IntEqClasses.h>
 
 #include <optional>
 
@@ -36,11 +39,63 @@ SegmentationMode parseMode(llvm::StringRef name) {
 
 namespace {
 
+/// The launch units of the phase: its components by Component::launchUnit (consecutive).
+std::vector<llvm::ArrayRef<Component>> launchUnits(const SegmentedPhase& segmented) {
+  std::vector<llvm::ArrayRef<Component>> units;
+  llvm::ArrayRef<Component> components = segmented.components;
+  for (size_t first = 0; first < components.size();) {
+    size_t end = first + 1;
+    while (end < components.size() && components[end].launchUnit == components[first].launchUnit)
+      ++end;
+    units.push_back(components.slice(first, end - first));
+    first = end;
+  }
+  return units;
+}
+
+/// The signature classes that must share a launch, each set ascending, the sets ordered by
+/// their first class: classes of one launch unit's components are one set, transitively.
+std::vector<llvm::SmallVector<unsigned, 2>> classSets(const SegmentedPhase& segmented) {
+  llvm::IntEqClasses joined(unsigned(segmented.signatureClasses.size()));
+  for (llvm::ArrayRef<Component> unit : launchUnits(segmented))
+    for (const Component& component : unit.drop_front())
+      joined.join(segmented.classOfComponent[unit.front().id],
+                  segmented.classOfComponent[component.id]);
+  std::vector<llvm::SmallVector<unsigned, 2>> sets;
+  std::vector<int> setOfLeader(segmented.signatureClasses.size(), -1);
+  for (unsigned id = 0; id < segmented.signatureClasses.size(); ++id) {
+    int& set = setOfLeader[joined.findLeader(id)];
+    if (set < 0) {
+      set = int(sets.size());
+      sets.emplace_back();
+    }
+    sets[size_t(set)].push_back(id);
+  }
+  return sets;
+}
+
+/// Adds the classes in `set`, and all their members, to `group`.
+void addClasses(const SegmentedPhase& segmented, llvm::ArrayRef<unsigned> set, LaunchGroup& group) {
+  for (unsigned id : set) {
+    const SignatureClass& signature = segmented.signatureClasses[id];
+    group.signatureClasses.push_back(id);
+    group.members.insert(group.members.end(), signature.members.begin(), signature.members.end());
+  }
+  llvm::sort(group.members);
+}
+
 void groupPerComponent(SegmentedPhase& segmented) {
-  for (const Component& component : segmented.components)
-    segmented.groups.push_back({unsigned(segmented.groups.size()),
-                                {segmented.classOfComponent[component.id]},
-                                {component.id}});
+  for (llvm::ArrayRef<Component> unit : launchUnits(segmented)) {
+    LaunchGroup group{unsigned(segmented.groups.size()), {}, {}};
+    for (const Component& component : unit) {
+      unsigned id = segmented.classOfComponent[component.id];
+      if (!llvm::is_contained(group.signatureClasses, id))
+        group.signatureClasses.push_back(id);
+      group.members.push_back(component.id);
+    }
+    llvm::sort(group.signatureClasses);
+    segmented.groups.push_back(std::move(group));
+  }
   segmented.notes.push_back(fmt::format(
       "per-component: one launch per component ({} launches); components of one signature "
       "class share a compiled kernel ({} kernels)",
@@ -53,37 +108,37 @@ bool isZeroDimensionalClass(const SegmentedPhase& segmented, const SignatureClas
                       [&](unsigned member) { return segmented.components[member].domain.empty(); });
 }
 
-/// One launch per signature class; with `riders`, the classes of 0-d programs join the launch
-/// of the first class with elements instead (as a packed kernel's further bodies).
+/// One launch per signature class (per set of classes that share a launch); with `riders`,
+/// the classes of 0-d programs join the launch of the first class with elements instead (as a
+/// packed kernel's further bodies).
 void groupBatched(SegmentedPhase& segmented, bool riders) {
-  std::vector<unsigned> riding;
+  std::vector<llvm::SmallVector<unsigned, 2>> riding;
   std::optional<unsigned> host;
-  for (const SignatureClass& signature : segmented.signatureClasses) {
-    bool zeroD = isZeroDimensionalClass(segmented, signature);
+  for (const auto& set : classSets(segmented)) {
+    bool zeroD = llvm::all_of(set, [&](unsigned id) {
+      return isZeroDimensionalClass(segmented, segmented.signatureClasses[id]);
+    });
     if (riders && zeroD) {
-      riding.push_back(signature.id);
+      riding.push_back(set);
       continue;
     }
     if (!zeroD && !host)
       host = unsigned(segmented.groups.size());
-    segmented.groups.push_back({unsigned(segmented.groups.size()),
-                                {signature.id},
-                                {signature.members.begin(), signature.members.end()}});
+    addClasses(
+        segmented, set,
+        segmented.groups.emplace_back(LaunchGroup{unsigned(segmented.groups.size()), {}, {}}));
   }
   unsigned joined = 0;
-  for (unsigned id : riding) {
-    const SignatureClass& signature = segmented.signatureClasses[id];
-    if (host && segmented.groups[*host].signatureClasses.size() < kMaxSignaturesPerPack) {
-      LaunchGroup& group = segmented.groups[*host];
-      group.signatureClasses.push_back(id);
-      group.members.insert(group.members.end(), signature.members.begin(), signature.members.end());
-      llvm::sort(group.members);
-      ++joined;
+  for (const auto& set : riding) {
+    if (host &&
+        segmented.groups[*host].signatureClasses.size() + set.size() <= kMaxSignaturesPerPack) {
+      addClasses(segmented, set, segmented.groups[*host]);
+      joined += unsigned(set.size());
       continue;
     }
-    segmented.groups.push_back({unsigned(segmented.groups.size()),
-                                {id},
-                                {signature.members.begin(), signature.members.end()}});
+    addClasses(
+        segmented, set,
+        segmented.groups.emplace_back(LaunchGroup{unsigned(segmented.groups.size()), {}, {}}));
   }
   segmented.notes.push_back(fmt::format(
       "batched: one launch per signature class; {} components in {} classes give {} launches",
@@ -96,40 +151,51 @@ void groupBatched(SegmentedPhase& segmented, bool riders) {
         segmented.groups[*host].signatureClasses.front()));
 }
 
+/// Up to kMaxSignaturesPerPack classes per launch, classes that share a launch together (a
+/// set of more is one launch of its own).
 void groupPacked(SegmentedPhase& segmented) {
-  for (const SignatureClass& signature : segmented.signatureClasses) {
+  for (const auto& set : classSets(segmented)) {
     if (segmented.groups.empty() ||
-        segmented.groups.back().signatureClasses.size() == kMaxSignaturesPerPack)
+        segmented.groups.back().signatureClasses.size() + set.size() > kMaxSignaturesPerPack)
       segmented.groups.push_back({unsigned(segmented.groups.size()), {}, {}});
-    LaunchGroup& group = segmented.groups.back();
-    group.signatureClasses.push_back(signature.id);
-    group.members.insert(group.members.end(), signature.members.begin(), signature.members.end());
+    addClasses(segmented, set, segmented.groups.back());
   }
-  for (LaunchGroup& group : segmented.groups)
-    llvm::sort(group.members);
   segmented.notes.push_back(fmt::format(
       "packed: up to {} signature classes per kernel, each block running one member's body; "
       "{} classes give {} launches",
       kMaxSignaturesPerPack, segmented.signatureClasses.size(), segmented.groups.size()));
 }
 
-/// One line per connected subgraph split by shape (segmenter.md §2.4).
+/// One line per connected subgraph split by shape (segmenter.md §2.4), and one per launch
+/// unit split by the way it reduces (§2.5).
 void explainSplits(SegmentedPhase& segmented) {
-  const auto& components = segmented.components;
-  for (size_t first = 0; first < components.size();) {
+  std::vector<llvm::ArrayRef<Component>> units = launchUnits(segmented);
+  for (size_t first = 0; first < units.size();) {
     size_t end = first + 1;
-    while (end < components.size() && components[end].subgraph == components[first].subgraph)
+    while (end < units.size() && units[end].front().subgraph == units[first].front().subgraph)
       ++end;
     if (end - first > 1) {
       std::vector<std::string> parts;
-      for (size_t c = first; c < end; ++c)
-        parts.push_back(fmt::format("{} {}", c, formatExtents(components[c].domain)));
+      for (size_t u = first; u < end; ++u)
+        parts.push_back(
+            fmt::format("{} {}", units[u].front().id, formatExtents(units[u].front().domain)));
       segmented.notes.push_back(fmt::format(
           "a subgraph writes tensors of {} shapes: components {}, one kernel body each, each "
           "recomputing the values it shares",
           end - first, fmt::join(parts, ", ")));
     }
     first = end;
+  }
+  for (llvm::ArrayRef<Component> unit : units) {
+    if (unit.size() == 1)
+      continue;
+    std::vector<std::string> parts;
+    for (const Component& component : unit)
+      parts.push_back(fmt::format("{} {}", component.id, reductionWay(component)));
+    segmented.notes.push_back(fmt::format(
+        "a subgraph reduces in {} ways: components {}, one body each (a body reduces one way) "
+        "in one launch, each recomputing the values it shares",
+        unit.size(), fmt::join(parts, ", ")));
   }
 }
 

@@ -38,6 +38,9 @@ struct Component {
   /// The connected subgraph it comes from: components split by shape share it (otherwise it
   /// is one per component).
   unsigned subgraph = 0;
+  /// Components that run in one launch share it: the parts of a subgraph that reduces in
+  /// several ways, one body each (a body reduces one way). Otherwise the component's own id.
+  unsigned launchUnit = 0;
   /// Its expressions in topological order, including the shared scalar expressions it reads.
   llvm::SmallVector<const Expr*, 32> exprs;
   /// Fusion inputs it reads or writes, in canonical order (first use, then written-only).

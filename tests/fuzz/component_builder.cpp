@@ -126,11 +126,7 @@ private:
   /// The plain outputs drawn, in order: the generator adds them once every component and
   /// reduction is built, so that a reduction may still read them.
   std::vector<Val> outputs_;
-  /// Whether the component's reductions are over rows; unset before the first.
-  std::optional<bool> reducesRows_;
-  /// Whether they are over blocks; unset before the first. One level: after the first block
-  /// reduction is read, no other is drawn.
-  std::optional<bool> byBlocks_;
+  /// Whether a block reduction's result is read: one level of blocks, and no reduction after.
   bool blocksRead_ = false;
   llvm::SmallVector<int64_t, 4> shape_;
   /// Values by shape: the component's domain, 0-d tensors, scalars.
@@ -462,16 +458,15 @@ std::optional<ReductionOperand> ComponentBuilder::reductionOperand(OpKind op,
 /// A reduction of a drawn scope (kFuzzedScopes) and op over recent values, then read by a
 /// later op and/or returned (useReduction). Typing refusals are counted, as for other ops.
 void ComponentBuilder::addReduction() {
-  // Kernels refuse a component reducing over rows and over all elements, or by blocks and
-  // otherwise (kFuzzedScopes): the component's first reduction decides which it does.
-  std::optional<ReductionScope> scope = fittingScope(
-      kFuzzedScopes[reduce_() % std::size(kFuzzedScopes)], reducesRows_, byBlocks_, blocksRead_);
-  if (!scope)
+  // One level of blocks, and nothing reduced after a block result is read: kernels refuse a
+  // reduction of a value computed by blocks (kFuzzedScopes).
+  if (blocksRead_)
     return;
+  ReductionScope scope = kFuzzedScopes[reduce_() % std::size(kFuzzedScopes)];
   OpKind op = kReductionOps[reduce_() % std::size(kReductionOps)];
   std::vector<ReductionOperand> operands;
   for (size_t i = 0, n = scope == ReductionScope::Global ? 2 + reduce_() % 2 : 1; i < n; ++i) {
-    std::optional<ReductionOperand> operand = reductionOperand(op, *scope);
+    std::optional<ReductionOperand> operand = reductionOperand(op, scope);
     if (!operand)
       return;
     operands.push_back(std::move(*operand));
@@ -479,15 +474,13 @@ void ComponentBuilder::addReduction() {
   try {
     bool substituted = false;
     int64_t block = kFuzzedBlocks[reduce_() % std::size(kFuzzedBlocks)];
-    Val result = applyReduction(fd_, op, *scope, operands, substituted, block);
-    reducesRows_ = scope == ReductionScope::Rows;
-    byBlocks_ = scope == ReductionScope::Block;
+    Val result = applyReduction(fd_, op, scope, operands, substituted, block);
     OpKind drawn = result.value()->definition()->op();
     ++stats_.reductions;
     stats_.emptyMaxMin += substituted;
-    stats_.reductionForms.insert(reductionForm(drawn, *scope));
+    stats_.reductionForms.insert(reductionForm(drawn, scope));
     record(drawn, {}, result);
-    useReduction(*scope, result);
+    useReduction(scope, result);
   } catch (const Error&) {
     ++stats_.rejectedOps;
   }
@@ -533,17 +526,13 @@ void ComponentBuilder::useReduction(ReductionScope scope, Val result) {
 /// 0-d values), and the outputs drawn.
 ComponentValues ComponentBuilder::values() const {
   ComponentValues values;
-  values.byBlocks = byBlocks_.value_or(false);
-  if (values.byBlocks) { // a reduction over several components would be refused
-    values.outputs = outputs_;
+  values.outputs = outputs_;
+  if (blocksRead_) // values computed by blocks: reducing them otherwise would be refused
     return values;
-  }
   for (size_t i = full_.size() > 3 ? full_.size() - 3 : 0; i < full_.size(); ++i)
     values.reducible.push_back({full_[i], shape_});
   for (size_t i = zeroD_.size() > 2 ? zeroD_.size() - 2 : 0; i < zeroD_.size() && kReduceZeroD; ++i)
     values.reducible.push_back({zeroD_[i], {}});
-  values.outputs = outputs_;
-  values.reducesRows = reducesRows_.value_or(false);
   return values;
 }
 

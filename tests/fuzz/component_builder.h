@@ -31,11 +31,6 @@ struct ComponentValues {
   std::vector<ReductionOperand> reducible;
   /// Plain outputs drawn, for the generator to add once the whole fusion is built.
   std::vector<Val> outputs;
-  /// Its reductions are over rows: a reduction over all elements of its values would be
-  /// refused (tests/fuzz/reductions.h, kFuzzedScopes).
-  bool reducesRows = false;
-  /// It reduces by blocks: a reduction over several components' values would be refused.
-  bool byBlocks = false;
 };
 
 /// Adds one component to `fd` and its arguments to `fuzzCase`. `sharedScalars` are runtime

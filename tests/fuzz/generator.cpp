@@ -36,8 +36,6 @@ void reduceAcross(FusionDefinition& fd, const std::vector<ComponentValues>& comp
   std::shuffle(order.begin(), order.end(), random);
   std::vector<ReductionOperand> operands;
   for (size_t k : llvm::ArrayRef<size_t>(order).take_front(2 + random() % 2)) {
-    if (components[k].reducesRows || components[k].byBlocks)
-      continue;
     std::vector<const ReductionOperand*> fitting;
     for (const ReductionOperand& value : components[k].reducible)
       if (reductionTakes(op, value.value.dtype()))

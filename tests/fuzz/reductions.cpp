@@ -49,21 +49,6 @@ Val applyReduction(FusionDefinition& fd, OpKind op, ReductionScope scope,
   return fd.apply(op, applied, attributes);
 }
 
-std::optional<ReductionScope> fittingScope(ReductionScope drawn, std::optional<bool> reducesRows,
-                                           std::optional<bool> byBlocks, bool blocksRead) {
-  if (byBlocks == true)
-    return blocksRead ? std::nullopt : std::optional(ReductionScope::Block);
-  if (byBlocks == false && drawn == ReductionScope::Block)
-    drawn = reducesRows == true ? ReductionScope::Rows : ReductionScope::Tensor;
-  if (drawn == ReductionScope::Block)
-    return drawn;
-  if (reducesRows == true)
-    return ReductionScope::Rows;
-  if (reducesRows == false && drawn == ReductionScope::Rows)
-    return ReductionScope::Tensor;
-  return drawn;
-}
-
 Val expandToDomain(FusionDefinition& fd, const Val& result) {
   const Value* operand = result.value()->definition()->operand(0);
   OpAttributes attributes;

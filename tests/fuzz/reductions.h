@@ -20,11 +20,10 @@ inline constexpr OpKind kReductionOps[] = {OpKind::Sum, OpKind::Max, OpKind::Min
                                            OpKind::All};
 
 /// The scopes the generator draws: the one place to add or drop a scope. All four run on
-/// the host backend. Kernels still refuse a component reducing values both over rows and over
-/// all their elements ("'t' is reduced both over rows and over all its elements; a kernel
-/// reduces a value one way"), one reducing by blocks and otherwise ("a kernel reduces by
-/// blocks only, so far"), and blocks of a value computed from another block's result (one
-/// level): the generator draws one kind per component and one level of blocks.
+/// the host backend, and a component draws any mix of them (one body per way of reducing,
+/// docs/segmenter.md §2.5). Kernels still refuse a reduction of a value computed from a block
+/// result ("a kernel body that reads by blocks reduces nothing else, so far"; two levels of
+/// blocks likewise): once a component reads a block result, it draws no further reduction.
 inline constexpr ReductionScope kFuzzedScopes[] = {ReductionScope::Tensor, ReductionScope::Global,
                                                    ReductionScope::Rows, ReductionScope::Block};
 
@@ -57,12 +56,6 @@ bool reductionTakes(OpKind op, DataType dtype);
 /// typing rules refuse the operands. `substituted` is set when max/min became sum.
 Val applyReduction(FusionDefinition& fd, OpKind op, ReductionScope scope,
                    llvm::ArrayRef<ReductionOperand> operands, bool& substituted, int64_t block = 0);
-
-/// The scope a component may draw instead of `drawn`: the kind of its first reduction (rows,
-/// blocks or the others: `reducesRows`, `byBlocks`, unset before it), and nothing once its
-/// block reduction is read (`blocksRead`: one level of blocks).
-std::optional<ReductionScope> fittingScope(ReductionScope drawn, std::optional<bool> reducesRows,
-                                           std::optional<bool> byBlocks, bool blocksRead);
 
 /// `result`, a block reduction's of a domain value, read at the domain's elements through
 /// expand_blocks: its extents from the reduced value's size values where symbolic.

@@ -420,15 +420,23 @@ def test_a_fusion_in_phases_is_segmented_from_the_components_its_definition_foun
     assert widefuse._widefuse.component_searches() == before + 1
 
 
-def test_a_value_reduced_over_rows_and_over_all_is_refused_by_kernels():
+def test_a_value_reduced_over_rows_and_over_all_runs_in_one_launch():
+    # A clip's total norm beside Adafactor's row sums of the same squares: each way of
+    # reducing is a body of its own, both in one launch, with the evaluator's bits.
     with FusionDefinition() as fd:
-        t = fd.define_tensor(shape=[4, 8])
-        fd.add_output(fd.ops.sum(t, dims=[1]))
-        fd.add_output(fd.ops.sum(t))
-    x = np.ones((4, 8), dtype=np.float32)
-    with pytest.raises(widefuse.Error, match="both over rows and over all its elements"):
-        fd.execute([x], backend="host")
-    assert fd.execute([x], backend=REFERENCE)[1] == 32
+        t = fd.define_tensor(shape=[-1, -1])
+        square = fd.ops.mul(t, t)
+        fd.add_output(fd.ops.sum(square, dims=[1]))
+        fd.add_output(fd.ops.sum(square))
+    x = np.random.default_rng(7).standard_normal((37, 301)).astype(np.float32)
+    rows, total = fd.execute([x], backend="host")
+    rows_reference, total_reference = fd.execute([x], backend=REFERENCE)
+    assert_same_bits(rows, rows_reference)
+    assert_same_bits(total, total_reference)
+    np.testing.assert_allclose(rows, (x.astype(np.float64) ** 2).sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(total, (x.astype(np.float64) ** 2).sum(), rtol=1e-5)
+    report = fd.segments()
+    assert "1 launches" in report and "a subgraph reduces in 2 ways" in report
 
 
 def test_blocks_are_each_blocks_tree_and_read_in_the_same_kernel():

@@ -67,6 +67,29 @@ std::unique_ptr<Fusion> rowFactored() {
   return fd.finalize();
 }
 
+/// Adafactor's row factor beside the clip: each grad's squares reduced over all elements
+/// (the global norm) and over rows (each row's mean square), both in phase 1 as two bodies of
+/// one launch; phase 2 reads both.
+std::unique_ptr<Fusion> clippedRowFactored() {
+  FusionDefinition fd("clipped_factored");
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{3, 300}, {43, 200}, {1, 1}, {83, 100}};
+  std::vector<Val> params, grads, squares;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    auto [rows, columns] = shapes[i];
+    params.push_back(fd.defineTensor({rows, columns}, DataType::Float, fmt::format("p{}", i)));
+    grads.push_back(fd.defineTensor({rows, columns}, DataType::Float, fmt::format("g{}", i)));
+    squares.push_back(grads.back() * grads.back());
+  }
+  Val coefficient = minimum(1.0 / (sqrt(sum(squares)) + 1e-6), 1.0);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    auto [rows, columns] = shapes[i];
+    Val meanSquare = sum(squares[i], {1}) / double(columns);
+    Val scale = broadcast_in_dim(1.0 / sqrt(meanSquare + 1e-30), {rows, columns}, {0});
+    fd.copy_(params[i] - grads[i] * coefficient * scale * 0.01, params[i]);
+  }
+  return fd.finalize();
+}
+
 /// The clipped momentum step with the moments kept scaled by blocks (blockwise quantization's
 /// shape): each dequantized by its blocks' scales, updated, its new absmax per block, divided
 /// by it; moments and scales in place. Phase 1 the norm, phase 2 everything else.
@@ -248,6 +271,11 @@ TEST(CudaReductions, APreparedStepIsCapturedAsItsTwoLaunchesAndReplays) {
 TEST(CudaReductions, RowsOnTheDeviceFeedTheUpdate) {
   WF_REQUIRE_DOUBLE();
   expectPlainStepsAreTwoLaunches(*driverDouble, *rowFactored());
+}
+
+TEST(CudaReductions, AClipBesideRowSumsOfTheSameSquaresIsStillTwoLaunches) {
+  WF_REQUIRE_DOUBLE();
+  expectPlainStepsAreTwoLaunches(*driverDouble, *clippedRowFactored());
 }
 
 TEST(CudaReductions, StateScaledByBlocksIsUpdatedInTheSameLaunch) {

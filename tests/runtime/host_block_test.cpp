@@ -160,10 +160,10 @@ TEST(HostBlocks, WhatKernelsDoNotComputeByBlocksIsRefusedByName) {
                   "reduces over blocks a value computed from another reduction over blocks");
   EXPECT_CONTAINS(refusal([](FusionDefinition& fd, Val x) {
                     Val absmax = max(abs(x), Blocks{64});
-                    fd.addOutput(x / expand_blocks(absmax, {512}, Blocks{64}));
-                    fd.addOutput(sum(x));
+                    fd.addOutput(sum(x / expand_blocks(absmax, {512}, Blocks{64})));
                   }),
-                  "a kernel reduces by blocks only, so far");
+                  "reduces over all its elements a value computed by blocks; a kernel body that "
+                  "reads by blocks reduces nothing else, so far");
   EXPECT_CONTAINS(refusal([](FusionDefinition& fd, Val x) {
                     Val absmax = max(abs(x), Blocks{64});
                     Val halves = expand_blocks(absmax, {16}, Blocks{2});

@@ -340,3 +340,56 @@ TEST(Segmenter, AReturnedValueOfSharedValuesJoinsNoComponents) {
   EXPECT_EQ(program.outputs.size(), 1u);
   EXPECT_FALSE(program.exprs.empty());
 }
+
+TEST(Segmenter, ASubgraphReducingInSeveralWaysIsOneLaunchUnit) {
+  // Two parameters: each grad's squares reduced over all elements (one global norm) and over
+  // rows; the first also adds x / its blocks' absmax, written by a third body.
+  FusionDefinition fd("ways");
+  std::vector<Val> squares;
+  for (int i = 0; i < 2; ++i) {
+    Val g = fd.defineTensor({16, 8}, DataType::Float, "g" + std::to_string(i));
+    squares.push_back(g * g);
+    fd.addOutput(sum(squares.back(), {1}));
+    if (i == 0)
+      fd.addOutput(g / expand_blocks(max(abs(g), Blocks{32}), {16, 8}, Blocks{32}));
+  }
+  fd.addOutput(sum(squares));
+  auto fusion = fd.finalize();
+  SegmentedPhase batched = segmentOne(*fusion, {SegmentationMode::Batched});
+  ASSERT_EQ(batched.components.size(), 5u);
+  std::vector<unsigned> units, subgraphs;
+  for (const Component& component : batched.components) {
+    units.push_back(component.launchUnit);
+    subgraphs.push_back(component.subgraph);
+  }
+  EXPECT_EQ(units, (std::vector<unsigned>{0, 0, 0, 3, 3}));
+  EXPECT_EQ(subgraphs[0], subgraphs[2]);
+  EXPECT_NE(subgraphs[2], subgraphs[3]);
+  // The norm's part reads g and multiplies; the blocks' part has no rows or global sum.
+  EXPECT_EQ(countOps(batched.components[0], OpKind::Mul), 1u);
+  EXPECT_EQ(countOps(batched.components[1], OpKind::Max), 1u);
+  EXPECT_TRUE(batched.components[1].contributions.empty());
+  EXPECT_EQ(batched.components[2].contributions.size(), 1u);
+  ASSERT_EQ(batched.groups.size(), 1u); // three classes, one launch
+  EXPECT_EQ(batched.groups[0].signatureClasses.size(), 3u);
+  EXPECT_TRUE(llvm::is_contained(
+      batched.notes, "a subgraph reduces in 3 ways: components 0 over all elements, 1 by "
+                     "blocks, 2 over rows of dimension 1, one body each (a body reduces one way) "
+                     "in one launch, each recomputing the values it shares"));
+  EXPECT_EQ(segmentOne(*fusion, {SegmentationMode::PerComponent}).groups.size(), 2u);
+  EXPECT_EQ(segmentOne(*fusion, {SegmentationMode::Packed}).groups.size(), 1u);
+}
+
+TEST(Segmenter, AWayThatReadsWhatAnotherWritesInPlaceIsAnError) {
+  FusionDefinition fd("in_place");
+  Val x = fd.defineTensor({16, 8}, DataType::Float, "x");
+  fd.addOutput(sum(x * x, {1}));
+  fd.addOutput(sum(x));
+  fd.copy_(x * 0.5, x);
+  auto fusion = fd.finalize();
+  EXPECT_EQ(errorOf([&] { segment(*fusion, {SegmentationMode::Batched}); }),
+            "fusion 'in_place': 'x' (copy_ of 't3') is written by the kernel body that reduces "
+            "over all elements and read by the one that reduces over rows of dimension 1; a "
+            "body reduces one way, so the two run side by side in one launch, where that read "
+            "could see the new value (read a copy of 'x', or split the fusion)");
+}
