@@ -12,6 +12,8 @@ number of threads (issue: the host backend at memory speed):
 - small1000/<optimizer>: one Adam step over 1000 parameters of 64 elements: dispatch and run.
 - gpt2-<name>/widefuse: user-defined pointwise optimizers built on widefuse.optim's
   PointwiseOptimizer (RMSprop, Lion: 20 bytes per element) over the same shapes, in GB/s.
+- gpt2-adamw/<optimizer>: AdamW (decoupled weight decay), widefuse.optim.AdamW against
+  torch.optim.AdamW(fused=True), 28 bytes per element.
 - gpt2-clip/<optimizer>: AdamW with the grads clipped by their global norm (max norm 1):
   widefuse.optim.AdamW(max_grad_norm=1.0) against clip_grad_norm_(foreach=True) then
   torch.optim.AdamW(fused=True).
@@ -21,16 +23,21 @@ number of threads (issue: the host backend at memory speed):
   with fp32 state, and with fp32 state and fp32 master weights.
 
 Every figure is the median step time of `--steps` steps after 2 warm-up steps, the optimizers
-of a comparison stepping in turn; GB/s is the bytes the step must move divided by that time. Prints Google Benchmark-style JSON (medians)
+of a comparison stepping in turn; GB/s is the bytes the step must move divided by that time.
+With --processes N each figure is the median over N fresh processes run one after another, and
+max/min says how far the slowest process's median is from the fastest's; --isa avx2 measures
+torch and widefuse with AVX2 kernels on a machine that has AVX-512. Prints Google Benchmark-style JSON (medians)
 for benchmarks/report.py, and with --markdown a table for docs/performance.md.
 Usage: PYTHONPATH=build/python .venv/bin/python benchmarks/host_speed_benchmark.py
-           [--threads N] [--steps N] [--markdown]
+           [--threads N] [--steps N] [--only PREFIX,...] [--processes N] [--isa native|avx2]
+           [--markdown]
 """
 
 import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -108,6 +115,11 @@ def groups(threads):
     for shapes, label in ((gpt2, "gpt2"), (small, "small1000")):
         yield [(f"{label}/{name}", shapes, torch.float32, make, 28)
                for name, make in adam.items()]
+    # AdamW, what most training scripts step (the CPU line of issue 48).
+    yield [("gpt2-adamw/widefuse", gpt2, torch.float32,
+            lambda p: widefuse.optim.AdamW(p, lr=1e-3, threads=threads), 28),
+           ("gpt2-adamw/torch_fused", gpt2, torch.float32,
+            lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True), 28)]
     yield [("gpt2-rmsprop/widefuse", gpt2, torch.float32,
             lambda p: widefuse.optim.RMSprop(p, lr=1e-3, threads=threads), 20),
            ("gpt2-rmsprop/torch_foreach", gpt2, torch.float32,
@@ -149,13 +161,51 @@ def markdown(rows, context):
           f"{context['threads']} threads for torch and widefuse, torch {context['torch']}, "
           f"load average {', '.join(f'{x:.2f}' for x in context['load_avg'])}; median of "
           f"{context['steps']} steps.\n")
-    print("| case | step time | GB/s | of the triad |")
-    print("|---|---:|---:|---:|")
+    processes = rows[0].get("processes", 1)
+    if processes > 1:
+        print(f"Medians of {processes} processes ({context['isa']}); max/min: the slowest "
+              f"process's median over the fastest's.\n")
+    spread = " max/min |" if processes > 1 else ""
+    print("| case | step time | GB/s | of the triad |" + spread)
+    print("|---|---:|---:|---:|" + ("---:|" if processes > 1 else ""))
     triad_rate = max(r["GB_per_s"] for r in rows if r["name"].startswith("triad"))
     for r in rows:
         millis = r["real_time"] / 1e3
         print(f"| {r['name']} | {millis:.3g} ms | {r['GB_per_s']:.1f} | "
-              f"{100 * r['GB_per_s'] / triad_rate:.0f}% |")
+              f"{100 * r['GB_per_s'] / triad_rate:.0f}% |" +
+              (f" {r['max_over_min']:.2f} |" if processes > 1 else ""))
+
+
+# How each instruction set is built: torch's kernels by ATen's dispatch (ATEN_CPU_CAPABILITY),
+# widefuse's host kernels by the host compiler (an explicit -mno-avx512f outranks the
+# -march=native it adds; the command is part of the kernel cache's key).
+ISAS = {
+    "native": {},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "WIDEFUSE_HOST_CXX": "c++ -mno-avx512f"},
+}
+
+
+def in_processes(arguments):
+    """The rows of `arguments.processes` child processes, one after another, each measuring
+    every selected group with the instruction set `arguments.isa`: per case the median of the
+    processes' medians, and max/min over the processes (how steady a fresh process is)."""
+    environment = dict(os.environ, **ISAS[arguments.isa])
+    command = [sys.executable, os.path.abspath(__file__), "--child", "--threads",
+               str(arguments.threads), "--steps", str(arguments.steps), "--only", arguments.only]
+    runs = []
+    for process in range(arguments.processes):
+        print(f"host_speed_benchmark: process {process + 1} of {arguments.processes} "
+              f"({arguments.isa})", file=sys.stderr)
+        done = subprocess.run(command, env=environment, check=True, stdout=subprocess.PIPE)
+        runs.append(json.loads(done.stdout))
+    rows = []
+    for index, first in enumerate(runs[0]["benchmarks"]):
+        times = [run["benchmarks"][index]["real_time"] for run in runs]
+        median = statistics.median(times)
+        rows.append(dict(first, real_time=median, cpu_time=median,
+                         GB_per_s=first["GB_per_s"] * first["real_time"] / median,
+                         processes=len(times), max_over_min=max(times) / min(times)))
+    return rows, runs[0]["context"]
 
 
 def cpu_model():
@@ -175,14 +225,31 @@ def main():
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--only", default="",
-                        help="run only the groups whose first case starts with this (gpt2-clip)")
+                        help="run only the groups whose first case starts with one of these "
+                             "comma-separated prefixes (gpt2-adamw,gpt2-clip)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="measure in this many fresh processes, one after another")
+    parser.add_argument("--isa", choices=sorted(ISAS), default="native",
+                        help="the instruction set torch's and widefuse's kernels use")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
+    if arguments.processes < 1:
+        parser.error("--processes must be at least 1")
+    if not arguments.child and (arguments.processes > 1 or arguments.isa != "native"):
+        rows, context = in_processes(arguments)
+        context["isa"] = arguments.isa
+        if arguments.markdown:
+            markdown(rows, context)
+        else:
+            json.dump(dict(context=context, benchmarks=rows), sys.stdout, indent=1)
+        return
     torch.set_num_threads(arguments.threads)
+    prefixes = tuple(arguments.only.split(","))
     rows = []
     for name, seconds, moved in triads(arguments.steps * 3):
         rows.append(row(name, seconds, arguments.steps * 3, GB_per_s=moved / seconds / 1e9))
     for group in groups(arguments.threads):
-        if not group[0][0].startswith(arguments.only):
+        if not group[0][0].startswith(prefixes):
             continue
         print(f"host_speed_benchmark: {', '.join(entry[0] for entry in group)}", file=sys.stderr)
         medians = interleaved_step_seconds(group, arguments.steps)
@@ -192,7 +259,8 @@ def main():
                             GB_per_s=bytes_per_element * elements / seconds / 1e9))
     context = dict(date=time.strftime("%Y-%m-%d"), num_cpus=os.cpu_count(), cpu=cpu_model(),
                    load_avg=list(os.getloadavg()), library_build_type="release",
-                   torch=torch.__version__, threads=arguments.threads, steps=arguments.steps)
+                   torch=torch.__version__, threads=arguments.threads, steps=arguments.steps,
+                   isa=os.environ.get("ATEN_CPU_CAPABILITY", "native"))
     if arguments.markdown:
         markdown(rows, context)
     else:
