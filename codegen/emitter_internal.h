@@ -178,6 +178,12 @@ private:
   /// The device's elements of a reducing body: a chunk at a time, each row of the block's
   /// threads by warp shuffles and one barrier, each chunk's partial by warp 0.
   void deviceReductionLoop();
+  /// `const bool vectorized`: every element tensor of the member at its access alignment.
+  void vectorizedCheck();
+  /// Row `row`'s leaf of each reduction, from the thread's `vectorElements` consecutive
+  /// elements from `i` (vector loads where `vectorized`, and the tree of their leaves); with
+  /// `whole` false, elements past `end` are the identity and are neither read nor written.
+  void vectorReductionLeaves(bool whole);
   /// The host fast path's: the same rows, each row's threads one after another.
   void hostReductionRows();
   /// The host fast path's elements of a body reducing over rows: each row of [begin, end) by

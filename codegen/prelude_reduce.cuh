@@ -48,6 +48,23 @@ template <typename Op, typename A> WF_DEVICE A wf_tree_array(A* values, int coun
   return values[0];
 }
 
+/// The pairwise tree of `Count` values (a power of two) level by level, each level's values in
+/// another array than the pairs it combines: the pairs and their order of wf_tree_array, in a
+/// form the host compiler vectorizes (the host's whole chunks). Overwrites `values`.
+template <typename Op, int Count, typename A> WF_DEVICE A wf_tree_levels(A* values) {
+  A half[Count > 1 ? Count / 2 : 1];
+  A* from = values;
+  A* to = half;
+  for (int n = Count / 2; n >= 1; n /= 2) {
+    for (int i = 0; i < n; ++i)
+      to[i] = Op::combine(from[2 * i], from[2 * i + 1]);
+    A* level = to;
+    to = from;
+    from = level;
+  }
+  return from[0];
+}
+
 /// The pairwise tree of the `Count` values at `values` (a power of two), which it only reads:
 /// unrolled, in registers (a block's warp trees in shared memory, read by all its threads).
 template <typename Op, int Count, typename A> WF_DEVICE A wf_span_tree(const A* values) {

@@ -103,12 +103,80 @@ void BodyEmitter::chunkPartials(llvm::StringRef end) {
   out_.close();
 }
 
+void BodyEmitter::vectorReductionLeaves(bool whole) {
+  unsigned vector = body_.vectorElements;
+  forEachElementTensor(true, false, [&](const Slot& slot) {
+    out_.line("alignas(16) {} load_{}[{}] = {{}};", cppType(slot.dtype), slot.field, vector);
+    if (whole) {
+      out_.line("if (vectorized) wf_load(load_{}, {} + i);", slot.field, pointerOf(slot));
+      out_.line("else for (int k = 0; k < {0}; ++k) load_{1}[k] = {2}[i + k];", vector, slot.field,
+                pointerOf(slot));
+    } else {
+      out_.line("for (int k = 0; k < {0}; ++k)", vector);
+      out_.line("  if (i + k < end) load_{0}[k] = {1}[i + k];", slot.field, pointerOf(slot));
+    }
+  });
+  forEachElementTensor(false, true, [&](const Slot& slot) {
+    out_.line("alignas(16) {} store_{}[{}];", cppType(slot.dtype), slot.field, vector);
+  });
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{} {}_thread[{}];", treeText(slot).accumulatorType(), slot.name, vector);
+  out_.directive("#pragma unroll");
+  out_.open("for (int k = 0; k < {}; ++k)", vector);
+  if (!whole) {
+    for (const ReductionSlot& slot : body_.reductions)
+      out_.line("{}_thread[k] = {};", slot.name, treeText(slot).identity());
+    out_.open("if (i + k < end)");
+  }
+  perElement({[](const Slot& slot) { return "load_" + slot.field + "[k]"; },
+              [](const Slot& slot) { return fmt::format("store_{0}[k] = out.{0};", slot.field); }});
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_thread[k] = out.{0};", slot.name);
+  if (!whole)
+    out_.close();
+  out_.close();
+  forEachElementTensor(false, true, [&](const Slot& slot) {
+    if (whole) {
+      out_.line("if (vectorized) wf_store({} + i, store_{});", pointerOf(slot), slot.field);
+      out_.line("else for (int k = 0; k < {0}; ++k) {1}[i + k] = store_{2}[k];", vector,
+                pointerOf(slot), slot.field);
+    } else {
+      out_.line("for (int k = 0; k < {0}; ++k)", vector);
+      out_.line("  if (i + k < end) {0}[i + k] = store_{1}[k];", pointerOf(slot), slot.field);
+    }
+  });
+  // The thread's elements are consecutive: their tree is a subtree of the row's.
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_leaves[row] = wf_span_tree<{1}, {2}>({0}_thread);", slot.name,
+              treeText(slot).combine(), vector);
+}
+
+void BodyEmitter::vectorizedCheck() {
+  unsigned vector = body_.vectorElements;
+  llvm::SmallVector<std::string, 8> checks;
+  forEachElementTensor(true, true, [&](const Slot& slot) {
+    checks.push_back(fmt::format("wf_is_aligned(entry.{}, {})", slot.field,
+                                 std::min(16u, vector * unsigned(byteSize(slot.dtype)))));
+  });
+  if (checks.empty())
+    checks.push_back("true");
+  out_.line("// Every tensor of the member at its access alignment: vector loads and stores");
+  out_.wrapped("const bool vectorized = ", checks, " && ", ";");
+}
+
 void BodyEmitter::deviceReductionLoop() {
-  unsigned threads = plan_.threadsPerBlock, warps = threads / 32;
-  int64_t rows = body_.chunkElements / threads;
-  out_.line("// A chunk at a time: each thread's {} elements, one per row of {} (their loads in "
-            "flight together);",
-            rows, threads);
+  unsigned threads = plan_.threadsPerBlock, warps = threads / 32, vector = body_.vectorElements;
+  int64_t rows = body_.chunkElements / threads / vector;
+  if (vector > 1) {
+    out_.line("// A chunk at a time: in each of its {} rows of {}, each thread's {} consecutive",
+              rows, threads * vector, vector);
+    out_.line("// elements (their tree a subtree of the row's; their loads in flight together);");
+    vectorizedCheck();
+  } else {
+    out_.line("// A chunk at a time: each thread's {} elements, one per row of {} (their loads "
+              "in flight together);",
+              rows, threads);
+  }
   out_.line("// each row's tree by each warp's shuffles, one barrier for the chunk's rows and "
             "every reduction,");
   out_.line("// then warp 0's over the warps' trees; thread 0 stores the chunk's partial");
@@ -130,10 +198,15 @@ void BodyEmitter::deviceReductionLoop() {
       out_.openElse("the member's last chunk, or the run's");
     out_.directive("#pragma unroll");
     out_.open("for (int row = 0; row < {}; ++row)", rows);
-    out_.line("const {0} i = c0 + {0}(row) * {1} + {0}(threadIdx.x);", indexType_, threads);
-    reductionLeaves(whole ? "" : "end");
-    for (const ReductionSlot& slot : body_.reductions)
-      out_.line("{0}_leaves[row] = {0}_leaf;", slot.name);
+    out_.line("const {0} i = c0 + {0}(row) * {1} + {0}(threadIdx.x){2};", indexType_,
+              threads * vector, vector > 1 ? fmt::format(" * {}", vector) : "");
+    if (vector > 1) {
+      vectorReductionLeaves(whole);
+    } else {
+      reductionLeaves(whole ? "" : "end");
+      for (const ReductionSlot& slot : body_.reductions)
+        out_.line("{0}_leaves[row] = {0}_leaf;", slot.name);
+    }
     out_.close();
   }
   out_.close();
@@ -178,9 +251,25 @@ void BodyEmitter::hostReductionRows() {
     out_.line("{} {}_row[{}];", treeText(slot).accumulatorType(), slot.name, threads);
     out_.line("{} {}_rows[{}];", treeText(slot).accumulatorType(), slot.name, rows);
   }
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{} {}_chunk[{}];", treeText(slot).accumulatorType(), slot.name, body_.chunkElements);
   out_.line("{0} chunk = begin / {1};", indexType_, body_.chunkElements);
   out_.line("int row = 0;");
-  out_.open("for ({0} i0 = begin; i0 < stop; i0 += {1})", indexType_, threads);
+  out_.line("{} i0 = begin;", indexType_);
+  out_.line("// Whole chunks: every leaf, then the chunk's tree level by level (both vectorized)");
+  out_.open("for (; i0 + {0} <= stop; i0 += {0}, ++chunk)", body_.chunkElements);
+  out_.open("for (int k = 0; k < {}; ++k)", body_.chunkElements);
+  out_.line("const {0} i = i0 + {0}(k);", indexType_);
+  reductionLeaves("");
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_chunk[k] = {0}_leaf;", slot.name);
+  out_.close();
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("entry.{0}_partials[chunk] = wf_tree_levels<{1}, {2}>({0}_chunk);", slot.name,
+              treeText(slot).combine(), body_.chunkElements);
+  out_.close();
+  out_.line("// The last chunk, row by row: the identity past `stop`");
+  out_.open("for (; i0 < stop; i0 += {})", threads);
   out_.open("for (u32 thread = 0; thread < {}; ++thread)", threads);
   out_.line("const {0} i = i0 + {0}(thread);", indexType_);
   reductionLeaves("stop");

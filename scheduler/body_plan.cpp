@@ -381,6 +381,14 @@ unsigned largestPowerOfTwoAtMost(unsigned value) {
   return power;
 }
 
+/// Elements per thread access of a flat body: 16-byte accesses of its narrowest type, at most
+/// kMaxBytesPerThreadAccess of its widest, and at most kMaxBytesInFlight of tensors in flight.
+unsigned flatVectorElements(unsigned narrowest, unsigned widest, unsigned bytesPerElement) {
+  unsigned byAccess = std::min(kAccessBytes / narrowest, kMaxBytesPerThreadAccess / widest);
+  unsigned byRegisters = kMaxBytesInFlight / std::max(1u, bytesPerElement);
+  return largestPowerOfTwoAtMost(std::max(1u, std::min(byAccess, byRegisters)));
+}
+
 void BodyPlanner::chooseVectorWidth() {
   unsigned narrowest = 8, widest = 1, bytesPerElement = 0;
   for (const Slot& slot : body_.slots)
@@ -402,12 +410,20 @@ void BodyPlanner::chooseVectorWidth() {
                                  body_.name, body_.reductions.size(),
                                  body_.reductions.size() == 1 ? "" : "s",
                                  request_.threadsPerBlock / 32 * kIterationsPerChunk));
-  } else if (!body_.reductions.empty()) {
-    // Each thread reduces one element per access, so that a row of the block's threads is a
-    // subtree of the reduction tree (docs/reductions.md §8).
+  } else if (!body_.reductions.empty() && body_.indexing == Indexing::Strided) {
     body_.vectorElements = 1;
-    notes_.push_back(fmt::format("{}: reduces {} value{}, one element per access", body_.name,
-                                 body_.reductions.size(), body_.reductions.size() == 1 ? "" : "s"));
+    notes_.push_back(fmt::format("{}: reduces {} value{}, strided: one element per access",
+                                 body_.name, body_.reductions.size(),
+                                 body_.reductions.size() == 1 ? "" : "s"));
+  } else if (!body_.reductions.empty()) {
+    // Each thread's elements are consecutive, so that their tree is a subtree of the row's
+    // (docs/reductions.md §8); 16-byte accesses where the member's tensors are aligned.
+    body_.vectorElements = flatVectorElements(narrowest, widest, bytesPerElement);
+    notes_.push_back(fmt::format("{}: reduces {} value{}, {} consecutive elements per thread "
+                                 "and row (vector accesses where the member's tensors are "
+                                 "aligned)",
+                                 body_.name, body_.reductions.size(),
+                                 body_.reductions.size() == 1 ? "" : "s", body_.vectorElements));
   } else if (body_.indexing == Indexing::Strided) {
     body_.vectorElements = 1;
     notes_.push_back(fmt::format("{}: strided indexing (broadcasts or non-dense tensors), one "
@@ -419,7 +435,7 @@ void BodyPlanner::chooseVectorWidth() {
   } else {
     unsigned byAccess = std::min(kAccessBytes / narrowest, kMaxBytesPerThreadAccess / widest);
     unsigned byRegisters = kMaxBytesInFlight / std::max(1u, bytesPerElement);
-    body_.vectorElements = largestPowerOfTwoAtMost(std::max(1u, std::min(byAccess, byRegisters)));
+    body_.vectorElements = flatVectorElements(narrowest, widest, bytesPerElement);
     notes_.push_back(fmt::format(
         "{}: flat 1-D indexing; {} elements per thread: the narrowest type ({} bytes) moves {} "
         "bytes per access and the widest ({} bytes) {}{}; at run time a scalar head brings every "
@@ -436,6 +452,10 @@ void BodyPlanner::chooseVectorWidth() {
   // A rows chunk gives each warp of the block kIterationsPerChunk rows.
   unsigned workers = body_.reducesRows ? request_.threadsPerBlock / 32 : request_.threadsPerBlock;
   body_.chunkElements = int64_t(workers) * body_.vectorElements * kIterationsPerChunk;
+  // A reducing thread holds its chunk's elements until the chunk's trees: kIterationsPerChunk
+  // of them (or one vector), however wide its accesses.
+  if (!body_.reductions.empty() && !body_.reducesRows)
+    body_.chunkElements = int64_t(workers) * std::max(body_.vectorElements, kIterationsPerChunk);
   // A chunk holds whole blocks, so that one thread block computes each block's tree.
   for (const BlockSlot& slot : body_.blocks)
     body_.chunkElements = std::max(body_.chunkElements, slot.block);

@@ -450,6 +450,44 @@ TEST(DeviceCoverage, EveryDeviceLineOfTheCorpusRuns) {
     emulate(*fd.finalize(), SegmentationMode::Auto, true, narrow);
   }
   {
+    // Pass 1 with vector accesses (reductions.md §8): whole chunks aligned (vector loads) and
+    // one element in (scalar loads), a partial last chunk, and f64's two rows per chunk.
+    FusionDefinition fd("vector_pass1");
+    const int64_t n = 2 * 1024 + 5;
+    Val y0 = fd.defineTensor({n}, DataType::Float, "y0");
+    Val y = fd.defineTensor({n}, DataType::Float, "y");
+    Val z0 = fd.defineTensor({n}, DataType::Float, "z0");
+    Val d = fd.defineTensor({n}, DataType::Double, "d");
+    fd.addOutput(sum(y0));
+    fd.addOutput(max(y));
+    fd.addOutput(min(z0));
+    fd.addOutput(sum(d));
+    auto fusion = fd.finalize();
+    std::vector<HostTensor> storage;
+    std::mt19937_64 random(11);
+    for (const Value* input : fusion->inputs()) {
+      storage.emplace_back(input->dtype(), llvm::SmallVector<int64_t, 4>{n + 1});
+      fillFinite(storage.back(), random);
+    }
+    ExecutorOptions options;
+    options.backend = "host";
+    options.host.execution = HostExecution::Verify;
+    FusionExecutorCache executor(*fusion, options);
+    for (int64_t shift : {0, 1}) {
+      std::vector<Argument> arguments;
+      for (HostTensor& tensor : storage) {
+        TensorRef view = tensor.ref();
+        view.shape = {n};
+        view.data = static_cast<std::byte*>(view.data) + shift * byteSize(tensor.dtype());
+        arguments.push_back(view);
+      }
+      RunResult result = executor.run(arguments);
+      EvaluationResult expected = evaluate(*fusion, arguments);
+      for (size_t o = 0; o < expected.outputs.size(); ++o)
+        EXPECT_EQ(countDifferences(result.outputs[o], expected.outputs[o], "vector_pass1"), 0);
+    }
+  }
+  {
     // A view that starts mid-vector: the elements before the vector path.
     FusionDefinition fd("mid_vector");
     Val x = fd.defineTensor({1000}, DataType::Float, "x");
