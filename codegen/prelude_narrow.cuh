@@ -52,17 +52,13 @@ template <int E, int M> WF_DEVICE u16 wf_round_double_to_16(f64 value) {
   return u16(sign | u16((target + bias) << M) | u16(scaled - (1ull << M)));
 }
 
-/// The 16-bit float nearest to x. The reference rounds x converted to double (so an i64 above
-/// 2^53 rounds twice). An f32 is exact in double, so rounding its own bits gives the same
-/// result; f32 sources, the common case, take short exact paths.
-template <int E, int M, typename From> WF_DEVICE u16 wf_to_16(From x) {
-  if constexpr (!wf_is_same<From, f32>::value) {
-    return wf_round_double_to_16<E, M>(static_cast<f64>(x));
-  } else if constexpr (E == 8) { // bf16: the top half of the f32, rounded half to even
+/// The 16-bit float nearest to the f32 x (bf16 for E = 8, else f16), in integer arithmetic:
+/// ties to even, overflow to infinity, subnormals kept, NaN to the quiet NaN of its sign.
+template <int E, int M> WF_DEVICE u16 wf_round_float_to_16(f32 x) {
+  if constexpr (E == 8) { // bf16: the top half of the f32, rounded half to even
     const u32 bits = wf_bitcast<u32>(x);
-    if ((bits & 0x7fffffffu) > 0x7f800000u)
-      return u16(((bits >> 16) & 0x8000u) | 0x7fc0u);
-    return u16((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+    const u16 rounded = u16((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+    return (bits & 0x7fffffffu) > 0x7f800000u ? u16(((bits >> 16) & 0x8000u) | 0x7fc0u) : rounded;
   } else {
     const u32 bits = wf_bitcast<u32>(x), magnitude = bits & 0x7fffffffu;
     const u32 sign = (bits >> 16) & 0x8000u;
@@ -72,6 +68,42 @@ template <int E, int M, typename From> WF_DEVICE u16 wf_to_16(From x) {
       return u16(sign | (wf_bitcast<u32>(wf_bitcast<f32>(magnitude) + 0.5f) - 0x3f000000u));
     // Rebias the exponent (-112) and round the 13 dropped bits half to even.
     return u16(sign | ((magnitude + 0xc8000fffu + ((magnitude >> 13) & 1u)) >> 13));
+  }
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/// One cvt.rn.bf16.f32 (E = 8) or cvt.rn.f16.f32: rounds as wf_round_float_to_16, except that
+/// every NaN becomes the canonical 0x7fff. The emulator runs its twin, with that NaN.
+template <int E> WF_DEVICE u16 wf_cvt_rn(f32 x) {
+#ifdef WF_EMULATED_DEVICE
+  const u16 rounded = wf_round_float_to_16<E, E == 8 ? 7 : 10>(x);
+  return x != x ? u16(0x7fffu) : rounded;
+#else
+  u16 rounded;
+  if constexpr (E == 8)
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(rounded) : "f"(x));
+  else
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(rounded) : "f"(x));
+  return rounded;
+#endif
+}
+#endif
+
+/// The 16-bit float nearest to x. The reference rounds x converted to double (so an i64 above
+/// 2^53 rounds twice). An f32 is exact in double, so rounding its own bits gives the same
+/// result; f32 sources, the common case, take short exact paths: one instruction on sm_80 and
+/// newer, whose NaN is replaced by x's own quiet NaN.
+template <int E, int M, typename From> WF_DEVICE u16 wf_to_16(From x) {
+  if constexpr (!wf_is_same<From, f32>::value) {
+    return wf_round_double_to_16<E, M>(static_cast<f64>(x));
+  } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const u32 bits = wf_bitcast<u32>(x);
+    const u16 nan = u16(((bits >> 16) & 0x8000u) | (E == 8 ? 0x7fc0u : 0x7e00u));
+    return (bits & 0x7fffffffu) > 0x7f800000u ? nan : wf_cvt_rn<E>(x);
+#else
+    return wf_round_float_to_16<E, M>(x);
+#endif
   }
 }
 

@@ -118,3 +118,36 @@ TEST(CudaExecutor, ReductionsOfEveryScopeEqualTheEvaluatorBitForBit) {
     }
   }
 }
+
+TEST(CudaExecutor, NarrowingConversionsOfEveryKindOfF32EqualTheEvaluator) {
+  // f32 to bf16 and f16 on the device (one cvt.rn instruction on sm_80 and newer, a select for
+  // NaN) against the evaluator: signed zeros, infinities, NaNs of both signs and several
+  // payloads, f32 and f16 subnormals, ties, the largest finite values, and random patterns.
+  if (!CudaDevice::available())
+    GTEST_SKIP() << "no CUDA device";
+  std::vector<uint32_t> patterns = {
+      0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u, 0x7f800001u,
+      0xffbfffffu, 0x00000001u, 0x807fffffu, 0x7f7fffffu, 0xff7fffffu, 0x3f808000u, 0x3f818000u,
+      0x477fe000u, 0x477ff000u, 0x33800000u, 0x33000001u, 0x38800000u, 0x387fe000u};
+  std::mt19937 random(5);
+  while (patterns.size() < (1u << 20))
+    patterns.push_back(uint32_t(random()));
+  const int64_t n = int64_t(patterns.size());
+  FusionDefinition fd("narrowing");
+  Val x = fd.defineTensor({n}, DataType::Float, "x");
+  fd.addOutput(cast(x, DataType::BFloat16));
+  fd.addOutput(cast(x, DataType::Half));
+  auto fusion = fd.finalize();
+  HostTensor input(DataType::Float, {n});
+  std::memcpy(input.data(), patterns.data(), patterns.size() * sizeof(uint32_t));
+  std::vector<Argument> arguments = {input.ref()};
+  EvaluationResult expected = evaluate(*fusion, arguments);
+  ExecutorOptions options;
+  options.backend = "cuda";
+  RunResult result = FusionExecutorCache(*fusion, options).run(arguments);
+  for (size_t o = 0; o < expected.outputs.size(); ++o)
+    EXPECT_EQ(std::memcmp(result.outputs[o].data(), expected.outputs[o].data(),
+                          expected.outputs[o].byteSize()),
+              0)
+        << "output " << o;
+}
