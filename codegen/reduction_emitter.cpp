@@ -256,17 +256,30 @@ void BodyEmitter::hostReductionRows() {
   out_.line("{0} chunk = begin / {1};", indexType_, body_.chunkElements);
   out_.line("int row = 0;");
   out_.line("{} i0 = begin;", indexType_);
-  out_.line("// Whole chunks: every leaf, then the chunk's tree level by level (both vectorized)");
+  // Four leaves an iteration, their subtree at once: the tree's two lowest levels without
+  // a pass over memory each.
+  constexpr int kLeavesPerIteration = 4;
+  int64_t subtrees = body_.chunkElements / kLeavesPerIteration;
+  out_.line("// Whole chunks: each 4 leaves' subtree, then the chunk's tree over them level by "
+            "level (both vectorized)");
   out_.open("for (; i0 + {0} <= stop; i0 += {0}, ++chunk)", body_.chunkElements);
-  out_.open("for (int k = 0; k < {}; ++k)", body_.chunkElements);
-  out_.line("const {0} i = i0 + {0}(k);", indexType_);
+  out_.open("for (int k = 0; k < {}; ++k)", subtrees);
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{} {}_four[{}];", treeText(slot).accumulatorType(), slot.name, kLeavesPerIteration);
+  out_.open("for (int j = 0; j < {}; ++j)", kLeavesPerIteration);
+  out_.line("const {0} i = i0 + {0}(k) * {1} + {0}(j);", indexType_, kLeavesPerIteration);
   reductionLeaves("");
   for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_chunk[k] = {0}_leaf;", slot.name);
+    out_.line("{0}_four[j] = {0}_leaf;", slot.name);
+  out_.close();
+  for (const ReductionSlot& slot : body_.reductions)
+    out_.line("{0}_chunk[k] = {1}::combine({1}::combine({0}_four[0], {0}_four[1]), "
+              "{1}::combine({0}_four[2], {0}_four[3]));",
+              slot.name, treeText(slot).combine());
   out_.close();
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("entry.{0}_partials[chunk] = wf_tree_levels<{1}, {2}>({0}_chunk);", slot.name,
-              treeText(slot).combine(), body_.chunkElements);
+              treeText(slot).combine(), subtrees);
   out_.close();
   out_.line("// The last chunk, row by row: the identity past `stop`");
   out_.open("for (; i0 < stop; i0 += {})", threads);
