@@ -61,6 +61,7 @@ void checkTensorArgument(const Fusion& fusion, const Value& input, const TensorR
            formatExtents(tensor.strides));
   if (!tensor.data && tensor.numel() > 0)
     fail("input '{}': null data pointer", input.name());
+  checkAlignedData(input, tensor.data, tensor.dtype);
   if (fusion.aliasOf(&input))
     checkWritable(input, tensor);
 }
@@ -137,6 +138,13 @@ void checkScalarArgument(const Value& input, const ScalarArgument& scalar) {
   if (isFloatingPoint(type) && isBool)
     fail("scalar '{}' is {} and needs a number, got {}", input.name(), shortName(type).str(),
          formatConstant(scalar));
+}
+
+void checkAlignedData(const Value& input, const void* data, DataType dtype) {
+  // A GPU faults on a misaligned access, and the fault is sticky: it kills the context.
+  if (reinterpret_cast<uintptr_t>(data) % byteSize(dtype) != 0)
+    fail("input '{}': its data pointer {} is not aligned to its element size ({} bytes for {})",
+         input.name(), data, byteSize(dtype), shortName(dtype).str());
 }
 
 void checkArguments(const Fusion& fusion, llvm::ArrayRef<Argument> arguments) {

@@ -30,4 +30,8 @@ void checkArguments(const Fusion& fusion, llvm::ArrayRef<Argument> arguments);
 /// checkArguments does; throws Error naming the input.
 void checkScalarArgument(const Value& input, const ScalarArgument& scalar);
 
+/// Throws Error naming `input` when `data` is not a multiple of `dtype`'s size (checkArguments
+/// checks it, and so does a prepared run's rebind).
+void checkAlignedData(const Value& input, const void* data, DataType dtype);
+
 } // namespace widefuse

@@ -19,14 +19,19 @@ bool KeptTensor::holds(DataType dtype, llvm::ArrayRef<int64_t> shape) const {
   return owner && ref.dtype == dtype && llvm::ArrayRef<int64_t>(ref.shape) == shape;
 }
 
-KeptTensor Backend::allocate(DataType dtype, llvm::ArrayRef<int64_t> shape) const {
+int Backend::deviceOf(const Fusion&, llvm::ArrayRef<Argument>, const ExecutorOptions&) const {
+  return 0;
+}
+
+KeptTensor Backend::allocate(DataType dtype, llvm::ArrayRef<int64_t> shape, const Placement&,
+                             const ExecutorOptions&) const {
   auto tensor = std::make_shared<HostTensor>(dtype, shape);
   return {tensor->ref(), tensor};
 }
 
 void Backend::compile(CompiledFusion&, const ExecutorOptions&) const {}
 
-DeviceDescription Backend::targetDevice(const std::optional<std::string>& arch) const {
+DeviceDescription Backend::targetDevice(const std::optional<std::string>& arch, int) const {
   return arch ? deviceForArch(*arch) : defaultDevice();
 }
 

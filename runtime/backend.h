@@ -50,6 +50,18 @@ struct CheckedRun {
   /// Per step, not per executor, so that a step warmed up on one stream can be captured on
   /// another (torch.cuda.graph captures on its own). Backends without a device ignore it.
   std::optional<void*> stream;
+  /// What owns the memory of `kept` (null when nothing is kept): a CUDA graph that captures
+  /// the step holds it, so the memory outlives the executor while the graph can replay.
+  std::shared_ptr<const void> keptOwner = nullptr;
+};
+
+/// Where a specialization's steps run: one of the backend's devices, and the stream a step
+/// queues its device work on.
+struct Placement {
+  /// The device's ordinal among the backend's (0 for a backend with one device).
+  int device = 0;
+  /// As CheckedRun::stream: nullopt is the backend's default (CudaOptions::stream).
+  std::optional<void*> stream;
 };
 
 /// One compiled specialization, built for its backend: what runs the steps. Thread-safe.
@@ -103,25 +115,31 @@ public:
   /// Whether the arguments live in this backend's memory, so that `auto` picks it (cuda:
   /// a tensor in device memory). Never throws.
   virtual bool holdsArguments(llvm::ArrayRef<Argument> arguments) const;
-  /// The device kernels are scheduled and compiled for: `arch`'s when given, else the
-  /// backend's own (the GPU's, for cuda; sm_90 otherwise).
-  virtual DeviceDescription targetDevice(const std::optional<std::string>& arch) const;
+  /// The device a run of checked `arguments` of `fusion` uses: the one whose memory holds
+  /// them (cuda), or `options`' default when none is in device memory; 0 for a backend with
+  /// one device. Throws Error naming two inputs in the memory of different devices.
+  virtual int deviceOf(const Fusion& fusion, llvm::ArrayRef<Argument> arguments,
+                       const ExecutorOptions& options) const;
+  /// The device kernels are scheduled and compiled for: `arch`'s when given, else that of
+  /// the backend's device `device` (the GPU's, for cuda; sm_90 otherwise).
+  virtual DeviceDescription targetDevice(const std::optional<std::string>& arch, int device) const;
   /// Memory for a tensor the runtime keeps between launches, where this backend's kernels
-  /// read and write it without staging (host memory by default; device memory on cuda, so
-  /// that a step of phases on device tensors copies nothing and never waits). Allocates:
-  /// not while a stream captures.
-  virtual KeptTensor allocate(DataType dtype, llvm::ArrayRef<int64_t> shape) const;
+  /// read and write it without staging (host memory by default; memory of `where.device` on
+  /// cuda, so that a step of phases on device tensors copies nothing and never waits).
+  /// Allocates: throws Error, before allocating, while `where`'s stream captures.
+  virtual KeptTensor allocate(DataType dtype, llvm::ArrayRef<int64_t> shape, const Placement& where,
+                              const ExecutorOptions& options) const;
   /// Completes the lowering of `compiled` (compileFusion's plans and sources) with what this
   /// backend builds before load(): NVRTC's cubins on cuda (which may replace a spilling
   /// kernel's plan); nothing by default.
   virtual void compile(CompiledFusion& compiled, const ExecutorOptions& options) const;
-  /// Builds `compiled` (null when lowering() is None) of `fusion` into what runs its steps.
-  /// `stream`: as CheckedRun::stream, of the step that needs it (cuda refuses to load while it
-  /// captures: loading allocates).
+  /// Builds `compiled` (null when lowering() is None) of `fusion` into what runs its steps
+  /// on `where.device`. `where.stream`: that of the step that needs it (cuda refuses to load
+  /// while it captures: loading allocates).
   virtual std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                              std::shared_ptr<const CompiledFusion> compiled,
                                              const ExecutorOptions& options,
-                                             std::optional<void*> stream) const = 0;
+                                             const Placement& where) const = 0;
 };
 
 } // namespace widefuse

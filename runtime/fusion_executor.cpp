@@ -91,7 +91,6 @@ void FusionExecutorCache::select(const Backend& backend) {
     fail("fusion '{}': the {} backend evaluates a fusion whole and cannot run an operation "
          "between its phases (ExecutorOptions::phaseBoundary); use a backend that runs kernels",
          fusion_.name(), backend.name().str());
-  device_ = backend.targetDevice(options_.arch);
   backend_ = &backend;
 }
 
@@ -146,12 +145,15 @@ Specialization FusionExecutorCache::specialize(llvm::ArrayRef<Argument> argument
 }
 
 std::shared_ptr<const CompiledFusion>
-FusionExecutorCache::lower(const Specialization& specialization) const {
+FusionExecutorCache::lower(const Specialization& specialization, int device) {
   if (backend_->lowering() == Lowering::None)
     return nullptr;
+  auto target = devices_.find(device);
+  if (target == devices_.end())
+    target = devices_.emplace(device, backend_->targetDevice(options_.arch, device)).first;
   FusionCompileOptions options;
   options.mode = options_.mode;
-  options.device = device_;
+  options.device = target->second;
   options.schedule = options_.schedule;
   options.dumps = *options_.dumps;
   CompiledFusion compiled = compileFusion(fusion_, options, &specialization, segmented_);
@@ -168,44 +170,62 @@ FusionExecutorCache::specializationFor(llvm::ArrayRef<Argument> arguments,
     select(backendForArguments(arguments));
   // specialize: what the arguments decide about the kernels, the key of what follows.
   Specialization specialization = specialize(arguments, shapes);
-  std::vector<bool> key = specializationKey(specialization);
+  // place: the device the arguments live on (two devices are refused here).
+  int device = backend_->deviceOf(fusion_, arguments, options_);
+  auto key = std::make_pair(device, specializationKey(specialization));
   auto found = specializations_.find(key);
   if (found != specializations_.end()) {
     last_ = found->second->compiled;
     return found->second;
   }
   auto entry = std::make_shared<CompiledSpecialization>();
+  entry->device = device;
   // lower: segments, plans, sources, cubins, as far as the backend needs.
-  entry->compiled = lower(specialization);
+  entry->compiled = lower(specialization, device);
   // build: the backend makes the lowered kernels runnable (loads modules, host objects).
-  entry->loaded = backend_->load(fusion_, entry->compiled, options_, stream);
+  entry->loaded = backend_->load(fusion_, entry->compiled, options_, Placement{device, stream});
   last_ = entry->compiled;
   specializations_.emplace(std::move(key), entry);
   return entry;
 }
 
-std::vector<KeptTensor> FusionExecutorCache::keep(const CompiledSpecialization& specialization,
-                                                  const RuntimeShapes& shapes) {
-  if (!specialization.compiled)
-    return {};
+std::shared_ptr<const std::vector<KeptTensor>>
+FusionExecutorCache::keep(const CompiledSpecialization& specialization, const RuntimeShapes& shapes,
+                          std::optional<void*> stream) {
+  if (!specialization.compiled || specialization.compiled->segmented->kept.empty())
+    return nullptr;
   const std::vector<KeptResult>& kept = specialization.compiled->segmented->kept;
   std::lock_guard<std::mutex> lock(mutex_);
-  kept_.resize(kept.size());
+  std::shared_ptr<const std::vector<KeptTensor>>& memory = kept_[specialization.device];
+  auto fits = [&](size_t k) {
+    const Value& value = *kept[k].value;
+    return k < memory->size() && (*memory)[k].holds(value.dtype(), shapes.of(&value));
+  };
+  bool allFit = memory && memory->size() == kept.size();
+  for (size_t k = 0; allFit && k < kept.size(); ++k)
+    allFit = fits(k);
+  if (allFit)
+    return memory;
+  auto fresh = std::make_shared<std::vector<KeptTensor>>(kept.size());
   for (size_t k = 0; k < kept.size(); ++k) {
     const Value& value = *kept[k].value;
-    if (!kept_[k].holds(value.dtype(), shapes.of(&value)))
-      kept_[k] = backend_->allocate(value.dtype(), shapes.of(&value));
+    (*fresh)[k] = memory && fits(k)
+                      ? (*memory)[k]
+                      : backend_->allocate(value.dtype(), shapes.of(&value),
+                                           Placement{specialization.device, stream}, options_);
   }
-  return kept_;
+  memory = std::move(fresh);
+  return memory;
 }
 
 namespace {
 
-/// The tensors of kept memory.
-std::vector<TensorRef> refsOf(llvm::ArrayRef<KeptTensor> kept) {
+/// The tensors of kept memory (none for null).
+std::vector<TensorRef> refsOf(const std::shared_ptr<const std::vector<KeptTensor>>& kept) {
   std::vector<TensorRef> refs;
-  for (const KeptTensor& tensor : kept)
-    refs.push_back(tensor.ref);
+  if (kept)
+    for (const KeptTensor& tensor : *kept)
+      refs.push_back(tensor.ref);
   return refs;
 }
 
@@ -246,13 +266,13 @@ RunResult FusionExecutorCache::run(llvm::ArrayRef<Argument> arguments,
   }
   // keep: memory for the results a phase leaves for the next; steps that share it take turns.
   std::unique_lock<std::mutex> keeping(stepMutex_, std::defer_lock);
-  std::vector<KeptTensor> kept = keep(*specialization, *shapes);
-  if (!kept.empty())
+  std::shared_ptr<const std::vector<KeptTensor>> kept = keep(*specialization, *shapes, stream);
+  if (kept)
     keeping.lock();
   std::vector<TensorRef> keptRefs = refsOf(kept);
   // bind, launch: the backend's, reusing the last bindings when nothing changed.
   return specialization->loaded->run(
-      CheckedRun{arguments, *shapes, fingerprint, outputs, keptRefs, stream});
+      CheckedRun{arguments, *shapes, fingerprint, outputs, keptRefs, stream, kept});
 }
 
 std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argument> arguments,
@@ -279,7 +299,7 @@ std::unique_ptr<PreparedRun> FusionExecutorCache::prepare(llvm::ArrayRef<Argumen
       lastShapes_ = shapes;
     }
   }
-  std::vector<KeptTensor> kept = keep(*specialization, *shapes);
+  std::shared_ptr<const std::vector<KeptTensor>> kept = keep(*specialization, *shapes, stream);
   // The run holds the specialization through its loaded fusion.
   std::shared_ptr<LoadedFusion> loaded(specialization, specialization->loaded.get());
   return std::unique_ptr<PreparedRun>(new PreparedRun(

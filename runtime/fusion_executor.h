@@ -26,6 +26,8 @@ namespace widefuse {
 /// One specialization of an executor: what lowering produced for it (null for a backend that
 /// lowers nothing) and the backend's build of it.
 struct CompiledSpecialization {
+  /// The backend's device it runs on (Backend::deviceOf).
+  int device = 0;
   std::shared_ptr<const CompiledFusion> compiled;
   std::unique_ptr<LoadedFusion> loaded;
 };
@@ -83,36 +85,42 @@ private:
   std::shared_ptr<CompiledSpecialization> specializationFor(llvm::ArrayRef<Argument> arguments,
                                                             const RuntimeShapes& shapes,
                                                             std::optional<void*> stream);
-  /// Selects `backend` and the device its kernels target (called with mutex_ held, once).
+  /// Selects `backend` (called with mutex_ held, once).
   void select(const Backend& backend);
   /// What the arguments decide about the kernels: dense inputs, 64-bit index flags.
   Specialization specialize(llvm::ArrayRef<Argument> arguments, const RuntimeShapes& shapes);
   /// Memory for the kept results of a step of `specialization` with `shapes` (none for a
-  /// backend that lowers nothing): the executor's, reallocated where a shape changed, and
-  /// shared with the prepared runs that use it.
-  std::vector<KeptTensor> keep(const CompiledSpecialization& specialization,
-                               const RuntimeShapes& shapes);
-  /// compileFusion, and the backend's compile() of its kernels.
-  std::shared_ptr<const CompiledFusion> lower(const Specialization& specialization) const;
+  /// backend that lowers nothing): the executor's on that device, reallocated where a shape
+  /// changed, and shared with the prepared runs that use it. `stream`: the step's.
+  std::shared_ptr<const std::vector<KeptTensor>> keep(const CompiledSpecialization& specialization,
+                                                      const RuntimeShapes& shapes,
+                                                      std::optional<void*> stream);
+  /// compileFusion for the backend's device `device`, and the backend's compile() of its
+  /// kernels.
+  std::shared_ptr<const CompiledFusion> lower(const Specialization& specialization, int device);
 
   const Fusion& fusion_;
   ExecutorOptions options_;
   mutable std::mutex mutex_;
   /// Null while `auto` is undecided.
   const Backend* backend_ = nullptr;
-  DeviceDescription device_;
+  /// What kernels are compiled for, per device of the backend (Backend::targetDevice).
+  std::map<int, DeviceDescription> devices_;
   /// The fusion's segmentation, computed once: it depends on the mode only, and every
   /// specialization's plans point into it.
   std::shared_ptr<const SegmentedFusion> segmented_;
-  std::map<std::vector<bool>, std::shared_ptr<CompiledSpecialization>> specializations_;
+  /// Keyed by device, then the specialization's flags.
+  std::map<std::pair<int, std::vector<bool>>, std::shared_ptr<CompiledSpecialization>>
+      specializations_;
   std::shared_ptr<const CompiledFusion> last_;
   /// The last accepted arguments without plain outputs, their specialization and shapes: the
   /// steady state skips every check for them.
   Fingerprint lastFingerprint_;
   std::shared_ptr<CompiledSpecialization> lastSpecialization_;
   std::shared_ptr<const RuntimeShapes> lastShapes_;
-  /// The kept results' memory (keep()); steps that use it take turns (stepMutex_).
-  std::vector<KeptTensor> kept_;
+  /// The kept results' memory per device (keep()), replaced as a whole when a shape changes
+  /// (a captured graph may hold the old); steps that use it take turns (stepMutex_).
+  std::map<int, std::shared_ptr<const std::vector<KeptTensor>>> kept_;
   std::mutex stepMutex_;
 };
 

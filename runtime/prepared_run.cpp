@@ -11,13 +11,15 @@ namespace widefuse {
 PreparedRun::PreparedRun(const Fusion& fusion, std::mutex& stepMutex,
                          std::vector<Argument> arguments, std::shared_ptr<LoadedFusion> loaded,
                          std::shared_ptr<const RuntimeShapes> shapes, Fingerprint fingerprint,
-                         std::vector<TensorRef> outputs, std::vector<KeptTensor> kept)
+                         std::vector<TensorRef> outputs,
+                         std::shared_ptr<const std::vector<KeptTensor>> kept)
     : fusion_(fusion), stepMutex_(stepMutex), arguments_(std::move(arguments)),
       loaded_(std::move(loaded)), shapes_(std::move(shapes)), fingerprint_(std::move(fingerprint)),
       changed_(fusion.numValues(), 0), isExtent_(arguments_.size(), 0),
       outputs_(std::move(outputs)), kept_(std::move(kept)) {
-  for (const KeptTensor& tensor : kept_)
-    keptRefs_.push_back(tensor.ref);
+  if (kept_)
+    for (const KeptTensor& tensor : *kept_)
+      keptRefs_.push_back(tensor.ref);
   collectWrittenSpans();
   for (const Value* input : extentInputs(fusion))
     isExtent_[size_t(llvm::find(fusion.inputs(), input) - fusion.inputs().begin())] = 1;
@@ -48,7 +50,7 @@ RunResult PreparedRun::launch(std::optional<void*> stream) {
   LoadedFusion& loaded = *loaded_;
   // Steps that share the executor's kept memory take turns.
   std::unique_lock<std::mutex> keeping(stepMutex_, std::defer_lock);
-  if (!kept_.empty())
+  if (!keptRefs_.empty())
     keeping.lock();
   // Patched bindings write the outputs where the last bind put them: only fixed outputs (or
   // none) may be written there again; fresh ones are bound anew by run().
@@ -72,7 +74,8 @@ RunResult PreparedRun::launch(std::optional<void*> stream) {
     if (patched)
       return RunResult{};
   }
-  return loaded.run(CheckedRun{arguments_, *shapes_, fingerprint_, outputs_, keptRefs_, stream});
+  return loaded.run(
+      CheckedRun{arguments_, *shapes_, fingerprint_, outputs_, keptRefs_, stream, kept_});
 }
 
 void PreparedRun::rebindTensor(size_t index, void* data) {
@@ -88,8 +91,7 @@ void PreparedRun::rebindTensor(size_t index, void* data) {
     return;
   if (!data && tensor->numel() > 0)
     fail("input '{}': null data pointer", input.name());
-  if (reinterpret_cast<uintptr_t>(data) % byteSize(tensor->dtype) != 0)
-    fail("input '{}': the new memory is not aligned to its element size", input.name());
+  checkAlignedData(input, data, tensor->dtype);
   TensorRef moved = *tensor;
   moved.data = data;
   if (fusion.aliasOf(&input)) { // rare (a parameter's storage replaced): check everything

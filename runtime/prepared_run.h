@@ -51,7 +51,7 @@ private:
   PreparedRun(const Fusion& fusion, std::mutex& stepMutex, std::vector<Argument> arguments,
               std::shared_ptr<LoadedFusion> loaded, std::shared_ptr<const RuntimeShapes> shapes,
               Fingerprint fingerprint, std::vector<TensorRef> outputs,
-              std::vector<KeptTensor> kept);
+              std::shared_ptr<const std::vector<KeptTensor>> kept);
   /// The byte spans of the copy_ destinations, in address order (they never overlap).
   void collectWrittenSpans();
 
@@ -80,8 +80,8 @@ private:
   std::vector<WrittenSpan> writtenSpans_;
   /// Where the plain outputs go at each launch (fixed when prepared; empty: allocated).
   std::vector<TensorRef> outputs_;
-  /// The kept results' memory, and its tensors.
-  std::vector<KeptTensor> kept_;
+  /// The kept results' memory (null when none), and its tensors.
+  std::shared_ptr<const std::vector<KeptTensor>> kept_;
   std::vector<TensorRef> keptRefs_;
 };
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The GPU check, run on the GPU machine in one call (see docs/performance.md, "GPU"):
 #   device run: bash benchmarks/gpu/run.sh   with carry: ["gpu-bundle"]
-# after benchmarks/gpu/bundle.sh here. In order: the gpu-labelled tests; the Adam benchmark
-# (widefuse batched and per-component over real parameter lists, f32 and bf16, and the batched
-# kernel under other schedules) next to torch's fused and foreach Adam and a device copy of
-# the same bytes, joined into tables; one optimizer step from Python (widefuse.optim, the
-# Thunder seed step) beside torch's fused Adam, and the clipped step (clip_grad_norm_ + AdamW
-# against widefuse.optim.AdamW(max_grad_norm=1.0) and a copy of its bytes), host and device
-# time; `widefuse adam` verified
-# against the oracle; Nsight
-# Compute profiles of two batched kernels. Results go to $OUT (or ./gpu-results): log.txt,
+# after benchmarks/gpu/bundle.sh here. In order: the gpu-labelled tests; where the machine has
+# two GPUs, a two-rank clipped step (FSDP2 and DDP on NCCL, one rank per GPU, beside torch);
+# the Adam benchmark (widefuse batched and per-component over real parameter lists, f32 and
+# bf16, and the batched kernel under other schedules) next to torch's fused and foreach Adam
+# and a device copy of the same bytes, joined into tables; one optimizer step from Python
+# (widefuse.optim, the Thunder seed step) beside torch's fused Adam, and the clipped step
+# (clip_grad_norm_ + AdamW against widefuse.optim.AdamW(max_grad_norm=1.0) and a copy of its
+# bytes), host and device time; `widefuse adam` verified against the oracle; Nsight Compute
+# profiles of two batched kernels. Results go to $OUT (or ./gpu-results): log.txt,
 # table.md and the JSON behind it, adam.json, optim_step.json, ncu.txt. About seven minutes on
 # an H200.
 #
@@ -73,6 +73,18 @@ step tests
 for test in runtime_cuda_device_test runtime_cuda_executor_test runtime_cuda_adam_test; do
   timeout 60 "$BUNDLE/$test" --gtest_brief=1 2>&1 || status=1
 done
+
+step two ranks
+# One rank per GPU on NCCL (FSDP2 and DDP, clipped, beside torch), where there are two GPUs.
+GPUS=0
+[[ -n $DOUBLE ]] || GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if ((GPUS >= 2)); then
+  LD_LIBRARY_PATH="$BUNDLE_LIB" PYTHONPATH=$(realpath -m "$BUNDLE/python") timeout 240 \
+    python3 -m pytest -q -p no:cacheprovider -m gpu -k two_gpus \
+    tests/python_frontend/test_optim_mesh_clip.py 2>&1 || status=1
+else
+  echo "two-rank step not run: $GPUS GPU(s), it needs two"
+fi
 
 step adam benchmark
 "$BUNDLE/cuda_benchmark" --list-cases "${CASES[@]}" >"$RESULTS/cases.json" || status=1

@@ -210,7 +210,7 @@ public:
   PyExecutor(const FusionHandle& handle, const std::string& backend, const std::string& mode,
              const std::string& blockOrder, const std::string& hostExecution, unsigned threads,
              bool fmad, const std::optional<std::string>& arch, uintptr_t stream,
-             nb::object phaseBoundary)
+             nb::object phaseBoundary, int device)
       : fusion_(handle.fusion) {
     ExecutorOptions options;
     options.backend = backend;
@@ -221,9 +221,11 @@ public:
     options.cuda.fmad = fmad;
     options.arch = arch;
     options.cuda.stream = reinterpret_cast<void*>(stream);
+    options.cuda.device = device; // for arguments all in host memory
     options.components = handle.components;
     boundary = holdCallable(std::move(phaseBoundary));
     options.phaseBoundary = phaseBoundaryOf(boundary, backend == "cuda");
+    options_ = options;
     cache_ = std::make_unique<FusionExecutorCache>(*fusion_, std::move(options));
   }
 
@@ -373,10 +375,12 @@ private:
     checkArguments(*fusion_, arguments);
     RuntimeShapes shapes = inferRuntimeShapes(*fusion_, arguments);
     const Backend& device = *findBackend("cuda");
+    // On the arguments' device, where the run goes.
+    Placement where{device.deviceOf(*fusion_, arguments, options_), stream};
     std::vector<KeptTensor> buffers;
     std::vector<TensorRef> outputs;
     for (const Value* output : fusion_->outputs()) {
-      buffers.push_back(device.allocate(output->dtype(), shapes.of(output)));
+      buffers.push_back(device.allocate(output->dtype(), shapes.of(output), where, options_));
       outputs.push_back(buffers.back().ref);
     }
     {
@@ -394,7 +398,7 @@ private:
       arrays.push_back(nb::ndarray<nb::array_api>(outputs[i].data, shape.size(), shape.data(),
                                                   owner, outputs[i].strides.data(),
                                                   deviceDlpackType(outputs[i].dtype),
-                                                  nb::device::cuda::value, 0)
+                                                  nb::device::cuda::value, where.device)
                            .cast());
     }
     return arrays;
@@ -406,6 +410,8 @@ public:
 
 private:
   std::shared_ptr<const Fusion> fusion_; // declared first: outlives the cache
+  /// The options the cache was made with (where device outputs are allocated).
+  ExecutorOptions options_;
   std::unique_ptr<FusionExecutorCache> cache_;
   /// Guards steady_; a thread that finds it taken runs on the checked path instead (waiting
   /// would deadlock: the holder needs the GIL back after its launch).
@@ -468,10 +474,11 @@ void bindExecutor(nb::module_& module) {
                          nb::type_slots(heldSlots<PyExecutor>))
       .def(nb::init<const FusionHandle&, const std::string&, const std::string&, const std::string&,
                     const std::string&, unsigned, bool, const std::optional<std::string>&,
-                    uintptr_t, nb::object>(),
+                    uintptr_t, nb::object, int>(),
            nb::arg("fusion"), nb::arg("backend"), nb::arg("mode"), nb::arg("block_order"),
            nb::arg("host_execution"), nb::arg("threads"), nb::arg("fmad"), nb::arg("arch").none(),
-           nb::arg("stream") = 0, nb::arg("phase_boundary").none() = nb::none())
+           nb::arg("stream") = 0, nb::arg("phase_boundary").none() = nb::none(),
+           nb::arg("device") = 0)
       .def_prop_ro("backend", &PyExecutor::backend)
       .def("run", &PyExecutor::run, nb::arg("arguments"), nb::arg("device_outputs"),
            nb::arg("stream").none() = nb::none())

@@ -65,9 +65,7 @@ REFUSALS: dict[str, Callable[[str, dict], Exception]] = {
                                         "run on"),
     "torch_device": lambda name, f: Error(
         f"input '{name}' is on device '{f['fact']}'; widefuse runs on the CPU and on CUDA "
-        "device 0"),
-    "cuda_device": lambda name, f: Error(
-        f"input '{name}' is on CUDA device {f['ordinal']}; widefuse runs on device 0"),
+        "devices"),
     # widefuse records no autograd graph: under torch.no_grad(), as in an optimizer step, a
     # tensor that requires grad is read and written in place as torch's in-place ops would.
     "requires_grad": lambda name, f: Error(

@@ -188,7 +188,9 @@ class Runner:
         On the host backend, `threads` CPU threads run the kernel (default: one per core) and
         `host_execution` is "fast" (vectorized loops, the default) or "verify" (every CUDA
         thread emulated in `block_order`, to check that results do not depend on it).
-        `device` (nvFuser's argument) may only name CUDA device 0, the one widefuse runs on.
+        `device` (nvFuser's argument: an ordinal, "cuda:1", a torch.device) is the CUDA
+        device a run of host arrays uses; device arrays run on their own device, which it
+        must then name.
         `phase_boundary`: called between the phases of a fusion whose later phase reads a
         reduction, with the phase and its kept results (KeptResult), which it may rewrite in
         place (an all-reduce across processes); not with backend "reference".
@@ -320,8 +322,7 @@ class Runner:
         torch_device: where they are), the inputs with vectors spread, and the stream this
         call launches on (the producer's; None off the device: the legacy stream). The stream
         is per call, not per executor: one executor serves every stream."""
-        if device not in (None, 0, "cuda", "cuda:0"):
-            raise Error(f"{what[:-2]}(device={device!r}): widefuse runs on CUDA device 0 only")
+        ordinal = _device_ordinal(what, device)
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):
             raise ArgumentValueError(f"{what[:-2]}(threads={threads!r}): threads must be an "
@@ -349,17 +350,39 @@ class Runner:
         values = _flat_inputs(self.defined, inputs)
         read = read_arguments(self.defined.fusion, values)
         # auto: where the arrays are (C++'s rule); a backend that cannot read them raises.
+        if (ordinal is not None and read.torch_device not in (None, "cpu") and
+                read.torch_device != f"cuda:{ordinal}"):
+            raise ArgumentValueError(f"{what[:-2]}(device={device!r}): the inputs are on "
+                                     f"{read.torch_device}")
         backend = _widefuse.select_backend(backend, read.on_device)
-        key = (backend, mode, block_order, host_execution, threads, fmad, arch, phase_boundary)
+        key = (backend, mode, block_order, host_execution, threads, fmad, arch, phase_boundary,
+               ordinal)
         executor = self._executors.get(key)
         if executor is None:
             boundary = None if phase_boundary is None else _kept_results_to(phase_boundary)
             executor = _widefuse._Executor(self.defined.fusion, backend, mode, block_order,
                                            host_execution, threads, fmad, arch,
-                                           phase_boundary=boundary)
+                                           phase_boundary=boundary, device=ordinal or 0)
             self._executors[key] = executor
         self.last_executor = executor
         return executor, read, values, (read.stream or 0) if read.on_device else None
+
+
+def _device_ordinal(what: str, device: Any) -> Optional[int]:
+    """The CUDA device execute(device=...) names, as an ordinal (None: not named): an int,
+    "cuda" (the current device), "cuda:<n>" or a torch.device of type cuda."""
+    if device is None:
+        return None
+    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
+        return device
+    text = str(device)  # a torch.device prints as "cuda:1" or "cuda"
+    if text == "cuda":
+        torch = torch_tensors.loaded_torch()
+        return torch.cuda.current_device() if torch is not None else 0
+    if text.startswith("cuda:") and text[5:].isdigit():
+        return int(text[5:])
+    raise ArgumentValueError(f"{what[:-2]}(device={device!r}): name a CUDA device (an ordinal, "
+                             "'cuda', 'cuda:1' or a torch.device)")
 
 
 def _host_outputs(outputs: list, data_types: Sequence[DataType]) -> list:
@@ -402,7 +425,7 @@ class _SteadyState:
     def launch_stream(self) -> Optional[int]:
         """The stream of this call: torch's current one for torch CUDA tensors."""
         if self.stream is not None and self.torch_device is not None:
-            return torch_tensors.cuda_stream()
+            return torch_tensors.cuda_stream(self.torch_device)
         return self.stream
 
     def run(self, runner: Runner, inputs: Sequence[Any]) -> Optional[list]:
@@ -452,7 +475,8 @@ class PreparedExecution:
         torch CUDA tensors (that of each call, so that a step can be captured by
         torch.cuda.graph on its own stream), else on the stream prepare() found."""
         if stream is None:
-            stream = torch_tensors.cuda_stream() if self._torch_stream else self._stream
+            stream = (torch_tensors.cuda_stream(self._torch_device) if self._torch_stream
+                      else self._stream)
         raw = self._prepared.launch(stream)
         if self._outputs is not None:
             return list(self._outputs) if self._ran else []

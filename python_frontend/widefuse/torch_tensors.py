@@ -27,11 +27,11 @@ def is_tensor(value: Any) -> bool:
     return torch is not None and isinstance(value, torch.Tensor)
 
 
-def cuda_stream() -> int:
-    """torch's current stream on CUDA device 0: where a steady execute() or a prepared step
-    of torch CUDA tensors launches, read at each call (torch.cuda.graph captures on its own
-    stream)."""
-    return loaded_torch().cuda.current_stream(0).cuda_stream
+def cuda_stream(device: str) -> int:
+    """torch's current stream on `device` ("cuda:1"): where a steady execute() or a prepared
+    step of torch CUDA tensors launches, read at each call (torch.cuda.graph captures on its
+    own stream)."""
+    return loaded_torch().cuda.current_stream(device).cuda_stream
 
 
 def host_outputs(raw: Sequence[np.ndarray], data_types: Sequence[DataType]) -> list:

@@ -127,7 +127,18 @@ std::unique_ptr<CudaDriver> CudaDriver::fromResolver(Resolver resolver, llvm::St
       resolveSymbol(resolver, "cuStreamSynchronize", d.cuStreamSynchronize, reason) &&
       resolveSymbol(resolver, "cuGetErrorName", d.cuGetErrorName, reason) &&
       resolveSymbol(resolver, "cuGetErrorString", d.cuGetErrorString, reason) &&
-      resolveSymbol(resolver, "cuPointerGetAttribute", d.cuPointerGetAttribute, reason);
+      resolveSymbol(resolver, "cuPointerGetAttribute", d.cuPointerGetAttribute, reason) &&
+      resolveSymbol(resolver, "cuStreamWaitEvent", d.cuStreamWaitEvent, reason) &&
+      resolveSymbol(resolver, "cuEventCreate", d.cuEventCreate, reason) &&
+      resolveSymbol(resolver, "cuEventRecord", d.cuEventRecord, reason) &&
+      resolveSymbol(resolver, "cuEventSynchronize", d.cuEventSynchronize, reason) &&
+      resolveSymbol(resolver, "cuEventDestroy_v2", d.cuEventDestroy, reason) &&
+      resolveSymbol(resolver, "cuMemAllocHost_v2", d.cuMemAllocHost, reason) &&
+      resolveSymbol(resolver, "cuMemFreeHost", d.cuMemFreeHost, reason) &&
+      resolveSymbol(resolver, "cuStreamGetCaptureInfo_v2", d.cuStreamGetCaptureInfo, reason) &&
+      resolveSymbol(resolver, "cuUserObjectCreate", d.cuUserObjectCreate, reason) &&
+      resolveSymbol(resolver, "cuUserObjectRelease", d.cuUserObjectRelease, reason) &&
+      resolveSymbol(resolver, "cuGraphRetainUserObject", d.cuGraphRetainUserObject, reason);
   if (!ok)
     fail("no CUDA driver: {} is not a usable CUDA driver ({}); {}", origin, reason, kHostHint);
   // Optional: drivers before 12.4 lack it, and launches then skip the parameter size check.

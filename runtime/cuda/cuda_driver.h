@@ -30,6 +30,14 @@ using CUmodule = struct CudaModuleOpaque*;
 using CUfunction = struct CudaFunctionOpaque*;
 /// The driver's `CUstream`: an opaque pointer; null is the legacy default stream.
 using CUstream = struct CudaStreamOpaque*;
+/// The driver's `CUevent`: an opaque pointer.
+using CUevent = struct CudaEventOpaque*;
+/// The driver's `CUgraph`: an opaque pointer.
+using CUgraph = struct CudaGraphOpaque*;
+/// The driver's `CUuserObject`: an opaque pointer.
+using CUuserObject = struct CudaUserObjectOpaque*;
+/// The driver's `CUhostFn`: a host function the driver calls with its user data.
+using CUhostFn = void (*)(void* userData);
 
 /// CUDA_SUCCESS.
 inline constexpr CUresult kCudaSuccess = 0;
@@ -59,6 +67,14 @@ inline constexpr int kCudaPointerAttributeMemoryType = 2;
 inline constexpr int kCudaPointerAttributeDeviceOrdinal = 9;
 /// CU_MEMORYTYPE_DEVICE.
 inline constexpr unsigned kCudaMemoryTypeDevice = 2;
+/// CU_STREAM_CAPTURE_STATUS_ACTIVE.
+inline constexpr int kCudaStreamCaptureStatusActive = 1;
+/// CU_EVENT_DISABLE_TIMING: an event for ordering only.
+inline constexpr unsigned kCudaEventDisableTiming = 2;
+/// CU_USER_OBJECT_NO_DESTRUCTOR_SYNC (the only flag cuUserObjectCreate accepts).
+inline constexpr unsigned kCudaUserObjectNoDestructorSync = 1;
+/// CU_GRAPH_USER_OBJECT_MOVE: the graph takes over the caller's reference.
+inline constexpr unsigned kCudaGraphUserObjectMove = 1;
 
 /// The driver entry points widefuse calls, resolved from one shared library. Where cuda.h
 /// #defines a name to a versioned symbol (cuMemAlloc -> cuMemAlloc_v2) the versioned symbol
@@ -177,6 +193,36 @@ public:
   /// cuStreamIsCapturing (`status` is a CUstreamCaptureStatus); optional (drivers since 10.0
   /// have it): without it no stream is taken to capture.
   CUresult (*cuStreamIsCapturing)(CUstream stream, int* status) = nullptr;
+  /// cuStreamWaitEvent.
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags) = nullptr;
+  /// cuEventCreate.
+  CUresult (*cuEventCreate)(CUevent* event, unsigned flags) = nullptr;
+  /// cuEventRecord.
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
+  /// cuEventSynchronize.
+  CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
+  /// cuEventDestroy (cuEventDestroy_v2).
+  CUresult (*cuEventDestroy)(CUevent event) = nullptr;
+  /// cuMemAllocHost (cuMemAllocHost_v2): page-locked host memory, which copies read and
+  /// write without staging (and a captured copy reads at each replay).
+  CUresult (*cuMemAllocHost)(void** pointer, size_t bytes) = nullptr;
+  /// cuMemFreeHost.
+  CUresult (*cuMemFreeHost)(void* pointer) = nullptr;
+  /// cuStreamGetCaptureInfo (cuStreamGetCaptureInfo_v2): the graph a capturing stream
+  /// records into (`status` is a CUstreamCaptureStatus; `dependencies` may be null).
+  CUresult (*cuStreamGetCaptureInfo)(CUstream stream, int* status, unsigned long long* id,
+                                     CUgraph* graph, const void** dependencies,
+                                     size_t* dependencyCount) = nullptr;
+  /// cuUserObjectCreate: a reference-counted object whose `destroy` runs on a driver thread
+  /// when its last reference goes (it must not call CUDA).
+  CUresult (*cuUserObjectCreate)(CUuserObject* object, void* data, CUhostFn destroy,
+                                 unsigned initialReferences, unsigned flags) = nullptr;
+  /// cuUserObjectRelease: drops `count` of the caller's references.
+  CUresult (*cuUserObjectRelease)(CUuserObject object, unsigned count) = nullptr;
+  /// cuGraphRetainUserObject: `graph` (and every executable instantiated from it) holds
+  /// `count` references until it is destroyed.
+  CUresult (*cuGraphRetainUserObject)(CUgraph graph, CUuserObject object, unsigned count,
+                                      unsigned flags) = nullptr;
 
   CudaDriver(const CudaDriver&) = delete;
   CudaDriver& operator=(const CudaDriver&) = delete;

@@ -6,138 +6,162 @@
 #include <optional>
 
 namespace widefuse {
+namespace {
 
-CudaKernels::CudaKernels(const CudaDevice& device, const CompiledFusion& compiled)
-    : device_(device) {
+/// Per launch: its device table's size in bytes (0 when the table is in the parameters).
+std::vector<size_t> deviceTableBytes(const CompiledFusion& compiled) {
+  std::vector<size_t> bytes;
+  for (const KernelLaunch& launch : compiled.scheduled.launches) {
+    const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
+    bytes.push_back(plan.tableLocation == TableLocation::DeviceMemory
+                        ? std::max<size_t>(1, launch.members.size()) * plan.entryBytes
+                        : 0);
+  }
+  return bytes;
+}
+
+const KernelPlan& planOf(const CompiledFusion& compiled, size_t launch) {
+  return compiled.scheduled.plans[compiled.scheduled.launches[launch].plan];
+}
+
+std::shared_ptr<const std::vector<CudaModule>> loadModules(const CudaDevice& device,
+                                                           const CompiledFusion& compiled) {
+  auto modules = std::make_shared<std::vector<CudaModule>>();
   for (const FusionKernel& kernel : compiled.kernels) {
     if (kernel.plan->parameterBytes > device.maxParameterBytes())
       fail("kernel '{}' takes a {}-byte parameter block but this driver accepts {} bytes "
            "(CUDA 12.1 or newer accepts 32764): update the driver or use backend=host",
            kernel.plan->name, kernel.plan->parameterBytes, device.maxParameterBytes());
-    modules_.emplace_back(device, *kernel.compiled);
+    modules->emplace_back(device, *kernel.compiled);
+  }
+  return modules;
+}
+
+} // namespace
+
+CudaKernels::CudaKernels(const CudaDevice& device, const CompiledFusion& compiled)
+    : device_(device), modules_(loadModules(device, compiled)),
+      tables_(device, deviceTableBytes(compiled)), lastStepDone_(device) {
+  for (size_t k = 0; k < compiled.kernels.size(); ++k) {
     // As many blocks as the compiled kernel keeps resident: its registers decide, not the
     // plan's register cap alone.
-    gridLimits_.push_back(modules_.back().residentBlocks(kernel.plan->threadsPerBlock) *
+    unsigned threads = compiled.kernels[k].plan->threadsPerBlock;
+    gridLimits_.push_back((*modules_)[k].residentBlocks(threads) *
                           device.description().multiprocessorCount);
   }
   for (const KernelLaunch& launch : compiled.scheduled.launches) {
-    const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
-    tables_.emplace_back();
-    if (plan.tableLocation == TableLocation::DeviceMemory)
-      tables_.back() =
-          DeviceBuffer(device, std::max<size_t>(1, launch.members.size()) * plan.entryBytes);
     // Zeroed on the first launch's stream, not here: a synchronous memset on the legacy
     // stream is not ordered before a kernel on a non-blocking stream.
-    tickets_.emplace_back(device, std::max<size_t>(1, launch.members.size()) * sizeof(uint32_t));
+    tickets_.push_back(std::make_shared<DeviceBuffer>(
+        device, std::max<size_t>(1, launch.members.size()) * sizeof(uint32_t)));
   }
   ticketsZeroed_.assign(tickets_.size(), false);
   workspaces_.resize(tickets_.size());
   workspaceBases_.assign(tickets_.size(), nullptr);
   workspacesZeroed_.assign(tickets_.size(), false);
-  tableCaptured_.assign(tables_.size(), false);
-}
-
-void CudaKernels::prepareTableUpload(size_t i, const KernelPlan& plan, size_t bytes,
-                                     bool capturing) {
-  if (capturing)
-    fail("kernel '{}' keeps its member table in device memory ({} bytes) and its arguments "
-         "changed since its last launch: a launch under CUDA graph capture cannot upload the "
-         "table (the graph would copy host memory that later steps rewrite); launch once with "
-         "these arguments before capturing",
-         plan.name, bytes);
-  if (!tableCaptured_[i])
-    return;
-  // The graph replays its launches with the pointers it captured, as it does for tables in
-  // the kernel parameters: the new table goes elsewhere. Outside capture, so it may allocate.
-  retiredTables_.push_back(std::move(tables_[i]));
-  tables_[i] = DeviceBuffer(device_, retiredTables_.back().size());
-  tableCaptured_[i] = false;
 }
 
 void CudaKernels::followLastStream(void* stream, llvm::function_ref<bool()> capturing) {
   if (lastStream_ == stream)
-    return; // the steady state: one stream, in stream order, asks nothing
-  // A captured launch runs at replay, which its caller orders; and it may not wait.
+    return; // the steady state: one stream, in stream order
+  // A captured launch runs at replay, which its caller orders; and it may not wait for work
+  // outside the capture.
   if (capturing())
     return;
-  // Without events, the one wait that needs no handle of the last stream (which may be gone
-  // by now: CuPy destroys its streams): the context's.
+  // The event outlives the last stream (CuPy destroys its streams), and waits on the device.
   if (lastStream_)
-    device_.synchronizeContext();
+    lastStepDone_.orderBefore(stream);
   lastStream_ = stream;
 }
 
-void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings,
-                         bool rebound, void* stream, bool synchronizeEach,
-                         llvm::function_ref<void(unsigned)> endPhase) {
-  // Asked once per call at most, and only where a capture changes what may be done: the steady
-  // state of kernels with their tables in the parameters asks the driver nothing.
-  std::optional<bool> capturing;
-  auto underCapture = [&] {
-    if (!capturing)
-      capturing = device_.isCapturing(stream);
-    return *capturing;
-  };
-  // Refused before anything is queued, so that a capture never holds half a step.
-  if (synchronizeEach && underCapture())
-    fail("fusion kernels were launched under CUDA graph capture with WIDEFUSE_CUDA_SYNC=1 (or "
-         "CudaOptions::synchronizeEachLaunch): waiting for each kernel is not possible while "
-         "its stream captures; unset it for the capture");
-  followLastStream(stream, underCapture);
-  if (rebound)
-    for (size_t i = 0; i < bindings.size(); ++i)
-      if (!bindings[i].table.empty())
-        prepareTableUpload(i, compiled.scheduled.plans[compiled.scheduled.launches[i].plan],
-                           bindings[i].table.size(), underCapture());
+bool CudaKernels::growWorkspaces(const CompiledFusion& compiled,
+                                 llvm::ArrayRef<LaunchBinding> bindings,
+                                 llvm::function_ref<bool()> capturing) {
   // Every launch's workspace first: a global reduction's later contributors point into an
   // earlier launch's.
   bool relocated = false;
   for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
-    if (bindings[i].workspaceBytes <= workspaces_[i].size())
+    size_t held = workspaces_[i] ? workspaces_[i]->size() : 0;
+    if (bindings[i].workspaceBytes <= held)
       continue;
-    if (underCapture())
+    if (capturing())
       fail("kernel '{}' needs a larger reduction workspace ({} bytes) than its last launch: a "
            "launch under CUDA graph capture cannot allocate; launch once with these arguments "
            "before capturing",
-           compiled.scheduled.plans[compiled.scheduled.launches[i].plan].name,
-           bindings[i].workspaceBytes);
-    workspaces_[i] = DeviceBuffer(device_, bindings[i].workspaceBytes);
-    workspaceBases_[i] = workspaces_[i].pointer();
+           planOf(compiled, i).name, bindings[i].workspaceBytes);
+    // A graph that captured the old one holds it.
+    workspaces_[i] = std::make_shared<DeviceBuffer>(device_, bindings[i].workspaceBytes);
+    workspaceBases_[i] = workspaces_[i]->pointer();
     workspacesZeroed_[i] = false;
     relocated = true;
   }
+  return relocated;
+}
+
+GraphHold CudaKernels::holdOfStep(const std::shared_ptr<const void>& kept) const {
+  GraphHold hold = {modules_};
+  for (size_t i = 0; i < tickets_.size(); ++i) {
+    hold.push_back(tickets_[i]);
+    if (workspaces_[i])
+      hold.push_back(workspaces_[i]);
+    tables_.addTo(i, hold);
+  }
+  if (kept)
+    hold.push_back(kept);
+  return hold;
+}
+
+void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBinding>& bindings,
+                         bool rebound, void* stream, bool synchronizeEach,
+                         llvm::function_ref<void(unsigned)> endPhase,
+                         const std::shared_ptr<const void>& kept) {
+  // Asked once per step: a captured step's memory must be held by its graph.
+  bool capturing = device_.isCapturing(stream);
+  auto underCapture = [&] { return capturing; };
+  // Refused before anything is queued, so that a capture never holds half a step.
+  if (synchronizeEach && capturing)
+    fail("fusion kernels were launched under CUDA graph capture with WIDEFUSE_CUDA_SYNC=1 (or "
+         "CudaOptions::synchronizeEachLaunch): waiting for each kernel is not possible while "
+         "its stream captures; unset it for the capture");
+  if (!capturing) {
+    releaseFinishedGraphHolds();
+    tables_.prepareForCapture();
+  }
+  followLastStream(stream, underCapture);
+  bool relocated = growWorkspaces(compiled, bindings, underCapture);
+  auto uploads = [&](size_t i) {
+    return !bindings[i].table.empty() && (rebound || relocated || tables_.stale(i));
+  };
+  for (size_t i = 0; capturing && i < bindings.size(); ++i)
+    if (uploads(i))
+      tables_.checkCapturable(i, planOf(compiled, i).name);
   for (size_t i = 0; i < compiled.scheduled.launches.size(); ++i) {
     const KernelLaunch& launch = compiled.scheduled.launches[i];
     const KernelPlan& plan = compiled.scheduled.plans[launch.plan];
     LaunchBinding& binding = bindings[i];
     if (i > 0 && launch.phase != compiled.scheduled.launches[i - 1].phase)
       endPhase(compiled.scheduled.launches[i - 1].phase);
-    if (rebound || relocated) {
-      setTableAddresses(binding, tables_[i].size() ? tables_[i].pointer() : nullptr,
-                        tickets_[i].pointer());
+    bool upload = uploads(i);
+    if (rebound || relocated)
       setWorkspaceAddresses(binding, workspaceBases_);
-      // The copy runs in stream order, after earlier kernels read the old table. The binding
-      // is pageable host memory, which the driver stages into pinned memory before the call
-      // returns (the driver API's "API synchronization behavior": such a copy "might be
-      // synchronous with respect to host" and may be staged), so the binding may change
-      // afterwards. The documentation describes this staging but does not promise it; a
-      // pinned, event-guarded table would not depend on it (docs/runtime.md, limitations).
-      if (!binding.table.empty())
-        tables_[i].uploadAsync(binding.table, stream);
-    }
+    // In stream order, after earlier kernels read the old table.
+    if (upload)
+      tables_.upload(i, binding.table, stream, capturing, plan.name);
+    if (rebound || relocated || upload)
+      setTableAddresses(binding, tables_.address(i), tickets_[i]->pointer());
     if (plan.needsTickets && !ticketsZeroed_[i]) {
-      tickets_[i].zeroAsync(stream); // every later launch finds them zeroed by the kernel
+      tickets_[i]->zeroAsync(stream); // every later launch finds them zeroed by the kernel
       // A captured memset runs at each replay, not now: a launch outside the graph zeroes
       // them again.
-      ticketsZeroed_[i] = !underCapture();
+      ticketsZeroed_[i] = !capturing;
     }
     if (binding.workspaceBytes && !workspacesZeroed_[i]) {
-      workspaces_[i].zeroAsync(stream);
-      workspacesZeroed_[i] = !underCapture();
+      workspaces_[i]->zeroAsync(stream);
+      workspacesZeroed_[i] = !capturing;
     }
-    if (tables_[i].size() && underCapture())
-      tableCaptured_[i] = true;
-    device_.launch(modules_[launch.plan], plan.name, binding.parameters,
+    if (capturing && !binding.table.empty())
+      tables_.markCaptured(i);
+    device_.launch((*modules_)[launch.plan], plan.name, binding.parameters,
                    gridBlocks(binding, gridLimits_[launch.plan]), plan.threadsPerBlock, stream);
     if (synchronizeEach) {
       try {
@@ -149,6 +173,10 @@ void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBindi
       }
     }
   }
+  if (capturing)
+    holdWhileGraphLives(device_, stream, holdOfStep(kept));
+  else
+    lastStepDone_.record(stream);
 }
 
 } // namespace widefuse

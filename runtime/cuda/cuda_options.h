@@ -13,6 +13,9 @@ struct CudaOptions {
   /// Let NVRTC contract a*b+c into fma. Off: one rounding per IR operation, as the reference
   /// evaluator and the host backend compute (docs/testing.md).
   bool fmad = true;
+  /// The device (its ordinal) a run whose tensors are all in host memory uses; a run with
+  /// tensors in device memory uses theirs.
+  int device = 0;
   /// The stream (a CUstream) launches go to when a run or launch names none (CheckedRun::stream);
   /// null is the legacy default stream.
   void* stream = nullptr;

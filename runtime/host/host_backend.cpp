@@ -131,7 +131,7 @@ public:
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
                                      const ExecutorOptions& options,
-                                     std::optional<void*>) const override {
+                                     const Placement&) const override {
     return std::make_unique<HostFusion>(fusion, std::move(compiled), options.host,
                                         options.phaseBoundary);
   }

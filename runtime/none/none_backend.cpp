@@ -35,7 +35,7 @@ public:
   }
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion,
                                      std::shared_ptr<const CompiledFusion> compiled,
-                                     const ExecutorOptions&, std::optional<void*>) const override {
+                                     const ExecutorOptions&, const Placement&) const override {
     return std::make_unique<BoundFusion>(fusion, std::move(compiled));
   }
 };

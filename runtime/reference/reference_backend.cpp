@@ -32,7 +32,7 @@ public:
   llvm::StringRef name() const override { return "reference"; }
   Lowering lowering() const override { return Lowering::None; }
   std::unique_ptr<LoadedFusion> load(const Fusion& fusion, std::shared_ptr<const CompiledFusion>,
-                                     const ExecutorOptions&, std::optional<void*>) const override {
+                                     const ExecutorOptions&, const Placement&) const override {
     return std::make_unique<EvaluatedFusion>(fusion);
   }
 };

@@ -21,8 +21,8 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("WIDEFUSE_BUILD_DIR", REPOSITORY / "build"))
 FILES = ["log.txt", "table.md", "cases.json", "cuda_benchmark.json", "torch.json",
          "optim_step.json", "adam.json", "ncu.txt"]
-STEPS = ["gpu", "tests", "adam benchmark", "optimizer steps from Python", "widefuse adam",
-         "profile", "done status 0"]
+STEPS = ["gpu", "tests", "two ranks", "adam benchmark", "optimizer steps from Python",
+         "widefuse adam", "profile", "done status 0"]
 BYTES = {"f32": 4, "bf16": 2}
 
 
@@ -65,6 +65,7 @@ def test_the_script_succeeds_and_logs_every_step_in_order(run):
     assert headers == STEPS
     # What cannot run on the double says so.
     assert "nvidia-smi not run: no GPU" in log
+    assert "two-rank step not run: 0 GPU(s), it needs two" in log
     assert "ncu not run: Nsight Compute needs a GPU" in log
     assert (out / "ncu.txt").read_text().startswith("ncu not run")
     # The gpu-labelled tests passed on the double (gtest's brief output ends with its summary).

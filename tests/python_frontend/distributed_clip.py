@@ -2,8 +2,10 @@
 scenario trains the same model twice in this process, with torch (clip_grad_norm_ +
 AdamW(foreach=False), torch's GradScaler) and with widefuse.optim, under FSDP2 ``fully_shard``
 (a 1-D mesh, or HSDP's 2-D mesh with a replicated dimension) or DDP, on the gloo backend over
-127.0.0.1. Every step's total norm and the final full parameters must agree; the launches and
-all-reduces of widefuse's steps are recorded. Rank 0 saves what it found.
+127.0.0.1, or, with WIDEFUSE_TEST_DEVICE=cuda, on NCCL with rank r on CUDA device r (as
+torchrun runs a node's ranks). Every step's total norm and the final full parameters must
+agree; the launches and all-reduces of widefuse's steps are recorded. Rank 0 saves what it
+found.
 
     python distributed_clip.py RANK WORLD_SIZE PORT OUTPUT SCENARIO...
 """
@@ -20,6 +22,8 @@ import widefuse.optim
 from torch_models import SmallModel, batches
 
 STEPS = 20
+DEVICE_TYPE = os.environ.get("WIDEFUSE_TEST_DEVICE", "cpu")  # cpu (gloo) or cuda (NCCL)
+DEVICE = torch.device("cpu")  # rank r's CUDA device r under cuda, set by main()
 INF_STEP = 7  # the scaler scenarios' step whose grads overflow on every rank
 MAX_NORM = 0.5  # below most steps' total norm: the clip acts
 
@@ -32,7 +36,7 @@ def model(empty_shard: bool = True) -> SmallModel:
     module = SmallModel(vocabulary=33, classes=5, with_empty=False)
     if not empty_shard:
         module.scale = torch.nn.Parameter(torch.ones(5))
-    return module
+    return module.to(DEVICE)
 
 
 def wrapped(module: SmallModel, kind: str, world_size: int):
@@ -41,9 +45,10 @@ def wrapped(module: SmallModel, kind: str, world_size: int):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     if kind == "hsdp":  # replicate over dimension 0, shard over dimension 1
-        mesh = init_device_mesh("cpu", (2, world_size // 2), mesh_dim_names=("replicate", "shard"))
+        mesh = init_device_mesh(DEVICE_TYPE, (2, world_size // 2),
+                                mesh_dim_names=("replicate", "shard"))
     else:
-        mesh = init_device_mesh("cpu", (world_size,))
+        mesh = init_device_mesh(DEVICE_TYPE, (world_size,))
     for layer in (module.embedding, module.linear, module.norm, module.head):
         fully_shard(layer, mesh=mesh)
     return fully_shard(module, mesh=mesh)
@@ -54,7 +59,7 @@ def full(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def loss_of(trained, batch, rank: int, world_size: int) -> torch.Tensor:
-    tokens, targets = batch
+    tokens, targets = (part.to(DEVICE) for part in batch)
     rows = tokens.shape[0] // world_size
     tokens, targets = tokens[rank * rows:(rank + 1) * rows], targets[rank * rows:(rank + 1) * rows]
     logits = trained(tokens)
@@ -76,8 +81,8 @@ def run(scenario: str, rank: int, world_size: int) -> dict:
     torch_optimizer = torch.optim.AdamW(reference.parameters(), lr=1e-2, foreach=False)
     in_step = dict(max_grad_norm=MAX_NORM, norm_type=norm_type) if clip == "step" else {}
     optimizer = widefuse.optim.AdamW(candidate.parameters(), lr=1e-2, **in_step)
-    torch_scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 8) if scaled else None
-    scaler = widefuse.optim.GradScaler("cpu", init_scale=2.0 ** 8) if scaled else None
+    torch_scaler = torch.amp.GradScaler(DEVICE_TYPE, init_scale=2.0 ** 8) if scaled else None
+    scaler = widefuse.optim.GradScaler(DEVICE_TYPE, init_scale=2.0 ** 8) if scaled else None
     norms, launches, collectives, clip_launches = [], set(), set(), set()
     for step, batch in enumerate(batches(STEPS, vocabulary=33, classes=5)):
         overflow = float("inf") if scaled and step == INF_STEP else 1.0
@@ -146,13 +151,13 @@ def refusal(rank: int, world_size: int) -> str:
     """A DTensor model's step with a plain parameter beside it, clipped: refused, and nothing
     written."""
     trained = wrapped(model(), "fsdp", world_size)
-    extra = torch.nn.Parameter(torch.ones(3))
+    extra = torch.nn.Parameter(torch.ones(3, device=DEVICE))
     optimizer = widefuse.optim.AdamW([*trained.parameters(), extra], lr=1e-2,
                                      max_grad_norm=MAX_NORM)
     loss_of(trained, batches(1, vocabulary=33, classes=5)[0], rank, world_size).backward()
-    extra.grad = torch.ones(3)
+    extra.grad = torch.ones(3, device=DEVICE)
     message = refused_step(trained, optimizer, "a plain parameter beside DTensors")
-    assert torch.equal(extra.detach(), torch.ones(3)) and not optimizer.state
+    assert torch.equal(extra.detach().cpu(), torch.ones(3)) and not optimizer.state
     return message
 
 
@@ -167,8 +172,12 @@ def adafactor_refusal(rank: int, world_size: int) -> str:
 def main() -> None:
     rank, world_size, port, output = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-    dist.init_process_group("gloo", rank=rank, world_size=world_size,
-                            timeout=timedelta(seconds=120))
+    global DEVICE
+    if DEVICE_TYPE == "cuda":
+        DEVICE = torch.device("cuda", rank)
+        torch.cuda.set_device(DEVICE)
+    dist.init_process_group("nccl" if DEVICE_TYPE == "cuda" else "gloo", rank=rank,
+                            world_size=world_size, timeout=timedelta(seconds=120))
     results = {}
     for scenario in sys.argv[5:]:
         if scenario in ("refusal", "adafactor"):

@@ -136,7 +136,6 @@ def test_cuda_arrays_without_a_device_say_so():
 
 
 @pytest.mark.parametrize("array, message", [
-    (FakeCudaArray(ordinal=1), r"input 'T0' is on CUDA device 1; widefuse runs on device 0"),
     (FakeCudaArray(typestr="<x4"), r"input 'T0': array type '<x4' is not supported"),
     (FakeCudaArray(typestr="<u8"), r"input 'T0': NumPy dtype uint64 is not supported"),
     (FakeCudaArray(strides=(12, -4)), r"input 'T0': negative strides \(12, -4\) \(bytes\)"),
@@ -219,10 +218,14 @@ def test_execute_options_and_scalar_ranges_are_checked():
         fd.execute([ints, 1], threads=-1)
     with pytest.raises(widefuse.Error, match="host_execution='slow'.*'fast'.*'verify'"):
         fd.execute([ints, 1], host_execution="slow")
-    with pytest.raises(widefuse.Error, match="device 0 only"):
-        fd.execute([ints, 1], device=1)
-    (result,) = fd.execute([ints, 1], device=0)
-    np.testing.assert_array_equal(result, ints + 1)
+    with pytest.raises(ValueError, match=r"execute\(device='tpu'\): name a CUDA device"):
+        fd.execute([ints, 1], device="tpu")
+    with pytest.raises(ValueError, match="name a CUDA device"):
+        fd.execute([ints, 1], device=-1)
+    # A device for host arrays on the host backend: where a cuda run of them would go.
+    for device in (0, 1, "cuda:1"):
+        (result,) = fd.execute([ints, 1], device=device)
+        np.testing.assert_array_equal(result, ints + 1)
 
 
 def test_what_no_kernel_can_run_is_refused_when_the_definition_ends():

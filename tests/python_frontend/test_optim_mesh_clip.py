@@ -27,10 +27,11 @@ def free_port() -> str:
         return str(probe.getsockname()[1])
 
 
-def run_ranks(world_size: int, scenarios: list[str], output: Path) -> dict:
+def run_ranks(world_size: int, scenarios: list[str], output: Path, device: str = "cpu") -> dict:
     port = free_port()
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(WORKER.parent), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1")
+        [str(WORKER.parent), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1",
+        WIDEFUSE_TEST_DEVICE=device)
     ranks = [subprocess.Popen([sys.executable, str(WORKER), str(rank), str(world_size), port,
                                str(output), *scenarios], env=environment,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -74,3 +75,15 @@ def test_four_ranks_hsdp_and_uneven_fsdp_clip_as_torch_does(tmp_path):
         assert results[scenario]["launches"] == [2], scenario
         # HSDP: one all-reduce over the sharded dimension; the replicated one has whole norms.
         assert results[scenario]["collectives"] == [1], scenario
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
+                    reason="needs two CUDA devices")
+def test_two_ranks_on_two_gpus_clip_as_torch_does(tmp_path):
+    """One rank per GPU on NCCL, as torchrun runs a node: rank 1 steps on cuda:1."""
+    scenarios = ["fsdp-step", "fsdp-step-scaler", "fsdp-function", "ddp-step"]
+    results = run_ranks(2, scenarios, tmp_path / "rank0.pt", device="cuda")
+    assert results["fsdp-step"]["launches"] == [2]
+    assert results["fsdp-step"]["collectives"] == [1]
+    assert results["ddp-step"]["collectives"] == [0]

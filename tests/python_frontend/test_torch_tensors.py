@@ -145,9 +145,18 @@ def test_tensors_on_two_devices_are_refused():
         def device(self):
             return torch.device("cuda", 0)
 
+    class OnTheSecondGpu(torch.Tensor):
+        @property
+        def device(self):
+            return torch.device("cuda", 1)
+
     x, y = torch.ones(2, 3), torch.ones(2, 3)
     with pytest.raises(widefuse.Error, match="input 'T1' is on cuda:0 but input 'T0' is on cpu"):
         axpy_definition().execute([x, y.as_subclass(Elsewhere), 1.0])
+    # Two GPUs: each device is run on, but not two in one call.
+    with pytest.raises(widefuse.Error, match="input 'T1' is on cuda:1 but input 'T0' is on "
+                                             "cuda:0"):
+        axpy_definition().execute([x.as_subclass(Elsewhere), y.as_subclass(OnTheSecondGpu), 1.0])
     torch.testing.assert_close(y, torch.ones(2, 3))
 
 

@@ -4,162 +4,14 @@
 // recorded work. A step whose setup already happened must be captured with nothing but its
 // launches; what cannot be captured must be an Error naming it, never a wrong graph.
 
-#include "runtime/cuda/cuda_device.h"
-#include "runtime/fusion_executor.h"
-
-#include "tests/support/driver_double.h"
+#include "tests/runtime/capture_support.h"
 #include "tests/support/error_of.h"
-#include "tests/support/mixed_shapes.h"
-#include "tools/adam_state.h"
-#include "tools/workloads/adam.h"
-
-#include <gtest/gtest.h>
-#include <llvm/ADT/STLFunctionalExtras.h>
-
-#include <cstring>
-#include <random>
 
 using namespace widefuse;
 using widefuse::testing::DriverDouble;
 using widefuse::testing::errorOf;
 
-namespace {
-
-/// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
-constexpr int kInvalidated = 901;
-
-size_t inputNamed(const Fusion& fusion, llvm::StringRef name) {
-  for (size_t i = 0; i < fusion.inputs().size(); ++i)
-    if (fusion.inputs()[i]->name() == name)
-      return i;
-  ADD_FAILURE() << "no input " << name.str();
-  return 0;
-}
-
-/// An Adam step (amsgrad) over `count` mixed parameters: host arguments the reference
-/// evaluator steps, and a device copy of every tensor the runtime steps.
-struct AdamOnDevice {
-  optim::AdamFusion adam;
-  AdamState state;
-  std::vector<Argument> reference;
-  std::vector<DeviceBuffer> buffers; // by input index (empty for scalars)
-  std::vector<Argument> arguments;
-
-  AdamOnDevice(const CudaDevice& device, size_t count) : adam(build(count)) {
-    state = initialAdamState(adam);
-    reference = state.arguments(*adam.fusion);
-    for (const Argument& argument : reference) {
-      buffers.emplace_back();
-      const TensorRef* tensor = std::get_if<TensorRef>(&argument);
-      if (!tensor) {
-        arguments.push_back(argument);
-        continue;
-      }
-      buffers.back() = DeviceBuffer(device, std::max<size_t>(bytesOf(*tensor), 1));
-      buffers.back().upload({static_cast<const std::byte*>(tensor->data), bytesOf(*tensor)});
-      TensorRef copy = *tensor;
-      copy.data = buffers.back().pointer();
-      arguments.push_back(copy);
-    }
-    device.synchronize(nullptr);
-  }
-  static optim::AdamFusion build(size_t count) {
-    optim::AdamConfig config;
-    config.amsgrad = true;
-    config.groups.push_back({widefuse::testing::mixedShapes(count), {}});
-    return optim::buildAdam(config);
-  }
-  static size_t bytesOf(const TensorRef& tensor) {
-    return size_t(tensor.numel()) * byteSize(tensor.dtype);
-  }
-  const Fusion& fusion() const { return *adam.fusion; }
-  /// Tensor inputs whose device copy differs in bits from the reference's.
-  int differing() const {
-    int different = 0;
-    for (size_t i = 0; i < reference.size(); ++i) {
-      const TensorRef* tensor = std::get_if<TensorRef>(&reference[i]);
-      if (!tensor || bytesOf(*tensor) == 0)
-        continue;
-      std::vector<std::byte> bytes(bytesOf(*tensor));
-      buffers[i].download(bytes);
-      different += std::memcmp(bytes.data(), tensor->data, bytes.size()) != 0;
-    }
-    return different;
-  }
-  /// New random grad values for input `index`, written to the reference and to `target`
-  /// (the device memory the runtime reads it from); the copy is waited for.
-  void newGrad(size_t index, DeviceBuffer& target, uint32_t seed) {
-    auto& tensor = std::get<TensorRef>(reference[index]);
-    std::mt19937 random(seed);
-    std::normal_distribution<float> normal;
-    auto* values = static_cast<float*>(tensor.data);
-    for (int64_t e = 0; e < tensor.numel(); ++e)
-      values[e] = normal(random);
-    // On the legacy stream: the caller synchronises before a step reads it.
-    target.upload({static_cast<const std::byte*>(tensor.data), bytesOf(tensor)});
-  }
-};
-
-ExecutorOptions onStream(SegmentationMode mode, void* stream) {
-  ExecutorOptions options;
-  options.backend = "cuda";
-  options.mode = mode;
-  options.cuda.stream = stream;
-  return options;
-}
-
-/// Runs `body` while `stream` captures.
-struct Capture {
-  void* graph;         ///< null when the capture was invalidated
-  int result;          ///< cuStreamEndCapture's
-  std::string failure; ///< the Error `body` threw, if any
-};
-
-template <typename Body> Capture captured(DriverDouble& driverDouble, void* stream, Body body) {
-  CudaDevice::ContextScope scope(CudaDevice::get());
-  EXPECT_EQ(driverDouble.beginCapture(stream), 0);
-  std::string failure;
-  try {
-    body();
-  } catch (const Error& error) {
-    failure = error.what();
-  }
-  void* graph = nullptr;
-  int result = driverDouble.endCapture(stream, &graph);
-  return {graph, result, failure};
-}
-
-/// Checks that the capture since the double's reset recorded `launches` kernel launches and
-/// nothing else: no allocation, copy, memset, wait, legacy-stream work or refused call, and
-/// `pointerQueries` pointer queries.
-void expectLaunchesAlone(DriverDouble& driverDouble, size_t launches, uint64_t pointerQueries) {
-  wf_double_counters counters = driverDouble.counters();
-  EXPECT_EQ(counters.capturedOperations, launches);
-  EXPECT_EQ(counters.launches, launches);
-  widefuse::testing::expectNoHiddenWork(counters, "during the capture");
-  EXPECT_EQ(counters.pointerQueries, pointerQueries);
-}
-
-/// Replays `graph` on `stream` three times, each checked against the reference evaluator;
-/// `refill(round)` writes new grads after each, as torch's recipe copies them into the static
-/// grads between replays.
-void expectReplaysMatch(DriverDouble& driverDouble, const CudaDevice& device, AdamOnDevice& adam,
-                        void* graph, const CudaStream& stream,
-                        llvm::function_ref<void(uint32_t)> refill) {
-  for (uint32_t round = 0; round < 3; ++round) {
-    evaluate(adam.fusion(), adam.reference);
-    {
-      CudaDevice::ContextScope scope(device);
-      ASSERT_EQ(driverDouble.launchGraph(graph, stream.handle()), 0);
-    }
-    stream.synchronize();
-    EXPECT_EQ(adam.differing(), 0) << "replay " << round;
-    refill(round);
-    device.synchronize(nullptr);
-  }
-}
-
-} // namespace
+using namespace widefuse::testing;
 
 TEST(CudaCapture, APreparedStepIsCapturedWithItsLaunchesAloneAndReplays) {
   WF_REQUIRE_DOUBLE();
@@ -291,13 +143,15 @@ TEST(CudaCapture, AStepOnAnotherStreamWaitsForTheLastStreamsWork) {
   device.synchronize(nullptr); // the legacy stream alone: `first` still has its step queued
   prepared->rebindTensor(g1, movedGrad.pointer());
   std::swap(adam.buffers[g1], movedGrad);
-  uint64_t before = driverDouble->counters().synchronizations;
+  wf_double_counters before = driverDouble->counters();
   prepared->launch(second.handle());
   evaluate(fusion, adam.reference);
-  EXPECT_EQ(driverDouble->counters().synchronizations, before + 1) << "one wait, at the switch";
+  wf_double_counters after = driverDouble->counters();
+  EXPECT_EQ(after.eventWaits, before.eventWaits + 1) << "one wait, at the switch";
+  EXPECT_EQ(after.synchronizations, before.synchronizations) << "the device waits, not the host";
   prepared->launch(second.handle());
   evaluate(fusion, adam.reference);
-  EXPECT_EQ(driverDouble->counters().synchronizations, before + 1) << "none on one stream";
+  EXPECT_EQ(driverDouble->counters().eventWaits, after.eventWaits) << "none on one stream";
   second.synchronize();
   EXPECT_EQ(adam.differing(), 0);
   EXPECT_EQ(driverDouble->violations(), "");
@@ -377,20 +231,36 @@ TEST(CudaCapture, WhatCannotBeCapturedIsAnErrorNamingIt) {
   FusionExecutorCache synchronizing(adam.fusion(), waiting);
   synchronizing.run(adam.arguments);
   expectRefused("WIDEFUSE_CUDA_SYNC=1", [&] { synchronizing.run(adam.arguments); });
-  // A member table in device memory (600 parameters) must be uploaded after a rebind.
+  // A member table in device memory (600 parameters) is uploaded under capture after a
+  // rebind, from memory made beforehand: two captures in a row, not three.
   AdamOnDevice large(device, 600);
   FusionExecutorCache executor(large.fusion(),
                                onStream(SegmentationMode::Batched, stream.handle()));
   std::unique_ptr<PreparedRun> prepared = executor.prepare(large.arguments);
   prepared->launch();
   size_t g1 = inputNamed(large.fusion(), "g1");
-  DeviceBuffer movedGrad(device, large.buffers[g1].size());
-  prepared->rebindTensor(g1, movedGrad.pointer());
-  stream.synchronize();
-  expectRefused("keeps its member table in device memory", [&] { prepared->launch(); });
-  // Outside the capture the same step runs.
+  std::vector<DeviceBuffer> grads;
+  std::vector<void*> graphs;
+  for (int capture = 0; capture < 3; ++capture) {
+    grads.emplace_back(device, large.buffers[g1].size());
+    grads.back().zero();
+    device.synchronize(nullptr); // the legacy stream's memset, before the step reads it
+    prepared->rebindTensor(g1, grads.back().pointer());
+    stream.synchronize();
+    if (capture == 2) {
+      expectRefused("changed in 2 captures since its last launch outside capture",
+                    [&] { prepared->launch(); });
+      break;
+    }
+    Capture taken = captured(*driverDouble, stream.handle(), [&] { prepared->launch(); });
+    EXPECT_EQ(taken.failure, "");
+    graphs.push_back(taken.graph);
+  }
+  // Outside the capture the same step runs, and makes spare tables again.
   driverDouble->reset();
   prepared->launch();
   stream.synchronize();
   EXPECT_EQ(driverDouble->violations(), "");
+  for (void* graph : graphs)
+    driverDouble->destroyGraph(graph);
 }

@@ -182,6 +182,28 @@ std::map<std::string, void*> fakeSymbols() {
       {"cuStreamDestroy_v2",
        entry<&D::cuStreamDestroy>([](CUstream) { return ok(--fake.liveStreams); })},
       {"cuStreamSynchronize", entry<&D::cuStreamSynchronize>([](CUstream) { return ok(); })},
+      // Events, page-locked memory and graph user objects: resolved, never used here.
+      {"cuStreamWaitEvent",
+       entry<&D::cuStreamWaitEvent>([](CUstream, CUevent, unsigned) { return ok(); })},
+      {"cuEventCreate", entry<&D::cuEventCreate>([](CUevent*, unsigned) { return ok(); })},
+      {"cuEventRecord", entry<&D::cuEventRecord>([](CUevent, CUstream) { return ok(); })},
+      {"cuEventSynchronize", entry<&D::cuEventSynchronize>([](CUevent) { return ok(); })},
+      {"cuEventDestroy_v2", entry<&D::cuEventDestroy>([](CUevent) { return ok(); })},
+      {"cuMemAllocHost_v2",
+       entry<&D::cuMemAllocHost>([](void**, size_t) { return kCudaErrorInvalidValue; })},
+      {"cuMemFreeHost", entry<&D::cuMemFreeHost>([](void*) { return ok(); })},
+      {"cuStreamGetCaptureInfo_v2",
+       entry<&D::cuStreamGetCaptureInfo>([](CUstream, int*, unsigned long long*, CUgraph*,
+                                            const void**, size_t*) { return ok(); })},
+      {"cuUserObjectCreate",
+       entry<&D::cuUserObjectCreate>([](CUuserObject*, void*, CUhostFn, unsigned, unsigned) {
+         return kCudaErrorInvalidValue;
+       })},
+      {"cuUserObjectRelease",
+       entry<&D::cuUserObjectRelease>([](CUuserObject, unsigned) { return ok(); })},
+      {"cuGraphRetainUserObject",
+       entry<&D::cuGraphRetainUserObject>(
+           [](CUgraph, CUuserObject, unsigned, unsigned) { return kCudaErrorInvalidValue; })},
       {"cuGetErrorName", entry<&D::cuGetErrorName>([](CUresult result, const char** name) {
          auto found = kFakeErrors.find(result);
          if (found == kFakeErrors.end())

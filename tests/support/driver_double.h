@@ -49,8 +49,10 @@ public:
   int endCapture(void* stream, void** graph) { return endCapture_(stream, graph); }
   /// Replays `graph` on `stream` (queued, as cuGraphLaunch); a CUresult.
   int launchGraph(void* graph, void* stream) { return launchGraph_(graph, stream); }
-  /// Frees a graph from endCapture.
+  /// Frees a graph from endCapture, releasing the user objects it holds.
   void destroyGraph(void* graph) { destroyGraph_(graph); }
+  /// User objects (what captured graphs hold) not destroyed yet.
+  size_t liveUserObjects() { return liveUserObjects_(); }
 
 private:
   explicit DriverDouble(void* handle)
@@ -67,8 +69,9 @@ private:
             reinterpret_cast<int (*)(void*, void**)>(dlsym(handle, "wf_double_end_capture"))),
         launchGraph_(
             reinterpret_cast<int (*)(void*, void*)>(dlsym(handle, "wf_double_launch_graph"))),
-        destroyGraph_(reinterpret_cast<void (*)(void*)>(dlsym(handle, "wf_double_destroy_graph"))) {
-  }
+        destroyGraph_(reinterpret_cast<void (*)(void*)>(dlsym(handle, "wf_double_destroy_graph"))),
+        liveUserObjects_(
+            reinterpret_cast<size_t (*)()>(dlsym(handle, "wf_double_live_user_objects"))) {}
 
   void (*reset_)();
   const char* (*violations_)();
@@ -79,6 +82,7 @@ private:
   int (*endCapture_)(void*, void**);
   int (*launchGraph_)(void*, void*);
   void (*destroyGraph_)(void*);
+  size_t (*liveUserObjects_)();
 };
 
 /// Expects `counters` to show none of the calls a step must not make behind its caller's back

@@ -18,14 +18,13 @@ namespace widefuse::python {
 namespace {
 
 constexpr const char* kRefusalNames[] = {
-    "numpy_dtype",      "not_aligned",       "negative_strides", "strides_not_elements",
-    "torch_layout",     "torch_quantized",   "torch_conjugated", "torch_negated",
-    "torch_meta",       "torch_device",      "cuda_device",      "requires_grad",
-    "torch_dtype",      "array_type",        "dlpack_export",    "dlpack_device",
-    "not_an_array",     "dtype_mismatch",    "layout",           "read_only",
-    "devices_differ",   "float_for_integer", "complex_scalar",   "not_a_number",
-    "integer_overflow", "output_count",      "output_dtype",     "output_read_only",
-    "output_placement"};
+    "numpy_dtype",       "not_aligned",     "negative_strides", "strides_not_elements",
+    "torch_layout",      "torch_quantized", "torch_conjugated", "torch_negated",
+    "torch_meta",        "torch_device",    "requires_grad",    "torch_dtype",
+    "array_type",        "dlpack_export",   "dlpack_device",    "not_an_array",
+    "dtype_mismatch",    "layout",          "read_only",        "devices_differ",
+    "float_for_integer", "complex_scalar",  "not_a_number",     "integer_overflow",
+    "output_count",      "output_dtype",    "output_read_only", "output_placement"};
 static_assert(std::size(kRefusalNames) == size_t(RefusalCode::OutputPlacement) + 1,
               "one name per refusal code");
 
@@ -131,9 +130,9 @@ void bindArgumentReader(nb::module_& module) {
           [](const ReadArguments& read) -> std::optional<std::string> {
             if (read.torchDevice == -2)
               return std::nullopt;
-            return read.torchDevice == -1 ? "cpu" : "cuda:0";
+            return torchDeviceName(read.torchDevice);
           },
-          "Where the torch tensors are ('cpu' or 'cuda:0'); None without torch tensors.");
+          "Where the torch tensors are ('cpu', 'cuda:1'); None without torch tensors.");
   module.def("refusal_codes", &refusalNames, "Every refusal code, in order.");
   module.def("read_arguments", &readArgumentsOf, nb::arg("fusion"), nb::arg("values"),
              nb::arg("torch_types"), nb::arg("numpy_types"),

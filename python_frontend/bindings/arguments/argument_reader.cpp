@@ -5,6 +5,7 @@
 
 #include "ir/error.h"
 
+#include <fmt/format.h>
 #include <llvm/ADT/STLExtras.h>
 // Every translation unit that casts a std::string must see its caster.
 #include <nanobind/stl/string.h>
@@ -150,10 +151,13 @@ bool checkLayout(const TensorRef& ref, const Value& input, Refusal& refusal) {
   return true;
 }
 
-/// Where a torch tensor is, as messages name it.
-const char* torchDeviceName(int device) {
-  return device == -1 ? "cpu" : "cuda:0";
+} // namespace
+
+std::string torchDeviceName(int device) {
+  return device == -1 ? std::string("cpu") : fmt::format("cuda:{}", device);
 }
+
+namespace {
 
 /// Takes what `array` holds of its memory into `read`.
 void keepMemory(ArrayRead& array, ReadArguments& read) {
@@ -195,10 +199,14 @@ bool readTensorInput(PyObject* object, const Fusion& fusion, size_t index,
       return false;
     }
   }
-  if (array.onDevice) {
+  if (array.onDevice && !read.onDevice) {
+    // The stream is read once every input is accepted: a refusal touches no CUDA state.
     read.onDevice = true;
-    if (!read.stream)
-      read.stream = readStream(object, array);
+    read.streamSource = object;
+    read.streamRead.source = array.source;
+    read.streamRead.onDevice = true;
+    read.streamRead.torchDevice = array.torchDevice;
+    read.streamRead.interfaceStream = array.interfaceStream;
   }
   InputRead facts;
   if (array.plainTorch)
@@ -242,6 +250,8 @@ bool readArguments(const Fusion& fusion, nb::handle values, const DtypeTables& t
       return false;
     }
   }
+  if (read.streamSource)
+    read.stream = readStream(read.streamSource, read.streamRead);
   return true;
 }
 

@@ -30,7 +30,7 @@ enum class ArgumentKind : uint8_t {
 struct InputRead {
   ArgumentKind kind = ArgumentKind::Other;
   PyObject* torchDtype = nullptr; ///< Torch: the torch.dtype
-  int torchDevice = -2;           ///< Torch: -1 the CPU, 0 CUDA device 0
+  int torchDevice = -2;           ///< Torch: -1 the CPU, else the CUDA device's ordinal
 };
 
 /// Accepted arguments: one per fusion input (or per plain output, for readOutputs), and what
@@ -47,14 +47,21 @@ struct ReadArguments {
   std::vector<HeldBuffer> held;
   /// Objects made while reading (numpy.asarray's), kept alive with the views.
   std::vector<nanobind::object> keep;
-  /// Whether a tensor is in device memory, and the first device array's stream.
+  /// Whether a tensor is in device memory, and the first device array's stream (read once
+  /// every input was accepted, from `streamSource` as `streamRead` says to).
   bool onDevice = false;
   std::optional<uintptr_t> stream;
-  /// Where the torch tensors are: -2 none given, -1 the CPU, 0 CUDA device 0; and the input
+  PyObject* streamSource = nullptr; ///< borrowed from the values being read
+  ArrayRead streamRead;
+  /// Where the torch tensors are: -2 none given, -1 the CPU, else the CUDA device's ordinal;
+  /// and the input
   /// of the first (the others must be where it is).
   int torchDevice = -2;
   size_t firstTorchInput = 0;
 };
+
+/// Where a torch tensor is, as torch and messages name it: "cpu" for -1, "cuda:<ordinal>".
+std::string torchDeviceName(int device);
 
 /// Reads `values` (a list or tuple, one per fusion input) for `fusion`. Returns false with
 /// `refusal` set (index and name: the input's) at the first value refused, in input order;

@@ -171,8 +171,6 @@ RefusalCode codeOf(TorchRefusal refusal) {
     return RefusalCode::TorchMeta;
   case TorchRefusal::Device:
     return RefusalCode::TorchDevice;
-  case TorchRefusal::CudaDevice:
-    return RefusalCode::CudaDevice;
   case TorchRefusal::RequiresGrad:
   case TorchRefusal::None:
     break;
@@ -206,7 +204,7 @@ bool readTorch(const TorchTensorReader& torch, PyObject* tensor, const DtypeTabl
     if (check.refusal != TorchRefusal::None) {
       refuse(refusal, codeOf(check.refusal));
       if (check.fact.is_valid())
-        refusal.facts[check.refusal == TorchRefusal::CudaDevice ? "ordinal" : "fact"] = check.fact;
+        refusal.facts["fact"] = check.fact;
       return false;
     }
     type = torchDataType(tables, layout.dtype);
@@ -223,7 +221,7 @@ bool readTorch(const TorchTensorReader& torch, PyObject* tensor, const DtypeTabl
   read.ref.strides = layout.strides;
   read.torchDevice = facts.device;
   read.torchDtype = layout.dtype;
-  read.onDevice = facts.device == 0;
+  read.onDevice = facts.device >= 0;
   return true;
 }
 
@@ -260,12 +258,6 @@ std::optional<uintptr_t> producerStream(nb::handle object, nb::handle stream) {
 
 bool readCudaInterface(nb::handle object, nb::handle interface, const DtypeTables& tables,
                        ArrayRead& read, Refusal& refusal) {
-  std::optional<long> ordinal = producerDevice(object);
-  if (ordinal && *ordinal != 0) {
-    refuse(refusal, RefusalCode::CudaDevice);
-    refusal.facts["ordinal"] = *ordinal;
-    return false;
-  }
   nb::object typestr = itemOf(interface, "typestr");
   PyObject* made =
       PyObject_CallOneArg(nb::module_::import_("numpy").attr("dtype").ptr(), typestr.ptr());
@@ -379,11 +371,6 @@ bool readDlpack(nb::handle object, ArrayRead& read, Refusal& refusal) {
     return false;
   }
   read.onDevice = deviceType == kDlpackCuda || deviceType == kDlpackCudaManaged;
-  if (read.onDevice && array.device_id() != 0) {
-    refuse(refusal, RefusalCode::CudaDevice);
-    refusal.facts["ordinal"] = array.device_id();
-    return false;
-  }
   read.source = ArraySource::Dlpack;
   read.ref.data = const_cast<void*>(array.data());
   for (size_t d = 0; d < array.ndim(); ++d) {
@@ -442,7 +429,7 @@ std::optional<uintptr_t> readStream(PyObject* object, const ArrayRead& read) {
   if (!read.onDevice)
     return std::nullopt;
   if (read.source == ArraySource::Torch)
-    return TorchTensorReader::get()->currentStream(0);
+    return TorchTensorReader::get()->currentStream(read.torchDevice);
   return producerStream(object, read.interfaceStream);
 }
 

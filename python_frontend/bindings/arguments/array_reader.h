@@ -43,7 +43,7 @@ struct ArrayRead {
   bool onDevice = false;
   /// CudaInterface: the interface's `stream` (None when it names none).
   nanobind::object interfaceStream;
-  /// torch tensors: -1 on the CPU, 0 on CUDA device 0; -2 for other arrays.
+  /// torch tensors: -1 on the CPU, else the CUDA device's ordinal; -2 for other arrays.
   int torchDevice = -2;
   /// torch tensors: the torch.dtype (a singleton).
   PyObject* torchDtype = nullptr;

@@ -28,7 +28,6 @@ enum class RefusalCode : uint8_t {
   TorchNegated,       ///< the lazy negative bit
   TorchMeta,          ///< a meta tensor
   TorchDevice,        ///< a torch device that is neither the CPU nor CUDA
-  CudaDevice,         ///< a CUDA device other than 0
   RequiresGrad,       ///< a tensor that requires grad under grad mode
   TorchDtype,         ///< a torch dtype widefuse lacks
   ArrayType,          ///< a CUDA array interface typestr NumPy does not know

@@ -170,7 +170,7 @@ bool TorchTensorReader::readFacts(PyObject* tensor, TorchFacts& facts) const {
 bool TorchTensorReader::readPlain(PyObject* tensor, TorchLayout& layout, TorchFacts& facts,
                                   bool allowGrad) const {
   return readLayout(tensor, layout) && readFacts(tensor, facts) && facts.strided &&
-         !facts.conjugated && !facts.negated && (facts.device == -1 || facts.device == 0) &&
+         !facts.conjugated && !facts.negated && facts.device != -2 &&
          (allowGrad || !(requiresGrad(tensor) && gradEnabled()));
 }
 
@@ -257,12 +257,12 @@ TorchCheck TorchTensorReader::checkTensor(PyObject* tensor, bool allowGrad, Torc
       PyUnicode_Check(type.ptr()) && PyUnicode_CompareWithASCIIString(type.ptr(), "cuda") == 0;
   if (!cpu && !cuda)
     return {TorchRefusal::Device, device};
+  long ordinal = -1;
   if (cuda) {
     nb::object index = read(device, "index");
-    if (!index.is_none() && !(PyLong_Check(index.ptr()) && PyLong_AsLong(index.ptr()) == 0)) {
-      PyErr_Clear();
-      return {TorchRefusal::CudaDevice, index};
-    }
+    ordinal = PyLong_Check(index.ptr()) ? PyLong_AsLong(index.ptr()) : 0;
+    if (PyErr_Occurred())
+      throw nb::python_error();
   }
   if (!allowGrad && truth(read(self, "requires_grad")) && gradEnabled())
     return {TorchRefusal::RequiresGrad, nb::object()};
@@ -276,7 +276,7 @@ TorchCheck TorchTensorReader::checkTensor(PyObject* tensor, bool allowGrad, Torc
   integers(call(self, "stride"), layout.strides);
   facts.strided = true;
   facts.conjugated = facts.negated = false;
-  facts.device = cpu ? -1 : 0;
+  facts.device = int(ordinal);
   return {};
 }
 

@@ -46,7 +46,6 @@ enum class TorchRefusal : uint8_t {
   Negated,      ///< the lazy negative bit
   Meta,         ///< a meta tensor: no data
   Device,       ///< neither the CPU nor CUDA; `fact` is tensor.device
-  CudaDevice,   ///< a CUDA device other than 0; `fact` is its ordinal
   RequiresGrad, ///< requires grad while grad mode is on
 };
 
@@ -77,7 +76,7 @@ public:
   /// Reads the facts a plain tensor not seen before is checked for; false when a read fails.
   bool readFacts(PyObject* tensor, TorchFacts& facts) const;
   /// Reads a plain tensor's layout and facts when it is read as it is: strided, no lazy
-  /// conjugate or negative bit, on the CPU or CUDA device 0, not requiring grad under grad
+  /// conjugate or negative bit, on the CPU or a CUDA device, not requiring grad under grad
   /// mode (unless `allowGrad`); false otherwise (checkTensor then says why).
   bool readPlain(PyObject* tensor, TorchLayout& layout, TorchFacts& facts,
                  bool allowGrad = false) const;

@@ -96,8 +96,10 @@ class MeshReduction:
                             "across the shards of a DTensor; use torch's optimizer under FSDP2")
         tensors = [result.torch() for result in kept]
         reductions = [result.reduction for result in kept]
-        if tensors[0].is_cuda and stream and stream != torch.cuda.current_stream().cuda_stream:
-            with torch.cuda.stream(torch.cuda.ExternalStream(stream)):
+        device = tensors[0].device
+        if (tensors[0].is_cuda and stream and
+                stream != torch.cuda.current_stream(device).cuda_stream):
+            with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=device)):
                 self.combine(tensors, reductions)
         else:
             self.combine(tensors, reductions)

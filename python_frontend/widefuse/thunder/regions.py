@@ -71,7 +71,7 @@ def _supported_tensor(proxy: TensorProxy) -> bool:
     # Complex tensors stay with Thunder's other executors: most of the prims claimed here
     # (comparisons, floor, atan2, ...) are not defined on complex values.
     return (data_type is not None and not data_type.is_complex and
-            (device.type == "cpu" or (device.type == "cuda" and device.index in (None, 0))))
+            device.type in ("cpu", "cuda"))
 
 
 def _supported_operands(*operands: Any) -> bool:

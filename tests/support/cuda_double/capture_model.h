@@ -15,11 +15,12 @@
 /// | cuCtxSynchronize, cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD8 | a capture
 /// forbids unsafe calls in this thread (below) | UNSUPPORTED: "potentially unsafe API calls"
 /// (synchronous with the host, or not observed by the capture, so a replay would not repeat them) |
-/// | cuMemcpyHtoDAsync, cuMemcpyDtoHAsync | their stream captures | UNSUPPORTED: the double has no
-/// pinned memory, so the host side is pageable; a graph would read or write it at each replay, long
-/// after the caller reused it | | anything queued on, or asked of, the legacy stream | a blocking
-/// stream captures | IMPLICIT: the legacy stream synchronises with blocking streams | |
-/// cuStreamBeginCapture | on the legacy stream | UNSUPPORTED |
+/// | cuMemcpyHtoDAsync from pageable memory, cuMemcpyDtoHAsync | their stream captures |
+/// UNSUPPORTED: a graph would read or write the pageable memory at each replay, long after the
+/// caller reused it (a copy from page-locked memory, cuMemAllocHost's, is recorded) | | anything
+/// queued on, or asked of, the legacy stream | a blocking stream captures | IMPLICIT: the legacy
+/// stream synchronises with blocking streams | | cuStreamBeginCapture | on the legacy stream |
+/// UNSUPPORTED |
 ///
 /// A capture forbids unsafe calls in the capturing thread unless it is relaxed
 /// (CU_STREAM_CAPTURE_MODE_RELAXED), and in every thread when it is global (the default).
@@ -27,8 +28,10 @@
 /// (cuStreamIsCapturing, cuPointerGetAttribute, device attributes) stay legal, as on the real
 /// driver; tests count pointer queries separately.
 ///
-/// Not modelled: events and cross-stream capture (joining streams into one capture), graph
-/// nodes other than recorded stream work, cuThreadExchangeStreamCaptureMode, pinned memory.
+/// Not modelled: events recorded or waited for on a capturing stream (refused) and
+/// cross-stream capture (joining streams into one capture), graph nodes other than recorded
+/// stream work, graph instantiation (a graph replays as it is),
+/// cuThreadExchangeStreamCaptureMode.
 
 #include "tests/support/cuda_double/stream_model.h"
 
@@ -55,9 +58,18 @@ struct CapturedOperation {
   std::function<void(Operation&)> run;
 };
 
-/// What cuStreamEndCapture returns: the recorded work, in stream order.
+/// A cuUserObjectCreate object: `destroy(data)` runs when its last reference goes.
+struct UserObject {
+  void* data = nullptr;
+  void (*destroy)(void*) = nullptr;
+  unsigned references = 0;
+};
+
+/// What cuStreamEndCapture returns: the recorded work, in stream order, and the user objects
+/// it holds references to (released when the graph is destroyed).
 struct Graph {
   std::vector<CapturedOperation> operations;
+  std::vector<std::pair<UserObject*, unsigned>> userObjects;
 };
 
 /// The captures in progress of one process; not thread-safe (the driver double serialises
@@ -78,6 +90,11 @@ public:
   bool capturing(const Stream& stream) const { return captures_.count(&stream) != 0; }
   /// True while any capture is in progress.
   bool any() const { return !captures_.empty(); }
+  /// The graph `stream`'s capture records into (null when it does not capture).
+  Graph* graphOf(const Stream& stream) const {
+    auto found = captures_.find(&stream);
+    return found == captures_.end() ? nullptr : found->second.graph.get();
+  }
 
   /// Records `run` into the capture of `stream`; the stream must be capturing.
   void record(Stream& stream, std::string what, std::vector<Allocation*> writes,

@@ -10,17 +10,20 @@ extern "C" {
 
 /// How often the runtime called the driver since the last reset, by kind.
 struct wf_double_counters {
-  uint64_t launches;           ///< cuLaunchKernel
-  uint64_t allocations;        ///< cuMemAlloc
-  uint64_t frees;              ///< cuMemFree
-  uint64_t uploads;            ///< cuMemcpyHtoD and cuMemcpyHtoDAsync
-  uint64_t downloads;          ///< cuMemcpyDtoH and cuMemcpyDtoHAsync
-  uint64_t memsets;            ///< cuMemsetD8 and cuMemsetD8Async
-  uint64_t pointerQueries;     ///< cuPointerGetAttribute
-  uint64_t synchronizations;   ///< cuStreamSynchronize and cuCtxSynchronize
-  uint64_t legacyStreamWrites; ///< copies, memsets and launches on the legacy default stream
-  uint64_t capturedOperations; ///< launches and memsets recorded by a stream capture
-  uint64_t captureRefusals;    ///< calls refused because a capture was in progress
+  uint64_t launches;              ///< cuLaunchKernel
+  uint64_t allocations;           ///< cuMemAlloc
+  uint64_t frees;                 ///< cuMemFree
+  uint64_t uploads;               ///< cuMemcpyHtoD and cuMemcpyHtoDAsync
+  uint64_t downloads;             ///< cuMemcpyDtoH and cuMemcpyDtoHAsync
+  uint64_t memsets;               ///< cuMemsetD8 and cuMemsetD8Async
+  uint64_t pointerQueries;        ///< cuPointerGetAttribute
+  uint64_t synchronizations;      ///< cuStreamSynchronize and cuCtxSynchronize
+  uint64_t legacyStreamWrites;    ///< copies, memsets and launches on the legacy default stream
+  uint64_t capturedOperations;    ///< launches and memsets recorded by a stream capture
+  uint64_t captureRefusals;       ///< calls refused because a capture was in progress
+  uint64_t eventRecords;          ///< cuEventRecord
+  uint64_t eventWaits;            ///< cuStreamWaitEvent
+  uint64_t eventSynchronizations; ///< cuEventSynchronize (the host waits for an event)
 };
 
 /// Forgets the recorded violations, the sticky error, the counters and any planted failure.
@@ -43,6 +46,9 @@ int wf_double_begin_capture(void* stream, int mode);
 int wf_double_end_capture(void* stream, void** graph);
 /// Queues the work `graph` recorded on `stream`, as cuGraphLaunch of its instance does.
 int wf_double_launch_graph(void* graph, void* stream);
-/// Frees a graph from wf_double_end_capture.
+/// Frees a graph from wf_double_end_capture, releasing the user objects it holds (their
+/// destructors run then).
 void wf_double_destroy_graph(void* graph);
+/// User objects (cuUserObjectCreate) not destroyed yet.
+size_t wf_double_live_user_objects();
 }

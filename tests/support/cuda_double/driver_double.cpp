@@ -28,6 +28,7 @@
 #include "tests/support/cuda_double/capture_model.h"
 #include "tests/support/cuda_double/double_control.h"
 #include "tests/support/cuda_double/double_format.h"
+#include "tests/support/cuda_double/double_state.h"
 #include "tests/support/cuda_double/launch_checker.h"
 #include "tests/support/cuda_double/stream_model.h"
 
@@ -37,29 +38,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <numeric>
 #include <random>
 
-#define WF_EXPORT extern "C" __attribute__((visibility("default")))
-
-namespace {
-
-using namespace widefuse;
-using namespace widefuse::cuda_double;
-
-// The driver's results the double returns (values of cuda.h).
-constexpr int kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNoDevice = 100,
-              kInvalidDevice = 101, kInvalidImage = 200, kInvalidContext = 201,
-              kInvalidHandle = 400, kNotFound = 500, kNotSupported = 801;
-// Attributes (cuda.h).
-constexpr int kAttributeMultiprocessors = 16, kAttributeMajor = 75, kAttributeMinor = 76;
-constexpr int kPointerContext = 1, kPointerMemoryType = 2, kPointerDeviceOrdinal = 9;
-constexpr unsigned kMemoryTypeDevice = 2;
-
-/// Two devices of four multiprocessors with four resident blocks each: small grids, so that
-/// blocks take several chunks, and a second device for the wrong-device checks.
-constexpr int kDevices = 2, kMultiprocessors = 4, kResidentBlocks = 4;
+namespace widefuse::cuda_double {
 
 std::recursive_mutex mutex;
 StreamModel& model() {
@@ -71,23 +53,29 @@ CaptureModel& capture() {
   return *instance;
 }
 wf_double_counters counters{};
-int failLaunchIn = 0, failLaunchResult = 0;
 thread_local int currentDevice = -1;
+
+} // namespace widefuse::cuda_double
+
+namespace {
+
+using namespace widefuse;
+using namespace widefuse::cuda_double;
+
+// Attributes (cuda.h).
+constexpr int kAttributeMultiprocessors = 16, kAttributeMajor = 75, kAttributeMinor = 76;
+constexpr int kPointerContext = 1, kPointerMemoryType = 2, kPointerDeviceOrdinal = 9;
+constexpr unsigned kMemoryTypeDevice = 2;
+
+/// Two devices of four multiprocessors with four resident blocks each: small grids, so that
+/// blocks take several chunks, and a second device for the wrong-device checks.
+constexpr int kDevices = 2, kMultiprocessors = 4, kResidentBlocks = 4;
+
+int failLaunchIn = 0, failLaunchResult = 0;
 
 void* contextOf(int device) {
   return reinterpret_cast<void*>(uintptr_t(0x1000 + device));
 }
-
-#define WF_LOCK std::lock_guard<std::recursive_mutex> lock(mutex)
-#define WF_NEED_CONTEXT                                                                            \
-  if (currentDevice < 0)                                                                           \
-    return kInvalidContext;                                                                        \
-  if (model().stickyError())                                                                       \
-  return model().stickyError()
-/// Returns the error of a call that the captures in progress forbid (capture_model.h).
-#define WF_CAPTURE_REFUSES(...)                                                                    \
-  if (int refused = capture().refuse(__VA_ARGS__))                                                 \
-  return refused
 
 } // namespace
 
@@ -279,11 +267,36 @@ WF_EXPORT int cuPointerGetAttribute(void* value, int attribute, uintptr_t addres
 
 namespace {
 
+void submit(Stream& stream, std::string what, std::vector<Allocation*> writes,
+            std::function<void(Operation&)> run);
+
+/// Queues (or records, under capture) a copy from page-locked memory: read when it runs, as
+/// a DMA reads it, so a caller that rewrites the memory before the copy ran is caught by the
+/// values, and a replay after the memory was freed is a violation.
+int queuePinnedUpload(Stream& stream, uintptr_t to, const void* from, size_t bytes,
+                      const char* call, Allocation* allocation) {
+  ++counters.uploads;
+  counters.legacyStreamWrites += stream.legacy;
+  std::string what = call;
+  submit(stream, what, {allocation}, [=](Operation&) {
+    if (!isPinned(from, bytes)) {
+      model().violate(what + " reads page-locked memory that was freed");
+      return;
+    }
+    std::memcpy(reinterpret_cast<void*>(to), from, bytes);
+  });
+  return kSuccess;
+}
+
 /// Queues a copy into device memory of `bytes` host bytes, staged now (pageable memory).
 int queueUpload(Stream& stream, uintptr_t to, const void* from, size_t bytes, const char* call) {
   Allocation* allocation = model().find(to, bytes);
   if (!allocation)
     return kInvalidValue;
+  if (bytes && isPinned(from, bytes)) {
+    WF_CAPTURE_REFUSES(call, /*unsafe=*/false, &stream);
+    return queuePinnedUpload(stream, to, from, bytes, call, allocation);
+  }
   WF_CAPTURE_REFUSES(call, /*unsafe=*/false, &stream,
                      " and the copy reads pageable host memory, which a graph would read at "
                      "each replay");
@@ -580,5 +593,7 @@ WF_EXPORT int wf_double_launch_graph(void* graph, void* stream) {
 WF_EXPORT void wf_double_destroy_graph(void* graph) {
   WF_LOCK;
   model().drainAll(); // queued replays still run its operations
-  delete static_cast<Graph*>(graph);
+  auto* destroyed = static_cast<Graph*>(graph);
+  releaseUserObjects(*destroyed);
+  delete destroyed;
 }

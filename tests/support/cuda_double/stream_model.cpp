@@ -159,6 +159,18 @@ void StreamModel::runNow(Operation& operation) {
   operation.done = true;
 }
 
+void StreamModel::waitFor(Stream& stream, Operation& operation) {
+  Operation& marker = enqueue(stream, "cuStreamWaitEvent", {}, [](Operation&) {});
+  join(marker.clock, operation.clock);
+  if (!operation.done)
+    marker.waitsFor.push_back(&operation);
+}
+
+void StreamModel::synchronizeWith(Operation& operation) {
+  execute(operation);
+  join(hostKnows_, operation.clock);
+}
+
 void StreamModel::synchronize(Stream& stream) {
   if (!stream.last)
     return;

@@ -107,6 +107,12 @@ public:
                      std::function<void(Operation&)> run);
   /// Runs `operation` and everything it waits for.
   void execute(Operation& operation);
+  /// Orders the work queued on `stream` from now on after `operation` (cuStreamWaitEvent of
+  /// an event that recorded it).
+  void waitFor(Stream& stream, Operation& operation);
+  /// Runs `operation` and what it waits for; the host has then seen them complete
+  /// (cuEventSynchronize).
+  void synchronizeWith(Operation& operation);
   /// Runs everything queued on `stream` (and what that waits for); the host has then seen it
   /// complete.
   void synchronize(Stream& stream);
