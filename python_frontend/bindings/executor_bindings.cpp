@@ -12,6 +12,7 @@
 #include "ir/runtime_shapes.h"
 #include "ir/value.h"
 #include "runtime/backend_registry.h"
+#include "runtime/cuda/nvrtc_library.h"
 #include "runtime/fusion_executor.h"
 #include "runtime/host/host_options.h"
 
@@ -520,6 +521,16 @@ void bindExecutor(nb::module_& module) {
   module.def(
       "cuda_available", [] { return findBackend("cuda")->available(); },
       "True when a CUDA device can be used.");
+  module.def(
+      "add_nvrtc_package_directories",
+      [](const std::vector<std::string>& directories) {
+        NvrtcLibrary::addPackageDirectories(directories);
+      },
+      nb::arg("directories"),
+      "Directories of the `nvidia` package (pip's CUDA wheels) where the CUDA backend also "
+      "looks for NVRTC; only a choice of NVRTC made afterwards sees them.");
+  module.def("nvrtc_candidate_paths", &NvrtcLibrary::candidatePaths,
+             "The paths the CUDA backend considers for NVRTC, in search order.");
   module.def(
       "prepare_host_compiler", [] { findBackend("host")->warmUp(); },
       "Starts building the host backend's precompiled prelude in the background when the "

@@ -25,6 +25,10 @@ from .functions import (all, amax, amin, any, max, mean, min, norm, sum, sum_of_
                         vector_norm)
 from .tracer import TracedFunction, trace
 from .values import Scalar, Tensor, UnsupportedOperationError, Value, Vector
+from . import nvrtc as _nvrtc
+
+# pip's NVRTC (the `nvidia` package) for the CUDA backend, before it compiles anything.
+_nvrtc.register_nvidia_packages()
 
 
 # torch's dtype names, so that `x.to(torch.float32)` runs under `import widefuse as torch`.

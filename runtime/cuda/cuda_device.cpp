@@ -1,5 +1,8 @@
 #include "runtime/cuda/cuda_device.h"
 
+#include "runtime/cuda/cuda_versions.h"
+#include "runtime/cuda/nvrtc_library.h"
+
 #include "ir/error.h"
 
 #include <fmt/format.h>
@@ -109,11 +112,11 @@ CudaDevice::~CudaDevice() {
 }
 
 unsigned CudaDevice::maxParameterBytes() const {
-  // CUDA 12.1 raised the limit for Volta and newer; the cubin must also come from a 12.1+
-  // compiler, which NVRTC 12.x/13.x is.
-  if (driverVersion_ >= 12010 && description_.computeCapability >= 70)
-    return 32764;
-  return 4096;
+  // The NVRTC of this process compiles every kernel it launches, so its version counts too.
+  // Without one no kernel can be compiled (the cache's keys need its version): a device used
+  // for memory alone then gets the driver's and the device's limit rather than an error.
+  return maxKernelParameterBytes(CudaVersion::fromDriver(driverVersion_),
+                                 description_.computeCapability, NvrtcLibrary::instanceVersion());
 }
 
 CudaDevice::ContextScope::ContextScope(const CudaDevice& device) : device_(device) {
@@ -230,8 +233,11 @@ CudaModule::CudaModule(const CudaDevice& device, const KernelImage& kernel)
     if (!kernel.target.empty() && kernel.target != device.description().arch)
       archNote = fmt::format(" (the cubin is for {}, device {} is {})", kernel.target,
                              device.ordinal(), device.description().arch);
-    fail("cuModuleLoadData failed for kernel '{}': {}{}", kernel.name, driver.describe(result),
-         archNote);
+    // Every cubin of this process comes from its NVRTC (the cache keys on its version).
+    fail("cuModuleLoadData failed for kernel '{}': {}{}; {}", kernel.name, driver.describe(result),
+         archNote,
+         cubinVersionNote(NvrtcLibrary::instanceVersion(),
+                          CudaVersion::fromDriver(device.driverVersion())));
   }
   try {
     function_ = function(kernelName_);

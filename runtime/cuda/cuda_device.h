@@ -57,8 +57,10 @@ public:
   int driverVersion() const { return driverVersion_; }
   /// The device's marketing name, e.g. "NVIDIA H200".
   std::string name() const { return name_; }
-  /// The largest parameter block a kernel launch accepts: 32764 bytes from driver 12.1 on
-  /// Volta and newer, 4096 bytes otherwise.
+  /// The largest parameter block a kernel launch accepts: 32764 bytes where the driver, the
+  /// device and this process's NVRTC all allow it (12.1 or newer, Volta or newer), 4096 bytes
+  /// otherwise (maxKernelParameterBytes). Loads NVRTC to know its version; where none loads,
+  /// nothing can be compiled and the driver and the device decide alone.
   unsigned maxParameterBytes() const;
 
   /// Makes the device's primary context current in the calling thread for the life of the
@@ -127,8 +129,8 @@ private:
 class CudaModule {
 public:
   /// Loads `kernel.image` and resolves `kernel.name`. Throws Error naming the kernel when the
-  /// driver rejects the image (with both archs when the cubin is for another arch) or the
-  /// entry is missing.
+  /// driver rejects the image (with both archs when the cubin is for another arch, and NVRTC's
+  /// and the driver's CUDA versions: cubinVersionNote) or the entry is missing.
   CudaModule(const CudaDevice& device, const KernelImage& kernel);
   ~CudaModule();
   CudaModule(CudaModule&& other) noexcept;

@@ -2,6 +2,8 @@
 // any machine. The same code on a real GPU is tested by cuda_device_test.cpp.
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/cuda_versions.h"
+#include "runtime/cuda/nvrtc_library.h"
 
 #include "tests/runtime/runtime_test_support.h"
 #include "tests/support/error_of.h"
@@ -442,10 +444,12 @@ TEST_F(FakeDevice, LaunchErrorsNameTheKernel) {
 
 TEST_F(FakeDevice, ModuleErrorsNameTheKernelAndUnload) {
   std::unique_ptr<CudaDevice> device = openDevice();
-  // (Fake images are at least 9 bytes: the fake compares that many.)
+  // (Fake images are at least 9 bytes: the fake compares that many.) The versions of NVRTC
+  // and the driver end the message (nvrtc_fit_test.cpp tests them with fake NVRTCs).
   EXPECT_EQ(errorOf([&] { CudaModule module(*device, fakeKernel("sm_80", "not a cubin")); }),
             "cuModuleLoadData failed for kernel 'fill': CUDA_ERROR_INVALID_IMAGE (device kernel "
-            "image is invalid) (the cubin is for sm_80, device 0 is sm_90)");
+            "image is invalid) (the cubin is for sm_80, device 0 is sm_90); " +
+                cubinVersionNote(NvrtcLibrary::instanceVersion(), CudaVersion{12, 8}));
   EXPECT_EQ(errorOf([&] { CudaModule module(*device, fakeKernel("sm_90", "")); }),
             "kernel 'fill' has no cubin to load");
   fake.parameterCount = 2;

@@ -26,11 +26,18 @@ const int kArchs[] = {75, 80, 86, 89, 90, 100, 120};
 
 } // namespace
 
-/// A version no real NVRTC has, so that kernel cache keys (which include it) never mix the
-/// double's images with real cubins.
+// The fake NVRTCs of tests/support/cuda_double/CMakeLists.txt are this source with a real
+// version; the double itself reports one no real NVRTC has.
+#ifndef WIDEFUSE_NVRTC_DOUBLE_MAJOR
+#define WIDEFUSE_NVRTC_DOUBLE_MAJOR 99
+#define WIDEFUSE_NVRTC_DOUBLE_MINOR 0
+#endif
+
+/// 99.0 for the double, a version no real NVRTC has, so that kernel cache keys (which include
+/// it) never mix the double's images with real cubins; a fake's version otherwise.
 WF_EXPORT int nvrtcVersion(int* major, int* minor) {
-  *major = 99;
-  *minor = 0;
+  *major = WIDEFUSE_NVRTC_DOUBLE_MAJOR;
+  *minor = WIDEFUSE_NVRTC_DOUBLE_MINOR;
   return kSuccess;
 }
 
