@@ -98,7 +98,6 @@ CudaDevice::CudaDevice(const CudaDriver& driver, int ordinal)
   description_.multiprocessorCount =
       static_cast<unsigned>(attribute(kCudaAttributeMultiprocessorCount));
   description_.fromDevice = true;
-  description_.maxParameterBytes = maxParameterBytes();
   char name[256] = {};
   driver.check(driver.cuDeviceGetName(name, sizeof(name) - 1, device_), "cuDeviceGetName");
   name_ = name;
@@ -109,6 +108,12 @@ CudaDevice::CudaDevice(const CudaDriver& driver, int ordinal)
 CudaDevice::~CudaDevice() {
   if (context_)
     driver_->cuDevicePrimaryCtxRelease(device_);
+}
+
+DeviceDescription CudaDevice::description() const {
+  DeviceDescription description = description_;
+  description.maxParameterBytes = maxParameterBytes();
+  return description;
 }
 
 unsigned CudaDevice::maxParameterBytes() const {

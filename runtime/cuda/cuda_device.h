@@ -52,7 +52,9 @@ public:
   /// The device ordinal.
   int ordinal() const { return ordinal_; }
   /// Arch ("sm_<major><minor>"), compute capability and multiprocessor count of the device.
-  DeviceDescription description() const { return description_; }
+  /// Its parameter limit is maxParameterBytes(), asked at the call: opening a device loads no
+  /// NVRTC (a process may use the GPU's memory and run on the host).
+  DeviceDescription description() const;
   /// The driver's CUDA version, 1000 * major + 10 * minor (12080 for 12.8).
   int driverVersion() const { return driverVersion_; }
   /// The device's marketing name, e.g. "NVIDIA H200".
