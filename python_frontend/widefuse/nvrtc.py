@@ -5,21 +5,23 @@ every NVRTC it finds (docs/codegen.md §5.1)."""
 
 from __future__ import annotations
 
-import importlib.util
+import os
+import sys
 
 from . import _widefuse
 
 
 def nvidia_package_directories() -> list[str]:
-    """The directories of the ``nvidia`` package on sys.path, without importing it: a
-    namespace package, so each site-packages may hold a part of it."""
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):
-        return []
-    if spec is None or spec.submodule_search_locations is None:
-        return []
-    return [str(location) for location in spec.submodule_search_locations]
+    """The ``nvidia`` directory of every sys.path entry, in path order, without importing
+    it: pip's CUDA wheels install there, and ``nvidia`` is a namespace package in some
+    environments (each site-packages holds a part) and a regular one in others (a wheel
+    installed its ``__init__.py``; importing would then see one directory only)."""
+    found: list[str] = []
+    for entry in sys.path:
+        directory = os.path.join(entry or os.getcwd(), "nvidia")
+        if directory not in found and os.path.isdir(directory):
+            found.append(directory)
+    return found
 
 
 def register_nvidia_packages() -> None:

@@ -30,9 +30,19 @@ def test_finds_every_part_of_the_nvidia_namespace_package(tmp_path, monkeypatch)
     assert directories.index(str(first)) < directories.index(str(second))
 
 
-def test_no_nvidia_package_gives_no_directories(monkeypatch):
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+def test_no_nvidia_package_gives_no_directories(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
     assert nvrtc.nvidia_package_directories() == []
+
+
+def test_a_regular_nvidia_package_beside_a_namespace_part_gives_both(tmp_path, monkeypatch):
+    # torch's CUDA 12 wheels can leave an __init__.py in one site-packages' nvidia/: an import
+    # would then see that directory alone.
+    regular = _nvidia_package(tmp_path / "venv")
+    (regular / "__init__.py").write_text("")
+    part = _nvidia_package(tmp_path / "user-site")
+    monkeypatch.setattr(sys, "path", [str(regular.parent), str(part.parent)])
+    assert nvrtc.nvidia_package_directories() == [str(regular), str(part)]
 
 
 def test_registered_directories_become_nvrtc_candidates(tmp_path, monkeypatch):
