@@ -152,3 +152,41 @@ def test_a_captured_clipped_step_replays_equal_clip_grad_norm_then_adamw():
     torch.testing.assert_close(torch.stack(norms), torch.stack(totals[WARMUP:]))
     for p, q in zip(ours, theirs):
         torch.testing.assert_close(p, q)
+
+
+def test_a_whole_network_capture_of_a_thousand_parameters_reallocates_every_grad():
+    # torch's whole-network recipe: zero_grad(set_to_none=True), forward and backward inside
+    # the capture, so every grad has a new address in the graph. The clip's member table
+    # (1000 entries) is in device memory and is rebound under the capture.
+    torch.manual_seed(31)
+    layers = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(500)]).cuda()
+    reference = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(500)]).cuda()
+    reference.load_state_dict(layers.state_dict())
+    ours = widefuse.optim.AdamW(layers.parameters(), lr=1e-3, capturable=True,
+                                max_grad_norm=1.0)
+    theirs = torch.optim.AdamW(reference.parameters(), lr=1e-3, capturable=True, foreach=False)
+    inputs = torch.randn(8, 4, device="cuda")
+
+    def step(model, optimizer, clip):
+        optimizer.zero_grad(set_to_none=True)
+        model(inputs).square().sum().backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=False)
+        optimizer.step()
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(WARMUP):
+            step(layers, ours, clip=False)
+            step(reference, theirs, clip=True)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step(layers, ours, clip=False)
+    for _ in range(REPLAYS):
+        graph.replay()
+        step(reference, theirs, clip=True)
+    torch.cuda.synchronize()
+    for p, q in zip(layers.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
