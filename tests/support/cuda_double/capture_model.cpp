@@ -54,8 +54,11 @@ int CaptureModel::status(const Stream& stream) const {
 
 void CaptureModel::record(Stream& stream, std::string what, std::vector<Allocation*> writes,
                           std::function<void(Operation&)> run) {
+  std::vector<std::pair<uintptr_t, uint64_t>> written;
+  for (const Allocation* allocation : writes)
+    written.emplace_back(allocation->base, allocation->id);
   captures_.at(&stream).graph->operations.push_back(
-      {std::move(what), std::move(writes), std::move(run)});
+      {std::move(what), std::move(written), std::move(run)});
 }
 
 int CaptureModel::refuse(const std::string& call, bool unsafe, const Stream* stream,
@@ -107,8 +110,19 @@ int CaptureModel::refuseWith(int result, const std::string& call, const std::str
 }
 
 void CaptureModel::launch(const Graph& graph, Stream& stream) {
-  for (const CapturedOperation& operation : graph.operations)
-    streams_.enqueue(stream, operation.what + " (graph replay)", operation.writes, operation.run);
+  for (const CapturedOperation& operation : graph.operations) {
+    std::vector<Allocation*> writes;
+    for (auto [base, id] : operation.writes) {
+      Allocation* allocation = streams_.find(base);
+      if (!allocation || allocation->id != id) {
+        streams_.violate("the graph replay of " + operation.what +
+                         " writes device memory that was freed after the capture");
+        return;
+      }
+      writes.push_back(allocation);
+    }
+    streams_.enqueue(stream, operation.what + " (graph replay)", writes, operation.run);
+  }
 }
 
 } // namespace widefuse::cuda_double

@@ -35,10 +35,12 @@
 
 #include "tests/support/cuda_double/stream_model.h"
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace widefuse::cuda_double {
@@ -54,7 +56,9 @@ enum CaptureStatus : int { kCaptureNone = 0, kCaptureActive = 1, kCaptureStatusI
 /// One piece of stream work a capture recorded; a replay queues it again.
 struct CapturedOperation {
   std::string what;
-  std::vector<Allocation*> writes;
+  /// The device memory it writes, by address and allocation id: the allocations may be freed
+  /// before a replay (which is then a violation, not a use of a dangling pointer).
+  std::vector<std::pair<uintptr_t, uint64_t>> writes;
   std::function<void(Operation&)> run;
 };
 
@@ -106,7 +110,8 @@ public:
   /// the call cannot be recorded), when it captures.
   int refuse(const std::string& call, bool unsafe, const Stream* stream = nullptr,
              const char* streamReason = nullptr);
-  /// Queues the operations of `graph` on `stream`, in order (cuGraphLaunch).
+  /// Queues the operations of `graph` on `stream`, in order (cuGraphLaunch); an operation
+  /// that writes device memory freed since the capture is a violation, and is not queued.
   void launch(const Graph& graph, Stream& stream);
   /// The calls refused since the last reset.
   uint64_t refusals() const { return refusals_; }

@@ -25,6 +25,7 @@ Allocation& StreamModel::allocate(size_t bytes, int device) {
   allocation->base = reinterpret_cast<uintptr_t>(memory);
   allocation->size = bytes;
   allocation->device = device;
+  allocation->id = nextAllocation_++;
   Allocation& result = *allocation;
   allocations_[result.base] = std::move(allocation);
   return result;

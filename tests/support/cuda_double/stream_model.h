@@ -37,6 +37,9 @@ struct Allocation {
   uintptr_t base = 0;
   size_t size = 0;
   int device = 0;
+  /// Unique in the process: memory freed and allocated again at the same address is another
+  /// allocation.
+  uint64_t id = 0;
   /// The writes queued into it, per stream, in queue order.
   std::map<const Stream*, std::vector<const Operation*>> writes;
 };
@@ -139,6 +142,7 @@ private:
   Clock hostKnows_;
   std::string violations_;
   int stickyError_ = 0;
+  uint64_t nextAllocation_ = 1;
 };
 
 } // namespace widefuse::cuda_double
