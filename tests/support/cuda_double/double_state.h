@@ -1,14 +1,18 @@
 #pragma once
 /// What the driver double's entry points share: one lock over every call, the stream and
 /// capture models, the counters, the calling thread's current device, the results it returns,
-/// and the page-locked memory and user objects driver_host_memory.cpp keeps.
+/// the page-locked memory and user objects driver_host_memory.cpp keeps, and the planted
+/// launch failure driver_modules.cpp keeps.
 
 #include "tests/support/cuda_double/capture_model.h"
 #include "tests/support/cuda_double/double_control.h"
 #include "tests/support/cuda_double/stream_model.h"
 
 #include <cstddef>
+#include <functional>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #define WF_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -29,6 +33,15 @@ CaptureModel& capture();
 extern wf_double_counters counters;
 /// The device whose context is current in the calling thread (-1: none).
 extern thread_local int currentDevice;
+
+/// Resident blocks per multiprocessor, whatever the kernel (the occupancy query's answer).
+constexpr int kResidentBlocks = 4;
+
+/// Queues `run` on `stream`, or records it when the stream captures.
+void submit(Stream& stream, std::string what, std::vector<Allocation*> writes,
+            std::function<void(Operation&)> run);
+/// Forgets a launch failure planted with wf_double_fail_launch.
+void forgetPlantedFailures();
 
 /// True when [address, address + bytes) is live page-locked memory (cuMemAllocHost).
 bool isPinned(const void* address, size_t bytes);

@@ -55,6 +55,16 @@ CaptureModel& capture() {
 wf_double_counters counters{};
 thread_local int currentDevice = -1;
 
+void submit(Stream& stream, std::string what, std::vector<Allocation*> writes,
+            std::function<void(Operation&)> run) {
+  if (capture().capturing(stream)) {
+    ++counters.capturedOperations;
+    capture().record(stream, std::move(what), std::move(writes), std::move(run));
+    return;
+  }
+  model().enqueue(stream, std::move(what), std::move(writes), std::move(run));
+}
+
 } // namespace widefuse::cuda_double
 
 namespace {
@@ -67,11 +77,9 @@ constexpr int kAttributeMultiprocessors = 16, kAttributeMajor = 75, kAttributeMi
 constexpr int kPointerContext = 1, kPointerMemoryType = 2, kPointerDeviceOrdinal = 9;
 constexpr unsigned kMemoryTypeDevice = 2;
 
-/// Two devices of four multiprocessors with four resident blocks each: small grids, so that
+/// Two devices of four multiprocessors (with kResidentBlocks each): small grids, so that
 /// blocks take several chunks, and a second device for the wrong-device checks.
-constexpr int kDevices = 2, kMultiprocessors = 4, kResidentBlocks = 4;
-
-int failLaunchIn = 0, failLaunchResult = 0;
+constexpr int kDevices = 2, kMultiprocessors = 4;
 
 void* contextOf(int device) {
   return reinterpret_cast<void*>(uintptr_t(0x1000 + device));
@@ -86,7 +94,7 @@ WF_EXPORT void wf_double_reset() {
   model().clearViolations();
   capture().resetCounts();
   counters = {};
-  failLaunchIn = failLaunchResult = 0;
+  forgetPlantedFailures();
 }
 
 WF_EXPORT const char* wf_double_violations() {
@@ -98,12 +106,6 @@ WF_EXPORT void wf_double_read_counters(wf_double_counters* out) {
   WF_LOCK;
   *out = counters;
   out->captureRefusals = capture().refusals();
-}
-
-WF_EXPORT void wf_double_fail_launch(int nth, int result) {
-  WF_LOCK;
-  failLaunchIn = nth;
-  failLaunchResult = result;
 }
 
 WF_EXPORT size_t wf_double_live_allocations() {
@@ -267,9 +269,6 @@ WF_EXPORT int cuPointerGetAttribute(void* value, int attribute, uintptr_t addres
 
 namespace {
 
-void submit(Stream& stream, std::string what, std::vector<Allocation*> writes,
-            std::function<void(Operation&)> run);
-
 /// Queues (or records, under capture) a copy from page-locked memory: read when it runs, as
 /// a DMA reads it, so a caller that rewrites the memory before the copy ran is caught by the
 /// values, and a replay after the memory was freed is a violation.
@@ -309,17 +308,6 @@ int queueUpload(Stream& stream, uintptr_t to, const void* from, size_t bytes, co
       std::memcpy(reinterpret_cast<void*>(to), staged->data(), staged->size());
   });
   return kSuccess;
-}
-
-/// Queues `run` on `stream`, or records it when the stream captures.
-void submit(Stream& stream, std::string what, std::vector<Allocation*> writes,
-            std::function<void(Operation&)> run) {
-  if (capture().capturing(stream)) {
-    ++counters.capturedOperations;
-    capture().record(stream, std::move(what), std::move(writes), std::move(run));
-    return;
-  }
-  model().enqueue(stream, std::move(what), std::move(writes), std::move(run));
 }
 
 /// Runs a copy out of device memory into host memory, checking that nothing unordered is
@@ -440,101 +428,6 @@ WF_EXPORT int cuStreamSynchronize(void* stream) {
   ++counters.synchronizations;
   model().synchronize(*queue);
   return model().stickyError();
-}
-
-// --- modules and launches -------------------------------------------------------------------
-
-WF_EXPORT int cuModuleLoadData(Module** module, const void* image) {
-  WF_LOCK;
-  WF_NEED_CONTEXT;
-  const char* text = static_cast<const char*>(image);
-  size_t magic = std::strlen(kImageMagic);
-  if (std::strncmp(text, kImageMagic, magic) != 0)
-    return kInvalidImage; // a real cubin: the double runs only what its NVRTC double made
-  std::string source = text + magic;
-  std::string name = entryName(source);
-  auto loaded = std::make_unique<Module>();
-  loaded->name = name;
-  loaded->device = currentDevice;
-  try {
-    loaded->kernel = EmulatedKernel::compile(source, name, parameterType(source, name));
-  } catch (const std::exception&) {
-    return kInvalidImage;
-  }
-  loaded->abi = static_cast<const wf_launch_abi*>(loaded->kernel->symbol(name + "_launch_abi"));
-  bool widefuse = source.find("wf_entry_header") != std::string::npos;
-  if (widefuse && !loaded->abi)
-    return kInvalidImage; // a widefuse kernel without its launch description
-  *module = loaded.release();
-  return kSuccess;
-}
-
-WF_EXPORT int cuModuleUnload(Module* module) {
-  WF_LOCK;
-  model().drainAll(); // queued launches of the module still need it
-  delete module;
-  return kSuccess;
-}
-
-WF_EXPORT int cuModuleGetFunction(Module** function, Module* module, const char* name) {
-  WF_LOCK;
-  WF_NEED_CONTEXT;
-  if (module->name != name)
-    return kNotFound;
-  *function = module; // one kernel per module
-  return kSuccess;
-}
-
-WF_EXPORT int cuFuncGetAttribute(int* value, int, Module*) {
-  *value = 0;
-  return kSuccess;
-}
-
-WF_EXPORT int cuFuncGetParamInfo(Module* function, size_t index, size_t* offset, size_t* size) {
-  if (index != 0)
-    return kInvalidValue;
-  *offset = 0;
-  *size = function->kernel->parameterBytes();
-  return kSuccess;
-}
-
-WF_EXPORT int cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, Module*, int, size_t) {
-  *blocks = kResidentBlocks;
-  return kSuccess;
-}
-
-WF_EXPORT int cuLaunchKernel(Module* function, unsigned gridX, unsigned gridY, unsigned gridZ,
-                             unsigned blockX, unsigned blockY, unsigned blockZ, unsigned,
-                             void* stream, void** parameters, void**) {
-  WF_LOCK;
-  WF_NEED_CONTEXT;
-  if (failLaunchIn > 0 && --failLaunchIn == 0)
-    return failLaunchResult;
-  Stream* queue = model().streamOf(stream, currentDevice);
-  if (!queue || gridY != 1 || gridZ != 1 || blockY != 1 || blockZ != 1 || !parameters)
-    return kInvalidValue;
-  if (function->device != currentDevice)
-    return kInvalidHandle;
-  if (function->abi && blockX != function->abi->threads_per_block)
-    return kInvalidValue; // the kernel is written for its own block size
-  WF_CAPTURE_REFUSES("the launch of kernel '" + function->name + "'", /*unsafe=*/false, queue);
-  ++counters.launches;
-  counters.legacyStreamWrites += queue->legacy;
-  // The driver copies the argument during the call.
-  auto block = std::make_shared<std::vector<std::byte>>(
-      static_cast<const std::byte*>(parameters[0]),
-      static_cast<const std::byte*>(parameters[0]) + function->kernel->parameterBytes());
-  uint64_t seed = counters.launches;
-  submit(*queue, "the launch of kernel '" + function->name + "'", {},
-         [function, block, gridX, blockX, seed](Operation& self) {
-           if (model().stickyError())
-             return; // the context is lost: nothing more runs
-           if (function->abi)
-             checkLaunchPointers(model(), self, *function, *block);
-           if (!model().stickyError())
-             runLaunch(model(), self, *function, *block, gridX, blockX, seed);
-         });
-  return kSuccess;
 }
 
 // --- stream capture (capture_model.h) -------------------------------------------------------

@@ -24,6 +24,8 @@ struct Module {
   std::shared_ptr<const EmulatedKernel> kernel;
   const wf_launch_abi* abi = nullptr;
   int device = 0;
+  /// cuModuleUnload'ed: a launch of it is a violation.
+  bool unloaded = false;
 };
 
 /// Every pointer of a widefuse launch, found with the kernel's own description; a violation
