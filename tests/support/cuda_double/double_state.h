@@ -50,6 +50,11 @@ void releaseUserObjects(Graph& graph);
 
 } // namespace widefuse::cuda_double
 
+/// cuStreamGetCaptureInfo (driver_host_memory.cpp): cuStreamIsCapturing asks it too.
+WF_EXPORT int cuStreamGetCaptureInfo_v2(void* stream, int* status, unsigned long long* id,
+                                        void** graph, const void** dependencies,
+                                        size_t* dependencyCount);
+
 #define WF_LOCK std::lock_guard<std::recursive_mutex> lock(::widefuse::cuda_double::mutex)
 #define WF_NEED_CONTEXT                                                                            \
   if (currentDevice < 0)                                                                           \

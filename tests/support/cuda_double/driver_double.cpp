@@ -452,16 +452,7 @@ WF_EXPORT int cuStreamEndCapture(void* stream, void** graph) {
 }
 
 WF_EXPORT int cuStreamIsCapturing(void* stream, int* status) {
-  WF_LOCK;
-  WF_NEED_CONTEXT;
-  Stream* queue = model().streamOf(stream, currentDevice);
-  if (!queue)
-    return kInvalidHandle;
-  int answer = capture().status(*queue);
-  if (answer == kCaptureImplicit)
-    return answer;
-  *status = answer;
-  return kSuccess;
+  return cuStreamGetCaptureInfo_v2(stream, status, nullptr, nullptr, nullptr, nullptr);
 }
 
 WF_EXPORT int wf_double_begin_capture(void* stream, int mode) {
