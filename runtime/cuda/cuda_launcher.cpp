@@ -98,6 +98,30 @@ bool CudaKernels::growWorkspaces(const CompiledFusion& compiled,
   return relocated;
 }
 
+void CudaKernels::zeroOnFirstLaunch(size_t i, const KernelPlan& plan, const LaunchBinding& binding,
+                                    void* stream, bool capturing) {
+  if (plan.needsTickets && !ticketsZeroed_[i]) {
+    tickets_[i]->zeroAsync(stream); // every later launch finds them zeroed by the kernel
+    // A captured memset runs at each replay, not now: a launch outside the graph zeroes
+    // them again.
+    ticketsZeroed_[i] = !capturing;
+  }
+  if (binding.workspaceBytes && !workspacesZeroed_[i]) {
+    workspaces_[i]->zeroAsync(stream);
+    workspacesZeroed_[i] = !capturing;
+  }
+}
+
+void CudaKernels::waitFor(const KernelPlan& plan, void* stream) const {
+  try {
+    device_.synchronize(stream);
+  } catch (const Error& error) {
+    fail("kernel '{}' failed (found by synchronizing after each launch, WIDEFUSE_CUDA_SYNC=1): "
+         "{}",
+         plan.name, error.what());
+  }
+}
+
 GraphHold CudaKernels::holdOfStep(const std::shared_ptr<const void>& kept) const {
   GraphHold hold = {modules_};
   for (size_t i = 0; i < tickets_.size(); ++i) {
@@ -149,29 +173,13 @@ void CudaKernels::launch(const CompiledFusion& compiled, std::vector<LaunchBindi
       tables_.upload(i, binding.table, stream, capturing, plan.name);
     if (rebound || relocated || upload)
       setTableAddresses(binding, tables_.address(i), tickets_[i]->pointer());
-    if (plan.needsTickets && !ticketsZeroed_[i]) {
-      tickets_[i]->zeroAsync(stream); // every later launch finds them zeroed by the kernel
-      // A captured memset runs at each replay, not now: a launch outside the graph zeroes
-      // them again.
-      ticketsZeroed_[i] = !capturing;
-    }
-    if (binding.workspaceBytes && !workspacesZeroed_[i]) {
-      workspaces_[i]->zeroAsync(stream);
-      workspacesZeroed_[i] = !capturing;
-    }
+    zeroOnFirstLaunch(i, plan, binding, stream, capturing);
     if (capturing && !binding.table.empty())
       tables_.markCaptured(i);
     device_.launch((*modules_)[launch.plan], plan.name, binding.parameters,
                    gridBlocks(binding, gridLimits_[launch.plan]), plan.threadsPerBlock, stream);
-    if (synchronizeEach) {
-      try {
-        device_.synchronize(stream);
-      } catch (const Error& error) {
-        fail("kernel '{}' failed (found by synchronizing after each launch, "
-             "WIDEFUSE_CUDA_SYNC=1): {}",
-             plan.name, error.what());
-      }
-    }
+    if (synchronizeEach)
+      waitFor(plan, stream);
   }
   if (capturing)
     holdWhileGraphLives(device_, stream, holdOfStep(kept));

@@ -60,6 +60,12 @@ private:
   /// Grows the workspaces `bindings` need (refused under capture); true when one moved.
   bool growWorkspaces(const CompiledFusion& compiled, llvm::ArrayRef<LaunchBinding> bindings,
                       llvm::function_ref<bool()> capturing);
+  /// Zeroes launch i's tickets and workspace on their first launch (under capture the memset
+  /// is recorded, and the next launch outside the graph zeroes them again).
+  void zeroOnFirstLaunch(size_t i, const KernelPlan& plan, const LaunchBinding& binding,
+                         void* stream, bool capturing);
+  /// Waits for `plan`'s kernel on `stream` (synchronizeEach), naming it when it failed.
+  void waitFor(const KernelPlan& plan, void* stream) const;
   /// What a graph capturing this step must hold.
   GraphHold holdOfStep(const std::shared_ptr<const void>& kept) const;
 
