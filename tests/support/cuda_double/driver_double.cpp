@@ -21,9 +21,11 @@
 //
 // A violation makes the error sticky (CUDA_ERROR_ILLEGAL_ADDRESS), as a faulting kernel does;
 // a call refused during capture does not (a real context survives it).
+// Page-locked memory, events and graph user objects are in driver_host_memory.cpp; modules and
+// launches in driver_modules.cpp.
 // What it does not model: timing, races between kernels on unordered streams that touch the
-// same memory (only copies and memsets are tracked as writers), events, graph nodes other than
-// captured stream work, peer access.
+// same memory (only copies and memsets are tracked as writers), events recorded under capture,
+// graph nodes other than captured stream work, peer access.
 
 #include "tests/support/cuda_double/capture_model.h"
 #include "tests/support/cuda_double/double_control.h"
