@@ -4,6 +4,7 @@
 #include "codegen/code_writer.h"
 #include "codegen/constant_literal.h"
 #include "codegen/emitter_internal.h"
+#include "codegen/expression_text.h"
 #include "codegen/prelude.h"
 
 #include <fmt/format.h>
@@ -69,6 +70,19 @@ std::string entryHeader() {
   return out.text() + pins +
          fmt::format("static_assert(sizeof(wf_entry_header) == {}, \"entry header\");\n",
                      abi::kEntryHeaderBytes);
+}
+
+/// The codebook tables the plan's bodies read, each defined once.
+void codebookTables(const KernelPlan& plan, CodeWriter& out) {
+  llvm::SmallVector<Codebook, 4> used;
+  for (const BodyPlan& body : plan.bodies)
+    for (const Expr* expr : plan.phase->components[body.representative].exprs)
+      if (expr->attributes().codebook != Codebook::None &&
+          !llvm::is_contained(used, expr->attributes().codebook))
+        used.push_back(expr->attributes().codebook);
+  llvm::sort(used);
+  for (Codebook codebook : used)
+    out.verbatim(codebookTable(codebook));
 }
 
 /// What every kernel shares: the entry header and the chunk -> member lookup.
@@ -240,6 +254,7 @@ std::string emitCuda(const KernelPlan& plan) {
       }))
     out.verbatim(reductionPrelude());
   out.line();
+  codebookTables(plan, out);
   out.verbatim(skeletonHelpers());
   out.line("// ---- {} ----", plan.name);
   for (const BodyPlan& body : plan.bodies)

@@ -80,6 +80,18 @@ DataType opResultType(OpKind op, DataType compute) {
 
 } // namespace
 
+std::string codebookTableName(const Expr& expr) {
+  return fmt::format("wf_codebook_{}", codebookName(expr.attributes().codebook).str());
+}
+
+std::string codebookTable(Codebook codebook) {
+  llvm::SmallVector<std::string, 256> entries;
+  for (float value : codebookValues(codebook))
+    entries.push_back(fmt::format("{:a}f", value));
+  return fmt::format("WF_CODEBOOK wf_codebook_{}[{}] = {{{}}};\n", codebookName(codebook).str(),
+                     entries.size(), fmt::join(entries, ", "));
+}
+
 std::string expressionText(const Expr& expr, llvm::ArrayRef<OperandText> operands) {
   WF_ASSERT(operands.size() == expr.operands().size());
   DataType result = expr.result()->dtype();
@@ -93,6 +105,12 @@ std::string expressionText(const Expr& expr, llvm::ArrayRef<OperandText> operand
     return operandAs(expr, operands[0], 0, result);
   case OpKind::Bitcast:
     return fmt::format("wf_bitcast<{}>({})", cppType(result),
+                       operandAs(expr, operands[0], 0, source));
+  case OpKind::CodeValue:
+    return fmt::format("wf_code_value({}, wf_u64({}))", codebookTableName(expr),
+                       operandAs(expr, operands[0], 0, source));
+  case OpKind::NearestCode:
+    return fmt::format("wf_nearest_code({}, {})", codebookTableName(expr),
                        operandAs(expr, operands[0], 0, source));
   default:
     break;

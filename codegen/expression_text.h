@@ -21,6 +21,12 @@ struct OperandText {
 /// The right-hand side computing `expr` from its operands, of the result's C++ type.
 std::string expressionText(const Expr& expr, llvm::ArrayRef<OperandText> operands);
 
+/// The name of the table code_value or nearest_code `expr` reads (wf_codebook_<name>).
+std::string codebookTableName(const Expr& expr);
+
+/// The definition of `codebook`'s table as a kernel declares it (exact hexadecimal floats).
+std::string codebookTable(Codebook codebook);
+
 /// `text` (of dtype `from`) as a value of dtype `to`; unchanged when the types are equal.
 std::string convertedText(const std::string& text, DataType from, DataType to);
 

@@ -341,6 +341,29 @@ template <typename T> WF_DEVICE T wf_where(b8 condition, T a, T b) {
   return condition ? a : b;
 }
 
+// ---- codebooks: the kernel defines each table it reads (wf_codebook_<name>) ----------------
+#ifdef __CUDACC__
+#define WF_CODEBOOK static __device__ const f32
+#else
+#define WF_CODEBOOK static const f32
+#endif
+
+/// code_value: the entry at the code's low log2(N) bits.
+template <int N> WF_DEVICE f32 wf_code_value(const f32 (&table)[N], wf_u64 code) {
+  return table[code & wf_u64(N - 1)];
+}
+
+/// nearest_code, ir/codebook.h's rule: the largest c with table[c] <= x by a branchless binary
+/// search (0 for NaN), then up when x - table[c] >= half the gap to table[c + 1].
+template <int N> WF_DEVICE u8 wf_nearest_code(const f32 (&table)[N], f32 x) {
+  int code = 0;
+  for (int step = N / 2; step > 0; step /= 2)
+    code += x >= table[code + step] ? step : 0;
+  int up = code + 1 < N ? code + 1 : N - 1;
+  f32 half = (table[up] - table[code]) * 0.5f;
+  return u8(x - table[code] >= half ? up : code);
+}
+
 /// PyTorch's lerp: exact at both ends.
 template <typename T> WF_DEVICE T wf_lerp(T start, T end, T weight) {
   WF_REQUIRE(wf_is_floating, "lerp");

@@ -496,6 +496,12 @@ template <typename T> T Size(T) {
 template <typename T> T ExpandBlocks(T) {
   return unreachable<T>("expand_blocks");
 }
+template <typename T> T CodeValue(T) {
+  return unreachable<T>("code_value");
+}
+template <typename T> T NearestCode(T) {
+  return unreachable<T>("nearest_code");
+}
 
 // ---- conversion -----------------------------------------------------------------------------
 

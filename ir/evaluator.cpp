@@ -352,6 +352,7 @@ private:
   Buffer expandBlocks(const Expr& expr, const Buffer& operand) const;
   Buffer reduce(const Expr& expr, llvm::ArrayRef<const Buffer*> operands) const;
   Buffer bitcast(const Expr& expr, const Buffer& operand) const;
+  Buffer codebookOp(const Expr& expr, const Buffer& operand) const;
   void writeBack(const Alias& alias, const Buffer& value, const TensorRef& target) const;
 
   const Fusion& fusion_;
@@ -512,6 +513,16 @@ Buffer Evaluation::bitcast(const Expr& expr, const Buffer& operand) const {
   return convertBuffer(bits, storageType(bits.dtype));
 }
 
+Buffer Evaluation::codebookOp(const Expr& expr, const Buffer& operand) const {
+  // Codes and tables exist only in their declared types, also in oracle mode.
+  Codebook codebook = expr.attributes().codebook;
+  if (expr.op() == OpKind::CodeValue)
+    return storeAll(codeValues(codebook, loadAll<int64_t>(convertBuffer(operand, DataType::Int64))),
+                    DataType::Float, shapes_.of(expr.result()));
+  return storeAll(nearestCodes(codebook, loadAll<float>(convertBuffer(operand, DataType::Float))),
+                  DataType::UInt8, shapes_.of(expr.result()));
+}
+
 Buffer Evaluation::evaluateExpr(const Expr& expr) {
   llvm::SmallVector<const Buffer*, 3> operands;
   for (const Value* operand : expr.operands())
@@ -528,6 +539,9 @@ Buffer Evaluation::evaluateExpr(const Expr& expr) {
     return broadcast(expr, *operands[0]);
   case OpKind::ExpandBlocks:
     return expandBlocks(expr, *operands[0]);
+  case OpKind::CodeValue:
+  case OpKind::NearestCode:
+    return codebookOp(expr, *operands[0]);
   case OpKind::Set:
     return *operands[0];
   case OpKind::Size:

@@ -1,6 +1,7 @@
 #pragma once
 /// Expressions of the IR: one op applied to value operands, defining one result value.
 
+#include "ir/codebook.h"
 #include "ir/data_type.h"
 #include "ir/op_kind.h"
 
@@ -44,6 +45,8 @@ struct OpAttributes {
   /// Block-scope reductions and expand_blocks: B, the elements of one block (a power of two,
   /// at most kMaxBlockElements); 0 on every other op.
   int64_t block = 0;
+  /// code_value and nearest_code: the table of codes; None on every other op.
+  Codebook codebook = Codebook::None;
   /// Inserted by implicit broadcasting (a size or broadcast_in_dim the caller did not write);
   /// nvFuser-style printing leaves it out, as the op that needs it inserts it again.
   bool implicit = false;

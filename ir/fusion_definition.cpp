@@ -201,6 +201,18 @@ Val expand_blocks(const Val& x, llvm::ArrayRef<ShapeEntry> shape, Blocks blocks)
   return applyOp(OpKind::ExpandBlocks, {x}, attributes);
 }
 
+Val code_value(const Val& code, Codebook codebook) {
+  OpAttributes attributes;
+  attributes.codebook = codebook;
+  return applyOp(OpKind::CodeValue, {code}, attributes);
+}
+
+Val nearest_code(const Val& x, Codebook codebook) {
+  OpAttributes attributes;
+  attributes.codebook = codebook;
+  return applyOp(OpKind::NearestCode, {x}, attributes);
+}
+
 Val reduceBlocks(OpKind op, const Val& x, Blocks blocks) {
   if (!x)
     fail("{}: the operand is an empty Val (not a value of a FusionDefinition)", opName(op).str());

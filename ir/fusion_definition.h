@@ -150,6 +150,14 @@ struct Blocks {
 /// a quantized tensor's scales).
 Val expand_blocks(const Val& x, llvm::ArrayRef<ShapeEntry> shape, Blocks blocks);
 
+/// The f32 entry of `codebook` at each integer code of `code` (its low log2(size) bits): a
+/// quantized state's normalised value.
+Val code_value(const Val& code, Codebook codebook);
+
+/// The u8 code of each f32 element of `x` in `codebook`, rounded to nearest as torchao rounds
+/// (ir/codebook.h nearestCode): a quantized state's new code.
+Val nearest_code(const Val& x, Codebook codebook);
+
 /// `op(x)` over each block of `blocks` elements: the block-scope reductions' one definition.
 Val reduceBlocks(OpKind op, const Val& x, Blocks blocks);
 

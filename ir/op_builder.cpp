@@ -34,6 +34,25 @@ bool isIntegerOrBool(DataType type) {
   return isInteger(type) || type == DataType::Bool;
 }
 
+/// code_value: an integer code, f32 result; nearest_code: an f32 value, u8 result; both with
+/// a codebook.
+template <typename Reject>
+DataType codebookResultType(OpKind op, DataType operand, const OpAttributes& attributes,
+                            Reject reject) {
+  if (attributes.codebook == Codebook::None)
+    return reject(fmt::format("{} needs a codebook ({})", opName(op).str(), codebookNames()));
+  if (op == OpKind::CodeValue) {
+    if (!isInteger(operand))
+      return reject(
+          fmt::format("code_value takes an integer code, not {}", shortName(operand).str()));
+    return DataType::Float;
+  }
+  if (operand != DataType::Float)
+    return reject(fmt::format("nearest_code takes an f32 value, not {} (cast it first)",
+                              shortName(operand).str()));
+  return DataType::UInt8;
+}
+
 /// Result data type under the op's typing rule; throws for operands the op rejects.
 DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
                        const OpAttributes& attributes) {
@@ -101,6 +120,9 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
     return DataType::Int64;
   case TypeRule::Cast:
     return attributes.targetType;
+  case TypeRule::CodeLookup:
+  case TypeRule::CodeSearch:
+    return codebookResultType(op, operands[0]->dtype(), attributes, reject);
   case TypeRule::ComplexPart:
     if (op == OpKind::Imag && !isComplex(promoted))
       return reject("imag takes a complex operand (a real value has no imaginary part)");
@@ -311,6 +333,8 @@ void canonicalizeAttributes(OpKind op, OpAttributes& attributes) {
     attributes.targetType = DataType::Float;
   if (!isReduction(op))
     attributes.reduction = ReductionScope::None;
+  if (op != OpKind::CodeValue && op != OpKind::NearestCode)
+    attributes.codebook = Codebook::None;
   if (op != OpKind::Size && attributes.reduction != ReductionScope::Rows)
     attributes.dim = 0;
   if (op != OpKind::ExpandBlocks && attributes.reduction != ReductionScope::Block)

@@ -36,6 +36,8 @@ enum class TypeRule : uint8_t {
   Extent,         ///< size(t, dim): an i64 scalar, the run-time extent of a tensor dimension
   BlockExpansion, ///< expand_blocks: the operand's type and the attribute shape; each block of
                   ///< B elements (in logical order) reads one operand element
+  CodeLookup,     ///< code_value(code, codebook): an integer code's table entry; result f32
+  CodeSearch,     ///< nearest_code(x, codebook): an f32 value's code in the table; result u8
   ComplexPart,    ///< real/imag: a complex operand's part type (real of a real is itself)
   MakeComplex,    ///< complex(re, im): f32 or f64 parts; result c64 or c128
   Reduction,      ///< sum max min any all: one or more tensors, a scope (ir/reduction.h)

@@ -1,4 +1,5 @@
 #include "ir/parser.h"
+#include "ir/text_arguments.h"
 
 #include "ir/op_builder.h"
 #include "ir/reduction.h"
@@ -22,51 +23,6 @@ namespace {
 
 /// Deeper nesting of calls is rejected rather than risking the stack on hostile input.
 constexpr unsigned kMaxCallNesting = 256;
-
-/// What one argument of an op call is in the text: a value operand or an attribute.
-enum class ArgumentForm : uint8_t { Value, DataType, Shape, Dims, Dim, Block };
-
-/// The arguments an op takes in the text form: its value operands, then its attributes.
-llvm::SmallVector<ArgumentForm, 3> argumentForms(OpKind op) {
-  llvm::SmallVector<ArgumentForm, 3> forms(opArity(op), ArgumentForm::Value);
-  switch (opTypeRule(op)) {
-  case TypeRule::Cast:
-  case TypeRule::Bitcast:
-    forms.push_back(ArgumentForm::DataType);
-    break;
-  case TypeRule::Broadcast:
-    forms.push_back(ArgumentForm::Shape);
-    forms.push_back(ArgumentForm::Dims);
-    break;
-  case TypeRule::Extent:
-    forms.push_back(ArgumentForm::Dim);
-    break;
-  case TypeRule::BlockExpansion:
-    forms.push_back(ArgumentForm::Shape);
-    forms.push_back(ArgumentForm::Block);
-    break;
-  default:
-    break;
-  }
-  return forms;
-}
-
-/// Names the attribute arguments for an argument-count message; empty for plain ops.
-std::string describeForms(OpKind op) {
-  switch (opTypeRule(op)) {
-  case TypeRule::Cast:
-  case TypeRule::Bitcast:
-    return " (a value and a dtype)";
-  case TypeRule::Broadcast:
-    return " (a value, a shape list and a dims list)";
-  case TypeRule::Extent:
-    return " (a tensor and a dimension)";
-  case TypeRule::BlockExpansion:
-    return " (a value, a shape list and block=B)";
-  default:
-    return "";
-  }
-}
 
 std::string dataTypeList() {
   std::vector<std::string> names;
@@ -137,6 +93,7 @@ private:
   Value* parseCall(const Token& opToken, llvm::StringRef resultName);
   Value* parseReduction(const Token& opToken, OpKind op, llvm::StringRef resultName);
   int64_t parseBlockSize();
+  Codebook parseCodebookName();
   Value* parseOperand();
   Value* parseLiteral();
   ConstantValue parseNumber(const Token& token, bool negative);
@@ -462,6 +419,9 @@ Value* Parser::parseCall(const Token& opToken, llvm::StringRef resultName) {
                    case ArgumentForm::Block:
                      attributes.block = parseBlockSize();
                      break;
+                   case ArgumentForm::Codebook:
+                     attributes.codebook = parseCodebookName();
+                     break;
                    }
                  });
   --nesting_;
@@ -511,6 +471,21 @@ int64_t Parser::parseBlockSize() {
   next();
   expect(TokenKind::Equals, "'=' after 'block'");
   return parseListInteger(/*allowSymbolic=*/false);
+}
+
+/// `codebook=NAME`: one of codebookNames().
+Codebook Parser::parseCodebookName() {
+  if (!peek().isWord("codebook"))
+    unexpected("'codebook='");
+  next();
+  expect(TokenKind::Equals, "'=' after 'codebook'");
+  const Token& name = peek();
+  std::optional<Codebook> codebook =
+      name.is(TokenKind::Identifier) ? parseCodebook(name.text) : std::nullopt;
+  if (!codebook)
+    unexpected(fmt::format("a codebook name ({})", codebookNames()));
+  next();
+  return *codebook;
 }
 
 Value* Parser::parseOperand() {

@@ -140,6 +140,10 @@ std::string formatArguments(const Expr& expr) {
   case TypeRule::Extent:
     args.push_back(fmt::format("{}", attributes.dim));
     break;
+  case TypeRule::CodeLookup:
+  case TypeRule::CodeSearch:
+    args.push_back(fmt::format("codebook={}", codebookName(attributes.codebook).str()));
+    break;
   case TypeRule::BlockExpansion: {
     std::vector<std::string> shape;
     for (size_t d = 0; d < attributes.broadcastShape.size(); ++d)

@@ -94,6 +94,7 @@ private:
     key_.append(uint64_t(attributes.dim));
     key_.append(uint64_t(attributes.reduction));
     key_.append(uint64_t(attributes.block));
+    key_.append(uint64_t(attributes.codebook));
     if (isReduction(expr.op())) // the one op whose operand count varies
       key_.append(expr.operands().size());
     positions_[expr.result()] = next_++;

@@ -320,6 +320,8 @@ private:
     }
     if (expr.op() == OpKind::Size)
       arguments.push_back(fmt::format("dim={}", attributes.dim));
+    if (attributes.codebook != Codebook::None)
+      arguments.push_back(fmt::format("codebook=\"{}\"", codebookName(attributes.codebook).str()));
     std::string name = define(result);
     line(fmt::format("{} = fd.ops.{}({})", name, pythonOpName(expr.op()).str(),
                      fmt::join(arguments, ", ")));

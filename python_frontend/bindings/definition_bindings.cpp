@@ -110,6 +110,17 @@ void bindDefinition(nb::module_& module) {
       "backend_names", [] { return backendNames(); },
       "The backends execute() takes, as the C++ executor names them.");
   module.def(
+      "codebook_values",
+      [](const std::string& name) {
+        std::optional<Codebook> codebook = parseCodebook(name);
+        if (!codebook)
+          throw Error(fmt::format("unknown codebook '{}' (one of: {})", name, codebookNames()));
+        llvm::ArrayRef<float> values = codebookValues(*codebook);
+        return std::vector<float>(values.begin(), values.end());
+      },
+      nb::arg("name"),
+      "The entries of codebook `name` (ir/codebook.h), sorted: what code_value reads.");
+  module.def(
       "op_names",
       [] {
         std::vector<std::string> names;
@@ -158,7 +169,7 @@ void bindDefinition(nb::module_& module) {
       .def("apply", &PyDefinition::apply, nb::arg("op"), nb::arg("operands"),
            nb::arg("dtype").none() = nb::none(), nb::arg("shape") = std::vector<nb::object>{},
            nb::arg("broadcast_dims") = std::vector<int64_t>{}, nb::arg("dim") = 0,
-           nb::arg("block") = 0, nb::keep_alive<0, 1>())
+           nb::arg("block") = 0, nb::arg("codebook").none() = nb::none(), nb::keep_alive<0, 1>())
       .def("op", nb::overload_cast<unsigned, nb::tuple>(&PyDefinition::applyPointwise),
            nb::arg("kind"), nb::arg("operands"))
       .def("reduce", &PyDefinition::reduce, nb::arg("op"), nb::arg("operands"),

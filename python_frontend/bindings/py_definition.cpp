@@ -86,7 +86,8 @@ Val PyDefinition::constant(nb::handle value, const std::string& dtype) {
 Val PyDefinition::apply(const std::string& opName, const std::vector<nb::object>& operands,
                         const std::optional<std::string>& dtype,
                         const std::vector<nb::object>& shape,
-                        const std::vector<int64_t>& broadcastDims, int64_t dim, int64_t block) {
+                        const std::vector<int64_t>& broadcastDims, int64_t dim, int64_t block,
+                        const std::optional<std::string>& codebook) {
   std::optional<OpKind> op = parseOpKind(opName);
   if (!op)
     fail("unknown op '{}'", opName);
@@ -100,6 +101,12 @@ Val PyDefinition::apply(const std::string& opName, const std::vector<nb::object>
   attributes.broadcastDims.assign(broadcastDims.begin(), broadcastDims.end());
   attributes.dim = dim;
   attributes.block = block;
+  if (codebook) {
+    std::optional<Codebook> named = parseCodebook(*codebook);
+    if (!named)
+      fail("{}: unknown codebook '{}' (one of: {})", opName, *codebook, codebookNames());
+    attributes.codebook = *named;
+  }
   // Pointwise: the result is a tensor when an operand is (or the op broadcasts).
   bool tensorResult = *op == OpKind::BroadcastInDim || *op == OpKind::ExpandBlocks ||
                       (*op != OpKind::Size && llvm::any_of(arguments, [](const Operand& operand) {

@@ -61,10 +61,11 @@ public:
   Val constant(nanobind::handle value, const std::string& dtype);
   /// Any op by name, with the attributes of cast/bitcast (`dtype`), broadcast_in_dim
   /// (`shape`: ints and size handles, `broadcastDims`), size (`dim`) and expand_blocks
-  /// (`shape`, `block`).
+  /// (`shape`, `block`), code_value and nearest_code (`codebook`, a name).
   Val apply(const std::string& opName, const std::vector<nanobind::object>& operands,
             const std::optional<std::string>& dtype, const std::vector<nanobind::object>& shape,
-            const std::vector<int64_t>& broadcastDims, int64_t dim, int64_t block);
+            const std::vector<int64_t>& broadcastDims, int64_t dim, int64_t block,
+            const std::optional<std::string>& codebook);
   /// Pointwise op `kind` (an index into op_names()) of `operands`, a tuple of value handles
   /// and Python numbers: apply() without attributes and without converting its arguments.
   /// Unlike apply()'s, the handle it returns does not keep the definition alive: the Python

@@ -182,6 +182,8 @@ bool isPlainPointwise(OpKind op) {
   case TypeRule::Bitcast:
   case TypeRule::Broadcast:
   case TypeRule::Extent:
+  case TypeRule::CodeLookup:
+  case TypeRule::CodeSearch:
   case TypeRule::Reduction:
     return false;
   default:

@@ -31,7 +31,8 @@ from .values import (Scalar, Tensor, UnsupportedOperationError, Value, Vector, d
 
 # The ops without attributes by name, as the builder numbers them (its op()).
 _POINTWISE_KINDS = {name: kind for kind, name in enumerate(_widefuse.op_names())
-                    if name not in ("cast", "bitcast", "broadcast_in_dim", "size")
+                    if name not in ("cast", "bitcast", "broadcast_in_dim", "size",
+                                    "expand_blocks", "code_value", "nearest_code")
                     and name not in REDUCTION_OPS}
 
 
@@ -307,20 +308,21 @@ class FusionDefinition:
 
     def apply_op(self, op: str, operands: Sequence[Any], dtype: Optional[DataType] = None,
                  shape: Sequence[Any] = (), broadcast_dims: Sequence[int] = (),
-                 dim: int = 0, block: int = 0) -> Value:
+                 dim: int = 0, block: int = 0, codebook: Optional[str] = None) -> Value:
         """Adds op `op` (its IR name) of `operands`, values of this definition or Python
         numbers; `dtype` for cast and bitcast, `shape` (ints and extent Scalars) and
         `broadcast_dims` for broadcast_in_dim, `dim` for size, `shape` and `block` for
-        expand_blocks. fd.ops and the values' operators and methods call it."""
+        expand_blocks, `codebook` for code_value and nearest_code. fd.ops and the values'
+        operators and methods call it."""
         if dtype is None and not shape and not broadcast_dims and not dim and not block and \
-                op in _POINTWISE_KINDS:
+                codebook is None and op in _POINTWISE_KINDS:
             return self.pointwise(op, operands)
         values = [self._operand(operand, op) for operand in operands]
         extents = [self._operand(extent, op) if isinstance(extent, Value) else extent
                    for extent in shape]
         builder = self._live()
         result = builder.apply(op, values, None if dtype is None else dtype.value, extents,
-                               list(broadcast_dims), dim, block)
+                               list(broadcast_dims), dim, block, codebook)
         return builder.traced(self, result, depends_of(operands))
 
     def pointwise(self, op: str, operands: Sequence[Any]) -> Value:

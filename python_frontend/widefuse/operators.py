@@ -175,6 +175,17 @@ class Operators:
         scales). An entry of `shape` is an int or an extent Scalar (``t.size(d)``)."""
         return self._fd.apply_op("expand_blocks", (x,), shape=list(shape), block=block)
 
+    def code_value(self, code: Any, codebook: str) -> Tensor:
+        """The Float entry of `codebook` ("dynamic8_signed", "dynamic8_unsigned",
+        "dynamic4_signed", "linear4_unsigned") at each integer code of `code` (its low
+        log2(size) bits): a quantized state's normalised value."""
+        return self._fd.apply_op("code_value", (code,), codebook=codebook)
+
+    def nearest_code(self, x: Any, codebook: str) -> Tensor:
+        """The UInt8 code of each Float element of `x` in `codebook`, rounded to nearest as
+        torchao rounds (ties up; NaN gives 0)."""
+        return self._fd.apply_op("nearest_code", (x,), codebook=codebook)
+
     def sum_of_squares(self, xs: Any, dims: Any = None, keepdim: bool = False) -> Tensor:
         """The sum of the squares of the elements of `xs` (a tensor or a list of tensors),
         computed in Float (Double for Double operands)."""

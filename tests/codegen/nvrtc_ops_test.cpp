@@ -1,5 +1,6 @@
 // Every op of the IR, in every dtype its typing rule accepts, on both code paths (per
-// element and once per chunk), plus every cast and bitcast pair and broadcast_in_dim: the
+// element and once per chunk), plus every cast and bitcast pair, broadcast_in_dim and every
+// codebook: the
 // generated kernels must compile with NVRTC for sm_80 and sm_90 within their register cap.
 // No GPU is needed. These kernels hold ~100 outputs each, far more live values than a real
 // fusion, so spills are allowed here; the optimizer kernels' spill-free budget is checked in
@@ -66,6 +67,7 @@ TEST_P(EveryOpCompiles, EveryCastBitcastAndBroadcast) {
   EXPECT_GE(bitcasts.size(), 20u); // f32/i32/u32, f64/i64, f16/bf16/i16/u16, i8/u8
   expectCompiles(*conversions, GetParam(), SegmentationMode::Packed);
   expectCompiles(*broadcastFusion(), GetParam(), SegmentationMode::Batched);
+  expectCompiles(*codebookFusion(), GetParam(), SegmentationMode::Batched);
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, EveryOpCompiles, ::testing::Values("sm_80", "sm_90"));

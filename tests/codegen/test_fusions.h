@@ -15,7 +15,8 @@ namespace widefuse::testing {
 /// Cast, bitcast, broadcast_in_dim and size: ops with attributes, tested on their own.
 inline bool isStructural(OpKind op) {
   return op == OpKind::Cast || op == OpKind::Bitcast || op == OpKind::BroadcastInDim ||
-         op == OpKind::ExpandBlocks || op == OpKind::Size;
+         op == OpKind::ExpandBlocks || op == OpKind::Size || op == OpKind::CodeValue ||
+         op == OpKind::NearestCode;
 }
 
 /// Every op of ir/op_kinds.def.
@@ -78,6 +79,20 @@ conversionsFusion(std::set<std::pair<DataType, DataType>>& bitcasts) {
         bitcasts.insert({from, to});
       }
     }
+  }
+  return fd.finalize();
+}
+
+/// code_value of u8 and i32 codes and nearest_code of f32 values, in every codebook.
+inline std::unique_ptr<Fusion> codebookFusion() {
+  FusionDefinition fd("codebooks");
+  Val bytes = fd.defineTensor({-1}, DataType::UInt8, "bytes");
+  Val words = fd.defineTensor({-1}, DataType::Int32, "words");
+  Val values = fd.defineTensor({-1}, DataType::Float, "values");
+  for (Codebook codebook : kAllCodebooks) {
+    fd.addOutput(code_value(bytes, codebook));
+    fd.addOutput(code_value(words, codebook));
+    fd.addOutput(nearest_code(values, codebook));
   }
   return fd.finalize();
 }

@@ -253,9 +253,15 @@ bool ComponentBuilder::addExpression() {
         preferred = [](DataType t) { return isComplex(t); };
       else if (rule == TypeRule::MakeComplex)
         preferred = [](DataType t) { return t == DataType::Float || t == DataType::Double; };
+      else if (rule == TypeRule::CodeLookup)
+        preferred = [](DataType t) { return isInteger(t); };
+      else if (rule == TypeRule::CodeSearch)
+        preferred = [](DataType t) { return t == DataType::Float; };
       operands.push_back(pickOperand(preferred));
     }
     attributes.targetType = pickDtype();
+    if (rule == TypeRule::CodeLookup || rule == TypeRule::CodeSearch)
+      attributes.codebook = kAllCodebooks[pick(std::size(kAllCodebooks))];
     // A bitcast needs a target of the operand's width: pick among those.
     if (rule == TypeRule::Bitcast && operands[0].val()) {
       llvm::SmallVector<DataType, 4> sameWidth;

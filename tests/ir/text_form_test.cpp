@@ -58,6 +58,9 @@ llvm::SmallVector<Val, 3> operandsFor(FusionDefinition& fd, OpKind op) {
   case TypeRule::Integer:
     type = DataType::Int32;
     break;
+  case TypeRule::CodeLookup:
+    type = DataType::UInt8;
+    break;
   case TypeRule::ComplexPart:
     type = DataType::ComplexFloat;
     break;
@@ -91,6 +94,8 @@ OpAttributes attributesFor(OpKind op) {
   }
   if (isReduction(op))
     attributes.reduction = ReductionScope::Tensor;
+  if (op == OpKind::CodeValue || op == OpKind::NearestCode)
+    attributes.codebook = Codebook::Dynamic8Signed;
   return attributes;
 }
 

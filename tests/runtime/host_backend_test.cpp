@@ -126,6 +126,7 @@ TEST(HostBackend, EveryConversionAndBroadcastEqualsTheReferenceBitwise) {
   for (HostExecution execution : kExecutions) {
     expectHostMatchesReference(*conversions, SegmentationMode::Packed, 301, execution);
     expectHostMatchesReference(*broadcastFusion(), SegmentationMode::Batched, 13, execution);
+    expectHostMatchesReference(*codebookFusion(), SegmentationMode::Batched, 517, execution);
   }
 }
 
