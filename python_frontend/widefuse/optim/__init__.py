@@ -1,5 +1,5 @@
 """Optimizers for PyTorch whose step is one widefuse fusion: drop-in ``Adam`` and ``AdamW``,
-the ``PointwiseOptimizer`` base class for your own, and examples built on it (``SGD``,
+their low-bit forms (``AdamW8bit``, ``AdamWFp8``, ...), the ``PointwiseOptimizer`` base class for your own, and examples built on it (``SGD``,
 ``RMSprop``, ``Adagrad``, ``Adafactor``, ``Lion``, ``LAMB``), ``clip_grad_norm_``, torch's,
 whose scaling folds into the next step of the widefuse optimizer owning the grads, and
 ``GradScaler``, torch's, whose inf check is that step's (it hands the step a ``StepScaling``).
@@ -17,10 +17,12 @@ from .clip import clip_grad_norm_
 from .grad_scaler import GradScaler
 from .lamb import LAMB
 from .lion import Lion
+from .low_bit import Adam8bit, AdamFp8, AdamW8bit, AdamWFp8
 from .pointwise_optimizer import PointwiseOptimizer
 from .rmsprop import RMSprop
 from .scaling import StepScaling
 from .sgd import SGD
 
-__all__ = ["Adafactor", "Adagrad", "Adam", "AdamW", "GradScaler", "LAMB", "Lion",
+__all__ = ["Adafactor", "Adagrad", "Adam", "Adam8bit", "AdamFp8", "AdamW", "AdamW8bit",
+           "AdamWFp8", "GradScaler", "LAMB", "Lion",
            "PointwiseOptimizer", "RMSprop", "SGD", "StepScaling", "clip_grad_norm_"]

@@ -44,6 +44,8 @@ class Adam(PointwiseOptimizer):
     parameter and an int16 ``param_remainder`` instead, half the master's memory, exactly.
     `state_dtype`: torch.float32 or torch.bfloat16 for ``exp_avg``, ``exp_avg_sq`` and
     ``max_exp_avg_sq`` (default: float32 with master weights, else the parameter's dtype).
+    `state_format` ("int8", "fp8") and `block_size`: the moments block-quantized as torchao
+    keeps them (PointwiseOptimizer); Adam8bit and friends (low_bit.py) set them.
     """
 
     def __init__(self, params: Any, lr: Any = 1e-3, betas: Any = (0.9, 0.999), eps: float = 1e-8,
@@ -54,7 +56,8 @@ class Adam(PointwiseOptimizer):
                  state_dtype: Optional[torch.dtype] = None,
                  mode: str = "packed", threads: Optional[int] = None,
                  max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
-                 error_if_nonfinite: bool = False) -> None:
+                 error_if_nonfinite: bool = False, state_format: Optional[str] = None,
+                 block_size: Optional[int] = None) -> None:
         _check_arguments(lr, betas, eps, weight_decay, differentiable, foreach, capturable)
         _check_master_options(master_weights, store_param_remainders, state_dtype)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
@@ -65,7 +68,8 @@ class Adam(PointwiseOptimizer):
                         store_param_remainders=store_param_remainders, state_dtype=state_dtype)
         super().__init__(params, defaults, mode=mode, threads=threads,
                          max_grad_norm=max_grad_norm, norm_type=norm_type,
-                         error_if_nonfinite=error_if_nonfinite)
+                         error_if_nonfinite=error_if_nonfinite, state_format=state_format,
+                         block_size=block_size)
 
     # What torch's Adam.__setstate__ gives a group of an older checkpoint that lacks them.
     _old_checkpoint_defaults = dict(amsgrad=False, maximize=False, foreach=None,
@@ -152,7 +156,7 @@ class Adam(PointwiseOptimizer):
             grad = -grad
         step = state["step"]
         step.add_(1)
-        weight = _weight_of(param, state)
+        weight = weight_of(param, state)
         if decoupled_weight_decay:
             # Unconditional (x * 1 is x, bit for bit), so that groups with and without weight
             # decay share one kernel body and the weight decay stays a runtime scalar.
@@ -185,7 +189,7 @@ class Adam(PointwiseOptimizer):
         # weight.addcdiv_(exp_avg, denom, value=-step_size)
         step_size = -(lr / bias_correction1)
         weight.copy_(opmath(weight) + step_size * opmath(exp_avg) / opmath(denom))
-        _write_weight(param, state, weight)
+        write_weight(param, state, weight)
 
 
 class AdamW(Adam):
@@ -198,7 +202,8 @@ class AdamW(Adam):
                  store_param_remainders: bool = False, state_dtype: Optional[torch.dtype] = None,
                  mode: str = "packed", threads: Optional[int] = None,
                  max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
-                 error_if_nonfinite: bool = False) -> None:
+                 error_if_nonfinite: bool = False, state_format: Optional[str] = None,
+                 block_size: Optional[int] = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
                          maximize=maximize, capturable=capturable,
                          differentiable=differentiable, fused=fused,
@@ -206,7 +211,8 @@ class AdamW(Adam):
                          store_param_remainders=store_param_remainders,
                          state_dtype=state_dtype, mode=mode, threads=threads,
                          max_grad_norm=max_grad_norm, norm_type=norm_type,
-                         error_if_nonfinite=error_if_nonfinite)
+                         error_if_nonfinite=error_if_nonfinite, state_format=state_format,
+                         block_size=block_size)
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
@@ -237,7 +243,7 @@ def _check_arguments(lr: Any, betas: Any, eps: Any, weight_decay: Any, different
     refuse_differentiable(differentiable, "Adam")
 
 
-def _weight_of(param: Any, state: dict) -> Any:
+def weight_of(param: Any, state: dict) -> Any:
     """What Adam updates (traced): the parameter, its float32 master, or the master rebuilt
     from the parameter and its remainder."""
     if "param_remainder" in state:
@@ -245,7 +251,7 @@ def _weight_of(param: Any, state: dict) -> Any:
     return state.get("master_param", param)
 
 
-def _write_weight(param: Any, state: dict, weight: Any) -> None:
+def write_weight(param: Any, state: dict, weight: Any) -> None:
     """Writes the updated master back: split into the parameter and its remainder, or into
     the parameter rounded to nearest even (the master itself was updated in place)."""
     if "param_remainder" in state:

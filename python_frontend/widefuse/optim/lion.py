@@ -20,7 +20,8 @@ class Lion(PointwiseOptimizer):
                  weight_decay: float = 0.0, *, maximize: bool = False,
                  mode: str = "packed", threads: Optional[int] = None,
                  max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
-                 error_if_nonfinite: bool = False) -> None:
+                 error_if_nonfinite: bool = False, state_format: Optional[str] = None,
+                 block_size: Optional[int] = None) -> None:
         check_lr(lr)
         check_betas(betas)
         check_not_negative("weight_decay value", weight_decay)
@@ -28,7 +29,8 @@ class Lion(PointwiseOptimizer):
                                       maximize=maximize),
                          mode=mode, threads=threads,
                          max_grad_norm=max_grad_norm, norm_type=norm_type,
-                         error_if_nonfinite=error_if_nonfinite)
+                         error_if_nonfinite=error_if_nonfinite, state_format=state_format,
+                         block_size=block_size)
 
     def init_state(self, param: torch.Tensor) -> dict:
         return {"exp_avg": torch.zeros_like(param, memory_format=torch.preserve_format)}

@@ -27,22 +27,23 @@ from __future__ import annotations
 import contextlib
 import inspect
 import sys
-from collections import OrderedDict
 from typing import Any, Callable, Iterator, Optional
 
 import torch
 
 from .._widefuse import Error
 from ..errors import SpecializationRequest
+from .checkpoint import FORMAT_OPTIONS as _FORMAT_OPTIONS, CheckpointMethods, fits
 from .fold import PendingFold, live_optimizers
 from .mesh_reduction import MeshReduction, mesh_of
 from .scaling import StepScaling, scaling_tensors
+from .state_formats import StateFormat, fit_state, group_format, state_format as checked_format
 from .step_fusion import (Entry, PreparedStep, StepFusion, capturing, group_key,
                           layout, local, refuse_tensor_hyperparameters, run_once, step_dtype,
                           trace_key, trace_step)
 
 
-class PointwiseOptimizer(torch.optim.Optimizer):
+class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
     """Base class of widefuse's optimizers: subclasses write ``init_state`` and ``update``.
 
     `mode` is the segmentation mode of the step's fusion: "packed" (default) runs every
@@ -60,11 +61,19 @@ class PointwiseOptimizer(torch.optim.Optimizer):
     `error_if_nonfinite` (with `max_grad_norm`): a step whose total norm is inf or NaN raises
     torch's RuntimeError and changes nothing (parameters, state, step count), as
     ``clip_grad_norm_(..., error_if_nonfinite=True)`` raises before torch's step.
+
+    `state_format` ("int8" or "fp8", a param-group option) keeps the state block-quantized
+    as torchao does, in blocks of `block_size` elements (default 256): each state tensor
+    ``K`` of a parameter of at least 4096 elements, a multiple of the block, is stored as
+    ``K_codes`` and ``K_scale``, and ``update`` still reads and writes ``state["K"]``
+    (state_formats.py). ``dequantized_state_dict()`` is the state_dict torch's optimizers
+    load.
     """
 
     def __init__(self, params: Any, defaults: dict, *, mode: str = "packed",
                  threads: Optional[int] = None, max_grad_norm: Optional[float] = None,
-                 norm_type: float = 2.0, error_if_nonfinite: bool = False) -> None:
+                 norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                 state_format: Optional[str] = None, block_size: Optional[int] = None) -> None:
         self._prepared: Optional[PreparedStep] = None  # add_param_group runs in super().__init__
         self._traced: dict[tuple, StepFusion] = {}
         self._specialized: set[str] = set()
@@ -80,8 +89,11 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         self.launches_per_step = 0
         # The all-reduce between a step's phases over DTensor parameters (mesh_reduction.py).
         self._mesh_reduction: Optional[MeshReduction] = None
+        if state_format is not None or block_size is not None:
+            fmt = checked_format(state_format, block_size)
+            defaults = dict(defaults, state_format=fmt.name, block_size=fmt.block_size)
         super().__init__(params, defaults)
-        self._hyperparameters = list(self.defaults)
+        self._hyperparameters = [name for name in self.defaults if name not in _FORMAT_OPTIONS]
         self._init_takes_hyperparameters = len(
             inspect.signature(self.init_state).parameters) > 1
         live_optimizers.add(self)
@@ -148,7 +160,8 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         # What update() receives: the constructor's defaults (torch's __setstate__ adds
         # "differentiable" to the defaults of an optimizer that has none).
         self.__dict__.setdefault("_hyperparameters", [
-            name for name in self.defaults if name != "differentiable"])
+            name for name in self.defaults
+            if name != "differentiable" and name not in _FORMAT_OPTIONS])
         self._init_takes_hyperparameters = len(
             inspect.signature(self.init_state).parameters) > 1
         for group in self.param_groups:
@@ -156,55 +169,17 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                 group.setdefault(name, value)
             for name in self._hyperparameters:
                 group.setdefault(name, self.defaults[name])
+            for name in _FORMAT_OPTIONS:  # a checkpoint of another optimizer: this one's format
+                if name in self.defaults:
+                    group.setdefault(name, self.defaults[name])
         self._prepared = None
         live_optimizers.add(self)
 
     def add_param_group(self, param_group: dict) -> None:
+        checked_format(param_group.get("state_format", self.defaults.get("state_format")),
+                       param_group.get("block_size", self.defaults.get("block_size")))
         super().add_param_group(param_group)
         self._prepared = None
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        """torch's load_state_dict, after checking that every state tensor fits its parameter
-        (nothing changes when one does not); 0-d state such as ``step`` moves to its
-        parameter's device. Keys of the state that are not parameters load as in torch.
-        The load hooks run where torch runs them: the pre-hooks before the checks, the
-        post-hooks after everything."""
-        state_dict = state_dict.copy()
-        pre_hooks = self._optimizer_load_state_dict_pre_hooks
-        post_hooks = self._optimizer_load_state_dict_post_hooks
-        for hook in list(pre_hooks.values()):
-            result = hook(self, state_dict)
-            if result is not None:
-                state_dict = result
-        self._check_loaded_state(state_dict)
-        saved = self._saved_state_by_param(state_dict)
-        self._optimizer_load_state_dict_pre_hooks = OrderedDict()
-        self._optimizer_load_state_dict_post_hooks = OrderedDict()
-        try:
-            super().load_state_dict(state_dict)
-        finally:
-            self._optimizer_load_state_dict_pre_hooks = pre_hooks
-            self._optimizer_load_state_dict_post_hooks = post_hooks
-        self._fit_loaded_state(saved)
-        self._prepared = None
-        for hook in list(post_hooks.values()):
-            hook(self)
-
-    def _fit_loaded_state(self, saved: dict) -> None:
-        group_of = {id(p): group for group in self.param_groups for p in group["params"]}
-        for param, state in self.state.items():
-            group = group_of.get(id(param))
-            if group is None or not isinstance(state, dict):
-                continue  # a key that is not a parameter (hooks write such keys): as loaded
-            for key, value in state.items():
-                if not isinstance(value, torch.Tensor):
-                    continue
-                wanted = self.state_dtype_for(key, param, group)
-                if wanted is not None and value.dtype != wanted:
-                    # From the saved tensor: torch cast it to the parameter's dtype.
-                    state[key] = saved[id(param)][key].to(device=param.device, dtype=wanted)
-                elif value.dim() == 0:
-                    state[key] = value.to(device=local(param).device)
 
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
@@ -248,6 +223,14 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         """execute()'s options for this optimizer's fusions (mode, threads): what
         widefuse.optim.clip_grad_norm_ runs its fusions over these grads with."""
         return dict(self._options)
+
+    def set_fusion_options(self, **options: Any) -> None:
+        """Adds execute() options for the step's fusions (host backend: ``block_order``,
+        ``host_execution="verify"`` to run the device code in the emulator): what tests of a
+        format's kernels use. The next step prepares again."""
+        self._options = dict(self._options, **options)
+        self._prepared = None
+        self._traced.clear()
 
     @property
     def pending_fold(self) -> Optional[PendingFold]:
@@ -362,7 +345,9 @@ class PointwiseOptimizer(torch.optim.Optimizer):
         self.grad_norm = norm.reshape(()).to(device)
 
     def _group_key(self, groups: list[int]) -> tuple:
-        return group_key(self.param_groups, groups, self._hyperparameters, self._specialized)
+        formats = tuple(group_format(self.param_groups[g]) for g in groups)
+        return (group_key(self.param_groups, groups, self._hyperparameters, self._specialized),
+                formats)
 
     # Tracing and preparing
     def _prepare_and_launch(self, scaling: tuple) -> None:
@@ -467,12 +452,15 @@ class PointwiseOptimizer(torch.optim.Optimizer):
                                 "has no data to step; materialize the model (to_empty, load) "
                                 "before stepping")
                 entries.append(Entry(g, i, param, grad,
-                                     self._state_of(param, hyperparameters, where)))
+                                     self._state_of(param, hyperparameters, where,
+                                                    group_format(group))))
         return entries
 
-    def _state_of(self, param: Any, hyperparameters: dict, where: str) -> dict:
+    def _state_of(self, param: Any, hyperparameters: dict, where: str,
+                  fmt: Optional[StateFormat] = None) -> dict:
         """A copy of the parameter's state, made by init_state before its first step; numbers
-        (as old checkpoints hold ``step``) become 0-d float32 tensors."""
+        (as old checkpoints hold ``step``) become 0-d float32 tensors; the entries `fmt`
+        quantizes as codes and scales."""
         state = self.state.get(param)
         if not state:
             try:
@@ -495,54 +483,14 @@ class PointwiseOptimizer(torch.optim.Optimizer):
             if local(value).device != device:
                 raise Error(f"state '{key}' of {where} is on {local(value).device}; the "
                             f"parameter is on {device}")
-            if value.dim() != 0 and not self._fits(key, value, param):
+            if value.dim() != 0 and not fits(self, key, value, param):
                 raise Error(f"state '{key}' of {where} has shape {list(value.shape)}")
             copied[key] = value
         try:
             self.check_state(param, copied, **hyperparameters)
+            return fit_state(fmt, param, copied)
         except Error as error:
             raise Error(f"{where}: {error}") from None
-        return copied
-
-    def _fits(self, key: str, value: torch.Tensor, param: Any) -> bool:
-        shape = self.state_shape_for(key, param)
-        return shape is None or tuple(value.shape) == tuple(shape)
-
-    def _saved_state_by_param(self, state_dict: dict) -> dict:
-        """The saved state of each parameter (by id), as torch's load_state_dict pairs them."""
-        saved_groups = state_dict.get("param_groups", [])
-        saved_state = state_dict.get("state", {})
-        pairs = {}
-        for saved, group in zip(saved_groups, self.param_groups):
-            for index, param in zip(saved.get("params", ()), group["params"]):
-                pairs[id(param)] = saved_state.get(index, {})
-        return pairs
-
-    def _check_loaded_state(self, state_dict: dict) -> None:
-        saved_groups = state_dict.get("param_groups", [])
-        if len(saved_groups) != len(self.param_groups):
-            return  # torch's load_state_dict names this mismatch
-        for g, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
-            if len(saved.get("params", ())) != len(group["params"]):
-                return
-            hyperparameters = {name: saved.get(name, value)
-                               for name, value in self.defaults.items()}
-            for i, (index, param) in enumerate(zip(saved["params"], group["params"])):
-                where = f"load_state_dict: parameter {i} of param group {g}"
-                state = state_dict.get("state", {}).get(index, {})
-                for key, value in state.items():
-                    if isinstance(value, torch.Tensor) and value.dim() != 0 and \
-                            not self._fits(key, value, param):
-                        raise Error(
-                            f"load_state_dict: state '{key}' of parameter {i} of param group "
-                            f"{g} has shape {list(value.shape)}; the parameter has shape "
-                            f"{list(param.shape)} (nothing was loaded)")
-                try:
-                    self.check_state(param, dict(state), **hyperparameters)
-                except Error as error:
-                    raise Error(f"{where} ({param.dtype}, shape {list(param.shape)}): {error} "
-                                "(nothing was loaded)") from None
-
 
 def nonfinite_message(norm_type: float) -> str:
     """torch's clip_grad_norm_(error_if_nonfinite=True) message for a non-finite total norm."""

@@ -21,7 +21,8 @@ class SGD(PointwiseOptimizer):
                  foreach: Any = None, differentiable: bool = False, fused: Any = None,
                  mode: str = "packed", threads: Optional[int] = None,
                  max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
-                 error_if_nonfinite: bool = False) -> None:
+                 error_if_nonfinite: bool = False, state_format: Optional[str] = None,
+                 block_size: Optional[int] = None) -> None:
         check_lr(lr)
         check_not_negative("momentum value", momentum)
         check_not_negative("weight_decay value", weight_decay)
@@ -34,7 +35,8 @@ class SGD(PointwiseOptimizer):
                                       differentiable=differentiable, fused=fused),
                          mode=mode, threads=threads,
                          max_grad_norm=max_grad_norm, norm_type=norm_type,
-                         error_if_nonfinite=error_if_nonfinite)
+                         error_if_nonfinite=error_if_nonfinite, state_format=state_format,
+                         block_size=block_size)
 
     # What torch's SGD.__setstate__ gives a group of an older checkpoint that lacks them.
     _old_checkpoint_defaults = dict(nesterov=False, maximize=False, foreach=None,

@@ -18,6 +18,7 @@ from ..fusion_definition import FusionDefinition, PreparedExecution
 from ..functions import vector_norm
 from ..values import Tensor, snapshot, specializable
 from .master_weights import opmath, rounded
+from .state_formats import group_format, traced_view
 
 
 def local(tensor: Any) -> torch.Tensor:
@@ -197,9 +198,12 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
         for k, (entry, (param, _, state)) in enumerate(zip(entries, inputs)):
             entry_values = [param, *state.values()]
             entries_before = {id(t): snapshot(t) for t in entry_values}
-            given = dict(state)
-            update(param, grads[k], state, **keywords[entry.group])
-            _add_new_state(fd, step, k, given, state)
+            # Quantized state: update() sees its float32 value, stored back after it.
+            view, store = traced_view(group_format(groups[entry.group]), state)
+            given = dict(view)
+            update(param, grads[k], view, **keywords[entry.group])
+            _add_new_state(fd, step, k, given, view)
+            store(view, skip)
             if skip is not None:
                 for tensor in entry_values:
                     before = entries_before[id(tensor)]

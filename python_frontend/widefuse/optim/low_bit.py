@@ -1,0 +1,110 @@
+"""``Adam8bit``, ``AdamW8bit``, ``AdamFp8``, ``AdamWFp8``: the names and arguments of torchao's
+low-bit optimizers (``torchao.optim``), with the rest of widefuse's ``Adam``/``AdamW``
+(``max_grad_norm``, master weights, GradScaler). The moments are block-quantized as torchao
+keeps them (state_formats.py) and the step is still one launch for every parameter.
+
+The update is torchao's, op for op (``torchao/optim/adam.py``, ``single_param_adam``): in
+float32, weight decay ``p - lr * wd * p``, both moments by lerp, float32 bias corrections,
+``p - lr * (m / bc1) / (sqrt(v) / sqrt(bc2) + eps)``. So a code rounds as torchao rounds it,
+and results follow torchao's, not torch.optim.AdamW's (which differs in rounding). Adam with
+``state_format`` is torch's Adam on quantized moments.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+
+from ..data_type import DataType
+from .adam import Adam, weight_of, write_weight
+
+
+def _refuse_stochastic_round(bf16_stochastic_round: bool) -> None:
+    if bf16_stochastic_round:
+        raise NotImplementedError(
+            "bf16_stochastic_round=True is not supported yet; keep float32 master weights "
+            "instead (master_weights=True), which round the bf16 parameter to nearest")
+
+
+def _f32(value: Any) -> Any:
+    """A hyperparameter as torchao holds it: a float32 number (its lr is a float32 tensor)."""
+    if hasattr(value, "definition"):
+        return value.definition.apply_op("cast", (value,), dtype=DataType.Float)
+    return value
+
+
+class _TorchaoAdam(Adam):
+    """Adam with torchao's update and quantized moments; the classes below name the format."""
+
+    _format = "int8"
+    _decoupled = False
+
+    def __init__(self, params: Any, lr: Any = 1e-3, betas: Any = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: Optional[float] = None,
+                 amsgrad: bool = False, *, block_size: int = 256,
+                 bf16_stochastic_round: bool = False, **options: Any) -> None:
+        _refuse_stochastic_round(bf16_stochastic_round)
+        if weight_decay is None:
+            weight_decay = 1e-2 if self._decoupled else 0.0
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad,
+                         decoupled_weight_decay=self._decoupled, state_format=self._format,
+                         block_size=block_size, **options)
+
+    def update(self, param: Any, grad: Any, state: dict, *, lr: Any, betas: Any, eps: Any,
+               weight_decay: Any, amsgrad: bool, maximize: bool, decoupled_weight_decay: bool,
+               **_: Any) -> None:
+        beta1, beta2 = betas
+        if maximize:
+            grad = -grad
+        step = state["step"]
+        step.add_(1)
+        weight = weight_of(param, state)
+        p, g = weight.float(), grad.float()
+        lr = _f32(lr)
+        if decoupled_weight_decay:
+            p = p - lr * _f32(weight_decay) * p
+        else:
+            g = g + _f32(weight_decay) * p
+        steps = step.float()
+        bias_correction1 = 1 - _f32(beta1) ** steps
+        bias_correction2 = 1 - _f32(beta2) ** steps
+        exp_avg = state["exp_avg"].float().lerp(g, 1 - beta1)
+        exp_avg_sq = state["exp_avg_sq"].float().lerp(g.square(), 1 - beta2)
+        state["exp_avg"].copy_(exp_avg)
+        state["exp_avg_sq"].copy_(exp_avg_sq)
+        second_moment = exp_avg_sq
+        if amsgrad:
+            second_moment = torch.maximum(state["max_exp_avg_sq"].float(), exp_avg_sq)
+            state["max_exp_avg_sq"].copy_(second_moment)
+        denom = second_moment.sqrt() / bias_correction2.sqrt() + eps
+        p = p - lr * (exp_avg / bias_correction1) / denom
+        weight.copy_(p)
+        write_weight(param, state, weight)
+
+
+class Adam8bit(_TorchaoAdam):
+    """torchao.optim.Adam8bit: moments in 8-bit codes of the dynamic maps (signed for
+    ``exp_avg``, unsigned for ``exp_avg_sq``), one float32 absmax per block of `block_size`
+    (default 256)."""
+
+
+class AdamW8bit(_TorchaoAdam):
+    """torchao.optim.AdamW8bit (bitsandbytes.optim.AdamW8bit's format too): decoupled weight
+    decay (default 1e-2) and 8-bit moments."""
+
+    _decoupled = True
+
+
+class AdamFp8(_TorchaoAdam):
+    """torchao.optim.AdamFp8: moments in float8_e4m3fn, scaled per block of `block_size`
+    (default 256) by the block's absmax / 448."""
+
+    _format = "fp8"
+
+
+class AdamWFp8(_TorchaoAdam):
+    """torchao.optim.AdamWFp8: decoupled weight decay and float8_e4m3fn moments."""
+
+    _format = "fp8"
+    _decoupled = True

@@ -1,0 +1,277 @@
+"""Block-quantized optimizer state: torchao's 8-bit and FP8 formats, stored as codes and one
+float32 scale per block, dequantized and requantized inside the step's one kernel.
+
+A quantized state entry ``K`` (``exp_avg``) is two tensors in the optimizer's state:
+``K_codes`` (uint8 codes or float8_e4m3fn values, the parameter's shape) and ``K_scale``
+(float32, one per block of ``block_size`` consecutive elements). ``update()`` still sees
+``state["K"]``: a float32 value read from them, which it updates in place as usual; when it
+wrote it, the step stores it back: the new absmax of each block (the same-kernel block
+reduction), then each element's code.
+
+The formats, as torchao defines them (``torchao/optim/subclass_8bit.py``, ``subclass_fp8.py``):
+
+| format | codes | scale | value |
+|---|---|---|---|
+| ``int8`` | index into a 256-entry dynamic map (signed for most state, unsigned for second moments) | block absmax, at least 1e-12 | ``map[code] * scale`` |
+| ``fp8`` | e4m3fn, ``x / scale`` rounded to nearest even | block absmax (at least 1e-12) / 448 | ``code * scale`` |
+
+A parameter is quantized when its (local) element count is at least 4096 and a multiple of
+the block size, as torchao decides; other state stays as ``init_state`` made it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import torch
+
+from .. import _widefuse
+from .._widefuse import Error
+from ..data_type import DataType
+
+# The fewest elements a quantized parameter has (torchao's and bitsandbytes' threshold).
+MIN_QUANTIZED_ELEMENTS = 4096
+# fp8 scales map each block's absmax to e4m3fn's largest finite value.
+_FP8_MAX = 448.0
+# torchao's floor on a block's absmax: an all-zero block divides by it, not by zero.
+_MIN_ABSMAX = 1e-12
+# State that keeps its precision whatever the format: it is the parameter's truth.
+_NEVER_QUANTIZED = ("master_param",)
+# State keys whose values are never negative: they use the unsigned map.
+UNSIGNED_STATE = ("exp_avg_sq", "max_exp_avg_sq")
+
+FORMATS = ("int8", "fp8")
+DEFAULT_BLOCK_SIZE = {"int8": 256, "fp8": 256}
+
+
+@dataclass(frozen=True)
+class StateFormat:
+    """One quantized format with its block size."""
+
+    name: str
+    block_size: int
+
+    @property
+    def codes_dtype(self) -> torch.dtype:
+        return torch.float8_e4m3fn if self.name == "fp8" else torch.uint8
+
+    def quantizes(self, param: Any, key: str, value: Any) -> bool:
+        """torchao's rule: a floating-point state tensor of the parameter's shape whose
+        parameter (its local shard) has at least 4096 elements, a multiple of the block."""
+        local = getattr(param, "_local_tensor", param)
+        numel = local.numel()
+        return (key not in _NEVER_QUANTIZED and not key.endswith(("_codes", "_scale")) and
+                isinstance(value, torch.Tensor) and
+                value.dtype.is_floating_point and value.dim() != 0 and
+                tuple(value.shape) == tuple(param.shape) and
+                numel >= MIN_QUANTIZED_ELEMENTS and numel % self.block_size == 0)
+
+    def zeros(self, param: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Codes and scales of a zero state, as torchao makes them (both zero)."""
+        codes = torch.zeros(param.shape, dtype=self.codes_dtype, device=param.device)
+        scale = torch.zeros(param.numel() // self.block_size, dtype=torch.float32,
+                            device=param.device)
+        return codes, scale
+
+    # On tensors (loading, exporting, tests): the kernel's arithmetic with torch's ops.
+    def quantize(self, value: torch.Tensor, signed: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Codes and scales of `value` (any float dtype, read as float32)."""
+        blocks = value.detach().float().reshape(-1, self.block_size)
+        absmax = blocks.abs().amax(-1).clamp(min=_MIN_ABSMAX)
+        if self.name == "fp8":
+            scale = absmax / _FP8_MAX
+            codes = (blocks / scale[:, None]).to(torch.float8_e4m3fn)
+        else:
+            scale = absmax
+            codes = _nearest_codes(blocks / scale[:, None], _codebook(8, signed))
+        return codes.reshape(value.shape), scale
+
+    def dequantize(self, codes: torch.Tensor, scale: torch.Tensor, signed: bool) -> torch.Tensor:
+        """The float32 values `codes` and `scale` stand for."""
+        if self.name == "fp8":
+            values = codes.float().reshape(-1, self.block_size)
+        else:
+            table = _codebook(8, signed).to(codes.device)
+            values = table[codes.long()].reshape(-1, self.block_size)
+        return (values * scale[:, None]).reshape(codes.shape)
+
+    # Traced (in the step's fusion).
+    def read(self, codes: Any, scale: Any, signed: bool) -> Any:
+        """The float32 value the traced `codes` and `scale` stand for."""
+        fd = codes.definition
+        values = codes.float() if self.name == "fp8" else fd.ops.code_value(
+            codes, codebook=_codebook_name(8, signed))
+        return values * self._expanded(scale, codes)
+
+    def store(self, value: Any, codes: Any, scale: Any, signed: bool,
+              skip: Optional[Any]) -> None:
+        """Writes the traced float32 `value` into `codes` and `scale` when the step ends: each
+        block's scale from its new absmax, in the step's kernel, then each code. With `skip`
+        (a step GradScaler skips), both keep what they held."""
+        fd = codes.definition
+        magnitude = fd.ops.maximum(fd.ops.abs(value), _MIN_ABSMAX)
+        if self.name == "fp8":
+            # max(|x| / 448) over a block is max(|x|) / 448: rounding is monotonic.
+            magnitude = magnitude / _FP8_MAX
+        if skip is not None:  # then each element offers the old scale: the block keeps it
+            magnitude = fd.ops.where(skip, self._expanded(scale, codes), magnitude)
+        new_scale = fd.ops.max(magnitude, block=self.block_size)
+        normalised = value / self._expanded(new_scale, codes)
+        if self.name == "fp8":
+            new_codes = normalised.to(DataType.Float8_e4m3fn)
+        else:
+            new_codes = fd.ops.nearest_code(normalised, codebook=_codebook_name(8, signed))
+        if skip is not None:
+            new_codes = fd.ops.where(skip, codes, new_codes)
+        fd.copy_(new_codes, codes)
+        fd.copy_(new_scale, scale)
+
+    def _expanded(self, per_block: Any, like: Any) -> Any:
+        fd = like.definition
+        return fd.ops.expand_blocks(per_block, [like.size(d) for d in range(like.ndim)],
+                                    block=self.block_size)
+
+
+def group_format(group: dict) -> Optional[StateFormat]:
+    """The format of a param group (its ``state_format`` and ``block_size``)."""
+    return state_format(group.get("state_format"), group.get("block_size"))
+
+
+def state_format(name: Optional[str], block_size: Optional[int]) -> Optional[StateFormat]:
+    """The format a param group names (None: full-precision state); ValueError for an
+    unknown name or a block size that is not a power of two from 1 to 1024."""
+    if name is None:
+        if block_size is not None:
+            raise ValueError(f"block_size={block_size!r} needs a state_format "
+                             f"({', '.join(FORMATS)})")
+        return None
+    if name not in FORMATS:
+        raise ValueError(f"state_format={name!r}: widefuse quantizes optimizer state as "
+                         f"{', '.join(repr(f) for f in FORMATS)} (or None: full precision)")
+    size = DEFAULT_BLOCK_SIZE[name] if block_size is None else block_size
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1 or size > 1024 or \
+            size & (size - 1):
+        raise ValueError(f"block_size={block_size!r}: a block is a power of two of elements "
+                         "from 1 to 1024")
+    return StateFormat(name, size)
+
+
+def is_signed(key: str) -> bool:
+    """Whether state `key` takes the signed map (every key but second moments)."""
+    return key not in UNSIGNED_STATE
+
+
+def codes_key(key: str) -> str:
+    return f"{key}_codes"
+
+
+def scale_key(key: str) -> str:
+    return f"{key}_scale"
+
+
+def quantized_keys(state: dict) -> list[str]:
+    """The entries of `state` stored quantized: K for each K_codes with its K_scale."""
+    return [key[:-len("_codes")] for key in state
+            if key.endswith("_codes") and scale_key(key[:-len("_codes")]) in state]
+
+
+def fit_state(fmt: Optional[StateFormat], param: Any, state: dict) -> dict:
+    """`state` stored as `fmt` says (a new dict): entries stored in another format (or in
+    none) are read back first, then each entry `fmt` quantizes is quantized (zeros as
+    torchao's zeros). Raises Error for codes and scales that fit no format."""
+    converted = dict(state)
+    for key in quantized_keys(state):
+        stored = stored_format(key, converted[codes_key(key)], converted[scale_key(key)])
+        if stored != fmt or not fmt.quantizes(param, key, param):
+            converted = dequantize_state(stored, converted, [key])
+    if fmt is None:
+        return converted
+    for key, value in list(converted.items()):
+        if not fmt.quantizes(param, key, value):
+            continue
+        if getattr(param, "_local_tensor", None) is not None:
+            raise Error(f"state '{key}': quantized state of a DTensor parameter is not "
+                        "supported yet; use state_format=None for it")
+        if not bool(value.detach().any()):
+            codes, scale = fmt.zeros(value)
+        else:
+            codes, scale = fmt.quantize(value, is_signed(key))
+        del converted[key]
+        converted[codes_key(key)], converted[scale_key(key)] = codes, scale
+    return converted
+
+
+def stored_format(key: str, codes: torch.Tensor, scale: torch.Tensor) -> StateFormat:
+    """The format `codes` and `scale` are stored in, from their dtypes and sizes."""
+    name = {torch.uint8: "int8", torch.float8_e4m3fn: "fp8"}.get(codes.dtype)
+    if name is None or scale.dtype != torch.float32 or scale.dim() != 1 or \
+            scale.numel() == 0 or codes.numel() % scale.numel():
+        raise Error(f"state '{key}_codes' ({codes.dtype}, {codes.numel()} elements) and "
+                    f"'{key}_scale' ({scale.dtype}, shape {list(scale.shape)}) are no quantized "
+                    "state: uint8 or float8_e4m3fn codes and one float32 scale per block")
+    return state_format(name, codes.numel() // scale.numel())
+
+
+def dequantize_state(fmt: StateFormat, state: dict, keys: Optional[list] = None) -> dict:
+    """`state` with each quantized entry (of `keys`, default all) as a float32 tensor under
+    its own key."""
+    converted = dict(state)
+    for key in quantized_keys(state) if keys is None else keys:
+        codes, scale = converted.pop(codes_key(key)), converted.pop(scale_key(key))
+        converted[key] = fmt.dequantize(codes, scale, is_signed(key))
+    return converted
+
+
+def traced_view(fmt: Optional[StateFormat], state: dict) -> tuple[dict, Callable[..., None]]:
+    """What update() receives for the traced `state` (each quantized entry as its float32
+    value), and the function that stores what update() wrote back (given the step's skip
+    flag, or None)."""
+    keys = quantized_keys(state) if fmt is not None else []
+    if not keys:
+        return state, lambda view, skip: None
+    view = {key: value for key, value in state.items()
+            if not any(key in (codes_key(k), scale_key(k)) for k in keys)}
+    read = {}
+    for key in keys:
+        view[key] = fmt.read(state[codes_key(key)], state[scale_key(key)], is_signed(key))
+        read[key] = view[key].handle  # an in-place write in update() rebinds the value
+
+    def store(view: dict, skip: Optional[Any]) -> None:
+        for key in keys:
+            value = view[key]
+            if value.handle is not read[key]:  # update() wrote it
+                fmt.store(value, state[codes_key(key)], state[scale_key(key)],
+                          is_signed(key), skip)
+    return view, store
+
+
+_CODEBOOKS: dict[tuple[int, bool], torch.Tensor] = {}
+
+
+def _codebook_name(bits: int, signed: bool) -> str:
+    return {(8, True): "dynamic8_signed", (8, False): "dynamic8_unsigned"}[(bits, signed)]
+
+
+def _codebook(bits: int, signed: bool) -> torch.Tensor:
+    """The table the kernels read (ir/codebook.h), as a float32 tensor."""
+    table = _CODEBOOKS.get((bits, signed))
+    if table is None:
+        table = _CODEBOOKS[(bits, signed)] = torch.tensor(
+            _widefuse.codebook_values(_codebook_name(bits, signed)), dtype=torch.float32)
+    return table
+
+
+def _nearest_codes(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """nearest_code on a tensor: the largest c with table[c] <= x, then up by half a gap."""
+    table = table.to(x.device)
+    size = table.numel()
+    code = torch.zeros(x.shape, dtype=torch.long, device=x.device)
+    step = size // 2
+    while step:
+        code += torch.where(x >= table[code + step], step, 0)
+        step //= 2
+    up = (code + 1).clamp(max=size - 1)
+    low = table[code]
+    code = torch.where(x - low >= (table[up] - low) * 0.5, up, code)
+    return code.to(torch.uint8)
