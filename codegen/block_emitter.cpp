@@ -108,17 +108,18 @@ void BodyEmitter::blockLoads(llvm::StringRef target) {
   out_.wrapped(fmt::format("{} = {}_in{{", target.str(), body_.name), reads, ", ", "};");
 }
 
-void BodyEmitter::blockStores(llvm::StringRef in, llvm::StringRef blk) {
+void BodyEmitter::blockStores(llvm::StringRef in, llvm::StringRef blk, bool blockResults) {
   bool strided = body_.indexing == Indexing::Strided;
   if (strided)
     stridedLocate();
-  out_.line("const {0}_out out = {0}_element(u, {1}{2}{3});", body_.name, in.str(),
-            body_.blocks.empty() ? "" : ", ", body_.blocks.empty() ? "" : blk.str());
+  out_.line("const {0}_out out = {0}_element({4}, {1}{2}{3});", body_.name, in.str(),
+            body_.blocks.empty() ? "" : ", ", body_.blocks.empty() ? "" : blk.str(),
+            pointersInLocals_ ? "uniform" : "u");
   forEachElementTensor(false, true, [&](const Slot& slot) {
     out_.line("{}[{}] = out.{};", pointerOf(slot), strided ? "at_" + slot.field : "i", slot.field);
   });
   for (const Slot& slot : body_.slots) {
-    if (slot.kind != SlotKind::BlockTensor || !slot.written)
+    if (slot.kind != SlotKind::BlockTensor || !slot.written || !blockResults)
       continue;
     out_.line("if ((i & {}) == 0) // the block's first element writes its result", slot.block - 1);
     out_.line("  {}[i >> {}] = {};", pointerOf(slot), shiftOf(slot.block),
@@ -224,6 +225,12 @@ void BodyEmitter::hostBlockLoop() {
             "each block's",
             group);
   out_.line("// tree over its leaves in order, then each element with its blocks' results");
+  // Locals: a byte store could alias the entry or `u`, which would keep the loops scalar.
+  out_.line("const {0}_uniform uniform = u;", body_.name);
+  for (const Slot& slot : body_.slots)
+    if (slot.kind == SlotKind::ElementTensor || slot.kind == SlotKind::BlockTensor)
+      out_.line("auto* const ptr_{} = {};", slot.field, pointerOf(slot));
+  pointersInLocals_ = true;
   out_.open("for ({0} g0 = begin; g0 < end; g0 += {1})", indexType_, group);
   out_.line("const {0} n = end - g0 < {1} ? end - g0 : {1};", indexType_, group);
   out_.line("{}_in in[{}];", body_.name, group);
@@ -236,7 +243,7 @@ void BodyEmitter::hostBlockLoop() {
   out_.line("const {} i = g0 + k;", indexType_);
   blockLoads("in[k]");
   if (!body_.blocks.empty()) {
-    out_.line("const {0}_leaves leaves = {0}_block_leaves(u, in[k]);", body_.name);
+    out_.line("const {0}_leaves leaves = {0}_block_leaves(uniform, in[k]);", body_.name);
     for (const BlockSlot& slot : body_.blocks)
       out_.line("{0}_leaves[k] = leaves.{0};", slot.name);
   }
@@ -257,9 +264,29 @@ void BodyEmitter::hostBlockLoop() {
     for (const BlockSlot& slot : body_.blocks)
       out_.line("blk.{0} = {0}_results[k >> {1}];", slot.name, shiftOf(slot.block));
   }
-  blockStores("in[k]", "blk");
+  blockStores("in[k]", "blk", /*blockResults=*/false);
   out_.close();
+  hostBlockResults(group);
   out_.close();
+  pointersInLocals_ = false;
+}
+
+/// The host's block tensor writes, one per block of the group after its elements: a branch
+/// in the element loop would keep the host compiler from vectorizing it.
+void BodyEmitter::hostBlockResults(int64_t group) {
+  for (const Slot& slot : body_.slots) {
+    if (slot.kind != SlotKind::BlockTensor || !slot.written)
+      continue;
+    out_.open("for ({0} k = 0; k < n; k += {1})", indexType_, slot.block);
+    out_.line("const {} i = g0 + k;", indexType_);
+    out_.line("{}_blocks blk;", body_.name);
+    for (const BlockSlot& block : body_.blocks)
+      out_.line("blk.{0} = {0}_results[k >> {1}];", block.name, shiftOf(block.block));
+    out_.line("{}[i >> {}] = {};", pointerOf(slot), shiftOf(slot.block),
+              values_.blockWrittenText(slot, "blk"));
+    out_.close();
+  }
+  (void)group;
 }
 
 } // namespace widefuse

@@ -108,8 +108,11 @@ private:
   std::string slotAccess(const Slot& slot) const {
     return (slot.shared ? "params." : "entry.") + slot.field;
   }
-  /// A tensor slot's pointer, marked as global memory.
-  std::string pointerOf(const Slot& slot) const { return "wf_global(" + slotAccess(slot) + ")"; }
+  /// A tensor slot's pointer, marked as global memory; inside the host's block loop the local
+  /// copy made before it (a byte store could alias the entry, which keeps the loop scalar).
+  std::string pointerOf(const Slot& slot) const {
+    return pointersInLocals_ ? "ptr_" + slot.field : "wf_global(" + slotAccess(slot) + ")";
+  }
   /// The parameters every body function starts with: `const <params>& params, const
   /// <member>& entry`.
   std::vector<std::string> tableParameters() const;
@@ -227,7 +230,8 @@ private:
   /// `in[<slot>] = {reads}` of element `i` (offsets located first in strided bodies).
   void blockLoads(llvm::StringRef target);
   /// The element's stores and, at a block's first element, its block tensors' writes.
-  void blockStores(llvm::StringRef in, llvm::StringRef blk);
+  void blockStores(llvm::StringRef in, llvm::StringRef blk, bool blockResults = true);
+  void hostBlockResults(int64_t group);
 
   // Host backend functions (host_entries.cpp).
   ElementsVariant hostFastElements();
@@ -245,6 +249,7 @@ private:
   BodyValues values_;
   CodeWriter& out_;
   std::string indexType_;
+  bool pointersInLocals_ = false;
 };
 
 /// The walk every entry point shares: block `block` of `grid` takes its contiguous share of

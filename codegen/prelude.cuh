@@ -356,9 +356,18 @@ template <int N> WF_DEVICE f32 wf_code_value(const f32 (&table)[N], wf_u64 code)
 /// nearest_code, ir/codebook.h's rule: the largest c with table[c] <= x by a branchless binary
 /// search (0 for NaN), then up when x - table[c] >= half the gap to table[c + 1].
 template <int N> WF_DEVICE u8 wf_nearest_code(const f32 (&table)[N], f32 x) {
+  // A loop unrolled by its count (bits of N): the host compiler then vectorizes the element
+  // loop around it (gathers from the table).
+  const int bits = N == 256 ? 8 : N == 16 ? 4 : N == 2 ? 1 : -1;
+  static_assert(bits > 0, "codebooks have 256 or 16 entries");
   int code = 0;
-  for (int step = N / 2; step > 0; step /= 2)
-    code += x >= table[code + step] ? step : 0;
+#ifdef __CUDACC__
+#pragma unroll
+#else
+#pragma GCC unroll 8
+#endif
+  for (int bit = bits - 1; bit >= 0; --bit)
+    code += x >= table[code + (1 << bit)] ? (1 << bit) : 0;
   int up = code + 1 < N ? code + 1 : N - 1;
   f32 half = (table[up] - table[code]) * 0.5f;
   return u8(x - table[code] >= half ? up : code);
@@ -367,9 +376,11 @@ template <int N> WF_DEVICE u8 wf_nearest_code(const f32 (&table)[N], f32 x) {
 /// PyTorch's lerp: exact at both ends.
 template <typename T> WF_DEVICE T wf_lerp(T start, T end, T weight) {
   WF_REQUIRE(wf_is_floating, "lerp");
-  if (weight > T(-0.5) && weight < T(0.5)) // |weight| < 0.5; false for NaN
-    return start + wf_mul_rn(weight, end - start);
-  return end - wf_mul_rn(end - start, T(1) - weight);
+  // Both forms, then a select (`&`, not `&&`): a branch on the weight would keep the host
+  // compiler from vectorizing a loop around it.
+  const T low = start + wf_mul_rn(weight, end - start);
+  const T high = end - wf_mul_rn(end - start, T(1) - weight);
+  return (weight > T(-0.5)) & (weight < T(0.5)) ? low : high; // |weight| < 0.5; not NaN
 }
 
 /// One rounding for floating point; wrapping for integers.
