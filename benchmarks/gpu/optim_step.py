@@ -4,8 +4,8 @@ Lightning Thunder is installed, the seed's step under thunder.jit with widefuse'
 under widefuse.thunder.jit. Then the clipped step (issue 30): torch's clip_grad_norm_(foreach)
 + AdamW(fused) against widefuse.optim.AdamW(max_grad_norm=1.0) and a device copy of the bytes
 widefuse's step moves; and Adafactor: torch.optim.Adafactor(foreach=True) against
-widefuse.optim.Adafactor. Parameters of a model preset (gpt2 by default), f32 and bf16
-(Adafactor f32).
+widefuse.optim.Adafactor; and AdamW with 8-bit and FP8 moments beside a device copy of their
+bytes. Parameters of a model preset (gpt2 by default), f32 and bf16 (Adafactor f32).
 
 - host: the median time step() takes to return, without a synchronisation (what the Python
   side costs when the GPU keeps up).
@@ -123,10 +123,37 @@ def adafactor_runners(shapes, dtype, device):
         parameters(shapes, dtype, device)).step
 
 
+def low_bit_runners(shapes, dtype, device):
+    """AdamW with 8-bit and FP8 moments (widefuse.optim.AdamW8bit, AdamWFp8: one launch),
+    torchao's AdamW8bit on the GPU where torchao is installed (a compiled graph per
+    parameter), and a device copy of the bytes the 8-bit step moves (param and grad read,
+    param written; each moment's codes read and written; the scales, 4 bytes per 256)."""
+    import widefuse.optim
+
+    yield "widefuse.optim.AdamW8bit", widefuse.optim.AdamW8bit(
+        parameters(shapes, dtype, device)).step
+    yield "widefuse.optim.AdamWFp8", widefuse.optim.AdamWFp8(
+        parameters(shapes, dtype, device)).step
+    if device == "cuda":
+        try:
+            import torchao.optim
+        except ImportError:
+            pass
+        else:
+            yield "torchao AdamW8bit", torchao.optim.AdamW8bit(
+                parameters(shapes, dtype, device)).step
+    elements = sum(torch.Size(shape).numel() for shape in shapes)
+    moved = elements * (3 * torch.empty((), dtype=dtype).element_size() + 4 + 16 / 256)
+    source = torch.empty(int(moved) // 2, dtype=torch.uint8, device=device)
+    target = torch.empty_like(source)
+    yield "device copy of the 8-bit step's bytes", lambda: target.copy_(source)
+
+
 # (group, runners, dtypes): Adafactor keeps f32 state and is compared in f32 only.
 GROUPS = (("adam", runners, (torch.float32, torch.bfloat16)),
           ("clip + adamw", clip_runners, (torch.float32, torch.bfloat16)),
-          ("adafactor", adafactor_runners, (torch.float32,)))
+          ("adafactor", adafactor_runners, (torch.float32,)),
+          ("low-bit adamw", low_bit_runners, (torch.float32, torch.bfloat16)))
 
 
 def main():
