@@ -152,11 +152,7 @@ class Adam(PointwiseOptimizer):
         # rounded once to the dtype of the tensor it writes, as torch's kernels do; on bf16/f16
         # tensors also with torch's scalars (add's rounded to the tensor's dtype) and lerp.
         beta1, beta2 = betas
-        if maximize:
-            grad = -grad
-        step = state["step"]
-        step.add_(1)
-        weight = weight_of(param, state)
+        grad, step, weight = begin_step(param, grad, state, maximize)
         if decoupled_weight_decay:
             # Unconditional (x * 1 is x, bit for bit), so that groups with and without weight
             # decay share one kernel body and the weight decay stays a runtime scalar.
@@ -241,6 +237,16 @@ def _check_arguments(lr: Any, betas: Any, eps: Any, weight_decay: Any, different
             raise InvalidArgument(f"betas[{i}] as a Tensor is not supported for "
                                   "capturable=False and foreach=True")
     refuse_differentiable(differentiable, "Adam")
+
+
+def begin_step(param: Any, grad: Any, state: dict, maximize: bool) -> tuple:
+    """What every Adam update starts with (traced): the grad (negated to maximize), the step
+    count incremented in place, and the weight it updates (weight_of)."""
+    if maximize:
+        grad = -grad
+    step = state["step"]
+    step.add_(1)
+    return grad, step, weight_of(param, state)
 
 
 def weight_of(param: Any, state: dict) -> Any:

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import torch
 
 from ..data_type import DataType
-from .adam import Adam, weight_of, write_weight
+from .adam import Adam, begin_step, write_weight
 
 
 def _refuse_stochastic_round(bf16_stochastic_round: bool) -> None:
@@ -55,11 +55,7 @@ class _TorchaoAdam(Adam):
                weight_decay: Any, amsgrad: bool, maximize: bool, decoupled_weight_decay: bool,
                **_: Any) -> None:
         beta1, beta2 = betas
-        if maximize:
-            grad = -grad
-        step = state["step"]
-        step.add_(1)
-        weight = weight_of(param, state)
+        grad, step, weight = begin_step(param, grad, state, maximize)
         p, g = weight.float(), grad.float()
         lr = _f32(lr)
         if decoupled_weight_decay:
