@@ -72,17 +72,24 @@ std::string entryHeader() {
                      abi::kEntryHeaderBytes);
 }
 
-/// The codebook tables the plan's bodies read, each defined once.
+/// The codebook tables the plan's bodies read, each defined once, and the host's code index
+/// of each that nearest_code searches.
 void codebookTables(const KernelPlan& plan, CodeWriter& out) {
-  llvm::SmallVector<Codebook, 4> used;
+  llvm::SmallVector<Codebook, 4> used, searched;
   for (const BodyPlan& body : plan.bodies)
-    for (const Expr* expr : plan.phase->components[body.representative].exprs)
-      if (expr->attributes().codebook != Codebook::None &&
-          !llvm::is_contained(used, expr->attributes().codebook))
-        used.push_back(expr->attributes().codebook);
+    for (const Expr* expr : plan.phase->components[body.representative].exprs) {
+      Codebook codebook = expr->attributes().codebook;
+      if (codebook != Codebook::None && !llvm::is_contained(used, codebook))
+        used.push_back(codebook);
+      if (expr->op() == OpKind::NearestCode && !llvm::is_contained(searched, codebook))
+        searched.push_back(codebook);
+    }
   llvm::sort(used);
-  for (Codebook codebook : used)
+  for (Codebook codebook : used) {
     out.verbatim(codebookTable(codebook));
+    if (llvm::is_contained(searched, codebook))
+      out.verbatim(codeIndexText(codebook));
+  }
 }
 
 /// What every kernel shares: the entry header and the chunk -> member lookup.

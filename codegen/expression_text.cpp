@@ -1,6 +1,7 @@
 #include "codegen/expression_text.h"
 
 #include "codegen/constant_literal.h"
+#include "ir/code_index.h"
 #include "ir/error.h"
 #include "ir/op_builder.h"
 #include "ir/value.h"
@@ -92,6 +93,16 @@ std::string codebookTable(Codebook codebook) {
                      entries.size(), fmt::join(entries, ", "));
 }
 
+std::string codeIndexText(Codebook codebook) {
+  const CodeIndex& index = codeIndex(codebook);
+  std::string name = "wf_codebook_" + codebookName(codebook).str() + "_index";
+  return fmt::format("#ifndef __CUDACC__\nstatic const u32 {0}_entries[{1}] = {{{2:#x}}};\n"
+                     "inline u8 {0}(f32 x) {{\n"
+                     "  return wf_indexed_code<{3}, {4}, {5}, {6}>({0}_entries, x);\n}}\n#endif\n",
+                     name, index.entries.size(), fmt::join(index.entries, ", "), index.shift,
+                     index.zero, index.low, index.high);
+}
+
 std::string expressionText(const Expr& expr, llvm::ArrayRef<OperandText> operands) {
   WF_ASSERT(operands.size() == expr.operands().size());
   DataType result = expr.result()->dtype();
@@ -107,10 +118,10 @@ std::string expressionText(const Expr& expr, llvm::ArrayRef<OperandText> operand
     return fmt::format("wf_bitcast<{}>({})", cppType(result),
                        operandAs(expr, operands[0], 0, source));
   case OpKind::CodeValue:
-    return fmt::format("wf_code_value({}, wf_u64({}))", codebookTableName(expr),
+    return fmt::format("wf_code_value({}, {})", codebookTableName(expr),
                        operandAs(expr, operands[0], 0, source));
   case OpKind::NearestCode:
-    return fmt::format("wf_nearest_code({}, {})", codebookTableName(expr),
+    return fmt::format("WF_NEAREST_CODE({}, {})", codebookTableName(expr),
                        operandAs(expr, operands[0], 0, source));
   default:
     break;

@@ -27,6 +27,10 @@ std::string codebookTableName(const Expr& expr);
 /// The definition of `codebook`'s table as a kernel declares it (exact hexadecimal floats).
 std::string codebookTable(Codebook codebook);
 
+/// The host's code index of the codebook (wf_codebook_<name>_index, which nearest_code reads
+/// on the host), left out of device compilations.
+std::string codeIndexText(Codebook codebook);
+
 /// `text` (of dtype `from`) as a value of dtype `to`; unchanged when the types are equal.
 std::string convertedText(const std::string& text, DataType from, DataType to);
 
