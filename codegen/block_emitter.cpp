@@ -99,24 +99,33 @@ void BodyEmitter::blockLoads(llvm::StringRef target) {
     stridedLocate();
   llvm::SmallVector<std::string, 8> reads;
   forEachRead([&](const Slot& slot) {
-    if (slot.kind == SlotKind::BlockTensor)
+    if (slot.kind == SlotKind::BlockTensor && groupBlockReads_)
+      reads.push_back(fmt::format("read_{}[k >> {}]", slot.field, shiftOf(slot.block)));
+    else if (slot.kind == SlotKind::BlockTensor)
       reads.push_back(fmt::format("{}[i >> {}]", pointerOf(slot), shiftOf(slot.block)));
-    else
-      reads.push_back(strided ? fmt::format("{}[at_{}]", pointerOf(slot), slot.field)
-                              : fmt::format("{}[i]", pointerOf(slot)));
+    else {
+      std::string element = strided ? fmt::format("{}[at_{}]", pointerOf(slot), slot.field)
+                                    : fmt::format("{}[i]", pointerOf(slot));
+      reads.push_back(isBitsStruct(slot.dtype)
+                          ? fmt::format("{}{{{}.bits}}", cppType(slot.dtype), element)
+                          : element);
+    }
   });
   out_.wrapped(fmt::format("{} = {}_in{{", target.str(), body_.name), reads, ", ", "};");
 }
 
-void BodyEmitter::blockStores(llvm::StringRef in, llvm::StringRef blk, bool blockResults) {
+void BodyEmitter::blockStores(llvm::StringRef in, llvm::StringRef blk, bool blockResults,
+                              bool locate) {
   bool strided = body_.indexing == Indexing::Strided;
-  if (strided)
+  if (strided && locate)
     stridedLocate();
   out_.line("const {0}_out out = {0}_element({4}, {1}{2}{3});", body_.name, in.str(),
             body_.blocks.empty() ? "" : ", ", body_.blocks.empty() ? "" : blk.str(),
             pointersInLocals_ ? "uniform" : "u");
   forEachElementTensor(false, true, [&](const Slot& slot) {
-    out_.line("{}[{}] = out.{};", pointerOf(slot), strided ? "at_" + slot.field : "i", slot.field);
+    const char* bits = isBitsStruct(slot.dtype) ? ".bits" : "";
+    out_.line("{0}[{1}]{3} = out.{2}{3};", pointerOf(slot), strided ? "at_" + slot.field : "i",
+              slot.field, bits);
   });
   for (const Slot& slot : body_.slots) {
     if (slot.kind != SlotKind::BlockTensor || !slot.written || !blockResults)
@@ -221,10 +230,11 @@ void BodyEmitter::blockTrees() {
 
 void BodyEmitter::hostBlockLoop() {
   int64_t group = largestBlock(body_);
-  out_.line("// Groups of {} elements (the largest block): each element's reads and leaves, "
-            "each block's",
+  out_.line("// Groups of {} elements (the largest block): each element's leaves from its reads, "
+            "each",
             group);
-  out_.line("// tree over its leaves in order, then each element with its blocks' results");
+  out_.line("// block's tree over its leaves, then each element, read again, with its blocks' "
+            "results");
   // Locals: a byte store could alias the entry or `u`, which would keep the loops scalar.
   out_.line("const {0}_uniform uniform = u;", body_.name);
   for (const Slot& slot : body_.slots)
@@ -233,17 +243,19 @@ void BodyEmitter::hostBlockLoop() {
   pointersInLocals_ = true;
   out_.open("for ({0} g0 = begin; g0 < end; g0 += {1})", indexType_, group);
   out_.line("const {0} n = end - g0 < {1} ? end - g0 : {1};", indexType_, group);
-  out_.line("{}_in in[{}];", body_.name, group);
+  hostGroupBlockReads(group);
   for (const BlockSlot& slot : body_.blocks) {
     out_.line("{} {}_leaves[{}];", treeText(slot).accumulatorType(), slot.name, group);
     out_.line("for ({0} k = n; k < {1}; ++k)", indexType_, group);
     out_.line("  {}_leaves[k] = {};", slot.name, treeText(slot).identity());
   }
+  // No array of the elements' reads: an element reads its own index again after the trees
+  // (its writes come later), and a store through an array of mixed types keeps loops scalar.
   out_.open("for ({0} k = 0; k < n; ++k)", indexType_);
   out_.line("const {} i = g0 + k;", indexType_);
-  blockLoads("in[k]");
+  blockLoads(fmt::format("const {}_in in", body_.name));
   if (!body_.blocks.empty()) {
-    out_.line("const {0}_leaves leaves = {0}_block_leaves(uniform, in[k]);", body_.name);
+    out_.line("const {0}_leaves leaves = {0}_block_leaves(uniform, in);", body_.name);
     for (const BlockSlot& slot : body_.blocks)
       out_.line("{0}_leaves[k] = leaves.{0};", slot.name);
   }
@@ -253,8 +265,8 @@ void BodyEmitter::hostBlockLoop() {
     out_.line("{} {}_results[{}];", cppType(slot.result), slot.name, count);
     out_.line("for ({0} b = 0; b < {1}; ++b)", indexType_, count);
     out_.line("  {}_results[b] = {};", slot.name,
-              treeText(slot).finished(fmt::format("wf_tree_array<{}>({}_leaves + b * {}, {})",
-                                                  treeText(slot).combine(), slot.name, slot.block,
+              treeText(slot).finished(fmt::format("wf_tree_levels<{}, {}>({}_leaves + b * {})",
+                                                  treeText(slot).combine(), slot.block, slot.name,
                                                   slot.block)));
   }
   out_.open("for ({0} k = 0; k < n; ++k)", indexType_);
@@ -264,11 +276,29 @@ void BodyEmitter::hostBlockLoop() {
     for (const BlockSlot& slot : body_.blocks)
       out_.line("blk.{0} = {0}_results[k >> {1}];", slot.name, shiftOf(slot.block));
   }
-  blockStores("in[k]", "blk", /*blockResults=*/false);
+  blockLoads(fmt::format("const {}_in in", body_.name));
+  blockStores("in", "blk", /*blockResults=*/false, /*locate=*/false);
   out_.close();
   hostBlockResults(group);
   out_.close();
   pointersInLocals_ = false;
+  groupBlockReads_ = false;
+}
+
+/// The group's reads of block tensors, one per block before any element: a read of another
+/// array's element beside the element loop's stores would keep the host compiler from
+/// vectorizing it (the group starts on a block boundary, or lies inside one block).
+void BodyEmitter::hostGroupBlockReads(int64_t group) {
+  for (const Slot& slot : body_.slots) {
+    if (slot.kind != SlotKind::BlockTensor || !slot.read)
+      continue;
+    out_.line("{} read_{}[{}];", cppType(slot.dtype), slot.field,
+              std::max<int64_t>(1, group / slot.block));
+    out_.line("for ({0} k = 0; k < n; k += {1})", indexType_, slot.block);
+    out_.line("  read_{0}[k >> {1}] = {2}[(g0 + k) >> {1}];", slot.field, shiftOf(slot.block),
+              pointerOf(slot));
+  }
+  groupBlockReads_ = true;
 }
 
 /// The host's block tensor writes, one per block of the group after its elements: a branch

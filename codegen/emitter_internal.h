@@ -19,6 +19,12 @@
 
 namespace widefuse {
 
+/// f16, bf16 and fp8: the prelude's structs of one `bits` field. The host's loops move them
+/// through their bits: GCC does not vectorize a copy of the whole struct.
+inline bool isBitsStruct(DataType dtype) {
+  return isNarrowFloat(dtype);
+}
+
 /// The reduction tree's texts for one reduction (docs/reductions.md §3): a body's reductions
 /// and its block reductions alike (reduction_emitter.cpp).
 struct TreeText {
@@ -227,10 +233,15 @@ private:
   void blockTrees();
   /// The host fast path's: groups of the largest block, each block's leaves in order.
   void hostBlockLoop();
-  /// `in[<slot>] = {reads}` of element `i` (offsets located first in strided bodies).
+  /// `<target> = {reads}` of element `i` (offsets located first in strided bodies).
   void blockLoads(llvm::StringRef target);
-  /// The element's stores and, at a block's first element, its block tensors' writes.
-  void blockStores(llvm::StringRef in, llvm::StringRef blk, bool blockResults = true);
+  /// The element's stores and, at a block's first element, its block tensors' writes
+  /// (`locate`: offsets located first, unless the loads in the same scope did).
+  void blockStores(llvm::StringRef in, llvm::StringRef blk, bool blockResults = true,
+                   bool locate = true);
+  /// The host's group of elements reads each block tensor once per block (`read_<field>`).
+  void hostGroupBlockReads(int64_t group);
+  /// The host's block tensor writes, after the group's elements.
   void hostBlockResults(int64_t group);
 
   // Host backend functions (host_entries.cpp).
@@ -250,6 +261,8 @@ private:
   CodeWriter& out_;
   std::string indexType_;
   bool pointersInLocals_ = false;
+  /// Block tensors are read from the group's `read_<field>` arrays (the host's block loop).
+  bool groupBlockReads_ = false;
 };
 
 /// The walk every entry point shares: block `block` of `grid` takes its contiguous share of

@@ -5,15 +5,6 @@
 #include <fmt/format.h>
 
 namespace widefuse {
-namespace {
-
-/// f16, bf16 and fp8: the prelude's structs of one `bits` field. The fast path moves them
-/// through their bits: GCC does not vectorize a copy of the whole 2-byte struct.
-bool isBitsStruct(DataType dtype) {
-  return isNarrowFloat(dtype);
-}
-
-} // namespace
 
 void BodyEmitter::hostPointerLocals() {
   forEachElementTensor(true, true, [&](const Slot& slot) {

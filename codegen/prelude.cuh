@@ -341,36 +341,13 @@ template <typename T> WF_DEVICE T wf_where(b8 condition, T a, T b) {
   return condition ? a : b;
 }
 
-// ---- codebooks: the kernel defines each table it reads (wf_codebook_<name>) ----------------
-#ifdef __CUDACC__
-#define WF_CODEBOOK static __device__ const f32
-#else
-#define WF_CODEBOOK static const f32
-#endif
+// code_value and nearest_code over codebook tables (inlined into the embedded prelude text).
+#include "codegen/prelude_codebook.cuh"
 
-/// code_value: the entry at the code's low log2(N) bits.
-template <int N> WF_DEVICE f32 wf_code_value(const f32 (&table)[N], wf_u64 code) {
-  return table[code & wf_u64(N - 1)];
-}
-
-/// nearest_code, ir/codebook.h's rule: the largest c with table[c] <= x by a branchless binary
-/// search (0 for NaN), then up when x - table[c] >= half the gap to table[c + 1].
-template <int N> WF_DEVICE u8 wf_nearest_code(const f32 (&table)[N], f32 x) {
-  // A loop unrolled by its count (bits of N): the host compiler then vectorizes the element
-  // loop around it (gathers from the table).
-  const int bits = N == 256 ? 8 : N == 16 ? 4 : N == 2 ? 1 : -1;
-  static_assert(bits > 0, "codebooks have 256 or 16 entries");
-  int code = 0;
-#ifdef __CUDACC__
-#pragma unroll
-#else
-#pragma GCC unroll 8
-#endif
-  for (int bit = bits - 1; bit >= 0; --bit)
-    code += x >= table[code + (1 << bit)] ? (1 << bit) : 0;
-  int up = code + 1 < N ? code + 1 : N - 1;
-  f32 half = (table[up] - table[code]) * 0.5f;
-  return u8(x - table[code] >= half ? up : code);
+/// `condition ? a : b` by masks on the bits (`Bits` of the size of T).
+template <typename Bits, typename T> WF_DEVICE T wf_select_bits(bool condition, T a, T b) {
+  const Bits mask = Bits(0) - Bits(condition);
+  return wf_bitcast<T>(Bits((wf_bitcast<Bits>(a) & mask) | (wf_bitcast<Bits>(b) & ~mask)));
 }
 
 /// PyTorch's lerp: exact at both ends.
@@ -380,7 +357,17 @@ template <typename T> WF_DEVICE T wf_lerp(T start, T end, T weight) {
   // compiler from vectorizing a loop around it.
   const T low = start + wf_mul_rn(weight, end - start);
   const T high = end - wf_mul_rn(end - start, T(1) - weight);
-  return (weight > T(-0.5)) & (weight < T(0.5)) ? low : high; // |weight| < 0.5; not NaN
+  const bool near_start = (weight > T(-0.5)) & (weight < T(0.5)); // |weight| < 0.5; not NaN
+#ifdef __CUDACC__
+  return near_start ? low : high;
+#else
+  // As bits: the weight is often the same for every element, and the host compiler does not
+  // vectorize a select on a loop-invariant condition.
+  if constexpr (sizeof(T) == 4)
+    return wf_select_bits<u32>(near_start, low, high);
+  else
+    return wf_select_bits<unsigned long long>(near_start, low, high);
+#endif
 }
 
 /// One rounding for floating point; wrapping for integers.

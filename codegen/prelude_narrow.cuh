@@ -114,9 +114,14 @@ template <int E, int M, typename From> WF_DEVICE u16 wf_to_16(From x) {
 /// their sign.
 WF_DEVICE f32 wf_e4m3fn_to_float(u8 bits) {
   const u32 exponent = (bits >> 3) & 0xfu, mantissa = bits & 0x7u;
-  const f32 subnormal = f32(mantissa) * 0x1p-9f; // exact in f32
+  // A subnormal m * 2^-9 in integer arithmetic, normalized by m's top bit, with constant
+  // shifts: the host compiler vectorizes that, not a float op on a path it would speculate.
+  const u32 subnormal = mantissa >= 4u   ? (120u << 23) | ((mantissa << 21) & 0x7fffffu)
+                        : mantissa >= 2u ? (119u << 23) | ((mantissa << 22) & 0x7fffffu)
+                        : mantissa == 1u ? 118u << 23
+                                         : 0u;
   const u32 magnitude = (bits & 0x7fu) == 0x7fu ? 0x7fc00000u
-                        : exponent == 0         ? wf_bitcast<u32>(subnormal)
+                        : exponent == 0         ? subnormal
                                                 : ((exponent + 120u) << 23) | (mantissa << 20);
   return wf_bitcast<f32>((u32(bits & 0x80u) << 24) | magnitude);
 }
@@ -131,26 +136,24 @@ WF_DEVICE f32 wf_e8m0fnu_to_float(u8 bits) {
 /// the largest finite value is NaN (e4m3fn, which has no infinity) or infinity (e5m2); NaN
 /// gives 0x7f with its sign.
 template <int E, int M> WF_DEVICE u8 wf_float_to_f8(f32 x) {
+  // Selects, no early return: the host compiler vectorizes loops that convert.
   const u32 bits = wf_bitcast<u32>(x), magnitude = bits & 0x7fffffffu;
   const u32 sign = (bits >> 24) & 0x80u;
-  if (magnitude > 0x7f800000u)
-    return u8(sign | 0x7fu);
   const int bias = (1 << (E - 1)) - 1, biased = int(magnitude >> 23);
   const u32 significand = (magnitude & 0x7fffffu) | (biased != 0 ? 0x800000u : 0u);
   const int exponent = biased != 0 ? biased - 127 : -126;
   const int target = exponent > 1 - bias ? exponent : 1 - bias; // subnormals share the minimum
-  const int shift = 23 - M + (target - exponent);
-  if (shift > 24) // below half the smallest subnormal
-    return u8(sign);
-  u32 scaled = significand >> shift;
-  const u32 rest = significand & ((1u << shift) - 1u), half = 1u << (shift - 1);
-  if (rest > half || (rest == half && (scaled & 1u)))
-    ++scaled;
+  // Below half the smallest subnormal (a shift past 24) rounds to zero as a shift of 25 does:
+  // the significand (< 2^24) is all rest, below half.
+  const int shift = 23 - M + (target - exponent) < 25 ? 23 - M + (target - exponent) : 25;
+  // Ties to even by one addition: half - 1 plus the kept part's last bit carries into it
+  // exactly when the rest is above half, or is half and that bit is 1.
+  const u32 half = 1u << (shift - 1);
+  const u32 scaled = (significand + (half - 1u) + ((significand >> shift) & 1u)) >> shift;
   // A carry into the next binade moves the exponent by itself: the fields are adjacent.
   const u32 code = (scaled >> M) == 0 ? scaled : (u32(target + bias) << M) + scaled - (1u << M);
-  if (E == 4)
-    return u8(sign | (code > 0x7eu ? 0x7fu : code));
-  return u8(sign | (code > 0x7bu ? 0x7cu : code));
+  const u32 limited = E == 4 ? (code > 0x7eu ? 0x7fu : code) : (code > 0x7bu ? 0x7cu : code);
+  return u8(sign | (magnitude > 0x7f800000u ? 0x7fu : limited));
 }
 
 /// Rounds an f32 to e8m0fnu as torch does: its biased exponent, up when the mantissa is above

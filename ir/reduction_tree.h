@@ -34,28 +34,27 @@ struct wf_tree_sum {
 };
 
 /// max: NaN wins; -0.0 counts below +0.0, so the result does not depend on the order.
+/// Selects, no early return: the host compiler vectorizes a loop of them.
 struct wf_tree_max {
   template <typename T> WF_TREE_FN static T combine(T a, T b) {
-    if (a != a)
-      return a;
-    if (b != b)
-      return b;
-    if (a == b) // equal zeros of either sign: +0.0 + -0.0 is +0.0
-      return a == T(0) ? T(a + b) : a;
-    return a > b ? a : b;
+    const T larger = a > b ? a : b;
+    // Equal zeros of either sign: +0.0 + -0.0 is +0.0 (a + b is only added when a is zero).
+    const T equal = a == T(0) ? T(a + b) : a;
+    const T numbers = a == b ? equal : larger;
+    const T nan_b = b != b ? b : numbers;
+    return a != a ? a : nan_b;
   }
 };
 
 /// min: NaN wins; -0.0 counts below +0.0.
 struct wf_tree_min {
   template <typename T> WF_TREE_FN static T combine(T a, T b) {
-    if (a != a)
-      return a;
-    if (b != b)
-      return b;
-    if (a == b) // equal zeros of either sign: -(-0.0 + +0.0) is -0.0
-      return a == T(0) ? T(-(-a + -b)) : a;
-    return a < b ? a : b;
+    const T smaller = a < b ? a : b;
+    // Equal zeros of either sign: -(-0.0 + +0.0) is -0.0.
+    const T equal = a == T(0) ? T(-(-a + -b)) : a;
+    const T numbers = a == b ? equal : smaller;
+    const T nan_b = b != b ? b : numbers;
+    return a != a ? a : nan_b;
   }
 };
 
