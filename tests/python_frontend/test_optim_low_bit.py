@@ -19,6 +19,7 @@ else:
     bitsandbytes = pytest.importorskip("bitsandbytes")
 
 import lowbit_reference as reference  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 import widefuse  # noqa: E402
 import widefuse.optim  # noqa: E402
 
@@ -248,6 +249,61 @@ def test_any_pointwise_optimizer_quantizes_its_state_with_one_argument():
     momentum = lion.dequantized_state_dict()["state"][0]["exp_avg"]
     reference_momentum = exact.state[exact.param_groups[0]["params"][0]]["exp_avg"]
     assert torch.allclose(momentum, reference_momentum, atol=0.02 * reference_momentum.abs().max())
+
+
+class _RecordFloat32(TorchDispatchMode):
+    """Records the shape of each float32 tensor an op makes off the meta device."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for tensor in out if isinstance(out, (tuple, list)) else [out]:
+            if isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float32 and \
+                    tensor.device.type != "meta":
+                self.shapes.append(tuple(tensor.shape))
+        return out
+
+
+def test_zero_state_starts_as_codes_without_a_float32_copy():
+    param = torch.nn.Parameter(torch.randn(64, 256) * 0.1)
+    optimizer = widefuse.optim.AdamW8bit([param])
+    param.grad = torch.randn(64, 256) * 0.01
+    with _RecordFloat32() as recorded:
+        optimizer.step()
+    assert (64, 256) not in recorded.shapes
+    assert set(optimizer.state[param]) == {"step", "exp_avg_codes", "exp_avg_scale",
+                                           "exp_avg_sq_codes", "exp_avg_sq_scale"}
+    assert recorded.shapes.count((64,)) <= 2  # the scales
+
+
+class _OffsetLion(widefuse.optim.Lion):
+    """Lion whose momentum starts at 0.25: its init_state changes the zeros it made."""
+
+    def init_state(self, param):
+        state = super().init_state(param)
+        state["exp_avg"].add_(0.25)
+        return state
+
+
+def test_an_init_state_that_changes_its_zeros_runs_as_written():
+    torch.manual_seed(7)
+    start = torch.randn(64, 128)
+    quantized = torch.nn.Parameter(start.clone())
+    exact = torch.nn.Parameter(start.clone())
+    lion = _OffsetLion([quantized], lr=1e-4, state_format="int8")
+    reference_lion = _OffsetLion([exact], lr=1e-4)
+    for _ in range(3):
+        grad = torch.randn(64, 128) * 0.01
+        quantized.grad, exact.grad = grad, grad.clone()
+        lion.step()
+        reference_lion.step()
+    momentum = lion.dequantized_state_dict()["state"][0]["exp_avg"]
+    expected = reference_lion.state[exact]["exp_avg"]
+    assert expected.min() > 0.2
+    assert torch.allclose(momentum, expected, atol=0.02 * expected.abs().max())
 
 
 def test_a_skipped_step_keeps_codes_and_scales():

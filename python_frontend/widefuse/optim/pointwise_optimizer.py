@@ -34,6 +34,7 @@ import torch
 from .._widefuse import Error
 from ..errors import SpecializationRequest
 from .checkpoint import FORMAT_OPTIONS as _FORMAT_OPTIONS, CheckpointMethods, fits
+from .deferred_zeros import make_state
 from .fold import PendingFold, live_optimizers
 from .mesh_reduction import MeshReduction, mesh_of
 from .scaling import StepScaling, scaling_tensors
@@ -464,8 +465,9 @@ class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
         state = self.state.get(param)
         if not state:
             try:
-                made = (self.init_state(param, **hyperparameters)
-                        if self._init_takes_hyperparameters else self.init_state(param))
+                made = make_state(fmt, param, lambda: (
+                    self.init_state(param, **hyperparameters)
+                    if self._init_takes_hyperparameters else self.init_state(param)))
             except Error as error:
                 raise Error(f"{where}: {error}") from None
             if not isinstance(made, dict):

@@ -67,11 +67,10 @@ class StateFormat:
                 tuple(value.shape) == tuple(param.shape) and
                 numel >= MIN_QUANTIZED_ELEMENTS and numel % self.block_size == 0)
 
-    def zeros(self, param: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def zeros(self, shape: torch.Size, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """Codes and scales of a zero state, as torchao makes them (both zero)."""
-        codes = torch.zeros(param.shape, dtype=self.codes_dtype, device=param.device)
-        scale = torch.zeros(param.numel() // self.block_size, dtype=torch.float32,
-                            device=param.device)
+        codes = torch.zeros(shape, dtype=self.codes_dtype, device=device)
+        scale = torch.zeros(shape.numel() // self.block_size, dtype=torch.float32, device=device)
         return codes, scale
 
     # On tensors (loading, exporting, tests): the kernel's arithmetic with torch's ops.
@@ -194,7 +193,7 @@ def fit_state(fmt: Optional[StateFormat], param: Any, state: dict) -> dict:
             raise Error(f"state '{key}': quantized state of a DTensor parameter is not "
                         "supported yet; use state_format=None for it")
         if not bool(value.detach().any()):
-            codes, scale = fmt.zeros(value)
+            codes, scale = fmt.zeros(value.shape, value.device)
         else:
             codes, scale = fmt.quantize(value, is_signed(key))
         del converted[key]
