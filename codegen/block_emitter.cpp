@@ -75,9 +75,11 @@ void BodyEmitter::blockFunctions() {
   }
   out_.line("/// One element's leaves of {}'s reductions over blocks, from its reads alone.",
             body_.name);
-  openFunction(
-      fmt::format("WF_DEVICE {0}_leaves {0}_block_leaves", body_.name),
-      {fmt::format("const {}_uniform& u", body_.name), fmt::format("const {}_in& in", body_.name)});
+  std::vector<std::string> parameters = {fmt::format("const {}_uniform& u", body_.name),
+                                         fmt::format("const {}_in& in", body_.name)};
+  if (readsElementIndex_)
+    parameters.push_back("i64 element_index");
+  openFunction(fmt::format("WF_DEVICE {0}_leaves {0}_block_leaves", body_.name), parameters);
   out_.line("(void)u;");
   for (const ElementInstance& instance : body_.elementInstances) {
     if (!isKernelInput(*instance.value) && cone.count(instance.value))
@@ -119,9 +121,9 @@ void BodyEmitter::blockStores(llvm::StringRef in, llvm::StringRef blk, bool bloc
   bool strided = body_.indexing == Indexing::Strided;
   if (strided && locate)
     stridedLocate();
-  out_.line("const {0}_out out = {0}_element({4}, {1}{2}{3});", body_.name, in.str(),
+  out_.line("const {0}_out out = {0}_element({4}, {1}{2}{3}{5});", body_.name, in.str(),
             body_.blocks.empty() ? "" : ", ", body_.blocks.empty() ? "" : blk.str(),
-            pointersInLocals_ ? "uniform" : "u");
+            pointersInLocals_ ? "uniform" : "u", indexArgument("i"));
   forEachElementTensor(false, true, [&](const Slot& slot) {
     const char* bits = isBitsStruct(slot.dtype) ? ".bits" : "";
     out_.line("{0}[{1}]{3} = out.{2}{3};", pointerOf(slot), strided ? "at_" + slot.field : "i",
@@ -163,7 +165,8 @@ void BodyEmitter::deviceBlockLoop() {
     out_.open("if (i < end)");
     blockLoads("in[row]");
     if (!body_.blocks.empty()) {
-      out_.line("const {0}_leaves leaves = {0}_block_leaves(u, in[row]);", body_.name);
+      out_.line("const {0}_leaves leaves = {0}_block_leaves(u, in[row]{1});", body_.name,
+                indexArgument("i"));
       for (const BlockSlot& slot : body_.blocks)
         out_.line("{0}_leaves[row] = leaves.{0};", slot.name);
     }
@@ -255,7 +258,8 @@ void BodyEmitter::hostBlockLoop() {
   out_.line("const {} i = g0 + k;", indexType_);
   blockLoads(fmt::format("const {}_in in", body_.name));
   if (!body_.blocks.empty()) {
-    out_.line("const {0}_leaves leaves = {0}_block_leaves(uniform, in);", body_.name);
+    out_.line("const {0}_leaves leaves = {0}_block_leaves(uniform, in{1});", body_.name,
+              indexArgument("i"));
     for (const BlockSlot& slot : body_.blocks)
       out_.line("{0}_leaves[k] = leaves.{0};", slot.name);
   }

@@ -72,6 +72,8 @@ std::string slotComment(const Slot& slot) {
 BodyEmitter::BodyEmitter(const KernelPlan& plan, const BodyPlan& body, CodeWriter& out)
     : plan_(plan), body_(body), values_(plan, body), out_(out) {
   indexType_ = plan.indexBits == 64 ? "i64" : "i32";
+  for (const Expr* expr : values_.component().exprs)
+    readsElementIndex_ |= expr->op() == OpKind::ElementIndex && expr->result()->rank() > 0;
 }
 
 std::vector<std::string> BodyEmitter::tableParameters() const {
@@ -166,6 +168,15 @@ void BodyEmitter::prologue() {
 
 void BodyEmitter::elementStatement(const ElementInstance& instance) {
   const Expr& expr = *instance.value->definition();
+  // The loops know the domain's index; a value broadcast into the domain has its own.
+  bool domainShaped =
+      instance.view.empty() || (int64_t(instance.view.size()) == int64_t(body_.domainRank) &&
+                                llvm::all_of(llvm::enumerate(instance.view), [](const auto& entry) {
+                                  return entry.value() == int64_t(entry.index());
+                                }));
+  if (expr.op() == OpKind::ElementIndex && expr.result()->rank() > 0 && !domainShaped)
+    throw Error("element_index of a value broadcast into a larger domain is not supported by "
+                "kernels yet (the reference evaluator runs it)");
   llvm::SmallVector<OperandText, 3> operands;
   for (unsigned i = 0; i < expr.operands().size(); ++i)
     operands.push_back(values_.operandText(expr, i, &instance.view));
@@ -192,6 +203,8 @@ void BodyEmitter::elementFunction() {
                                          fmt::format("const {}_in& in", body_.name)};
   if (!body_.blocks.empty())
     parameters.push_back(fmt::format("const {}_blocks& blk", body_.name));
+  if (readsElementIndex_)
+    parameters.push_back("i64 element_index");
   openFunction(fmt::format("WF_DEVICE {0}_out {0}_element", body_.name), parameters);
   for (const ElementInstance& instance : body_.elementInstances) {
     // Block results are the element's `blk` (computed by the block's threads together).
@@ -209,33 +222,6 @@ void BodyEmitter::elementFunction() {
 }
 
 // ---- the skeleton ----
-
-void BodyEmitter::perElement(const ElementAccess& access) {
-  llvm::SmallVector<std::string, 8> reads;
-  forEachElementTensor(true, false, [&](const Slot& slot) { reads.push_back(access.read(slot)); });
-  out_.wrapped(fmt::format("const {0}_out out = {0}_element(u, {{", body_.name), reads, ", ",
-               "});");
-  forEachElementTensor(false, true, [&](const Slot& slot) { out_.line(access.store(slot)); });
-}
-
-void BodyEmitter::elementLoop(const ElementLoop& loop) {
-  out_.open(loop.head);
-  if (loop.locate)
-    loop.locate();
-  perElement(loop.access);
-  out_.close();
-}
-
-void BodyEmitter::offsetLocal(const Slot& slot,
-                              llvm::function_ref<std::string(unsigned)> coordinate) {
-  std::vector<std::string> terms;
-  for (unsigned d = 0; d < body_.domainRank; ++d)
-    terms.push_back(
-        fmt::format("{} * {}(entry.{}_strides[{}])", coordinate(d), indexType_, slot.field, d));
-  if (terms.empty())
-    terms.push_back("0");
-  out_.wrapped(fmt::format("const {} at_{} = ", indexType_, slot.field), terms, " + ", ";");
-}
 
 void BodyEmitter::zeroDimensionalOutputs(llvm::StringRef condition) {
   bool any = false;
@@ -305,13 +291,6 @@ void BodyEmitter::runFunction(const RunVariant& variant) {
 }
 
 // ---- device functions ----
-
-ElementAccess BodyEmitter::flatAccess() const {
-  return {[](const Slot& slot) { return "wf_global(entry." + slot.field + ")[i]"; },
-          [&](const Slot& slot) {
-            return fmt::format("{}[i] = out.{};", pointerOf(slot), slot.field);
-          }};
-}
 
 void BodyEmitter::scalarLoop(llvm::StringRef from, llvm::StringRef to, llvm::StringRef comment) {
   out_.line("// {}", comment.str());
@@ -399,11 +378,11 @@ void BodyEmitter::vectorLoop() {
   }
   writes(declare("store"));
   out_.directive("#pragma unroll");
-  elementLoop(
-      {fmt::format("for (int k = 0; k < {}; ++k)", vector),
-       {},
-       {[](const Slot& slot) { return "load_" + slot.field + "[k]"; },
-        [](const Slot& slot) { return fmt::format("store_{0}[k] = out.{0};", slot.field); }}});
+  elementLoop({fmt::format("for (int k = 0; k < {}; ++k)", vector),
+               {},
+               {[](const Slot& slot) { return "load_" + slot.field + "[k]"; },
+                [](const Slot& slot) { return fmt::format("store_{0}[k] = out.{0};", slot.field); },
+                "i + k"}});
   writes([&](const Slot& slot) {
     out_.line("wf_store({} + i, store_{});", pointerOf(slot), slot.field);
   });
@@ -418,29 +397,6 @@ void BodyEmitter::vectorLoop() {
     out_.close();
   }
   out_.close();
-}
-
-void BodyEmitter::stridedLocate() {
-  unsigned rank = body_.domainRank;
-  if (rank > 0)
-    out_.line("{} rest = i; // coordinates of element i in the domain", indexType_);
-  for (unsigned d = rank; d-- > 1;) {
-    out_.line("const {0} c{1} = rest % {0}(entry.extents[{1}]);", indexType_, d);
-    out_.line("rest /= {}(entry.extents[{}]);", indexType_, d);
-  }
-  if (rank > 0)
-    out_.line("const {} c0 = rest;", indexType_);
-  // Each tensor's offset of the element, from its own strides (0 along broadcast dimensions).
-  forEachElementTensor(true, true, [&](const Slot& slot) {
-    offsetLocal(slot, [](unsigned d) { return fmt::format("c{}", d); });
-  });
-}
-
-ElementAccess BodyEmitter::stridedAccess() const {
-  return {[&](const Slot& slot) { return fmt::format("{}[at_{}]", pointerOf(slot), slot.field); },
-          [&](const Slot& slot) {
-            return fmt::format("{}[at_{}] = out.{};", pointerOf(slot), slot.field, slot.field);
-          }};
 }
 
 void BodyEmitter::stridedLoop() {

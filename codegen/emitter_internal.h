@@ -58,6 +58,9 @@ struct ElementAccess {
   std::function<std::string(const Slot&)> read;
   /// The statement that stores `out.<field>` into a written tensor's element.
   std::function<std::string(const Slot&)> store;
+  /// The element's row-major index in the domain (what element_index reads); empty where
+  /// the loop has none (rows), which a body that reads it refuses.
+  std::string index;
 };
 
 /// One loop over elements: its `for (...)` head, the statements an iteration needs before
@@ -133,6 +136,9 @@ private:
   // The skeleton every body function is written with.
   /// What one element does: `<body>_element(u, {reads...})`, then its stores.
   void perElement(const ElementAccess& access);
+  /// `, i64(<index>)` where the body reads element_index, else nothing. Throws Error where
+  /// the loop has no element index (`index` empty).
+  std::string indexArgument(llvm::StringRef index) const;
   void elementLoop(const ElementLoop& loop);
   void elementsFunction(const ElementsVariant& variant);
   void runFunction(const RunVariant& variant);
@@ -172,6 +178,8 @@ private:
   /// Coordinates and tensor offsets of element `i` (strided bodies), and their access.
   void stridedLocate();
   ElementAccess stridedAccess() const;
+  /// stridedAccess in a loop over rows and columns, which has no element index.
+  ElementAccess rowsAccess() const;
   // Reductions (reduction_emitter.cpp, docs/reductions.md §7-§11).
   /// The entry fields of the body's reductions.
   void reductionFields();
@@ -253,7 +261,8 @@ private:
   /// that stores through one do not change the table entry the others come from.
   void hostPointerLocals();
   /// The fast path's access to element `index(slot)` of each tensor.
-  ElementAccess hostAccess(std::function<std::string(const Slot&)> index) const;
+  ElementAccess hostAccess(std::function<std::string(const Slot&)> index,
+                           std::string element) const;
 
   const KernelPlan& plan_;
   const BodyPlan& body_;
@@ -261,6 +270,8 @@ private:
   CodeWriter& out_;
   std::string indexType_;
   bool pointersInLocals_ = false;
+  /// Some element of the body reads its index (element_index).
+  bool readsElementIndex_ = false;
   /// Block tensors are read from the group's `read_<field>` arrays (the host's block loop).
   bool groupBlockReads_ = false;
 };

@@ -117,6 +117,8 @@ std::string expressionText(const Expr& expr, llvm::ArrayRef<OperandText> operand
   case OpKind::Bitcast:
     return fmt::format("wf_bitcast<{}>({})", cppType(result),
                        operandAs(expr, operands[0], 0, source));
+  case OpKind::ElementIndex: // the element function's parameter; a 0-d tensor's is 0
+    return expr.result()->rank() > 0 ? "element_index" : "i64(0)";
   case OpKind::CodeValue:
     return fmt::format("wf_code_value({}, {})", codebookTableName(expr),
                        operandAs(expr, operands[0], 0, source));

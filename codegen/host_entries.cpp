@@ -13,7 +13,8 @@ void BodyEmitter::hostPointerLocals() {
   });
 }
 
-ElementAccess BodyEmitter::hostAccess(std::function<std::string(const Slot&)> index) const {
+ElementAccess BodyEmitter::hostAccess(std::function<std::string(const Slot&)> index,
+                                      std::string element) const {
   auto read = [index](const Slot& slot) {
     if (isBitsStruct(slot.dtype))
       return fmt::format("{}{{{}_[{}].bits}}", cppType(slot.dtype), slot.field, index(slot));
@@ -23,13 +24,13 @@ ElementAccess BodyEmitter::hostAccess(std::function<std::string(const Slot&)> in
     const char* bits = isBitsStruct(slot.dtype) ? ".bits" : "";
     return fmt::format("{0}_[{1}]{2} = out.{0}{2};", slot.field, index(slot), bits);
   };
-  return {read, store};
+  return {read, store, std::move(element)};
 }
 
 void BodyEmitter::hostFastFlatLoop() {
   elementLoop({fmt::format("for ({0} i = begin; i < end; ++i)", indexType_),
                {},
-               hostAccess([](const Slot&) { return std::string("i"); })});
+               hostAccess([](const Slot&) { return std::string("i"); }, "i")});
 }
 
 /// Walks [begin, end) row by row of the domain's innermost dimension: the coordinates of the
@@ -40,7 +41,7 @@ void BodyEmitter::hostFastStridedLoop() {
   if (rank == 0) {
     elementLoop({fmt::format("for ({0} i = begin; i < end; ++i)", indexType_),
                  {},
-                 hostAccess([](const Slot&) { return std::string("0"); })});
+                 hostAccess([](const Slot&) { return std::string("0"); }, "i")});
     return;
   }
   unsigned inner = rank - 1;
@@ -60,11 +61,11 @@ void BodyEmitter::hostFastStridedLoop() {
     offsetLocal(slot, [](unsigned d) { return fmt::format("c[{}]", d); });
     out_.line("const {0} step_{1} = {0}(entry.{1}_strides[{2}]);", indexType_, slot.field, inner);
   });
-  elementLoop({fmt::format("for ({0} k = 0; k < row; ++k)", indexType_),
-               {},
-               hostAccess([](const Slot& slot) {
-                 return fmt::format("at_{0} + k * step_{0}", slot.field);
-               })});
+  elementLoop(
+      {fmt::format("for ({0} k = 0; k < row; ++k)", indexType_),
+       {},
+       hostAccess([](const Slot& slot) { return fmt::format("at_{0} + k * step_{0}", slot.field); },
+                  "i + k")});
   out_.line("i += row;");
   out_.line("c[{}] += row;", inner);
   out_.open("for (int d = {}; d > 0 && c[d] == {}(entry.extents[d]); --d)", inner, indexType_);

@@ -129,7 +129,8 @@ void BodyEmitter::vectorReductionLeaves(bool whole) {
     out_.open("if (i + k < end)");
   }
   perElement({[](const Slot& slot) { return "load_" + slot.field + "[k]"; },
-              [](const Slot& slot) { return fmt::format("store_{0}[k] = out.{0};", slot.field); }});
+              [](const Slot& slot) { return fmt::format("store_{0}[k] = out.{0};", slot.field); },
+              "i + k"});
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{0}_thread[k] = out.{0};", slot.name);
   if (!whole)
@@ -312,7 +313,7 @@ void BodyEmitter::hostRowsReductionLoop() {
               treeText(slot).combine(), slot.name);
   out_.open("for ({0} column = 0; column < columns; ++column)", indexType_);
   rowLocate("row", "column");
-  perElement(stridedAccess());
+  perElement(rowsAccess());
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{0}_tree.push(out.{0});", slot.name);
   out_.close();
@@ -353,7 +354,7 @@ void BodyEmitter::rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::Str
               treeText(slot).identity());
   out_.open("if ({})", inRange.str());
   rowLocate(row, column);
-  perElement(stridedAccess());
+  perElement(rowsAccess());
   for (const ReductionSlot& slot : body_.reductions)
     out_.line("{0}_leaf = out.{0};", slot.name);
   out_.close();

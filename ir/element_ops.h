@@ -502,6 +502,9 @@ template <typename T> T CodeValue(T) {
 template <typename T> T NearestCode(T) {
   return unreachable<T>("nearest_code");
 }
+template <typename T> T ElementIndex(T) {
+  return unreachable<T>("element_index");
+}
 
 // ---- conversion -----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@
 #include <llvm/ADT/STLExtras.h>
 
 #include <cstring>
+#include <numeric>
 
 namespace widefuse {
 namespace {
@@ -410,10 +411,6 @@ HostTensor toHostTensor(const Buffer& buffer) {
   return tensor;
 }
 
-} // namespace
-
-namespace {
-
 Buffer scalarBuffer(const ConstantValue& constant, DataType dtype) {
   return std::visit(
       [&](auto value) { return storeAll(std::vector<decltype(value)>{value}, dtype, {}); },
@@ -546,6 +543,11 @@ Buffer Evaluation::evaluateExpr(const Expr& expr) {
     return *operands[0];
   case OpKind::Size:
     return scalarBuffer(ConstantValue(shapes_.extentOf(expr.result())), resultType);
+  case OpKind::ElementIndex: { // each element's row-major index in its tensor
+    std::vector<int64_t> indices(size_t(numElements(shapes_.of(expr.result()))));
+    std::iota(indices.begin(), indices.end(), int64_t(0));
+    return storeAll(indices, DataType::Int64, shapes_.of(expr.result()));
+  }
   default:
     break;
   }

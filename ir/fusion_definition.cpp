@@ -207,6 +207,10 @@ Val code_value(const Val& code, Codebook codebook) {
   return applyOp(OpKind::CodeValue, {code}, attributes);
 }
 
+Val element_index(const Val& x) {
+  return applyOp(OpKind::ElementIndex, {x}, OpAttributes());
+}
+
 Val nearest_code(const Val& x, Codebook codebook) {
   OpAttributes attributes;
   attributes.codebook = codebook;

@@ -153,6 +153,8 @@ Val expand_blocks(const Val& x, llvm::ArrayRef<ShapeEntry> shape, Blocks blocks)
 /// The f32 entry of `codebook` at each integer code of `code` (its low log2(size) bits): a
 /// quantized state's normalised value.
 Val code_value(const Val& code, Codebook codebook);
+/// Each element's row-major index in `x` (an Int64 tensor of x's shape; 0 for a 0-d `x`).
+Val element_index(const Val& x);
 
 /// The u8 code of each f32 element of `x` in `codebook`, rounded to nearest as torchao rounds
 /// (ir/codebook.h nearestCode): a quantized state's new code.

@@ -114,6 +114,8 @@ DataType inferDataType(OpKind op, llvm::ArrayRef<const Value*> operands,
   case TypeRule::Broadcast:
   case TypeRule::BlockExpansion:
     return operands[0]->dtype();
+  case TypeRule::Position:
+    return DataType::Int64;
   case TypeRule::Extent:
     if (!operands[0]->isTensor() || operands[0]->rank() == 0)
       return reject("size takes a tensor of rank >= 1");

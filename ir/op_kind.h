@@ -34,6 +34,7 @@ enum class TypeRule : uint8_t {
   Bitcast,        ///< result has the attribute type of the same width; bits reinterpreted
   Broadcast,      ///< result has the operand's type and the attribute shape
   Extent,         ///< size(t, dim): an i64 scalar, the run-time extent of a tensor dimension
+  Position,       ///< element_index(t): i64 of t's shape, each element's row-major index in t
   BlockExpansion, ///< expand_blocks: the operand's type and the attribute shape; each block of
                   ///< B elements (in logical order) reads one operand element
   CodeLookup,     ///< code_value(code, codebook): an integer code's table entry; result f32

@@ -68,6 +68,7 @@ TEST_P(EveryOpCompiles, EveryCastBitcastAndBroadcast) {
   expectCompiles(*conversions, GetParam(), SegmentationMode::Packed);
   expectCompiles(*broadcastFusion(), GetParam(), SegmentationMode::Batched);
   expectCompiles(*codebookFusion(), GetParam(), SegmentationMode::Batched);
+  expectCompiles(*elementIndexFusion(), GetParam(), SegmentationMode::Packed);
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, EveryOpCompiles, ::testing::Values("sm_80", "sm_90"));

@@ -97,6 +97,26 @@ inline std::unique_ptr<Fusion> codebookFusion() {
   return fd.finalize();
 }
 
+/// element_index in each kind of body: flat (members of two sizes, one class), strided (a row
+/// broadcast beside it), reduced over all elements, by blocks, and of a 0-d tensor.
+inline std::unique_ptr<Fusion> elementIndexFusion() {
+  FusionDefinition fd("element_index");
+  auto position = [](const Val& x) { return cast(element_index(x), DataType::Float); };
+  for (int64_t n : {1000, 4100}) {
+    Val x = fd.defineTensor({n}, DataType::Float, fmt::format("x{}", n));
+    fd.addOutput(x + position(x));
+    fd.addOutput(sum(position(x)));
+    Val peak = max(abs(x) + position(x), Blocks{64});
+    fd.addOutput(x / expand_blocks(peak, {n}, Blocks{64}));
+  }
+  Val grid = fd.defineTensor({8, 16}, DataType::Float, "grid");
+  Val row = fd.defineTensor({16}, DataType::Float, "row");
+  fd.addOutput(grid * broadcast_in_dim(row, {8, 16}, {1}) + position(grid));
+  Val scalar = fd.defineTensor({}, DataType::Float, "scalar");
+  fd.addOutput(scalar + position(scalar));
+  return fd.finalize();
+}
+
 /// A strided body: a row broadcast and a 0-d broadcast.
 inline std::unique_ptr<Fusion> broadcastFusion() {
   FusionDefinition fd("broadcasts");

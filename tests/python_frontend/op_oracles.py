@@ -49,9 +49,10 @@ _RULES = [
 ]
 ACCEPTS = {op: rule for ops, rule in _RULES for op in ops.split()}
 # Tested on their own: ops with attributes, and the reductions (test_reductions.py, the block
-# scope and expand_blocks included; test_codebook_ops.py, code_value and nearest_code).
+# scope and expand_blocks included; test_codebook_ops.py, code_value and nearest_code;
+# test_element_index.py, element_index).
 ATTRIBUTE_OPS = {"cast", "bitcast", "broadcast_in_dim", "size", "expand_blocks", "sum", "max",
-                 "min", "any", "all", "code_value", "nearest_code"}
+                 "min", "any", "all", "code_value", "nearest_code", "element_index"}
 NVFUSER_NAME = {"shift_left": "bitwise_left_shift", "shift_right": "bitwise_right_shift"}
 
 # ---- expected values -------------------------------------------------------------------------
