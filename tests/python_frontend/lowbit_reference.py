@@ -122,3 +122,30 @@ class AdamW:
             self.m, self.v = m, v
         denom = np.sqrt(v) / np.sqrt(bc2) + F32(self.eps)
         self.p = p - lr * (m / bc1) / denom
+
+
+def _splitmix64_finalize(z):
+    """SplitMix64's finalizer on uint64 arrays (wrapping)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def random_16_bits(seed, step, count):
+    """The top 16 bits of SplitMix64 of (its finalized seed + step * golden) + (index + 1) *
+    golden, for indices 0..count-1: the counter-based bits of widefuse's stochastic rounding."""
+    golden = np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        key = _splitmix64_finalize(np.uint64(seed % (1 << 64)) + np.uint64(step) * golden)
+        index = np.arange(count, dtype=np.uint64)
+        bits = _splitmix64_finalize(key + (index + np.uint64(1)) * golden)
+    return (bits >> np.uint64(48)).astype(np.int64)
+
+
+def stochastic_bf16(values, random16):
+    """torchao's _fp32_to_bf16_sr on float32 values: the high half, plus one unit where the
+    random 16 bits are below the dropped low half (int32 arithmetic, wrapping)."""
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.int64)
+    toward_zero = bits & 0xFFFF0000
+    rounded = np.where(random16 < (bits & 0xFFFF), toward_zero + 0x10000, toward_zero)
+    return (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32).astype(ml_dtypes.bfloat16)

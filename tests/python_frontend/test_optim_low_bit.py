@@ -251,6 +251,65 @@ def test_any_pointwise_optimizer_quantizes_its_state_with_one_argument():
     assert torch.allclose(momentum, reference_momentum, atol=0.02 * reference_momentum.abs().max())
 
 
+@pytest.mark.parametrize("options", [dict(), dict(block_order="reverse"),
+                                     dict(host_execution="verify")],
+                         ids=["host", "reversed-blocks", "emulated-device"])
+def test_stochastic_rounding_gives_the_references_bf16_bits(options):
+    """A bf16 parameter's write is torchao's rule on the float32 update (an fp32 twin's), its
+    random bits SplitMix64 of (seed, step, element): as the NumPy reference computes them."""
+    torch.manual_seed(3)
+    start = (torch.randn(64, 256) * 0.1).bfloat16()
+    bf16 = torch.nn.Parameter(start.clone())
+    fp32 = torch.nn.Parameter(start.float())
+    rounding = widefuse.optim.AdamW8bit([bf16], lr=1e-2, bf16_stochastic_round=True)
+    rounding.set_fusion_options(**options)
+    twin = widefuse.optim.AdamW8bit([fp32], lr=1e-2)
+    for step in range(1, 4):
+        grad = torch.randn(64, 256) * 0.01
+        bf16.grad, fp32.grad = grad.bfloat16(), grad.bfloat16().float()
+        rounding.step()
+        twin.step()
+        seed = int(rounding.state[bf16]["rounding_seed"])
+        bits = reference.random_16_bits(seed, step, fp32.numel())
+        expected = reference.stochastic_bf16(fp32.detach().numpy().ravel(), bits)
+        assert np.array_equal(bf16.detach().view(torch.int16).numpy().ravel(),
+                              expected.view(np.int16)), step
+        fp32.data.copy_(bf16.detach().float())  # the twin goes on from what bf16 holds
+
+
+def test_stochastic_rounding_is_reproducible_and_survives_a_checkpoint():
+    torch.manual_seed(5)
+    start = (torch.randn(32, 256) * 0.1).bfloat16()
+    grads = [(torch.randn(32, 256) * 0.01).bfloat16() for _ in range(2)]
+
+    def fresh(seed):
+        torch.manual_seed(seed)  # what the parameters' rounding seeds are drawn from
+        param = torch.nn.Parameter(start.clone())
+        return param, widefuse.optim.AdamW8bit([param], bf16_stochastic_round=True)
+
+    finals = []
+    for _ in range(2):
+        param, optimizer = fresh(6)
+        for grad in grads:
+            param.grad = grad.clone()
+            optimizer.step()
+        finals.append(param.detach().clone())
+    assert torch.equal(finals[0], finals[1])
+    # One step, a checkpoint through torch.save, a new optimizer (drawing other seeds), a step.
+    param, optimizer = fresh(6)
+    param.grad = grads[0].clone()
+    optimizer.step()
+    buffer = io.BytesIO()
+    torch.save(optimizer.state_dict(), buffer)
+    buffer.seek(0)
+    resumed, optimizer = fresh(7)
+    resumed.data.copy_(param.detach())
+    optimizer.load_state_dict(torch.load(buffer, weights_only=True))
+    resumed.grad = grads[1].clone()
+    optimizer.step()
+    assert torch.equal(resumed.detach(), finals[0])
+
+
 class _RecordFloat32(TorchDispatchMode):
     """Records the shape of each float32 tensor an op makes off the meta device."""
 
@@ -333,7 +392,7 @@ def test_bad_formats_are_refused_by_name(arguments, error, message):
         widefuse.optim.AdamW([torch.nn.Parameter(torch.zeros(4))], **arguments)
 
 
-def train_gpt2(make_optimizer, steps=200):
+def train_gpt2(make_optimizer, steps=200, dtype=torch.float32):
     """A small GPT-2 (transformers' config, random weights) learning a synthetic language: each
     token has four possible successors (a fixed random bigram chain), and every step draws
     new sequences, so the loss falls toward the chain's entropy instead of to a memorised
@@ -342,7 +401,7 @@ def train_gpt2(make_optimizer, steps=200):
     torch.manual_seed(0)
     config = transformers.GPT2Config(vocab_size=256, n_positions=32, n_embd=64, n_layer=2,
                                      n_head=4)
-    model = transformers.GPT2LMHeadModel(config)
+    model = transformers.GPT2LMHeadModel(config).to(dtype)
     generator = torch.Generator().manual_seed(1)
     successors = torch.randint(0, 256, (256, 4), generator=generator)
     optimizer = make_optimizer(model.parameters())
@@ -361,10 +420,29 @@ def train_gpt2(make_optimizer, steps=200):
     return sum(losses[-10:]) / 10
 
 
-def test_a_small_gpt2_trains_as_fp32_adamw_does():
-    exact = train_gpt2(lambda ps: torch.optim.AdamW(ps, lr=1e-3))
+@pytest.fixture(scope="module")
+def fp32_gpt2_loss():
+    return train_gpt2(lambda ps: torch.optim.AdamW(ps, lr=1e-3))
+
+
+def test_a_small_gpt2_trains_as_fp32_adamw_does(fp32_gpt2_loss):
+    exact = fp32_gpt2_loss
     ours = train_gpt2(lambda ps: widefuse.optim.AdamW8bit(ps, lr=1e-3))
     theirs = train_gpt2(lambda ps: torchao.optim.AdamW8bit(ps, lr=1e-3))
     runs = f"fp32 AdamW {exact:.4f}, widefuse 8-bit {ours:.4f}, torchao 8-bit {theirs:.4f}"
     assert exact < 4.5, runs  # it learned (ln 256 = 5.55 at the start)
     assert abs(ours - exact) <= 0.01 * exact, runs
+
+
+def test_a_bf16_gpt2_with_stochastic_rounding_trains_as_fp32_adamw_does(fp32_gpt2_loss):
+    exact = fp32_gpt2_loss
+    ours = train_gpt2(lambda ps: widefuse.optim.AdamW8bit(ps, lr=1e-3, bf16_stochastic_round=True),
+                      dtype=torch.bfloat16)
+    theirs = train_gpt2(lambda ps: torchao.optim.AdamW8bit(ps, lr=1e-3,
+                                                           bf16_stochastic_round=True),
+                        dtype=torch.bfloat16)
+    nearest = train_gpt2(lambda ps: widefuse.optim.AdamW8bit(ps, lr=1e-3), dtype=torch.bfloat16)
+    runs = (f"fp32 AdamW {exact:.4f}, bf16 with stochastic rounding: widefuse {ours:.4f}, "
+            f"torchao {theirs:.4f}; bf16 rounded to nearest {nearest:.4f}")
+    assert abs(ours - exact) <= 0.01 * exact, runs
+

@@ -89,3 +89,13 @@ def split_master(master: Any) -> tuple[Any, Any]:
     high = bits >> 16
     high = where(low < 0, high + 1, high)  # round the high half up: ties away from zero
     return high.to(DataType.Int16).view(DataType.BFloat16), low
+
+
+def stochastic_bf16(value: Any, random16: Any) -> Any:
+    """A float32 value (traced) rounded to bfloat16 as torchao's stochastic rounding does:
+    away from zero with probability (its low 16 bits) / 2^16, from 16 random bits per element
+    (random_bits.py)."""
+    bits = value.view(DataType.Int32)
+    toward_zero = bits & -0x10000
+    rounded = where(random16 < (bits & 0xFFFF), toward_zero + 0x10000, toward_zero)
+    return rounded.view(DataType.Float).to(DataType.BFloat16)
