@@ -52,18 +52,20 @@ void BodyEmitter::blockFunctions() {
     out_.line("{} {}; // {} over blocks of {}", cppType(slot.result), slot.name,
               opName(slot.op).str(), slot.block);
   out_.close(";");
-  out_.line("/// One element's leaves of the reductions over blocks.");
+  out_.line("/// One element's leaves of the first level's reductions over blocks.");
   out_.open("struct {}_leaves", body_.name);
   for (const BlockSlot& slot : body_.blocks)
-    out_.line("{} {};", treeText(slot).accumulatorType(), slot.name);
+    if (!slot.late)
+      out_.line("{} {};", treeText(slot).accumulatorType(), slot.name);
   out_.close(";");
   out_.line();
   // Only the values the leaves need: none of them reads a block's result.
   const Component& component = values_.component();
   llvm::DenseSet<const Value*> cone;
   std::vector<const Value*> stack;
+  size_t block = 0; // body_.blocks follows the component's block reductions in order
   for (const Expr* expr : component.exprs)
-    if (expr->attributes().reduction == ReductionScope::Block)
+    if (expr->attributes().reduction == ReductionScope::Block && !body_.blocks[block++].late)
       stack.push_back(expr->operand(0));
   while (!stack.empty()) {
     const Value* value = stack.back();
@@ -87,8 +89,9 @@ void BodyEmitter::blockFunctions() {
   }
   out_.line("{}_leaves leaves;", body_.name);
   for (const BlockSlot& slot : body_.blocks) {
-    out_.line("leaves.{} = {};", slot.name,
-              treeText(slot).leaf(values_.blockOperandText(slot), slot.operandType));
+    if (!slot.late)
+      out_.line("leaves.{} = {};", slot.name,
+                treeText(slot).leaf(values_.blockOperandText(slot), slot.operandType));
   }
   out_.line("return leaves;");
   out_.close();
@@ -130,7 +133,8 @@ void BodyEmitter::blockStores(llvm::StringRef in, llvm::StringRef blk, bool bloc
               slot.field, bits);
   });
   for (const Slot& slot : body_.slots) {
-    if (slot.kind != SlotKind::BlockTensor || !slot.written || !blockResults)
+    if (slot.kind != SlotKind::BlockTensor || !slot.written || !blockResults ||
+        body_.blocks[slot.blockSource].late)
       continue;
     out_.line("if ((i & {}) == 0) // the block's first element writes its result", slot.block - 1);
     out_.line("  {}[i >> {}] = {};", pointerOf(slot), shiftOf(slot.block),
@@ -158,29 +162,59 @@ void BodyEmitter::deviceBlockLoop() {
             wide ? ", half ^= 1" : "");
   out_.line("{}_in in[{}];", body_.name, rows);
   for (const BlockSlot& slot : body_.blocks)
-    out_.line("{} {}_leaves[{}];", treeText(slot).accumulatorType(), slot.name, rows);
+    if (!slot.late)
+      out_.line("{} {}_leaves[{}];", treeText(slot).accumulatorType(), slot.name, rows);
   blockRows([&] {
     for (const BlockSlot& slot : body_.blocks)
-      out_.line("{}_leaves[row] = {};", slot.name, treeText(slot).identity());
+      if (!slot.late)
+        out_.line("{}_leaves[row] = {};", slot.name, treeText(slot).identity());
     out_.open("if (i < end)");
     blockLoads("in[row]");
     if (!body_.blocks.empty()) {
       out_.line("const {0}_leaves leaves = {0}_block_leaves(u, in[row]{1});", body_.name,
                 indexArgument("i"));
       for (const BlockSlot& slot : body_.blocks)
-        out_.line("{0}_leaves[row] = leaves.{0};", slot.name);
+        if (!slot.late)
+          out_.line("{0}_leaves[row] = leaves.{0};", slot.name);
     }
     out_.close();
   });
   blockTrees();
   blockRows([&] {
+    for (const BlockSlot& slot : body_.blocks)
+      if (slot.late)
+        out_.line("{} {}_leaf = {};", treeText(slot).accumulatorType(), slot.name,
+                  treeText(slot).identity());
     out_.open("if (i < end)");
     blockStores("in[row]", "blk[row]");
+    for (const BlockSlot& slot : body_.blocks)
+      if (slot.late)
+        out_.line("{0}_leaf = out.{0};", slot.name);
     out_.close();
+    lateBlockTrees();
   });
   out_.close();
   if (wide)
     out_.line("__syncthreads(); // the last chunk's trees are read before the next run writes");
+}
+
+/// The device's second level: each block's tree by shuffles over its lanes (every lane takes
+/// part, past the member's end too), then its first element writes it.
+void BodyEmitter::lateBlockTrees() {
+  for (const BlockSlot& slot : body_.blocks)
+    if (slot.late)
+      out_.line(
+          "blk[row].{} = {};", slot.name,
+          treeText(slot).finished(fmt::format("wf_lanes_tree<{}, {}>({}_leaf)",
+                                              treeText(slot).combine(), slot.block, slot.name)));
+  for (const Slot& slot : body_.slots) {
+    if (slot.kind != SlotKind::BlockTensor || !slot.written || !body_.blocks[slot.blockSource].late)
+      continue;
+    out_.line("if (i < end && (i & {}) == 0) // the block's first element writes its result",
+              slot.block - 1);
+    out_.line("  {}[i >> {}] = {};", pointerOf(slot), shiftOf(slot.block),
+              values_.blockWrittenText(slot, "blk[row]"));
+  }
 }
 
 void BodyEmitter::blockRows(const std::function<void()>& body) {
@@ -198,9 +232,12 @@ void BodyEmitter::blockTrees() {
   unsigned warps = plan_.threadsPerBlock / 32;
   int64_t rows = body_.chunkElements / plan_.threadsPerBlock;
   bool wide = llvm::any_of(body_.blocks, [](const BlockSlot& slot) { return slot.block > 32; });
+  // (A second level is at most 32 wide: it never makes the trees wide.)
   out_.line("{}_blocks blk[{}];", body_.name, rows);
   blockRows([&] {
     for (const BlockSlot& slot : body_.blocks) {
+      if (slot.late)
+        continue;
       if (slot.block <= 32) {
         out_.line(
             "blk[row].{} = {};", slot.name,
@@ -229,6 +266,20 @@ void BodyEmitter::blockTrees() {
                                                         treeText(slot).combine(), slot.block / 32,
                                                         slot.name, warps, slot.block / 32 - 1)));
     });
+}
+
+void BodyEmitter::lateLeafFields() {
+  for (const BlockSlot& slot : body_.blocks)
+    if (slot.late)
+      out_.line("{} {}; // a leaf of {} over blocks of {}, a second level",
+                treeText(slot).accumulatorType(), slot.name, opName(slot.op).str(), slot.block);
+}
+
+void BodyEmitter::lateLeafValues() {
+  for (const BlockSlot& slot : body_.blocks)
+    if (slot.late)
+      out_.line("out.{} = {};", slot.name,
+                treeText(slot).leaf(values_.blockOperandText(slot), slot.operandType));
 }
 
 void BodyEmitter::hostBlockLoop() {
@@ -261,28 +312,41 @@ void BodyEmitter::hostBlockLoop() {
     out_.line("const {0}_leaves leaves = {0}_block_leaves(uniform, in{1});", body_.name,
               indexArgument("i"));
     for (const BlockSlot& slot : body_.blocks)
-      out_.line("{0}_leaves[k] = leaves.{0};", slot.name);
+      if (!slot.late)
+        out_.line("{0}_leaves[k] = leaves.{0};", slot.name);
   }
   out_.close();
-  for (const BlockSlot& slot : body_.blocks) {
-    int64_t count = group / slot.block;
-    out_.line("{} {}_results[{}];", cppType(slot.result), slot.name, count);
-    out_.line("for ({0} b = 0; b < {1}; ++b)", indexType_, count);
-    out_.line("  {}_results[b] = {};", slot.name,
-              treeText(slot).finished(fmt::format("wf_tree_levels<{}, {}>({}_leaves + b * {})",
-                                                  treeText(slot).combine(), slot.block, slot.name,
-                                                  slot.block)));
-  }
+  // Each block's tree over its leaves in order: the first level's before the elements, the
+  // second level's after them (the elements make its leaves).
+  auto trees = [&](bool late) {
+    for (const BlockSlot& slot : body_.blocks) {
+      if (slot.late != late)
+        continue;
+      int64_t count = group / slot.block;
+      out_.line("{} {}_results[{}];", cppType(slot.result), slot.name, count);
+      out_.line("for ({0} b = 0; b < {1}; ++b)", indexType_, count);
+      out_.line("  {}_results[b] = {};", slot.name,
+                treeText(slot).finished(fmt::format("wf_tree_levels<{}, {}>({}_leaves + b * {})",
+                                                    treeText(slot).combine(), slot.block, slot.name,
+                                                    slot.block)));
+    }
+  };
+  trees(false);
   out_.open("for ({0} k = 0; k < n; ++k)", indexType_);
   out_.line("const {} i = g0 + k;", indexType_);
   if (!body_.blocks.empty()) {
     out_.line("{}_blocks blk;", body_.name);
     for (const BlockSlot& slot : body_.blocks)
-      out_.line("blk.{0} = {0}_results[k >> {1}];", slot.name, shiftOf(slot.block));
+      if (!slot.late)
+        out_.line("blk.{0} = {0}_results[k >> {1}];", slot.name, shiftOf(slot.block));
   }
   blockLoads(fmt::format("const {}_in in", body_.name));
   blockStores("in", "blk", /*blockResults=*/false, /*locate=*/false);
+  for (const BlockSlot& slot : body_.blocks)
+    if (slot.late)
+      out_.line("{0}_leaves[k] = out.{0};", slot.name);
   out_.close();
+  trees(true);
   hostBlockResults(group);
   out_.close();
   pointersInLocals_ = false;

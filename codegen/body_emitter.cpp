@@ -194,6 +194,7 @@ void BodyEmitter::elementFunction() {
   forEachElementTensor(
       false, true, [&](const Slot& slot) { out_.line("{} {};", cppType(slot.dtype), slot.name); });
   reductionLeafFields();
+  lateLeafFields();
   out_.close(";");
   out_.line();
   if (body_.byBlocks)
@@ -216,6 +217,7 @@ void BodyEmitter::elementFunction() {
     out_.line("out.{} = {};", slot.name, values_.writtenValueText(slot));
   });
   reductionLeafValues();
+  lateLeafValues();
   out_.line("return out;");
   out_.close();
   out_.line();

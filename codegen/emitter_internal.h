@@ -241,6 +241,11 @@ private:
   void blockTrees();
   /// The host fast path's: groups of the largest block, each block's leaves in order.
   void hostBlockLoop();
+  /// A second level's leaves in `<body>_out` (fields, then values): the element makes them.
+  void lateLeafFields();
+  void lateLeafValues();
+  /// `blk[row]`'s second level by shuffles, and its block tensor writes.
+  void lateBlockTrees();
   /// `<target> = {reads}` of element `i` (offsets located first in strided bodies).
   void blockLoads(llvm::StringRef target);
   /// The element's stores and, at a block's first element, its block tensors' writes

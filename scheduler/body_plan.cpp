@@ -92,6 +92,8 @@ private:
   void addBlockSlots();
   void checkBlockReads() const;
   bool dependsOnBlockResult(const Value* value) const;
+  bool dependsOnValue(const Value* value, const Value* on) const;
+  void checkSecondLevel(const Expr& late) const;
   void addUniformValues();
   void chooseVectorWidth();
   void layOutEntry();
@@ -308,6 +310,7 @@ void BodyPlanner::addBlockSlots() {
       if (instance.value == value && instance.view == identityView())
         slot.operand = instance.name;
     WF_ASSERT(!slot.operand.empty(), "no element value for the operand '{}'", value->name());
+    slot.late = dependsOnBlockResult(value);
     slot.name = names_.claim(fmt::format("b{}", body_.blocks.size()));
     body_.blocks.push_back(std::move(slot));
   }
@@ -319,7 +322,8 @@ void BodyPlanner::addBlockSlots() {
 }
 
 /// What kernels compute by blocks so far (docs/reductions.md §7): one level of block
-/// reductions, each read through expand_blocks of its own blocks at the domain's elements, in
+/// reductions, each read through expand_blocks of its own blocks at the domain's elements, and
+/// a second level that is only written (checkSecondLevel), in
 /// a body that reduces nothing else (the segmenter gives other reductions bodies of their own
 /// unless they reduce a value computed by blocks).
 void BodyPlanner::checkBlockReads() const {
@@ -341,9 +345,7 @@ void BodyPlanner::checkBlockReads() const {
     }
     if (expr->attributes().reduction == ReductionScope::Block &&
         dependsOnBlockResult(expr->operand(0)))
-      fail("'{}' reduces over blocks a value computed from another reduction over blocks; a "
-           "kernel computes one level of them, so far (split the fusion)",
-           expr->result()->name());
+      checkSecondLevel(*expr);
   }
   for (const ElementInstance& instance : body_.elementInstances) {
     const Expr* expr = instance.value->definition();
@@ -352,6 +354,39 @@ void BodyPlanner::checkBlockReads() const {
            "reads expand_blocks only at the domain's elements (give it the domain's shape)",
            instance.value->name());
   }
+}
+
+/// A reduction over blocks of values computed from other block results (a second level):
+/// kernels compute its tree after the elements, so nothing may read it, its blocks must lie
+/// inside the first level's and fit a warp, and it may not feed a third level.
+void BodyPlanner::checkSecondLevel(const Expr& late) const {
+  auto refuse = [&](llvm::StringRef why) {
+    fail("'{}' reduces over blocks a value computed from another reduction over blocks; a "
+         "kernel computes such a second level when {} (split the fusion)",
+         late.result()->name(), why.str());
+  };
+  int64_t block = late.attributes().block;
+  for (const Expr* expr : component_.exprs) {
+    if (llvm::is_contained(expr->operands(), late.result()))
+      refuse("nothing in the kernel reads it");
+    if (expr->attributes().reduction != ReductionScope::Block || expr == &late)
+      continue;
+    bool first = !dependsOnBlockResult(expr->operand(0));
+    if (first && (block > 32 || expr->attributes().block < block))
+      refuse("its blocks (at most 32 elements) lie inside those of the first level");
+    if (!first && dependsOnValue(late.operand(0), expr->result()))
+      refuse("it reads no other second level");
+  }
+}
+
+bool BodyPlanner::dependsOnValue(const Value* value, const Value* on) const {
+  if (value == on)
+    return true;
+  const Expr* definition = value->definition();
+  if (!definition || !llvm::is_contained(component_.exprs, definition))
+    return false;
+  return llvm::any_of(definition->operands(),
+                      [&](const Value* operand) { return dependsOnValue(operand, on); });
 }
 
 bool BodyPlanner::dependsOnBlockResult(const Value* value) const {

@@ -140,6 +140,10 @@ struct BlockSlot {
   DataType operandType = DataType::Float;
   /// C++ name of its field in `<body>_blocks` and of its leaf: `b0`.
   std::string name;
+  /// A second level: it reduces values computed from the body's other block results, so its
+  /// leaves come out of the element function and its tree follows the elements; nothing in
+  /// the body reads it (it is only written). Its blocks lie inside the first level's.
+  bool late = false;
 
   bool operator==(const BlockSlot&) const = default;
 };

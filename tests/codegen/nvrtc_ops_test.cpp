@@ -69,6 +69,7 @@ TEST_P(EveryOpCompiles, EveryCastBitcastAndBroadcast) {
   expectCompiles(*broadcastFusion(), GetParam(), SegmentationMode::Batched);
   expectCompiles(*codebookFusion(), GetParam(), SegmentationMode::Batched);
   expectCompiles(*elementIndexFusion(), GetParam(), SegmentationMode::Packed);
+  expectCompiles(*packedPairsFusion(4096), GetParam(), SegmentationMode::Packed);
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, EveryOpCompiles, ::testing::Values("sm_80", "sm_90"));

@@ -117,6 +117,24 @@ inline std::unique_ptr<Fusion> elementIndexFusion() {
   return fd.finalize();
 }
 
+/// Two levels of blocks, as 4-bit state packs its codes: each 128-element block's absmax, each
+/// element's 4-bit code from it, then each pair's byte (the even element's code in the high
+/// nibble), a sum over blocks of 2 written to its own tensor; also a max over blocks of 32.
+inline std::unique_ptr<Fusion> packedPairsFusion(int64_t n) {
+  FusionDefinition fd("packed_pairs");
+  Val x = fd.defineTensor({n}, DataType::Float, "x");
+  Val bytes = fd.defineTensor({n / 2}, DataType::UInt8, "bytes");
+  Val absmax = max(abs(x), Blocks{128});
+  Val normalised = x / maximum(expand_blocks(absmax, {n}, Blocks{128}), 1e-12);
+  Val code = cast(nearest_code(normalised, Codebook::Dynamic4Signed), DataType::Int32);
+  Val odd = cast(bitwise_and(element_index(x), 1), DataType::Int32);
+  Val shifted = shift_left(code, (1 - odd) * 4);
+  fd.copy_(sum(shifted, Blocks{2}), bytes);
+  fd.addOutput(absmax);
+  fd.addOutput(max(normalised * normalised, Blocks{32}));
+  return fd.finalize();
+}
+
 /// A strided body: a row broadcast and a 0-d broadcast.
 inline std::unique_ptr<Fusion> broadcastFusion() {
   FusionDefinition fd("broadcasts");

@@ -5,6 +5,7 @@
 // to 1024; what kernels do not compute by blocks yet is refused by name.
 
 #include "runtime/fusion_executor.h"
+#include "tests/codegen/test_fusions.h"
 #include "tests/runtime/host_evaluator_runs.h"
 #include "tests/support/error_of.h"
 
@@ -60,6 +61,14 @@ std::unique_ptr<Fusion> scaledState(llvm::ArrayRef<int64_t> sizes, int64_t block
 }
 
 } // namespace
+
+TEST(HostBlocks, ASecondLevelOfBlocksPacksPairsAsTheEvaluatorDoes) {
+  for (int64_t n : {int64_t(4096), int64_t(2500)}) {
+    auto fusion = packedPairsFusion(n);
+    for (const HostOptions& host : hostVariants())
+      expectHostEqualsEvaluator(*fusion, host, 2);
+  }
+}
 
 TEST(HostBlocks, EveryOpAndBlockSizeEqualsTheEvaluator) {
   auto fusion = everyOpByBlocks();

@@ -61,6 +61,8 @@ inline void fillFinite(HostTensor& tensor, std::mt19937_64& random) {
       tensor.as<int32_t>()[i] = int32_t(value);
     else if (tensor.dtype() == DataType::Bool)
       tensor.as<bool>()[i] = value > 0;
+    else if (tensor.dtype() == DataType::UInt8)
+      tensor.as<uint8_t>()[i] = uint8_t(int(value));
     else
       tensor.as<uint16_t>()[i] = toNarrowBits(tensor.dtype(), value, float(value));
   }
