@@ -1,5 +1,5 @@
 """Low-bit optimizer state on the CPU, all in one run: widefuse.optim.AdamW (float32 moments),
-AdamW8bit and AdamWFp8 beside torchao's AdamW8bit, over the gpt2 preset's 148 parameters
+AdamW8bit, AdamW4bit and AdamWFp8 beside torchao's AdamW8bit, over the gpt2 preset's 148 parameters
 (124M elements), on the host backend.
 
 For each optimizer: the first step (state creation, trace, compile, run), the median of the
@@ -27,6 +27,7 @@ def optimizers(with_torchao):
     made = {
         "widefuse AdamW (fp32 state)": lambda ps: widefuse.optim.AdamW(ps, lr=1e-3),
         "widefuse AdamW8bit": lambda ps: widefuse.optim.AdamW8bit(ps, lr=1e-3),
+        "widefuse AdamW4bit": lambda ps: widefuse.optim.AdamW4bit(ps, lr=1e-3),
         "widefuse AdamWFp8": lambda ps: widefuse.optim.AdamWFp8(ps, lr=1e-3),
     }
     if with_torchao:

@@ -124,13 +124,16 @@ def adafactor_runners(shapes, dtype, device):
 
 
 def low_bit_runners(shapes, dtype, device):
-    """AdamW with 8-bit and FP8 moments (widefuse.optim.AdamW8bit, AdamWFp8: one launch),
-    torchao's AdamW8bit on the GPU where torchao is installed (a compiled graph per
-    parameter), and a device copy of the bytes the 8-bit step moves (param and grad read,
-    param written; each moment's codes read and written; the scales, 4 bytes per 256)."""
+    """AdamW with 8-bit, 4-bit and FP8 moments (widefuse.optim.AdamW8bit, AdamW4bit,
+    AdamWFp8: one launch), torchao's AdamW8bit and AdamW4bit on the GPU where torchao is
+    installed (a compiled graph per parameter), and a device copy of the bytes the 8-bit and
+    the 4-bit steps move (param and grad read, param written; each moment's codes read and
+    written; the scales, 4 bytes per block)."""
     import widefuse.optim
 
     yield "widefuse.optim.AdamW8bit", widefuse.optim.AdamW8bit(
+        parameters(shapes, dtype, device)).step
+    yield "widefuse.optim.AdamW4bit", widefuse.optim.AdamW4bit(
         parameters(shapes, dtype, device)).step
     yield "widefuse.optim.AdamWFp8", widefuse.optim.AdamWFp8(
         parameters(shapes, dtype, device)).step
@@ -142,11 +145,16 @@ def low_bit_runners(shapes, dtype, device):
         else:
             yield "torchao AdamW8bit", torchao.optim.AdamW8bit(
                 parameters(shapes, dtype, device)).step
+            yield "torchao AdamW4bit", torchao.optim.AdamW4bit(
+                parameters(shapes, dtype, device)).step
     elements = sum(torch.Size(shape).numel() for shape in shapes)
-    moved = elements * (3 * torch.empty((), dtype=dtype).element_size() + 4 + 16 / 256)
-    source = torch.empty(int(moved) // 2, dtype=torch.uint8, device=device)
-    target = torch.empty_like(source)
-    yield "device copy of the 8-bit step's bytes", lambda: target.copy_(source)
+    for bits, block in ((8, 256), (4, 128)):
+        moved = elements * (3 * torch.empty((), dtype=dtype).element_size() + bits / 2 +
+                            16 / block)
+        source = torch.empty(int(moved) // 2, dtype=torch.uint8, device=device)
+        target = torch.empty_like(source)
+        yield f"device copy of the {bits}-bit step's bytes", \
+            lambda target=target, source=source: target.copy_(source)
 
 
 # (group, runners, dtypes): Adafactor keeps f32 state and is compared in f32 only.

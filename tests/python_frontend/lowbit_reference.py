@@ -1,4 +1,4 @@
-"""An independent NumPy implementation of torchao's 8-bit and FP8 optimizer-state formats and of
+"""An independent NumPy implementation of torchao's 8-bit, 4-bit and FP8 optimizer-state formats and of
 its AdamW update (torchao/optim/adam.py, quant_utils.py), in float32 in torchao's order, each
 code found by an exhaustive search over the map. The tests hold widefuse's kernels to it."""
 
@@ -47,22 +47,31 @@ def nearest_codes(x, table):
 
 
 class Format:
-    """One format: `name` "int8" or "fp8", blocks of `block` elements."""
+    """One format: `name` "int8", "int4" or "fp8", blocks of `block` elements (torchao's
+    default: 128 for int4, else 256). int4 packs each pair of codes in a byte, the even
+    element's in the high nibble, flat; its maps are the signed 3-exponent-bit dynamic map
+    and the zero-free linear map k/16."""
 
-    def __init__(self, name, block=256):
-        self.name, self.block = name, block
-        self.tables = {True: dynamic_map(True), False: dynamic_map(False)}
+    def __init__(self, name, block=None):
+        self.name = name
+        self.block = block or (128 if name == "int4" else 256)
+        if name == "int4":
+            self.tables = {True: dynamic_map(True, 3, 4), False: linspace(0.0, 1.0, 17)[1:]}
+        else:
+            self.tables = {True: dynamic_map(True), False: dynamic_map(False)}
 
     def zeros(self, shape):
         n = int(np.prod(shape))
-        dtype = np.uint8 if self.name == "int8" else ml_dtypes.float8_e4m3fn
-        return np.zeros(shape, dtype=dtype), np.zeros(n // self.block, dtype=F32)
+        dtype = ml_dtypes.float8_e4m3fn if self.name == "fp8" else np.uint8
+        codes_shape = (n // 2,) if self.name == "int4" else shape
+        return np.zeros(codes_shape, dtype=dtype), np.zeros(n // self.block, dtype=F32)
 
     def dequantize(self, codes, scale, signed):
+        if self.name == "int4":
+            codes = np.stack([codes >> 4, codes & 15], axis=-1)
         blocks = codes.reshape(-1, self.block)
-        values = (self.tables[signed][blocks] if self.name == "int8"
-                  else blocks.astype(F32))
-        return (values * scale[:, None]).reshape(codes.shape)
+        values = (blocks.astype(F32) if self.name == "fp8" else self.tables[signed][blocks])
+        return values * scale[:, None]
 
     def quantize(self, x, signed):
         blocks = x.reshape(-1, self.block)
@@ -73,6 +82,9 @@ class Format:
         else:
             scale = absmax
             codes = nearest_codes(blocks / scale[:, None], self.tables[signed])
+        if self.name == "int4":
+            pairs = codes.reshape(-1, 2)
+            return (pairs[:, 0] << 4) | pairs[:, 1], scale
         return codes.reshape(x.shape), scale
 
 
@@ -103,7 +115,9 @@ class AdamW:
     def moments(self):
         if not self.quantized:
             return self.m, self.v
-        return (self.fmt.dequantize(*self.m, True), self.fmt.dequantize(*self.v, False))
+        shape = self.p.shape
+        return (self.fmt.dequantize(*self.m, True).reshape(shape),
+                self.fmt.dequantize(*self.v, False).reshape(shape))
 
     def step(self, grad):
         beta1, beta2 = F32(self.betas[0]), F32(self.betas[1])

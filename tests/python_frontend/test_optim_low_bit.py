@@ -25,8 +25,10 @@ import widefuse.optim  # noqa: E402
 
 # Block-aligned, several blocks; one not a multiple of the block; one below the threshold.
 MIXED_SHAPES = [(64, 256), (4096,), (33, 129), (40, 50)]
-CLASSES = {"int8": widefuse.optim.AdamW8bit, "fp8": widefuse.optim.AdamWFp8}
-TORCHAO = {"int8": torchao.optim.AdamW8bit, "fp8": torchao.optim.AdamWFp8}
+CLASSES = {"int8": widefuse.optim.AdamW8bit, "int4": widefuse.optim.AdamW4bit,
+           "fp8": widefuse.optim.AdamWFp8}
+TORCHAO = {"int8": torchao.optim.AdamW8bit, "int4": torchao.optim.AdamW4bit,
+           "fp8": torchao.optim.AdamWFp8}
 
 
 def as_numpy(tensor):
@@ -53,7 +55,7 @@ def test_codebooks_are_torchaos_maps_built_by_the_scalar_linspace():
     assert ulps.max() <= 2
 
 
-@pytest.mark.parametrize("name", ["int8", "fp8"])
+@pytest.mark.parametrize("name", ["int8", "int4", "fp8"])
 @pytest.mark.parametrize("options", [dict(block_order="reverse"), dict(block_order="shuffle:5"),
                                      dict(host_execution="verify")],
                          ids=["reverse", "shuffle", "emulated-device"])
@@ -122,7 +124,7 @@ def pinned_maps(monkeypatch):
         monkeypatch.setattr(module, name, lambda values=values: list(values))
 
 
-@pytest.mark.parametrize("name", ["int8", "fp8"])
+@pytest.mark.parametrize("name", ["int8", "int4", "fp8"])
 def test_errors_are_no_worse_than_torchaos_and_within_bitsandbytes_bounds(name, pinned_maps):
     ours, torch_adamw, exact, optimizer, quantized = bnb_style_run(
         lambda ps: CLASSES[name](ps, lr=1e-3, weight_decay=0.0))
@@ -130,7 +132,10 @@ def test_errors_are_no_worse_than_torchaos_and_within_bitsandbytes_bounds(name, 
     for step, ((ours_abs, ours_rel), (ao_abs, ao_rel)) in enumerate(zip(ours, theirs)):
         assert ours_abs <= ao_abs * 1.02 + 1e-9, step
         assert ours_rel <= ao_rel * 1.02 + 1e-9, step
-        assert ours_abs < 6e-5, step
+        if name != "int4":  # bitsandbytes has no 4-bit state: 4-bit is held to torchao
+            assert ours_abs < 6e-5, step
+    if name == "int4":
+        return
     # bitsandbytes' bound on the dequantized states.
     state = optimizer.dequantized_state_dict()["state"]
     for index, param in enumerate(exact):
@@ -152,7 +157,7 @@ def test_bitsandbytes_adamw8bit_is_no_more_accurate():
     assert max(bnb_abs for bnb_abs, _ in bnb) > 1e-6  # it quantized
 
 
-@pytest.mark.parametrize("name", ["int8", "fp8"])
+@pytest.mark.parametrize("name", ["int8", "int4", "fp8"])
 def test_two_steps_equal_torchaos_from_the_same_state(name, pinned_maps):
     torch.manual_seed(5)
     shapes = [(1024, 32), (1024, 1024), (128, 100)]
@@ -167,12 +172,15 @@ def test_two_steps_equal_torchaos_from_the_same_state(name, pinned_maps):
         ao.step()
     for a, b in zip(ours, theirs):
         assert (a - b).abs().max().item() <= 1e-5
+        if name == "int4":  # no map differs by a CPU's linspace: the same bits
+            assert torch.equal(a, b)
 
 
-def test_a_state_dict_round_trip_restores_exact_codes():
+@pytest.mark.parametrize("name", ["int8", "int4"])
+def test_a_state_dict_round_trip_restores_exact_codes(name):
     torch.manual_seed(1)
     params = [torch.nn.Parameter(torch.randn(64, 256) * 0.1), torch.nn.Parameter(torch.randn(10))]
-    optimizer = widefuse.optim.AdamW8bit(params)
+    optimizer = CLASSES[name](params)
     for step in range(30):
         for p in params:
             p.grad = torch.randn(p.shape) * 0.01
@@ -183,7 +191,7 @@ def test_a_state_dict_round_trip_restores_exact_codes():
             buffer.seek(0)
             loaded = torch.load(buffer, weights_only=True)
             before = {k: v.clone() for k, v in optimizer.state[params[0]].items()}
-            optimizer = widefuse.optim.AdamW8bit(params)
+            optimizer = CLASSES[name](params)
             optimizer.load_state_dict(loaded)
             state = optimizer.state[params[0]]
             assert state["exp_avg_codes"].dtype == torch.uint8
@@ -217,19 +225,24 @@ def test_checkpoints_move_to_and_from_torch_adamw():
     assert ((values - fmt_values).abs() <= 0.02 * scale).all()
 
 
-def test_a_torchao_checkpoint_loads_quantized_again():
+@pytest.mark.parametrize("name", ["int8", "int4"])
+def test_a_torchao_checkpoint_loads_quantized_again(name):
     torch.manual_seed(4)
     theirs = [torch.nn.Parameter(torch.randn(32, 256) * 0.1)]
-    ao = torchao.optim.AdamW8bit(theirs)
+    ao = TORCHAO[name](theirs)
     for _ in range(2):
         theirs[0].grad = torch.randn(32, 256) * 0.01
         ao.step()
-    ours = widefuse.optim.AdamW8bit([torch.nn.Parameter(theirs[0].detach().clone())])
+    ours = CLASSES[name]([torch.nn.Parameter(theirs[0].detach().clone())])
     ours.load_state_dict(ao.state_dict())
     state = ours.state[ours.param_groups[0]["params"][0]]
     values = ours.dequantized_state_dict()["state"][0]["exp_avg"]
-    assert torch.allclose(values, ao.state[theirs[0]]["exp_avg"].dequantize(), rtol=1e-2,
-                          atol=1e-6)
+    expected = ao.state[theirs[0]]["exp_avg"].dequantize()
+    # Quantized again from torchao's values: a block whose largest magnitude is not a code of
+    # magnitude 1 scales anew, so the values move by up to half a code's gap.
+    gap = 0.02 if name == "int8" else 0.15
+    scale = state["exp_avg_scale"].repeat_interleave(ours.param_groups[0]["block_size"])
+    assert ((values - expected).abs().reshape(-1) <= gap * scale).all()
     assert state["exp_avg_codes"].dtype == torch.uint8
 
 

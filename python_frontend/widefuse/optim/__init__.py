@@ -17,12 +17,12 @@ from .clip import clip_grad_norm_
 from .grad_scaler import GradScaler
 from .lamb import LAMB
 from .lion import Lion
-from .low_bit import Adam8bit, AdamFp8, AdamW8bit, AdamWFp8
+from .low_bit import Adam4bit, Adam8bit, AdamFp8, AdamW4bit, AdamW8bit, AdamWFp8
 from .pointwise_optimizer import PointwiseOptimizer
 from .rmsprop import RMSprop
 from .scaling import StepScaling
 from .sgd import SGD
 
-__all__ = ["Adafactor", "Adagrad", "Adam", "Adam8bit", "AdamFp8", "AdamW", "AdamW8bit",
-           "AdamWFp8", "GradScaler", "LAMB", "Lion",
+__all__ = ["Adafactor", "Adagrad", "Adam", "Adam4bit", "Adam8bit", "AdamFp8", "AdamW",
+           "AdamW4bit", "AdamW8bit", "AdamWFp8", "GradScaler", "LAMB", "Lion",
            "PointwiseOptimizer", "RMSprop", "SGD", "StepScaling", "clip_grad_norm_"]

@@ -44,7 +44,7 @@ class Adam(PointwiseOptimizer):
     parameter and an int16 ``param_remainder`` instead, half the master's memory, exactly.
     `state_dtype`: torch.float32 or torch.bfloat16 for ``exp_avg``, ``exp_avg_sq`` and
     ``max_exp_avg_sq`` (default: float32 with master weights, else the parameter's dtype).
-    `state_format` ("int8", "fp8") and `block_size`: the moments block-quantized as torchao
+    `state_format` ("int8", "int4", "fp8") and `block_size`: the moments block-quantized as torchao
     keeps them (PointwiseOptimizer); Adam8bit and friends (low_bit.py) set them.
     """
 

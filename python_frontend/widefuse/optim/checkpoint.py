@@ -20,7 +20,7 @@ FORMAT_OPTIONS = ("state_format", "block_size")
 
 def fits(optimizer: Any, key: str, value: torch.Tensor, param: Any) -> bool:
     """Whether state `key` has the shape `optimizer` expects for `param`."""
-    if key.endswith("_scale"):  # a quantized entry's scales: checked with its codes
+    if key.endswith(("_codes", "_scale")):  # quantized: checked by stored_format (fit_state)
         return True
     shape = optimizer.state_shape_for(key, param)
     return shape is None or tuple(value.shape) == tuple(shape)
@@ -34,12 +34,13 @@ class CheckpointMethods:
         (``exp_avg`` for ``exp_avg_codes`` and ``exp_avg_scale``): what torch.optim's
         optimizer of the same algorithm loads (torch.optim.AdamW for AdamW8bit)."""
         saved = self.state_dict()
+        params = [param for group in self.param_groups for param in group["params"]]
         for group in saved["param_groups"]:
             fmt = group_format(group)
             for index in group["params"]:
                 state = saved["state"].get(index)
                 if fmt is not None and state is not None:
-                    saved["state"][index] = dequantize_state(fmt, state)
+                    saved["state"][index] = dequantize_state(fmt, state, params[index].shape)
         return saved
 
     def load_state_dict(self, state_dict: dict) -> None:

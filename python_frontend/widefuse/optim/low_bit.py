@@ -1,6 +1,6 @@
-"""``Adam8bit``, ``AdamW8bit``, ``AdamFp8``, ``AdamWFp8``: the names and arguments of torchao's
-low-bit optimizers (``torchao.optim``), with the rest of widefuse's ``Adam``/``AdamW``
-(``max_grad_norm``, master weights, GradScaler). The moments are block-quantized as torchao
+"""``Adam8bit``, ``AdamW8bit``, ``Adam4bit``, ``AdamW4bit``, ``AdamFp8``, ``AdamWFp8``: the names
+and arguments of torchao's low-bit optimizers (``torchao.optim``), with the rest of widefuse's
+``Adam``/``AdamW`` (``max_grad_norm``, master weights, GradScaler). The moments are block-quantized as torchao
 keeps them (state_formats.py) and the step is still one launch for every parameter.
 
 The update is torchao's, op for op (``torchao/optim/adam.py``, ``single_param_adam``): in
@@ -40,7 +40,7 @@ class _TorchaoAdam(Adam):
 
     def __init__(self, params: Any, lr: Any = 1e-3, betas: Any = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: Optional[float] = None,
-                 amsgrad: bool = False, *, block_size: int = 256,
+                 amsgrad: bool = False, *, block_size: Optional[int] = None,
                  bf16_stochastic_round: bool = False, **options: Any) -> None:
         if options.get("store_param_remainders"):
             if bf16_stochastic_round:
@@ -122,6 +122,22 @@ class AdamW8bit(_TorchaoAdam):
     """torchao.optim.AdamW8bit (bitsandbytes.optim.AdamW8bit's format too): decoupled weight
     decay (default 1e-2) and 8-bit moments."""
 
+    _decoupled = True
+
+
+class Adam4bit(_TorchaoAdam):
+    """torchao.optim.Adam4bit: moments in 4-bit codes, two per byte (the even element's in
+    the high nibble) of ``dynamic4_signed`` for ``exp_avg`` and the zero-free linear map
+    ``linear4_unsigned`` for ``exp_avg_sq``, one float32 absmax per block of `block_size`
+    (default 128)."""
+
+    _format = "int4"
+
+
+class AdamW4bit(_TorchaoAdam):
+    """torchao.optim.AdamW4bit: decoupled weight decay (default 1e-2) and 4-bit moments."""
+
+    _format = "int4"
     _decoupled = True
 
 

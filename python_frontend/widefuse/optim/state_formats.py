@@ -1,18 +1,21 @@
-"""Block-quantized optimizer state: torchao's 8-bit and FP8 formats, stored as codes and one
-float32 scale per block, dequantized and requantized inside the step's one kernel.
+"""Block-quantized optimizer state: torchao's 8-bit, 4-bit and FP8 formats, stored as codes and
+one float32 scale per block, dequantized and requantized inside the step's one kernel.
 
 A quantized state entry ``K`` (``exp_avg``) is two tensors in the optimizer's state:
-``K_codes`` (uint8 codes or float8_e4m3fn values, the parameter's shape) and ``K_scale``
-(float32, one per block of ``block_size`` consecutive elements). ``update()`` still sees
+``K_codes`` (uint8 codes or float8_e4m3fn values of the parameter's shape; int4: flat uint8
+bytes of two codes each) and ``K_scale`` (float32, one per block of ``block_size``
+consecutive elements). ``update()`` still sees
 ``state["K"]``: a float32 value read from them, which it updates in place as usual; when it
 wrote it, the step stores it back: the new absmax of each block (the same-kernel block
 reduction), then each element's code.
 
-The formats, as torchao defines them (``torchao/optim/subclass_8bit.py``, ``subclass_fp8.py``):
+The formats, as torchao defines them (``torchao/optim/subclass_8bit.py``, ``subclass_4bit.py``,
+``subclass_fp8.py``):
 
 | format | codes | scale | value |
 |---|---|---|---|
 | ``int8`` | index into a 256-entry dynamic map (signed for most state, unsigned for second moments) | block absmax, at least 1e-12 | ``map[code] * scale`` |
+| ``int4`` | a 16-entry map (signed dynamic, or the zero-free linear k/16 for second moments), two codes per byte (the even element's high), flat | block absmax, at least 1e-12 | ``map[code] * scale`` |
 | ``fp8`` | e4m3fn, ``x / scale`` rounded to nearest even | block absmax (at least 1e-12) / 448 | ``code * scale`` |
 
 A parameter is quantized when its (local) element count is at least 4096 and a multiple of
@@ -41,8 +44,8 @@ _NEVER_QUANTIZED = ("master_param",)
 # State keys whose values are never negative: they use the unsigned map.
 UNSIGNED_STATE = ("exp_avg_sq", "max_exp_avg_sq")
 
-FORMATS = ("int8", "fp8")
-DEFAULT_BLOCK_SIZE = {"int8": 256, "fp8": 256}
+FORMATS = ("int8", "int4", "fp8")
+DEFAULT_BLOCK_SIZE = {"int8": 256, "int4": 128, "fp8": 256}
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,15 @@ class StateFormat:
     @property
     def codes_dtype(self) -> torch.dtype:
         return torch.float8_e4m3fn if self.name == "fp8" else torch.uint8
+
+    @property
+    def bits(self) -> int:
+        """Bits per code: int4 packs two codes in a byte (the even element's high)."""
+        return 4 if self.name == "int4" else 8
+
+    def codes_shape(self, shape: torch.Size) -> tuple:
+        """The codes' shape for a state of `shape`: the same, or flat halves for int4."""
+        return (shape.numel() // 2,) if self.bits == 4 else tuple(shape)
 
     def quantizes(self, param: Any, key: str, value: Any) -> bool:
         """torchao's rule: a floating-point state tensor of the parameter's shape whose
@@ -69,7 +81,7 @@ class StateFormat:
 
     def zeros(self, shape: torch.Size, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """Codes and scales of a zero state, as torchao makes them (both zero)."""
-        codes = torch.zeros(shape, dtype=self.codes_dtype, device=device)
+        codes = torch.zeros(self.codes_shape(shape), dtype=self.codes_dtype, device=device)
         scale = torch.zeros(shape.numel() // self.block_size, dtype=torch.float32, device=device)
         return codes, scale
 
@@ -83,25 +95,34 @@ class StateFormat:
             codes = (blocks / scale[:, None]).to(torch.float8_e4m3fn)
         else:
             scale = absmax
-            codes = _nearest_codes(blocks / scale[:, None], _codebook(8, signed))
+            codes = _nearest_codes(blocks / scale[:, None], _codebook(self.bits, signed))
+        if self.bits == 4:
+            pairs = codes.reshape(-1, 2)
+            return (pairs[:, 0] << 4) | pairs[:, 1], scale
         return codes.reshape(value.shape), scale
 
-    def dequantize(self, codes: torch.Tensor, scale: torch.Tensor, signed: bool) -> torch.Tensor:
-        """The float32 values `codes` and `scale` stand for."""
+    def dequantize(self, codes: torch.Tensor, scale: torch.Tensor, signed: bool,
+                   shape: torch.Size) -> torch.Tensor:
+        """The float32 values of `shape` that `codes` and `scale` stand for."""
         if self.name == "fp8":
             values = codes.float().reshape(-1, self.block_size)
         else:
-            table = _codebook(8, signed).to(codes.device)
+            if self.bits == 4:
+                codes = torch.stack([codes >> 4, codes & 15], dim=-1)
+            table = _codebook(self.bits, signed).to(codes.device)
             values = table[codes.long()].reshape(-1, self.block_size)
-        return (values * scale[:, None]).reshape(codes.shape)
+        return (values * scale[:, None]).reshape(shape)
 
     # Traced (in the step's fusion).
-    def read(self, codes: Any, scale: Any, signed: bool) -> Any:
-        """The float32 value the traced `codes` and `scale` stand for."""
+    def read(self, codes: Any, scale: Any, signed: bool, like: Any) -> Any:
+        """The float32 value, of `like`'s shape, the traced `codes` and `scale` stand for."""
         fd = codes.definition
-        values = codes.float() if self.name == "fp8" else fd.ops.code_value(
-            codes, codebook=_codebook_name(8, signed))
-        return values * self._expanded(scale, codes)
+        if self.name == "fp8":
+            values = codes.float()
+        else:
+            values = fd.ops.code_value(self._codes_of(codes, like),
+                                       codebook=_codebook_name(self.bits, signed))
+        return values * self._expanded(scale, like, self.block_size)
 
     def store(self, value: Any, codes: Any, scale: Any, signed: bool,
               skip: Optional[Any]) -> None:
@@ -114,22 +135,42 @@ class StateFormat:
             # max(|x| / 448) over a block is max(|x|) / 448: rounding is monotonic.
             magnitude = magnitude / _FP8_MAX
         if skip is not None:  # then each element offers the old scale: the block keeps it
-            magnitude = fd.ops.where(skip, self._expanded(scale, codes), magnitude)
+            magnitude = fd.ops.where(skip, self._expanded(scale, value, self.block_size),
+                                     magnitude)
         new_scale = fd.ops.max(magnitude, block=self.block_size)
-        normalised = value / self._expanded(new_scale, codes)
+        normalised = value / self._expanded(new_scale, value, self.block_size)
         if self.name == "fp8":
             new_codes = normalised.to(DataType.Float8_e4m3fn)
         else:
-            new_codes = fd.ops.nearest_code(normalised, codebook=_codebook_name(8, signed))
+            new_codes = fd.ops.nearest_code(normalised,
+                                            codebook=_codebook_name(self.bits, signed))
         if skip is not None:
-            new_codes = fd.ops.where(skip, codes, new_codes)
+            new_codes = fd.ops.where(skip, self._codes_of(codes, value), new_codes)
+        if self.bits == 4:
+            # Each pair's byte: a second level of blocks, the even element's code shifted up.
+            shifted = new_codes.to(DataType.Int32) << self._nibble_shift(value)
+            new_codes = fd.ops.sum(shifted, block=2)
         fd.copy_(new_codes, codes)
         fd.copy_(new_scale, scale)
 
-    def _expanded(self, per_block: Any, like: Any) -> Any:
+    def _codes_of(self, codes: Any, like: Any) -> Any:
+        """Each element's code (traced): int4 takes its nibble of its pair's byte."""
+        if self.bits != 4:
+            return codes
+        pair = self._expanded(codes, like, 2).to(DataType.Int32)
+        return (pair >> self._nibble_shift(like)) & 15
+
+    @staticmethod
+    def _nibble_shift(like: Any) -> Any:
+        """4 for even elements (the high nibble), 0 for odd ones (traced)."""
+        index = like.definition.pointwise("element_index", (like,))
+        return ((index & 1) ^ 1).to(DataType.Int32) * 4
+
+    @staticmethod
+    def _expanded(per_block: Any, like: Any, block: int) -> Any:
         fd = like.definition
         return fd.ops.expand_blocks(per_block, [like.size(d) for d in range(like.ndim)],
-                                    block=self.block_size)
+                                    block=block)
 
 
 def group_format(group: dict) -> Optional[StateFormat]:
@@ -181,9 +222,10 @@ def fit_state(fmt: Optional[StateFormat], param: Any, state: dict) -> dict:
     torchao's zeros). Raises Error for codes and scales that fit no format."""
     converted = dict(state)
     for key in quantized_keys(state):
-        stored = stored_format(key, converted[codes_key(key)], converted[scale_key(key)])
+        stored = stored_format(key, converted[codes_key(key)], converted[scale_key(key)],
+                               param.shape)
         if stored != fmt or not fmt.quantizes(param, key, param):
-            converted = dequantize_state(stored, converted, [key])
+            converted = dequantize_state(stored, converted, param.shape, [key])
     if fmt is None:
         return converted
     for key, value in list(converted.items()):
@@ -201,31 +243,41 @@ def fit_state(fmt: Optional[StateFormat], param: Any, state: dict) -> dict:
     return converted
 
 
-def stored_format(key: str, codes: torch.Tensor, scale: torch.Tensor) -> StateFormat:
-    """The format `codes` and `scale` are stored in, from their dtypes and sizes."""
+def stored_format(key: str, codes: torch.Tensor, scale: torch.Tensor,
+                  shape: torch.Size) -> StateFormat:
+    """The format `codes` and `scale` of a state of `shape` are stored in, from their dtypes
+    and sizes (int4: half as many uint8 codes as elements, flat)."""
     name = {torch.uint8: "int8", torch.float8_e4m3fn: "fp8"}.get(codes.dtype)
+    numel = shape.numel()
+    if name == "int8" and codes.dim() == 1 and 2 * codes.numel() == numel:
+        name = "int4"
+    elif codes.numel() != numel:
+        name = None
     if name is None or scale.dtype != torch.float32 or scale.dim() != 1 or \
-            scale.numel() == 0 or codes.numel() % scale.numel():
+            scale.numel() == 0 or numel % scale.numel():
         raise Error(f"state '{key}_codes' ({codes.dtype}, {codes.numel()} elements) and "
                     f"'{key}_scale' ({scale.dtype}, shape {list(scale.shape)}) are no quantized "
-                    "state: uint8 or float8_e4m3fn codes and one float32 scale per block")
-    return state_format(name, codes.numel() // scale.numel())
+                    f"state of {numel} elements: uint8 or float8_e4m3fn codes (int4: two per "
+                    "byte) and one float32 scale per block")
+    return state_format(name, numel // scale.numel())
 
 
-def dequantize_state(fmt: StateFormat, state: dict, keys: Optional[list] = None) -> dict:
-    """`state` with each quantized entry (of `keys`, default all) as a float32 tensor under
-    its own key."""
+def dequantize_state(fmt: StateFormat, state: dict, shape: torch.Size,
+                     keys: Optional[list] = None) -> dict:
+    """`state` (of a parameter of `shape`) with each quantized entry (of `keys`, default all)
+    as a float32 tensor under its own key."""
     converted = dict(state)
     for key in quantized_keys(state) if keys is None else keys:
         codes, scale = converted.pop(codes_key(key)), converted.pop(scale_key(key))
-        converted[key] = fmt.dequantize(codes, scale, is_signed(key))
+        converted[key] = fmt.dequantize(codes, scale, is_signed(key), shape)
     return converted
 
 
-def traced_view(fmt: Optional[StateFormat], state: dict) -> tuple[dict, Callable[..., None]]:
-    """What update() receives for the traced `state` (each quantized entry as its float32
-    value), and the function that stores what update() wrote back (given the step's skip
-    flag, or None)."""
+def traced_view(fmt: Optional[StateFormat], state: dict,
+                param: Any) -> tuple[dict, Callable[..., None]]:
+    """What update() receives for the traced `state` of the traced `param` (each quantized
+    entry as its float32 value), and the function that stores what update() wrote back
+    (given the step's skip flag, or None)."""
     keys = quantized_keys(state) if fmt is not None else []
     if not keys:
         return state, lambda view, skip: None
@@ -233,7 +285,8 @@ def traced_view(fmt: Optional[StateFormat], state: dict) -> tuple[dict, Callable
             if not any(key in (codes_key(k), scale_key(k)) for k in keys)}
     read = {}
     for key in keys:
-        view[key] = fmt.read(state[codes_key(key)], state[scale_key(key)], is_signed(key))
+        view[key] = fmt.read(state[codes_key(key)], state[scale_key(key)], is_signed(key),
+                             param)
         read[key] = view[key].handle  # an in-place write in update() rebinds the value
 
     def store(view: dict, skip: Optional[Any]) -> None:
@@ -249,7 +302,8 @@ _CODEBOOKS: dict[tuple[int, bool], torch.Tensor] = {}
 
 
 def _codebook_name(bits: int, signed: bool) -> str:
-    return {(8, True): "dynamic8_signed", (8, False): "dynamic8_unsigned"}[(bits, signed)]
+    return {(8, True): "dynamic8_signed", (8, False): "dynamic8_unsigned",
+            (4, True): "dynamic4_signed", (4, False): "linear4_unsigned"}[(bits, signed)]
 
 
 def _codebook(bits: int, signed: bool) -> torch.Tensor:

@@ -199,7 +199,7 @@ def trace_step(name: str, update: Callable[..., Any], entries: list[Entry], grou
             entry_values = [param, *state.values()]
             entries_before = {id(t): snapshot(t) for t in entry_values}
             # Quantized state: update() sees its float32 value, stored back after it.
-            view, store = traced_view(group_format(groups[entry.group]), state)
+            view, store = traced_view(group_format(groups[entry.group]), state, param)
             given = dict(view)
             update(param, grads[k], view, **keywords[entry.group])
             _add_new_state(fd, step, k, given, view)
