@@ -360,7 +360,22 @@ class _OffsetLion(widefuse.optim.Lion):
         return state
 
 
+class _StackedLion(widefuse.optim.Lion):
+    """Lion whose momentum starts as a stack of its zeros (a list argument of an op)."""
+
+    def init_state(self, param):
+        zero = torch.zeros_like(param)
+        return {"exp_avg": torch.stack([zero, zero]).sum(0) + 0.5}
+
+
 def test_an_init_state_that_changes_its_zeros_runs_as_written():
+    param = torch.nn.Parameter(torch.randn(64, 128))
+    stacked = _StackedLion([param], lr=1e-4, state_format="int8")
+    param.grad = torch.zeros(64, 128)
+    stacked.step()
+    momentum = stacked.dequantized_state_dict()["state"][0]["exp_avg"]
+    assert torch.allclose(momentum, torch.full((64, 128), 0.5 * 0.99), rtol=1e-2)
+
     torch.manual_seed(7)
     start = torch.randn(64, 128)
     quantized = torch.nn.Parameter(start.clone())

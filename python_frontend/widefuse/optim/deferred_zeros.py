@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from .state_formats import StateFormat, codes_key, scale_key
 
@@ -51,7 +52,7 @@ class _DeferZeros(TorchDispatchMode):
             made = func(*args, **kwargs)
             self.made[id(made)] = (made, self.device_of(args[0]))
             return made
-        if any(self.device_of(arg) is not None for arg in list(args) + list(kwargs.values())):
+        if any(self.device_of(arg) is not None for arg in tree_leaves((args, kwargs))):
             self.touched = True
         return func(*args, **kwargs)
 
@@ -67,7 +68,9 @@ def make_state(fmt: Optional[StateFormat], param: Any, make: Callable[[], Any]) 
     if not isinstance(made, dict):
         return made
     deferred = [id(value) for value in made.values() if mode.device_of(value) is not None]
-    if mode.touched or len(set(deferred)) != len(deferred):
+    computed_on_meta = any(isinstance(value, torch.Tensor) and value.device.type == "meta" and
+                           mode.device_of(value) is None for value in tree_leaves(made))
+    if mode.touched or computed_on_meta or len(set(deferred)) != len(deferred):
         return make()
     state = {}
     for key, value in made.items():
