@@ -420,6 +420,13 @@ def test_bad_formats_are_refused_by_name(arguments, error, message):
         widefuse.optim.AdamW([torch.nn.Parameter(torch.zeros(4))], **arguments)
 
 
+def test_stochastic_rounding_beside_remainders_is_refused_by_name():
+    param = torch.nn.Parameter(torch.zeros(4, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="store_param_remainders=True keeps that value exactly"):
+        widefuse.optim.AdamW8bit([param], bf16_stochastic_round=True, master_weights=True,
+                                 store_param_remainders=True)
+
+
 def train_gpt2(make_optimizer, steps=200, dtype=torch.float32):
     """A small GPT-2 (transformers' config, random weights) learning a synthetic language: each
     token has four possible successors (a fixed random bigram chain), and every step draws
