@@ -7,11 +7,12 @@ incremented by the kernel (as in torch's capturable and fused forms), and the bi
 are computed from it on the device in float64 (as torch's default form computes them with
 Python floats), so a step never synchronizes with the host.
 
-For bf16/f16 parameters, three widefuse options (param-group options, like torch's) choose
-where the optimizer's truth lives: in the parameter (torch's behaviour), in a float32
-``master_param`` per parameter (``master_weights=True``), or in the bf16 parameter plus an
-int16 ``param_remainder`` (``store_param_remainders=True``, TransformerEngine's layout); and
-``state_dtype`` the dtype of ``exp_avg``/``exp_avg_sq``.
+For bf16/f16 parameters, widefuse options (param-group options, like torch's) choose where
+the optimizer's truth lives: in the parameter (torch's behaviour), in a float32
+``master_param`` per parameter (``master_weights=True``), in the bf16 parameter plus an int16
+``param_remainder`` (``store_param_remainders=True``, TransformerEngine's layout) or in the
+parameter plus an int8 ``param_correction`` (``master_weight_bits=24``, flashoptim's 24-bit
+masters); and ``state_dtype`` the dtype of ``exp_avg``/``exp_avg_sq``.
 """
 
 from __future__ import annotations
@@ -24,15 +25,29 @@ from .._widefuse import Error
 from ..data_type import DataType
 from .arguments import (InvalidArgument, check_betas, check_lr, check_not_negative,
                         refuse_differentiable)
-from .master_weights import (narrow, opmath, rebuild_master, rounded, scalar_as, split_master,
-                             torch_addcmul, torch_lerp)
+from .master_weights import (narrow, opmath, rebuild_corrected, rebuild_master, rounded,
+                             scalar_as, split_corrected, split_master, torch_addcmul, torch_lerp)
 from .pointwise_optimizer import PointwiseOptimizer
 from .step_fusion import step_dtype
 
 _STATE_DTYPES = (torch.float32, torch.bfloat16)
 _NARROW = (DataType.BFloat16, DataType.Half)
 _MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+_MASTER_OPTIONS = ("master_weights", "store_param_remainders", "master_weight_bits")
 
+# Where a master kind keeps the float32 master beside the parameter: its state key, dtype and
+# what the dtype is for (in the error that refuses another).
+_MASTER_STATE = {
+    "fp32": ("master_param", torch.float32,
+             "a master weight must be torch.float32 (a float16 master would lose what the "
+             "master keeps)"),
+    "remainders": ("param_remainder", torch.int16,
+                   "the remainder of a bfloat16 parameter is torch.int16 (the master's low 16 "
+                   "bits)"),
+    "correction": ("param_correction", torch.int8,
+                   "the correction of a 24-bit master is torch.int8 (127ths of half the "
+                   "parameter's ulp)"),
+}
 
 class Adam(PointwiseOptimizer):
     """torch.optim.Adam's algorithm and interface; `foreach` and `fused` are accepted and
@@ -42,6 +57,9 @@ class Adam(PointwiseOptimizer):
     parameter; the step updates the master and rounds it into the parameter.
     `store_param_remainders` (with `master_weights`, bf16 parameters): keep the master as the
     parameter and an int16 ``param_remainder`` instead, half the master's memory, exactly.
+    `master_weight_bits=24` (with `master_weights`, bf16/f16 parameters): keep the master as
+    the parameter and an int8 ``param_correction`` (flashoptim's 24-bit masters), a quarter of
+    the master's memory, within 1/254 of the parameter's ulp.
     `state_dtype`: torch.float32 or torch.bfloat16 for ``exp_avg``, ``exp_avg_sq`` and
     ``max_exp_avg_sq`` (default: float32 with master weights, else the parameter's dtype).
     `state_format` ("int8", "int4", "fp8") and `block_size`: the moments block-quantized as torchao
@@ -53,19 +71,22 @@ class Adam(PointwiseOptimizer):
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
                  fused: Any = None, decoupled_weight_decay: bool = False,
                  master_weights: bool = False, store_param_remainders: bool = False,
+                 master_weight_bits: Optional[int] = None,
                  state_dtype: Optional[torch.dtype] = None,
                  mode: str = "packed", threads: Optional[int] = None,
                  max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
                  error_if_nonfinite: bool = False, state_format: Optional[str] = None,
                  block_size: Optional[int] = None) -> None:
         _check_arguments(lr, betas, eps, weight_decay, differentiable, foreach, capturable)
-        _check_master_options(master_weights, store_param_remainders, state_dtype)
+        _check_master_options(master_weights, store_param_remainders, master_weight_bits,
+                              state_dtype)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay,
                         master_weights=master_weights,
-                        store_param_remainders=store_param_remainders, state_dtype=state_dtype)
+                        store_param_remainders=store_param_remainders,
+                        master_weight_bits=master_weight_bits, state_dtype=state_dtype)
         super().__init__(params, defaults, mode=mode, threads=threads,
                          max_grad_norm=max_grad_norm, norm_type=norm_type,
                          error_if_nonfinite=error_if_nonfinite, state_format=state_format,
@@ -81,18 +102,18 @@ class Adam(PointwiseOptimizer):
         super().__setstate__(state)
         defaults = getattr(self, "defaults", {})
         for group in self.param_groups:
-            for name in ("master_weights", "store_param_remainders", "state_dtype"):
-                group.setdefault(name, defaults.get(name, None if name == "state_dtype" else False))
+            for name in _MASTER_OPTIONS + ("state_dtype",):
+                group.setdefault(name, defaults.get(name, _option_default(name)))
 
     def add_param_group(self, param_group: dict) -> None:
-        _check_master_options(param_group.get("master_weights", False),
-                              param_group.get("store_param_remainders", False),
+        _check_master_options(*(param_group.get(name, _option_default(name))
+                                 for name in _MASTER_OPTIONS),
                               param_group.get("state_dtype", None))
         super().add_param_group(param_group)
 
-    def init_state(self, param: torch.Tensor, *, amsgrad: bool, master_weights: bool,
-                   store_param_remainders: bool, state_dtype: Any, **_: Any) -> dict:
-        kind = _master_kind(param.dtype, master_weights, store_param_remainders)
+    def init_state(self, param: torch.Tensor, *, amsgrad: bool, state_dtype: Any,
+                   **options: Any) -> dict:
+        kind = _master_kind(param.dtype, options)
         dtype = _moment_dtype(param.dtype, kind, state_dtype)
         zeros = lambda: torch.zeros_like(param, dtype=dtype, memory_format=torch.preserve_format)
         state = {"step": torch.zeros((), dtype=step_dtype(), device=param.device),
@@ -102,52 +123,46 @@ class Adam(PointwiseOptimizer):
         state.update(_new_master(param, kind))
         return state
 
-    def check_state(self, param: Any, state: dict, *, master_weights: bool,
-                    store_param_remainders: bool, state_dtype: Any, **_: Any) -> None:
-        """The master, remainder and moments a parameter's state must have for its group's
-        options: raises Error for a wrong dtype, shape or combination; adds a missing master
-        (the parameter's value) or remainder (zero: the master is the parameter)."""
-        kind = _master_kind(param.dtype, master_weights, store_param_remainders)
+    def check_state(self, param: Any, state: dict, **options: Any) -> None:
+        """The master, remainder or correction and the moments a parameter's state must have
+        for its group's options: raises Error for a wrong dtype, shape or combination; adds a
+        missing master (the parameter's value), remainder or correction (zero: the master is
+        the parameter)."""
+        kind = _master_kind(param.dtype, options)
         for key in _MOMENTS:
             value = state.get(key)
             if value is not None and not value.dtype.is_floating_point and \
                     not (value.dtype == param.dtype and param.is_complex()):
                 raise Error(f"state '{key}' is {value.dtype}; the optimizer state must have a "
                             "floating-point dtype (torch.float32 or torch.bfloat16)")
-        master, remainder = state.get("master_param"), state.get("param_remainder")
-        if kind != "fp32" and master is not None:
-            raise Error(f"the state has a 'master_param' but the group has {_kind_options(kind)}"
-                        "; load a checkpoint made with the same options")
-        if kind != "remainders" and remainder is not None:
-            raise Error(f"the state has a 'param_remainder' but the group has "
-                        f"{_kind_options(kind)}; load a checkpoint made with the same options")
-        if kind == "fp32" and master is not None and master.dtype != torch.float32:
-            raise Error(f"its master_param is {master.dtype}; a master weight must be "
-                        "torch.float32 (a float16 master would lose what the master keeps)")
-        if kind == "remainders" and remainder is not None:
-            if remainder.dtype != torch.int16:
-                raise Error(f"its param_remainder is {remainder.dtype}; the remainder of a "
-                            "bfloat16 parameter is torch.int16 (the master's low 16 bits)")
-            if remainder.shape != param.shape:
-                raise Error(f"its param_remainder has shape {list(remainder.shape)}; the "
-                            f"parameter has shape {list(param.shape)}")
-        if kind in ("fp32", "remainders") and master is None and remainder is None:
+        for other, (key, _, _) in _MASTER_STATE.items():
+            if other != kind and key in state:
+                raise Error(f"the state has a '{key}' but the group has {_kind_options(kind)}"
+                            "; load a checkpoint made with the same options")
+        if kind == "none":
+            return
+        key, dtype, why = _MASTER_STATE[kind]
+        master = state.get(key)
+        if master is None:
             state.update(_new_master(param, kind))
+        elif master.dtype != dtype:
+            raise Error(f"its {key} is {master.dtype}; {why}")
+        elif master.shape != param.shape:
+            raise Error(f"its {key} has shape {list(master.shape)}; the parameter has shape "
+                        f"{list(param.shape)}")
 
     def state_dtype_for(self, key: str, param: torch.Tensor, group: dict) -> Optional[torch.dtype]:
-        kind = _master_kind(param.dtype, group.get("master_weights", False),
-                            group.get("store_param_remainders", False))
-        if key == "master_param":
-            return torch.float32
-        if key == "param_remainder":
-            return torch.int16
+        kind = _master_kind(param.dtype, group)
+        for master_key, dtype, _ in _MASTER_STATE.values():
+            if key == master_key:
+                return dtype
         if key in _MOMENTS:
             return _moment_dtype(param.dtype, kind, group.get("state_dtype"))
         return None
 
     def update(self, param: Any, grad: Any, state: dict, *, lr: Any, betas: Any, eps: Any,
                weight_decay: Any, amsgrad: bool, maximize: bool, decoupled_weight_decay: bool,
-               master_weights: bool, store_param_remainders: bool, **_: Any) -> None:
+               **_: Any) -> None:
         # Every line is one torch op: computed in float32 for bf16/f16 operands (opmath) and
         # rounded once to the dtype of the tensor it writes, as torch's kernels do; on bf16/f16
         # tensors also with torch's scalars (add's rounded to the tensor's dtype) and lerp.
@@ -195,7 +210,8 @@ class AdamW(Adam):
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
                  foreach: Any = None, capturable: bool = False, differentiable: bool = False,
                  fused: Any = None, master_weights: bool = False,
-                 store_param_remainders: bool = False, state_dtype: Optional[torch.dtype] = None,
+                 store_param_remainders: bool = False, master_weight_bits: Optional[int] = None,
+                 state_dtype: Optional[torch.dtype] = None,
                  mode: str = "packed", threads: Optional[int] = None,
                  max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
                  error_if_nonfinite: bool = False, state_format: Optional[str] = None,
@@ -205,6 +221,7 @@ class AdamW(Adam):
                          differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True, master_weights=master_weights,
                          store_param_remainders=store_param_remainders,
+                         master_weight_bits=master_weight_bits,
                          state_dtype=state_dtype, mode=mode, threads=threads,
                          max_grad_norm=max_grad_norm, norm_type=norm_type,
                          error_if_nonfinite=error_if_nonfinite, state_format=state_format,
@@ -251,43 +268,72 @@ def begin_step(param: Any, grad: Any, state: dict, maximize: bool) -> tuple:
 
 def weight_of(param: Any, state: dict) -> Any:
     """What Adam updates (traced): the parameter, its float32 master, or the master rebuilt
-    from the parameter and its remainder."""
+    from the parameter and its remainder or correction."""
     if "param_remainder" in state:
         return rebuild_master(param, state["param_remainder"])
+    if "param_correction" in state:
+        return rebuild_corrected(param, state["param_correction"])
     return state.get("master_param", param)
 
 
 def write_weight(param: Any, state: dict, weight: Any) -> None:
-    """Writes the updated master back: split into the parameter and its remainder, or into
-    the parameter rounded to nearest even (the master itself was updated in place)."""
+    """Writes the updated master back: split into the parameter and its remainder or
+    correction, or into the parameter rounded to nearest even (the master itself was updated
+    in place)."""
     if "param_remainder" in state:
         high, low = split_master(weight)
         param.copy_(high)
         state["param_remainder"].copy_(low)
+    elif "param_correction" in state:
+        rounded_weight, correction = split_corrected(weight, param.dtype)
+        param.copy_(rounded_weight)
+        state["param_correction"].copy_(correction)
     elif "master_param" in state:
         param.copy_(weight)
 
 
+def _option_default(name: str) -> Any:
+    """What a group without the widefuse option `name` means: no master, float32 master."""
+    return None if name in ("master_weight_bits", "state_dtype") else False
+
+
 def _check_master_options(master_weights: Any, store_param_remainders: Any,
-                          state_dtype: Any) -> None:
+                          master_weight_bits: Any, state_dtype: Any) -> None:
     if store_param_remainders and not master_weights:
         raise InvalidArgument("store_param_remainders=True keeps the float32 master weights as "
                     "remainders: it needs master_weights=True")
+    if master_weight_bits not in (None, 24):
+        raise InvalidArgument(f"master_weight_bits={master_weight_bits!r}: 24 keeps each master "
+                              "as the parameter and an int8 correction; None keeps it whole")
+    if master_weight_bits == 24 and not master_weights:
+        raise InvalidArgument("master_weight_bits=24 keeps the float32 master weights in 24 "
+                              "bits: it needs master_weights=True")
+    if master_weight_bits == 24 and store_param_remainders:
+        raise InvalidArgument("master_weight_bits=24 and store_param_remainders=True are two "
+                              "ways to keep the master beside the parameter; choose one")
     if state_dtype is not None and state_dtype not in _STATE_DTYPES:
         raise InvalidArgument(f"state_dtype={state_dtype!r}: the optimizer state must have a "
                     "floating-point dtype, torch.float32 or torch.bfloat16 (None: float32 with "
                     "master weights, else the parameter's dtype)")
 
 
-def _master_kind(dtype: torch.dtype, master_weights: bool, store_param_remainders: bool) -> str:
-    """"none", "fp32" or "remainders" for a parameter of `dtype`; raises Error (without the
-    parameter's name, which the caller adds) for a dtype the options do not fit."""
-    if store_param_remainders:
+def _master_kind(dtype: torch.dtype, options: dict) -> str:
+    """"none", "fp32", "remainders" or "correction" for a parameter of `dtype` in a group of
+    `options`; raises Error (without the parameter's name, which the caller adds) for a dtype
+    the options do not fit."""
+    master_weights = options.get("master_weights", False)
+    if options.get("store_param_remainders", False):
         if dtype != torch.bfloat16:
             raise Error(f"it is {dtype}, but store_param_remainders=True needs bfloat16 "
                         "parameters (the parameter is the high half of the float32 master); "
                         "give it a param group with store_param_remainders=False")
         return "remainders"
+    if master_weights and options.get("master_weight_bits") == 24:
+        if dtype not in (torch.bfloat16, torch.float16):
+            raise Error(f"it is {dtype}, but master_weight_bits=24 is for bfloat16 and float16 "
+                        "parameters (the master is the parameter and a correction); give it a "
+                        "param group with master_weights=False")
+        return "correction"
     if master_weights:
         if dtype not in (torch.bfloat16, torch.float16):
             raise Error(f"it is {dtype}, but master_weights=True is for bfloat16 and float16 "
@@ -298,8 +344,9 @@ def _master_kind(dtype: torch.dtype, master_weights: bool, store_param_remainder
 
 
 def _kind_options(kind: str) -> str:
-    return {"none": "master_weights=False", "fp32": "store_param_remainders=False",
-            "remainders": "store_param_remainders=True"}[kind]
+    return {"none": "master_weights=False", "fp32": "float32 master weights",
+            "remainders": "store_param_remainders=True",
+            "correction": "master_weight_bits=24"}[kind]
 
 
 def _moment_dtype(param_dtype: torch.dtype, kind: str, state_dtype: Any) -> torch.dtype:
@@ -310,12 +357,12 @@ def _moment_dtype(param_dtype: torch.dtype, kind: str, state_dtype: Any) -> torc
 
 def _new_master(param: torch.Tensor, kind: str) -> dict:
     """The master state of a parameter that has none yet: its value as a float32 master, or a
-    zero remainder (the master is then the parameter exactly: TE fixed NaNs that
+    zero remainder or correction (the master is then the parameter exactly: TE fixed NaNs that
     uninitialised remainders caused)."""
     if kind == "fp32":
         return {"master_param": param.detach().to(torch.float32, copy=True,
                                                   memory_format=torch.preserve_format)}
-    if kind == "remainders":
-        return {"param_remainder": torch.zeros_like(param, dtype=torch.int16,
-                                                    memory_format=torch.preserve_format)}
-    return {}
+    if kind == "none":
+        return {}
+    key, dtype, _ = _MASTER_STATE[kind]
+    return {key: torch.zeros_like(param, dtype=dtype, memory_format=torch.preserve_format)}

@@ -42,11 +42,8 @@ class _TorchaoAdam(Adam):
                  eps: float = 1e-8, weight_decay: Optional[float] = None,
                  amsgrad: bool = False, *, block_size: Optional[int] = None,
                  bf16_stochastic_round: bool = False, **options: Any) -> None:
-        if options.get("store_param_remainders"):
-            if bf16_stochastic_round:
-                raise ValueError("bf16_stochastic_round=True rounds the bf16 parameter "
-                                 "written from a float32 value; store_param_remainders=True "
-                                 "keeps that value exactly, so there is nothing to round")
+        if bf16_stochastic_round:
+            _check_rounding_beside_masters(options)
         self.bf16_stochastic_round = bool(bf16_stochastic_round)
         if weight_decay is None:
             weight_decay = 1e-2 if self._decoupled else 0.0
@@ -110,6 +107,20 @@ class _TorchaoAdam(Adam):
         if weight is not param:
             weight.copy_(p)
         param.copy_(stochastic_bf16(p, random_16_bits(p, state[ROUNDING_SEED], step)))
+
+
+def _check_rounding_beside_masters(options: dict) -> None:
+    """Stochastic rounding writes the parameter from the float32 value; a master kept beside
+    the parameter (remainder, correction) needs the parameter rounded to nearest."""
+    if options.get("store_param_remainders"):
+        raise ValueError("bf16_stochastic_round=True rounds the bf16 parameter written from a "
+                         "float32 value; store_param_remainders=True keeps that value exactly, "
+                         "so there is nothing to round")
+    if options.get("master_weight_bits") == 24:
+        raise ValueError("bf16_stochastic_round=True rounds the bf16 parameter written from a "
+                         "float32 value; master_weight_bits=24 keeps that value in the "
+                         "parameter rounded to nearest and a correction, so there is nothing "
+                         "to round")
 
 
 class Adam8bit(_TorchaoAdam):

@@ -1,6 +1,8 @@
 """Low-precision parameters, traced into the step: TransformerEngine's / Apex's
 ``store_param_remainders`` rule (the f32 master of a bf16 parameter is the parameter, its high
-16 bits rounded, and an int16 remainder, its low 16 bits), and torch's rules for bf16/f16
+16 bits rounded, and an int16 remainder, its low 16 bits), flashoptim's 24-bit masters (the
+parameter, rounded to nearest even, and an int8 correction in 127ths of half its ulp), and
+torch's rules for bf16/f16
 tensor ops (computed in float32 and rounded once; what torch's CPU kernels do with scalars
 and with lerp, so that a bf16 step equals torch's).
 
@@ -8,7 +10,15 @@ The rule, TransformerEngine's kernel's: splitting keeps the master's low
 half as the remainder and increments the high half when the low half's top bit is set (the
 remainder is then negative), so the parameter is the master rounded to nearest in magnitude,
 ties away from zero; rebuilding decrements the high half again when the remainder is negative
-and joins the halves. The high half wraps modulo 2^16, so every bit pattern survives."""
+and joins the halves. The high half wraps modulo 2^16, so every bit pattern survives.
+
+flashoptim's rule (its ``_compute_ecc_bits`` / ``_apply_error_correction``): the correction is
+``round(clamp(e / h, -1, 1) * 127)``, rounding halves away from zero as ``floor(|x| + 0.5)``
+does, where ``e`` is the master less the parameter and ``h`` half the parameter's ulp
+(``2^(exponent - mantissa bits - 1)``, subnormals taking the smallest normal exponent); the
+master is rebuilt as ``parameter + correction / 127 * h``. ``e / h`` and ``* h`` scale by a power
+of two, so the rule is lossy only in the 127 steps: a 24-bit master is within h/254 of the
+float32 one after each split."""
 
 from __future__ import annotations
 
@@ -21,6 +31,10 @@ from ..functions import where
 from ..values import Value
 
 _NARROW = (DataType.BFloat16, DataType.Half)
+
+# flashoptim's int8 correction: its full scale, and each narrow dtype's (mantissa bits, bias).
+CORRECTION_STEPS = 127
+_FIELDS = {DataType.BFloat16: (7, 127), DataType.Half: (10, 15)}
 
 
 def opmath(value: Any) -> Any:
@@ -99,3 +113,30 @@ def stochastic_bf16(value: Any, random16: Any) -> Any:
     toward_zero = bits & -0x10000
     rounded = where(random16 < (bits & 0xFFFF), toward_zero + 0x10000, toward_zero)
     return rounded.view(DataType.Float).to(DataType.BFloat16)
+
+
+def half_ulp(narrow: Any) -> Any:
+    """Half the spacing of bf16/f16 values at each element of the traced `narrow`, float32:
+    2^(unbiased exponent - mantissa bits - 1), subnormals and zeros at the smallest normal
+    exponent (flashoptim's scale). A bf16 subnormal's is an f32 subnormal, built from its bit."""
+    mantissa, bias = _FIELDS[narrow.dtype]
+    field = (narrow.view(DataType.Int16).to(DataType.Int32) & 0x7FFF) >> mantissa
+    exponent = where(field == 0, 1, field) - (bias + mantissa + 1)
+    bits = (exponent + 127) << 23
+    if bias + mantissa > 126:  # bf16: the scale of its lowest exponents is an f32 subnormal
+        bits = where(exponent >= -126, bits, 1 << (exponent + 149))
+    return bits.view(DataType.Float)
+
+
+def rebuild_corrected(param: Any, correction: Any) -> Any:
+    """The float32 master of a bf16/f16 parameter and its int8 correction (traced values)."""
+    return param.float() + correction.float() / CORRECTION_STEPS * half_ulp(param)
+
+
+def split_corrected(master: Any, dtype: DataType) -> tuple[Any, Any]:
+    """The `dtype` parameter (the master rounded to nearest even) and int8 correction of a
+    float32 master (traced values). A NaN master's correction is 0 (casts map NaN to 0)."""
+    narrow = master.to(dtype)
+    scaled = ((master - narrow.float()) / half_ulp(narrow)).clamp(-1, 1) * CORRECTION_STEPS
+    magnitude = (abs(scaled) + 0.5).floor()
+    return narrow, where(scaled < 0, -magnitude, magnitude).to(DataType.Int8)
