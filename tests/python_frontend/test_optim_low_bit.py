@@ -267,16 +267,21 @@ def test_any_pointwise_optimizer_quantizes_its_state_with_one_argument():
 @pytest.mark.parametrize("options", [dict(), dict(block_order="reverse"),
                                      dict(host_execution="verify")],
                          ids=["host", "reversed-blocks", "emulated-device"])
-def test_stochastic_rounding_gives_the_references_bf16_bits(options):
+@pytest.mark.parametrize("name, arguments", [("AdamW8bit", {}),
+                                             ("AdamW", dict(state_dtype=torch.float32))],
+                         ids=["AdamW8bit", "AdamW"])
+def test_stochastic_rounding_gives_the_references_bf16_bits(name, arguments, options):
     """A bf16 parameter's write is torchao's rule on the float32 update (an fp32 twin's), its
-    random bits SplitMix64 of (seed, step, element): as the NumPy reference computes them."""
+    random bits SplitMix64 of (seed, step, element): as the NumPy reference computes them.
+    widefuse's AdamW takes the option too (computing the update in float32)."""
     torch.manual_seed(3)
     start = (torch.randn(64, 256) * 0.1).bfloat16()
     bf16 = torch.nn.Parameter(start.clone())
     fp32 = torch.nn.Parameter(start.float())
-    rounding = widefuse.optim.AdamW8bit([bf16], lr=1e-2, bf16_stochastic_round=True)
+    cls = getattr(widefuse.optim, name)
+    rounding = cls([bf16], lr=1e-2, bf16_stochastic_round=True, **arguments)
     rounding.set_fusion_options(**options)
-    twin = widefuse.optim.AdamW8bit([fp32], lr=1e-2)
+    twin = cls([fp32], lr=1e-2, **arguments)
     for step in range(1, 4):
         grad = torch.randn(64, 256) * 0.01
         bf16.grad, fp32.grad = grad.bfloat16(), grad.bfloat16().float()

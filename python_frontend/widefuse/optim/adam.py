@@ -13,6 +13,8 @@ the optimizer's truth lives: in the parameter (torch's behaviour), in a float32
 ``param_remainder`` (``store_param_remainders=True``, TransformerEngine's layout) or in the
 parameter plus an int8 ``param_correction`` (``master_weight_bits=24``, flashoptim's 24-bit
 masters); and ``state_dtype`` the dtype of ``exp_avg``/``exp_avg_sq``.
+``bf16_stochastic_round=True`` (torchao's argument) computes a bf16 parameter's update in
+float32 and rounds it into the parameter stochastically (master_weights.py, random_bits.py).
 """
 
 from __future__ import annotations
@@ -26,14 +28,18 @@ from ..data_type import DataType
 from .arguments import (InvalidArgument, check_betas, check_lr, check_not_negative,
                         refuse_differentiable)
 from .master_weights import (narrow, opmath, rebuild_corrected, rebuild_master, rounded,
-                             scalar_as, split_corrected, split_master, torch_addcmul, torch_lerp)
+                             scalar_as, split_corrected, split_master, stochastic_bf16,
+                             torch_addcmul, torch_lerp)
 from .pointwise_optimizer import PointwiseOptimizer
+from .random_bits import new_seed, random_16_bits
 from .step_fusion import step_dtype
 
 _STATE_DTYPES = (torch.float32, torch.bfloat16)
 _NARROW = (DataType.BFloat16, DataType.Half)
 _MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 _MASTER_OPTIONS = ("master_weights", "store_param_remainders", "master_weight_bits")
+# The state key of a bf16 parameter's seed for stochastic rounding (random_bits.py).
+ROUNDING_SEED = "rounding_seed"
 
 # Where a master kind keeps the float32 master beside the parameter: its state key, dtype and
 # what the dtype is for (in the error that refuses another).
@@ -64,6 +70,9 @@ class Adam(PointwiseOptimizer):
     ``max_exp_avg_sq`` (default: float32 with master weights, else the parameter's dtype).
     `state_format` ("int8", "int4", "fp8") and `block_size`: the moments block-quantized as torchao
     keeps them (PointwiseOptimizer); Adam8bit and friends (low_bit.py) set them.
+    `bf16_stochastic_round` (torchao's): a bf16 parameter's update is computed in float32 (from
+    its float32 master, if any) and written rounded stochastically; its state keeps the seed
+    of the random bits (``rounding_seed``).
     """
 
     def __init__(self, params: Any, lr: Any = 1e-3, betas: Any = (0.9, 0.999), eps: float = 1e-8,
@@ -76,10 +85,11 @@ class Adam(PointwiseOptimizer):
                  mode: str = "packed", threads: Optional[int] = None,
                  max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
                  error_if_nonfinite: bool = False, state_format: Optional[str] = None,
-                 block_size: Optional[int] = None) -> None:
+                 block_size: Optional[int] = None, bf16_stochastic_round: bool = False) -> None:
         _check_arguments(lr, betas, eps, weight_decay, differentiable, foreach, capturable)
+        self.bf16_stochastic_round = bool(bf16_stochastic_round)
         _check_master_options(master_weights, store_param_remainders, master_weight_bits,
-                              state_dtype)
+                              state_dtype, self.bf16_stochastic_round)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
@@ -108,7 +118,8 @@ class Adam(PointwiseOptimizer):
     def add_param_group(self, param_group: dict) -> None:
         _check_master_options(*(param_group.get(name, _option_default(name))
                                  for name in _MASTER_OPTIONS),
-                              param_group.get("state_dtype", None))
+                              param_group.get("state_dtype", None),
+                              getattr(self, "bf16_stochastic_round", False))
         super().add_param_group(param_group)
 
     def init_state(self, param: torch.Tensor, *, amsgrad: bool, state_dtype: Any,
@@ -121,6 +132,7 @@ class Adam(PointwiseOptimizer):
         if amsgrad:
             state["max_exp_avg_sq"] = zeros()
         state.update(_new_master(param, kind))
+        self._fit_rounding_seed(param, state)
         return state
 
     def check_state(self, param: Any, state: dict, **options: Any) -> None:
@@ -129,6 +141,7 @@ class Adam(PointwiseOptimizer):
         missing master (the parameter's value), remainder or correction (zero: the master is
         the parameter)."""
         kind = _master_kind(param.dtype, options)
+        self._fit_rounding_seed(param, state)
         for key in _MOMENTS:
             value = state.get(key)
             if value is not None and not value.dtype.is_floating_point and \
@@ -151,7 +164,18 @@ class Adam(PointwiseOptimizer):
             raise Error(f"its {key} has shape {list(master.shape)}; the parameter has shape "
                         f"{list(param.shape)}")
 
+    def _fit_rounding_seed(self, param: Any, state: dict) -> None:
+        """A bf16 parameter rounds stochastically when the optimizer says so: its state then
+        holds its seed (drawn now where a checkpoint has none), and otherwise holds none."""
+        if self.bf16_stochastic_round and param.dtype == torch.bfloat16:
+            if ROUNDING_SEED not in state:
+                state[ROUNDING_SEED] = new_seed()
+        else:
+            state.pop(ROUNDING_SEED, None)
+
     def state_dtype_for(self, key: str, param: torch.Tensor, group: dict) -> Optional[torch.dtype]:
+        if key == ROUNDING_SEED:  # torch's load_state_dict casts it to the parameter's dtype
+            return torch.int64
         kind = _master_kind(param.dtype, group)
         for master_key, dtype, _ in _MASTER_STATE.values():
             if key == master_key:
@@ -200,7 +224,7 @@ class Adam(PointwiseOptimizer):
         # weight.addcdiv_(exp_avg, denom, value=-step_size)
         step_size = -(lr / bias_correction1)
         weight.copy_(opmath(weight) + step_size * opmath(exp_avg) / opmath(denom))
-        write_weight(param, state, weight)
+        write_weight(param, state, weight, step)
 
 
 class AdamW(Adam):
@@ -215,7 +239,7 @@ class AdamW(Adam):
                  mode: str = "packed", threads: Optional[int] = None,
                  max_grad_norm: Optional[float] = None, norm_type: float = 2.0,
                  error_if_nonfinite: bool = False, state_format: Optional[str] = None,
-                 block_size: Optional[int] = None) -> None:
+                 block_size: Optional[int] = None, bf16_stochastic_round: bool = False) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
                          maximize=maximize, capturable=capturable,
                          differentiable=differentiable, fused=fused,
@@ -225,7 +249,7 @@ class AdamW(Adam):
                          state_dtype=state_dtype, mode=mode, threads=threads,
                          max_grad_norm=max_grad_norm, norm_type=norm_type,
                          error_if_nonfinite=error_if_nonfinite, state_format=state_format,
-                         block_size=block_size)
+                         block_size=block_size, bf16_stochastic_round=bf16_stochastic_round)
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
@@ -267,19 +291,25 @@ def begin_step(param: Any, grad: Any, state: dict, maximize: bool) -> tuple:
 
 
 def weight_of(param: Any, state: dict) -> Any:
-    """What Adam updates (traced): the parameter, its float32 master, or the master rebuilt
-    from the parameter and its remainder or correction."""
+    """What Adam updates (traced): the parameter, its float32 master, the master rebuilt from
+    the parameter and its remainder or correction, or, rounding stochastically, the parameter
+    in float32."""
     if "param_remainder" in state:
         return rebuild_master(param, state["param_remainder"])
     if "param_correction" in state:
         return rebuild_corrected(param, state["param_correction"])
-    return state.get("master_param", param)
+    if "master_param" in state:
+        return state["master_param"]
+    return param.float() if ROUNDING_SEED in state else param
 
 
-def write_weight(param: Any, state: dict, weight: Any) -> None:
+def write_weight(param: Any, state: dict, weight: Any, step: Any) -> None:
     """Writes the updated master back: split into the parameter and its remainder or
-    correction, or into the parameter rounded to nearest even (the master itself was updated
-    in place)."""
+    correction, or into the parameter rounded to nearest even or stochastically (the master
+    itself was updated in place); `step` is the new step count (the random bits' counter)."""
+    if ROUNDING_SEED in state:  # torchao's _fp32_to_bf16_sr, its bits counter-based
+        param.copy_(stochastic_bf16(weight, random_16_bits(weight, state[ROUNDING_SEED], step)))
+        return
     if "param_remainder" in state:
         high, low = split_master(weight)
         param.copy_(high)
@@ -298,7 +328,8 @@ def _option_default(name: str) -> Any:
 
 
 def _check_master_options(master_weights: Any, store_param_remainders: Any,
-                          master_weight_bits: Any, state_dtype: Any) -> None:
+                          master_weight_bits: Any, state_dtype: Any,
+                          stochastic_round: bool) -> None:
     if store_param_remainders and not master_weights:
         raise InvalidArgument("store_param_remainders=True keeps the float32 master weights as "
                     "remainders: it needs master_weights=True")
@@ -311,6 +342,15 @@ def _check_master_options(master_weights: Any, store_param_remainders: Any,
     if master_weight_bits == 24 and store_param_remainders:
         raise InvalidArgument("master_weight_bits=24 and store_param_remainders=True are two "
                               "ways to keep the master beside the parameter; choose one")
+    if stochastic_round and store_param_remainders:
+        raise InvalidArgument("bf16_stochastic_round=True rounds the bf16 parameter written "
+                              "from a float32 value; store_param_remainders=True keeps that "
+                              "value exactly, so there is nothing to round")
+    if stochastic_round and master_weight_bits == 24:
+        raise InvalidArgument("bf16_stochastic_round=True rounds the bf16 parameter written "
+                              "from a float32 value; master_weight_bits=24 keeps that value in "
+                              "the parameter rounded to nearest and a correction, so there is "
+                              "nothing to round")
     if state_dtype is not None and state_dtype not in _STATE_DTYPES:
         raise InvalidArgument(f"state_dtype={state_dtype!r}: the optimizer state must have a "
                     "floating-point dtype, torch.float32 or torch.bfloat16 (None: float32 with "

@@ -18,11 +18,6 @@ import torch
 
 from ..data_type import DataType
 from .adam import Adam, begin_step, write_weight
-from .master_weights import stochastic_bf16
-from .random_bits import new_seed, random_16_bits
-
-# The state key of a bf16 parameter's seed for stochastic rounding (random_bits.py).
-ROUNDING_SEED = "rounding_seed"
 
 
 def _f32(value: Any) -> Any:
@@ -42,37 +37,12 @@ class _TorchaoAdam(Adam):
                  eps: float = 1e-8, weight_decay: Optional[float] = None,
                  amsgrad: bool = False, *, block_size: Optional[int] = None,
                  bf16_stochastic_round: bool = False, **options: Any) -> None:
-        if bf16_stochastic_round:
-            _check_rounding_beside_masters(options)
-        self.bf16_stochastic_round = bool(bf16_stochastic_round)
         if weight_decay is None:
             weight_decay = 1e-2 if self._decoupled else 0.0
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad,
                          decoupled_weight_decay=self._decoupled, state_format=self._format,
-                         block_size=block_size, **options)
-
-    def init_state(self, param: torch.Tensor, **hyperparameters: Any) -> dict:
-        state = super().init_state(param, **hyperparameters)
-        self._fit_rounding_seed(param, state)
-        return state
-
-    def check_state(self, param: Any, state: dict, **hyperparameters: Any) -> None:
-        super().check_state(param, state, **hyperparameters)
-        self._fit_rounding_seed(param, state)
-
-    def state_dtype_for(self, key: str, param: torch.Tensor, group: dict) -> Optional[torch.dtype]:
-        if key == ROUNDING_SEED:  # torch's load_state_dict casts it to the parameter's dtype
-            return torch.int64
-        return super().state_dtype_for(key, param, group)
-
-    def _fit_rounding_seed(self, param: Any, state: dict) -> None:
-        """A bf16 parameter rounds stochastically when the optimizer says so: its state then
-        holds its seed (drawn now where a checkpoint has none), and otherwise holds none."""
-        if self.bf16_stochastic_round and param.dtype == torch.bfloat16:
-            if ROUNDING_SEED not in state:
-                state[ROUNDING_SEED] = new_seed()
-        else:
-            state.pop(ROUNDING_SEED, None)
+                         block_size=block_size, bf16_stochastic_round=bf16_stochastic_round,
+                         **options)
 
     def update(self, param: Any, grad: Any, state: dict, *, lr: Any, betas: Any, eps: Any,
                weight_decay: Any, amsgrad: bool, maximize: bool, decoupled_weight_decay: bool,
@@ -98,29 +68,8 @@ class _TorchaoAdam(Adam):
             state["max_exp_avg_sq"].copy_(second_moment)
         denom = second_moment.sqrt() / bias_correction2.sqrt() + eps
         p = p - lr * (exp_avg / bias_correction1) / denom
-        if ROUNDING_SEED not in state:
-            weight.copy_(p)
-            write_weight(param, state, weight)
-            return
-        # torchao's _fp32_to_bf16_sr, its random bits from the counter-based generator; a
-        # float32 master keeps the value itself.
-        if weight is not param:
-            weight.copy_(p)
-        param.copy_(stochastic_bf16(p, random_16_bits(p, state[ROUNDING_SEED], step)))
-
-
-def _check_rounding_beside_masters(options: dict) -> None:
-    """Stochastic rounding writes the parameter from the float32 value; a master kept beside
-    the parameter (remainder, correction) needs the parameter rounded to nearest."""
-    if options.get("store_param_remainders"):
-        raise ValueError("bf16_stochastic_round=True rounds the bf16 parameter written from a "
-                         "float32 value; store_param_remainders=True keeps that value exactly, "
-                         "so there is nothing to round")
-    if options.get("master_weight_bits") == 24:
-        raise ValueError("bf16_stochastic_round=True rounds the bf16 parameter written from a "
-                         "float32 value; master_weight_bits=24 keeps that value in the "
-                         "parameter rounded to nearest and a correction, so there is nothing "
-                         "to round")
+        weight.copy_(p)
+        write_weight(param, state, weight, step)
 
 
 class Adam8bit(_TorchaoAdam):
