@@ -169,8 +169,8 @@ class StateFormat:
     @staticmethod
     def _expanded(per_block: Any, like: Any, block: int) -> Any:
         fd = like.definition
-        return fd.ops.expand_blocks(per_block, [like.size(d) for d in range(like.ndim)],
-                                    block=block)
+        shape = [extent if extent >= 0 else like.size(d) for d, extent in enumerate(like.shape)]
+        return fd.ops.expand_blocks(per_block, shape, block=block)
 
 
 def group_format(group: dict) -> Optional[StateFormat]:
