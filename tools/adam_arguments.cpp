@@ -46,6 +46,22 @@ void setDtypes(const AdamArguments& arguments, optim::AdamConfig& config) {
   config.masterWeights = masterWeightsOption(arguments.masterWeights);
 }
 
+/// The state format (--state-format, --block-size) and --stochastic-round.
+void setStorage(const AdamArguments& arguments, optim::AdamConfig& config) {
+  if (arguments.stateFormat.empty()) {
+    if (arguments.blockSize != 0)
+      fail("--block-size {} is the block of --state-format: add --state-format int8|int4|fp8",
+           arguments.blockSize);
+  } else {
+    std::optional<optim::StateFormatKind> kind = optim::parseStateFormatKind(arguments.stateFormat);
+    if (!kind)
+      fail("--state-format '{}': use int8, int4 or fp8", arguments.stateFormat);
+    int64_t block = arguments.blockSize != 0 ? arguments.blockSize : optim::defaultBlockSize(*kind);
+    config.stateFormat = optim::StateFormat{*kind, block};
+  }
+  config.stochasticRound = arguments.stochasticRound;
+}
+
 /// The number an option gives: finite, and >= 0 (or > 0 when `positive`).
 double numberOption(llvm::StringRef option, const std::string& text, bool positive) {
   double value = 0;
@@ -116,6 +132,7 @@ optim::AdamConfig adamConfig(const AdamArguments& arguments, std::vector<optim::
   config.maximize = arguments.maximize;
   config.capturable = arguments.capturable;
   setDtypes(arguments, config);
+  setStorage(arguments, config);
   setScaling(arguments, config);
   config.groups.resize(arguments.paramGroups);
   for (unsigned g = 0; g < arguments.paramGroups; ++g) {
@@ -166,6 +183,17 @@ void addAdamOptions(CLI::App& command, AdamArguments& arguments) {
                   "remainders (bf16 parameters + int16 remainders, TransformerEngine's "
                   "store_param_remainders)")
       ->capture_default_str();
+  command
+      .add_option("--state-format", arguments.stateFormat,
+                  "exp_avg, exp_avg_sq and max_exp_avg_sq block-quantized as torchao keeps "
+                  "them: int8, int4 or fp8 (parameters of 4096 elements or more, a multiple of "
+                  "the block)")
+      ->type_name("int8|int4|fp8");
+  command.add_option("--block-size", arguments.blockSize,
+                     "Elements per scale of --state-format (default 256, 128 for int4)");
+  command.add_flag("--stochastic-round", arguments.stochasticRound,
+                   "Write bf16 parameters rounded stochastically (torchao's rule; the update in "
+                   "f32)");
   command
       .add_option("--param-groups", arguments.paramGroups,
                   "Split the parameters into K groups with different hyperparameters")

@@ -36,6 +36,11 @@ struct AdamArguments {
   /// Empty: f32 with master weights, else the parameters' dtype.
   std::string stateDtype;
   std::string masterWeights = "none";
+  /// Empty: full-precision state; else int8, int4 or fp8, in blocks of blockSize (0: the
+  /// format's default).
+  std::string stateFormat;
+  int64_t blockSize = 0;
+  bool stochasticRound = false;
   unsigned paramGroups = 1;
   /// --max-grad-norm, --norm-type and --grad-scale as given (empty: not given), parsed with
   /// messages that name the option.

@@ -81,7 +81,7 @@ void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
     report["params"] = parameterCount(adam);
     report["elements"] = elements;
     report["bytes_per_step"] = bytesPerStep;
-    report.update(dtypesJson(config, elements));
+    report.update(dtypesJson(config, adam));
     report["mode"] = modeName(segmented.mode).str();
     report["phases"] = segmented.phases.size();
     report["segments"] = segmentedFusionToJson(segmented);
@@ -92,7 +92,7 @@ void compileOnly(const optim::AdamFusion& adam, const AdamArguments& arguments,
              arguments.optimizer, source,
              segmented.phases.size() > 1 ? fmt::format(": {} phases", segmented.phases.size())
                                          : "");
-  printDtypes(config, elements);
+  printDtypes(config, adam);
   fmt::print("{}", formatCompileReport(compiled));
 }
 
@@ -124,7 +124,7 @@ void printSummary(const optim::AdamFusion& adam, const AdamArguments& arguments,
   fmt::print("widefuse adam: {}{}{} over {}: {} parameters, {} elements{}\n", arguments.optimizer,
              arguments.amsgrad ? " (amsgrad)" : "", arguments.maximize ? " (maximize)" : "", source,
              parameterCount(adam), elements, scalingDescription(config));
-  printDtypes(config, elements);
+  printDtypes(config, adam);
   fmt::print("  fusion: {} inputs, {} expressions, {} in-place updates (copy_ deferred to "
              "the end)\n",
              fusion.inputs().size(), fusion.numExprs(), fusion.aliases().size());
@@ -253,7 +253,7 @@ void printJsonReport(const AdamArguments& arguments, const optim::AdamConfig& co
                            {"segments", segmentedFusionToJson(segmented)},
                            {"build_seconds", outcome.buildSeconds},
                            {"seconds", outcome.seconds}};
-  report.update(dtypesJson(config, elements));
+  report.update(dtypesJson(config, adam));
   if (config.maxGradNorm) {
     report["max_grad_norm"] = *config.maxGradNorm;
     report["norm_type"] = config.normType == 2 ? nlohmann::json(2) : nlohmann::json("inf");
@@ -315,17 +315,17 @@ void runAdam(const AdamArguments& arguments) {
   int64_t elements = 0;
   for (const optim::AdamGroup& group : config.groups)
     elements += optim::totalElements(group.shapes);
-  int64_t bytesPerStep = elements * bytesPerElement(config);
   optim::AdamFusion adam = optim::buildAdam(config);
+  int64_t bytesPerStep = widefuse::bytesPerStep(adam, config);
   if (backend == "none")
     return compileOnly(adam, arguments, config, source, elements, bytesPerStep);
   const Fusion& fusion = *adam.fusion;
   // The state, its initial copy for --verify, and the evaluator's own copies. The reference
   // evaluator takes about a second per 10M elements and step: verify by default only what it
   // checks quickly.
-  int64_t tensorBytes = elements * tensorBytesPerElement(config);
+  int64_t bytes = tensorBytes(adam);
   bool verify = arguments.verify.value_or(elements * std::max(1, arguments.steps) <= 20'000'000);
-  checkMemory(tensorBytes * (verify ? 4 : 2), source);
+  checkMemory(bytes * (verify ? 4 : 2), source);
 
   SegmentedFusion segmented = segment(fusion, {parseMode(arguments.compile.mode)});
   AdamRunValues values = runValues(arguments);

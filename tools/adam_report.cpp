@@ -8,33 +8,42 @@
 
 namespace widefuse {
 
-StateBytes stateBytes(const optim::AdamConfig& config, int64_t elements) {
-  size_t params = 0;
-  for (const optim::AdamGroup& group : config.groups)
-    params += group.shapes.size();
-  int64_t perElement = optim::adamStateBytesPerElement(config);
-  return {perElement, perElement * elements + 4 * int64_t(params)};
+int64_t tensorBytes(const optim::AdamFusion& adam) {
+  int64_t bytes = 0;
+  for (const Value* input : adam.fusion->inputs())
+    if (input->isTensor() && input->rank() != 0)
+      bytes += numElements(input->extents()) * byteSize(input->dtype());
+  return bytes;
 }
 
-int64_t tensorBytesPerElement(const optim::AdamConfig& config) {
-  return int64_t(byteSize(config.dtype)) + byteSize(optim::adamGradDtype(config)) +
-         optim::adamStateBytesPerElement(config);
-}
-
-int64_t bytesPerElement(const optim::AdamConfig& config) {
-  int64_t grad = byteSize(optim::adamGradDtype(config));
+int64_t bytesPerStep(const optim::AdamFusion& adam, const optim::AdamConfig& config) {
   bool twoPhases = config.maxGradNorm || config.computeFoundInf;
-  return 2 * tensorBytesPerElement(config) - grad + (twoPhases ? grad : 0);
+  int64_t bytes = 0;
+  for (size_t i = 0; i < adam.inputs.size(); ++i) {
+    const Value* input = adam.fusion->inputs()[i];
+    if (!input->isTensor() || input->rank() == 0)
+      continue;
+    int64_t size = numElements(input->extents()) * byteSize(input->dtype());
+    bool grad = adam.inputs[i].role == optim::AdamRole::Grad;
+    bytes += grad ? (twoPhases ? 2 * size : size) : 2 * size;
+  }
+  return bytes;
 }
 
-nlohmann::json dtypesJson(const optim::AdamConfig& config, int64_t elements) {
-  StateBytes bytes = stateBytes(config, elements);
-  return {{"param_dtype", shortName(config.dtype).str()},
-          {"grad_dtype", shortName(optim::adamGradDtype(config)).str()},
-          {"state_dtype", shortName(optim::adamStateDtype(config)).str()},
-          {"master_weights", optim::masterWeightsName(config.masterWeights).str()},
-          {"state_bytes_per_element", bytes.perElement},
-          {"state_bytes", bytes.total}};
+nlohmann::json dtypesJson(const optim::AdamConfig& config, const optim::AdamFusion& adam) {
+  optim::AdamStateBytes bytes = optim::adamStateBytes(adam);
+  nlohmann::json json = {{"param_dtype", shortName(config.dtype).str()},
+                         {"grad_dtype", shortName(optim::adamGradDtype(config)).str()},
+                         {"state_dtype", shortName(optim::adamStateDtype(config)).str()},
+                         {"master_weights", optim::masterWeightsName(config.masterWeights).str()},
+                         {"state_bytes_per_element", bytes.perElement},
+                         {"state_bytes", bytes.total}};
+  if (config.stateFormat) {
+    json["state_format"] = optim::stateFormatName(config.stateFormat->kind).str();
+    json["block_size"] = config.stateFormat->blockSize;
+  }
+  json["stochastic_round"] = config.stochasticRound;
+  return json;
 }
 
 std::string formatBytes(int64_t bytes) {
@@ -50,16 +59,22 @@ std::string formatBytes(int64_t bytes) {
   return fmt::format("{:.3g} {}", value, units[unit]);
 }
 
-void printDtypes(const optim::AdamConfig& config, int64_t elements) {
-  StateBytes bytes = stateBytes(config, elements);
+void printDtypes(const optim::AdamConfig& config, const optim::AdamFusion& adam) {
+  optim::AdamStateBytes bytes = optim::adamStateBytes(adam);
   const char* kept = config.masterWeights == optim::MasterWeights::Fp32         ? ", f32 masters"
                      : config.masterWeights == optim::MasterWeights::Remainders ? ", i16 remainders"
                                                                                 : "";
-  fmt::print("  dtypes: params {}, grads {}, state {}, master weights {}: optimizer state {} bytes "
-             "per parameter element (exp_avg, exp_avg_sq{}{}), {} in all\n",
+  std::string format = config.stateFormat
+                           ? fmt::format(", {} in blocks of {}",
+                                         optim::stateFormatName(config.stateFormat->kind).str(),
+                                         config.stateFormat->blockSize)
+                           : std::string();
+  fmt::print("  dtypes: params {}, grads {}, state {}{}, master weights {}{}: optimizer state "
+             "{:.4g} bytes per parameter element (exp_avg, exp_avg_sq{}{}), {} in all\n",
              shortName(config.dtype).str(), shortName(optim::adamGradDtype(config)).str(),
-             shortName(optim::adamStateDtype(config)).str(),
-             optim::masterWeightsName(config.masterWeights).str(), bytes.perElement,
+             shortName(optim::adamStateDtype(config)).str(), format,
+             optim::masterWeightsName(config.masterWeights).str(),
+             config.stochasticRound ? ", bf16 rounded stochastically" : "", bytes.perElement,
              config.amsgrad ? ", max_exp_avg_sq" : "", kept, formatBytes(bytes.total));
 }
 

@@ -16,27 +16,19 @@
 
 namespace widefuse {
 
-/// The optimizer state of a run: per parameter element, and in all (the 0-d steps included).
-struct StateBytes {
-  int64_t perElement = 0;
-  int64_t total = 0;
-};
+/// Bytes of the step's tensors of more than one element: p, g, the master or remainder, the
+/// moments (or their codes and scales).
+int64_t tensorBytes(const optim::AdamFusion& adam);
 
-/// The state of a config over `elements` parameter elements.
-StateBytes stateBytes(const optim::AdamConfig& config, int64_t elements);
-
-/// Bytes of the tensors per parameter element: p, g, the master or remainder, m, v, vmax.
-int64_t tensorBytesPerElement(const optim::AdamConfig& config);
-
-/// Bytes each step reads and writes per element: every tensor is read, all but g written;
-/// a clip or a computed found_inf reads g once more in phase 1.
-int64_t bytesPerElement(const optim::AdamConfig& config);
+/// Bytes a step reads and writes: every tensor of tensorBytes is read, all but g written; a
+/// clip or a computed found_inf reads g once more in phase 1.
+int64_t bytesPerStep(const optim::AdamFusion& adam, const optim::AdamConfig& config);
 
 /// The report's description of the dtypes and the state they cost.
-nlohmann::json dtypesJson(const optim::AdamConfig& config, int64_t elements);
+nlohmann::json dtypesJson(const optim::AdamConfig& config, const optim::AdamFusion& adam);
 
 /// The summary's line on dtypes and optimizer state.
-void printDtypes(const optim::AdamConfig& config, int64_t elements);
+void printDtypes(const optim::AdamConfig& config, const optim::AdamFusion& adam);
 
 /// "694 bytes", "12.3 kB", "1.24 GB".
 std::string formatBytes(int64_t bytes);

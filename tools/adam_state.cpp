@@ -5,6 +5,7 @@
 #include "ir/error.h"
 #include "ir/half_float.h"
 #include "tools/workloads/param_remainders.h"
+#include "tools/workloads/stochastic_rounding.h"
 
 #include <fmt/format.h>
 
@@ -91,6 +92,12 @@ AdamState initialAdamState(const optim::AdamFusion& adam, const AdamRunValues& v
       continue;
     }
     HostTensor& tensor = state.tensors[positions[i]];
+    if (role.role == optim::AdamRole::RoundingSeed) {
+      tensor.as<int64_t>()[0] = optim::roundingSeed(role.index);
+      continue;
+    }
+    if (role.part == optim::StatePart::Codes) // zero codes, as made (torchao's zeros)
+      continue;
     for (int64_t k = 0; k < tensor.numel(); ++k) {
       double value = role.role == optim::AdamRole::Grad ? normal(random) : 0.0;
       if (role.role == optim::AdamRole::Lr) // a capturable lr
@@ -164,7 +171,8 @@ double maxErrorAgainstOracle(const optim::AdamFusion& adam, const AdamState& sta
   double worst = 0;
   for (size_t i = 0; i < fusion.inputs().size(); ++i) {
     const HostTensor* exact = finalValue[i];
-    if (!exact)
+    // A quantized moment's codes: its error is the value's, seen in the next step.
+    if (!exact || adam.inputs[i].part == optim::StatePart::Codes)
       continue;
     const HostTensor& value = state.tensors[positions[i]];
     if (isFloatingPoint(value.dtype()))
@@ -218,7 +226,7 @@ nlohmann::json adamTensorManifest(const optim::AdamFusion& adam) {
   for (size_t i = 0; i < adam.fusion->inputs().size(); ++i) {
     const Value* input = adam.fusion->inputs()[i];
     tensors.push_back({{"name", input->name()},
-                       {"role", optim::adamRoleName(adam.inputs[i].role).str()},
+                       {"role", optim::adamStateKey(adam.inputs[i])},
                        {"group", adam.inputs[i].group},
                        {"dtype", shortName(input->dtype()).str()},
                        {"shape", input->extents().vec()},

@@ -37,8 +37,9 @@ struct AdamRunValues {
 /// The initial state: per parameter, f32 masters and then grads from a fixed-seed normal
 /// distribution (the same draws whatever the dtypes and master weights), the parameter the
 /// master rounded to nearest even (none, fp32) or split with its remainder (remainders);
-/// exp_avg and the squares zero, steps zero, each group's hyperparameters (lr, betas, eps,
-/// weight decay) their config's values (AdamInput::value), grad_scale from `values`,
+/// exp_avg and the squares zero (quantized: zero codes and scales, torchao's zeros), steps
+/// zero, each parameter's rounding seed SplitMix64 of its index, each group's hyperparameters (lr,
+/// betas, eps, weight decay) their config's values (AdamInput::value), grad_scale from `values`,
 /// found_inf 0.
 AdamState initialAdamState(const optim::AdamFusion& adam, const AdamRunValues& values = {});
 
@@ -57,9 +58,9 @@ struct StateComparison {
 };
 StateComparison compareStates(const AdamState& actual, const AdamState& expected);
 
-/// Largest |state - oracle| over the floating-point copy_ destinations after one step, the
-/// oracle's values computed in double from the state before the step; with remainders, over
-/// the masters rebuilt from (parameter, remainder) as well.
+/// Largest |state - oracle| over the floating-point copy_ destinations after one step but
+/// quantized codes, the oracle's values computed in double from the state before the step;
+/// with remainders, over the masters rebuilt from (parameter, remainder) as well.
 double maxErrorAgainstOracle(const optim::AdamFusion& adam, const AdamState& state,
                              const EvaluationResult& oracle);
 

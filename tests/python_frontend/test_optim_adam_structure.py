@@ -3,9 +3,11 @@ tools/workloads/adam.h, here through `widefuse adam`, which writes its fusion's 
 WIDEFUSE_DUMP=fusion) and widefuse.optim.Adam / AdamW (the library, which traces torch's own
 update; the reference), over a matrix of options: Adam's L2 and AdamW's decoupled weight
 decay, amsgrad, maximize, master weights (none, f32 masters, int16 remainders) with bf16 and
-f16 parameters, bf16 state, the clip (max_grad_norm with norm type 2 and inf), GradScaler's
-found_inf computed in the step (widefuse.optim.GradScaler's protocol: grad_scale and a zeroed
-found_inf handed to the step), several param groups, and a 0-d parameter.
+f16 parameters, bf16 state, block-quantized moments (state_format int8, int4 and fp8, their
+block size), stochastic rounding of bf16 parameters, the clip (max_grad_norm with norm type 2
+and inf), GradScaler's found_inf computed in the step (widefuse.optim.GradScaler's protocol:
+grad_scale and a zeroed found_inf handed to the step), several param groups, and a 0-d
+parameter.
 
 "Structurally equal" means equal canonical forms (fusion_structure.canonical_form): the same
 inputs, matched by role (param, grad, exp_avg, ..., each group's lr, betas, eps, weight decay,
@@ -14,8 +16,8 @@ literals with their types, operands), each computed as many times, up to the nam
 and the order of statements and inputs; the same copy_ destinations with the same sources;
 the same plain outputs in order. The C++ fusion's inputs get their roles from the names
 buildAdam gives them (p0, g0, m0, v0, vmax0, step0, master0, remainder0, lr0, beta1_0,
-beta2_0, eps0, weight_decay0, grad_scale, found_inf), the Python fusion's from its
-StepFusion.sources.
+beta2_0, eps0, weight_decay0, grad_scale, found_inf; a quantized moment's m0_codes and
+m0_scale; seed0), the Python fusion's from its StepFusion.sources.
 
 Left out of the matrix, with the reason:
 - capturable: widefuse.optim accepts it and changes nothing (its lr is always a runtime f64
@@ -41,11 +43,14 @@ import widefuse.optim  # noqa: E402
 from fusion_structure import canonical_form, parse  # noqa: E402
 
 SHAPES = [(4, 3), (5,), (2, 2, 2), (1,)]
+# Two parameters torchao's rule quantizes (4096 elements or more, a multiple of the block)
+# and one it does not.
+QUANTIZED_SHAPES = [(64, 128), (4096,), (5,)]
 
 # The C++ inputs' names (tools/workloads/adam.h, buildAdam) and their roles.
 _CPP_PARAMETER_ROLES = {"p": "param", "master": "master_param", "remainder": "param_remainder",
                         "g": "grad", "m": "exp_avg", "v": "exp_avg_sq", "vmax": "max_exp_avg_sq",
-                        "step": "step"}
+                        "step": "step", "seed": "rounding_seed"}
 _CPP_GROUP_ROLES = {"lr": "lr", "beta1_": "beta1", "beta2_": "beta2", "eps": "eps",
                     "weight_decay": "weight_decay"}
 
@@ -60,11 +65,11 @@ def cpp_role(name):
     """The role of a buildAdam input, by its name."""
     if name in ("grad_scale", "found_inf"):
         return name
-    match = re.fullmatch(r"(.*?)(\d+)", name)
+    match = re.fullmatch(r"(.*?)(\d+)(_codes|_scale)?", name)
     assert match, f"an input buildAdam does not name: {name}"
-    prefix, number = match.groups()
+    prefix, number, part = match.groups()
     if prefix in _CPP_PARAMETER_ROLES:
-        return f"{_CPP_PARAMETER_ROLES[prefix]}[{number}]"
+        return f"{_CPP_PARAMETER_ROLES[prefix]}{part or ''}[{number}]"
     assert prefix in _CPP_GROUP_ROLES, f"an input buildAdam does not name: {name}"
     return f"{_CPP_GROUP_ROLES[prefix]}[group {number}]"
 
@@ -100,6 +105,12 @@ def cpp_fusion_text(config, tmp_path):
         arguments += ["--max-grad-norm", str(config["clip"][0]), "--norm-type", config["clip"][1]]
     if config.get("found_inf"):
         arguments += ["--grad-scale", "2"]
+    if config.get("state_format"):
+        arguments += ["--state-format", config["state_format"]]
+    if config.get("block_size"):
+        arguments += ["--block-size", str(config["block_size"])]
+    if config.get("stochastic_round"):
+        arguments += ["--stochastic-round"]
     dumps = tmp_path / "cpp"
     result = subprocess.run(arguments, capture_output=True, text=True,
                             env={**os.environ, "WIDEFUSE_DUMP": "fusion",
@@ -132,6 +143,8 @@ def python_step(config):
         options["state_dtype"] = _TORCH_DTYPES[config["state"]]
     if config.get("clip"):
         options.update(max_grad_norm=config["clip"][0], norm_type=float(config["clip"][1]))
+    options.update(state_format=config.get("state_format"), block_size=config.get("block_size"),
+                   bf16_stochastic_round=config.get("stochastic_round", False))
     optimizer = optimizer_class[config["optimizer"]](groups, **options)
     optimizer._options["backend"] = "reference"
     if config.get("found_inf"):  # widefuse.optim.GradScaler's handover: the step computes it
@@ -198,6 +211,26 @@ MATRIX = {
         optimizer="adam", weight_decay=0.01, groups=3, dtype="bf16", master="fp32",
         found_inf=True),
     "adamw-0-d-parameter": dict(optimizer="adamw", weight_decay=0.01, shapes=[(), (3, 2)]),
+    "adamw-int8": dict(optimizer="adamw", weight_decay=0.01, state_format="int8",
+                       shapes=QUANTIZED_SHAPES),
+    "adam-l2-int4-amsgrad": dict(optimizer="adam", weight_decay=0.01, state_format="int4",
+                                 amsgrad=True, shapes=QUANTIZED_SHAPES),
+    "adamw-fp8-found-inf-clip-2": dict(optimizer="adamw", weight_decay=0.01, state_format="fp8",
+                                       found_inf=True, clip=(1.0, "2"), shapes=QUANTIZED_SHAPES),
+    "adamw-int4-block-64-found-inf-2-groups": dict(
+        optimizer="adamw", weight_decay=0.01, state_format="int4", block_size=64,
+        found_inf=True, groups=2, shapes=QUANTIZED_SHAPES),
+    "adamw-bf16-fp32-masters-int8-amsgrad": dict(
+        optimizer="adamw", weight_decay=0.01, dtype="bf16", master="fp32", state_format="int8",
+        amsgrad=True, shapes=QUANTIZED_SHAPES),
+    "adamw-bf16-stochastic-round": dict(optimizer="adamw", weight_decay=0.01, dtype="bf16",
+                                        stochastic_round=True),
+    "adam-l2-bf16-int8-stochastic-round-amsgrad": dict(
+        optimizer="adam", weight_decay=0.01, dtype="bf16", state_format="int8",
+        stochastic_round=True, amsgrad=True, shapes=QUANTIZED_SHAPES),
+    "adamw-bf16-fp32-masters-fp8-stochastic-round-found-inf": dict(
+        optimizer="adamw", weight_decay=0.01, dtype="bf16", master="fp32", state_format="fp8",
+        stochastic_round=True, found_inf=True, shapes=QUANTIZED_SHAPES),
 }
 
 
@@ -224,6 +257,11 @@ def test_the_two_adams_build_structurally_equal_fusions(name, tmp_path):
     (dict(clip=(1.0, "2")), dict(clip=(1.0, "inf"))),
     (dict(clip=(1.0, "2")), dict(clip=(0.5, "2"))),
     (dict(optimizer="adam", weight_decay=0.01), dict(optimizer="adam", weight_decay=0.02)),
+    (dict(state_format="int8", shapes=QUANTIZED_SHAPES),
+     dict(state_format="fp8", shapes=QUANTIZED_SHAPES)),
+    (dict(state_format="int4", shapes=QUANTIZED_SHAPES),
+     dict(state_format="int4", block_size=64, shapes=QUANTIZED_SHAPES)),
+    (dict(dtype="bf16", stochastic_round=True), dict(dtype="bf16")),
 ])
 def test_the_comparison_tells_options_apart(cpp_changes, python_changes, tmp_path):
     # The comparison can fail: a fusion built with one option differs from one without it

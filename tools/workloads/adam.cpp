@@ -1,8 +1,10 @@
 #include "tools/workloads/adam.h"
+#include "tools/workloads/stochastic_rounding.h"
 
 #include "ir/error.h"
 #include "ir/fusion_definition.h"
 #include "ir/half_float.h"
+#include "ir/host_tensor.h"
 
 #include <fmt/format.h>
 
@@ -28,6 +30,8 @@ llvm::StringRef adamRoleName(AdamRole role) {
     return "max_exp_avg_sq";
   case AdamRole::Step:
     return "step";
+  case AdamRole::RoundingSeed:
+    return "rounding_seed";
   case AdamRole::Lr:
     return "lr";
   case AdamRole::GradScale:
@@ -44,6 +48,39 @@ llvm::StringRef adamRoleName(AdamRole role) {
     return "weight_decay";
   }
   throw InternalError(fmt::format("unknown AdamRole {}", int(role)));
+}
+
+std::string adamStateKey(const AdamInput& input) {
+  std::string key = adamRoleName(input.role).str();
+  if (input.part == StatePart::Codes)
+    return key + "_codes";
+  return input.part == StatePart::Scale ? key + "_scale" : key;
+}
+
+AdamStateBytes adamStateBytes(const AdamFusion& adam) {
+  AdamStateBytes bytes;
+  int64_t elements = 0, perElement = 0;
+  for (size_t i = 0; i < adam.inputs.size(); ++i) {
+    const Value* input = adam.fusion->inputs()[i];
+    if (!input->isTensor())
+      continue;
+    int64_t size = numElements(input->extents());
+    AdamRole role = adam.inputs[i].role;
+    if (role == AdamRole::Param)
+      elements += size;
+    bool state = role == AdamRole::Master || role == AdamRole::Remainder ||
+                 role == AdamRole::ExpAvg || role == AdamRole::ExpAvgSq ||
+                 role == AdamRole::MaxExpAvgSq || role == AdamRole::Step ||
+                 role == AdamRole::RoundingSeed;
+    if (!state)
+      continue;
+    int64_t tensorBytes = size * int64_t(byteSize(input->dtype()));
+    bytes.total += tensorBytes;
+    if (input->rank() != 0)
+      perElement += tensorBytes;
+  }
+  bytes.perElement = elements == 0 ? 0.0 : double(perElement) / double(elements);
+  return bytes;
 }
 
 llvm::StringRef masterWeightsName(MasterWeights masterWeights) {
@@ -66,15 +103,6 @@ DataType adamStateDtype(const AdamConfig& config) {
   if (config.stateDtype)
     return *config.stateDtype;
   return config.masterWeights == MasterWeights::None ? config.dtype : DataType::Float;
-}
-
-int64_t adamStateBytesPerElement(const AdamConfig& config) {
-  int64_t bytes = int64_t(byteSize(adamStateDtype(config))) * (config.amsgrad ? 3 : 2);
-  if (config.masterWeights == MasterWeights::Fp32)
-    bytes += 4;
-  if (config.masterWeights == MasterWeights::Remainders)
-    bytes += 2;
-  return bytes;
 }
 
 namespace {
@@ -115,6 +143,19 @@ void validateAdamDtypes(const AdamConfig& config) {
   }
 }
 
+/// The checks of a state format and of stochastic rounding.
+void validateAdamStorage(const AdamConfig& config) {
+  if (config.stateFormat)
+    validateStateFormat(*config.stateFormat);
+  if (!config.stochasticRound)
+    return;
+  if (config.dtype != DataType::BFloat16)
+    fail("Adam: stochastic rounding writes bf16 parameters, not {}", shortName(config.dtype).str());
+  if (config.masterWeights == MasterWeights::Remainders)
+    fail("Adam: stochastic rounding rounds the bf16 parameter written from an f32 value; "
+         "remainders keep that value exactly, so there is nothing to round");
+}
+
 /// The clip checks of validateAdamConfig (the values widefuse.optim accepts, norm 2 or inf).
 void validateAdamClip(const AdamConfig& config) {
   if (config.maxGradNorm && !(*config.maxGradNorm >= 0 && std::isfinite(*config.maxGradNorm)))
@@ -129,6 +170,7 @@ void validateAdamConfig(const AdamConfig& config) {
   if (config.groups.empty())
     fail("Adam: the config has no param groups (torch: optimizer got an empty parameter list)");
   validateAdamDtypes(config);
+  validateAdamStorage(config);
   validateAdamClip(config);
   for (size_t g = 0; g < config.groups.size(); ++g) {
     const AdamGroup& group = config.groups[g];
@@ -154,10 +196,16 @@ void validateAdamConfig(const AdamConfig& config) {
 
 namespace {
 
+/// A moment's input: the tensor itself, or its codes and scales (quantized).
+struct Moment {
+  Val tensor, scale;
+};
+
 /// The fusion inputs of one parameter.
 struct Parameter {
   unsigned group = 0;
-  Val param, master, remainder, grad, expAvg, expAvgSq, maxExpAvgSq, step;
+  Val param, master, remainder, grad, step, seed;
+  Moment expAvg, expAvgSq, maxExpAvgSq;
 };
 
 /// The runtime scalars of one param group: widefuse.optim traces every number of a group as
@@ -219,9 +267,42 @@ public:
 
 private:
   Val tensor(llvm::ArrayRef<int64_t> shape, DataType dtype, AdamRole role, unsigned group,
-             unsigned param, unsigned index, llvm::StringRef prefix) {
-    result_.inputs.push_back({role, group, param, index});
-    return fd_.defineTensor(shape, dtype, fmt::format("{}{}", prefix.str(), index));
+             unsigned param, unsigned index, llvm::StringRef prefix,
+             StatePart part = StatePart::Value) {
+    result_.inputs.push_back({role, group, param, index, 0, part});
+    llvm::StringRef suffix = part == StatePart::Codes   ? "_codes"
+                             : part == StatePart::Scale ? "_scale"
+                                                        : "";
+    return fd_.defineTensor(shape, dtype, fmt::format("{}{}{}", prefix.str(), index, suffix.str()));
+  }
+
+  /// A moment of a parameter of `shape`: a tensor of the state dtype, or codes and scales.
+  Moment moment(const Shape& shape, AdamRole role, unsigned g, unsigned k, unsigned index,
+                llvm::StringRef prefix) {
+    const std::optional<StateFormat>& format = config_.stateFormat;
+    int64_t elements = totalElements({shape});
+    if (!format || !quantizesParameter(*format, elements))
+      return {tensor(shape, stateDtype_, role, g, k, index, prefix), Val()};
+    Moment m;
+    m.tensor = tensor(codesShape(*format, shape), codesDtype(*format), role, g, k, index, prefix,
+                      StatePart::Codes);
+    m.scale = tensor({elements / format->blockSize}, DataType::Float, role, g, k, index, prefix,
+                     StatePart::Scale);
+    return m;
+  }
+
+  /// A moment's value before the update: read from its codes and scales when quantized.
+  Val read(const Moment& m, bool isSigned, Val like) {
+    if (!m.scale)
+      return m.tensor;
+    return readQuantized(*config_.stateFormat, m.tensor, m.scale, isSigned, like);
+  }
+
+  /// Writes a moment's new value: copy_, or stored as codes and scales.
+  void store(Val value, const Moment& m, bool isSigned) {
+    if (!m.scale)
+      return update(value, m.tensor);
+    storeQuantized(fd_, *config_.stateFormat, value, m.tensor, m.scale, isSigned, skip_);
   }
 
   void defineParameter(const Shape& shape, unsigned g, unsigned k, unsigned index) {
@@ -233,11 +314,13 @@ private:
     if (config_.masterWeights == MasterWeights::Remainders)
       p.remainder = tensor(shape, DataType::Int16, AdamRole::Remainder, g, k, index, "remainder");
     p.grad = tensor(shape, gradDtype_, AdamRole::Grad, g, k, index, "g");
-    p.expAvg = tensor(shape, stateDtype_, AdamRole::ExpAvg, g, k, index, "m");
-    p.expAvgSq = tensor(shape, stateDtype_, AdamRole::ExpAvgSq, g, k, index, "v");
+    p.expAvg = moment(shape, AdamRole::ExpAvg, g, k, index, "m");
+    p.expAvgSq = moment(shape, AdamRole::ExpAvgSq, g, k, index, "v");
     if (config_.amsgrad)
-      p.maxExpAvgSq = tensor(shape, stateDtype_, AdamRole::MaxExpAvgSq, g, k, index, "vmax");
+      p.maxExpAvgSq = moment(shape, AdamRole::MaxExpAvgSq, g, k, index, "vmax");
     p.step = tensor({}, DataType::Float, AdamRole::Step, g, k, index, "step");
+    if (config_.stochasticRound)
+      p.seed = tensor({}, DataType::Int64, AdamRole::RoundingSeed, g, k, index, "seed");
     parameters_.push_back(p);
   }
 
@@ -332,12 +415,12 @@ private:
     fd_.copy_(skip_ ? where(skip_, destination, source) : source, destination);
   }
 
-  /// The weight Adam updates: the parameter, its f32 master, or the master rebuilt from the
-  /// parameter and its remainder.
+  /// The weight Adam updates: the parameter (in f32 when it rounds stochastically), its f32
+  /// master, or the master rebuilt from the parameter and its remainder.
   Val weightOf(const Parameter& p) {
     switch (config_.masterWeights) {
     case MasterWeights::None:
-      return p.param;
+      return config_.stochasticRound ? cast(p.param, DataType::Float) : p.param;
     case MasterWeights::Fp32:
       return p.master;
     case MasterWeights::Remainders:
@@ -347,14 +430,18 @@ private:
   }
 
   /// Writes the updated weight back: to the parameter, or to the master and its rounded copy
-  /// in the parameter, or split into the parameter and the remainder.
-  void writeWeight(const Parameter& p, Val weight) {
+  /// in the parameter, or split into the parameter and the remainder. Rounding
+  /// stochastically, the parameter's copy is rounded so with the bits of the new `step`.
+  void writeWeight(const Parameter& p, Val weight, Val step) {
+    Val rounded = config_.stochasticRound
+                      ? stochasticBf16(weight, random16Bits(weight, p.seed, step))
+                      : Val();
     switch (config_.masterWeights) {
     case MasterWeights::None:
-      return update(weight, p.param);
+      return update(rounded ? rounded : weight, p.param);
     case MasterWeights::Fp32:
       update(weight, p.master);
-      return update(cast(weight, config_.dtype), p.param);
+      return update(rounded ? rounded : cast(weight, config_.dtype), p.param);
     case MasterWeights::Remainders: {
       auto [param, remainder] = splitMaster(weight);
       update(param, p.param);
@@ -386,10 +473,11 @@ private:
     else if (weightDecay != 0)
       grad = l2Decayed(grad, weight, weightDecay);
     // exp_avg.lerp_(grad, 1 - beta1)
-    Val expAvg = isNarrow(p.expAvg) ? cast(torchLerp(p.expAvg, grad, 1 - s.beta1), stateDtype_)
-                                    : lerp(p.expAvg, grad, 1 - s.beta1);
+    Val expAvg = read(p.expAvg, true, p.param);
+    expAvg = isNarrow(expAvg) ? cast(torchLerp(expAvg, grad, 1 - s.beta1), stateDtype_)
+                              : lerp(expAvg, grad, 1 - s.beta1);
     // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    Val expAvgSq = p.expAvgSq * s.beta2;
+    Val expAvgSq = read(p.expAvgSq, false, p.param) * s.beta2;
     expAvgSq = isNarrow(expAvgSq) ? cast(torchAddcmul(expAvgSq, grad, 1 - s.beta2), stateDtype_)
                                   : expAvgSq + (1 - s.beta2) * opmath(grad) * opmath(grad);
     // The bias corrections from the step in f64, as torch's Python floats.
@@ -398,18 +486,18 @@ private:
     Val biasCorrection2Sqrt = sqrt(1 - pow(s.beta2, stepValue));
     Val second = expAvgSq, maxExpAvgSq;
     if (config_.amsgrad) // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
-      second = maxExpAvgSq = maximum(p.maxExpAvgSq, expAvgSq);
+      second = maxExpAvgSq = maximum(read(p.maxExpAvgSq, false, p.param), expAvgSq);
     // denom = (second.sqrt() / bias_correction2_sqrt).add_(eps)
     Val denom = truediv(sqrt(second), biasCorrection2Sqrt);
     denom = denom + (isNarrow(denom) ? cast(s.eps, denom.dtype()) : s.eps);
     // weight.addcdiv_(exp_avg, denom, value=-step_size)
     Val stepSize = neg(truediv(s.lr, biasCorrection1));
     Val updated = opmath(weight) + truediv(stepSize * opmath(expAvg), opmath(denom));
-    writeWeight(p, rounded(updated, weight.dtype()));
-    update(expAvg, p.expAvg);
-    update(expAvgSq, p.expAvgSq);
+    writeWeight(p, rounded(updated, weight.dtype()), step);
+    store(expAvg, p.expAvg, true);
+    store(expAvgSq, p.expAvgSq, false);
     if (config_.amsgrad)
-      update(maxExpAvgSq, p.maxExpAvgSq);
+      store(maxExpAvgSq, p.maxExpAvgSq, false);
     update(step, p.step);
   }
 

@@ -51,6 +51,12 @@
 ///   where(found_inf != 0, entry value, new value), so a flagged step changes nothing
 ///   (with computeFoundInf: where(found, ...), the flag computed in the step).
 ///
+/// With a state format (quantized_state.h) each moment of a parameter torchao's rule
+/// quantizes is read from its codes and scales before the update and stored back after it
+/// (`m' = read(m_codes, m_scale)`, ..., then each block's new absmax and code); with
+/// stochastic rounding (stochastic_rounding.h) the weight is the bf16 parameter in f32 (or
+/// its master) and the parameter is written from it rounded stochastically.
+///
 /// A global reduction (the norm, the computed found_inf) makes the step two phases
 /// (segmenter/phases.h): phase 1 reads every grad once for the reductions, phase 2 is the
 /// update reading their results; the total norm is the fusion's one plain output.
@@ -87,6 +93,7 @@
 ///   (two batched kernels).
 
 #include "tools/workloads/param_remainders.h"
+#include "tools/workloads/quantized_state.h"
 #include "tools/workloads/seed_adam.h"
 
 #include "ir/fusion.h"
@@ -179,6 +186,12 @@ struct AdamConfig {
   std::optional<DataType> stateDtype;
   /// None, an f32 master per parameter, or TE's int16 remainders (bf16 parameters).
   MasterWeights masterWeights = MasterWeights::None;
+  /// exp_avg, exp_avg_sq and max_exp_avg_sq block-quantized (codes and scales) for every
+  /// parameter torchao's rule quantizes (quantizesParameter); the others keep the state dtype.
+  std::optional<StateFormat> stateFormat;
+  /// bf16 parameters only, master weights none or fp32: the update is computed in f32 and
+  /// written to the parameter rounded stochastically, from each parameter's 0-d i64 seed.
+  bool stochasticRound = false;
 };
 
 /// The grads' dtype of a config (gradDtype, else the parameters').
@@ -186,33 +199,34 @@ DataType adamGradDtype(const AdamConfig& config);
 /// The state's dtype of a config (stateDtype, else f32 with master weights, else the
 /// parameters').
 DataType adamStateDtype(const AdamConfig& config);
-/// Bytes of optimizer state per parameter element: exp_avg, exp_avg_sq, max_exp_avg_sq
-/// (amsgrad) and the master (4) or remainder (2); the 0-d step counters are not counted.
-int64_t adamStateBytesPerElement(const AdamConfig& config);
 
 /// What a fusion input of an Adam step is.
 enum class AdamRole {
-  Param,       ///< `p{i}`, updated
-  Master,      ///< `master{i}`, f32 (MasterWeights::Fp32 only), updated
-  Remainder,   ///< `remainder{i}`, i16 (MasterWeights::Remainders only), updated
-  Grad,        ///< `g{i}`, read only
-  ExpAvg,      ///< `m{i}`, updated
-  ExpAvgSq,    ///< `v{i}`, updated
-  MaxExpAvgSq, ///< `vmax{i}` (amsgrad only), updated
-  Step,        ///< `step{i}`, 0-d f32, updated
-  Lr,          ///< `lr{g}`: f64 runtime scalar, or 0-d f32 tensor when capturable
-  Beta1,       ///< `beta1_{g}`, f64 runtime scalar
-  Beta2,       ///< `beta2_{g}`, f64 runtime scalar
-  Eps,         ///< `eps{g}`, f64 runtime scalar
-  WeightDecay, ///< `weight_decay{g}`, f64 runtime scalar (Decoupled only: L2's is a constant)
-  GradScale,   ///< `grad_scale`, 0-d f32 (gradScale only)
-  FoundInf,    ///< `found_inf`, 0-d f32 (foundInf or computeFoundInf; written by the latter)
+  Param,        ///< `p{i}`, updated
+  Master,       ///< `master{i}`, f32 (MasterWeights::Fp32 only), updated
+  Remainder,    ///< `remainder{i}`, i16 (MasterWeights::Remainders only), updated
+  Grad,         ///< `g{i}`, read only
+  ExpAvg,       ///< `m{i}`, updated
+  ExpAvgSq,     ///< `v{i}`, updated
+  MaxExpAvgSq,  ///< `vmax{i}` (amsgrad only), updated
+  Step,         ///< `step{i}`, 0-d f32, updated
+  RoundingSeed, ///< `seed{i}`, 0-d i64 (stochasticRound only), read only
+  Lr,           ///< `lr{g}`: f64 runtime scalar, or 0-d f32 tensor when capturable
+  Beta1,        ///< `beta1_{g}`, f64 runtime scalar
+  Beta2,        ///< `beta2_{g}`, f64 runtime scalar
+  Eps,          ///< `eps{g}`, f64 runtime scalar
+  WeightDecay,  ///< `weight_decay{g}`, f64 runtime scalar (Decoupled only: L2's is a constant)
+  GradScale,    ///< `grad_scale`, 0-d f32 (gradScale only)
+  FoundInf,     ///< `found_inf`, 0-d f32 (foundInf or computeFoundInf; written by the latter)
 };
 
 /// The role's name as in torch's state and param groups ("param", "master_param",
-/// "param_remainder", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step", "lr",
-/// "beta1", "beta2", "eps", "weight_decay", "grad_scale", "found_inf").
+/// "param_remainder", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step",
+/// "rounding_seed", "lr", "beta1", "beta2", "eps", "weight_decay", "grad_scale", "found_inf").
 llvm::StringRef adamRoleName(AdamRole role);
+
+/// Which tensor of a moment an input is: the moment itself, or its codes or scales.
+enum class StatePart { Value, Codes, Scale };
 
 /// One fusion input: its role and whose it is.
 struct AdamInput {
@@ -228,7 +242,13 @@ struct AdamInput {
   /// A hyperparameter's value in the config (lr, beta1, beta2, eps, weight decay): what a run
   /// gives the input unless it changes it (0 for the other roles).
   double value = 0;
+  /// A quantized moment's codes or scales (Value for everything else).
+  StatePart part = StatePart::Value;
 };
+
+/// The input's key in torch's state and param groups: adamRoleName, with `_codes` or
+/// `_scale` for a quantized moment's tensors ("exp_avg_codes").
+std::string adamStateKey(const AdamInput& input);
 
 /// An Adam step and the roles of its inputs, in the order of Fusion::inputs().
 struct AdamFusion {
@@ -239,20 +259,30 @@ struct AdamFusion {
   std::optional<unsigned> gradNormOutput;
 };
 
+/// The optimizer state of a step: every state input (masters, remainders, moments or their
+/// codes and scales, step counters, seeds) in bytes, and per parameter element (the 0-d
+/// inputs left out).
+struct AdamStateBytes {
+  int64_t total = 0;
+  double perElement = 0;
+};
+AdamStateBytes adamStateBytes(const AdamFusion& adam);
+
 /// Checks a config as torch's constructor does; throws Error naming the bad value and group
 /// (no groups, an empty group, lr or eps < 0, a beta outside [0, 1), weight decay < 0, a
 /// non-floating dtype), and the dtypes: grads of the parameters' dtype or f32; state f32,
 /// bf16 or the parameters' dtype; master weights only for bf16/f16 parameters, remainders
 /// only for bf16; a max_grad_norm that is not finite and >= 0, a norm type other than 2 or
-/// infinity.
+/// infinity; a state format's block (validateStateFormat); stochastic rounding of
+/// parameters other than bf16 or beside remainders.
 void validateAdamConfig(const AdamConfig& config);
 
 /// Builds one Adam / AdamW step (see the file comment for the formula). Inputs, in order: per
-/// parameter i `p{i}`, [`master{i}` | `remainder{i}`], `g{i}`, `m{i}`, `v{i}`, [`vmax{i}`],
-/// `step{i}`; then per group `lr{g}`, `beta1_{g}`, `beta2_{g}`, `eps{g}` and (AdamW)
-/// `weight_decay{g}`; then [`grad_scale`], [`found_inf`]. With maxGradNorm or
-/// computeFoundInf the fusion runs in two phases. Throws Error for a bad config
-/// (validateAdamConfig).
+/// parameter i `p{i}`, [`master{i}` | `remainder{i}`], `g{i}`, `m{i}`, `v{i}`, [`vmax{i}`]
+/// (quantized: `m{i}_codes`, `m{i}_scale`, ...), `step{i}`, [`seed{i}`]; then per group `lr{g}`,
+/// `beta1_{g}`, `beta2_{g}`, `eps{g}` and (AdamW) `weight_decay{g}`; then [`grad_scale`],
+/// [`found_inf`]. With maxGradNorm or computeFoundInf the fusion runs in two phases. Throws Error
+/// for a bad config (validateAdamConfig).
 AdamFusion buildAdam(const AdamConfig& config);
 
 } // namespace widefuse::optim

@@ -96,7 +96,7 @@ TEST(MixedPrecisionInputs, MastersAndRemaindersFollowTheirParameter) {
   EXPECT_EQ(adamRoleName(AdamRole::Master), "master_param");
   EXPECT_EQ(fp32.fusion->inputs()[2]->dtype(), DataType::Float); // g0
   EXPECT_EQ(fp32.fusion->inputs()[3]->dtype(), DataType::Float); // m0: f32 with a master
-  EXPECT_EQ(adamStateBytesPerElement(config), 12);
+  EXPECT_EQ(adamStateBytes(fp32).perElement, 12);
   config.masterWeights = MasterWeights::Remainders;
   config.stateDtype = DataType::BFloat16;
   AdamFusion remainders = buildAdam(config);
@@ -104,12 +104,12 @@ TEST(MixedPrecisionInputs, MastersAndRemaindersFollowTheirParameter) {
   EXPECT_EQ(remainders.fusion->inputs()[1]->dtype(), DataType::Int16);
   EXPECT_EQ(adamRoleName(remainders.inputs[1].role), "param_remainder");
   EXPECT_EQ(remainders.fusion->inputs()[3]->dtype(), DataType::BFloat16);
-  EXPECT_EQ(adamStateBytesPerElement(config), 6);
+  EXPECT_EQ(adamStateBytes(remainders).perElement, 6);
   config.amsgrad = true;
-  EXPECT_EQ(adamStateBytesPerElement(config), 8);
+  EXPECT_EQ(adamStateBytes(buildAdam(config)).perElement, 8);
   config.masterWeights = MasterWeights::None;
   config.stateDtype.reset();
-  EXPECT_EQ(adamStateBytesPerElement(config), 6); // bf16 like the parameter, as torch
+  EXPECT_EQ(adamStateBytes(buildAdam(config)).perElement, 6); // bf16 like the parameter
 }
 
 namespace {
