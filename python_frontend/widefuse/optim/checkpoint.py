@@ -11,6 +11,7 @@ from typing import Any, Optional
 import torch
 
 from .._widefuse import Error
+from .sharded_state import is_dtensor, like_param, local_of
 from .state_formats import dequantize_state, fit_state, group_format
 from .step_fusion import local
 
@@ -40,7 +41,7 @@ class CheckpointMethods:
             for index in group["params"]:
                 state = saved["state"].get(index)
                 if fmt is not None and state is not None:
-                    saved["state"][index] = dequantize_state(fmt, state, params[index].shape)
+                    saved["state"][index] = dequantize_state(fmt, state, params[index])
         return saved
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -80,11 +81,14 @@ class CheckpointMethods:
                 if not isinstance(value, torch.Tensor):
                     continue
                 original = saved[id(param)].get(key)
-                if type(original) not in (torch.Tensor, torch.nn.Parameter) and \
-                        callable(getattr(type(original), "dequantize", None)):
+                inner = local_of(original)  # a DTensor's shard: torchao's under FSDP2 too
+                if type(inner) not in (torch.Tensor, torch.nn.Parameter) and \
+                        callable(getattr(type(inner), "dequantize", None)):
                     # A tensor subclass of quantized state (torchao's low-bit optimizers):
                     # its values, which this optimizer's format quantizes again below.
-                    state[key] = original.dequantize().float().to(device=local(param).device)
+                    values = inner.dequantize().float().to(device=local(param).device)
+                    state[key] = like_param(values, param, tuple(param.shape)) \
+                        if is_dtensor(original) else values
                     continue
                 wanted = self._state_dtype(key, param, group)
                 if wanted is not None and value.dtype != wanted:

@@ -19,7 +19,8 @@ The formats, as torchao defines them (``torchao/optim/subclass_8bit.py``, ``subc
 | ``fp8`` | e4m3fn, ``x / scale`` rounded to nearest even | block absmax (at least 1e-12) / 448 | ``code * scale`` |
 
 A parameter is quantized when its (local) element count is at least 4096 and a multiple of
-the block size, as torchao decides; other state stays as ``init_state`` made it.
+the block size, as torchao decides; other state stays as ``init_state`` made it. A DTensor
+parameter's shards quantize each on their own (sharded_state.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import torch
 from .. import _widefuse
 from .._widefuse import Error
 from ..data_type import DataType
+from .sharded_state import is_dtensor, like_param, local_of, shard_elements
 
 # The fewest elements a quantized parameter has (torchao's and bitsandbytes' threshold).
 MIN_QUANTIZED_ELEMENTS = 4096
@@ -70,14 +72,16 @@ class StateFormat:
 
     def quantizes(self, param: Any, key: str, value: Any) -> bool:
         """torchao's rule: a floating-point state tensor of the parameter's shape whose
-        parameter (its local shard) has at least 4096 elements, a multiple of the block."""
-        local = getattr(param, "_local_tensor", param)
-        numel = local.numel()
-        return (key not in _NEVER_QUANTIZED and not key.endswith(("_codes", "_scale")) and
+        parameter (each shard of a DTensor: sharded_state.py) has at least 4096 elements, a
+        multiple of the block."""
+        if not (key not in _NEVER_QUANTIZED and not key.endswith(("_codes", "_scale")) and
                 isinstance(value, torch.Tensor) and
                 value.dtype.is_floating_point and value.dim() != 0 and
-                tuple(value.shape) == tuple(param.shape) and
-                numel >= MIN_QUANTIZED_ELEMENTS and numel % self.block_size == 0)
+                tuple(value.shape) == tuple(param.shape)):
+            return False
+        numel = shard_elements(param, key) if is_dtensor(param) else param.numel()
+        return numel is not None and numel >= MIN_QUANTIZED_ELEMENTS and \
+            numel % self.block_size == 0
 
     def zeros(self, shape: torch.Size, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """Codes and scales of a zero state, as torchao makes them (both zero)."""
@@ -225,19 +229,20 @@ def fit_state(fmt: Optional[StateFormat], param: Any, state: dict) -> dict:
         stored = stored_format(key, converted[codes_key(key)], converted[scale_key(key)],
                                param.shape)
         if stored != fmt or not fmt.quantizes(param, key, param):
-            converted = dequantize_state(stored, converted, param.shape, [key])
+            converted = dequantize_state(stored, converted, param, [key])
     if fmt is None:
         return converted
     for key, value in list(converted.items()):
         if not fmt.quantizes(param, key, value):
             continue
-        if getattr(param, "_local_tensor", None) is not None:
-            raise Error(f"state '{key}': quantized state of a DTensor parameter is not "
-                        "supported yet; use state_format=None for it")
-        if not bool(value.detach().any()):
-            codes, scale = fmt.zeros(value.shape, value.device)
+        shard = local_of(value).detach()
+        if not bool(shard.any()):
+            codes, scale = fmt.zeros(shard.shape, shard.device)
         else:
-            codes, scale = fmt.quantize(value, is_signed(key))
+            codes, scale = fmt.quantize(shard, is_signed(key))
+        if is_dtensor(param):  # each rank's codes and scales, laid out as the parameter
+            codes = like_param(codes, param, fmt.codes_shape(param.shape))
+            scale = like_param(scale, param, (param.numel() // fmt.block_size,))
         del converted[key]
         converted[codes_key(key)], converted[scale_key(key)] = codes, scale
     return converted
@@ -262,14 +267,17 @@ def stored_format(key: str, codes: torch.Tensor, scale: torch.Tensor,
     return state_format(name, numel // scale.numel())
 
 
-def dequantize_state(fmt: StateFormat, state: dict, shape: torch.Size,
+def dequantize_state(fmt: StateFormat, state: dict, param: Any,
                      keys: Optional[list] = None) -> dict:
-    """`state` (of a parameter of `shape`) with each quantized entry (of `keys`, default all)
-    as a float32 tensor under its own key."""
+    """`state` (of `param`) with each quantized entry (of `keys`, default all) as a float32
+    tensor under its own key; a DTensor parameter's as a DTensor laid out as the parameter."""
     converted = dict(state)
     for key in quantized_keys(state) if keys is None else keys:
         codes, scale = converted.pop(codes_key(key)), converted.pop(scale_key(key))
-        converted[key] = fmt.dequantize(codes, scale, is_signed(key), shape)
+        value = fmt.dequantize(local_of(codes), local_of(scale), is_signed(key),
+                               local_of(param).shape)
+        converted[key] = like_param(value, param, tuple(param.shape)) \
+            if is_dtensor(param) else value
     return converted
 
 
