@@ -104,7 +104,9 @@ void BodyEmitter::blockLoads(llvm::StringRef target) {
     stridedLocate();
   llvm::SmallVector<std::string, 8> reads;
   forEachRead([&](const Slot& slot) {
-    if (slot.kind == SlotKind::BlockTensor && groupBlockReads_)
+    if (slot.kind == SlotKind::BlockTensor && groupBlockReads_ && slot.block < groupBlockReads_)
+      reads.push_back(fmt::format("read_{}[k]", slot.field)); // expanded: see hostGroupBlockReads
+    else if (slot.kind == SlotKind::BlockTensor && groupBlockReads_)
       reads.push_back(fmt::format("read_{}[k >> {}]", slot.field, shiftOf(slot.block)));
     else if (slot.kind == SlotKind::BlockTensor)
       reads.push_back(fmt::format("{}[i >> {}]", pointerOf(slot), shiftOf(slot.block)));
@@ -350,7 +352,7 @@ void BodyEmitter::hostBlockLoop() {
   hostBlockResults(group);
   out_.close();
   pointersInLocals_ = false;
-  groupBlockReads_ = false;
+  groupBlockReads_ = 0;
 }
 
 /// The group's reads of block tensors, one per block before any element: a read of another
@@ -360,13 +362,21 @@ void BodyEmitter::hostGroupBlockReads(int64_t group) {
   for (const Slot& slot : body_.slots) {
     if (slot.kind != SlotKind::BlockTensor || !slot.read)
       continue;
-    out_.line("{} read_{}[{}];", cppType(slot.dtype), slot.field,
-              std::max<int64_t>(1, group / slot.block));
+    if (slot.block < group) {
+      // Several blocks in the group (a pair's byte): one entry per element, so the element
+      // loop reads at k, which the host compiler vectorizes (k >> shift it cannot).
+      out_.line("{} read_{}[{}];", cppType(slot.dtype), slot.field, group);
+      out_.line("for ({0} k = 0; k < n; ++k)", indexType_);
+      out_.line("  read_{0}[k] = {2}[(g0 + k) >> {1}];", slot.field, shiftOf(slot.block),
+                pointerOf(slot));
+      continue;
+    }
+    out_.line("{} read_{}[1];", cppType(slot.dtype), slot.field);
     out_.line("for ({0} k = 0; k < n; k += {1})", indexType_, slot.block);
     out_.line("  read_{0}[k >> {1}] = {2}[(g0 + k) >> {1}];", slot.field, shiftOf(slot.block),
               pointerOf(slot));
   }
-  groupBlockReads_ = true;
+  groupBlockReads_ = group;
 }
 
 /// The host's block tensor writes, one per block of the group after its elements: a branch
@@ -375,12 +385,20 @@ void BodyEmitter::hostBlockResults(int64_t group) {
   for (const Slot& slot : body_.slots) {
     if (slot.kind != SlotKind::BlockTensor || !slot.written)
       continue;
-    out_.open("for ({0} k = 0; k < n; k += {1})", indexType_, slot.block);
-    out_.line("const {} i = g0 + k;", indexType_);
+    // By block b, so that the tensor's index and its own results' are affine in b (the host
+    // compiler vectorizes that; not k >> shift): the group starts on a block boundary.
+    int shift = shiftOf(slot.block);
+    out_.open("for ({0} b = 0; b < (n + {1}) >> {2}; ++b)", indexType_, slot.block - 1, shift);
+    out_.line("const {} k = b << {};", indexType_, shift);
     out_.line("{}_blocks blk;", body_.name);
-    for (const BlockSlot& block : body_.blocks)
-      out_.line("blk.{0} = {0}_results[k >> {1}];", block.name, shiftOf(block.block));
-    out_.line("{}[i >> {}] = {};", pointerOf(slot), shiftOf(slot.block),
+    for (const BlockSlot& block : body_.blocks) {
+      if (block.block == slot.block)
+        out_.line("blk.{0} = {0}_results[b];", block.name);
+      else
+        out_.line("blk.{0} = {0}_results[k >> {1}];", block.name, shiftOf(block.block));
+    }
+    out_.line("(void)k;");
+    out_.line("{}[(g0 >> {}) + b] = {};", pointerOf(slot), shift,
               values_.blockWrittenText(slot, "blk"));
     out_.close();
   }

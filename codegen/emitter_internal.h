@@ -277,8 +277,9 @@ private:
   bool pointersInLocals_ = false;
   /// Some element of the body reads its index (element_index).
   bool readsElementIndex_ = false;
-  /// Block tensors are read from the group's `read_<field>` arrays (the host's block loop).
-  bool groupBlockReads_ = false;
+  /// Block tensors are read from the group's `read_<field>` arrays (the host's block loop):
+  /// the group's size, or 0.
+  int64_t groupBlockReads_ = 0;
 };
 
 /// The walk every entry point shares: block `block` of `grid` takes its contiguous share of
