@@ -85,7 +85,8 @@ def test_state_dict_moves_both_ways_mid_training():
     # Deep copies, as torch.save would write: a state_dict shares the optimizer's tensors.
     saved_ours, saved_theirs = copy.deepcopy(ours.state_dict()), copy.deepcopy(theirs.state_dict())
     # torch's entries, besides widefuse's own options (master weights, state dtype).
-    widefuse_only = {"foreach", "master_weights", "store_param_remainders", "state_dtype"}
+    widefuse_only = {"foreach", "master_weights", "store_param_remainders", "master_weight_bits",
+                     "state_dtype", "bf16_stochastic_round"}
     without_foreach = lambda groups: [{k: v for k, v in g.items() if k not in widefuse_only}
                                       for g in groups]
     assert without_foreach(saved_ours["param_groups"]) == \

@@ -425,6 +425,23 @@ def test_bad_formats_are_refused_by_name(arguments, error, message):
         widefuse.optim.AdamW([torch.nn.Parameter(torch.zeros(4))], **arguments)
 
 
+def test_stochastic_rounding_is_a_param_group_option_that_pickling_keeps():
+    import pickle
+    rounded = torch.nn.Parameter(torch.zeros(64, dtype=torch.bfloat16))
+    nearest = torch.nn.Parameter(torch.zeros(64, dtype=torch.bfloat16))
+    optimizer = widefuse.optim.AdamW([{"params": [rounded]},
+                                      {"params": [nearest], "bf16_stochastic_round": False}],
+                                     bf16_stochastic_round=True)
+    copy = pickle.loads(pickle.dumps(optimizer))
+    params = [p for group in copy.param_groups for p in group["params"]]
+    assert [group["bf16_stochastic_round"] for group in copy.param_groups] == [True, False]
+    for param in params:
+        param.grad = torch.ones_like(param)
+    copy.step()
+    assert "rounding_seed" in copy.state[params[0]]
+    assert "rounding_seed" not in copy.state[params[1]]
+
+
 def test_stochastic_rounding_beside_remainders_is_refused_by_name():
     param = torch.nn.Parameter(torch.zeros(4, dtype=torch.bfloat16))
     with pytest.raises(ValueError, match="store_param_remainders=True keeps that value exactly"):

@@ -37,7 +37,9 @@ from .step_fusion import step_dtype
 _STATE_DTYPES = (torch.float32, torch.bfloat16)
 _NARROW = (DataType.BFloat16, DataType.Half)
 _MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
-_MASTER_OPTIONS = ("master_weights", "store_param_remainders", "master_weight_bits")
+# widefuse's param-group options of where a parameter's value lives and how it is written.
+_MASTER_OPTIONS = ("master_weights", "store_param_remainders", "master_weight_bits",
+                   "state_dtype", "bf16_stochastic_round")
 # The state key of a bf16 parameter's seed for stochastic rounding (random_bits.py).
 ROUNDING_SEED = "rounding_seed"
 
@@ -70,9 +72,9 @@ class Adam(PointwiseOptimizer):
     ``max_exp_avg_sq`` (default: float32 with master weights, else the parameter's dtype).
     `state_format` ("int8", "int4", "fp8") and `block_size`: the moments block-quantized as torchao
     keeps them (PointwiseOptimizer); Adam8bit and friends (low_bit.py) set them.
-    `bf16_stochastic_round` (torchao's): a bf16 parameter's update is computed in float32 (from
-    its float32 master, if any) and written rounded stochastically; its state keeps the seed
-    of the random bits (``rounding_seed``).
+    `bf16_stochastic_round` (torchao's; a param-group option): a bf16 parameter's update is
+    computed in float32 (from its float32 master, if any) and written rounded stochastically;
+    its state keeps the seed of the random bits (``rounding_seed``).
     """
 
     def __init__(self, params: Any, lr: Any = 1e-3, betas: Any = (0.9, 0.999), eps: float = 1e-8,
@@ -87,16 +89,16 @@ class Adam(PointwiseOptimizer):
                  error_if_nonfinite: bool = False, state_format: Optional[str] = None,
                  block_size: Optional[int] = None, bf16_stochastic_round: bool = False) -> None:
         _check_arguments(lr, betas, eps, weight_decay, differentiable, foreach, capturable)
-        self.bf16_stochastic_round = bool(bf16_stochastic_round)
         _check_master_options(master_weights, store_param_remainders, master_weight_bits,
-                              state_dtype, self.bf16_stochastic_round)
+                              state_dtype, bf16_stochastic_round)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay,
                         master_weights=master_weights,
                         store_param_remainders=store_param_remainders,
-                        master_weight_bits=master_weight_bits, state_dtype=state_dtype)
+                        master_weight_bits=master_weight_bits, state_dtype=state_dtype,
+                        bf16_stochastic_round=bool(bf16_stochastic_round))
         super().__init__(params, defaults, mode=mode, threads=threads,
                          max_grad_norm=max_grad_norm, norm_type=norm_type,
                          error_if_nonfinite=error_if_nonfinite, state_format=state_format,
@@ -112,14 +114,14 @@ class Adam(PointwiseOptimizer):
         super().__setstate__(state)
         defaults = getattr(self, "defaults", {})
         for group in self.param_groups:
-            for name in _MASTER_OPTIONS + ("state_dtype",):
+            for name in _MASTER_OPTIONS:
                 group.setdefault(name, defaults.get(name, _option_default(name)))
 
     def add_param_group(self, param_group: dict) -> None:
-        _check_master_options(*(param_group.get(name, _option_default(name))
-                                 for name in _MASTER_OPTIONS),
-                              param_group.get("state_dtype", None),
-                              getattr(self, "bf16_stochastic_round", False))
+        # The group's options as they will be: its own, else the constructor's.
+        defaults = getattr(self, "defaults", {})
+        _check_master_options(*(param_group.get(name, defaults.get(name, _option_default(name)))
+                                for name in _MASTER_OPTIONS))
         super().add_param_group(param_group)
 
     def init_state(self, param: torch.Tensor, *, amsgrad: bool, state_dtype: Any,
@@ -132,7 +134,7 @@ class Adam(PointwiseOptimizer):
         if amsgrad:
             state["max_exp_avg_sq"] = zeros()
         state.update(_new_master(param, kind))
-        self._fit_rounding_seed(param, state)
+        _fit_rounding_seed(param, state, options.get("bf16_stochastic_round", False))
         return state
 
     def check_state(self, param: Any, state: dict, **options: Any) -> None:
@@ -141,7 +143,7 @@ class Adam(PointwiseOptimizer):
         missing master (the parameter's value), remainder or correction (zero: the master is
         the parameter)."""
         kind = _master_kind(param.dtype, options)
-        self._fit_rounding_seed(param, state)
+        _fit_rounding_seed(param, state, options.get("bf16_stochastic_round", False))
         for key in _MOMENTS:
             value = state.get(key)
             if value is not None and not value.dtype.is_floating_point and \
@@ -163,15 +165,6 @@ class Adam(PointwiseOptimizer):
         elif master.shape != param.shape:
             raise Error(f"its {key} has shape {list(master.shape)}; the parameter has shape "
                         f"{list(param.shape)}")
-
-    def _fit_rounding_seed(self, param: Any, state: dict) -> None:
-        """A bf16 parameter rounds stochastically when the optimizer says so: its state then
-        holds its seed (drawn now where a checkpoint has none), and otherwise holds none."""
-        if self.bf16_stochastic_round and param.dtype == torch.bfloat16:
-            if ROUNDING_SEED not in state:
-                state[ROUNDING_SEED] = new_seed()
-        else:
-            state.pop(ROUNDING_SEED, None)
 
     def state_dtype_for(self, key: str, param: torch.Tensor, group: dict) -> Optional[torch.dtype]:
         if key == ROUNDING_SEED:  # torch's load_state_dict casts it to the parameter's dtype
@@ -322,8 +315,19 @@ def write_weight(param: Any, state: dict, weight: Any, step: Any) -> None:
         param.copy_(weight)
 
 
+def _fit_rounding_seed(param: Any, state: dict, stochastic_round: bool) -> None:
+    """A bf16 parameter rounds stochastically when its group says so: its state then holds
+    its seed (drawn now where a checkpoint has none), and otherwise holds none."""
+    if stochastic_round and param.dtype == torch.bfloat16:
+        if ROUNDING_SEED not in state:
+            state[ROUNDING_SEED] = new_seed()
+    else:
+        state.pop(ROUNDING_SEED, None)
+
+
 def _option_default(name: str) -> Any:
-    """What a group without the widefuse option `name` means: no master, float32 master."""
+    """What a group without the widefuse option `name` means: no master, the default state
+    dtype, rounding to nearest."""
     return None if name in ("master_weight_bits", "state_dtype") else False
 
 
