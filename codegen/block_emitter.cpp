@@ -43,22 +43,31 @@ void BodyEmitter::forEachRead(const std::function<void(const Slot&)>& each) cons
       each(slot);
 }
 
+/// The values in `cone` that the element function's statements outside it read (flat bodies:
+/// one instance per value).
+std::vector<const ElementInstance*> sharedInstances(const BodyPlan& body,
+                                                    const llvm::DenseSet<const Value*>& cone) {
+  std::vector<const ElementInstance*> shared;
+  if (body.indexing == Indexing::Strided)
+    return shared;
+  llvm::DenseSet<const Value*> used;
+  for (const ElementInstance& instance : body.elementInstances) {
+    const Value* value = instance.value;
+    if (cone.count(value) || isKernelInput(*value) || !value->definition() ||
+        isBlockReductionResult(*value)) // a block's result is the element's `blk`
+      continue;
+    for (const Value* operand : value->definition()->operands())
+      used.insert(operand);
+  }
+  for (const ElementInstance& instance : body.elementInstances)
+    if (cone.count(instance.value) && !isKernelInput(*instance.value) && used.count(instance.value))
+      shared.push_back(&instance);
+  return shared;
+}
+
 void BodyEmitter::blockFunctions() {
   if (body_.blocks.empty())
     return;
-  out_.line("/// The results of the blocks an element belongs to.");
-  out_.open("struct {}_blocks", body_.name);
-  for (const BlockSlot& slot : body_.blocks)
-    out_.line("{} {}; // {} over blocks of {}", cppType(slot.result), slot.name,
-              opName(slot.op).str(), slot.block);
-  out_.close(";");
-  out_.line("/// One element's leaves of the first level's reductions over blocks.");
-  out_.open("struct {}_leaves", body_.name);
-  for (const BlockSlot& slot : body_.blocks)
-    if (!slot.late)
-      out_.line("{} {};", treeText(slot).accumulatorType(), slot.name);
-  out_.close(";");
-  out_.line();
   // Only the values the leaves need: none of them reads a block's result.
   const Component& component = values_.component();
   llvm::DenseSet<const Value*> cone;
@@ -75,6 +84,30 @@ void BodyEmitter::blockFunctions() {
     for (const Value* operand : value->definition()->operands())
       stack.push_back(operand);
   }
+  shared_ = sharedInstances(body_, cone);
+  out_.line("/// The results of the blocks an element belongs to.");
+  out_.open("struct {}_blocks", body_.name);
+  for (const BlockSlot& slot : body_.blocks)
+    out_.line("{} {}; // {} over blocks of {}", cppType(slot.result), slot.name,
+              opName(slot.op).str(), slot.block);
+  out_.close(";");
+  if (!shared_.empty()) {
+    out_.line("/// What the leaves compute that the element uses again (it does not compute it "
+              "twice).");
+    out_.open("struct {}_shared", body_.name);
+    for (const ElementInstance* instance : shared_)
+      out_.line("{} {};", cppType(instance->value->dtype()), instance->name);
+    out_.close(";");
+  }
+  out_.line("/// One element's leaves of the first level's reductions over blocks.");
+  out_.open("struct {}_leaves", body_.name);
+  for (const BlockSlot& slot : body_.blocks)
+    if (!slot.late)
+      out_.line("{} {};", treeText(slot).accumulatorType(), slot.name);
+  if (!shared_.empty())
+    out_.line("{}_shared shared;", body_.name);
+  out_.close(";");
+  out_.line();
   out_.line("/// One element's leaves of {}'s reductions over blocks, from its reads alone.",
             body_.name);
   std::vector<std::string> parameters = {fmt::format("const {}_uniform& u", body_.name),
@@ -93,6 +126,8 @@ void BodyEmitter::blockFunctions() {
       out_.line("leaves.{} = {};", slot.name,
                 treeText(slot).leaf(values_.blockOperandText(slot), slot.operandType));
   }
+  for (const ElementInstance* instance : shared_)
+    out_.line("leaves.shared.{0} = {0};", instance->name);
   out_.line("return leaves;");
   out_.close();
   out_.line();
@@ -122,13 +157,16 @@ void BodyEmitter::blockLoads(llvm::StringRef target) {
 }
 
 void BodyEmitter::blockStores(llvm::StringRef in, llvm::StringRef blk, bool blockResults,
-                              bool locate) {
+                              bool locate, llvm::StringRef shared) {
   bool strided = body_.indexing == Indexing::Strided;
   if (strided && locate)
     stridedLocate();
-  out_.line("const {0}_out out = {0}_element({4}, {1}{2}{3}{5});", body_.name, in.str(),
-            body_.blocks.empty() ? "" : ", ", body_.blocks.empty() ? "" : blk.str(),
-            pointersInLocals_ ? "uniform" : "u", indexArgument("i"));
+  std::string arguments = fmt::format("{}, {}", pointersInLocals_ ? "uniform" : "u", in.str());
+  if (!body_.blocks.empty())
+    arguments += ", " + blk.str();
+  if (!shared_.empty())
+    arguments += ", " + shared.str();
+  out_.line("const {0}_out out = {0}_element({1}{2});", body_.name, arguments, indexArgument("i"));
   forEachElementTensor(false, true, [&](const Slot& slot) {
     const char* bits = isBitsStruct(slot.dtype) ? ".bits" : "";
     out_.line("{0}[{1}]{3} = out.{2}{3};", pointerOf(slot), strided ? "at_" + slot.field : "i",
@@ -163,6 +201,8 @@ void BodyEmitter::deviceBlockLoop() {
   out_.open("for ({0} c0 = begin; c0 < end; c0 += {1}{2})", indexType_, body_.chunkElements,
             wide ? ", half ^= 1" : "");
   out_.line("{}_in in[{}];", body_.name, rows);
+  if (!shared_.empty())
+    out_.line("{}_shared shared[{}];", body_.name, rows);
   for (const BlockSlot& slot : body_.blocks)
     if (!slot.late)
       out_.line("{} {}_leaves[{}];", treeText(slot).accumulatorType(), slot.name, rows);
@@ -178,6 +218,8 @@ void BodyEmitter::deviceBlockLoop() {
       for (const BlockSlot& slot : body_.blocks)
         if (!slot.late)
           out_.line("{0}_leaves[row] = leaves.{0};", slot.name);
+      if (!shared_.empty())
+        out_.line("shared[row] = leaves.shared;");
     }
     out_.close();
   });
@@ -188,7 +230,7 @@ void BodyEmitter::deviceBlockLoop() {
         out_.line("{} {}_leaf = {};", treeText(slot).accumulatorType(), slot.name,
                   treeText(slot).identity());
     out_.open("if (i < end)");
-    blockStores("in[row]", "blk[row]");
+    blockStores("in[row]", "blk[row]", true, true, "shared[row]");
     for (const BlockSlot& slot : body_.blocks)
       if (slot.late)
         out_.line("{0}_leaf = out.{0};", slot.name);
@@ -305,6 +347,8 @@ void BodyEmitter::hostBlockLoop() {
     out_.line("for ({0} k = n; k < {1}; ++k)", indexType_, group);
     out_.line("  {}_leaves[k] = {};", slot.name, treeText(slot).identity());
   }
+  for (const ElementInstance* instance : shared_) // one array per field: they vectorize
+    out_.line("{} shared_{}[{}];", cppType(instance->value->dtype()), instance->name, group);
   // No array of the elements' reads: an element reads its own index again after the trees
   // (its writes come later), and a store through an array of mixed types keeps loops scalar.
   out_.open("for ({0} k = 0; k < n; ++k)", indexType_);
@@ -316,6 +360,8 @@ void BodyEmitter::hostBlockLoop() {
     for (const BlockSlot& slot : body_.blocks)
       if (!slot.late)
         out_.line("{0}_leaves[k] = leaves.{0};", slot.name);
+    for (const ElementInstance* instance : shared_)
+      out_.line("shared_{0}[k] = leaves.shared.{0};", instance->name);
   }
   out_.close();
   // Each block's tree over its leaves in order: the first level's before the elements, the
@@ -343,7 +389,13 @@ void BodyEmitter::hostBlockLoop() {
         out_.line("blk.{0} = {0}_results[k >> {1}];", slot.name, shiftOf(slot.block));
   }
   blockLoads(fmt::format("const {}_in in", body_.name));
-  blockStores("in", "blk", /*blockResults=*/false, /*locate=*/false);
+  if (!shared_.empty()) {
+    llvm::SmallVector<std::string, 4> fields;
+    for (const ElementInstance* instance : shared_)
+      fields.push_back(fmt::format("shared_{}[k]", instance->name));
+    out_.wrapped(fmt::format("const {}_shared shared{{", body_.name), fields, ", ", "};");
+  }
+  blockStores("in", "blk", /*blockResults=*/false, /*locate=*/false, "shared");
   for (const BlockSlot& slot : body_.blocks)
     if (slot.late)
       out_.line("{0}_leaves[k] = out.{0};", slot.name);

@@ -166,7 +166,7 @@ void BodyEmitter::prologue() {
   out_.line();
 }
 
-void BodyEmitter::elementStatement(const ElementInstance& instance) {
+void BodyEmitter::elementStatement(const ElementInstance& instance, bool shared) {
   const Expr& expr = *instance.value->definition();
   // The loops know the domain's index; a value broadcast into the domain has its own.
   bool domainShaped =
@@ -180,8 +180,10 @@ void BodyEmitter::elementStatement(const ElementInstance& instance) {
   llvm::SmallVector<OperandText, 3> operands;
   for (unsigned i = 0; i < expr.operands().size(); ++i)
     operands.push_back(values_.operandText(expr, i, &instance.view));
-  out_.line("const {} {} = {};", cppType(instance.value->dtype()), instance.name,
-            expressionText(expr, operands));
+  // What the leaves computed is handed over (the statements that only led to it are then
+  // dead code, which the compilers drop).
+  std::string text = shared ? "shared." + instance.name : expressionText(expr, operands);
+  out_.line("const {} {} = {};", cppType(instance.value->dtype()), instance.name, text);
 }
 
 void BodyEmitter::elementFunction() {
@@ -204,13 +206,15 @@ void BodyEmitter::elementFunction() {
                                          fmt::format("const {}_in& in", body_.name)};
   if (!body_.blocks.empty())
     parameters.push_back(fmt::format("const {}_blocks& blk", body_.name));
+  if (!shared_.empty())
+    parameters.push_back(fmt::format("const {}_shared& shared", body_.name));
   if (readsElementIndex_)
     parameters.push_back("i64 element_index");
   openFunction(fmt::format("WF_DEVICE {0}_out {0}_element", body_.name), parameters);
   for (const ElementInstance& instance : body_.elementInstances) {
     // Block results are the element's `blk` (computed by the block's threads together).
     if (!isKernelInput(*instance.value) && !isBlockReductionResult(*instance.value))
-      elementStatement(instance);
+      elementStatement(instance, llvm::is_contained(shared_, &instance));
   }
   out_.line("{}_out out;", body_.name);
   forEachElementTensor(false, true, [&](const Slot& slot) {

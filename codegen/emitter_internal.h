@@ -157,7 +157,8 @@ private:
   void prologue();
   void elementFunction();
   /// `const T <name> = <expression>;` of one element value under its view.
-  void elementStatement(const ElementInstance& instance);
+  /// `shared`: a value the leaves also compute (shared_), taken from the element's `shared`.
+  void elementStatement(const ElementInstance& instance, bool shared = false);
   void deferredFunction();
   /// Whether the device's last block combines partials (all its threads: `<body>_finish`).
   bool combinesOnDevice() const { return !body_.reductions.empty() && !body_.reducesRows; }
@@ -250,8 +251,9 @@ private:
   void blockLoads(llvm::StringRef target);
   /// The element's stores and, at a block's first element, its block tensors' writes
   /// (`locate`: offsets located first, unless the loads in the same scope did).
+  /// `shared`: the element's `<body>_shared` (empty when the body has none).
   void blockStores(llvm::StringRef in, llvm::StringRef blk, bool blockResults = true,
-                   bool locate = true);
+                   bool locate = true, llvm::StringRef shared = {});
   /// The host's group of elements reads each block tensor once per block (`read_<field>`).
   void hostGroupBlockReads(int64_t group);
   /// The host's block tensor writes, after the group's elements.
@@ -280,6 +282,10 @@ private:
   /// Block tensors are read from the group's `read_<field>` arrays (the host's block loop):
   /// the group's size, or 0.
   int64_t groupBlockReads_ = 0;
+  /// The values the leaves function computes that the element function uses again (flat
+  /// bodies that read by blocks): the leaves hand them over in `<body>_shared`, so that an
+  /// element does not dequantize, say, a second time.
+  std::vector<const ElementInstance*> shared_;
 };
 
 /// The walk every entry point shares: block `block` of `grid` takes its contiguous share of
