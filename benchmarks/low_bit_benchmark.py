@@ -1,6 +1,7 @@
 """Low-bit optimizer state on the CPU, all in one run: widefuse.optim.AdamW (float32 moments),
 AdamW8bit, AdamW4bit and AdamWFp8 beside torchao's AdamW8bit, over the gpt2 preset's 148 parameters
-(124M elements), on the host backend.
+(124M elements), on the host backend; and AdamW8bit on bf16 parameters with 24-bit masters
+(``master_weight_bits=24``: its state counts the int8 correction).
 
 For each optimizer: the first step (state creation, trace, compile, run), the median of the
 steady steps (interleaved rounds, new grad tensors every step, as zero_grad(set_to_none=True)
@@ -29,6 +30,8 @@ def optimizers(with_torchao):
         "widefuse AdamW8bit": lambda ps: widefuse.optim.AdamW8bit(ps, lr=1e-3),
         "widefuse AdamW4bit": lambda ps: widefuse.optim.AdamW4bit(ps, lr=1e-3),
         "widefuse AdamWFp8": lambda ps: widefuse.optim.AdamWFp8(ps, lr=1e-3),
+        "widefuse AdamW8bit, bf16 + 24-bit masters": lambda ps: widefuse.optim.AdamW8bit(
+            ps, lr=1e-3, master_weights=True, master_weight_bits=24),
     }
     if with_torchao:
         import torchao.optim
@@ -64,10 +67,11 @@ def state_bytes(optimizer):
 class Run:
     def __init__(self, name, make, shapes, generator):
         self.name = name
-        self.params = [torch.nn.Parameter(torch.randn(s, generator=generator) * 0.02)
+        dtype = torch.bfloat16 if "bf16" in name else torch.float32
+        self.params = [torch.nn.Parameter((torch.randn(s, generator=generator) * 0.02).to(dtype))
                        for s in shapes]
         self.elements = sum(p.numel() for p in self.params)
-        self.grads = [[torch.randn(s, generator=generator) * 1e-3 for s in shapes]
+        self.grads = [[(torch.randn(s, generator=generator) * 1e-3).to(dtype) for s in shapes]
                       for _ in range(2)]
         self.optimizer = make(self.params)
         self.times, self.peaks, self.count = [], [], 0

@@ -118,14 +118,17 @@ def stochastic_bf16(value: Any, random16: Any) -> Any:
 def half_ulp(narrow: Any) -> Any:
     """Half the spacing of bf16/f16 values at each element of the traced `narrow`, float32:
     2^(unbiased exponent - mantissa bits - 1), subnormals and zeros at the smallest normal
-    exponent (flashoptim's scale). A bf16 subnormal's is an f32 subnormal, built from its bit."""
+    exponent (flashoptim's scale). Shifts by constants and no floor: the host's loops
+    vectorize it."""
     mantissa, bias = _FIELDS[narrow.dtype]
     field = (narrow.view(DataType.Int16).to(DataType.Int32) & 0x7FFF) >> mantissa
     exponent = where(field == 0, 1, field) - (bias + mantissa + 1)
-    bits = (exponent + 127) << 23
-    if bias + mantissa > 126:  # bf16: the scale of its lowest exponents is an f32 subnormal
-        bits = where(exponent >= -126, bits, 1 << (exponent + 149))
-    return bits.view(DataType.Float)
+    scale = ((exponent + 127) << 23).view(DataType.Float)
+    if bias + mantissa > 126:  # bf16: its lowest exponents' scale is an f32 subnormal,
+        # 2^(exponent + 64) * 2^-64, exact (a power of two)
+        low = ((exponent + 127 + 64) << 23).view(DataType.Float) * 2.0 ** -64
+        scale = where(exponent >= -126, scale, low)
+    return scale
 
 
 def rebuild_corrected(param: Any, correction: Any) -> Any:
@@ -138,5 +141,7 @@ def split_corrected(master: Any, dtype: DataType) -> tuple[Any, Any]:
     float32 master (traced values). A NaN master's correction is 0 (casts map NaN to 0)."""
     narrow = master.to(dtype)
     scaled = ((master - narrow.float()) / half_ulp(narrow)).clamp(-1, 1) * CORRECTION_STEPS
-    magnitude = (abs(scaled) + 0.5).floor()
+    # floor(|x| + 0.5) of a value in [0.5, 127.5] is its conversion to an integer (which
+    # truncates), and NaN converts to 0.
+    magnitude = (abs(scaled) + 0.5).to(DataType.Int32)
     return narrow, where(scaled < 0, -magnitude, magnitude).to(DataType.Int8)
