@@ -11,7 +11,7 @@ from typing import Any, Optional
 import torch
 
 from .._widefuse import Error
-from .sharded_state import is_dtensor, like_param, local_of
+from .dtensor_shards import is_dtensor, like_param, local_of
 from .state_formats import dequantize_state, fit_state, group_format
 from .step_fusion import local
 

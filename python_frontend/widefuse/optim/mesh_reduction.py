@@ -23,6 +23,7 @@ from typing import Any, Optional
 import torch
 
 from .._widefuse import Error
+from .dtensor_shards import is_dtensor
 
 # The all-reduce of each reduction. Beside sums, `any` travels as a count of true flags (a
 # sum > 0) and `all` as a count of false ones (a sum == 0): one all-reduce for the clip's norm
@@ -30,15 +31,11 @@ from .._widefuse import Error
 _OPS = {"sum": "SUM", "max": "MAX", "min": "MIN", "any": "MAX", "all": "MIN"}
 
 
-def _is_dtensor(tensor: Any) -> bool:
-    return hasattr(tensor, "device_mesh") and hasattr(tensor, "placements")
-
-
 def mesh_of(params: list, where: list[str]) -> Optional[tuple[Any, tuple[int, ...]]]:
     """(mesh, sharded mesh dimensions) of a step's parameters (`where`: each one's name in
     messages), or None when none is a DTensor. Raises Error for what MeshReduction cannot
     combine right."""
-    dtensors = [_is_dtensor(p) for p in params]
+    dtensors = [is_dtensor(p) for p in params]
     if not any(dtensors):
         return None
     if not all(dtensors):

@@ -20,7 +20,7 @@ The formats, as torchao defines them (``torchao/optim/subclass_8bit.py``, ``subc
 
 A parameter is quantized when its (local) element count is at least 4096 and a multiple of
 the block size, as torchao decides; other state stays as ``init_state`` made it. A DTensor
-parameter's shards quantize each on their own (sharded_state.py).
+parameter's shards quantize each on their own (dtensor_shards.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import torch
 from .. import _widefuse
 from .._widefuse import Error
 from ..data_type import DataType
-from .sharded_state import is_dtensor, like_param, local_of, shard_elements
+from .dtensor_shards import is_dtensor, like_param, local_of, shard_elements
 
 # The fewest elements a quantized parameter has (torchao's and bitsandbytes' threshold).
 MIN_QUANTIZED_ELEMENTS = 4096
@@ -72,7 +72,7 @@ class StateFormat:
 
     def quantizes(self, param: Any, key: str, value: Any) -> bool:
         """torchao's rule: a floating-point state tensor of the parameter's shape whose
-        parameter (each shard of a DTensor: sharded_state.py) has at least 4096 elements, a
+        parameter (each shard of a DTensor: dtensor_shards.py) has at least 4096 elements, a
         multiple of the block."""
         if not (key not in _NEVER_QUANTIZED and not key.endswith(("_codes", "_scale")) and
                 isinstance(value, torch.Tensor) and

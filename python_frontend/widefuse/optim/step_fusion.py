@@ -17,14 +17,13 @@ from ..data_type import from_short_name
 from ..fusion_definition import FusionDefinition, PreparedExecution
 from ..functions import vector_norm
 from ..values import Tensor, snapshot, specializable
+from .dtensor_shards import local_of
 from .master_weights import opmath, rounded
 from .state_formats import group_format, traced_view
 
 
-def local(tensor: Any) -> torch.Tensor:
-    """The tensor whose memory a step updates: a DTensor's local shard, else the tensor."""
-    shard = getattr(tensor, "_local_tensor", None)
-    return tensor if shard is None else shard
+# The tensor whose memory a step updates: a DTensor's local shard, else the tensor.
+local = local_of
 
 
 def capturing() -> bool:

@@ -1,6 +1,8 @@
-"""Quantized state of DTensor parameters (FSDP2, HSDP): each rank quantizes its local shard,
-in blocks that never cross a shard's edge, and the codes and scales are DTensors laid out as
-the parameter is.
+"""DTensor parameters' shards (FSDP2, HSDP): the local shard a step updates, how many
+elements every shard holds, and a tensor laid out on the mesh as a parameter is.
+
+Quantized state uses them: each rank quantizes its local shard, in blocks that never cross a
+shard's edge, and the codes and scales are DTensors laid out as the parameter is.
 
 A parameter sharded on dimension 0 holds a contiguous range of the flattened tensor on each
 rank. When every shard has the same number of elements and that number is a multiple of the
