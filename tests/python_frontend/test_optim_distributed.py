@@ -4,26 +4,17 @@ parameters, stepped through their local shards, one of them empty on rank 1) and
 widefuse.optim.AdamW; the result equals single-process torch.optim.AdamW on the full model and
 the full batch."""
 
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from gloo_ranks import run_ranks as run_processes  # noqa: E402
 from torch_models import batches, small_model  # noqa: E402
 
 WORKER = Path(__file__).with_name("distributed_training.py")
 STEPS = 30
-
-
-def free_port() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
 
 
 def single_process_reference():
@@ -39,20 +30,7 @@ def single_process_reference():
 
 
 def run_ranks(wrapper: str, output: Path) -> None:
-    port = free_port()
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(WORKER.parent), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1")
-    ranks = [subprocess.Popen([sys.executable, str(WORKER), str(rank), "2", port, wrapper,
-                               str(STEPS), str(output)], env=environment,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for rank in range(2)]
-    try:
-        logs = [rank.communicate(timeout=240)[0] for rank in ranks]
-    finally:
-        for rank in ranks:
-            rank.kill()
-    for rank, log in zip(ranks, logs):
-        assert rank.returncode == 0, log[-4000:]
+    run_processes(WORKER, 2, [wrapper, STEPS, output], timeout=240)
 
 
 @pytest.mark.parametrize("wrapper", ["fsdp", "ddp"])

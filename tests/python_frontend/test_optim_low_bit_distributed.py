@@ -7,9 +7,6 @@ rank; FSDP2 training follows whole-model training; a parameter sharded on dimens
 refused by name."""
 
 import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,31 +15,13 @@ torch = pytest.importorskip("torch")
 if not os.environ.get("WIDEFUSE_REQUIRE_TORCH"):
     pytest.importorskip("torch.distributed.tensor")
 
+from gloo_ranks import run_ranks as run_processes  # noqa: E402
+
 WORKER = Path(__file__).with_name("distributed_low_bit.py")
 
 
-def free_port() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
-
-
 def run_ranks(world_size: int, scenarios: list[str], output: Path) -> dict:
-    port = free_port()
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(WORKER.parent), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1")
-    ranks = [subprocess.Popen([sys.executable, str(WORKER), str(rank), str(world_size), port,
-                               str(output), *scenarios], env=environment,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for rank in range(world_size)]
-    try:
-        logs = [rank.communicate(timeout=300)[0] for rank in ranks]
-    finally:
-        for rank in ranks:
-            rank.kill()
-    failed = [f"rank {number}:\n{log[-3000:]}" for number, (rank, log) in
-              enumerate(zip(ranks, logs)) if rank.returncode != 0]
-    assert not failed, "\n".join(failed)
+    run_processes(WORKER, world_size, [output, *scenarios])
     return torch.load(output)
 
 

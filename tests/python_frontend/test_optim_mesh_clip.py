@@ -8,42 +8,20 @@ launch whose result is all-reduced). Every step's total norm and the final
 full parameters agree with torch's (asserted in each rank); a clipped step is 2 launches and
 1 all-reduce (0 under DDP, whose grads are whole)."""
 
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from gloo_ranks import run_ranks as run_processes  # noqa: E402
+
 WORKER = Path(__file__).with_name("distributed_clip.py")
 
 
-def free_port() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
-
-
 def run_ranks(world_size: int, scenarios: list[str], output: Path, device: str = "cpu") -> dict:
-    port = free_port()
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(WORKER.parent), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1",
-        WIDEFUSE_TEST_DEVICE=device)
-    ranks = [subprocess.Popen([sys.executable, str(WORKER), str(rank), str(world_size), port,
-                               str(output), *scenarios], env=environment,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for rank in range(world_size)]
-    try:
-        logs = [rank.communicate(timeout=300)[0] for rank in ranks]
-    finally:
-        for rank in ranks:
-            rank.kill()
-    failed = [f"rank {number}:\n{log[-3000:]}" for number, (rank, log) in
-              enumerate(zip(ranks, logs)) if rank.returncode != 0]
-    assert not failed, "\n".join(failed)
+    run_processes(WORKER, world_size, [output, *scenarios],
+                  environment={"WIDEFUSE_TEST_DEVICE": device})
     return torch.load(output)
 
 
