@@ -57,6 +57,7 @@ _MASTER_STATE = {
                    "parameter's ulp)"),
 }
 
+
 class Adam(PointwiseOptimizer):
     """torch.optim.Adam's algorithm and interface; `foreach` and `fused` are accepted and
     ignored (every step is one fused launch), `differentiable=True` is refused.
@@ -70,8 +71,8 @@ class Adam(PointwiseOptimizer):
     the master's memory, within 1/254 of the parameter's ulp.
     `state_dtype`: torch.float32 or torch.bfloat16 for ``exp_avg``, ``exp_avg_sq`` and
     ``max_exp_avg_sq`` (default: float32 with master weights, else the parameter's dtype).
-    `state_format` ("int8", "int4", "fp8") and `block_size`: the moments block-quantized as torchao
-    keeps them (PointwiseOptimizer); Adam8bit and friends (low_bit.py) set them.
+    `state_format` ("int8", "int4", "fp8") and `block_size`: the moments block-quantized as
+    torchao keeps them (PointwiseOptimizer); Adam8bit and friends (low_bit.py) set them.
     `bf16_stochastic_round` (torchao's; a param-group option): a bf16 parameter's update is
     computed in float32 (from its float32 master, if any) and written rounded stochastically;
     its state keeps the seed of the random bits (``rounding_seed``).

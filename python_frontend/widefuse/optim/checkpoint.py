@@ -13,7 +13,6 @@ import torch
 from .._widefuse import Error
 from .dtensor_shards import is_dtensor, like_param, local_of
 from .state_formats import dequantize_state, fit_state, group_format
-from .step_fusion import local
 
 # Param-group options of the state's storage, not of the algorithm: update() does not get them.
 FORMAT_OPTIONS = ("state_format", "block_size")
@@ -86,7 +85,7 @@ class CheckpointMethods:
                         callable(getattr(type(inner), "dequantize", None)):
                     # A tensor subclass of quantized state (torchao's low-bit optimizers):
                     # its values, which this optimizer's format quantizes again below.
-                    values = inner.dequantize().float().to(device=local(param).device)
+                    values = inner.dequantize().float().to(device=local_of(param).device)
                     state[key] = like_param(values, param, tuple(param.shape)) \
                         if is_dtensor(original) else values
                     continue
@@ -95,7 +94,7 @@ class CheckpointMethods:
                     # From the saved tensor: torch cast it to the parameter's dtype.
                     state[key] = saved[id(param)][key].to(device=param.device, dtype=wanted)
                 elif value.dim() == 0:
-                    state[key] = value.to(device=local(param).device)
+                    state[key] = value.to(device=local_of(param).device)
             self.state[param] = fit_state(group_format(group), param, state)
 
     def _state_dtype(self, key: str, param: Any, group: dict) -> Optional[torch.dtype]:
