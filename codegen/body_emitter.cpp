@@ -115,6 +115,10 @@ void BodyEmitter::entry() {
     if (slot.kind == SlotKind::ElementTensor && strided)
       out_.line("WF_CHECK_OFFSET({}, {}_strides, {});", name, slot.field, slot.stridesOffset);
   }
+  if (body_.reducesRows) {
+    out_.line("WF_CHECK_OFFSET({}, row_tickets, {});", name, body_.rowTicketsOffset);
+    out_.line("WF_CHECK_OFFSET({}, row_segments, {});", name, body_.rowSegmentsOffset);
+  }
   for (const ReductionSlot& slot : body_.reductions) {
     out_.line("WF_CHECK_OFFSET({}, {}_partials, {});", name, slot.name, slot.partialsOffset);
     out_.line("WF_CHECK_OFFSET({}, {}_out, {});", name, slot.name, slot.outOffset);
@@ -263,6 +267,11 @@ void BodyEmitter::elementsFunction(const ElementsVariant& variant) {
 }
 
 void BodyEmitter::elementRange() {
+  if (body_.reducesRows) { // the rows loop takes chunks: rows by a segment of their columns
+    out_.line("const {0} begin = {0}(first - entry.header.first_chunk);", indexType_);
+    out_.line("const {0} stop = {0}(end - entry.header.first_chunk);", indexType_);
+    return;
+  }
   out_.line("const {0} begin = {0}(first - entry.header.first_chunk) * {1};", indexType_,
             body_.chunkElements);
   out_.line("const {0} limit = {0}(end - entry.header.first_chunk) * {1};", indexType_,
@@ -434,8 +443,10 @@ void BodyEmitter::deferredFunction() {
 }
 
 void BodyEmitter::memberChunks() {
-  out_.line("const i32 chunks = entry.header.numel > 0 ? i32((entry.header.numel + {}) / {}) : 1;",
-            body_.chunkElements - 1, body_.chunkElements);
+  out_.line("const i32 chunks = (entry.header.numel > 0 ? i32((entry.header.numel + {}) / {}) : "
+            "1){};",
+            body_.chunkElements - 1, body_.chunkElements,
+            body_.reducesRows ? " * entry.row_segments" : "");
 }
 
 void BodyEmitter::deferredWritesAndTicketReset() {

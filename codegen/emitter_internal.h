@@ -204,8 +204,14 @@ private:
   void vectorReductionLeaves(bool whole);
   /// The host fast path's: the same rows, each row's threads one after another.
   void hostReductionRows();
-  /// The host fast path's elements of a body reducing over rows: each row of [begin, end) by
-  /// one loop over its elements in order (the row's tree, wf_tree_counter).
+  // Rows (rows_emitter.cpp, docs/reductions.md §9).
+  /// `columns`, `rows` and `segments` of the member.
+  void rowLocals();
+  /// The rows and columns of chunk `chunk` (`row_begin`, `row_end`, `column_begin`,
+  /// `column_end`), and `next`: one chunk, or the run's rest where rows have one segment.
+  void rowChunkBounds();
+  /// The host fast path's elements of a body reducing over rows: each chunk's rows by one loop
+  /// over their segment's columns in order (wf_tree_counter), then the segments' combine.
   void hostRowsReductionLoop();
   /// Coordinates `c<d>` of element (`row`, `column`) and each tensor's offset `at_<field>`:
   /// the divisions depend on the row alone.
@@ -216,10 +222,13 @@ private:
   void deviceRowsReductionLoop();
   void rowsByWarps();
   void rowsByTiles();
+  /// The last block done with a chunk's rows combines their segments' partials, a warp per row.
+  void deviceRowsCombine();
   /// `<r>_leaf` of element (`row`, `column`) where `inRange` holds, the identity elsewhere.
   void rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::StringRef inRange);
-  /// Lane 0 writes each reduction's result of `row` (below `end`) from `<r>_<counter>`.
-  void rowResult(llvm::StringRef counter, llvm::StringRef row);
+  /// Where `guard` holds, each reduction's tree of `row`'s segment (`<r>_tree`): the row's
+  /// result when the row has one segment, else its partial.
+  void rowPartialOrResult(llvm::StringRef row, llvm::StringRef guard);
   /// The member's last finisher: its tree of the chunk partials, its result or its part of a
   /// global one (and the last contributor's combine), by one thread (the host's fast path).
   void reductionFinish();

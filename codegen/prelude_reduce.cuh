@@ -266,6 +266,15 @@ template <typename A, typename Op> struct wf_warp_counter {
 };
 
 #else
+/// The host's twins of the device-scope accesses: the host backend's threads see each other's
+/// fenced stores.
+template <typename A> inline A wf_load_device(const A* address) {
+  return *(const volatile A*)address;
+}
+template <typename A> inline void wf_store_device(A* address, A value) {
+  *(volatile A*)address = value;
+}
+
 /// The host backend's entries compute the rows themselves (its device functions are compiled,
 /// never run): reaching this is a bug in the host entry.
 template <typename Op, int Threads, typename A> inline A wf_block_tree(A leaf, A*) {

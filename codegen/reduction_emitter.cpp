@@ -47,6 +47,10 @@ std::string TreeText::leaf(const std::string& text, DataType operandType) const 
 }
 
 void BodyEmitter::reductionFields() {
+  if (body_.reducesRows) {
+    out_.line("u32* row_tickets; // segments done, per chunk's rows (workspace; several segments)");
+    out_.line("i32 row_segments; // segments per row");
+  }
   for (const ReductionSlot& slot : body_.reductions) {
     std::string a = treeText(slot).accumulatorType();
     out_.line("{}* {}_partials; // this member's chunk partials (workspace)", a, slot.name);
@@ -301,161 +305,6 @@ void BodyEmitter::hostReductionRows() {
   out_.close();
   // The elements function writes them on the device; these rows replace it on the host.
   zeroDimensionalOutputs("begin == 0");
-}
-
-void BodyEmitter::hostRowsReductionLoop() {
-  unsigned inner = body_.domainRank - 1 - body_.rowTrailing; // the reduced dimension
-  out_.line("// Rows [begin, end) of the member: each row's tree over its elements in order");
-  out_.line("const {0} columns = {0}(entry.extents[{1}]);", indexType_, inner);
-  out_.open("for ({0} row = begin; row < end; ++row)", indexType_);
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("wf_tree_counter<{}, {}> {}_tree;", treeText(slot).accumulatorType(),
-              treeText(slot).combine(), slot.name);
-  out_.open("for ({0} column = 0; column < columns; ++column)", indexType_);
-  rowLocate("row", "column");
-  perElement(rowsAccess());
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_tree.push(out.{0});", slot.name);
-  out_.close();
-  for (const ReductionSlot& slot : body_.reductions) {
-    std::string a = treeText(slot).accumulatorType();
-    out_.line("bool {}_here = false;", slot.name);
-    out_.line("const {0} {1}_value = {1}_tree.finish(&{1}_here);", a, slot.name);
-    out_.line("wf_global(entry.{0}_out)[row] = {1}; // an empty row: the identity", slot.name,
-              treeText(slot).finished(
-                  fmt::format("{0}_here ? {0}_value : {1}", slot.name, treeText(slot).identity())));
-  }
-  out_.close();
-}
-
-void BodyEmitter::rowLocate(llvm::StringRef row, llvm::StringRef column) {
-  // Coordinates from the row and the column: the divisions depend on the row alone, so they
-  // leave the column loop. The dimensions after the reduced one are static 1s.
-  unsigned rank = body_.domainRank, inner = rank - 1 - body_.rowTrailing;
-  if (inner > 0)
-    out_.line("{} rest = {};", indexType_, row.str());
-  for (unsigned d = inner; d-- > 1;) {
-    out_.line("const {0} c{1} = rest % {0}(entry.extents[{1}]);", indexType_, d);
-    out_.line("rest /= {}(entry.extents[{}]);", indexType_, d);
-  }
-  if (inner > 0)
-    out_.line("const {} c0 = rest;", indexType_);
-  out_.line("const {} c{} = {};", indexType_, inner, column.str());
-  for (unsigned d = inner + 1; d < rank; ++d)
-    out_.line("const {} c{} = 0;", indexType_, d);
-  forEachElementTensor(true, true, [&](const Slot& slot) {
-    offsetLocal(slot, [](unsigned d) { return fmt::format("c{}", d); });
-  });
-}
-
-void BodyEmitter::rowLeaf(llvm::StringRef row, llvm::StringRef column, llvm::StringRef inRange) {
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{} {}_leaf = {};", treeText(slot).accumulatorType(), slot.name,
-              treeText(slot).identity());
-  out_.open("if ({})", inRange.str());
-  rowLocate(row, column);
-  perElement(rowsAccess());
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_leaf = out.{0};", slot.name);
-  out_.close();
-}
-
-void BodyEmitter::rowResult(llvm::StringRef counter, llvm::StringRef row) {
-  for (const ReductionSlot& slot : body_.reductions) {
-    std::string a = treeText(slot).accumulatorType(),
-                tree = fmt::format("{}_{}", slot.name, counter.str());
-    out_.line("bool {}_here = false;", slot.name);
-    out_.line("const {} {}_value = {}.finish(&{}_here);", a, slot.name, tree, slot.name);
-    out_.line("if (lane == 0 && {} < end) // an empty row: the identity", row.str());
-    out_.line("  wf_global(entry.{0}_out)[{1}] = {2};", slot.name, row.str(),
-              treeText(slot).finished(
-                  fmt::format("{0}_here ? {0}_value : {1}", slot.name, treeText(slot).identity())));
-  }
-}
-
-void BodyEmitter::rowsByWarps() {
-  unsigned warps = plan_.threadsPerBlock / 32;
-  out_.line("// A warp per row ({} apart): lane l takes columns l, l + 32, ...; each 32 columns' "
-            "tree by",
-            warps);
-  out_.line("// shuffles, the row's tree by a counter spread over the lanes");
-  out_.open("for ({0} row = begin + {0}(threadIdx.x / 32u); row < end; row += {1})", indexType_,
-            warps);
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("wf_warp_counter<{}, {}> {}_tree;", treeText(slot).accumulatorType(),
-              treeText(slot).combine(), slot.name);
-  out_.open("for ({0} column = lane; column - lane < columns; column += 32)", indexType_);
-  rowLeaf("row", "column", "column < columns");
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_tree.push(wf_warp_tree<{1}>({0}_leaf));", slot.name, treeText(slot).combine());
-  out_.close();
-  rowResult("tree", "row");
-  out_.close();
-}
-
-void BodyEmitter::rowsByTiles() {
-  unsigned warps = plan_.threadsPerBlock / 32, perWarp = 32 / std::min(warps, 32u);
-  out_.line("// Tiles of 32 rows x 32 columns: thread (w, l) computes the leaves of row row0 + l "
-            "(consecutive");
-  out_.line("// rows are adjacent in memory: coalesced) in columns w, w + {0}, ...; after a "
-            "barrier warp w",
-            warps);
-  out_.line("// takes rows w, w + {0}, ... of the tile, one column per lane: each row's 32 "
-            "columns' tree by",
-            warps);
-  out_.line("// shuffles, pushed to the row's counter.");
-  out_.open("for ({0} row0 = begin; row0 < end; row0 += 32)", indexType_);
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("wf_warp_counter<{}, {}> {}_trees[{}];", treeText(slot).accumulatorType(),
-              treeText(slot).combine(), slot.name, perWarp);
-  out_.open("for ({0} column0 = 0; column0 < columns; column0 += 32)", indexType_);
-  out_.directive("#pragma unroll");
-  out_.open("for (int k = 0; k < {}; ++k)", perWarp);
-  out_.line("const {0} column = column0 + {0}(threadIdx.x / 32u) + {1} * k;", indexType_, warps);
-  out_.line("const {} row = row0 + lane;", indexType_);
-  rowLeaf("row", "column", "row < end && column < columns");
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_tile[column - column0][lane] = {0}_leaf;", slot.name);
-  out_.close();
-  out_.line("__syncthreads(); // the tile's leaves are written");
-  out_.directive("#pragma unroll");
-  out_.open("for (int k = 0; k < {}; ++k)", perWarp);
-  out_.line("const int r = int(threadIdx.x / 32u) + {} * k; // the tile's row", warps);
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("{0}_trees[k].push(wf_warp_tree<{1}>({0}_tile[lane][r]));", slot.name,
-              treeText(slot).combine());
-  out_.close();
-  out_.line("__syncthreads(); // the tile is read before the next one is written");
-  out_.close();
-  out_.directive("#pragma unroll");
-  out_.open("for (int k = 0; k < {}; ++k)", perWarp);
-  out_.line("const {0} row = row0 + {0}(threadIdx.x / 32u) + {1} * k;", indexType_, warps);
-  rowResult("trees[k]", "row");
-  out_.close();
-  out_.close();
-}
-
-void BodyEmitter::deviceRowsReductionLoop() {
-  unsigned inner = body_.domainRank - 1 - body_.rowTrailing; // the reduced dimension
-  out_.line("// Rows [begin, end) of the member, each row's tree over its columns in order");
-  out_.line("const {0} columns = {0}(entry.extents[{1}]);", indexType_, inner);
-  out_.line("const {} lane = threadIdx.x & 31u;", indexType_);
-  const Slot* first = nullptr;
-  forEachElementTensor(true, false, [&](const Slot& slot) { first = first ? first : &slot; });
-  if (!first) {
-    rowsByWarps();
-    return;
-  }
-  for (const ReductionSlot& slot : body_.reductions)
-    out_.line("__shared__ {} {}_tile[32][33]; // a tile's leaves, by column (padded: no bank "
-              "conflicts)",
-              treeText(slot).accumulatorType(), slot.name);
-  out_.openCommented(fmt::format("if (entry.{}_strides[{}] <= 1)", first->field, inner),
-                     "rows along memory (or broadcast): a warp reads a row's columns together");
-  rowsByWarps();
-  out_.openElse("rows across memory (a transposed view): tiles");
-  rowsByTiles();
-  out_.close();
 }
 
 void BodyEmitter::deviceReductionFinish() {

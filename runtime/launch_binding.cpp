@@ -85,7 +85,7 @@ private:
                 std::vector<std::byte>& bytes, size_t base);
   /// A member's reduction fields: its partials and, for a global reduction, the results and
   /// ticket every contributor in the launch shares.
-  void bindReduction(const ReductionSlot& slot, const Component& component, int64_t chunks,
+  void bindReduction(const ReductionSlot& slot, const Component& component, int64_t partials,
                      LaunchBinding& binding, std::vector<std::byte>& bytes, size_t base);
   /// `bytes` of workspace, 16-byte aligned, written at `offset` of `bytes`.
   uint64_t reserve(LaunchBinding& binding, uint64_t size, std::vector<std::byte>& bytes,
@@ -167,7 +167,7 @@ uint64_t Binder::reserve(LaunchBinding& binding, uint64_t size, std::vector<std:
   return at;
 }
 
-void Binder::bindReduction(const ReductionSlot& slot, const Component& component, int64_t chunks,
+void Binder::bindReduction(const ReductionSlot& slot, const Component& component, int64_t partials,
                            LaunchBinding& binding, std::vector<std::byte>& bytes, size_t base) {
   auto [reduction, operand] = component.contributions[slot.contribution];
   put(bytes, base + slot.outOffset, tensorOf_(reduction->result(), true).data);
@@ -177,10 +177,10 @@ void Binder::bindReduction(const ReductionSlot& slot, const Component& component
         reduction->operand(0)->rank() - 1 - reduction->attributes().dim ==
             int64_t(bodyOfClass_.lookup(segmented_.classOfComponent[component.id])->rowTrailing),
         "'{}' reduces another dimension than its class's body", reduction->result()->name());
-    return; // each row's thread writes its result: no partials
   }
   uint64_t accumulator = byteSize(computeType(slot.accumulator));
-  reserve(binding, uint64_t(chunks) * accumulator, bytes, base + slot.partialsOffset);
+  if (partials > 0)
+    reserve(binding, uint64_t(partials) * accumulator, bytes, base + slot.partialsOffset);
   if (!slot.global)
     return;
   unsigned operands = unsigned(reduction->operands().size());
@@ -200,6 +200,15 @@ void Binder::bindReduction(const ReductionSlot& slot, const Component& component
   global.contributors += 1;
   put(bytes, base + slot.operandOffset, int32_t(operand));
   put(bytes, base + slot.operandsOffset, int32_t(operands));
+}
+
+/// Segments of the body's segment columns in each of the member's rows: 1 where the rows are
+/// no longer than that, or where there are none.
+int64_t rowSegments(const BodyPlan& body, llvm::ArrayRef<int64_t> domain, int64_t rows) {
+  int64_t columns = domain.empty() ? 0 : domain[domain.size() - 1 - body.rowTrailing];
+  if (rows == 0 || columns <= body.rowSegmentColumns)
+    return 1;
+  return (columns + body.rowSegmentColumns - 1) / body.rowSegmentColumns;
 }
 
 void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t entryOffset,
@@ -225,6 +234,19 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
     domain.insert(domain.begin(),
                   body.domainRank - std::min<size_t>(domain.size(), body.domainRank), 1);
   int64_t chunks = std::max<int64_t>(1, (numel + body.chunkElements - 1) / body.chunkElements);
+  int64_t segments = body.reducesRows ? rowSegments(body, domain, numel) : 1;
+  if (body.reducesRows) { // a chunk is its rows' segment of columns
+    if (chunks > kMaxChunks / segments)
+      fail("a kernel launch of '{}' would need more than {} chunks; split the fusion", plan_.name,
+           kMaxChunks);
+    put(entries, entryOffset + body.rowSegmentsOffset, int32_t(segments));
+    if (segments > 1) // a ticket per chunk's rows
+      reserve(binding, uint64_t(chunks) * sizeof(uint32_t), entries,
+              entryOffset + body.rowTicketsOffset);
+    chunks *= segments;
+  }
+  // Rows of one segment are written by their warps; longer ones leave a partial per segment.
+  int64_t partials = !body.reducesRows ? chunks : segments > 1 ? numel * segments : 0;
   if (int64_t(binding.numChunks) + chunks > kMaxChunks)
     fail("a kernel launch of '{}' would need more than {} chunks; split the fusion", plan_.name,
          kMaxChunks);
@@ -243,7 +265,7 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
       bindSlot(body, slot, component, member, domain, binding, binding.parameters, 0);
   }
   for (const ReductionSlot& slot : body.reductions)
-    bindReduction(slot, component, chunks, binding, entries, entryOffset);
+    bindReduction(slot, component, partials, binding, entries, entryOffset);
 }
 
 LaunchBinding Binder::bind(const KernelLaunch& launch) {

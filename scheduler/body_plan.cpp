@@ -439,12 +439,14 @@ void BodyPlanner::chooseVectorWidth() {
                                  body_.name));
   } else if (body_.reducesRows) {
     body_.vectorElements = 1;
-    notes_.push_back(fmt::format("{}: reduces {} value{} over rows, a warp per row (32 "
-                                 "columns at a time, the row's tree by a counter in the lanes' "
-                                 "registers); a chunk is {} rows",
-                                 body_.name, body_.reductions.size(),
-                                 body_.reductions.size() == 1 ? "" : "s",
-                                 request_.threadsPerBlock / 32 * kIterationsPerChunk));
+    notes_.push_back(fmt::format(
+        "{}: reduces {} value{} over rows, a warp per row (32 "
+        "columns at a time, the row's tree by a counter in the lanes' "
+        "registers); a chunk is {} rows by at most {} columns (longer "
+        "rows: a partial per segment, combined by the last block)",
+        body_.name, body_.reductions.size(), body_.reductions.size() == 1 ? "" : "s",
+        request_.threadsPerBlock / 32 * kIterationsPerChunk, request_.rowSegmentColumns));
+    body_.rowSegmentColumns = request_.rowSegmentColumns;
   } else if (!body_.reductions.empty() && body_.indexing == Indexing::Strided) {
     body_.vectorElements = 1;
     notes_.push_back(fmt::format("{}: reduces {} value{}, strided: one element per access",
@@ -526,6 +528,10 @@ void BodyPlanner::layOutEntry() {
       unsigned size = unsigned(byteSize(slot.dtype));
       slot.offset = place(cursor, size, size);
     }
+  }
+  if (body_.reducesRows) {
+    body_.rowTicketsOffset = place(cursor, 8, 8);
+    body_.rowSegmentsOffset = place(cursor, 4, 4);
   }
   for (ReductionSlot& slot : body_.reductions) {
     slot.partialsOffset = place(cursor, 8, 8);

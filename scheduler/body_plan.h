@@ -22,6 +22,8 @@ struct BodyRequest {
   llvm::ArrayRef<unsigned> members;
   /// Flat vector loops load the next vector before computing the current one.
   bool prefetch = false;
+  /// Columns of a row segment (rows bodies).
+  int64_t rowSegmentColumns = 512;
 };
 
 /// Plans one body of `signature`, written with the names of its first member. Slot offsets

@@ -182,12 +182,20 @@ struct BodyPlan {
   /// unless they are over rows.
   std::vector<ReductionSlot> reductions;
   /// Every reduction is over rows (docs/reductions.md §9): the body's elements are the rows of
-  /// its domain (the header's numel counts rows), and one warp computes a row's whole tree and
-  /// writes its result, so no partials and no finisher.
+  /// its domain (the header's numel counts rows). A chunk is `chunkElements` rows by one
+  /// segment of their columns; a warp computes a segment's tree. A row of one segment is
+  /// written by its warp; longer rows leave a partial per segment, which the last block done
+  /// with the chunk's rows combines (a ticket per chunk's rows, no member finisher).
   bool reducesRows = false;
   /// The dimensions after the reduced one (static 1s: docs/reductions.md §2), so that the
   /// row length is extent `domainRank - 1 - rowTrailing`.
   unsigned rowTrailing = 0;
+  /// Rows bodies: columns of a row segment, a chunk's share of its rows (docs/reductions.md
+  /// §9); entry offsets of `i32 row_segments` (segments per row, 1 for rows no longer than a
+  /// segment) and `u32* row_tickets` (one per chunk's rows, in the workspace, when there are
+  /// several segments).
+  int64_t rowSegmentColumns = 0;
+  unsigned rowSegmentsOffset = 0, rowTicketsOffset = 0;
   /// The reductions over blocks it computes and reads (docs/reductions.md §2).
   std::vector<BlockSlot> blocks;
   /// Reads or writes by blocks (block reductions, block tensors): its elements are taken a
@@ -271,6 +279,9 @@ unsigned registerCap(const KernelPlan& plan);
 /// loads (at most 8), a level of combines, a level of the block tree. At most
 /// ceil(values / 256) + 8 for blocks of 256 (tests/scheduler/schedule_test.cpp).
 int64_t combineSteps(int64_t values, unsigned threads);
+
+/// Columns of a row segment by default (ScheduleOptions::rowSegmentColumns).
+inline constexpr int64_t kRowSegmentColumns = 512;
 
 /// The longest row a rows reduction takes: its warp's counter has 32 levels of 32-element
 /// subtrees (wf_warp_counter). A row this long holds 512 GiB of f32 values.

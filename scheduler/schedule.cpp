@@ -86,6 +86,9 @@ KernelPlan KernelPlanner::plan(const LaunchGroup& group) {
   if (threads < 32 || threads > 1024 || (threads & (threads - 1)) != 0)
     fail("threads per block must be a power of two from 32 to 1024, not {}", threads);
   plan.threadsPerBlock = threads;
+  int64_t segment = options_.rowSegmentColumns;
+  if (segment < 32 || segment > (int64_t(1) << 20) || (segment & (segment - 1)) != 0)
+    fail("row segments must be a power of two from 32 to 2^20 columns, not {}", segment);
   addBodies(plan, group);
   plan.maxGridBlocks = device_.multiprocessorCount * plan.minBlocksPerMultiprocessor;
   bool wide =
@@ -110,6 +113,7 @@ void KernelPlanner::addBodies(KernelPlan& plan, const LaunchGroup& group) {
     request.threadsPerBlock = plan.threadsPerBlock;
     request.members = members;
     request.prefetch = options_.prefetch;
+    request.rowSegmentColumns = options_.rowSegmentColumns;
     plan.bodies.push_back(
         planBody(segmented_, segmented_.signatureClasses[classId], request, plan.notes));
     plan.needsTickets |= plan.bodies.back().needsFinisher();

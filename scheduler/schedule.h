@@ -38,6 +38,10 @@ struct ScheduleOptions {
   /// Threads per block: a power of two from 32 to 1024. A chunk is 4 rows of them, and the
   /// combine's block tree has as many leaves (docs/reductions.md §8, §10).
   unsigned threadsPerBlock = 256;
+  /// Columns of a row segment: a rows chunk takes at most this many columns of its rows, so
+  /// that a few long rows spread over many blocks (docs/reductions.md §9). A power of two from
+  /// 32 to 2^20; a segment's tree is then a subtree of its row's.
+  int64_t rowSegmentColumns = kRowSegmentColumns;
 };
 
 /// Members below this many elements (and tensor spans) use 32-bit indices: 2^31 less one

@@ -30,6 +30,11 @@ void addCompileOptions(CLI::App& command, CompileArguments& arguments) {
                   "cap; lowered while a kernel spills)")
       ->check(CLI::Range(1, 8))
       ->capture_default_str();
+  command
+      .add_option("--row-segment", arguments.schedule.rowSegmentColumns,
+                  "Columns of a row segment: reductions over rows take longer rows in segments "
+                  "of this many columns, one chunk each (a power of two from 32 to 2^20)")
+      ->capture_default_str();
 }
 
 bool hasCompileOnlyOptions(const CompileArguments& arguments) {
@@ -38,7 +43,8 @@ bool hasCompileOnlyOptions(const CompileArguments& arguments) {
          !arguments.emit.empty() || arguments.noFmad ||
          arguments.schedule.prefetch != defaults.schedule.prefetch ||
          arguments.schedule.minBlocksPerMultiprocessor !=
-             defaults.schedule.minBlocksPerMultiprocessor;
+             defaults.schedule.minBlocksPerMultiprocessor ||
+         arguments.schedule.rowSegmentColumns != defaults.schedule.rowSegmentColumns;
 }
 
 FusionCompileOptions fusionCompileOptions(const CompileArguments& arguments) {

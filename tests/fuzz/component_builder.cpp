@@ -82,9 +82,14 @@ private:
       bool zero = plan_.allowZeroExtents && pickValue(8) == 0;
       shape_.push_back(zero ? 0 : kExtents[pickValue(std::size(kExtents))]);
     }
-    // Shrink the largest extents until the domain is small enough to run quickly.
+    // Shrink the largest extents until the domain is small enough to run quickly, the leading
+    // ones first: rows keep their length (past a row segment of the runs, 32 columns).
     while (numElements(shape_) > plan_.maxElements) {
-      auto largest = std::max_element(shape_.begin(), shape_.end());
+      auto leading =
+          shape_.size() > 1 && numElements(llvm::ArrayRef<int64_t>(shape_).drop_back()) > 1
+              ? shape_.end() - 1
+              : shape_.end();
+      auto largest = std::max_element(shape_.begin(), leading);
       *largest = std::max<int64_t>(1, *largest / 3);
     }
   }
@@ -484,6 +489,8 @@ void ComponentBuilder::addReduction() {
     OpKind drawn = result.value()->definition()->op();
     ++stats_.reductions;
     stats_.emptyMaxMin += substituted;
+    stats_.segmentedRows +=
+        scope == ReductionScope::Rows && operands[0].shape.back() > kFuzzRowSegmentColumns;
     stats_.reductionForms.insert(reductionForm(drawn, scope));
     record(drawn, {}, result);
     useReduction(scope, result);

@@ -19,6 +19,10 @@ namespace widefuse::fuzz {
 
 /// The dtypes before complex ones, in kAllDataTypes' order: the generator draws among these
 /// (and turns some f32/f64 into c64/c128 from a stream of its own).
+/// Columns of a row segment in the fuzzer's runs: the shortest, so that its rows past 32
+/// columns are split into segments (docs/reductions.md §9).
+inline constexpr int64_t kFuzzRowSegmentColumns = 32;
+
 inline constexpr DataType kRealDataTypes[] = {
     DataType::Bool,          DataType::Int8,        DataType::Int16,         DataType::Int32,
     DataType::Int64,         DataType::UInt8,       DataType::UInt16,        DataType::UInt32,
@@ -64,6 +68,8 @@ struct GeneratorStats {
   uint64_t reductionsRead = 0;
   uint64_t reductionsAcross = 0;
   uint64_t emptyMaxMin = 0;
+  /// Reductions over rows longer than a segment (kFuzzRowSegmentColumns).
+  uint64_t segmentedRows = 0;
   /// Cases whose fusion runs in two or more phases (a value reads a reduction's result).
   uint64_t multiPhaseCases = 0;
   /// "sum/tensor", "max/global", ...: the op and scope pairs drawn.
@@ -83,6 +89,7 @@ struct GeneratorStats {
     reductionsRead += other.reductionsRead;
     reductionsAcross += other.reductionsAcross;
     emptyMaxMin += other.emptyMaxMin;
+    segmentedRows += other.segmentedRows;
     multiPhaseCases += other.multiPhaseCases;
     reductionForms.insert(other.reductionForms.begin(), other.reductionForms.end());
     opsCovered.insert(other.opsCovered.begin(), other.opsCovered.end());

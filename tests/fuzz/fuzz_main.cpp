@@ -99,9 +99,10 @@ void printFigures(const Settings& settings, const Figures& f, double seconds) {
   fmt::print("  lower-rank outputs beside their component's domain (split by shape): {}\n",
              g.narrowOutputs);
   fmt::print("  reductions drawn: {} (read by a pointwise op of a later pass: {}; over several "
-             "components: {}; max/min of operands without elements drawn as sum: {}); cases "
-             "run in 2+ phases: {}\n",
-             g.reductions, g.reductionsRead, g.reductionsAcross, g.emptyMaxMin, g.multiPhaseCases);
+             "components: {}; max/min of operands without elements drawn as sum: {}; over rows "
+             "longer than a segment: {}); cases run in 2+ phases: {}\n",
+             g.reductions, g.reductionsRead, g.reductionsAcross, g.emptyMaxMin, g.segmentedRows,
+             g.multiPhaseCases);
   fmt::print("  reduction forms covered ({}): {}\n", g.reductionForms.size(),
              fmt::join(g.reductionForms, " "));
   fmt::print("  ops covered ({}): {}\n", g.opsCovered.size(), fmt::join(g.opsCovered, " "));

@@ -53,6 +53,7 @@ RunOutcome runConfig(const FuzzCase& fuzzCase, const RunConfig& config,
   options.host.execution = config.execution;
   options.host.interleavings = 1; // the configurations are the interleavings
   options.host.elementsPerWorker = 1;
+  options.schedule.rowSegmentColumns = kFuzzRowSegmentColumns;
   RunResult result;
   RunOutcome outcome;
   outcome.kind = RunOutcome::Kind::Mismatch;
