@@ -105,6 +105,7 @@ std::string skeletonHelpers() {
 #endif
 
 )" + entryHeader() +
+         "\n" + chunkSharesText().str() +
          R"(
 
 /// Tells the compiler that a pointer read from the member table addresses global memory, so
@@ -114,20 +115,6 @@ template <typename T> WF_DEVICE T* wf_global(T* pointer) {
   __builtin_assume(__isGlobal(pointer));
 #endif
   return pointer;
-}
-
-/// The member whose chunks include `chunk`: a binary search over the first_chunk prefix
-/// sums (every member has at least one chunk, so they increase strictly).
-template <typename Entry> WF_DEVICE i32 wf_find_member(const Entry* table, i32 count, i32 chunk) {
-  i32 low = 0, high = count - 1;
-  while (low < high) {
-    const i32 middle = (low + high + 1) / 2;
-    if (table[middle].header.first_chunk <= chunk)
-      low = middle;
-    else
-      high = middle - 1;
-  }
-  return low;
 }
 
 )";
@@ -188,19 +175,20 @@ void parameterType(const KernelPlan& plan, CodeWriter& out) {
 
 } // namespace
 
-/// The walk both entry points share: block `block` of `grid` takes the contiguous chunks
-/// [block * per_block, (block + 1) * per_block) and hands each member's run of them to its
-/// body's `<body><runFunction>(params, entry, member, first, end)`, so a block finds a member
-/// once and computes its per-member values once.
+/// The walk both entry points share: block `block` of `grid` takes the contiguous chunks that
+/// start in its share of the launch's work (codegen/chunk_shares.h) and hands each member's run
+/// of them to its body's `<body><runFunction>(params, entry, member, first, end)`, so a block
+/// finds a member once and computes its per-member values once.
 void chunkWalk(const KernelPlan& plan, llvm::StringRef block, llvm::StringRef grid,
                llvm::StringRef runFunction, CodeWriter& out) {
   out.line("const {}* table = {};", entryTypeName(plan),
            plan.tableLocation == TableLocation::KernelParameters ? "params.members"
                                                                  : "params.table");
-  out.line("const i32 per_block = (params.num_chunks + i32({0}) - 1) / i32({0});", grid.str());
-  out.line("i32 chunk = i32({}) * per_block;", block.str());
-  out.line("const i32 last = params.num_chunks - chunk < per_block ? params.num_chunks : chunk + "
-           "per_block;");
+  out.line("i32 chunk = 0, last = 0;");
+  out.line(
+      "wf_block_chunks(table, params.num_members, params.num_chunks, i64({}), i64({}), &chunk, "
+      "&last);",
+      block.str(), grid.str());
   out.line("if (chunk >= last)");
   out.indent();
   out.line("return;");
@@ -238,8 +226,8 @@ namespace {
 
 void kernel(const KernelPlan& plan, CodeWriter& out) {
   out.line(
-      "/// A persistent grid: block b runs the b-th of gridDim.x equal shares of all members'");
-  out.line("/// chunks, in order.");
+      "/// A persistent grid: block b runs the chunks that start in the b-th of gridDim.x equal");
+  out.line("/// shares of all members' work, in order.");
   out.line("/// No __launch_bounds__: it would override the register cap NVRTC is given "
            "(--maxrregcount),");
   out.line("/// which compileFusion raises for a kernel that spills.");

@@ -10,6 +10,10 @@ namespace widefuse {
 /// The text of codegen/prelude.cuh.
 llvm::StringRef devicePrelude();
 
+/// The text of codegen/chunk_shares.h: how a launch's blocks share its chunks (every kernel's
+/// skeleton).
+llvm::StringRef chunkSharesText();
+
 /// The text of codegen/prelude_reduce.cuh (with ir/reduction_tree.h in it): what kernels that
 /// reduce add after devicePrelude(); the others leave it out, which keeps their compile short.
 llvm::StringRef reductionPrelude();

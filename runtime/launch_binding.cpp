@@ -85,6 +85,15 @@ private:
                 std::vector<std::byte>& bytes, size_t base);
   /// A member's reduction fields: its partials and, for a global reduction, the results and
   /// ticket every contributor in the launch shares.
+  /// A member's chunks, the work of one (elements), and its partials per reduction.
+  struct MemberChunks {
+    int64_t chunks = 0, chunkWork = 0, partials = 0;
+  };
+  /// The chunks of a rows member of `groups` row groups: each group by its segments of
+  /// columns; writes row_segments and reserves the group tickets.
+  MemberChunks bindRows(const BodyPlan& body, llvm::ArrayRef<int64_t> domain, int64_t rows,
+                        int64_t groups, LaunchBinding& binding, std::vector<std::byte>& entries,
+                        size_t entryOffset);
   void bindReduction(const ReductionSlot& slot, const Component& component, int64_t partials,
                      LaunchBinding& binding, std::vector<std::byte>& bytes, size_t base);
   /// `bytes` of workspace, 16-byte aligned, written at `offset` of `bytes`.
@@ -211,6 +220,28 @@ int64_t rowSegments(const BodyPlan& body, llvm::ArrayRef<int64_t> domain, int64_
   return (columns + body.rowSegmentColumns - 1) / body.rowSegmentColumns;
 }
 
+Binder::MemberChunks Binder::bindRows(const BodyPlan& body, llvm::ArrayRef<int64_t> domain,
+                                      int64_t rows, int64_t groups, LaunchBinding& binding,
+                                      std::vector<std::byte>& entries, size_t entryOffset) {
+  int64_t columns = domain.empty() ? 0 : domain[domain.size() - 1 - body.rowTrailing];
+  if (columns > kMaxRowElements)
+    fail("'{}' reduces rows of {} elements; a kernel reduces rows of at most {}", plan_.name,
+         columns, kMaxRowElements);
+  int64_t segments = rowSegments(body, domain, rows);
+  if (groups > kMaxChunks / segments)
+    fail("a kernel launch of '{}' would need more than {} chunks; split the fusion", plan_.name,
+         kMaxChunks);
+  put(entries, entryOffset + body.rowSegmentsOffset, int32_t(segments));
+  if (segments > 1) // a ticket per row group
+    reserve(binding, uint64_t(groups) * sizeof(uint32_t), entries,
+            entryOffset + body.rowTicketsOffset);
+  // A chunk is a row group by a segment of columns; rows of one segment are written by their
+  // warps, longer ones leave a partial per segment.
+  int64_t segmentColumns = std::clamp<int64_t>(columns, 1, body.rowSegmentColumns);
+  return {groups * segments, body.chunkElements * segmentColumns,
+          segments > 1 ? rows * segments : 0};
+}
+
 void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t entryOffset,
                         LaunchBinding& binding, bool first) {
   const Component& component = segmented_.components[member];
@@ -221,40 +252,32 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
                   shapes_.of(component.domainValue).end());
   // A body reducing over rows has a row for an element (an [R, 0] domain still has R rows).
   int64_t numel = numElements(domain);
+  int64_t elements = numel;
   if (body.reducesRows) {
     numel = 1;
     for (size_t d = 0; d < domain.size(); ++d)
       if (d != domain.size() - 1 - body.rowTrailing)
         numel *= domain[d];
-    if (!domain.empty() && domain[domain.size() - 1 - body.rowTrailing] > kMaxRowElements)
-      fail("'{}' reduces rows of {} elements; a kernel reduces rows of at most {}", plan_.name,
-           domain[domain.size() - 1 - body.rowTrailing], kMaxRowElements);
   }
   if (body.indexing == Indexing::Strided) // leading 1s up to the body's rank
     domain.insert(domain.begin(),
                   body.domainRank - std::min<size_t>(domain.size(), body.domainRank), 1);
-  int64_t chunks = std::max<int64_t>(1, (numel + body.chunkElements - 1) / body.chunkElements);
-  int64_t segments = body.reducesRows ? rowSegments(body, domain, numel) : 1;
-  if (body.reducesRows) { // a chunk is its rows' segment of columns
-    if (chunks > kMaxChunks / segments)
-      fail("a kernel launch of '{}' would need more than {} chunks; split the fusion", plan_.name,
-           kMaxChunks);
-    put(entries, entryOffset + body.rowSegmentsOffset, int32_t(segments));
-    if (segments > 1) // a ticket per chunk's rows
-      reserve(binding, uint64_t(chunks) * sizeof(uint32_t), entries,
-              entryOffset + body.rowTicketsOffset);
-    chunks *= segments;
-  }
-  // Rows of one segment are written by their warps; longer ones leave a partial per segment.
-  int64_t partials = !body.reducesRows ? chunks : segments > 1 ? numel * segments : 0;
-  if (int64_t(binding.numChunks) + chunks > kMaxChunks)
+  MemberChunks shares{std::max<int64_t>(1, (numel + body.chunkElements - 1) / body.chunkElements),
+                      body.chunkElements, 0};
+  shares.partials = shares.chunks;
+  if (body.reducesRows)
+    shares = bindRows(body, domain, numel, shares.chunks, binding, entries, entryOffset);
+  if (int64_t(binding.numChunks) + shares.chunks > kMaxChunks)
     fail("a kernel launch of '{}' would need more than {} chunks; split the fusion", plan_.name,
          kMaxChunks);
   put(entries, entryOffset + abi::kEntryNumelOffset, numel);
   put(entries, entryOffset + abi::kEntryFirstChunkOffset, int32_t(binding.numChunks));
   put(entries, entryOffset + abi::kEntryBodyOffset, int32_t(body.index));
-  binding.numChunks += unsigned(chunks);
-  binding.numElements += numel;
+  put(entries, entryOffset + abi::kEntryFirstWorkOffset, binding.work);
+  put(entries, entryOffset + abi::kEntryChunkWorkOffset, shares.chunkWork);
+  binding.numChunks += unsigned(shares.chunks);
+  binding.numElements += elements;
+  binding.work += shares.chunks * shares.chunkWork;
   if (body.indexing == Indexing::Strided)
     for (unsigned d = 0; d < body.domainRank; ++d)
       put(entries, entryOffset + body.extentsOffset + 8 * d, domain[d]);
@@ -265,7 +288,7 @@ void Binder::bindMember(unsigned member, std::vector<std::byte>& entries, size_t
       bindSlot(body, slot, component, member, domain, binding, binding.parameters, 0);
   }
   for (const ReductionSlot& slot : body.reductions)
-    bindReduction(slot, component, partials, binding, entries, entryOffset);
+    bindReduction(slot, component, shares.partials, binding, entries, entryOffset);
 }
 
 LaunchBinding Binder::bind(const KernelLaunch& launch) {

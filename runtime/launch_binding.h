@@ -59,8 +59,11 @@ struct LaunchBinding {
   std::vector<std::byte> table;
   /// Total chunks of all members: the useful grid size.
   unsigned numChunks = 0;
-  /// Total elements of all members' domains: the launch's work.
+  /// Total elements of all members' domains.
   int64_t numElements = 0;
+  /// Total work: every member's chunks times its chunk_work, the positions blocks share
+  /// (codegen/chunk_shares.h).
+  int64_t work = 0;
   /// Every input's pointer and scalar in `parameters` and `table`.
   std::vector<ArgumentSite> sites;
   /// Bytes of workspace the launch needs: zeroed before its first launch, which leaves its

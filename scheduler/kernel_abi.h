@@ -25,8 +25,12 @@ inline constexpr unsigned kEntryNumelOffset = 0;
 inline constexpr unsigned kEntryFirstChunkOffset = 8;
 /// `i32 body`: which body of a packed kernel runs the member.
 inline constexpr unsigned kEntryBodyOffset = 12;
+/// `i64 first_work`: the work of the members before it (a prefix sum of chunks x chunk_work).
+inline constexpr unsigned kEntryFirstWorkOffset = 16;
+/// `i64 chunk_work`: the work of one of its chunks, in elements (codegen/chunk_shares.h).
+inline constexpr unsigned kEntryChunkWorkOffset = 24;
 /// Size of a member-table entry's header; the body's fields follow.
-inline constexpr unsigned kEntryHeaderBytes = 16;
+inline constexpr unsigned kEntryHeaderBytes = 32;
 
 /// One field of a fixed header as generated code declares it, so codegen writes the struct
 /// and its offset pins from the same list the offsets above come from.
@@ -51,6 +55,9 @@ inline constexpr HeaderField kEntryHeader[] = {
     {"i32", "first_chunk", kEntryFirstChunkOffset,
      "global index of the member's first chunk (prefix sum)"},
     {"i32", "body", kEntryBodyOffset, "which body runs the member (packed kernels)"},
+    {"i64", "first_work", kEntryFirstWorkOffset,
+     "work of the members before it: blocks share work, not chunk counts"},
+    {"i64", "chunk_work", kEntryChunkWorkOffset, "elements of one of its chunks"},
 };
 
 } // namespace widefuse::abi

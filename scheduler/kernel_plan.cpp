@@ -144,8 +144,8 @@ std::string describeGrid(const KernelPlan& plan) {
   return fmt::format(
       "{} threads per block, compiled for {} resident blocks per multiprocessor (at most {} "
       "registers); a persistent grid of up to {} blocks ({} multiprocessors x {}, or what the "
-      "device's occupancy query allows) splits the members' chunks into equal contiguous "
-      "shares",
+      "device's occupancy query allows) gives each block the contiguous chunks of an equal "
+      "share of the members' elements",
       plan.threadsPerBlock, plan.minBlocksPerMultiprocessor, registerCap(plan), plan.maxGridBlocks,
       plan.device.multiprocessorCount, plan.minBlocksPerMultiprocessor);
 }

@@ -148,7 +148,7 @@ TEST(SkeletonNames, AValueMayTakeAnyNameTheSkeletonUses) {
   std::set<std::pair<DataType, DataType>> bitcasts;
   collect(*conversionsFusion(bitcasts), SegmentationMode::Packed);
   // The scan must find the skeleton's locals and types, or the check proves nothing.
-  for (const char* name : {"begin", "end", "i", "chunk", "per_block", "row", "probe_class0_out"})
+  for (const char* name : {"begin", "end", "i", "chunk", "last", "row", "probe_class0_out"})
     EXPECT_TRUE(names.count(name)) << "the scan missed the skeleton's '" << name << "'";
   expectHostCompiles(*fusionNaming(names), SegmentationMode::Batched);
 }

@@ -104,7 +104,8 @@ TEST(HostRowSegments, AFewLongRowsSpreadOverManyChunks) {
   // Adafactor's column factor of GPT-2's embedding: 768 rows of 50,257 (the transposed grad).
   // A chunk of whole rows would give 24 blocks work; segments give each row group 99 chunks,
   // with a partial per row and segment and a ticket per row group in the workspace. Rows no
-  // longer than a segment keep one chunk per row group and no partials.
+  // longer than a segment keep one chunk per row group and no partials. Each chunk weighs its
+  // elements, by which the blocks share the launch (codegen/chunk_shares.h).
   for (auto [rows, columns] : {std::pair<int64_t, int64_t>{768, 50257}, {50257, 512}}) {
     FusionDefinition fd("factor");
     Val g = fd.defineTensor({rows, columns}, DataType::Float, "g");
@@ -131,6 +132,9 @@ TEST(HostRowSegments, AFewLongRowsSpreadOverManyChunks) {
     int64_t groups = (rows + rowsPerChunk - 1) / rowsPerChunk;
     int64_t segments = (columns + kRowSegmentColumns - 1) / kRowSegmentColumns;
     EXPECT_EQ(int64_t(binding.numChunks), groups * segments) << rows << " x " << columns;
+    // Blocks share work: a chunk weighs its rows times its segment's columns.
+    EXPECT_EQ(binding.work,
+              groups * segments * rowsPerChunk * std::min(columns, kRowSegmentColumns));
     uint64_t partials = segments > 1 ? uint64_t(rows * segments) * sizeof(float) : 0;
     uint64_t tickets = segments > 1 ? uint64_t(groups) * sizeof(uint32_t) : 0;
     EXPECT_GE(binding.workspaceBytes, partials + tickets);

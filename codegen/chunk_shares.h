@@ -1,0 +1,68 @@
+// How the blocks of a launch share its members' chunks (docs/kernel_source.md §9): by work,
+// not by count. Each member's chunks weigh `chunk_work` (its entry header: elements per chunk,
+// a rows chunk its rows times its columns), and `first_work` is the weight of the members
+// before it. Block b of g takes the chunks that start in [floor(W b / g), floor(W (b + 1) / g))
+// of the launch's work W, so that a block of rows chunks and one of flat chunks move about the
+// same number of elements, and every chunk has exactly one block.
+//
+// Generated kernels carry this text (the kernel skeleton), and tests include it. It is plain
+// C++17 with no header of its own and no library call; `Entry` is a member-table entry whose
+// `header` has the fields of scheduler/kernel_abi.h.
+#ifndef WF_CHUNK_SHARES_H
+#define WF_CHUNK_SHARES_H
+
+#ifdef __CUDACC__
+#define WF_SHARE_FN __host__ __device__ __forceinline__
+#else
+#define WF_SHARE_FN inline
+#endif
+
+/// The member whose chunks include `chunk`: a binary search over the first_chunk prefix
+/// sums (every member has at least one chunk, so they increase strictly).
+template <typename Entry> WF_SHARE_FN int wf_find_member(const Entry* table, int count, int chunk) {
+  int low = 0, high = count - 1;
+  while (low < high) {
+    const int middle = (low + high + 1) / 2;
+    if (table[middle].header.first_chunk <= chunk)
+      low = middle;
+    else
+      high = middle - 1;
+  }
+  return low;
+}
+
+/// The first chunk that starts at or after work position `position` (`num_chunks` at the
+/// end): a binary search over the first_work prefix sums (they increase strictly too).
+template <typename Entry>
+WF_SHARE_FN int wf_chunk_at(const Entry* table, int count, int num_chunks, long long position) {
+  int low = 0, high = count - 1;
+  while (low < high) {
+    const int middle = (low + high + 1) / 2;
+    if (table[middle].header.first_work <= position)
+      low = middle;
+    else
+      high = middle - 1;
+  }
+  const long long into = position - (long long)table[low].header.first_work;
+  const long long weight = table[low].header.chunk_work;
+  const long long chunks = (into + weight - 1) / weight;
+  const int first = table[low].header.first_chunk;
+  const int next = low + 1 < count ? table[low + 1].header.first_chunk : num_chunks;
+  return chunks < (long long)(next - first) ? first + int(chunks) : next;
+}
+
+/// The chunks [*first, *last) of block `block` of a `grid`-block launch of `count` >= 1
+/// members (each has a chunk at least).
+template <typename Entry>
+WF_SHARE_FN void wf_block_chunks(const Entry* table, int count, int num_chunks, long long block,
+                                 long long grid, int* first, int* last) {
+  const long long tail_chunks = num_chunks - table[count - 1].header.first_chunk;
+  const long long work = (long long)table[count - 1].header.first_work +
+                         tail_chunks * (long long)table[count - 1].header.chunk_work;
+  // floor(work * b / grid) without the product: work may take 50 bits and b 16.
+  const long long share = work / grid, rest = work % grid;
+  *first = wf_chunk_at(table, count, num_chunks, share * block + rest * block / grid);
+  *last = wf_chunk_at(table, count, num_chunks, share * (block + 1) + rest * (block + 1) / grid);
+}
+
+#endif // WF_CHUNK_SHARES_H
