@@ -68,6 +68,20 @@ def test_100_steps_equal_torch(options):
     assert ours.launches_per_step == 4
 
 
+@pytest.mark.parametrize("column_major", [False, True], ids=["row-major", "column-major"])
+def test_factors_of_rows_longer_than_a_segment_equal_torch(column_major):
+    # Rows past 512 columns are reduced in segments over several blocks (docs/reductions.md
+    # §9): a wide weight's row factor (3 rows of 1,300), a tall one's column factor (the
+    # transposed grad's 2 rows of 1,300, in tiles), a short last segment, and exactly 1,024.
+    shapes = [(3, 1300), (1300, 2), (5, 1024), (2, 3, 1, 700)]
+    ours_params, theirs_params = make_params(shapes), make_params(shapes)
+    ours = widefuse.optim.Adafactor(ours_params)
+    theirs = torch.optim.Adafactor(theirs_params, foreach=False)
+    step_both(ours_params, ours, theirs_params, theirs, 20, column_major=column_major)
+    assert_same(ours_params, ours, theirs_params, theirs)
+    assert ours.launches_per_step == 4
+
+
 def test_weight_decay_maximize_strided_grads_and_extent_one_factors():
     """Weight decay, maximize, d and eps1 given; column-major grads (their mT is the
     contiguous view), [1, C] and [R, 1] weights."""
