@@ -17,13 +17,17 @@
 #define WF_SHARE_FN inline
 #endif
 
-/// The member whose chunks include `chunk`: a binary search over the first_chunk prefix
-/// sums (every member has at least one chunk, so they increase strictly).
-template <typename Entry> WF_SHARE_FN int wf_find_member(const Entry* table, int count, int chunk) {
+/// The last member whose first chunk (`ByWork` false) or first work position (true) is at most
+/// `position`: a binary search over those prefix sums, which increase strictly (every member has
+/// a chunk, and every chunk some work).
+template <bool ByWork, typename Entry>
+WF_SHARE_FN int wf_member_at(const Entry* table, int count, long long position) {
   int low = 0, high = count - 1;
   while (low < high) {
     const int middle = (low + high + 1) / 2;
-    if (table[middle].header.first_chunk <= chunk)
+    const long long start = ByWork ? (long long)table[middle].header.first_work
+                                   : (long long)table[middle].header.first_chunk;
+    if (start <= position)
       low = middle;
     else
       high = middle - 1;
@@ -31,23 +35,20 @@ template <typename Entry> WF_SHARE_FN int wf_find_member(const Entry* table, int
   return low;
 }
 
-/// The first chunk that starts at or after work position `position` (`num_chunks` at the
-/// end): a binary search over the first_work prefix sums (they increase strictly too).
+/// The member whose chunks include `chunk`.
+template <typename Entry> WF_SHARE_FN int wf_find_member(const Entry* table, int count, int chunk) {
+  return wf_member_at<false>(table, count, chunk);
+}
+
+/// The first chunk that starts at or after work position `position` (`num_chunks` at the end).
 template <typename Entry>
 WF_SHARE_FN int wf_chunk_at(const Entry* table, int count, int num_chunks, long long position) {
-  int low = 0, high = count - 1;
-  while (low < high) {
-    const int middle = (low + high + 1) / 2;
-    if (table[middle].header.first_work <= position)
-      low = middle;
-    else
-      high = middle - 1;
-  }
-  const long long into = position - (long long)table[low].header.first_work;
-  const long long weight = table[low].header.chunk_work;
+  const int member = wf_member_at<true>(table, count, position);
+  const long long into = position - (long long)table[member].header.first_work;
+  const long long weight = table[member].header.chunk_work;
   const long long chunks = (into + weight - 1) / weight;
-  const int first = table[low].header.first_chunk;
-  const int next = low + 1 < count ? table[low + 1].header.first_chunk : num_chunks;
+  const int first = table[member].header.first_chunk;
+  const int next = member + 1 < count ? table[member + 1].header.first_chunk : num_chunks;
   return chunks < (long long)(next - first) ? first + int(chunks) : next;
 }
 
