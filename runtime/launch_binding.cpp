@@ -83,17 +83,18 @@ private:
   void bindSlot(const BodyPlan& body, const Slot& slot, const Component& component, unsigned member,
                 llvm::ArrayRef<int64_t> domain, LaunchBinding& binding,
                 std::vector<std::byte>& bytes, size_t base);
-  /// A member's reduction fields: its partials and, for a global reduction, the results and
-  /// ticket every contributor in the launch shares.
   /// A member's chunks, the work of one (elements), and its partials per reduction.
   struct MemberChunks {
     int64_t chunks = 0, chunkWork = 0, partials = 0;
   };
   /// The chunks of a rows member of `groups` row groups: each group by its segments of
-  /// columns; writes row_segments and reserves the group tickets.
+  /// columns (one where the rows are no longer than a segment, or where there are none);
+  /// writes row_segments and reserves the group tickets.
   MemberChunks bindRows(const BodyPlan& body, llvm::ArrayRef<int64_t> domain, int64_t rows,
                         int64_t groups, LaunchBinding& binding, std::vector<std::byte>& entries,
                         size_t entryOffset);
+  /// A member's reduction fields: its partials and, for a global reduction, the results and
+  /// ticket every contributor in the launch shares.
   void bindReduction(const ReductionSlot& slot, const Component& component, int64_t partials,
                      LaunchBinding& binding, std::vector<std::byte>& bytes, size_t base);
   /// `bytes` of workspace, 16-byte aligned, written at `offset` of `bytes`.
@@ -211,15 +212,6 @@ void Binder::bindReduction(const ReductionSlot& slot, const Component& component
   put(bytes, base + slot.operandsOffset, int32_t(operands));
 }
 
-/// Segments of the body's segment columns in each of the member's rows: 1 where the rows are
-/// no longer than that, or where there are none.
-int64_t rowSegments(const BodyPlan& body, llvm::ArrayRef<int64_t> domain, int64_t rows) {
-  int64_t columns = domain.empty() ? 0 : domain[domain.size() - 1 - body.rowTrailing];
-  if (rows == 0 || columns <= body.rowSegmentColumns)
-    return 1;
-  return (columns + body.rowSegmentColumns - 1) / body.rowSegmentColumns;
-}
-
 Binder::MemberChunks Binder::bindRows(const BodyPlan& body, llvm::ArrayRef<int64_t> domain,
                                       int64_t rows, int64_t groups, LaunchBinding& binding,
                                       std::vector<std::byte>& entries, size_t entryOffset) {
@@ -227,7 +219,8 @@ Binder::MemberChunks Binder::bindRows(const BodyPlan& body, llvm::ArrayRef<int64
   if (columns > kMaxRowElements)
     fail("'{}' reduces rows of {} elements; a kernel reduces rows of at most {}", plan_.name,
          columns, kMaxRowElements);
-  int64_t segments = rowSegments(body, domain, rows);
+  int64_t segment = body.rowSegmentColumns;
+  int64_t segments = rows == 0 || columns <= segment ? 1 : (columns + segment - 1) / segment;
   if (groups > kMaxChunks / segments)
     fail("a kernel launch of '{}' would need more than {} chunks; split the fusion", plan_.name,
          kMaxChunks);
@@ -237,8 +230,7 @@ Binder::MemberChunks Binder::bindRows(const BodyPlan& body, llvm::ArrayRef<int64
             entryOffset + body.rowTicketsOffset);
   // A chunk is a row group by a segment of columns; rows of one segment are written by their
   // warps, longer ones leave a partial per segment.
-  int64_t segmentColumns = std::clamp<int64_t>(columns, 1, body.rowSegmentColumns);
-  return {groups * segments, body.chunkElements * segmentColumns,
+  return {groups * segments, body.chunkElements * std::clamp<int64_t>(columns, 1, segment),
           segments > 1 ? rows * segments : 0};
 }
 
