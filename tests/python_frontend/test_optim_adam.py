@@ -227,3 +227,57 @@ def test_last_steps_grads_are_not_kept_alive():
     assert all(grad() is None for grad in grads)  # freed: the optimizer held no reference
     train_step(model, optimizer, batches(1, seed=9)[0])
     assert optimizer.launches_per_step == 1
+
+
+def _swap_grads(params, values, how):
+    for p, value in zip(params, values):
+        if how == "grad data":
+            p.grad.data = value.clone()
+        else:
+            p.grad.set_(value.clone())
+
+
+def _change_state(optimizer, params, how):
+    if how == "state data":
+        for p in params:
+            optimizer.state[p]["exp_avg"].data = torch.full_like(p, 0.25)
+    elif how == "state entry":
+        optimizer.state[params[0]]["exp_avg_sq"] = torch.full_like(params[0], 0.5)
+    elif how == "state cleared":
+        optimizer.state.clear()
+    else:
+        del optimizer.state[params[1]]
+
+
+@pytest.mark.parametrize("how", ["grad data", "grad set_", "state data", "state entry",
+                                 "state cleared", "state deleted"])
+def test_memory_or_state_changed_behind_the_prepared_step_is_noticed(how):
+    """A grad or a state tensor whose storage is swapped (`.data = t`, `set_`), a replaced
+    state entry and a reset state are what the next step reads, as in torch: the prepared
+    step binds again instead of reading or writing memory that was freed or is no longer
+    the optimizer's."""
+    generator = torch.Generator().manual_seed(11)
+    shapes = [(5, 3), (7,)]
+    ours = [torch.nn.Parameter(torch.randn(s, generator=generator)) for s in shapes]
+    theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
+    mine = widefuse.optim.AdamW(ours, lr=0.1)
+    reference = torch.optim.AdamW(theirs, lr=0.1, foreach=False)
+    for step in range(5):
+        grads = [torch.randn(s, generator=generator) for s in shapes]
+        for params in (ours, theirs):
+            if step == 0:
+                for p, g in zip(params, grads):
+                    p.grad = g.clone()
+            elif step == 3 and how.startswith("grad"):
+                _swap_grads(params, [-3 * g for g in grads], how)
+            else:  # the same grad objects, written in place: the prepared step's fast path
+                for p, g in zip(params, grads):
+                    p.grad.copy_(g)
+        if step == 3 and how.startswith("state"):
+            _change_state(mine, ours, how)
+            _change_state(reference, theirs, how)
+        mine.step()
+        reference.step()
+        for a, b in zip(ours, theirs):
+            torch.testing.assert_close(a, b)
+            torch.testing.assert_close(mine.state[a]["exp_avg"], reference.state[b]["exp_avg"])

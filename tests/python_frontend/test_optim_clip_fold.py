@@ -138,7 +138,7 @@ def test_a_second_clip_applies_the_pending_one_in_place_first():
         torch.testing.assert_close(a, b)
 
 
-def test_a_fold_is_dropped_when_every_grad_is_new_and_refused_when_some_changed():
+def test_a_fold_is_dropped_when_every_grad_is_new_and_refused_when_any_was_written():
     ours, theirs = _pair(7)
     optimizer = widefuse.optim.SGD(ours, lr=0.1, momentum=0.9)
     reference = torch.optim.SGD(theirs, lr=0.1, momentum=0.9, foreach=False)
@@ -151,12 +151,34 @@ def test_a_fold_is_dropped_when_every_grad_is_new_and_refused_when_some_changed(
     reference.step()
     for a, b in zip(ours, theirs):
         torch.testing.assert_close(a, b)
-    # Every grad written in place after the clip (accumulation): stale as well.
+    # A clip, a step skipped (as GradScaler skips an overflow), then the optimizer's
+    # zero_grad(set_to_none=False) and a backward into the same grads: the fold is dropped.
+    _set_grads(2, ours, theirs, scale=5.0)
+    widefuse.optim.clip_grad_norm_(ours, 0.1)
+    optimizer.zero_grad(set_to_none=False)
+    for a, b in zip(ours, theirs):
+        a.grad.add_(b.grad)
+    optimizer.step()
+    reference.step()
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b)
+    # Every grad written in place after the clip (clip_grad_value_, noise): torch's clip would
+    # have scaled them before the write, so the step refuses rather than drop the clip.
     _set_grads(2, ours, theirs)
     widefuse.optim.clip_grad_norm_(ours, 0.1)
-    for a, b in zip(ours, theirs):
+    for a in ours:
         a.grad.mul_(2.0)
-        b.grad.mul_(2.0)
+    with pytest.raises(widefuse.Error, match=r"the grad of parameter 0 of param group 0 changed"):
+        optimizer.step()
+    # A storage swapped under every grad (grad.data = t): refused as well.
+    _set_grads(2, ours, theirs)
+    widefuse.optim.clip_grad_norm_(ours, 0.1)
+    for a in ours:
+        a.grad.data = a.grad.clone()
+    with pytest.raises(widefuse.Error, match=r"the grad of parameter 0 of param group 0 changed"):
+        optimizer.step()
+    widefuse.optim.clip_grad_norm_(ours, 0.1, fold=False)  # what the message says to do
+    torch.nn.utils.clip_grad_norm_(theirs, 0.1)
     optimizer.step()
     reference.step()
     for a, b in zip(ours, theirs):

@@ -153,10 +153,10 @@ def _apply_pending(params: list, options: dict) -> int:
         mine = [(f"parameter {i} of param group {g}", p)
                 for g, group in enumerate(optimizer.param_groups)
                 for i, p in enumerate(group["params"]) if p.grad is not None]
+        optimizer.set_pending_fold(None)  # applied, stale or refused: raised once
         if pending.verdict(mine):
             launches += _scale([local(p.grad) for _, p in mine if id(p) in pending.grads],
                                pending.coefficient, options)
-        optimizer.set_pending_fold(None)
     return launches
 
 

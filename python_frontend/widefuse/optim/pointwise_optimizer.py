@@ -204,18 +204,29 @@ class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
         self._pending_fold = None
         return loss
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """torch's zero_grad; a clip_grad_norm_ still folded into the next step is dropped
+        with the grads it was for (a step skipped, as GradScaler skips an overflow)."""
+        self._pending_fold = None
+        super().zero_grad(set_to_none)
+
     def _fold_coefficient(self) -> Optional[torch.Tensor]:
         """The coefficient of the clip_grad_norm_ folded into this step, None without one or
-        when the grads it was for are gone (fold.py; raises Error when only some changed)."""
+        when the grads it was for are gone (fold.py; raises Error when any was written)."""
         pending = self._pending_fold
         if pending is None:
             return None
         params = [(f"parameter {i} of param group {g}", param)
                   for g, group in enumerate(self.param_groups)
                   for i, param in enumerate(group["params"]) if param.grad is not None]
-        if pending.verdict(params):
-            return pending.coefficient
-        self._pending_fold = None  # stale: a new backward replaced or rewrote every grad
+        try:
+            apply = pending.verdict(params)
+        except Error:
+            self._pending_fold = None  # refused once: the next clip or step starts afresh
+            raise
+        if apply:
+            return pending.coefficient  # dropped once the step has launched
+        self._pending_fold = None  # stale: a new backward replaced every grad
         return None
 
     # What other parts of widefuse.optim hand the step
@@ -286,7 +297,7 @@ class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
                             "captured into a CUDA graph: it reads the total norm on the host to "
                             "raise (a synchronisation); use error_if_nonfinite=False")
         params, grads, addresses = prepared.params, prepared.grads, prepared.param_addresses
-        grad_layouts = prepared.grad_layouts
+        grad_layouts, grad_addresses = prepared.grad_layouts, prepared.grad_addresses
         count = len(params)
         changed = []
         k = 0
@@ -298,7 +309,7 @@ class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
                 if k == count or param is not params[k] or \
                         local(param).data_ptr() != addresses[k]:
                     return False
-                if grad is not grads[k]():
+                if grad is not grads[k]() or local(grad).data_ptr() != grad_addresses[k]:
                     if layout(local(grad)) != grad_layouts[k] or grad.is_sparse:
                         return False
                     changed.append((k, grad))
@@ -306,7 +317,8 @@ class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
         scaling_tensors = [t for t in scaling if t is not None]
         if k != count or not prepared.same_scaling(scaling) or \
                 prepared.computes_found_inf != self._found_inf_in_step() or \
-                prepared.group_key != self._group_key(prepared.groups):
+                prepared.group_key != self._group_key(prepared.groups) or \
+                not prepared.state_unchanged(self.state):
             return False
         try:
             prepared.launch(changed, self.param_groups, scaling_tensors)

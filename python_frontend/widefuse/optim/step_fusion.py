@@ -407,6 +407,9 @@ class PreparedStep:
         # Weak references: holding last step's grads would keep a whole set of grads alive
         # after zero_grad(set_to_none=True), into the next forward and backward.
         self.grads = [weakref.ref(entry.grad) for entry in entries]
+        # A grad whose storage was swapped (`grad.data = t`, `grad.set_(t)`) is the same object
+        # on other memory: it is rebound like a new grad.
+        self.grad_addresses = [local(entry.grad).data_ptr() for entry in entries]
         self.grad_layouts = [layout(local(entry.grad)) for entry in entries]
         self.grad_inputs = [i for i, s in enumerate(step.sources) if s.kind == "grad"]
         # The inputs reading a grad's mT, by entry: the same address as the grad's.
@@ -438,6 +441,13 @@ class PreparedStep:
         # not be freed while the prepared kernel still writes into it.
         self.execution.release_inputs()
         self.state_tensors = [value for entry in entries for value in entry.state.values()]
+        # What the kernel writes besides the parameters: each parameter's state dict, its
+        # tensors and their memory, checked before each launch (state_unchanged).
+        self.state_bindings = [(entry.param, entry.state,
+                                [(key, value, local(value).data_ptr())
+                                 for key, value in entry.state.items()
+                                 if isinstance(value, torch.Tensor)])
+                               for entry in entries if entry.state]
         self.launches = 0  # known after the first launch
         self.grad_norm = None  # the last launch's total grad norm (max_grad_norm)
 
@@ -448,6 +458,20 @@ class PreparedStep:
         return all(layout(t) == layout(old) for t, old in
                    zip([t for t in scaling if t is not None], self.scaling_tensors))
 
+    def state_unchanged(self, state: dict) -> bool:
+        """True when `state` (the optimizer's) still holds, for every parameter, the dict and
+        tensors this step was bound to, on the same memory. False after a reset
+        (``state.clear()``, ``del state[p]``), a replaced entry (``state[p]["exp_avg"] = t``)
+        or a swapped storage (``.data = t``, ``set_``): the kernel would write memory the
+        optimizer no longer holds, so the caller prepares again."""
+        for param, bound, tensors in self.state_bindings:
+            if state.get(param) is not bound:
+                return False
+            for key, tensor, address in tensors:
+                if bound.get(key) is not tensor or local(tensor).data_ptr() != address:
+                    return False
+        return True
+
     def launch(self, changed_grads: list[tuple[int, Any]], groups: list[dict],
                scaling_tensors: list) -> None:
         """Rebinds `changed_grads` ((entry, grad) pairs) and GradScaler's tensors (laid out as
@@ -456,6 +480,7 @@ class PreparedStep:
         indices, addresses = [], []
         for k, grad in changed_grads:
             address = local(grad).data_ptr()
+            self.grad_addresses[k] = address
             indices.append(self.grad_inputs[k])
             addresses.append(address)
             if k in self.grad_mT_inputs:  # its mT: the same memory, the layout checked with it
