@@ -21,6 +21,8 @@ std::string describeArgument(const Argument& argument) {
 
 /// Written tensors must not overlap themselves, or the deferred copy would be ambiguous.
 void checkWritable(const Value& input, const TensorRef& tensor) {
+  if (llvm::is_contained(tensor.shape, 0))
+    return; // no element, so none overlaps another (an empty clone may have zero strides)
   llvm::SmallVector<std::pair<int64_t, int64_t>, 4> dims; // (stride, extent)
   for (size_t d = 0; d < tensor.shape.size(); ++d)
     if (tensor.shape[d] > 1)

@@ -112,6 +112,19 @@ TEST(Evaluator, OverlappingWrittenInputsAreRejected) {
             std::string::npos);
 }
 
+TEST(Evaluator, AnEmptyWrittenInputWithZeroStridesIsAccepted) {
+  // An empty clone may have zero strides (torch's grad of an empty layer): no element, so
+  // none overlaps another.
+  FusionDefinition fd;
+  Val a = fd.defineTensor({kSymbolicExtent, kSymbolicExtent}, DataType::Float, "a");
+  fd.copy_(a + 1.0, a);
+  auto fusion = fd.finalize();
+  float unused = 0.0f;
+  TensorRef empty{DataType::Float, {2, 0}, {0, 1}, &unused};
+  EXPECT_NO_THROW(evaluate(*fusion, {empty}));
+  EXPECT_EQ(unused, 0.0f);
+}
+
 TEST(Evaluator, ACopyDestinationMustNotOverlapAnyOtherInput) {
   FusionDefinition fd;
   Val written = fd.defineTensor({3}, DataType::Float, "written");

@@ -145,3 +145,60 @@ def test_float64_parameters_and_default_dtype(name):
         assert_same(ours_params, ours, theirs_params, theirs, name)
     finally:
         torch.set_default_dtype(previous)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_zero_element_parameters_step_as_torch(name):
+    """A layer of width 0 (nn.Linear(4, 0) then nn.Linear(0, 2)): its empty parameters and
+    their state (an empty clone may have zero strides) step as torch's, with the rest."""
+    ours_class, theirs_class, options = OPTIMIZERS[name]
+    made = []
+    for _ in range(2):
+        torch.manual_seed(4)
+        made.append([torch.nn.Parameter(torch.randn(shape)) for shape in
+                     [(0, 4), (0,), (2, 0), (2,)]])
+    ours_params, theirs_params = made
+    ours = ours_class(ours_params, **options)
+    theirs = theirs_class(theirs_params, foreach=False, **options)
+    for step in range(3):
+        for params in made:
+            for p in params:
+                p.grad = torch.ones_like(p) * (step + 1)
+            params[2].grad = torch.empty(2, 0).expand(2, 0)  # as autograd gives it: strides 0
+        ours.step()
+        theirs.step()
+    assert_same(ours_params, ours, theirs_params, theirs, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_parameter_twice_in_a_group_is_refused(name):
+    ours_class, theirs_class, options = OPTIMIZERS[name]
+    p = torch.nn.Parameter(torch.randn(3))
+    with pytest.warns(UserWarning, match="duplicate parameters"):  # torch only warns ...
+        theirs_class([p, p], **options)
+    with pytest.raises(ValueError, match="the same parameter more than once"):
+        with pytest.warns(UserWarning):
+            ours_class([p, p], **options)  # ... and steps p twice: widefuse refuses
+    ours = ours_class([p], **options)
+    with pytest.raises(ValueError, match="the same parameter more than once"):
+        with pytest.warns(UserWarning):
+            ours.add_param_group({"params": [torch.nn.Parameter(torch.randn(2))] * 2})
+    assert len(ours.param_groups) == 1  # the refused group was not added
+
+
+@pytest.mark.parametrize("name", ["adamw", "sgd"])
+def test_a_step_inside_torch_compile_runs_as_itself(name):
+    """PyTorch's "compiling the optimizer" recipe wraps step() in torch.compile: the fused
+    step is not traced by Dynamo (a graph break) and steps as torch's does."""
+    ours_params, ours, theirs_params, theirs = make_pair(name)
+
+    @torch.compile(backend="eager")
+    def compiled_step():
+        ours.step()
+
+    for s in range(3):
+        set_grads(ours_params, s)
+        set_grads(theirs_params, s)
+        compiled_step()
+        theirs.step()
+    assert_same(ours_params, ours, theirs_params, theirs, name)

@@ -63,8 +63,9 @@ class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
     torch's RuntimeError and changes nothing (parameters, state, step count), as
     ``clip_grad_norm_(..., error_if_nonfinite=True)`` raises before torch's step.
 
-    `state_format` ("int8" or "fp8", a param-group option) keeps the state block-quantized
-    as torchao does, in blocks of `block_size` elements (default 256): each state tensor
+    `state_format` ("int8", "int4" or "fp8", a param-group option) keeps the state
+    block-quantized as torchao does, in blocks of `block_size` elements (default 256; 128 for
+    int4; a group that names its own format gets that format's default): each state tensor
     ``K`` of a parameter of at least 4096 elements, a multiple of the block, is stored as
     ``K_codes`` and ``K_scale``, and ``update`` still reads and writes ``state["K"]``
     (state_formats.py). ``dequantized_state_dict()`` is the state_dict torch's optimizers
@@ -177,11 +178,26 @@ class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
         live_optimizers.add(self)
 
     def add_param_group(self, param_group: dict) -> None:
+        if "state_format" in param_group and "block_size" not in param_group:
+            # The block size of the group's own format, not the optimizer's default format's.
+            fmt = checked_format(param_group["state_format"], None)
+            param_group["block_size"] = None if fmt is None else fmt.block_size
         checked_format(param_group.get("state_format", self.defaults.get("state_format")),
                        param_group.get("block_size", self.defaults.get("block_size")))
         super().add_param_group(param_group)
+        params = self.param_groups[-1]["params"]
+        if len({id(p) for p in params}) != len(params):
+            # torch warns and steps such a parameter twice: its copy_ destinations would
+            # overlap in one launch, so widefuse refuses.
+            self.param_groups.pop()
+            raise ValueError("a param group contains the same parameter more than once; "
+                             "pass each parameter once (torch.optim warns that this will "
+                             "become an error)")
         self._prepared = None
 
+    # Not traced by torch.compile: the step is one fused launch already, which a compiled
+    # caller runs as it is (a graph break), as torch's own step functions are disabled.
+    @torch._disable_dynamo
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
         """One optimizer step over every parameter with a grad: a single fusion launch (per
