@@ -202,3 +202,19 @@ def test_a_step_inside_torch_compile_runs_as_itself(name):
         compiled_step()
         theirs.step()
     assert_same(ours_params, ours, theirs_params, theirs, name)
+
+
+def test_a_group_naming_its_own_state_format_gets_that_formats_block_size():
+    big, small = torch.nn.Parameter(torch.randn(4096)), torch.nn.Parameter(torch.randn(4096))
+    optimizer = widefuse.optim.AdamW8bit([{"params": [big]},
+                                          {"params": [small], "state_format": None}])
+    assert [(g["state_format"], g["block_size"]) for g in optimizer.param_groups] == \
+        [("int8", 256), (None, None)]
+    optimizer.add_param_group({"params": [torch.nn.Parameter(torch.randn(4096))],
+                               "state_format": "int4"})
+    assert optimizer.param_groups[2]["block_size"] == 128  # torchao's AdamW4bit's
+    for p in (big, small):
+        p.grad = torch.randn(4096)
+    optimizer.step()
+    assert optimizer.state[small]["exp_avg"].dtype == torch.float32  # full precision
+    assert optimizer.state[big]["exp_avg_codes"].dtype == torch.uint8
