@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ._widefuse import Error
-from . import tensor_reductions
-from .values import (Tensor, UnsupportedOperationError, Value, checked_arguments, scaled,
-                     set_torch_dispatch)
+from . import tensor_reductions, torch_arithmetic
+from .values import (Tensor, UnsupportedOperationError, Value, add_with_alpha,
+                     checked_arguments, scaled, set_torch_dispatch)
 
 
 def _checked(function: Any) -> Any:
@@ -100,15 +100,15 @@ isfinite = _unary("isfinite")
 @_checked
 def add(input: Any, other: Any, *, alpha: Any = 1, out: Optional[Tensor] = None) -> Value:
     """input + alpha * other (torch.add)."""
-    fd = _definition_of("add", input, other)
-    return _with_out(fd.apply_op("add", (input, scaled(other, alpha))), out, "add")
+    _definition_of("add", input, other)
+    return _with_out(add_with_alpha(input, other, alpha), out, "add")
 
 
 @_checked
 def sub(input: Any, other: Any, *, alpha: Any = 1, out: Optional[Tensor] = None) -> Value:
     """input - alpha * other (torch.sub)."""
-    fd = _definition_of("sub", input, other)
-    return _with_out(fd.apply_op("sub", (input, scaled(other, alpha))), out, "sub")
+    _definition_of("sub", input, other)
+    return _with_out(add_with_alpha(input, other, alpha, negate=True), out, "sub")
 
 
 @_checked
@@ -132,7 +132,9 @@ def where(condition: Any, input: Any, other: Any) -> Value:
 def lerp(input: Any, end: Any, weight: Any, *, out: Optional[Tensor] = None) -> Value:
     """input + weight * (end - input) (torch.lerp)."""
     fd = _definition_of("lerp", input, end, weight)
-    return _with_out(fd.apply_op("lerp", (input, end, weight)), out, "lerp")
+    fused = torch_arithmetic.lerp(input, end, weight)  # torch's rounding
+    return _with_out(fd.apply_op("lerp", (input, end, weight)) if fused is None else fused,
+                     out, "lerp")
 
 
 @_checked
@@ -140,7 +142,8 @@ def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1,
             out: Optional[Tensor] = None) -> Value:
     """input + value * tensor1 * tensor2 (torch.addcmul)."""
     _definition_of("addcmul", input, tensor1, tensor2)
-    return _with_out(input + scaled(tensor1, value) * tensor2, out,
+    fused = torch_arithmetic.addcmul(input, tensor1, tensor2, value)  # torch's rounding
+    return _with_out(input + scaled(tensor1, value) * tensor2 if fused is None else fused, out,
                      "addcmul")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Protocol, Sequence
 
-from . import _widefuse
+from . import _widefuse, torch_arithmetic
 from ._widefuse import Error
 from .data_type import DataType, data_type_of, from_short_name
 from .errors import (DimensionIndexError, SpecializationRequest, UnsupportedOperationError,
@@ -278,10 +278,12 @@ class Tensor(Value):
 
     # torch-style methods with arguments of their own (out-of-place)
     def add(self, other: Any, *, alpha: Any = 1) -> Value:
-        return self + scaled(other, alpha)
+        """self + alpha * other, rounded as torch's kernels round it (torch_arithmetic.py)."""
+        return add_with_alpha(self, other, alpha)
 
     def sub(self, other: Any, *, alpha: Any = 1) -> Value:
-        return self - scaled(other, alpha)
+        """self - alpha * other, rounded as torch's kernels round it (torch_arithmetic.py)."""
+        return add_with_alpha(self, other, alpha, negate=True)
 
     def mul(self, other: Any) -> Value:
         return self * other
@@ -300,10 +302,14 @@ class Tensor(Value):
         return self * self
 
     def lerp(self, end: Any, weight: Any) -> Value:
-        return self._apply("lerp", self, end, weight)
+        """torch's lerp, rounded as its kernels round it (torch_arithmetic.py)."""
+        fused = torch_arithmetic.lerp(self, end, weight)
+        return self._apply("lerp", self, end, weight) if fused is None else fused
 
     def addcmul(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Value:
-        return self + scaled(tensor1, value) * tensor2
+        """self + value * tensor1 * tensor2, rounded as torch's kernels round it."""
+        fused = torch_arithmetic.addcmul(self, tensor1, tensor2, value)
+        return self + scaled(tensor1, value) * tensor2 if fused is None else fused
 
     def addcdiv(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Value:
         return self + scaled(tensor1, value) / tensor2
@@ -400,9 +406,24 @@ def add_tensor_methods(methods: dict[str, Callable[..., Any]]) -> None:
 # ---- for the rest of the package (fusion_definition, functions) ----------------------------
 
 
+def add_with_alpha(input: Any, other: Any, alpha: Any, negate: bool = False) -> Any:
+    """torch.add(input, other, alpha=alpha) (torch.sub with `negate`): one fused
+    multiply-add for floating tensors and alpha other than 1 (torch_arithmetic.py)."""
+    if not _is_one(alpha):
+        fused = torch_arithmetic.add_scaled(input, other, alpha, negate)
+        if fused is not None:
+            return fused
+    other = scaled(other, alpha)
+    return input - other if negate else input + other
+
+
+def _is_one(factor: Any) -> bool:
+    return isinstance(factor, (int, float)) and not isinstance(factor, bool) and factor == 1
+
+
 def scaled(value: Any, factor: Any) -> Any:
     """`factor * value`, skipping the multiply for the default factor 1 as torch does."""
-    if isinstance(factor, (bool, int, float)) and factor == 1 and not isinstance(factor, bool):
+    if _is_one(factor):
         return value
     return factor * value if isinstance(value, Value) else value * factor
 

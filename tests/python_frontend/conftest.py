@@ -84,3 +84,19 @@ def rebuilt_from_repr(fd, name="fusion", api="direct"):
     with FusionDefinition(name) as rebuilt:
         namespace[PRINTED_FUNCTIONS[api]](rebuilt)
     return rebuilt
+
+
+def fma32(a, b, c):
+    """a * b + c rounded once to float32 (float32 operands): the product is exact in float64,
+    the sum rounded to odd in float64 (its error by TwoSum), which rounds to float32 as the
+    exact value would."""
+    a, b, c = (np.asarray(x, np.float32).astype(np.float64) for x in (a, b, c))
+    product = a * b
+    total = product + c
+    virtual = total - product
+    error = (product - (total - virtual)) + (c - virtual)
+    even = (total.view(np.int64) & 1) == 0
+    toward = np.where(error > 0, np.inf, -np.inf)
+    total = np.where((error != 0) & even & np.isfinite(total), np.nextafter(total, toward),
+                     total)
+    return total.astype(np.float32)

@@ -450,11 +450,15 @@ private:
     }
   }
 
-  /// grad.add(weight, alpha=weight_decay), out of place in the promoted type (L2 decay).
+  /// grad.add(weight, alpha=weight_decay), out of place (L2 decay), as torch's kernel rounds
+  /// it: one fused multiply-add in the opmath type (torch_arithmetic.py's add_scaled).
   Val l2Decayed(Val grad, Val weight, double weightDecay) {
-    DataType promoted = grad.dtype() == weight.dtype() ? weight.dtype() : DataType::Float;
-    double alpha = isNarrowFloat(promoted) ? scalarAs(weightDecay, promoted) : weightDecay;
-    return rounded(opmath(grad) + alpha * opmath(weight), promoted);
+    DataType dtype = promotedFloat(grad.dtype(), weight.dtype()), op = opmathOf(dtype);
+    // torch converts alpha to a bf16/f16 result's dtype before computing in f32.
+    double alpha = isNarrowFloat(dtype) ? scalarAs(weightDecay, dtype) : weightDecay;
+    if (op == DataType::Float)
+      alpha = static_cast<float>(alpha);
+    return as(fma(alpha, as(weight, op), as(grad, op)), dtype);
   }
 
   /// The update of one parameter from its grad after unscaling and clipping (adam.py's
@@ -473,13 +477,12 @@ private:
     else if (weightDecay != 0)
       grad = l2Decayed(grad, weight, weightDecay);
     // exp_avg.lerp_(grad, 1 - beta1)
+    // In-place ops keep the state's dtype (a quantized state reads as f32).
     Val expAvg = read(p.expAvg, true, p.param);
-    expAvg = isNarrow(expAvg) ? cast(torchLerp(expAvg, grad, 1 - s.beta1), stateDtype_)
-                              : lerp(expAvg, grad, 1 - s.beta1);
+    expAvg = as(torchLerp(expAvg, grad, 1 - s.beta1), expAvg.dtype());
     // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
     Val expAvgSq = read(p.expAvgSq, false, p.param) * s.beta2;
-    expAvgSq = isNarrow(expAvgSq) ? cast(torchAddcmul(expAvgSq, grad, 1 - s.beta2), stateDtype_)
-                                  : expAvgSq + (1 - s.beta2) * opmath(grad) * opmath(grad);
+    expAvgSq = as(torchAddcmul(expAvgSq, grad, grad, 1 - s.beta2), expAvgSq.dtype());
     // The bias corrections from the step in f64, as torch's Python floats.
     Val stepValue = cast(step, DataType::Double);
     Val biasCorrection1 = 1 - pow(s.beta1, stepValue);
@@ -501,26 +504,42 @@ private:
     update(step, p.step);
   }
 
-  /// torch's lerp of bf16/f16 state with a scalar weight as its kernels compute it, in f32:
-  /// one fused multiply-add, `weight * (end - start) + start` for |weight| < 0.5, else
-  /// `(weight - 1) * (end - start) + end` (master_weights.py's torch_lerp, the choice made
-  /// by where() on the runtime weight).
-  Val torchLerp(Val start, Val end, Val weight) {
-    start = cast(start, DataType::Float);
-    end = cast(end, DataType::Float);
-    weight = cast(weight, DataType::Float);
-    Val small = lt(abs(weight), 0.5);
-    Val coefficient = where(small, weight, weight - 1);
-    Val base = where(small, start, end);
-    return fma(coefficient, end - start, base);
+  /// `x` in `dtype`, cast only when it has another (torch_arithmetic.py's _as).
+  static Val as(Val x, DataType dtype) { return x.dtype() == dtype ? x : cast(x, dtype); }
+
+  /// torch's result dtype of two real floating tensors: the wider, f32 for bf16 with f16.
+  static DataType promotedFloat(DataType a, DataType b) {
+    if (a == DataType::Double || b == DataType::Double)
+      return DataType::Double;
+    return a == b ? a : DataType::Float;
   }
 
-  /// torch's addcmul as its kernels compute it in f32: `(value * grad) * grad + start` with
-  /// the last multiply and the add fused (master_weights.py's torch_addcmul).
-  Val torchAddcmul(Val start, Val grad, Val value) {
-    start = cast(start, DataType::Float);
-    Val tensor1 = cast(grad, DataType::Float), tensor2 = cast(grad, DataType::Float);
-    return fma(value * tensor1, tensor2, start);
+  /// The type torch's kernels compute a dtype in: f32 for bf16 and f16.
+  static DataType opmathOf(DataType dtype) {
+    return isNarrowFloat(dtype) ? DataType::Float : dtype;
+  }
+
+  /// torch's lerp with a scalar weight as its kernels round it: one fused multiply-add,
+  /// `weight * (end - start) + start` for |weight| < 0.5, else `(weight - 1) * (end - start)
+  /// + end`, chosen by where() on the runtime weight (torch_arithmetic.py's lerp).
+  Val torchLerp(Val start, Val end, Val weight) {
+    DataType dtype = promotedFloat(start.dtype(), end.dtype()), op = opmathOf(dtype);
+    Val low = as(start, op), high = as(end, op);
+    Val difference = high - low;
+    weight = as(weight, op);
+    Val small = lt(abs(weight), 0.5);
+    Val coefficient = where(small, weight, weight - 1);
+    Val base = where(small, low, high);
+    return as(fma(coefficient, difference, base), dtype);
+  }
+
+  /// torch's addcmul as its kernels round it: `(value * tensor1) * tensor2 + start` with the
+  /// last multiply and the add fused (torch_arithmetic.py's addcmul).
+  Val torchAddcmul(Val start, Val tensor1, Val tensor2, Val value) {
+    DataType dtype = promotedFloat(promotedFloat(start.dtype(), tensor1.dtype()), tensor2.dtype());
+    DataType op = opmathOf(dtype);
+    Val scaled = as(value, op) * as(tensor1, op);
+    return as(fma(scaled, as(tensor2, op), as(start, op)), dtype);
   }
 
   const AdamConfig& config_;

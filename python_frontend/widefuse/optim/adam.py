@@ -24,18 +24,15 @@ from typing import Any, Optional
 import torch
 
 from .._widefuse import Error
-from ..data_type import DataType
 from .arguments import (InvalidArgument, check_betas, check_lr, check_not_negative,
                         refuse_differentiable)
 from .master_weights import (narrow, opmath, rebuild_corrected, rebuild_master, rounded,
-                             scalar_as, split_corrected, split_master, stochastic_bf16,
-                             torch_addcmul, torch_lerp)
+                             scalar_as, split_corrected, split_master, stochastic_bf16)
 from .pointwise_optimizer import PointwiseOptimizer
 from .random_bits import new_seed, random_16_bits
 from .step_fusion import step_dtype
 
 _STATE_DTYPES = (torch.float32, torch.bfloat16)
-_NARROW = (DataType.BFloat16, DataType.Half)
 _MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 # widefuse's param-group options of where a parameter's value lives and how it is written.
 _MASTER_OPTIONS = ("master_weights", "store_param_remainders", "master_weight_bits",
@@ -182,28 +179,19 @@ class Adam(PointwiseOptimizer):
                weight_decay: Any, amsgrad: bool, maximize: bool, decoupled_weight_decay: bool,
                **_: Any) -> None:
         # Every line is one torch op: computed in float32 for bf16/f16 operands (opmath) and
-        # rounded once to the dtype of the tensor it writes, as torch's kernels do; on bf16/f16
-        # tensors also with torch's scalars (add's rounded to the tensor's dtype) and lerp.
+        # rounded once to the dtype of the tensor it writes, as torch's kernels do (lerp_,
+        # addcmul_ and add's alpha fused as torch's kernels fuse them: torch_arithmetic.py).
         beta1, beta2 = betas
         grad, step, weight = begin_step(param, grad, state, maximize)
         if decoupled_weight_decay:
             # Unconditional (x * 1 is x, bit for bit), so that groups with and without weight
             # decay share one kernel body and the weight decay stays a runtime scalar.
             weight.mul_(1 - lr * weight_decay)
-        elif weight_decay != 0:  # grad.add(weight, alpha=weight_decay), out of place
-            promoted = weight.dtype if grad.dtype is weight.dtype else DataType.Float
-            alpha = scalar_as(weight_decay, promoted) if promoted in _NARROW else weight_decay
-            grad = rounded(opmath(grad) + alpha * opmath(weight), promoted)
+        elif weight_decay != 0:
+            grad = grad.add(weight, alpha=weight_decay)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        if narrow(exp_avg):
-            exp_avg.copy_(torch_lerp(exp_avg, grad, 1 - beta1))
-        else:
-            exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2)
-        if narrow(exp_avg_sq):  # torch's addcmul_ fuses the last multiply and the add
-            exp_avg_sq.copy_(torch_addcmul(exp_avg_sq, grad, grad, 1 - beta2))
-        else:
-            exp_avg_sq.copy_(exp_avg_sq + (1 - beta2) * opmath(grad) * opmath(grad))
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         step_value = step.double()
         bias_correction1 = 1 - beta1**step_value
         bias_correction2_sqrt = (1 - beta2**step_value).sqrt()

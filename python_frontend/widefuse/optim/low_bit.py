@@ -27,6 +27,14 @@ def _f32(value: Any) -> Any:
     return value
 
 
+def _inductor_lerp(start: Any, end: Any, weight: Any) -> Any:
+    """lerp as torchao's compiled step rounds it on the CPU: Inductor's decomposition,
+    ``(weight - 1 or weight) * (end - start) + (end or start)``, compiled without contraction
+    (two roundings), which is the IR's own lerp; not torch's eager lerp (one fused rounding,
+    Tensor.lerp here)."""
+    return start.definition.apply_op("lerp", (start, end, weight))
+
+
 class _TorchaoAdam(Adam):
     """Adam with torchao's update and quantized moments; the classes below name the format."""
 
@@ -58,8 +66,8 @@ class _TorchaoAdam(Adam):
         steps = step.float()
         bias_correction1 = 1 - _f32(beta1) ** steps
         bias_correction2 = 1 - _f32(beta2) ** steps
-        exp_avg = state["exp_avg"].float().lerp(g, 1 - beta1)
-        exp_avg_sq = state["exp_avg_sq"].float().lerp(g.square(), 1 - beta2)
+        exp_avg = _inductor_lerp(state["exp_avg"].float(), g, 1 - beta1)
+        exp_avg_sq = _inductor_lerp(state["exp_avg_sq"].float(), g.square(), 1 - beta2)
         state["exp_avg"].copy_(exp_avg)
         state["exp_avg_sq"].copy_(exp_avg_sq)
         second_moment = exp_avg_sq

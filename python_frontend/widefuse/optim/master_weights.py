@@ -3,8 +3,8 @@
 16 bits rounded, and an int16 remainder, its low 16 bits), flashoptim's 24-bit masters (the
 parameter, rounded to nearest even, and an int8 correction in 127ths of half its ulp), and
 torch's rules for bf16/f16
-tensor ops (computed in float32 and rounded once; what torch's CPU kernels do with scalars
-and with lerp, so that a bf16 step equals torch's).
+tensor ops (computed in float32 and rounded once, with torch's scalars, so that a bf16 step
+equals torch's; lerp, addcmul and add's alpha are torch_arithmetic.py's).
 
 The rule, TransformerEngine's kernel's: splitting keeps the master's low
 half as the remainder and increments the high half when the low half's top bit is set (the
@@ -62,30 +62,6 @@ def scalar_as(value: Any, dtype: DataType) -> Any:
 
 def _cast(value: Value, dtype: DataType) -> Value:
     return value.definition.apply_op("cast", (value,), dtype=dtype)
-
-
-def torch_lerp(start: Any, end: Any, weight: Any) -> Any:
-    """torch's lerp with a scalar weight as its kernels compute it, in float32: one fused
-    multiply-add, `weight * (end - start) + start` for |weight| < 0.5, else
-    `(weight - 1) * (end - start) + end` (widefuse's lerp rounds the product separately)."""
-    start, end = start.float(), end.float()
-    if isinstance(weight, Value):
-        weight = _cast(weight, DataType.Float)
-        small = abs(weight) < 0.5
-        coefficient = where(small, weight, weight - 1)
-        base = where(small, start, end)
-    else:
-        weight = float(np.float32(weight))
-        small = abs(weight) < 0.5
-        coefficient, base = (weight, start) if small else (float(np.float32(weight - 1)), end)
-    return start.definition.apply_op("fma", (coefficient, end - start, base))
-
-
-def torch_addcmul(start: Any, tensor1: Any, tensor2: Any, value: Any) -> Any:
-    """torch's addcmul as its CPU kernels compute it in float32: `(value * tensor1) * tensor2 +
-    start` with the last multiply and the add fused."""
-    start, tensor1, tensor2 = start.float(), tensor1.float(), tensor2.float()
-    return start.definition.apply_op("fma", (value * tensor1, tensor2, start))
 
 
 def rebuild_master(param: Any, remainder: Any) -> Any:

@@ -185,14 +185,6 @@ class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
         checked_format(param_group.get("state_format", self.defaults.get("state_format")),
                        param_group.get("block_size", self.defaults.get("block_size")))
         super().add_param_group(param_group)
-        params = self.param_groups[-1]["params"]
-        if len({id(p) for p in params}) != len(params):
-            # torch warns and steps such a parameter twice: its copy_ destinations would
-            # overlap in one launch, so widefuse refuses.
-            self.param_groups.pop()
-            raise ValueError("a param group contains the same parameter more than once; "
-                             "pass each parameter once (torch.optim warns that this will "
-                             "become an error)")
         self._prepared = None
 
     # Not traced by torch.compile: the step is one fused launch already, which a compiled
@@ -462,6 +454,7 @@ class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
         """The parameters with a grad, checked, with their state (new state not yet stored)."""
         entries: list[Entry] = []
         first: Optional[tuple[str, torch.device]] = None
+        seen: dict[int, str] = {}
         for g, group in enumerate(self.param_groups):
             hyperparameters = {name: group[name] for name in self._hyperparameters}
             for i, param in enumerate(group["params"]):
@@ -469,6 +462,12 @@ class PointwiseOptimizer(CheckpointMethods, torch.optim.Optimizer):
                 if grad is None:
                     continue
                 where = f"parameter {i} of param group {g} (shape {list(param.shape)})"
+                if seen.setdefault(id(param), where) is not where:
+                    # torch warns at construction and steps it twice; one launch writes each
+                    # parameter once.
+                    raise Error(f"{where} is also {seen[id(param)]}: a parameter listed twice "
+                                "is stepped twice by torch.optim (which warns that this will "
+                                "become an error); pass each parameter once")
                 _check_grad(param, grad, where)
                 device = local(param).device
                 if first is None:
