@@ -115,6 +115,9 @@ class Adam(PointwiseOptimizer):
             for name in _MASTER_OPTIONS:
                 group.setdefault(name, defaults.get(name, _option_default(name)))
 
+    # The state bitsandbytes' Adam keeps as state1 and state2 (checkpoint.py reads it).
+    _bitsandbytes_state = ("exp_avg", "exp_avg_sq")
+
     def add_param_group(self, param_group: dict) -> None:
         # The group's options as they will be: its own, else the constructor's.
         defaults = getattr(self, "defaults", {})

@@ -52,6 +52,15 @@ class _TorchaoAdam(Adam):
                          block_size=block_size, bf16_stochastic_round=bf16_stochastic_round,
                          **options)
 
+    def __setstate__(self, state: dict) -> None:
+        """torch's __setstate__ (also the end of load_state_dict): the weight decay is the
+        class's (decoupled for the AdamW forms, L2 for the Adam forms), as torch's
+        AdamW.__setstate__ forces it: torchao's groups do not say, and an older torch
+        checkpoint's lack the key that would."""
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = self._decoupled
+
     def update(self, param: Any, grad: Any, state: dict, *, lr: Any, betas: Any, eps: Any,
                weight_decay: Any, amsgrad: bool, maximize: bool, decoupled_weight_decay: bool,
                **_: Any) -> None:

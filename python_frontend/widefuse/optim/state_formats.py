@@ -83,6 +83,10 @@ class StateFormat:
         return numel is not None and numel >= MIN_QUANTIZED_ELEMENTS and \
             numel % self.block_size == 0
 
+    def codebook(self, signed: bool) -> Optional[torch.Tensor]:
+        """The map an int8 or int4 code indexes (float32, on the host); None for fp8."""
+        return None if self.name == "fp8" else _codebook(self.bits, signed)
+
     def zeros(self, shape: torch.Size, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """Codes and scales of a zero state, as torchao makes them (both zero)."""
         codes = torch.zeros(self.codes_shape(shape), dtype=self.codes_dtype, device=device)
