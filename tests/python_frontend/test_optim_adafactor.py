@@ -94,6 +94,19 @@ def test_weight_decay_maximize_strided_grads_and_extent_one_factors():
     assert_same(ours_params, ours, theirs_params, theirs)
 
 
+def test_a_non_finite_grad_leaves_the_other_elements_stepping_as_torchs():
+    # torch's max(1.0, ||update|| / ...) and max(eps2, rms(param)) are Python's: a NaN norm
+    # gives the floor, so only the non-finite element becomes NaN.
+    made = [torch.nn.Parameter(torch.ones(4)) for _ in range(2)]
+    ours = widefuse.optim.Adafactor([made[0]], lr=0.01)
+    theirs = torch.optim.Adafactor([made[1]], lr=0.01)
+    for p, optimizer in zip(made, (ours, theirs)):
+        p.grad = torch.tensor([float("inf"), 0.1, 0.2, 0.3])
+        optimizer.step()
+    assert made[0][0].isnan() and made[1][0].isnan()
+    torch.testing.assert_close(made[0][1:], made[1][1:])
+
+
 def test_only_one_dimensional_parameters_take_two_launches():
     shapes = [(5,), (3,), ()]
     ours_params, theirs_params = make_params(shapes), make_params(shapes)

@@ -222,3 +222,18 @@ def test_a_group_naming_its_own_state_format_gets_that_formats_block_size():
     optimizer.step()
     assert optimizer.state[small]["exp_avg"].dtype == torch.float32  # full precision
     assert optimizer.state[big]["exp_avg_codes"].dtype == torch.uint8
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_numpy_hyperparameters_in_a_group_step_as_torchs(name):
+    """A scheduler or user code may leave NumPy numbers in a group (a 0-d array, np.float32):
+    torch's optimizers take them where they take a number."""
+    import numpy as np
+
+    ours_params, ours, theirs_params, theirs = make_pair(name)
+    for s in range(3):
+        for optimizer in (ours, theirs):
+            group = optimizer.param_groups[0]
+            group["lr"] = np.array(group["lr"] * 0.5) if s % 2 else np.float32(group["lr"])
+        step_both(ours_params, ours, theirs_params, theirs, 1, seed=s)
+    assert_same(ours_params, ours, theirs_params, theirs, name)

@@ -101,9 +101,11 @@ def test_refused_constructor_arguments(arguments, message):
         widefuse.optim.Adam([torch.nn.Parameter(torch.ones(2))], **arguments)
 
 
-def test_foreach_and_fused_are_accepted_and_ignored():
+@pytest.mark.parametrize("flags", [dict(foreach=True), dict(fused=True),
+                                   dict(foreach=False, fused=True)])
+def test_foreach_and_fused_are_accepted_and_ignored(flags):
     p = torch.nn.Parameter(torch.ones(3))
-    optimizer = widefuse.optim.AdamW([p], foreach=True, fused=True)
+    optimizer = widefuse.optim.AdamW([p], **flags)
     p.grad = torch.ones(3)
     optimizer.step()
     assert optimizer.launches_per_step == 1

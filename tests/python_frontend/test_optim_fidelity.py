@@ -184,6 +184,38 @@ def test_bad_arguments_raise_torchs_error(name, arguments):
 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_an_lr_that_is_no_number_raises_torchs_type_error_at_construction(name):
+    ours_class, theirs_class, options = OPTIMIZERS[name]
+    options = {**options, "lr": "0.1"}
+    with pytest.raises(TypeError, match="not supported between instances"):
+        theirs_class(make_params(), **options)
+    with pytest.raises(TypeError, match="not supported between instances"):
+        ours_class(make_params(), **options)
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "sgd", "adagrad"])
+def test_fused_with_foreach_raises_torchs_runtime_error(name):
+    ours_class, theirs_class, options = OPTIMIZERS[name]
+    for cls in (theirs_class, ours_class):
+        with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together"):
+            cls(make_params(), **options, fused=True, foreach=True)
+
+
+def test_adagrads_decayed_lr_is_float64_as_torchs():
+    # torch computes lr / (1 + (step - 1) * lr_decay) from the step's Python float: float64.
+    ours_params, theirs_params = make_params(torch.float64), make_params(torch.float64)
+    ours = widefuse.optim.Adagrad(ours_params, lr=0.1, lr_decay=0.01)
+    theirs = torch.optim.Adagrad(theirs_params, lr=0.1, lr_decay=0.01, foreach=False)
+    for s in range(5):
+        set_grads(ours_params, s)
+        set_grads(theirs_params, s)
+        ours.step()
+        theirs.step()
+    for p, q in zip(ours_params, theirs_params):
+        torch.testing.assert_close(p, q, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_differentiable_is_refused_with_a_reason(name):
     ours_class, theirs_class, options = OPTIMIZERS[name]
     theirs_class(make_params(), **options, differentiable=True)  # torch takes it

@@ -20,6 +20,7 @@ import torch
 
 from .._widefuse import Error
 from ..data_type import DataType
+from ..functions import where
 from .arguments import InvalidArgument
 from .pointwise_optimizer import PointwiseOptimizer
 from .step_fusion import step_dtype
@@ -107,7 +108,7 @@ class Adafactor(PointwiseOptimizer):
         one_minus_beta2_t = (step_value**beta2_decay).to(compute)
         rho = (1 / step_value**0.5).clamp(max=lr)  # min(lr, 1 / sqrt(t))
         param_rms = _norm(param).double() / numel**0.5
-        alpha = param_rms.clamp(min=eps2) * rho  # max(eps2, rms(param)) * rho
+        alpha = _python_max(eps2, param_rms) * rho
         # Unconditional (x * 1 is x, bit for bit), so weight_decay stays a runtime scalar.
         param.mul_(1 - lr * weight_decay)
         if grad.ndim > 1:
@@ -128,8 +129,15 @@ class Adafactor(PointwiseOptimizer):
             variance.lerp_(grad * grad, one_minus_beta2_t)
             var_estimate = variance
         update = var_estimate.clamp(min=eps1 * eps1).rsqrt() * grad
-        denom = (_norm(update).double() / (numel**0.5 * d)).clamp(min=1.0)
+        denom = _python_max(1.0, _norm(update).double() / (numel**0.5 * d))
         param.add_(update, alpha=(-alpha / denom).to(compute))
+
+
+def _python_max(floor: Any, value: Any) -> Any:
+    """Python's ``max(floor, value)``, which torch's step computes on the norms it reads on
+    the host: `value` where it is greater, else `floor`, so a NaN norm gives `floor` (the
+    parameter's other elements still step, as in torch)."""
+    return where(value > floor, value, floor)
 
 
 def _norm(tensor: Any) -> Any:

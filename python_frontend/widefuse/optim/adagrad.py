@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 import torch
 
-from .arguments import check_lr, check_not_negative, refuse_differentiable
+from .arguments import (check_lr, check_not_negative, refuse_differentiable,
+                        refuse_fused_with_foreach)
 from .pointwise_optimizer import PointwiseOptimizer
 from .step_fusion import step_dtype
 
@@ -27,6 +28,7 @@ class Adagrad(PointwiseOptimizer):
         check_not_negative("initial_accumulator_value value", initial_accumulator_value)
         check_not_negative("epsilon value", eps)
         refuse_differentiable(differentiable, "Adagrad")
+        refuse_fused_with_foreach(fused, foreach)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
                                       weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
@@ -63,7 +65,8 @@ class Adagrad(PointwiseOptimizer):
             grad = -grad
         if weight_decay != 0:
             grad = grad.add(param, alpha=weight_decay)
-        clr = lr / (1 + (step - 1) * lr_decay)
+        # In float64, as torch computes it from the step's Python float.
+        clr = lr / (1 + (step.double() - 1) * lr_decay)
         state_sum = state["sum"]
         state_sum.addcmul_(grad, grad, value=1)
         std = state_sum.sqrt().add_(eps)

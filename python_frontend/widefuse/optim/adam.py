@@ -25,7 +25,7 @@ import torch
 
 from .._widefuse import Error
 from .arguments import (InvalidArgument, check_betas, check_lr, check_not_negative,
-                        refuse_differentiable)
+                        refuse_differentiable, refuse_fused_with_foreach)
 from .master_weights import (narrow, opmath, rebuild_corrected, rebuild_master, rounded,
                              scalar_as, split_corrected, split_master, stochastic_bf16)
 from .pointwise_optimizer import PointwiseOptimizer
@@ -87,6 +87,7 @@ class Adam(PointwiseOptimizer):
                  error_if_nonfinite: bool = False, state_format: Optional[str] = None,
                  block_size: Optional[int] = None, bf16_stochastic_round: bool = False) -> None:
         _check_arguments(lr, betas, eps, weight_decay, differentiable, foreach, capturable)
+        refuse_fused_with_foreach(fused, foreach)
         _check_master_options(master_weights, store_param_remainders, master_weight_bits,
                               state_dtype, bf16_stochastic_round)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,

@@ -19,7 +19,7 @@ def check_lr(lr: Any) -> None:
     """torch's checks of `lr`: a number or a 1-element tensor, not negative."""
     if isinstance(lr, torch.Tensor) and lr.numel() != 1:
         raise InvalidArgument("Tensor lr must be 1-element")
-    if not 0.0 <= float(lr):
+    if not 0.0 <= lr:  # TypeError for what is no number, as torch's comparison raises
         raise InvalidArgument(f"Invalid learning rate: {float(lr)}")
 
 
@@ -48,3 +48,10 @@ def refuse_differentiable(differentiable: Any, name: str) -> None:
             "differentiable=True is not supported: a widefuse step is one fused kernel and "
             f"records no autograd graph; use torch.optim.{name}(differentiable=True) to "
             "differentiate through the step")
+
+
+def refuse_fused_with_foreach(fused: Any, foreach: Any) -> None:
+    """torch's RuntimeError for fused=True with foreach=True (widefuse ignores both: every
+    step is one fused launch, but a drop-in refuses what torch refuses)."""
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")

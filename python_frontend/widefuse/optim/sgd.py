@@ -8,7 +8,8 @@ from typing import Any, Optional
 
 import torch
 
-from .arguments import InvalidArgument, check_lr, check_not_negative, refuse_differentiable
+from .arguments import (InvalidArgument, check_lr, check_not_negative, refuse_differentiable,
+                        refuse_fused_with_foreach)
 from .pointwise_optimizer import PointwiseOptimizer
 
 
@@ -29,6 +30,7 @@ class SGD(PointwiseOptimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise InvalidArgument("Nesterov momentum requires a momentum and zero dampening")
         refuse_differentiable(differentiable, "SGD")
+        refuse_fused_with_foreach(fused, foreach)
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize, foreach=foreach,

@@ -9,6 +9,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+import numpy as np
 import torch
 
 from .._widefuse import Error
@@ -77,17 +78,16 @@ def hyperparameter_kind(value: Any, specialized: bool) -> tuple:
     scalar), ("scalars", n) for a tuple of n numbers (betas), else ("constant", value), which
     is part of the trace key. A number that Python control flow branched on is `specialized`:
     a constant from then on."""
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
+    value = _one_element(value)
     if not specialized:
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
             return ("scalar",)
         if (isinstance(value, (tuple, list)) and value and
-                all(isinstance(v, numbers.Real) and not isinstance(v, bool) or
-                    isinstance(v, torch.Tensor) and v.numel() == 1 for v in value)):
+                all(isinstance(_one_element(v), numbers.Real) and not isinstance(v, bool)
+                    for v in value)):
             return ("scalars", len(value), type(value))
     if isinstance(value, (tuple, list)):
-        value = tuple(v.item() if isinstance(v, torch.Tensor) else v for v in value)
+        value = tuple(_one_element(v) for v in value)
     try:
         hash(value)
     except TypeError:
@@ -95,10 +95,18 @@ def hyperparameter_kind(value: Any, specialized: bool) -> tuple:
     return ("constant", value)
 
 
+def _one_element(value: Any) -> Any:
+    """A 1-element torch tensor or NumPy array as its Python number (torch's optimizers take
+    both where they take a number); anything else as it is."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1 or \
+            isinstance(value, np.ndarray) and value.size == 1:
+        return value.item()
+    return value
+
+
 def number(value: Any) -> Any:
     """A hyperparameter number as a Python float or int (a 1-element tensor read once)."""
-    if isinstance(value, torch.Tensor):
-        value = value.item()
+    value = _one_element(value)
     return float(value) if isinstance(value, float) else value
 
 
