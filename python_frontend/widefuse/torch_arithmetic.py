@@ -12,7 +12,9 @@ backend; the IR's own ``lerp`` keeps its documented, separately rounded form (nv
 
 Only real floating tensors (promoted as torch promotes them) with a number or traced scalar
 coefficient take this path; anything else (integers, complex, a number in a tensor's place)
-returns None and the caller composes the plain ops.
+returns None and the caller composes the plain ops. Traced optimizers record these for every
+parameter, so the dtypes are compared by their short names, read once (tests/python_frontend/
+test_tracer_scale.py counts the calls).
 """
 
 from __future__ import annotations
@@ -24,109 +26,117 @@ import numpy as np
 from . import _widefuse
 from .data_type import DataType
 
-# Floating dtypes torch computes in float32 (opmath) and rounds back once.
-_NARROW = (DataType.BFloat16, DataType.Half)
-_REAL_FLOATING = (DataType.Float, DataType.Double, *_NARROW)
+_TracedValue = _widefuse.TracedValue
+_record = _widefuse.record
+_FMA = {name: kind for kind, name in enumerate(_widefuse.op_names())}["fma"]
+# Real floating dtypes by short name: the type torch computes each in (opmath).
+_OPMATH = {"f32": "f32", "f64": "f64", "bf16": "f32", "f16": "f32"}
 
 
-def _is_value(operand: Any) -> bool:
-    return isinstance(operand, _widefuse.TracedValue)
-
-
-def _common_dtype(operands: tuple) -> Optional[DataType]:
-    """torch's result dtype of traced real floating `operands` (the widest; bf16 with f16 is
-    f32), or None."""
-    if not all(_is_value(x) for x in operands):
+def _result(first: str, second: str) -> Optional[str]:
+    """torch's result dtype of two real floating tensors (the wider; bf16 with f16 is f32),
+    by short name, or None when either is not real floating."""
+    if first not in _OPMATH or second not in _OPMATH:
         return None
-    dtypes = {x.dtype for x in operands}
-    if not dtypes <= set(_REAL_FLOATING):
-        return None
-    if DataType.Double in dtypes:
-        return DataType.Double
-    if DataType.Float in dtypes or len(dtypes) > 1:
-        return DataType.Float
-    (dtype,) = dtypes
-    return dtype
+    if first == second:
+        return first
+    return "f64" if "f64" in (first, second) else "f32"
 
 
-def _opmath(dtype: DataType) -> DataType:
-    return DataType.Float if dtype in _NARROW else dtype
+def _as(value: Any, name: str, dtype: str) -> Any:
+    """Traced `value` of dtype `name` in `dtype` (no cast when it has it)."""
+    if name == dtype:
+        return value
+    return value.definition.apply_op("cast", (value,), dtype=DataType(dtype))
 
 
-def _coefficient(value: Any, opmath: DataType, through: Optional[DataType] = None) -> Any:
+def _coefficient(value: Any, opmath: str, through: Optional[str] = None) -> Any:
     """A number or traced scalar as torch's kernel holds it: converted to the opmath type
-    (first to `through`, where torch converts it to the tensor's dtype first)."""
-    if _is_value(value):
-        if value.dtype not in _REAL_FLOATING:
+    (first to `through`, where torch converts it to the tensor's dtype first); None for
+    anything else."""
+    if isinstance(value, _TracedValue):
+        name = value.handle.dtype
+        if name not in _OPMATH:
             return None
-        return _as(value if through is None else _as(value, through), opmath)
+        if through is not None:
+            value, name = _as(value, name, through), through
+        return _as(value, name, opmath)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     if through is not None:
-        value = float(np.asarray(value, dtype=through.numpy))
-    return float(np.float32(value)) if opmath is DataType.Float else float(value)
-
-
-def _as(value: Any, dtype: DataType) -> Any:
-    """Traced `value` in `dtype` (no cast when it has it)."""
-    return value if value.dtype is dtype else value.definition.apply_op("cast", (value,),
-                                                                        dtype=dtype)
+        value = float(np.asarray(value, dtype=DataType(through).numpy))
+    return float(np.float32(value)) if opmath == "f32" else float(value)
 
 
 def _fma(a: Any, b: Any, c: Any) -> Any:
-    definition = next(x for x in (a, b, c) if _is_value(x)).definition
-    return definition.apply_op("fma", (a, b, c))
+    """fma(a, b, c) of traced `b` (and numbers or values of its definition)."""
+    operands = (a, b, c)
+    result = _record(_FMA, operands)
+    return b.definition.pointwise("fma", operands) if result is None else result
 
 
 def add_scaled(input: Any, other: Any, alpha: Any, negate: bool = False) -> Optional[Any]:
     """torch.add(input, other, alpha=alpha) (torch.sub with `negate`), or None where the
     plain ops are torch's."""
-    dtype = _common_dtype((input, other))
+    if not (isinstance(input, _TracedValue) and isinstance(other, _TracedValue)):
+        return None
+    first, second = input.handle.dtype, other.handle.dtype
+    dtype = _result(first, second)
     if dtype is None:
         return None
-    opmath = _opmath(dtype)
+    opmath = _OPMATH[dtype]
     # torch's add converts alpha to a bf16/f16 result's dtype before computing in float32.
-    coefficient = _coefficient(alpha, opmath, dtype if dtype in _NARROW else None)
+    coefficient = _coefficient(alpha, opmath, None if dtype == opmath else dtype)
     if coefficient is None:
         return None
     if negate:
         coefficient = -coefficient
-    return _as(_fma(coefficient, _as(other, opmath), _as(input, opmath)), dtype)
+    fused = _fma(coefficient, _as(other, second, opmath), _as(input, first, opmath))
+    return _as(fused, opmath, dtype)
 
 
 def addcmul(input: Any, tensor1: Any, tensor2: Any, value: Any) -> Optional[Any]:
     """torch.addcmul(input, tensor1, tensor2, value=value): the last multiply and the add
     fused, also for value 1; or None."""
-    dtype = _common_dtype((input, tensor1, tensor2))
+    if not (isinstance(input, _TracedValue) and isinstance(tensor1, _TracedValue) and
+            isinstance(tensor2, _TracedValue)):
+        return None
+    names = (input.handle.dtype, tensor1.handle.dtype, tensor2.handle.dtype)
+    dtype = _result(names[0], names[1])
+    dtype = dtype and _result(dtype, names[2])
     if dtype is None:
         return None
-    opmath = _opmath(dtype)
+    opmath = _OPMATH[dtype]
     coefficient = _coefficient(value, opmath)
     if coefficient is None:
         return None
-    scaled = coefficient * _as(tensor1, opmath)
-    return _as(_fma(scaled, _as(tensor2, opmath), _as(input, opmath)), dtype)
+    scaled = coefficient * _as(tensor1, names[1], opmath)
+    fused = _fma(scaled, _as(tensor2, names[2], opmath), _as(input, names[0], opmath))
+    return _as(fused, opmath, dtype)
 
 
 def lerp(start: Any, end: Any, weight: Any) -> Optional[Any]:
     """torch.lerp(start, end, weight) with a number or traced scalar weight, or None."""
-    dtype = _common_dtype((start, end))
+    if not (isinstance(start, _TracedValue) and isinstance(end, _TracedValue)):
+        return None
+    first, second = start.handle.dtype, end.handle.dtype
+    dtype = _result(first, second)
     if dtype is None:
         return None
-    opmath = _opmath(dtype)
+    opmath = _OPMATH[dtype]
     w = _coefficient(weight, opmath)
     if w is None:
         return None
-    low, high = _as(start, opmath), _as(end, opmath)
+    low, high = _as(start, first, opmath), _as(end, second, opmath)
     difference = high - low
-    if _is_value(w):
+    if isinstance(w, _TracedValue):
         definition = w.definition
         small = abs(w) < 0.5
-        coefficient = definition.apply_op("where", (small, w, w - 1))
-        base = definition.apply_op("where", (small, low, high))
+        coefficient = definition.pointwise("where", (small, w, w - 1))
+        base = definition.pointwise("where", (small, low, high))
     elif abs(w) < 0.5:
         coefficient, base = w, low
     else:
-        coefficient = float(np.float32(w - 1)) if opmath is DataType.Float else w - 1
+        coefficient = float(np.float32(w - 1)) if opmath == "f32" else w - 1
         base = high
-    return _as(_fma(coefficient, difference, base), dtype)
+    return _as(_fma(coefficient, difference, base), opmath, dtype)
