@@ -41,19 +41,20 @@ std::vector<OutputCall> outputCallsOf(const std::vector<PyOutputCall>& calls) {
   return converted;
 }
 
-nb::dict inputFacts(const Value& input) {
+nb::dict inputFacts(const Fusion& fusion, const Value& input) {
   nb::dict facts;
   facts["name"] = input.name();
   facts["dtype"] = shortName(input.dtype()).str();
   facts["is_tensor"] = input.isTensor();
   facts["shape"] = std::vector<int64_t>(input.extents().begin(), input.extents().end());
+  facts["written"] = fusion.aliasOf(&input) != nullptr;
   return facts;
 }
 
 nb::list inputList(const FusionHandle& handle) {
   nb::list inputs;
   for (const Value* input : handle.fusion->inputs())
-    inputs.append(inputFacts(*input));
+    inputs.append(inputFacts(*handle.fusion, *input));
   return inputs;
 }
 
@@ -207,8 +208,8 @@ void bindDefinition(nb::module_& module) {
           "output_calls: the add_output calls in order, each (value, stride_order, -1) for a "
           "plain output or (None, [], i) for in-place update i.")
       .def("inputs", &inputList,
-           "Facts about each input: name, dtype, is_tensor, shape (the argument reader checks "
-           "the rest).")
+           "Facts about each input: name, dtype, is_tensor, shape, written (a copy_ "
+           "destination); the argument reader checks the rest.")
       .def("outputs", &outputList, "Facts about each plain output: name, dtype, shape.")
       .def_prop_ro(
           "phases", [](const FusionHandle& h) { return planPhases(*h.fusion).count; },

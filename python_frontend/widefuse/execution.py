@@ -150,6 +150,17 @@ class DefinedFusion:
         inputs (a traced optimizer's first call has tens of thousands)."""
         return tuple(self.fusion.inputs())
 
+    @functools.cached_property
+    def written_inputs(self) -> tuple[int, ...]:
+        """execute()'s inputs that are copy_ destinations (add_output(alias_input=...)), by
+        position: torch tensors among them get their version counter bumped after a run."""
+        written, first = [], 0
+        for k, size in enumerate(self.input_arity):
+            if size == 1 and self.inputs[first].get("written"):
+                written.append(k)
+            first += size
+        return tuple(written)
+
     def input_names(self) -> list[str]:
         """execute()'s inputs by name: a vector input as `V0 ([S1, S2])`."""
         names, first = [], 0
@@ -290,6 +301,8 @@ class Runner:
         if not ran:
             return []
         defined = self.defined
+        if torch_device is not None and defined.written_inputs:
+            torch_tensors.mark_written([inputs[k] for k in defined.written_inputs])
         if not raw:
             arrays = []
         elif torch_device is not None:
@@ -479,6 +492,9 @@ class PreparedExecution:
                       else self._stream)
         raw = self._prepared.launch(stream)
         if self._outputs is not None:
+            if self._torch_device is not None and self._ran and self._inputs is not None:
+                written = self._runner.defined.written_inputs
+                torch_tensors.mark_written([self._inputs[k] for k in written])
             return list(self._outputs) if self._ran else []
         if self._inputs is None:
             raise Error("this prepared step released its inputs (release_inputs()): run it "
@@ -501,7 +517,8 @@ class PreparedExecution:
         """Runs one step on `stream` (a CUstream address; None: the executor's) and returns
         the plain outputs as the extension gives them (NumPy arrays in their storage dtypes,
         none with prepare(outputs=...)): the step alone, for a caller that reads its outputs
-        from the arrays it gave prepare() and picks its own stream."""
+        from the arrays it gave prepare() and picks its own stream. Torch tensors it writes
+        are not marked written (torch_tensors.mark_written): that is the caller's."""
         return self._prepared.launch(stream)
 
     def release_inputs(self) -> None:

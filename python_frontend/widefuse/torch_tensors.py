@@ -50,3 +50,11 @@ def device_outputs(raw: Sequence[Any]) -> list:
     """Device outputs (DLPack-capable arrays) as CUDA torch tensors sharing their memory."""
     torch = loaded_torch()
     return [torch.from_dlpack(array) for array in raw]
+
+
+def mark_written(tensors: Sequence[Any]) -> None:
+    """Bumps the version counter of `tensors` (torch tensors) a kernel wrote in place, as torch's own
+    in-place ops do: autograd then refuses a backward that saved one of them before the
+    write, instead of computing with the new values. (Tensors made under inference mode
+    have no counter and are skipped.)"""
+    loaded_torch()._C._increment_version(tensors)

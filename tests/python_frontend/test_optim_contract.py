@@ -237,3 +237,23 @@ def test_numpy_hyperparameters_in_a_group_step_as_torchs(name):
             group["lr"] = np.array(group["lr"] * 0.5) if s % 2 else np.float32(group["lr"])
         step_both(ours_params, ours, theirs_params, theirs, 1, seed=s)
     assert_same(ours_params, ours, theirs_params, theirs, name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_step_bumps_the_version_counters_autograd_checks(name):
+    """A step between a forward and a second backward through it: torch's in-place update
+    makes autograd refuse the backward (the saved parameter changed); so does widefuse's
+    kernel, on the first step (which makes the state) and on the prepared steps after it."""
+    ours_class, theirs_class, options = OPTIMIZERS[name]
+    for cls in (theirs_class, ours_class):
+        w = torch.nn.Parameter(torch.tensor([1.0, 2.0, 3.0]))
+        optimizer = cls([w], **options)
+        for _ in range(3):
+            loss = (w * w).sum()
+            optimizer.zero_grad()
+            loss.backward(retain_graph=True)
+            version = w._version
+            optimizer.step()
+            assert w._version > version, cls
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                loss.backward()

@@ -271,3 +271,29 @@ def test_a_conjugate_bit_set_on_the_same_complex_memory_is_refused():
     assert p.is_conj()
     with pytest.raises(Error, match="lazily conjugated"):
         fd.execute([p, q])
+
+
+def test_a_written_torch_tensor_is_marked_written_for_autograd():
+    """A copy_ destination's version counter is bumped, as torch's in-place ops bump it, on
+    the checked path, in the steady state and through prepare(): a backward that saved the
+    tensor before the write is refused instead of computing with the new values."""
+    fd = _sgd()
+    p = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    g = torch.ones(3)
+    for run in range(3):  # the checked path, then the steady state
+        loss = (p * p).sum()
+        before = p._version
+        with torch.no_grad():
+            fd.execute([p, g, 0.1])
+        assert p._version > before, run
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+    with torch.no_grad():
+        prepared = fd.prepare([p, g, 0.1])
+    before = p._version
+    prepared()
+    assert p._version > before
+    x = torch.ones(3)  # a tensor that is only read keeps its version
+    before = x._version
+    fd.execute([p.detach(), x, 0.1])
+    assert x._version == before

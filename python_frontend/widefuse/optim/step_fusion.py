@@ -16,6 +16,7 @@ from .._widefuse import Error
 from ..arguments import layout_of, read_layouts
 from ..data_type import from_short_name
 from ..fusion_definition import FusionDefinition, PreparedExecution
+from ..torch_tensors import mark_written
 from ..functions import vector_norm
 from ..values import Tensor, snapshot, specializable
 from .dtensor_shards import local_of
@@ -449,6 +450,10 @@ class PreparedStep:
         # not be freed while the prepared kernel still writes into it.
         self.execution.release_inputs()
         self.state_tensors = [value for entry in entries for value in entry.state.values()]
+        # What each launch writes in place: marked written after it (mark_written), as
+        # torch's optimizers' in-place ops bump the version counters autograd checks.
+        self.written = [entry.param for entry in entries] + \
+            [value for value in self.state_tensors if isinstance(value, torch.Tensor)]
         # What the kernel writes besides the parameters: each parameter's state dict, its
         # tensors and their memory, checked before each launch (state_unchanged).
         self.state_bindings = [(entry.param, entry.state,
@@ -518,6 +523,7 @@ class PreparedStep:
         self.execution.launch_raw(
             None if self.cuda_device is None else
             torch.cuda.current_stream(self.cuda_device).cuda_stream)
+        mark_written(self.written)
         if self.grad_norm_buffer is not None:
             # A snapshot, as torch's clip_grad_norm_ returns a new tensor each step (queued on
             # the step's stream: no synchronisation).
