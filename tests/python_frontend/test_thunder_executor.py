@@ -282,3 +282,59 @@ def test_later_steps_run_in_the_steady_state_and_new_grads_are_rebound():
     regions, trace = widefuse_regions(jitted)
     fusion = trace.python_ctx()[regions[0].sym.name]
     assert fusion.last_used._running("execute()").last_executor.steady_runs == 3
+
+
+def _with_and_without_widefuse(function, *make_args, **jit_options):
+    """The function under thunder.jit with Thunder's default executors and with widefuse's
+    first, each on fresh arguments from `make_args`: the two results."""
+    results = []
+    for executors in (None, [widefuse.thunder.executor]):
+        options = dict(jit_options, executors=executors) if executors else jit_options
+        jitted = thunder.jit(function, **options)
+        results.append([jitted(*[make() for make in make_args])])
+    return results
+
+
+def test_an_in_place_update_through_a_view_then_a_read_of_the_whole_as_thunders():
+    """A KV-cache update (cache[:, 1:2].copy_(new)) or x[0].mul_(2), then a read of the whole
+    tensor: the copy_ into the view is left to torch (one launch cannot write a view and
+    read its base), the rest runs in widefuse, and the results are Thunder's."""
+    def kv(cache, new):
+        cache[:, 1:2].copy_(new)
+        return cache * 2
+
+    def rowscale(x):
+        x[0].mul_(2)
+        return x + 0
+
+    theirs, ours = _with_and_without_widefuse(kv, lambda: torch.zeros(2, 3),
+                                              lambda: torch.ones(2, 1))
+    torch.testing.assert_close(ours, theirs)
+    theirs, ours = _with_and_without_widefuse(rowscale, lambda: torch.ones(2, 3))
+    torch.testing.assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("function, dtype", [
+    (lambda a, b: a + b, torch.bool), (lambda a, b: a * b, torch.bool),
+    (lambda a, b: torch.sign(a), torch.bool),
+    (lambda a, b: torch.nextafter(a, b), torch.float16),
+    (lambda a, b: torch.nextafter(a, b), torch.bfloat16)],
+    ids=["bool add", "bool mul", "bool sign", "f16 nextafter", "bf16 nextafter"])
+def test_prims_widefuse_does_not_type_are_left_to_thunder(function, dtype):
+    """The executor claims a prim only for operands its IR op takes (the IR's own typing
+    rules decide): bool + bool or an f16 nextafter run with torch, not fail in widefuse."""
+    def make():
+        return torch.tensor([1.0, 0.0, 3.0]).to(dtype)
+
+    theirs, ours = _with_and_without_widefuse(function, make, lambda: torch.ones(3).to(dtype))
+    torch.testing.assert_close(ours, theirs)
+
+
+def test_symbolic_values_run_one_trace_over_shapes():
+    """cache="symbolic values": one trace for several shapes; each region's definition is
+    keyed by its tensors' shapes as well as their strides."""
+    jitted = thunder.jit(lambda a: a * 2 + 1, executors=[widefuse.thunder.executor],
+                         cache="symbolic values")
+    for rows in (3, 4, 3):
+        x = torch.arange(rows * 5, dtype=torch.float32).reshape(rows, 5)
+        torch.testing.assert_close(jitted(x), x * 2 + 1)

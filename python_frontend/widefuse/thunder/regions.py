@@ -7,6 +7,7 @@ Needs Thunder (``lightning-thunder``); the rest of widefuse does not.
 
 from __future__ import annotations
 
+import functools
 import operator
 import time
 from typing import Any, Callable, Optional, Sequence
@@ -14,7 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 try:
     import thunder
     import torch
-    from thunder.core.prims import PrimIDs
+    from thunder.core.prims import OpTags, PrimIDs
     from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, unvariableify, variableify
     from thunder.core.symbol import BoundSymbol
     from thunder.core.trace import TraceCtx, TraceProvenance, from_trace
@@ -28,7 +29,7 @@ except ImportError as error:  # pragma: no cover - exercised only without Thunde
 
 from .._widefuse import Error
 from ..arguments import layout_of
-from ..data_type import from_torch
+from ..data_type import DataType, from_torch
 from ..execution import options_key
 from ..fusion_definition import FusionDefinition
 from ..values import Tensor, Value
@@ -86,6 +87,77 @@ def _supported_operands(*operands: Any) -> bool:
     return bool(tensors) and all(_supported_tensor(t) for t in tensors)
 
 
+@functools.lru_cache(maxsize=None)
+def _op_accepts(op: str, operands: tuple) -> bool:
+    """Whether IR op `op` accepts operands of these kinds (("tensor" or "scalar", short
+    dtype name) each): the IR's own typing rules decide, on a probe definition (once per
+    combination), so the executor never claims what widefuse then refuses (bool + bool,
+    nextafter of f16, ...)."""
+    probe = FusionDefinition("probe")
+    try:
+        with probe:
+            values = [probe.define_tensor(shape=[1], contiguity=[True], dtype=DataType(dtype))
+                      if kind == "tensor" else probe.define_scalar(dtype=DataType(dtype))
+                      for kind, dtype in operands]
+            probe.add_output(probe.apply_op(op, values))
+    except Error:
+        return False
+    return True
+
+
+def _accepted_by(op: str) -> Callable[..., bool]:
+    """Thunder's support check of the prim that becomes IR op `op`: supported operands
+    (_supported_operands) whose dtypes the op takes (_op_accepts)."""
+    numbers = {bool: "b8", int: "i64", float: "f64"}
+
+    def check(*operands: Any) -> bool:
+        if not _supported_operands(*operands):
+            return False
+        kinds = []
+        for x in operands:
+            if isinstance(x, TensorProxy):
+                kinds.append(("tensor", from_torch(_torch_dtype(x.dtype)).value))
+                continue
+            kind = numbers.get(x.python_type if isinstance(x, NumberProxy) else type(x))
+            if kind is None:
+                return False
+            kinds.append(("scalar", kind))
+        return _op_accepts(op, tuple(kinds))
+
+    return check
+
+
+def _writes_a_view(bsym: BoundSymbol, producers: dict, executor: Any) -> bool:
+    """A copy_ (or a torch-level symbol made of one) into a tensor that a shape op made in
+    this trace (a slice, a view, a transpose of an input): its base may be another input of
+    the same region, which one launch cannot both write through the view and read whole.
+    torch runs such a symbol."""
+    return any(_copies_into_a_view(flat, producers, executor)
+               for flat in executor.flatten(bsym))
+
+
+def _copies_into_a_view(bsym: BoundSymbol, producers: dict, executor: Any) -> bool:
+    if bsym.sym.id != PrimIDs.COPY_:
+        return False
+    destination = bsym.args[1]
+    while True:
+        producer = producers.get(destination, None)
+        if producer is None:
+            return False  # an input of the trace
+        if producer.sym.id != PrimIDs.UPDATE_ALIASES:
+            return _is_shape_op(producer)
+        # Thunder's renaming of a tensor that may alias others: what it renames.
+        index = [out.name for out in producer.output].index(destination.name)
+        destination = producer.args[0][index]
+
+
+def _is_shape_op(bsym: BoundSymbol) -> bool:
+    """Whether `bsym` is or contains one of Thunder's shape ops (OpTags.SHAPE_OP: slice,
+    transpose, reshape, ...), which may return a view of their operand."""
+    return OpTags.SHAPE_OP in (bsym.sym.tags or ()) or \
+        any(_is_shape_op(sub) for sub in bsym.subsymbols)
+
+
 class WidefuseExecutor(FusionExecutor):
     """Fuses consecutive pointwise symbols, connected or not, into widefuse fusions.
 
@@ -101,8 +173,8 @@ class WidefuseExecutor(FusionExecutor):
         self.mode = mode
         self.threads = threads
         for ids in (_UNARY, _BINARY, _TERNARY):
-            for prim_id in ids:
-                self.register_supported(prim_id, _supported_operands)
+            for prim_id, op in ids.items():
+                self.register_supported(prim_id, _accepted_by(op))
         self.register_supported(PrimIDs.CONVERT_ELEMENT_TYPE,
                                 lambda a, dtype: isinstance(a, TensorProxy) and
                                 _supported_tensor(a) and
@@ -150,14 +222,17 @@ class WidefuseExecutor(FusionExecutor):
         fused = from_trace(trace)
         producers, consumers = thunder.core.utils.producers_and_consumers(trace)
 
+        def claimed(bsym: BoundSymbol) -> bool:
+            return self.can_fuse(bsym) and not _writes_a_view(bsym, producers, self)
+
         def fusible(node: Node) -> bool:
-            return len(node.group_bsyms) > 1 or self.can_fuse(node.group_bsyms[0])
+            return len(node.group_bsyms) > 1 or claimed(node.group_bsyms[0])
 
         groups = fuse_bound_symbols(trace, lambda a, b: fusible(a) and fusible(b))
         bsyms: list[BoundSymbol] = []
         counter = 0
         for group in groups:
-            if len(group) == 1 and not self.can_fuse(group[0]):
+            if len(group) == 1 and not claimed(group[0]):
                 bsyms.append(group[0])
                 continue
             bsyms.append(self.fuse(_Region(producers, consumers, group), counter))
@@ -250,9 +325,11 @@ class WidefuseFusion:
                 plain = runner.run_steady(args, self._options)
             if plain is not None:
                 return pick(args, plain)
-        # The definition depends on the strides only: dtypes and shapes are Thunder's (its
-        # prologue checks them, and execute() refuses others).
-        key = tuple(a.stride() if isinstance(a, torch.Tensor) else type(a) for a in args)
+        # The definition depends on the layouts only: dtypes are Thunder's (its prologue
+        # checks them, and execute() refuses others).
+        # Shapes too: with cache="symbolic values" Thunder runs one trace over many.
+        key = tuple((a.shape, a.stride()) if isinstance(a, torch.Tensor) else type(a)
+                    for a in args)
         entry = self._definitions.get(key)
         if entry is None:
             entry = self._build(args)
@@ -302,9 +379,12 @@ class WidefuseFusion:
     @staticmethod
     def _define_input(fd: FusionDefinition, proxy: Proxy, arg: Any) -> Value:
         if isinstance(proxy, TensorProxy):
-            # Thunder's dtype and shape; the layout from the tensor of this call.
-            shape = tuple(proxy.shape)
-            strides = arg.stride() if isinstance(arg, torch.Tensor) else ()
+            # Thunder's dtype; the shape and layout of this call's tensor (a symbolic trace's
+            # proxy has no fixed shape).
+            if isinstance(arg, torch.Tensor):
+                shape, strides = tuple(arg.shape), arg.stride()
+            else:
+                shape, strides = tuple(proxy.shape), ()
             if len(strides) != len(shape):
                 raise Error(f"input '{proxy.name}' is a tensor of shape {list(shape)}; got "
                             f"{type(arg).__name__}")
