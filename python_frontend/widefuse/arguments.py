@@ -80,7 +80,7 @@ REFUSALS: dict[str, Callable[[str, dict], Exception]] = {
         f"input '{name}': DLPack device type {f['device_type']} is neither the CPU nor a CUDA "
         "device"),
     "not_an_array": lambda name, f: ArgumentTypeError(
-        f"input '{name}' is a tensor: expected a NumPy array or a CUDA array "
+        f"input '{name}' is a tensor: expected a torch tensor, a NumPy array or a CUDA array "
         f"(__cuda_array_interface__ / __dlpack__), got {f['type'].__name__}"),
     # An array against its input's declaration, and the inputs together.
     "dtype_mismatch": lambda name, f: Error(

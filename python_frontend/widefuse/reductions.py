@@ -35,17 +35,22 @@ def reduction_operands(xs: Any, call: str) -> tuple[list[Tensor], bool]:
     return tensors, is_list
 
 
-def _dims_list(dims: Any, call: str) -> Optional[list[int]]:
-    """`dims` as a list of ints (an int is one dimension), or None."""
+def _dims_list(dims: Any, call: str, rank: Optional[int] = None) -> Optional[list[int]]:
+    """`dims` as a list of ints (an int is one dimension), or None; a negative dimension
+    counts from the end of `rank` dimensions, as nvFuser and torch count it (the IR takes
+    them counted from the start)."""
     if dims is None:
         return None
     entries = [dims] if isinstance(dims, int) else dims
     try:
         if isinstance(entries, (str, bytes, Value)):
             raise TypeError
-        return [operator.index(d) for d in entries]
+        listed = [operator.index(d) for d in entries]
     except TypeError:
         raise ArgumentTypeError(f"{call}: dims must be a list of ints, got {dims!r}") from None
+    if rank is None:
+        return listed
+    return [d + rank if -rank <= d < 0 else d for d in listed]
 
 
 def keep_dims(fd: Builder, result: Tensor, operand: Tensor,
@@ -79,7 +84,7 @@ def reduce(fd: Builder, op: str, xs: Any, dims: Any = None, keepdim: bool = Fals
         tensors = [x if x.dtype is target else x.to(target) for x in tensors]
     if block is not None:
         return fd.apply_reduction(op, tensors, None, block)
-    dims_list = _dims_list(dims, call)
+    dims_list = _dims_list(dims, call, tensors[0].ndim if len(tensors) == 1 else None)
     result = fd.apply_reduction(op, tensors, dims_list)
     return keep_dims(fd, result, tensors[0], dims_list) if keepdim else result
 
@@ -179,7 +184,7 @@ def mean(fd: Builder, x: Any, dims: Any = None, keepdim: bool = False, dtype: An
     if dtype is not None:
         tensor = _in(tensor, data_type_of(dtype, call))
     promoted, compute = _float_types([tensor], call)
-    dims_list = _dims_list(dims, call)
+    dims_list = _dims_list(dims, call, tensor.ndim)
     total = reduce(fd, "sum", _in(tensor, compute), dims_list)
     averaged = _in(total / element_count(tensor, dims_list), promoted)
     return keep_dims(fd, averaged, tensor, dims_list) if keepdim else averaged

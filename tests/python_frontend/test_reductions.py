@@ -472,6 +472,20 @@ def _refusal(build):
         build(fd, x, y)
 
 
+def test_negative_dims_count_from_the_end_as_nvfusers():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.sum(x, dims=[-1]))
+        fd.add_output(fd.ops.max(x, dims=-1, keepdim=True))
+        fd.add_output(fd.ops.mean(x, dims=[-1]))
+    array = np.arange(15, dtype=np.float32).reshape(3, 5)
+    total, largest, mean = fd.execute([array])
+    np.testing.assert_array_equal(total, array.sum(axis=1))
+    np.testing.assert_array_equal(largest, array.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(mean, array.mean(axis=1), rtol=1e-7)
+    assert "dims=[1]" in repr(fd)  # the IR's dimension, counted from the start
+
+
 @pytest.mark.parametrize("build,error,message", [
     (lambda fd, x, y: fd.ops.sum(x, dims=[0]), widefuse.UnsupportedOperationError,
      "sum(T0: f32[4, 8], [0]): reducing dimension 0 is not supported: only every dimension "
@@ -480,8 +494,10 @@ def _refusal(build):
      "max(T0: f32[4, 8], []): name the dimensions to reduce, or write max(x)"),
     (lambda fd, x, y: fd.ops.sum([x, y], dims=[1]), widefuse.UnsupportedOperationError,
      "a reduction over rows takes one operand"),
-    (lambda fd, x, y: fd.ops.sum(x, dims=[-1]), widefuse.UnsupportedOperationError,
-     "dimension -1 is outside the operand's rank 2"),
+    (lambda fd, x, y: fd.ops.sum(x, dims=[-3]), widefuse.UnsupportedOperationError,
+     "dimension -3 is outside the operand's rank 2"),
+    (lambda fd, x, y: fd.ops.sum(x, dims=[-2]), widefuse.UnsupportedOperationError,
+     "reducing dimension 0 is not supported"),  # -2 counts from the end: dimension 0
     (lambda fd, x, y: fd.ops.all(x, dims=[1, 1]), widefuse.UnsupportedOperationError,
      "dimension 1 is named twice"),
     (lambda fd, x, y: fd.ops.sum([x, y], keepdim=True), widefuse.UnsupportedOperationError,
