@@ -17,5 +17,7 @@ void bindArgumentReader(nanobind::module_& module);
 /// TracedValue (the base of the package's Tensor and Scalar), record (a pointwise op on traced
 /// values in one call) and snapshot.
 void bindTracedValues(nanobind::module_& module);
+/// bound_state_unchanged (widefuse.optim's prepared step: the state it was bound to).
+void bindBoundState(nanobind::module_& module);
 
 } // namespace widefuse::python

@@ -9,4 +9,5 @@ NB_MODULE(_widefuse, module) {
   widefuse::python::bindStructureKey(module);
   widefuse::python::bindTracedValues(module);
   widefuse::python::bindArgumentReader(module);
+  widefuse::python::bindBoundState(module);
 }

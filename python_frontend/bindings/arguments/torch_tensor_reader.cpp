@@ -122,6 +122,17 @@ bool TorchTensorReader::resolve(PyObject* torch) {
          shape_ && dtype_ && layout_ && isCpu_ && isCuda_ && requiresGrad_;
 }
 
+bool TorchTensorReader::readData(PyObject* tensor, void*& data) const {
+  PyObject* address = callMethod(dataPtr_, tensor);
+  if (!address) {
+    PyErr_Clear();
+    return false;
+  }
+  data = PyLong_AsVoidPtr(address);
+  Py_DECREF(address);
+  return true;
+}
+
 bool TorchTensorReader::readLayout(PyObject* tensor, TorchLayout& layout) const {
   PyObject* address = callMethod(dataPtr_, tensor);
   if (!address) {

@@ -70,6 +70,9 @@ public:
   /// isinstance(object, torch.Tensor); throws the Python error when that raises.
   bool isTensor(PyObject* object) const;
 
+  /// Reads a plain tensor's data pointer alone; false (the Python error cleared) when the read
+  /// fails.
+  bool readData(PyObject* tensor, void*& data) const;
   /// Reads a plain tensor's layout into `layout`; false (the Python error cleared) when a read
   /// fails.
   bool readLayout(PyObject* tensor, TorchLayout& layout) const;

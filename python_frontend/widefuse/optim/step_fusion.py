@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from .._widefuse import Error
+from .._widefuse import Error, bound_state_unchanged
 from ..arguments import layout_of, read_layouts
 from ..data_type import from_short_name
 from ..fusion_definition import FusionDefinition, PreparedExecution
@@ -455,12 +455,16 @@ class PreparedStep:
         self.written = [entry.param for entry in entries] + \
             [value for value in self.state_tensors if isinstance(value, torch.Tensor)]
         # What the kernel writes besides the parameters: each parameter's state dict, its
-        # tensors and their memory, checked before each launch (state_unchanged).
-        self.state_bindings = [(entry.param, entry.state,
-                                [(key, value, local(value).data_ptr())
-                                 for key, value in entry.state.items()
-                                 if isinstance(value, torch.Tensor)])
-                               for entry in entries if entry.state]
+        # tensors and their memory, checked before each launch (state_unchanged), as the
+        # parallel lists _widefuse.bound_state_unchanged takes.
+        bound = [entry for entry in entries if entry.state]
+        self._bound = ([entry.param for entry in bound], [entry.state for entry in bound])
+        tensors = [(owner, key, value) for owner, entry in enumerate(bound)
+                   for key, value in entry.state.items() if isinstance(value, torch.Tensor)]
+        self._bound_entries = ([owner for owner, _, _ in tensors], [key for _, key, _ in tensors],
+                               [value for _, _, value in tensors],
+                               [local(value) for _, _, value in tensors],
+                               [local(value).data_ptr() for _, _, value in tensors])
         self.launches = 0  # known after the first launch
         self.grad_norm = None  # the last launch's total grad norm (max_grad_norm)
 
@@ -477,13 +481,7 @@ class PreparedStep:
         (``state.clear()``, ``del state[p]``), a replaced entry (``state[p]["exp_avg"] = t``)
         or a swapped storage (``.data = t``, ``set_``): the kernel would write memory the
         optimizer no longer holds, so the caller prepares again."""
-        for param, bound, tensors in self.state_bindings:
-            if state.get(param) is not bound:
-                return False
-            for key, tensor, address in tensors:
-                if bound.get(key) is not tensor or local(tensor).data_ptr() != address:
-                    return False
-        return True
+        return bound_state_unchanged(state, *self._bound, *self._bound_entries)
 
     def launch(self, changed_grads: list[tuple[int, Any]], groups: list[dict],
                scaling_tensors: list) -> None:
