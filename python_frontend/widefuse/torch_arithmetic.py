@@ -43,6 +43,19 @@ def _result(first: str, second: str) -> Optional[str]:
     return "f64" if "f64" in (first, second) else "f32"
 
 
+def _types(*operands: Any) -> Optional[tuple[list, str, str]]:
+    """The short dtype names of `operands`, torch's result dtype and the type it computes
+    in; None unless every operand is a traced real floating value."""
+    for x in operands:
+        if not isinstance(x, _TracedValue):
+            return None
+    names = [x.handle.dtype for x in operands]
+    dtype: Optional[str] = names[0]
+    for name in names[1:]:
+        dtype = dtype and _result(dtype, name)
+    return None if dtype is None else (names, dtype, _OPMATH[dtype])
+
+
 def _as(value: Any, name: str, dtype: str) -> Any:
     """Traced `value` of dtype `name` in `dtype` (no cast when it has it)."""
     if name == dtype:
@@ -78,13 +91,10 @@ def _fma(a: Any, b: Any, c: Any) -> Any:
 def add_scaled(input: Any, other: Any, alpha: Any, negate: bool = False) -> Optional[Any]:
     """torch.add(input, other, alpha=alpha) (torch.sub with `negate`), or None where the
     plain ops are torch's."""
-    if not (isinstance(input, _TracedValue) and isinstance(other, _TracedValue)):
+    types = _types(input, other)
+    if types is None:
         return None
-    first, second = input.handle.dtype, other.handle.dtype
-    dtype = _result(first, second)
-    if dtype is None:
-        return None
-    opmath = _OPMATH[dtype]
+    (first, second), dtype, opmath = types
     # torch's add converts alpha to a bf16/f16 result's dtype before computing in float32.
     coefficient = _coefficient(alpha, opmath, None if dtype == opmath else dtype)
     if coefficient is None:
@@ -98,18 +108,11 @@ def add_scaled(input: Any, other: Any, alpha: Any, negate: bool = False) -> Opti
 def addcmul(input: Any, tensor1: Any, tensor2: Any, value: Any) -> Optional[Any]:
     """torch.addcmul(input, tensor1, tensor2, value=value): the last multiply and the add
     fused, also for value 1; or None."""
-    if not (isinstance(input, _TracedValue) and isinstance(tensor1, _TracedValue) and
-            isinstance(tensor2, _TracedValue)):
-        return None
-    names = (input.handle.dtype, tensor1.handle.dtype, tensor2.handle.dtype)
-    dtype = _result(names[0], names[1])
-    dtype = dtype and _result(dtype, names[2])
-    if dtype is None:
-        return None
-    opmath = _OPMATH[dtype]
-    coefficient = _coefficient(value, opmath)
+    types = _types(input, tensor1, tensor2)
+    coefficient = None if types is None else _coefficient(value, types[2])
     if coefficient is None:
         return None
+    names, dtype, opmath = types
     scaled = coefficient * _as(tensor1, names[1], opmath)
     fused = _fma(scaled, _as(tensor2, names[2], opmath), _as(input, names[0], opmath))
     return _as(fused, opmath, dtype)
@@ -117,16 +120,11 @@ def addcmul(input: Any, tensor1: Any, tensor2: Any, value: Any) -> Optional[Any]
 
 def lerp(start: Any, end: Any, weight: Any) -> Optional[Any]:
     """torch.lerp(start, end, weight) with a number or traced scalar weight, or None."""
-    if not (isinstance(start, _TracedValue) and isinstance(end, _TracedValue)):
-        return None
-    first, second = start.handle.dtype, end.handle.dtype
-    dtype = _result(first, second)
-    if dtype is None:
-        return None
-    opmath = _OPMATH[dtype]
-    w = _coefficient(weight, opmath)
+    types = _types(start, end)
+    w = None if types is None else _coefficient(weight, types[2])
     if w is None:
         return None
+    (first, second), dtype, opmath = types
     low, high = _as(start, first, opmath), _as(end, second, opmath)
     difference = high - low
     if isinstance(w, _TracedValue):

@@ -113,17 +113,6 @@ def bnb_style_run(make, steps=50, shapes=((1024, 32), (1024, 1024), (1024, 4097)
     return errors, torch_adamw, exact, optimizer, quantized
 
 
-@pytest.fixture
-def pinned_maps(monkeypatch):
-    """torchao's 8-bit maps are ours (they differ by an ulp or two on CPUs whose vectorised
-    linspace fuses its multiply-add; which code a value gets then differs at the edges)."""
-    module = torchao.optim.subclass_8bit
-    for name, codebook in (("get_qmap_signed", "dynamic8_signed"),
-                           ("get_qmap_unsigned", "dynamic8_unsigned")):
-        values = widefuse._widefuse.codebook_values(codebook)
-        monkeypatch.setattr(module, name, lambda values=values: list(values))
-
-
 @pytest.mark.parametrize("name", ["int8", "int4", "fp8"])
 def test_errors_are_no_worse_than_torchaos_and_within_bitsandbytes_bounds(name, pinned_maps):
     ours, torch_adamw, exact, optimizer, quantized = bnb_style_run(

@@ -32,17 +32,6 @@ BLOCK = {"int8": 256, "int4": 128, "fp8": 256}
 FORMATS = [None, "int8", "int4", "fp8"]
 
 
-@pytest.fixture
-def pinned_maps(monkeypatch):
-    """torchao's 8-bit maps are ours (they differ by an ulp or two on CPUs whose vectorised
-    linspace fuses its multiply-add; which code a value gets then differs at the edges)."""
-    module = torchao.optim.subclass_8bit
-    for name, codebook in (("get_qmap_signed", "dynamic8_signed"),
-                           ("get_qmap_unsigned", "dynamic8_unsigned")):
-        values = widefuse._widefuse.codebook_values(codebook)
-        monkeypatch.setattr(module, name, lambda values=values: list(values))
-
-
 def low_bit(fmt, params, **options):
     """torchao's AdamW update with moments in `fmt` (None: float32, a param-group option)."""
     if fmt is None:
